@@ -1,0 +1,282 @@
+/* fajit.h - FlashAttention kernels compiled at run time for the exact GPU.
+ *
+ * fajit compiles embedded attention kernel sources with NVRTC for the GPU it runs on,
+ * picks a kernel configuration per GPU generation, and keeps compiled kernels in an
+ * SQLite cache shared by every process on a machine. The CUDA driver and NVRTC are loaded
+ * at run time: a program linked with fajit starts on a machine without either.
+ *
+ * Sections, from simple to advanced:
+ *   1. Version and status codes
+ *   2. Context (one per device)
+ *   3. Attention forward
+ *   4. Observability: errors, counters, logging, progress
+ *   5. Offline work: compiling for named targets, cache maintenance, system info
+ *
+ * Thread safety: every function taking a context may be called from many threads at once
+ * on the same context, except fajit_ctx_destroy. Strings returned by the library are owned
+ * by it; each function says how long they stay valid.
+ */
+#ifndef FAJIT_H
+#define FAJIT_H
+
+#include <stddef.h>
+#include <stdint.h>
+
+#ifdef __cplusplus
+extern "C" {
+#endif
+
+#if defined(FAJIT_BUILDING) && defined(__GNUC__)
+#define FAJIT_API __attribute__((visibility("default")))
+#else
+#define FAJIT_API
+#endif
+
+/*======  1. Version and status codes  ======*/
+
+#define FAJIT_VERSION_MAJOR 0
+#define FAJIT_VERSION_MINOR 1
+#define FAJIT_VERSION_PATCH 0
+#define FAJIT_VERSION_STRING "0.1.0"
+#define FAJIT_VERSION_NUMBER \
+    (FAJIT_VERSION_MAJOR * 10000 + FAJIT_VERSION_MINOR * 100 + FAJIT_VERSION_PATCH)
+
+FAJIT_API unsigned fajit_version_number(void);   /* FAJIT_VERSION_NUMBER of the library */
+FAJIT_API const char *fajit_version_string(void);
+
+/* X(name, value, message). Values are stable: never renumbered, never reused. */
+#define FAJIT_STATUS_MAP(X)                                                             \
+    X(OK, 0, "success")                                                                 \
+    X(INVALID_ARGUMENT, 1, "invalid argument")                                          \
+    X(UNSUPPORTED, 2, "unsupported problem or configuration")                           \
+    X(NO_DRIVER, 3, "no CUDA driver (libcuda.so.1) could be loaded")                    \
+    X(NO_DEVICE, 4, "no such CUDA device")                                              \
+    X(NO_NVRTC, 5, "NVRTC (libnvrtc.so.13 or .12) could not be loaded")                 \
+    X(COMPILE_FAILED, 6, "kernel compilation failed")                                   \
+    X(CUDA_ERROR, 7, "a CUDA driver call failed")                                       \
+    X(OUT_OF_MEMORY, 8, "out of host memory")                                           \
+    X(CACHE_MISS, 9, "kernel not in cache and compiling is not allowed (STRICT policy)") \
+    X(CACHE_ERROR, 10, "kernel cache error")                                            \
+    X(IO_ERROR, 11, "file input/output error")
+
+typedef enum fajit_status {
+#define FAJIT_X_ENUM(name, value, msg) FAJIT_##name = value,
+    FAJIT_STATUS_MAP(FAJIT_X_ENUM)
+#undef FAJIT_X_ENUM
+} fajit_status;
+
+/* "FAJIT_INVALID_ARGUMENT"; "FAJIT_UNKNOWN_STATUS" for a value not in the table. */
+FAJIT_API const char *fajit_status_name(fajit_status s);
+/* A static one-line description of the code ("invalid argument"). */
+FAJIT_API const char *fajit_strerror(fajit_status s);
+
+/*======  2. Context  ======*/
+
+typedef struct fajit_ctx fajit_ctx;
+
+/* What a cache miss may do on the calling thread. */
+typedef enum fajit_policy {
+    FAJIT_POLICY_BLOCKING = 0, /* compile before launching (default) */
+    FAJIT_POLICY_FALLBACK = 1, /* launch what is available now, compile in the background
+                                  (not implemented yet: behaves as BLOCKING) */
+    FAJIT_POLICY_STRICT = 2    /* a miss returns FAJIT_CACHE_MISS; nothing compiles */
+} fajit_policy;
+
+typedef enum fajit_log_level {
+    FAJIT_LOG_ERROR = 0,
+    FAJIT_LOG_WARN = 1,
+    FAJIT_LOG_INFO = 2,
+    FAJIT_LOG_DEBUG = 3
+} fajit_log_level;
+
+/* Called from any thread, possibly while the library holds internal locks: do not call
+ * back into fajit from it. `msg` is valid for the call only. */
+typedef void (*fajit_log_fn)(void *user, fajit_log_level level, const char *msg);
+
+/* Progress of long work (compiling many kernels). done of total finished, eta in seconds
+ * (negative when unknown), what = the item just finished. */
+typedef void (*fajit_progress_fn)(void *user, int done, int total, double eta_s,
+                                  const char *what);
+
+#define FAJIT_DEVICE_NONE (-1) /* a context with no GPU: compile for named targets only */
+
+typedef struct fajit_ctx_opts {
+    int device;              /* CUDA device ordinal, or FAJIT_DEVICE_NONE. Default 0. */
+    const char *cache_dir;   /* cache directory; NULL: FAJIT_CACHE_DIR, then
+                                $XDG_CACHE_HOME/fajit, then $HOME/.cache/fajit, then
+                                memory only (with a warning). "" = memory only. Copied. */
+    fajit_policy policy;     /* default BLOCKING; FAJIT_POLICY=blocking|fallback|strict */
+    fajit_log_fn log;        /* default NULL: messages dropped */
+    void *log_user;
+    fajit_log_level log_level; /* most verbose level delivered; default WARN;
+                                  FAJIT_LOG_LEVEL=error|warn|info|debug overrides */
+    fajit_progress_fn progress; /* default NULL */
+    void *progress_user;
+} fajit_ctx_opts;
+
+/* Fills `opts` with the defaults above. */
+FAJIT_API void fajit_ctx_opts_init(fajit_ctx_opts *opts);
+
+/* Creates a context for opts->device (opts may be NULL: defaults). Loads the CUDA driver
+ * (unless device is FAJIT_DEVICE_NONE) and opens the cache; NVRTC is loaded on first
+ * need. On failure returns the status and, when a context could be allocated, still
+ * sets *out so fajit_errmsg(*out) explains the failure; destroy it either way.
+ * Errors: NO_DRIVER, NO_DEVICE, CUDA_ERROR, INVALID_ARGUMENT, OUT_OF_MEMORY. */
+FAJIT_API fajit_status fajit_ctx_create(fajit_ctx **out, const fajit_ctx_opts *opts);
+
+/* Releases everything the context owns. Accepts NULL. Not concurrently with other calls
+ * on the same context. */
+FAJIT_API void fajit_ctx_destroy(fajit_ctx *ctx);
+
+/*======  3. Attention forward  ======*/
+
+typedef enum fajit_dtype { FAJIT_F16 = 0, FAJIT_BF16 = 1 } fajit_dtype;
+
+typedef enum fajit_mask {
+    FAJIT_MASK_NONE = 0,
+    FAJIT_MASK_CAUSAL = 1, /* bottom-right aligned when seqlen_q != seqlen_k */
+    FAJIT_MASK_WINDOW = 2  /* sliding window: window_left / window_right */
+} fajit_mask;
+
+/* One attention forward problem. Fill with fajit_attn_desc_init, then set the optional
+ * fields. Strides are in elements; the last dimension (head_dim) must be contiguous.
+ *   Q, O   [batch][seqlen_q][heads_q ][head_dim]
+ *   K, V   [batch][seqlen_k][heads_kv][head_dim]
+ * Key j is visible to query i (0-based within their sequence) when
+ *   j >= i + (seqlen_k - seqlen_q) - window_left  (no bound if window_left < 0)
+ *   j <= i + (seqlen_k - seqlen_q) + window_right (no bound if window_right < 0).
+ * A query row that sees no key gets O = 0 and LSE = -inf.
+ * All pointers are device pointers, 16-byte aligned; all strides multiples of 8. */
+typedef struct fajit_attn_desc {
+    const void *q, *k, *v;
+    void *o;
+    int64_t q_batch_stride, q_row_stride, q_head_stride;
+    int64_t k_batch_stride, k_row_stride, k_head_stride;
+    int64_t v_batch_stride, v_row_stride, v_head_stride;
+    int64_t o_batch_stride, o_row_stride, o_head_stride;
+    int batch, heads_q, heads_kv; /* heads_q % heads_kv == 0 (GQA; MQA: heads_kv = 1) */
+    int seqlen_q, seqlen_k;       /* for varlen: the maxima over the batch */
+    int head_dim;                 /* multiple of 8, 8..256 */
+    fajit_dtype dtype;
+    fajit_mask mask;
+    int window_left, window_right; /* WINDOW only, each >= 0 */
+    float softmax_scale;           /* default 1/sqrt(head_dim) */
+    /* Optional. */
+    const int32_t *cu_seqlens_q;   /* varlen: device int32[batch+1], prefix sums of the
+                                      lengths; rows packed, batch strides ignored */
+    const int32_t *cu_seqlens_k;   /* required with cu_seqlens_q */
+    float *lse;                    /* natural-log LSE, fp32: [batch][heads_q][seqlen_q];
+                                      varlen: [heads_q][total_q] */
+} fajit_attn_desc;
+
+/* Sets the required fields and defaults for contiguous tensors ([batch, seq, heads, dim],
+ * strides derived), mask NONE, scale 1/sqrt(head_dim), no varlen, no LSE. Validates
+ * nothing; fajit_attn_fwd does. */
+FAJIT_API void fajit_attn_desc_init(fajit_attn_desc *d, const void *q, const void *k,
+                                    const void *v, void *o, int batch, int heads_q,
+                                    int heads_kv, int seqlen_q, int seqlen_k, int head_dim,
+                                    fajit_dtype dtype);
+
+/* Checks `d` against every rule without touching the GPU. FAJIT_INVALID_ARGUMENT or
+ * FAJIT_UNSUPPORTED with a message naming the rule and the value in fajit_errmsg(ctx)
+ * (ctx may be NULL: then only the status is reported). */
+FAJIT_API fajit_status fajit_attn_check(fajit_ctx *ctx, const fajit_attn_desc *d);
+
+/* O = softmax(Q K^T * scale + mask) V on `stream` (a CUstream; NULL = default stream).
+ * Validates first (nothing is launched on bad input), then finds the kernel: in memory,
+ * in the cache, or compiled now (per policy). Asynchronous: returns after the launch.
+ * The context's device must be current-able: fajit makes its primary context current on
+ * the calling thread. */
+FAJIT_API fajit_status fajit_attn_fwd(fajit_ctx *ctx, const fajit_attn_desc *d,
+                                      void *stream);
+
+/* Same problem through the naive reference kernel (the test oracle): always correct,
+ * slow. */
+FAJIT_API fajit_status fajit_attn_fwd_reference(fajit_ctx *ctx, const fajit_attn_desc *d,
+                                                void *stream);
+
+/*======  4. Observability  ======*/
+
+/* Details of the last failure on this context in any thread (the rule and the value, the
+ * driver or NVRTC code name, the first lines of a compile log). Never NULL; valid until
+ * the next call on the context from any thread. "" when nothing failed. */
+FAJIT_API const char *fajit_errmsg(fajit_ctx *ctx);
+
+/* The full NVRTC log of the last failed (or, if none failed, last) compile. Valid as
+ * fajit_errmsg. */
+FAJIT_API const char *fajit_compile_log(fajit_ctx *ctx);
+
+typedef struct fajit_counters {
+    uint64_t calls;            /* fajit_attn_fwd calls that launched */
+    uint64_t hits_memory;      /* kernel found in the context's memory */
+    uint64_t hits_disk;        /* kernel found in the SQLite cache */
+    uint64_t misses;           /* kernel in neither: compiled (or refused under STRICT) */
+    uint64_t compiles;         /* NVRTC compiles run by this context */
+    double compile_seconds;    /* wall time spent in them */
+    uint64_t corrupt_entries;  /* cache entries that failed their checksum */
+    uint64_t lease_waits;      /* times another thread/process was compiling a key */
+    uint64_t serving_compiles; /* compiles inside fajit_attn_fwd (the serving path) */
+} fajit_counters;
+
+FAJIT_API void fajit_counters_get(fajit_ctx *ctx, fajit_counters *out);
+
+/*======  5. Offline work and system information  ======*/
+
+typedef struct fajit_sysinfo {
+    int driver_loaded;       /* libcuda.so.1 found */
+    int driver_version;      /* e.g. 13000; 0 when not loaded */
+    int nvrtc_loaded;
+    int nvrtc_major, nvrtc_minor;
+    int device_count;
+    const char *cache_path;  /* NULL when memory only; valid for the context's life */
+    int cache_readonly;
+} fajit_sysinfo;
+
+/* Fills `out`; loads NVRTC if needed. Never fails for a missing driver or NVRTC: it
+ * reports them as not loaded. */
+FAJIT_API fajit_status fajit_sysinfo_get(fajit_ctx *ctx, fajit_sysinfo *out);
+
+typedef struct fajit_device_info {
+    char name[256];
+    int cc_major, cc_minor, sm_count;
+    char arch[16];           /* exact compile target: "sm_90a" on an H100/H200 */
+    size_t total_mem;
+} fajit_device_info;
+
+FAJIT_API fajit_status fajit_device_info_get(fajit_ctx *ctx, int ordinal,
+                                             fajit_device_info *out);
+
+/* Compiles every kernel variant fajit ships for target `arch` ("sm_80", "sm_90a",
+ * "sm_100a", ...) into the cache, without a GPU, on `jobs` threads (<= 0: one per online
+ * CPU). Progress goes to the context's progress callback (from the calling thread).
+ * *n_compiled / *n_cached (may be NULL) count what was compiled now and what was already
+ * there. On a failure the other variants still finish; the first error is returned. */
+FAJIT_API fajit_status fajit_warm(fajit_ctx *ctx, const char *arch, int jobs,
+                                  int *n_compiled, int *n_cached);
+
+/* One cache entry, for listing. Strings valid during the callback only. */
+typedef struct fajit_cache_entry {
+    char key_hex[33];
+    const char *arch;
+    const char *name;
+    size_t cubin_bytes;
+    double compile_ms;
+    int regs, smem, spill_bytes;
+    int64_t created, last_used, hits;
+} fajit_cache_entry;
+
+typedef int (*fajit_cache_entry_fn)(void *user, const fajit_cache_entry *e);
+
+/* Cache maintenance on the context's cache. list: calls fn per entry (return nonzero to
+ * stop). verify: re-reads every entry, removes bad ones, *n_bad counts them. clear:
+ * removes every entry. stats: entries, bytes of cubins, bytes of the file. */
+FAJIT_API fajit_status fajit_cache_list(fajit_ctx *ctx, fajit_cache_entry_fn fn, void *user);
+FAJIT_API fajit_status fajit_cache_verify(fajit_ctx *ctx, int *n_checked, int *n_bad);
+FAJIT_API fajit_status fajit_cache_clear(fajit_ctx *ctx);
+FAJIT_API fajit_status fajit_cache_stats(fajit_ctx *ctx, int64_t *entries, int64_t *bytes,
+                                         int64_t *file_bytes);
+
+#ifdef __cplusplus
+}
+#endif
+#endif /* FAJIT_H */

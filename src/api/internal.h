@@ -1,0 +1,114 @@
+/* internal.h - what the files of src/api share: the context, error recording, logging,
+ * and the kernel store (memory -> SQLite -> NVRTC). Internal names are fj_*. */
+#ifndef FJ_INTERNAL_H
+#define FJ_INTERNAL_H
+
+#include <pthread.h>
+#include <stdatomic.h>
+#include <stdint.h>
+
+#include "fajit.h"
+#include "../cache/cache.h"
+#include "../jit/jit.h"
+#include "../kernels_src/fajit_params.h"
+
+/* One kernel variant: which source, which entry point, which compile-time defines. */
+typedef struct fj_variant {
+    const char *source;     /* embedded file name, "attn_ref.cu" */
+    const char *function;   /* extern "C" entry point */
+    char preamble[512];     /* "#define FJ_DTYPE 1\n..." */
+    char name[96];          /* human readable, stored with the cache entry */
+} fj_variant;
+
+/* A loaded kernel, kept in the context's memory map for its whole life. */
+typedef struct fj_kernel {
+    fj_key key;
+    CUmodule module;
+    CUfunction fn;
+    int regs, smem_static, spill_bytes;
+    int dyn_smem_set;       /* dynamic smem limit already raised to this many bytes */
+    struct fj_kernel *next; /* hash chain */
+} fj_kernel;
+
+/* A launch plan: the kernel and launch shape for one problem signature (family, dtype,
+ * head_dim, mask, tile). The fast path of fajit_attn_fwd is one plan lookup. */
+typedef struct fj_plan {
+    uint64_t sig;
+    fj_kernel *k;
+    int block_m, threads, dyn_smem;
+    struct fj_plan *next;
+} fj_plan;
+
+#define FJ_KMAP_BUCKETS 256
+#define FJ_PLAN_BUCKETS 64
+#define FJ_ERRMSG_LEN 2048
+
+struct fajit_ctx {
+    fajit_ctx_opts opts;
+    char *cache_dir;            /* resolved; NULL = memory only */
+    const fj_cuda *cu;          /* NULL: no driver (FAJIT_DEVICE_NONE or none found) */
+    CUdevice dev;
+    CUcontext cuctx;
+    char arch[16];              /* exact target of the device: "sm_90a" */
+    int sm_count, smem_optin, cc;   /* cc = major*10 + minor */
+    fj_cache *cache;
+
+    pthread_mutex_t lock;       /* kernel map, errmsg, compile log */
+    pthread_mutex_t compile_lock; /* one compile at a time per context */
+    fj_kernel *kmap[FJ_KMAP_BUCKETS];
+    fj_plan *plans[FJ_PLAN_BUCKETS];
+    char errmsg[FJ_ERRMSG_LEN];
+    char *compile_log;
+
+    _Atomic uint64_t calls, hits_memory, hits_disk, misses, compiles, serving_compiles,
+        lease_waits;
+    _Atomic uint64_t compile_us;
+};
+
+/* Records "fmt..." as the context's last error (ctx may be NULL) and returns status. */
+fajit_status fj_fail(fajit_ctx *ctx, fajit_status st, const char *fmt, ...)
+    __attribute__((format(printf, 3, 4)));
+void fj_log(fajit_ctx *ctx, fajit_log_level level, const char *fmt, ...)
+    __attribute__((format(printf, 3, 4)));
+
+/* Return the status of `expr` when it is not FAJIT_OK. */
+#define FJ_CHECK(expr)                       \
+    do {                                     \
+        fajit_status fj_st_ = (expr);        \
+        if (fj_st_ != FAJIT_OK)              \
+            return fj_st_;                   \
+    } while (0)
+/* Record a message and return `st` when `cond` holds. */
+#define FJ_RETURN_IF(cond, ctx, st, ...)       \
+    do {                                       \
+        if (cond)                              \
+            return fj_fail(ctx, st, __VA_ARGS__); \
+    } while (0)
+
+/* Kernel key: XXH3-128 over the serialization documented in kernel.c. */
+void fj_kernel_key(const unsigned char src_digest[16], const char *preamble,
+                   const char *options, const char *arch, int nvrtc_version,
+                   int format_version, const char *function, fj_key *out);
+void fj_key_hex(const fj_key *k, char out[33]);
+
+/* The kernel for `v` on the context's device: memory, then cache, then compile (per
+ * policy; `serving` says whether this is the fajit_attn_fwd path). */
+fajit_status fj_kernel_get(fajit_ctx *ctx, const fj_variant *v, int serving, fj_kernel **out);
+/* Compiles `v` for `arch` into the cache unless present; *compiled says which. */
+fajit_status fj_kernel_warm(fajit_ctx *ctx, const fj_variant *v, const char *arch,
+                            int *compiled);
+void fj_kernel_map_free(fajit_ctx *ctx);   /* kernels and plans */
+
+/* Variants of the reference kernel, of the FA2 kernel, and the kernels `warm` compiles. */
+struct fj_fa2_config;
+void fj_variant_ref(fj_variant *v, int dtype);
+void fj_variant_fa2(fj_variant *v, const struct fj_fa2_config *c, int dtype, int hdim, int mask);
+/* Fills up to `max` variants compiled by `fajit-tune warm` for target sm (80, 90, ...). */
+int fj_warm_variants(int sm, fj_variant *out, int max);
+
+/* Host copy of the parameter block from a validated descriptor. */
+void fj_params_from_desc(const fajit_attn_desc *d, fj_attn_params *p);
+/* Parses "sm_90a" -> 90; -1 if not a target name. */
+int fj_arch_sm(const char *arch);
+
+#endif /* FJ_INTERNAL_H */

@@ -1,0 +1,319 @@
+/* kernel.c - the kernel store of a context: memory map -> SQLite cache -> NVRTC compile.
+ *
+ * Kernel key = XXH3-128 over this byte string (fields separated by NUL bytes):
+ *   "fajit-kernel-key" \0 hex(source digest) \0 function \0 preamble \0 options \0 arch \0
+ *   nvrtc version (decimal) \0 format version (decimal)
+ * where the source digest covers every embedded source and header, options are NVRTC's
+ * options as one sorted text, and arch is the exact target. Nothing else: no paths,
+ * hostnames or times, so a cache copied to an identical machine hits.
+ */
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <time.h>
+#define XXH_STATIC_LINKING_ONLY /* XXH3_state_t on the stack */
+#include <xxhash.h>
+
+#include "internal.h"
+#include "../kernels_src/embedded.h"
+
+void fj_kernel_key(const unsigned char src_digest[16], const char *preamble,
+                   const char *options, const char *arch, int nvrtc_version,
+                   int format_version, const char *function, fj_key *out)
+{
+    char num[32];
+    XXH3_state_t st;
+    XXH3_128bits_reset(&st);
+#define PART(s, n)                       \
+    do {                                 \
+        XXH3_128bits_update(&st, s, n);  \
+        XXH3_128bits_update(&st, "", 1); \
+    } while (0)
+    PART("fajit-kernel-key", 16);
+    char hex[33];
+    for (int i = 0; i < 16; i++)
+        sprintf(hex + 2 * i, "%02x", src_digest[i]);
+    PART(hex, 32);
+    PART(function, strlen(function));
+    PART(preamble, strlen(preamble));
+    PART(options, strlen(options));
+    PART(arch, strlen(arch));
+    int n = snprintf(num, sizeof num, "%d", nvrtc_version);
+    PART(num, (size_t)n);
+    n = snprintf(num, sizeof num, "%d", format_version);
+    XXH3_128bits_update(&st, num, (size_t)n);
+#undef PART
+    XXH128_canonical_t c;
+    XXH128_canonicalFromHash(&c, XXH3_128bits_digest(&st));
+    memcpy(out->b, c.digest, 16);
+}
+
+void fj_key_hex(const fj_key *k, char out[33])
+{
+    for (int i = 0; i < 16; i++)
+        sprintf(out + 2 * i, "%02x", k->b[i]);
+}
+
+const fj_embedded *fj_embedded_find(const char *name)
+{
+    for (int i = 0; i < fj_embedded_count; i++)
+        if (strcmp(fj_embedded_sources[i].name, name) == 0)
+            return &fj_embedded_sources[i];
+    return NULL;
+}
+
+/*------ the memory map ------*/
+
+static unsigned bucket(const fj_key *k) { return (k->b[0] | k->b[1] << 8) % FJ_KMAP_BUCKETS; }
+
+static fj_kernel *map_find(fajit_ctx *ctx, const fj_key *k)
+{
+    for (fj_kernel *e = ctx->kmap[bucket(k)]; e; e = e->next)
+        if (memcmp(e->key.b, k->b, 16) == 0)
+            return e;
+    return NULL;
+}
+
+void fj_kernel_map_free(fajit_ctx *ctx)
+{
+    for (int i = 0; i < FJ_KMAP_BUCKETS; i++) {
+        fj_kernel *e = ctx->kmap[i];
+        while (e) {
+            fj_kernel *next = e->next;
+            if (e->module && ctx->cu)
+                ctx->cu->cuModuleUnload(e->module);
+            free(e);
+            e = next;
+        }
+        ctx->kmap[i] = NULL;
+    }
+    for (int i = 0; i < FJ_PLAN_BUCKETS; i++) {
+        fj_plan *p = ctx->plans[i];
+        while (p) {
+            fj_plan *next = p->next;
+            free(p);
+            p = next;
+        }
+        ctx->plans[i] = NULL;
+    }
+}
+
+/*------ compile ------*/
+
+static double now_s(void)
+{
+    struct timespec ts;
+    clock_gettime(CLOCK_MONOTONIC, &ts);
+    return ts.tv_sec + ts.tv_nsec / 1e9;
+}
+
+static int nvrtc_version_of(const fj_nvrtc *nv)
+{
+    int major, minor;
+    fj_nvrtc_version(nv, &major, &minor);
+    return major * 1000 + minor * 10;
+}
+
+/* Key of `v` for `arch`; needs NVRTC for its version (a cache without NVRTC could still be
+ * served by recording the version used; fajit requires NVRTC to be loadable for now). */
+static fajit_status variant_key(fajit_ctx *ctx, const fj_variant *v, const char *arch,
+                                const fj_nvrtc *nv, fj_key *key, char *opts, size_t opts_len)
+{
+    fj_nvrtc_options_text(arch, opts, opts_len);
+    FJ_RETURN_IF(!fj_embedded_find(v->source), ctx, FAJIT_UNSUPPORTED,
+                 "no embedded source named %s", v->source);
+    fj_kernel_key(fj_embedded_digest, v->preamble, opts, arch, nvrtc_version_of(nv),
+                  FJ_CACHE_FORMAT_VERSION, v->function, key);
+    return FAJIT_OK;
+}
+
+static void keep_log(fajit_ctx *ctx, const char *log)
+{
+    char *copy = strdup(log ? log : "");
+    pthread_mutex_lock(&ctx->lock);
+    free(ctx->compile_log);
+    ctx->compile_log = copy;
+    pthread_mutex_unlock(&ctx->lock);
+}
+
+/* First `n` lines of a log, for error messages. */
+static void head_lines(const char *log, int n, char *out, size_t len)
+{
+    const char *p = log;
+    while (n-- > 0 && p && (p = strchr(p, '\n')))
+        p++;
+    size_t k = p ? (size_t)(p - log) : strlen(log);
+    snprintf(out, len, "%.*s", (int)(k < len ? k : len - 1), log);
+}
+
+/* Compiles `v` for `arch` and publishes it; fills `e` (owned by the caller). The caller
+ * holds the key's lease. */
+static fajit_status compile_variant(fajit_ctx *ctx, const fj_nvrtc *nv, const fj_variant *v,
+                                    const char *arch, const fj_key *key, const char *opts,
+                                    fj_entry *e)
+{
+    const fj_embedded *src = fj_embedded_find(v->source);
+    fj_src main_src = {src->name, src->text, src->len};
+    fj_src headers[16];
+    int nh = 0;
+    for (int i = 0; i < fj_embedded_count && nh < 16; i++) {
+        const char *name = fj_embedded_sources[i].name;
+        size_t len = strlen(name);
+        if (len > 2 && (strcmp(name + len - 2, ".h") == 0 || strcmp(name + len - 4, ".cuh") == 0))
+            headers[nh++] = (fj_src){name, fj_embedded_sources[i].text, fj_embedded_sources[i].len};
+    }
+    char err[512], head[1024];
+    fj_compile_out co;
+    double t0 = now_s();
+    int rc = fj_nvrtc_compile(nv, v->preamble, &main_src, headers, nh, arch, NULL, &co, err,
+                              sizeof err);
+    ctx->compile_us += (uint64_t)((now_s() - t0) * 1e6);
+    ctx->compiles++;
+    keep_log(ctx, co.log);
+    if (rc != 0) {
+        head_lines(co.log, 8, head, sizeof head);
+        fj_compile_out_free(&co);
+        return fj_fail(ctx, FAJIT_COMPILE_FAILED, "%s [%s]: %s\n%s", v->name, arch, err, head);
+    }
+    fj_log(ctx, FAJIT_LOG_INFO, "compiled %s for %s in %.0f ms: %d registers, %d B spills",
+           v->name, arch, co.ms, co.regs, co.spill_bytes);
+    memset(e, 0, sizeof *e);
+    e->key = *key;
+    snprintf(e->arch, sizeof e->arch, "%s", arch);
+    e->nvrtc_version = nvrtc_version_of(nv);
+    e->name = strdup(v->name);
+    e->options = strdup(opts);
+    e->blob = co.cubin;
+    e->blob_size = co.cubin_size;
+    e->log = co.log;
+    e->compile_ms = co.ms;
+    e->regs = co.regs;
+    e->smem = co.smem;
+    e->spill_bytes = co.spill_bytes;
+    if (fj_cache_put(ctx->cache, e) != 0)
+        fj_log(ctx, FAJIT_LOG_WARN, "could not store %s in the cache; kept in memory", v->name);
+    return FAJIT_OK;
+}
+
+/* Finds `key` in the cache or compiles it, under the key's lease. *compiled = 1 when this
+ * call compiled. */
+static fajit_status fetch_or_compile(fajit_ctx *ctx, const fj_nvrtc *nv, const fj_variant *v,
+                                     const char *arch, const fj_key *key, const char *opts,
+                                     int allow_compile, fj_entry *e, int *compiled)
+{
+    *compiled = 0;
+    if (fj_cache_get(ctx->cache, key, e))
+        return FAJIT_OK;
+    if (!allow_compile) {
+        char hex[33];
+        fj_key_hex(key, hex);
+        return fj_fail(ctx, FAJIT_CACHE_MISS, "%s for %s (key %s) is not in the cache and "
+                       "policy STRICT forbids compiling; run fajit-tune warm", v->name, arch, hex);
+    }
+    int r = fj_cache_lease(ctx->cache, key, 600 * 1000, e);
+    if (r == 1) {   /* another thread or process published it while we waited */
+        ctx->lease_waits++;
+        return FAJIT_OK;
+    }
+    fajit_status st = compile_variant(ctx, nv, v, arch, key, opts, e);
+    if (st != FAJIT_OK)
+        fj_cache_lease_release(ctx->cache, key);
+    else
+        *compiled = 1;
+    return st;
+}
+
+static fajit_status load_kernel(fajit_ctx *ctx, const fj_variant *v, const fj_entry *e,
+                                fj_kernel **out)
+{
+    char err[64];
+    const fj_cuda *cu = ctx->cu;
+    fj_kernel *k = calloc(1, sizeof *k);
+    FJ_RETURN_IF(!k, ctx, FAJIT_OUT_OF_MEMORY, "allocating a kernel");
+    k->key = e->key;
+    CUresult r = cu->cuModuleLoadData(&k->module, e->blob);
+    if (r == 0)
+        r = cu->cuModuleGetFunction(&k->fn, k->module, v->function);
+    if (r != 0) {
+        if (k->module)
+            cu->cuModuleUnload(k->module);
+        free(k);
+        return fj_fail(ctx, FAJIT_CUDA_ERROR, "loading %s: %s", v->name,
+                       fj_cuda_errname(cu, r, err, sizeof err));
+    }
+    cu->cuFuncGetAttribute(&k->regs, FJ_CU_FUNC_ATTR_NUM_REGS, k->fn);
+    k->spill_bytes = e->spill_bytes;
+    *out = k;
+    return FAJIT_OK;
+}
+
+fajit_status fj_kernel_get(fajit_ctx *ctx, const fj_variant *v, int serving, fj_kernel **out)
+{
+    char why[1024], opts[256];
+    fj_key key;
+    FJ_RETURN_IF(!ctx->cu, ctx, FAJIT_NO_DEVICE, "the context has no device "
+                 "(created with FAJIT_DEVICE_NONE or without a driver)");
+    const fj_nvrtc *nv = fj_nvrtc_get(why, sizeof why);
+    FJ_RETURN_IF(!nv, ctx, FAJIT_NO_NVRTC, "%s", why);
+    FJ_CHECK(variant_key(ctx, v, ctx->arch, nv, &key, opts, sizeof opts));
+
+    pthread_mutex_lock(&ctx->lock);
+    fj_kernel *k = map_find(ctx, &key);
+    pthread_mutex_unlock(&ctx->lock);
+    if (k) {
+        ctx->hits_memory++;
+        *out = k;
+        return FAJIT_OK;
+    }
+    /* One thread of this context fetches or compiles; the others find it in memory. */
+    pthread_mutex_lock(&ctx->compile_lock);
+    pthread_mutex_lock(&ctx->lock);
+    k = map_find(ctx, &key);
+    pthread_mutex_unlock(&ctx->lock);
+    fajit_status st = FAJIT_OK;
+    if (k) {
+        ctx->hits_memory++;
+    } else {
+        fj_entry e;
+        int compiled = 0;
+        int allow = ctx->opts.policy != FAJIT_POLICY_STRICT;
+        st = fetch_or_compile(ctx, nv, v, ctx->arch, &key, opts, allow, &e, &compiled);
+        if (st == FAJIT_OK) {
+            if (compiled) {
+                ctx->misses++;
+                if (serving)
+                    ctx->serving_compiles++;
+            } else {
+                ctx->hits_disk++;
+            }
+            st = load_kernel(ctx, v, &e, &k);
+            fj_entry_free(&e);
+        } else if (st == FAJIT_CACHE_MISS) {
+            ctx->misses++;
+        }
+        if (st == FAJIT_OK) {
+            pthread_mutex_lock(&ctx->lock);
+            k->next = ctx->kmap[bucket(&key)];
+            ctx->kmap[bucket(&key)] = k;
+            pthread_mutex_unlock(&ctx->lock);
+        }
+    }
+    pthread_mutex_unlock(&ctx->compile_lock);
+    if (st == FAJIT_OK)
+        *out = k;
+    return st;
+}
+
+fajit_status fj_kernel_warm(fajit_ctx *ctx, const fj_variant *v, const char *arch,
+                            int *compiled)
+{
+    char why[1024], opts[256];
+    fj_key key;
+    fj_entry e;
+    const fj_nvrtc *nv = fj_nvrtc_get(why, sizeof why);
+    FJ_RETURN_IF(!nv, ctx, FAJIT_NO_NVRTC, "%s", why);
+    FJ_CHECK(variant_key(ctx, v, arch, nv, &key, opts, sizeof opts));
+    FJ_CHECK(fetch_or_compile(ctx, nv, v, arch, &key, opts, 1, &e, compiled));
+    fj_entry_free(&e);
+    return FAJIT_OK;
+}

@@ -1,0 +1,110 @@
+/* jit.h - the run-time layer: the CUDA driver loaded with dlopen into a function table,
+ * NVRTC loaded the same way, CUBIN compilation, module load, launch and event timing.
+ * Knows nothing of attention. No CUDA header is needed: the few driver types are
+ * declared here with the driver's ABI.
+ */
+#ifndef FJ_JIT_H
+#define FJ_JIT_H
+
+#include <stddef.h>
+
+typedef int CUresult;              /* CUDA_SUCCESS = 0 */
+typedef int CUdevice;
+typedef struct CUctx_st *CUcontext;
+typedef struct CUmod_st *CUmodule;
+typedef struct CUfunc_st *CUfunction;
+typedef struct CUstream_st *CUstream;
+typedef struct CUevent_st *CUevent;
+typedef unsigned long long CUdeviceptr;
+
+enum {
+    FJ_CU_ATTR_MAX_THREADS_PER_BLOCK = 1,
+    FJ_CU_ATTR_SM_COUNT = 16,
+    FJ_CU_ATTR_CC_MAJOR = 75,
+    FJ_CU_ATTR_CC_MINOR = 76,
+    FJ_CU_ATTR_MAX_SMEM_OPTIN = 97,
+    FJ_CU_FUNC_ATTR_NUM_REGS = 4,
+    FJ_CU_FUNC_ATTR_LOCAL_BYTES = 3,
+    FJ_CU_FUNC_ATTR_MAX_DYN_SMEM = 8,
+};
+
+/* The driver entry points fajit uses. Tests may install a fake table. */
+typedef struct fj_cuda {
+    void *handle;
+    int version;
+    CUresult (*cuInit)(unsigned);
+    CUresult (*cuDriverGetVersion)(int *);
+    CUresult (*cuDeviceGetCount)(int *);
+    CUresult (*cuDeviceGet)(CUdevice *, int);
+    CUresult (*cuDeviceGetName)(char *, int, CUdevice);
+    CUresult (*cuDeviceGetAttribute)(int *, int, CUdevice);
+    CUresult (*cuDeviceTotalMem)(size_t *, CUdevice);
+    CUresult (*cuDevicePrimaryCtxRetain)(CUcontext *, CUdevice);
+    CUresult (*cuDevicePrimaryCtxRelease)(CUdevice);
+    CUresult (*cuCtxSetCurrent)(CUcontext);
+    CUresult (*cuModuleLoadData)(CUmodule *, const void *);
+    CUresult (*cuModuleUnload)(CUmodule);
+    CUresult (*cuModuleGetFunction)(CUfunction *, CUmodule, const char *);
+    CUresult (*cuFuncGetAttribute)(int *, int, CUfunction);
+    CUresult (*cuFuncSetAttribute)(CUfunction, int, int);
+    CUresult (*cuLaunchKernel)(CUfunction, unsigned, unsigned, unsigned, unsigned, unsigned,
+                               unsigned, unsigned, CUstream, void **, void **);
+    CUresult (*cuEventCreate)(CUevent *, unsigned);
+    CUresult (*cuEventDestroy)(CUevent);
+    CUresult (*cuEventRecord)(CUevent, CUstream);
+    CUresult (*cuEventSynchronize)(CUevent);
+    CUresult (*cuEventElapsedTime)(float *, CUevent, CUevent);
+    CUresult (*cuGetErrorName)(CUresult, const char **);
+    /* used by tests and benchmarks */
+    CUresult (*cuCtxSynchronize)(void);
+    CUresult (*cuMemAlloc)(CUdeviceptr *, size_t);
+    CUresult (*cuMemFree)(CUdeviceptr);
+    CUresult (*cuMemcpyHtoD)(CUdeviceptr, const void *, size_t);
+    CUresult (*cuMemcpyDtoH)(void *, CUdeviceptr, size_t);
+    CUresult (*cuMemsetD8)(CUdeviceptr, unsigned char, size_t);
+} fj_cuda;
+
+/* Loads libcuda.so.1 (once per process) and calls cuInit. Returns NULL when there is no
+ * driver; `why` (may be NULL) then says what failed. Thread-safe. */
+const fj_cuda *fj_cuda_get(char *why, size_t why_len);
+/* Installs a fake driver table for tests (NULL restores the real loader). */
+void fj_cuda_set_for_testing(const fj_cuda *fake);
+/* "CUDA_ERROR_INVALID_VALUE (1)" into buf. */
+const char *fj_cuda_errname(const fj_cuda *cu, CUresult r, char *buf, size_t n);
+
+/* NVRTC, loaded at run time (libnvrtc.so.13, else .12). */
+typedef struct fj_nvrtc fj_nvrtc;
+/* Returns the loaded NVRTC or NULL; `why` lists the paths tried. Thread-safe, once. */
+const fj_nvrtc *fj_nvrtc_get(char *why, size_t why_len);
+void fj_nvrtc_version(const fj_nvrtc *n, int *major, int *minor);
+
+/* One named header given to NVRTC (the embedded sources). */
+typedef struct fj_src {
+    const char *name;
+    const char *text;
+    size_t len;
+} fj_src;
+
+typedef struct fj_compile_out {
+    void *cubin;     /* malloc'd; NULL on failure */
+    size_t cubin_size;
+    char *log;       /* malloc'd, never NULL after fj_nvrtc_compile returns */
+    double ms;       /* wall time */
+    int regs, smem, spill_bytes, stack_bytes; /* parsed from the ptxas -v log; -1 unknown */
+} fj_compile_out;
+
+/* Compiles `main` (preamble prepended) for `arch` ("sm_90a") into a CUBIN with
+ * `opts` (NULL-terminated) plus fajit's fixed options. Returns 0, or -1 with the NVRTC
+ * error in `err` and the log in out->log. */
+int fj_nvrtc_compile(const fj_nvrtc *n, const char *preamble, const fj_src *main,
+                     const fj_src *headers, int n_headers, const char *arch,
+                     const char *const *opts, fj_compile_out *out, char *err, size_t err_len);
+void fj_compile_out_free(fj_compile_out *o);
+/* The fixed NVRTC options for `arch`, space-separated, for the cache key. */
+void fj_nvrtc_options_text(const char *arch, char *buf, size_t n);
+
+/* Parses "Used N registers", "N bytes spill stores", "N bytes smem", "N bytes stack
+ * frame" from a ptxas -v log. */
+void fj_parse_ptxas_log(const char *log, int *regs, int *smem, int *spill, int *stack);
+
+#endif /* FJ_JIT_H */

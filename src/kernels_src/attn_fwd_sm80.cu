@@ -1,0 +1,475 @@
+/* attn_fwd_sm80.cu - FlashAttention-2 forward: the portable path (sm_80 and every later
+ * target, compiled as plain sm_XX code: no wgmma, no TMA).
+ *
+ * Variants (preamble macros, all required):
+ *   FJ_DTYPE     FJ_DT_F16 | FJ_DT_BF16 (inputs and output; fp32 accumulation)
+ *   FJ_HEAD_DIM  8..256, a multiple of 8 (padded to 16 inside, with zero-filled columns)
+ *   FJ_MASK      FJ_MASK_NONE | FJ_MASK_CAUSAL | FJ_MASK_WINDOW (the last two read
+ *                p.window_left/right at run time; causal arrives as (-1, 0))
+ *   FJ_BLOCK_M   query rows per CTA, a multiple of 16*FJ_WARPS
+ *   FJ_BLOCK_N   keys per K/V tile, a multiple of 16
+ *   FJ_WARPS     warps per CTA (1, 2, 4 or 8); warp w owns rows [w*BM/WARPS, (w+1)*BM/WARPS)
+ *   FJ_STAGES    1: one K and one V buffer, FA2's schedule (V_j loads during S = QK_j^T,
+ *                K_{j+1} loads during softmax and PV); 2: two K/V buffers, tile j+1 loads
+ *                during all of iteration j.
+ * Run-time: seqlen_q/k, batch, heads (GQA/MQA), varlen (cu_seqlens), strides, LSE, scale.
+ * Limits: scale > 0 (row maxima are taken on raw scores). Strides multiples of 8 elements
+ *   and 16-byte aligned pointers (16-byte cp.async; checked by the host).
+ *
+ * Launch: grid (ceil(seqlen_q / FJ_BLOCK_M), heads_q, batch), FJ_WARPS*32 threads,
+ *   dynamic shared memory (FJ_BLOCK_M + 2*FJ_STAGES*FJ_BLOCK_N) * LD * 2 bytes with
+ *   LD = ((roundup16(FJ_HEAD_DIM)/8) | 1) * 8 elements (fj_fa2_smem_bytes on the host).
+ *   Masked variants walk query blocks in reverse (longest rows first).
+ *
+ * Algorithm (Dao 2023): each CTA owns BLOCK_M query rows and walks its visible key blocks
+ * from the last to the first, so the blocks needing a mask (sequence end, diagonal) come
+ * first and the rest run unmasked; fully masked blocks are never visited. Per block:
+ * S = Q K^T with mma.sync m16n8k16 (operands by ldmatrix from shared memory), online
+ * softmax in log2 units (exp2(s*scale_log2 - m*scale_log2) with ex2.approx), P converted in
+ * registers into the A operand of O += P V (V by ldmatrix.trans). The 1/rowsum is applied
+ * once at the end. Shared rows are padded to an odd number of 16-byte chunks, so the 8
+ * row addresses of every ldmatrix hit 8 different bank groups. O goes out through the
+ * warp's own Q rows in shared memory as 16-byte stores.
+ */
+#include "fj_common.cuh"
+
+#if !defined(FJ_DTYPE) || !defined(FJ_HEAD_DIM) || !defined(FJ_MASK) || !defined(FJ_BLOCK_M) || \
+    !defined(FJ_BLOCK_N) || !defined(FJ_WARPS) || !defined(FJ_STAGES)
+#error "attn_fwd_sm80.cu needs FJ_DTYPE FJ_HEAD_DIM FJ_MASK FJ_BLOCK_M FJ_BLOCK_N FJ_WARPS FJ_STAGES"
+#endif
+
+/* FJ_DT_* and FJ_MASK_* are enumerators, invisible to #if: compare their numbers. */
+#define FA2_BF16 (FJ_DTYPE == 1)
+#define FA2_MASKED (FJ_MASK != 0)
+
+#ifndef FA2_QK_UNROLL
+#define FA2_QK_UNROLL 8
+#endif
+
+namespace fa2 {
+constexpr int BM = FJ_BLOCK_M, BN = FJ_BLOCK_N, WARPS = FJ_WARPS, THREADS = FJ_WARPS * 32;
+constexpr int STAGES = FJ_STAGES, HD = FJ_HEAD_DIM;
+constexpr int DP = (HD + 15) / 16 * 16;  /* head_dim padded to the k16 of the MMA */
+constexpr int CH = DP / 8;               /* 16-byte chunks per shared row */
+constexpr int CHG = HD / 8;              /* chunks that exist in global memory */
+constexpr int LDB = (CH | 1) * 16;       /* shared row stride in bytes: odd chunk count */
+constexpr int MT = BM / (16 * WARPS);    /* m16 tiles per warp */
+constexpr int NT = BN / 8;               /* n8 tiles of S */
+constexpr int KD = DP / 16;              /* k16 steps of S = Q K^T */
+constexpr int ND = DP / 8;               /* n8 tiles of O */
+constexpr int KN = BN / 16;              /* k16 steps of O += P V */
+constexpr int Q_BYTES = BM * LDB, KV_BYTES = BN * LDB;
+
+static_assert(FJ_DTYPE == FJ_DT_F16 || FJ_DTYPE == FJ_DT_BF16, "FJ_DTYPE");
+static_assert(FJ_DT_BF16 == 1 && FJ_MASK_NONE == 0, "FA2_BF16 / FA2_MASKED numbers");
+static_assert(HD % 8 == 0 && HD >= 8 && HD <= 256, "FJ_HEAD_DIM: multiple of 8 in 8..256");
+static_assert(FJ_MASK == FJ_MASK_NONE || FJ_MASK == FJ_MASK_CAUSAL || FJ_MASK == FJ_MASK_WINDOW,
+              "FJ_MASK");
+static_assert(WARPS == 1 || WARPS == 2 || WARPS == 4 || WARPS == 8, "FJ_WARPS: 1, 2, 4 or 8");
+static_assert(BM % (16 * WARPS) == 0 && MT >= 1 && MT <= 4, "FJ_BLOCK_M: 16*WARPS*(1..4)");
+static_assert(BN % 16 == 0 && BN >= 16 && BN <= 256, "FJ_BLOCK_N: multiple of 16 up to 256");
+static_assert(STAGES == 1 || STAGES == 2, "FJ_STAGES: 1 or 2");
+static_assert(MT * (ND + NT) * 4 <= 256, "accumulators alone exceed the register file");
+}  // namespace fa2
+
+/* ---- inline PTX ---------------------------------------------------------------------- */
+
+FJ_DEVICE fj_u32 smem_addr(const void *p)
+{
+    fj_u32 r;
+    asm("{ .reg .u64 t; cvta.to.shared.u64 t, %1; cvt.u32.u64 %0, t; }" : "=r"(r) : "l"(p));
+    return r;
+}
+/* 16-byte copy; src_bytes 0 zero-fills the destination and reads nothing. */
+FJ_DEVICE void cp_async16(fj_u32 dst, const void *src, int src_bytes)
+{
+    asm volatile("cp.async.cg.shared.global [%0], [%1], 16, %2;\n" ::"r"(dst), "l"(src),
+                 "r"(src_bytes)
+                 : "memory");
+}
+FJ_DEVICE void cp_async_commit() { asm volatile("cp.async.commit_group;\n" ::: "memory"); }
+FJ_DEVICE void cp_async_wait_all() { asm volatile("cp.async.wait_group 0;\n" ::: "memory"); }
+
+FJ_DEVICE void ldsm_x4(fj_u32 a, fj_u32 &r0, fj_u32 &r1, fj_u32 &r2, fj_u32 &r3)
+{
+    asm volatile("ldmatrix.sync.aligned.m8n8.x4.shared.b16 {%0,%1,%2,%3}, [%4];\n"
+                 : "=r"(r0), "=r"(r1), "=r"(r2), "=r"(r3)
+                 : "r"(a));
+}
+FJ_DEVICE void ldsm_x4_t(fj_u32 a, fj_u32 &r0, fj_u32 &r1, fj_u32 &r2, fj_u32 &r3)
+{
+    asm volatile("ldmatrix.sync.aligned.m8n8.x4.trans.shared.b16 {%0,%1,%2,%3}, [%4];\n"
+                 : "=r"(r0), "=r"(r1), "=r"(r2), "=r"(r3)
+                 : "r"(a));
+}
+
+/* c += a * b for one m16n8k16 tile, fp32 accumulation. */
+FJ_DEVICE void mma16816(float *c, const fj_u32 *a, fj_u32 b0, fj_u32 b1)
+{
+#if FA2_BF16
+    asm("mma.sync.aligned.m16n8k16.row.col.f32.bf16.bf16.f32 "
+#else
+    asm("mma.sync.aligned.m16n8k16.row.col.f32.f16.f16.f32 "
+#endif
+        "{%0,%1,%2,%3}, {%4,%5,%6,%7}, {%8,%9}, {%0,%1,%2,%3};\n"
+        : "+f"(c[0]), "+f"(c[1]), "+f"(c[2]), "+f"(c[3])
+        : "r"(a[0]), "r"(a[1]), "r"(a[2]), "r"(a[3]), "r"(b0), "r"(b1));
+}
+
+/* Two floats into one register of two 16-bit values, `lo` in the low half. */
+FJ_DEVICE fj_u32 pack2(float lo, float hi)
+{
+    fj_u32 r;
+#if FA2_BF16
+    asm("cvt.rn.bf16x2.f32 %0, %1, %2;\n" : "=r"(r) : "f"(hi), "f"(lo));
+#else
+    asm("cvt.rn.f16x2.f32 %0, %1, %2;\n" : "=r"(r) : "f"(hi), "f"(lo));
+#endif
+    return r;
+}
+
+FJ_DEVICE float ex2(float x)
+{
+    float y;
+    asm("ex2.approx.ftz.f32 %0, %1;\n" : "=f"(y) : "f"(x));
+    return y;
+}
+
+/* The value of x, unknown to the optimizer: keeps cheap address math where it is written
+ * instead of letting it be hoisted and held in registers across the KV loop. */
+FJ_DEVICE int opaque(int x)
+{
+    int y;
+    asm volatile("mov.b32 %0, %1;\n" : "=r"(y) : "r"(x));
+    return y;
+}
+
+/* Copies rows [, row0 + ROWS) of a [seq][head_dim] slice into shared memory (row
+ * stride LDB), zero-filling rows at or past `rows` and the padding columns. `g` is the
+ * slice's row 0, a valid address even when nothing is read. The thread index goes through
+ * opaque() so that the per-chunk address arithmetic stays here, in the loop, instead
+ * of being hoisted out of the KV loop as a set of 64-bit pointers (which spills). */
+template <int ROWS>
+FJ_DEVICE void load_rows(fj_u32 dst, const fj_u16 *g, fj_i64 stride, int row0, int rows,
+                         int tid_in)
+{
+    using namespace fa2;
+    const int tid = opaque(tid_in);
+    if constexpr (THREADS % CH == 0) {  /* each thread copies one column chunk */
+        constexpr int RSTEP = THREADS / CH;
+        const int r0 = tid / CH, c = tid % CH;
+        const int lim = rows - row0 - r0;
+        const fj_u16 *src = g + (fj_i64)(row0 + r0) * stride + c * 8;
+        const fj_u32 d = dst + r0 * LDB + c * 16;
+#pragma unroll
+        for (int it = 0; it < (ROWS + RSTEP - 1) / RSTEP; ++it) {
+            if (ROWS % RSTEP == 0 || r0 + it * RSTEP < ROWS) {
+                const bool ok = it * RSTEP < lim && c < CHG;
+                cp_async16(d + it * RSTEP * LDB, ok ? src + it * RSTEP * stride : g, ok ? 16 : 0);
+            }
+        }
+    } else {
+        constexpr int TOTAL = ROWS * CH;
+#pragma unroll
+        for (int it = 0; it < (TOTAL + THREADS - 1) / THREADS; ++it) {
+            const int idx = tid + it * THREADS;
+            if (TOTAL % THREADS == 0 || idx < TOTAL) {
+                const int r = idx / CH, c = idx % CH;
+                const bool ok = row0 + r < rows && c < CHG;
+                const fj_u16 *src = ok ? g + (fj_i64)(row0 + r) * stride + c * 8 : g;
+                cp_async16(dst + r * LDB + c * 16, src, ok ? 16 : 0);
+            }
+        }
+    }
+}
+
+/* Row 0 of K (or V) for sequence b, kv head hk (as fj_seq_of). Called inside the KV loop
+ * with opaque() indices: two 64-bit pointers held through the loop cost more registers
+ * than this bit of integer math (and an L1 hit for varlen) per tile. */
+FJ_DEVICE const fj_u16 *kv_rows(const fj_attn_params &p, bool is_v, int b, int hk)
+{
+    const fj_i64 row_stride = is_v ? p.v_row_stride : p.k_row_stride;
+    const fj_i64 off = p.cu_seqlens_k ? ((const int *)p.cu_seqlens_k)[b] * row_stride
+                                      : b * (is_v ? p.v_batch_stride : p.k_batch_stride);
+    return (const fj_u16 *)(is_v ? p.v : p.k) + off +
+           hk * (is_v ? p.v_head_stride : p.k_head_stride);
+}
+
+/* ---- the kernel ---------------------------------------------------------------------- */
+
+extern "C" __global__ void __launch_bounds__(FJ_WARPS * 32)
+fj_attn_fwd_sm80(const __grid_constant__ fj_attn_params p)
+{
+    using namespace fa2;
+    extern __shared__ __align__(128) unsigned char smem[];
+
+    const int b = blockIdx.z, h = blockIdx.y;
+#if !FA2_MASKED
+    const int mb = blockIdx.x;
+#else
+    const int mb = gridDim.x - 1 - blockIdx.x;  /* the longest rows first */
+#endif
+    const fj_seq sq = fj_seq_of(p, b);
+    const int m0 = mb * BM;
+    if (m0 >= sq.sq)
+        return;
+
+    const int tid = threadIdx.x, lane = tid & 31, warp = tid >> 5;
+    const int hk = h / (p.heads_q / p.heads_kv);
+    const fj_u16 *gq = (const fj_u16 *)p.q + sq.q + (fj_i64)h * p.q_head_stride;
+
+    /* Keys any row of this block can see: [kbeg, kend). */
+    int kbeg = 0, kend = sq.sk;
+#if FA2_MASKED
+    const int shift = sq.sk - sq.sq;  /* key j is "on the diagonal" of row i at j = i+shift */
+    const int m_last = min(m0 + BM, sq.sq) - 1;
+    const int wl = p.window_left, wr = p.window_right;
+    if (wr >= 0)
+        kend = min(kend, m_last + shift + wr + 1);
+    if (wl >= 0)
+        kbeg = max(0, m0 + shift - wl);
+#endif
+    const int nb_lo = kbeg / BN;
+    const int nb_hi = kend > kbeg ? (kend + BN - 1) / BN : nb_lo;
+
+    const fj_u32 s_q = smem_addr(smem);
+    const fj_u32 s_k = s_q + Q_BYTES;
+    const fj_u32 s_v = s_k + STAGES * KV_BYTES;
+
+    /* One per-lane ldmatrix offset serves Q, K and V: lanes 0-15 address rows 0-15 at
+     * chunk 0 of a 16x16 block, lanes 16-31 the same rows at chunk 1. The x4 results are
+     * the four 8x8 quarters (rows 0-7 | 8-15) x (chunk 0 | 1), in that order:
+     * Q (A operand): a0..a3 of the m16k16 tile;
+     * K (B, no trans): b0 of n-tile 0, b0 of n-tile 1, b1 of n-tile 0, b1 of n-tile 1;
+     * V (B, trans): b0, b1 of d-tile 0, then b0, b1 of d-tile 1. */
+    const int warp_row = warp * MT * 16;
+    const fj_u32 lane_off = (lane & 15) * LDB + (lane >> 4) * 16;
+    const fj_u32 q_lane = s_q + warp_row * LDB + lane_off;
+    const fj_u32 k_lane = s_k + lane_off;
+    const fj_u32 v_lane = s_v + lane_off;
+
+    const float sl2 = p.scale_log2;
+    const int row_lane = m0 + warp_row + (lane >> 2);  /* + mt*16 + half*8 */
+    const int col_lane = 2 * (lane & 3);               /* + nt*8 + e */
+
+    float acc_o[MT][ND][4];
+    float row_max[MT][2], row_sum[MT][2];
+#pragma unroll
+    for (int mt = 0; mt < MT; ++mt) {
+#pragma unroll
+        for (int nd = 0; nd < ND; ++nd)
+#pragma unroll
+            for (int e = 0; e < 4; ++e)
+                acc_o[mt][nd][e] = 0.f;
+        row_max[mt][0] = row_max[mt][1] = -FJ_INF;
+        row_sum[mt][0] = row_sum[mt][1] = 0.f;
+    }
+
+    if (nb_hi > nb_lo) {
+        load_rows<BM>(s_q, gq, p.q_row_stride, m0, sq.sq, tid);
+        load_rows<BN>(s_k, kv_rows(p, false, opaque(b), opaque(hk)), p.k_row_stride, (nb_hi - 1) * BN, sq.sk, tid);
+#if FJ_STAGES == 2
+        load_rows<BN>(s_v, kv_rows(p, true, opaque(b), opaque(hk)), p.v_row_stride, (nb_hi - 1) * BN, sq.sk, tid);
+#endif
+        cp_async_commit();
+    }
+
+    for (int nb = nb_hi - 1, it = 0; nb >= nb_lo; --nb, ++it) {
+        const int k0 = nb * BN;
+#if FJ_STAGES == 2
+        const fj_u32 stage = (it & 1) * KV_BYTES;
+        cp_async_wait_all();
+        __syncthreads();  /* tile nb landed; every warp is done with the other stage */
+        if (nb > nb_lo) {
+            load_rows<BN>(s_k + (stage ^ KV_BYTES), kv_rows(p, false, opaque(b), opaque(hk)), p.k_row_stride, k0 - BN, sq.sk, tid);
+            load_rows<BN>(s_v + (stage ^ KV_BYTES), kv_rows(p, true, opaque(b), opaque(hk)), p.v_row_stride, k0 - BN, sq.sk, tid);
+        }
+        cp_async_commit();
+#else
+        const fj_u32 stage = 0;
+        cp_async_wait_all();
+        __syncthreads();  /* K_nb landed; every warp is done with V_{nb+1} */
+        load_rows<BN>(s_v, kv_rows(p, true, opaque(b), opaque(hk)), p.v_row_stride, k0, sq.sk, tid);
+        cp_async_commit();
+#endif
+
+        /* S = Q K^T */
+        float acc_s[MT][NT][4];
+#pragma unroll
+        for (int mt = 0; mt < MT; ++mt)
+#pragma unroll
+            for (int nt = 0; nt < NT; ++nt)
+#pragma unroll
+                for (int e = 0; e < 4; ++e)
+                    acc_s[mt][nt][e] = 0.f;
+#pragma unroll FA2_QK_UNROLL
+        for (int kk = 0; kk < KD; ++kk) {
+            fj_u32 a[MT][4];
+#pragma unroll
+            for (int mt = 0; mt < MT; ++mt)
+                ldsm_x4(q_lane + mt * 16 * LDB + kk * 32, a[mt][0], a[mt][1], a[mt][2], a[mt][3]);
+#pragma unroll
+            for (int np = 0; np < NT / 2; ++np) {
+                fj_u32 b0, b1, b2, b3;
+                ldsm_x4(k_lane + stage + np * 16 * LDB + kk * 32, b0, b1, b2, b3);
+#pragma unroll
+                for (int mt = 0; mt < MT; ++mt) {
+                    mma16816(acc_s[mt][2 * np], a[mt], b0, b2);
+                    mma16816(acc_s[mt][2 * np + 1], a[mt], b1, b3);
+                }
+            }
+        }
+
+        /* Mask only the blocks that cross the sequence end or a window edge. With
+         * d = k0 - (m0 + shift), key j = k0 + x of row i = m0 + y has j - i - shift =
+         * d + x - y; the row's window is wl >= i + shift - j and j - i - shift <= wr. */
+        bool need_mask = k0 + BN > sq.sk;
+#if FA2_MASKED
+        const int d = k0 - opaque(m0 + shift);  /* opaque: no per-row bounds held in the loop */
+        if (wr >= 0)
+            need_mask |= d + BN - 1 > wr;
+        if (wl >= 0)
+            need_mask |= d < BM - 1 - wl;
+#endif
+        if (need_mask) {
+            /* Element (mt, nt, e, hf) is x = nt*8 + col_lane + e, y = row_lane - m0 +
+             * mt*16 + hf*8, so x - y = c - lane_d with the constant
+             * c = nt*8 + e - mt*16 - hf*8 and lane_d = row_lane - m0 - col_lane. */
+            const int lim_s = sq.sk - k0 - col_lane;  /* masked when nt*8+e >= lim_s */
+            int lim_r = 1 << 30, lim_l = -(1 << 30);  /* masked when c > lim_r or c < lim_l */
+#if FA2_MASKED
+            const int lane_d = warp_row + (lane >> 2) - col_lane;
+            if (wr >= 0)
+                lim_r = wr - d + lane_d;
+            if (wl >= 0)
+                lim_l = -wl - d + lane_d;
+#endif
+#pragma unroll
+            for (int mt = 0; mt < MT; ++mt)
+#pragma unroll
+                for (int hf = 0; hf < 2; ++hf)
+#pragma unroll
+                    for (int nt = 0; nt < NT; ++nt)
+#pragma unroll
+                        for (int e = 0; e < 2; ++e) {
+                            const int c = nt * 8 + e - mt * 16 - hf * 8;
+                            if (nt * 8 + e >= lim_s || c > lim_r || c < lim_l)
+                                acc_s[mt][nt][2 * hf + e] = -FJ_INF;
+                        }
+        }
+
+        /* Online softmax in log2 units; row sums stay per-thread partial until the end.
+         * P goes straight into the A-operand registers of O += P V (the C layout of two
+         * n8 tiles is the A layout of one k16 step). */
+        fj_u32 pa[MT][KN][4];
+#pragma unroll
+        for (int mt = 0; mt < MT; ++mt)
+#pragma unroll
+            for (int hf = 0; hf < 2; ++hf) {
+                float mx = row_max[mt][hf];
+#pragma unroll
+                for (int nt = 0; nt < NT; ++nt)
+                    mx = fmaxf(mx, fmaxf(acc_s[mt][nt][2 * hf], acc_s[mt][nt][2 * hf + 1]));
+                mx = fmaxf(mx, __shfl_xor_sync(0xffffffffu, mx, 1));
+                mx = fmaxf(mx, __shfl_xor_sync(0xffffffffu, mx, 2));
+                const float base = mx == -FJ_INF ? 0.f : mx * sl2;  /* no visible key yet */
+                const float alpha = ex2(row_max[mt][hf] * sl2 - base);  /* 0 from -inf */
+                row_max[mt][hf] = mx;
+                float sum = row_sum[mt][hf] * alpha;
+#pragma unroll
+                for (int nd = 0; nd < ND; ++nd) {
+                    acc_o[mt][nd][2 * hf] *= alpha;
+                    acc_o[mt][nd][2 * hf + 1] *= alpha;
+                }
+#pragma unroll
+                for (int nt = 0; nt < NT; ++nt) {
+                    const float p0 = ex2(fmaf(acc_s[mt][nt][2 * hf], sl2, -base));
+                    const float p1 = ex2(fmaf(acc_s[mt][nt][2 * hf + 1], sl2, -base));
+                    sum += p0 + p1;
+                    /* A operand of the k16 step nt/2: a0/a1 from n-tile 2k, a2/a3 from 2k+1 */
+                    pa[mt][nt >> 1][(nt & 1) * 2 + hf] = pack2(p0, p1);
+                }
+                row_sum[mt][hf] = sum;
+            }
+
+#if FJ_STAGES == 1
+        cp_async_wait_all();
+        __syncthreads();  /* V_nb landed; every warp is done with K_nb */
+        if (nb > nb_lo)
+            load_rows<BN>(s_k, kv_rows(p, false, opaque(b), opaque(hk)), p.k_row_stride, k0 - BN, sq.sk, tid);
+        cp_async_commit();
+#endif
+
+        /* O += P V */
+#pragma unroll
+        for (int kk = 0; kk < KN; ++kk) {
+#pragma unroll
+            for (int dp = 0; dp < ND / 2; ++dp) {
+                fj_u32 b0, b1, b2, b3;
+                ldsm_x4_t(v_lane + stage + kk * 16 * LDB + dp * 32, b0, b1, b2, b3);
+#pragma unroll
+                for (int mt = 0; mt < MT; ++mt) {
+                    mma16816(acc_o[mt][2 * dp], pa[mt][kk], b0, b1);
+                    mma16816(acc_o[mt][2 * dp + 1], pa[mt][kk], b2, b3);
+                }
+            }
+        }
+    }
+    cp_async_wait_all();
+
+    /* Epilogue: 1/rowsum, LSE, O through this warp's own Q rows in shared memory. The
+     * sequence bounds are recomputed rather than held in registers through the loop. */
+    const fj_seq so = fj_seq_of(p, opaque(b));
+    fj_u16 *go = (fj_u16 *)p.o + so.o + (fj_i64)h * p.o_head_stride;
+    float *lse = (float *)p.lse;
+#pragma unroll
+    for (int mt = 0; mt < MT; ++mt)
+#pragma unroll
+        for (int hf = 0; hf < 2; ++hf) {
+            float l = row_sum[mt][hf];
+            l += __shfl_xor_sync(0xffffffffu, l, 1);
+            l += __shfl_xor_sync(0xffffffffu, l, 2);
+            const float inv = l > 0.f ? 1.f / l : 0.f;
+#pragma unroll
+            for (int nd = 0; nd < ND; ++nd) {
+                acc_o[mt][nd][2 * hf] *= inv;
+                acc_o[mt][nd][2 * hf + 1] *= inv;
+            }
+            const int i = row_lane + mt * 16 + hf * 8;
+            if (lse && (lane & 3) == 0 && i < so.sq)
+                lse[so.lse_head_stride * h + so.lse_base + i] =
+                    l > 0.f ? row_max[mt][hf] * p.scale + logf(l) : -FJ_INF;
+        }
+
+    __syncwarp();
+    unsigned char *s_o = smem + warp_row * LDB;
+#pragma unroll
+    for (int mt = 0; mt < MT; ++mt)
+#pragma unroll
+        for (int nd = 0; nd < ND; ++nd)
+#pragma unroll
+            for (int hf = 0; hf < 2; ++hf)
+                *(fj_u32 *)(s_o + (mt * 16 + hf * 8 + (lane >> 2)) * LDB + nd * 16 + col_lane * 2) =
+                    pack2(acc_o[mt][nd][2 * hf], acc_o[mt][nd][2 * hf + 1]);
+    __syncwarp();
+    constexpr int OUT_CHUNKS = MT * 16 * CHG;
+#pragma unroll
+    for (int it = 0; it < (OUT_CHUNKS + 31) / 32; ++it) {
+        const int idx = lane + it * 32;
+        if (OUT_CHUNKS % 32 == 0 || idx < OUT_CHUNKS) {
+            const int r = idx / CHG, c = idx % CHG;
+            const int i = m0 + warp_row + r;
+            if (i < so.sq) {
+                fj_u32 x0, x1, x2, x3;
+                asm volatile("ld.shared.v4.b32 {%0,%1,%2,%3}, [%4];\n"
+                             : "=r"(x0), "=r"(x1), "=r"(x2), "=r"(x3)
+                             : "r"(s_q + (warp_row + r) * LDB + c * 16)
+                             : "memory");
+                asm volatile("st.global.v4.b32 [%0], {%1,%2,%3,%4};\n" ::"l"(
+                                 go + (fj_i64)i * p.o_row_stride + c * 8),
+                             "r"(x0), "r"(x1), "r"(x2), "r"(x3)
+                             : "memory");
+            }
+        }
+    }
+}

@@ -1,0 +1,964 @@
+/* test_cache.c - unit tests of src/cache (no CUDA): round trip, persistence, leases
+ * across threads and processes, corruption recovery, read-only and memory-only modes,
+ * maintenance calls. Each test works in its own directory under a per-TCase root that
+ * the unchecked teardown removes, so a failed test (which exits early) leaves nothing.
+ * Works in CK_FORK and CK_NOFORK modes; forked helpers never call ck_assert. */
+#define _GNU_SOURCE
+#include <check.h>
+#include <dirent.h>
+#include <errno.h>
+#include <fcntl.h>
+#include <ftw.h>
+#include <poll.h>
+#include <pthread.h>
+#include <stdatomic.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <grp.h>
+#include <sys/stat.h>
+#include <sys/wait.h>
+#include <time.h>
+#include <unistd.h>
+
+#include "cache.h"
+
+/* cache.c's test hook: open existing files read-only (chmod does not stop root). */
+extern int fj_cache_debug_force_readonly;
+
+/* ---- fixtures and helpers --------------------------------------------------------- */
+
+static char g_root[64];   /* per TCase, made by the unchecked setup */
+
+static struct {
+    pthread_mutex_t mu;
+    int n[4];
+    char last[4][512];
+} g_log = { .mu = PTHREAD_MUTEX_INITIALIZER };
+
+static void log_cb(void *user, int level, const char *msg)
+{
+    (void)user;
+    if (level < 0 || level > 3)
+        return;
+    pthread_mutex_lock(&g_log.mu);
+    g_log.n[level]++;
+    snprintf(g_log.last[level], sizeof g_log.last[level], "%s", msg);
+    pthread_mutex_unlock(&g_log.mu);
+}
+
+static int log_count(int level)
+{
+    pthread_mutex_lock(&g_log.mu);
+    int n = g_log.n[level];
+    pthread_mutex_unlock(&g_log.mu);
+    return n;
+}
+
+static int rm_one(const char *p, const struct stat *sb, int flag, struct FTW *ftw)
+{
+    (void)sb; (void)ftw;
+    if (flag == FTW_DP || flag == FTW_D || flag == FTW_DNR)
+        chmod(p, 0700);   /* undo the read-only test's chmod */
+    return remove(p) == 0 || errno == ENOENT ? 0 : -1;
+}
+
+static void rm_rf(const char *path)
+{
+    chmod(path, 0700);
+    nftw(path, rm_one, 16, FTW_DEPTH | FTW_PHYS);
+}
+
+static void root_setup(void)
+{
+    strcpy(g_root, "/tmp/fj_cache_test.XXXXXX");
+    if (!mkdtemp(g_root))
+        g_root[0] = '\0';
+}
+
+static void root_teardown(void)
+{
+    if (g_root[0])
+        rm_rf(g_root);
+}
+
+static void test_setup(void)
+{
+    fj_cache_debug_force_readonly = 0;
+    pthread_mutex_lock(&g_log.mu);
+    memset(g_log.n, 0, sizeof g_log.n);
+    memset(g_log.last, 0, sizeof g_log.last);
+    pthread_mutex_unlock(&g_log.mu);
+}
+
+static void test_teardown(void)
+{
+    fj_cache_debug_force_readonly = 0;
+}
+
+/* A fresh directory for one test (removed by the test, or by root_teardown). */
+static void make_dir(char *buf, size_t n)
+{
+    ck_assert_msg(g_root[0], "no temp root");
+    snprintf(buf, n, "%s/t.XXXXXX", g_root);
+    ck_assert_ptr_nonnull(mkdtemp(buf));
+}
+
+static fj_key key_of(int seed)
+{
+    fj_key k;
+    for (int i = 0; i < 16; i++)
+        k.b[i] = (uint8_t)(seed * 31 + i * 7 + 1);
+    return k;
+}
+
+/* A deterministic entry; free with fj_entry_free. */
+static void make_entry(fj_entry *e, int seed, size_t size)
+{
+    memset(e, 0, sizeof *e);
+    e->key = key_of(seed);
+    snprintf(e->arch, sizeof e->arch, "%s", seed % 2 ? "sm_80" : "sm_90a");
+    e->nvrtc_version = 12080 + seed;
+    e->name = malloc(32);
+    snprintf(e->name, 32, "ref f16 #%d", seed);
+    e->options = strdup("--gpu-architecture=sm_90a -O3 -DFJ_HEAD_DIM=128");
+    e->log = strdup(seed % 3 ? "ptxas info    : Used 128 registers" : "");
+    e->blob_size = size;
+    e->blob = size ? malloc(size) : NULL;
+    for (size_t i = 0; i < size; i++)
+        ((uint8_t *)e->blob)[i] = (uint8_t)(i * 7 + (size_t)seed);
+    e->compile_ms = 123.25 + seed;
+    e->regs = 128;
+    e->smem = 49152 + seed;
+    e->spill_bytes = seed % 2 ? -1 : 16;
+}
+
+static void assert_same(const fj_entry *got, const fj_entry *want)
+{
+    ck_assert_mem_eq(got->key.b, want->key.b, 16);
+    ck_assert_str_eq(got->arch, want->arch);
+    ck_assert_int_eq(got->nvrtc_version, want->nvrtc_version);
+    ck_assert_str_eq(got->name, want->name);
+    ck_assert_str_eq(got->options, want->options);
+    ck_assert_str_eq(got->log, want->log);
+    ck_assert_uint_eq(got->blob_size, want->blob_size);
+    if (want->blob_size)
+        ck_assert_int_eq(memcmp(got->blob, want->blob, want->blob_size), 0);
+    ck_assert_double_eq(got->compile_ms, want->compile_ms);
+    ck_assert_int_eq(got->regs, want->regs);
+    ck_assert_int_eq(got->smem, want->smem);
+    ck_assert_int_eq(got->spill_bytes, want->spill_bytes);
+}
+
+/* Same check for forked children, which must not use ck_assert. */
+static int same_blob(const fj_entry *got, const fj_entry *want)
+{
+    return got->blob_size == want->blob_size
+           && memcmp(got->blob, want->blob, want->blob_size) == 0
+           && strcmp(got->name, want->name) == 0;
+}
+
+static fj_cache *open_ok(const char *dir)
+{
+    fj_cache *c = NULL;
+    ck_assert_int_eq(fj_cache_open(&c, dir, log_cb, NULL), 0);
+    ck_assert_ptr_nonnull(c);
+    return c;
+}
+
+static void put_seed(fj_cache *c, int seed, size_t size)
+{
+    fj_entry e;
+    make_entry(&e, seed, size);
+    ck_assert_int_eq(fj_cache_put(c, &e), 0);
+    fj_entry_free(&e);
+}
+
+static int64_t ms_now(void)
+{
+    struct timespec ts;
+    clock_gettime(CLOCK_MONOTONIC, &ts);
+    return (int64_t)ts.tv_sec * 1000 + ts.tv_nsec / 1000000;
+}
+
+static void nap_ms(int ms)
+{
+    struct timespec ts = { ms / 1000, (long)(ms % 1000) * 1000000L };
+    nanosleep(&ts, NULL);
+}
+
+static int count_aside(const char *dir)
+{
+    int n = 0;
+    struct dirent *d;
+    DIR *dp = opendir(dir);
+    if (!dp)
+        return -1;
+    while ((d = readdir(dp)) != NULL)
+        n += strncmp(d->d_name, "kernels.db.corrupt-", 19) == 0;
+    closedir(dp);
+    return n;
+}
+
+static int wait_child(pid_t pid)
+{
+    int st = 0;
+    while (waitpid(pid, &st, 0) == -1 && errno == EINTR)
+        ;
+    return WIFEXITED(st) ? WEXITSTATUS(st) : 100 + (WIFSIGNALED(st) ? WTERMSIG(st) : 0);
+}
+
+/* ---- basics ----------------------------------------------------------------------- */
+
+START_TEST(test_round_trip)
+{
+    char dir[128], want_path[160];
+    fj_entry e, got, empty;
+    fj_cache_counters k;
+    make_dir(dir, sizeof dir);
+    fj_cache *c = open_ok(dir);
+    snprintf(want_path, sizeof want_path, "%s/kernels.db", dir);
+    ck_assert_str_eq(fj_cache_path(c), want_path);
+    ck_assert_int_eq(fj_cache_readonly(c), 0);
+
+    make_entry(&e, 2, 5000);
+    int64_t t0 = (int64_t)time(NULL);
+    ck_assert_int_eq(fj_cache_put(c, &e), 0);
+    ck_assert_int_eq(fj_cache_get(c, &e.key, &got), 1);
+    assert_same(&got, &e);
+    ck_assert_int_ge(got.created, t0);
+    ck_assert_int_ge(got.last_used, got.created);
+    ck_assert_int_eq(got.hits, 1);
+    fj_entry_free(&got);
+    ck_assert_int_eq(fj_cache_get(c, &e.key, &got), 1);
+    ck_assert_int_eq(got.hits, 2);
+    fj_entry_free(&got);
+
+    /* An empty blob and NULL strings are stored as empty, not as SQL NULL. */
+    memset(&empty, 0, sizeof empty);
+    empty.key = key_of(99);
+    strcpy(empty.arch, "sm_100a");
+    ck_assert_int_eq(fj_cache_put(c, &empty), 0);
+    ck_assert_int_eq(fj_cache_get(c, &empty.key, &got), 1);
+    ck_assert_uint_eq(got.blob_size, 0);
+    ck_assert_str_eq(got.name, "");
+    ck_assert_str_eq(got.arch, "sm_100a");
+    fj_entry_free(&got);
+
+    fj_cache_counters_get(c, &k);
+    ck_assert_uint_eq(k.puts, 2);
+    ck_assert_uint_eq(k.hits, 3);
+    ck_assert_uint_eq(k.misses, 0);
+    ck_assert_uint_eq(k.corrupt, 0);
+    fj_entry_free(&e);
+    fj_cache_close(c);
+    rm_rf(dir);
+}
+END_TEST
+
+START_TEST(test_miss)
+{
+    char dir[128];
+    fj_entry got;
+    fj_cache_counters k;
+    fj_key unknown = key_of(1234);
+    make_dir(dir, sizeof dir);
+    fj_cache *c = open_ok(dir);
+    put_seed(c, 1, 64);
+    ck_assert_int_eq(fj_cache_get(c, &unknown, &got), 0);
+    ck_assert_ptr_null(got.blob);
+    ck_assert_ptr_null(got.name);
+    fj_entry_free(&got);   /* harmless on a miss */
+    fj_cache_counters_get(c, &k);
+    ck_assert_uint_eq(k.misses, 1);
+    ck_assert_uint_eq(k.hits, 0);
+    fj_cache_close(c);
+    rm_rf(dir);
+}
+END_TEST
+
+START_TEST(test_persistence)
+{
+    char dir[128], nested[192];
+    fj_entry e, got;
+    struct stat sb;
+    make_dir(dir, sizeof dir);
+    snprintf(nested, sizeof nested, "%s/a/b/c", dir);   /* mkdir -p */
+    fj_cache *c = open_ok(nested);
+    ck_assert_ptr_nonnull(fj_cache_path(c));
+    ck_assert_int_eq(stat(nested, &sb), 0);
+    ck_assert(S_ISDIR(sb.st_mode));
+    make_entry(&e, 3, 70000);
+    ck_assert_int_eq(fj_cache_put(c, &e), 0);
+    fj_cache_close(c);
+
+    c = open_ok(nested);
+    ck_assert_int_eq(fj_cache_get(c, &e.key, &got), 1);
+    assert_same(&got, &e);
+    ck_assert_int_eq(got.hits, 1);
+    fj_entry_free(&got);
+    fj_cache_close(c);
+    ck_assert_int_eq(log_count(FJ_LOG_WARN), 0);
+    fj_entry_free(&e);
+    rm_rf(dir);
+}
+END_TEST
+
+/* ---- leases ----------------------------------------------------------------------- */
+
+#define N_THREADS 8
+
+static struct {
+    fj_cache *c;
+    pthread_barrier_t go;
+    atomic_int compiles, hits, bad;
+} g_race;
+
+static void *race_thread(void *arg)
+{
+    fj_entry want, got;
+    fj_key k = key_of(7);
+    (void)arg;
+    make_entry(&want, 7, 4096);
+    pthread_barrier_wait(&g_race.go);
+    int r = fj_cache_lease(g_race.c, &k, 10000, &got);
+    if (r == 0) {
+        atomic_fetch_add(&g_race.compiles, 1);
+        nap_ms(100);   /* "compiling" */
+        if (fj_cache_put(g_race.c, &want) != 0)
+            atomic_fetch_add(&g_race.bad, 1);
+    } else if (r == 1 && same_blob(&got, &want)) {
+        atomic_fetch_add(&g_race.hits, 1);
+    } else {
+        atomic_fetch_add(&g_race.bad, 1);
+    }
+    fj_entry_free(&got);
+    fj_entry_free(&want);
+    return NULL;
+}
+
+START_TEST(test_lease_threads)
+{
+    char dir[128];
+    pthread_t t[N_THREADS];
+    fj_cache_counters k;
+    make_dir(dir, sizeof dir);
+    g_race.c = open_ok(dir);
+    atomic_store(&g_race.compiles, 0);
+    atomic_store(&g_race.hits, 0);
+    atomic_store(&g_race.bad, 0);
+    pthread_barrier_init(&g_race.go, NULL, N_THREADS);
+    for (int i = 0; i < N_THREADS; i++)
+        ck_assert_int_eq(pthread_create(&t[i], NULL, race_thread, NULL), 0);
+    for (int i = 0; i < N_THREADS; i++)
+        pthread_join(t[i], NULL);
+    pthread_barrier_destroy(&g_race.go);
+    ck_assert_int_eq(atomic_load(&g_race.compiles), 1);
+    ck_assert_int_eq(atomic_load(&g_race.hits), N_THREADS - 1);
+    ck_assert_int_eq(atomic_load(&g_race.bad), 0);
+    fj_cache_counters_get(g_race.c, &k);
+    ck_assert_uint_eq(k.puts, 1);
+    ck_assert_uint_ge(k.lease_waits, 1);
+    ck_assert_uint_eq(k.lease_takeovers, 0);
+    fj_cache_close(g_race.c);
+    rm_rf(dir);
+}
+END_TEST
+
+#define N_PROCS 4
+
+/* One racing process: opens (all at once: creating the file races too), waits at the
+ * gate so that the leases start together, then leases; the owner appends a line. */
+static int race_child(const char *dir, const char *counter, int ready, int gate)
+{
+    fj_cache *c = NULL;
+    fj_entry want, got;
+    fj_key k = key_of(11);
+    char ch;
+    int rc = 0;
+
+    if (fj_cache_open(&c, dir, NULL, NULL) != 0 || !fj_cache_path(c))
+        return 21;
+    if (write(ready, "r", 1) != 1)
+        return 26;
+    if (read(gate, &ch, 1) != 0)   /* EOF when the parent closes its end */
+        return 20;
+    make_entry(&want, 11, 20000);
+    int r = fj_cache_lease(c, &k, 15000, &got);
+    if (r == 0) {
+        int fd = open(counter, O_WRONLY | O_CREAT | O_APPEND, 0644);
+        if (fd == -1 || write(fd, "compiled\n", 9) != 9)
+            rc = 22;
+        if (fd != -1)
+            close(fd);
+        nap_ms(150);
+        if (fj_cache_put(c, &want) != 0)
+            rc = 23;
+    } else if (r != 1 || !same_blob(&got, &want)) {
+        rc = 24;
+    }
+    fj_entry_free(&got);
+    if (!rc && (fj_cache_get(c, &k, &got) != 1 || !same_blob(&got, &want)))
+        rc = 25;
+    fj_entry_free(&got);
+    fj_entry_free(&want);
+    fj_cache_close(c);
+    return rc;
+}
+
+START_TEST(test_lease_processes)
+{
+    char dir[128], counter[160], buf[256];
+    int gate[2], ready[2], n_ready = 0;
+    pid_t pid[N_PROCS];
+    fj_entry got;
+    fj_key k = key_of(11);
+    make_dir(dir, sizeof dir);
+    snprintf(counter, sizeof counter, "%s/compiles.txt", dir);
+    ck_assert_int_eq(pipe(gate), 0);
+    ck_assert_int_eq(pipe(ready), 0);
+    for (int i = 0; i < N_PROCS; i++) {
+        pid[i] = fork();
+        ck_assert_int_ge(pid[i], 0);
+        if (pid[i] == 0) {
+            close(gate[1]);
+            close(ready[0]);
+            _exit(race_child(dir, counter, ready[1], gate[0]));
+        }
+    }
+    close(gate[0]);
+    close(ready[1]);
+    while (n_ready < N_PROCS && read(ready[0], buf, 1) == 1)
+        n_ready++;
+    close(ready[0]);
+    close(gate[1]);   /* opens the gate: every child reads EOF at once */
+    for (int i = 0; i < N_PROCS; i++)
+        ck_assert_int_eq(wait_child(pid[i]), 0);
+    ck_assert_int_eq(n_ready, N_PROCS);
+
+    int fd = open(counter, O_RDONLY);
+    ck_assert_int_ne(fd, -1);
+    ssize_t n = read(fd, buf, sizeof buf - 1);
+    close(fd);
+    ck_assert_int_eq(n, 9);   /* exactly one "compiled\n" */
+
+    fj_cache *c = open_ok(dir);
+    ck_assert_int_eq(fj_cache_get(c, &k, &got), 1);
+    ck_assert_uint_eq(got.blob_size, 20000);
+    fj_entry_free(&got);
+    fj_cache_close(c);
+    rm_rf(dir);
+}
+END_TEST
+
+START_TEST(test_lease_dead_owner)
+{
+    char dir[128];
+    fj_entry got;
+    fj_cache_counters k;
+    fj_key key = key_of(21);
+    make_dir(dir, sizeof dir);
+    pid_t pid = fork();
+    ck_assert_int_ge(pid, 0);
+    if (pid == 0) {   /* takes the lease and dies without releasing it */
+        fj_cache *c = NULL;
+        fj_entry e;
+        if (fj_cache_open(&c, dir, NULL, NULL) != 0 || !fj_cache_path(c))
+            _exit(1);
+        _exit(fj_cache_lease(c, &key, 1000, &e) == 0 ? 0 : 2);
+    }
+    ck_assert_int_eq(wait_child(pid), 0);   /* reaped: the pid is now gone */
+
+    fj_cache *c = open_ok(dir);
+    int64_t t0 = ms_now();
+    ck_assert_int_eq(fj_cache_lease(c, &key, 3000, &got), 0);
+    ck_assert_int_lt(ms_now() - t0, 1000);
+    fj_cache_counters_get(c, &k);
+    ck_assert_uint_eq(k.lease_takeovers, 1);
+    ck_assert_uint_eq(k.lease_waits, 0);
+    put_seed(c, 21, 100);
+    ck_assert_int_eq(fj_cache_get(c, &key, &got), 1);
+    fj_entry_free(&got);
+    fj_cache_close(c);
+    rm_rf(dir);
+}
+END_TEST
+
+/* A live owner that never publishes: the waiter gives up after timeout_ms. */
+START_TEST(test_lease_timeout)
+{
+    char dir[128], ch = 0;
+    int ready[2], hold[2];
+    fj_entry got;
+    fj_cache_counters k;
+    fj_key key = key_of(31);
+    make_dir(dir, sizeof dir);
+    ck_assert_int_eq(pipe(ready), 0);
+    ck_assert_int_eq(pipe(hold), 0);
+    pid_t pid = fork();
+    ck_assert_int_ge(pid, 0);
+    if (pid == 0) {
+        fj_cache *c = NULL;
+        fj_entry e;
+        struct pollfd p = { hold[0], POLLIN, 0 };
+        close(ready[0]);
+        close(hold[1]);
+        if (fj_cache_open(&c, dir, NULL, NULL) != 0 || fj_cache_lease(c, &key, 1000, &e) != 0)
+            _exit(1);
+        if (write(ready[1], "r", 1) != 1)
+            _exit(2);
+        poll(&p, 1, 10000);   /* until the parent is done (or gone) */
+        fj_cache_close(c);
+        _exit(0);
+    }
+    close(ready[1]);
+    close(hold[0]);
+    ck_assert_int_eq(read(ready[0], &ch, 1), 1);
+
+    fj_cache *c = open_ok(dir);
+    int64_t t0 = ms_now();
+    ck_assert_int_eq(fj_cache_lease(c, &key, 300, &got), 0);
+    int64_t dt = ms_now() - t0;
+    ck_assert_int_ge(dt, 300);
+    ck_assert_int_lt(dt, 3000);
+    fj_cache_counters_get(c, &k);
+    ck_assert_uint_eq(k.lease_waits, 1);
+    ck_assert_uint_eq(k.lease_takeovers, 0);
+    fj_cache_close(c);
+    close(hold[1]);
+    close(ready[0]);
+    ck_assert_int_eq(wait_child(pid), 0);
+    rm_rf(dir);
+}
+END_TEST
+
+/* Release hands the key to the next caller at once; put makes the next caller a hit. */
+START_TEST(test_lease_release_and_put)
+{
+    char dir[128];
+    fj_entry got;
+    fj_cache_counters k;
+    fj_key key = key_of(41);
+    make_dir(dir, sizeof dir);
+    fj_cache *a = open_ok(dir), *b = open_ok(dir);
+
+    ck_assert_int_eq(fj_cache_lease(a, &key, 1000, &got), 0);
+    fj_cache_lease_release(a, &key);
+    int64_t t0 = ms_now();
+    ck_assert_int_eq(fj_cache_lease(b, &key, 3000, &got), 0);
+    ck_assert_int_lt(ms_now() - t0, 1000);
+    fj_cache_counters_get(b, &k);
+    ck_assert_uint_eq(k.lease_waits, 0);
+    ck_assert_uint_eq(k.lease_takeovers, 0);
+
+    put_seed(b, 41, 333);   /* also drops b's lease */
+    ck_assert_int_eq(fj_cache_lease(a, &key, 1000, &got), 1);
+    ck_assert_uint_eq(got.blob_size, 333);
+    fj_entry_free(&got);
+
+    /* Memory-only caches do not lease. */
+    fj_cache *m = open_ok(NULL);
+    ck_assert_int_eq(fj_cache_lease(m, &key, 1000, &got), 0);
+    fj_cache_close(m);
+    fj_cache_close(a);
+    fj_cache_close(b);
+    rm_rf(dir);
+}
+END_TEST
+
+/* ---- corruption ------------------------------------------------------------------- */
+
+START_TEST(test_corrupt_entry)
+{
+    char dir[128];
+    fj_entry got;
+    fj_cache_counters k;
+    fj_cache_stats st;
+    fj_key key = key_of(5), other = key_of(6);
+    make_dir(dir, sizeof dir);
+    fj_cache *c = open_ok(dir);
+    put_seed(c, 5, 1000);
+    put_seed(c, 6, 1000);
+    ck_assert_int_eq(fj_cache_debug_corrupt(c, &key), 0);
+    ck_assert_int_eq(fj_cache_get(c, &key, &got), 0);
+    ck_assert_ptr_null(got.blob);
+    fj_cache_counters_get(c, &k);
+    ck_assert_uint_eq(k.corrupt, 1);
+    ck_assert_uint_eq(k.misses, 1);
+    /* The bad row is gone; the good one untouched. */
+    ck_assert_int_eq(fj_cache_get(c, &key, &got), 0);
+    fj_cache_counters_get(c, &k);
+    ck_assert_uint_eq(k.corrupt, 1);
+    ck_assert_int_eq(fj_cache_debug_corrupt(c, &key), -1);
+    ck_assert_int_eq(fj_cache_stats_get(c, &st), 0);
+    ck_assert_int_eq(st.entries, 1);
+    ck_assert_int_eq(fj_cache_get(c, &other, &got), 1);
+    fj_entry_free(&got);
+    fj_cache_close(c);
+    rm_rf(dir);
+}
+END_TEST
+
+START_TEST(test_corrupt_file)
+{
+    char dir[128], path[160], junk[8192];
+    fj_entry e, got;
+    make_dir(dir, sizeof dir);
+    snprintf(path, sizeof path, "%s/kernels.db", dir);
+    for (size_t i = 0; i < sizeof junk; i++)
+        junk[i] = "this is not an SQLite database. "[i % 32];
+    int fd = open(path, O_WRONLY | O_CREAT | O_TRUNC, 0644);
+    ck_assert_int_ne(fd, -1);
+    ck_assert_int_eq(write(fd, junk, sizeof junk), (ssize_t)sizeof junk);
+    close(fd);
+
+    fj_cache *c = open_ok(dir);
+    ck_assert_str_eq(fj_cache_path(c), path);
+    ck_assert_int_eq(count_aside(dir), 1);
+    ck_assert_int_ge(log_count(FJ_LOG_WARN), 1);
+    ck_assert_ptr_nonnull(strstr(g_log.last[FJ_LOG_WARN], "corrupt"));
+    make_entry(&e, 8, 2048);
+    ck_assert_int_eq(fj_cache_put(c, &e), 0);
+    fj_cache_close(c);
+
+    c = open_ok(dir);   /* the fresh file is a good one */
+    ck_assert_int_eq(count_aside(dir), 1);
+    ck_assert_int_eq(fj_cache_get(c, &e.key, &got), 1);
+    assert_same(&got, &e);
+    fj_entry_free(&got);
+    fj_entry_free(&e);
+    fj_cache_close(c);
+    rm_rf(dir);
+}
+END_TEST
+
+/* A file from a newer fajit is left alone: memory only, with a warning. */
+START_TEST(test_newer_version)
+{
+    char dir[128], path[160];
+    unsigned char v[4] = { 0, 0, 0, 99 }, back[4];
+    fj_entry got;
+    fj_key key = key_of(9);
+    make_dir(dir, sizeof dir);
+    fj_cache *c = open_ok(dir);
+    put_seed(c, 9, 256);
+    fj_cache_close(c);
+    /* user_version is the big-endian 32-bit word at offset 60 of the file header. */
+    snprintf(path, sizeof path, "%s/kernels.db", dir);
+    int fd = open(path, O_RDWR);
+    ck_assert_int_ne(fd, -1);
+    ck_assert_int_eq(pwrite(fd, v, 4, 60), 4);
+    close(fd);
+
+    c = open_ok(dir);
+    ck_assert_ptr_null(fj_cache_path(c));
+    ck_assert_int_ge(log_count(FJ_LOG_WARN), 1);
+    ck_assert_ptr_nonnull(strstr(g_log.last[FJ_LOG_WARN], "newer"));
+    ck_assert_int_eq(fj_cache_get(c, &key, &got), 0);
+    put_seed(c, 9, 256);
+    ck_assert_int_eq(fj_cache_get(c, &key, &got), 1);
+    fj_entry_free(&got);
+    fj_cache_close(c);
+    ck_assert_int_eq(count_aside(dir), 0);
+    fd = open(path, O_RDONLY);
+    ck_assert_int_eq(pread(fd, back, 4, 60), 4);
+    close(fd);
+    ck_assert_mem_eq(back, v, 4);
+    rm_rf(dir);
+}
+END_TEST
+
+/* ---- read-only and memory-only ---------------------------------------------------- */
+
+START_TEST(test_readonly)
+{
+    char dir[128], path[160];
+    fj_entry e, got;
+    fj_cache_counters k;
+    fj_key fresh = key_of(77);
+    int n_checked = -1;
+    make_dir(dir, sizeof dir);
+    snprintf(path, sizeof path, "%s/kernels.db", dir);
+    fj_cache *c = open_ok(dir);
+    make_entry(&e, 4, 3000);
+    ck_assert_int_eq(fj_cache_put(c, &e), 0);
+    fj_cache_close(c);
+
+    /* root ignores modes, so there the test hook stands in for them. */
+    if (geteuid() == 0) {
+        fj_cache_debug_force_readonly = 1;
+    } else {
+        ck_assert_int_eq(chmod(path, 0444), 0);
+        ck_assert_int_eq(chmod(dir, 0555), 0);
+    }
+    c = open_ok(dir);
+    fj_cache_debug_force_readonly = 0;
+    ck_assert_int_eq(fj_cache_readonly(c), 1);
+    ck_assert_str_eq(fj_cache_path(c), path);
+    ck_assert_int_eq(log_count(FJ_LOG_WARN), 0);
+    ck_assert_int_eq(fj_cache_get(c, &e.key, &got), 1);
+    assert_same(&got, &e);
+    fj_entry_free(&got);
+    ck_assert_int_eq(fj_cache_get(c, &fresh, &got), 0);
+
+    int64_t t0 = ms_now();
+    ck_assert_int_eq(fj_cache_lease(c, &fresh, 5000, &got), 0);   /* at once */
+    ck_assert_int_lt(ms_now() - t0, 500);
+    int info0 = log_count(FJ_LOG_INFO);
+    put_seed(c, 77, 10);
+    put_seed(c, 78, 10);
+    ck_assert_int_eq(log_count(FJ_LOG_INFO), info0 + 1);   /* said once */
+    fj_cache_counters_get(c, &k);
+    ck_assert_uint_eq(k.put_skipped, 2);
+    ck_assert_uint_eq(k.puts, 0);
+    ck_assert_int_eq(fj_cache_get(c, &fresh, &got), 0);
+    ck_assert_int_eq(fj_cache_clear(c), -1);
+    ck_assert_int_eq(fj_cache_debug_corrupt(c, &e.key), -1);
+    ck_assert_int_eq(fj_cache_verify(c, &n_checked), 0);
+    ck_assert_int_eq(n_checked, 1);
+    fj_cache_close(c);
+
+    chmod(dir, 0755);
+    chmod(path, 0644);
+    c = open_ok(dir);   /* writable again: nothing was persisted */
+    ck_assert_int_eq(fj_cache_readonly(c), 0);
+    ck_assert_int_eq(fj_cache_get(c, &fresh, &got), 0);
+    fj_cache_close(c);
+    fj_entry_free(&e);
+    rm_rf(dir);
+}
+END_TEST
+
+/* The real detection (access() on the file and the directory), without the hook. Root
+ * ignores modes, so there a child drops to uid/gid 65534 first. Returns 0 when fine. */
+static int readonly_checks(const char *dir, const fj_entry *e)
+{
+    fj_cache *c = NULL;
+    fj_entry got;
+    fj_cache_counters k;
+    int rc = 0;
+    if (fj_cache_open(&c, dir, NULL, NULL) != 0)
+        return 1;
+    if (!fj_cache_readonly(c) || !fj_cache_path(c))
+        rc = 2;
+    else if (fj_cache_get(c, &e->key, &got) != 1 || !same_blob(&got, e))
+        rc = 3;
+    else if (fj_cache_put(c, e) != 0)
+        rc = 4;
+    fj_entry_free(&got);
+    fj_cache_counters_get(c, &k);
+    if (!rc && (k.put_skipped != 1 || k.hits != 1))
+        rc = 5;
+    fj_cache_close(c);
+    return rc;
+}
+
+START_TEST(test_readonly_modes)
+{
+    char dir[128], path[160];
+    fj_entry e;
+    int rc;
+    make_dir(dir, sizeof dir);
+    snprintf(path, sizeof path, "%s/kernels.db", dir);
+    fj_cache *c = open_ok(dir);
+    make_entry(&e, 14, 1500);
+    ck_assert_int_eq(fj_cache_put(c, &e), 0);
+    fj_cache_close(c);
+    ck_assert_int_eq(chmod(path, 0444), 0);
+    ck_assert_int_eq(chmod(dir, 0555), 0);
+    ck_assert_int_eq(chmod(g_root, 0711), 0);   /* traversable by the unprivileged child */
+    if (geteuid() == 0) {
+        pid_t pid = fork();
+        ck_assert_int_ge(pid, 0);
+        if (pid == 0) {
+            if (setgroups(0, NULL) == -1 || setgid(65534) == -1 || setuid(65534) == -1)
+                _exit(77);   /* cannot drop privileges here: nothing to check */
+            _exit(readonly_checks(dir, &e));
+        }
+        rc = wait_child(pid);
+        if (rc == 77)
+            rc = 0;
+    } else {
+        rc = readonly_checks(dir, &e);
+    }
+    chmod(g_root, 0700);
+    ck_assert_int_eq(rc, 0);
+    fj_entry_free(&e);
+    rm_rf(dir);
+}
+END_TEST
+
+START_TEST(test_memory_only)
+{
+    char dir[128], file[160], bad[192];
+    fj_entry e, got;
+    fj_cache_stats st;
+    make_dir(dir, sizeof dir);
+    snprintf(file, sizeof file, "%s/plain", dir);
+    snprintf(bad, sizeof bad, "%s/plain/sub", dir);   /* mkdir fails: ENOTDIR */
+    int fd = open(file, O_WRONLY | O_CREAT, 0644);
+    ck_assert_int_ne(fd, -1);
+    close(fd);
+
+    fj_cache *c = open_ok(bad);
+    ck_assert_ptr_null(fj_cache_path(c));
+    ck_assert_int_eq(fj_cache_readonly(c), 0);
+    ck_assert_int_eq(log_count(FJ_LOG_WARN), 1);
+    ck_assert_ptr_nonnull(strstr(g_log.last[FJ_LOG_WARN], "memory only"));
+    make_entry(&e, 12, 777);
+    ck_assert_int_eq(fj_cache_put(c, &e), 0);
+    ck_assert_int_eq(fj_cache_get(c, &e.key, &got), 1);
+    assert_same(&got, &e);
+    fj_entry_free(&got);
+    ck_assert_int_eq(fj_cache_stats_get(c, &st), 0);
+    ck_assert_int_eq(st.entries, 1);
+    ck_assert_int_eq(st.bytes, 777);
+    ck_assert_int_eq(st.file_bytes, 0);
+    fj_cache_close(c);
+
+    /* dir == NULL: memory only by request, so no warning. */
+    c = open_ok(NULL);
+    ck_assert_ptr_null(fj_cache_path(c));
+    ck_assert_int_eq(log_count(FJ_LOG_WARN), 1);
+    ck_assert_int_eq(fj_cache_get(c, &e.key, &got), 0);
+    fj_cache_close(c);
+    fj_cache_close(NULL);
+    fj_entry_free(&e);
+    rm_rf(dir);
+}
+END_TEST
+
+/* ---- maintenance ------------------------------------------------------------------ */
+
+START_TEST(test_verify)
+{
+    char dir[128];
+    int n = -1;
+    fj_cache_counters k;
+    fj_key bad = key_of(2);
+    make_dir(dir, sizeof dir);
+    fj_cache *c = open_ok(dir);
+    for (int s = 1; s <= 3; s++)
+        put_seed(c, s, 500 * (size_t)s);
+    ck_assert_int_eq(fj_cache_verify(c, &n), 0);
+    ck_assert_int_eq(n, 3);
+    ck_assert_int_eq(fj_cache_debug_corrupt(c, &bad), 0);
+    ck_assert_int_eq(fj_cache_verify(c, &n), 1);
+    ck_assert_int_eq(n, 3);
+    ck_assert_int_eq(fj_cache_verify(c, &n), 0);
+    ck_assert_int_eq(n, 2);
+    fj_cache_counters_get(c, &k);
+    ck_assert_uint_eq(k.corrupt, 1);
+    fj_cache_close(c);
+    rm_rf(dir);
+}
+END_TEST
+
+START_TEST(test_clear)
+{
+    char dir[128];
+    fj_entry got;
+    fj_cache_stats st;
+    fj_key key = key_of(1);
+    make_dir(dir, sizeof dir);
+    fj_cache *c = open_ok(dir);
+    for (int s = 1; s <= 3; s++)
+        put_seed(c, s, 100);
+    ck_assert_int_eq(fj_cache_clear(c), 0);
+    ck_assert_int_eq(fj_cache_stats_get(c, &st), 0);
+    ck_assert_int_eq(st.entries, 0);
+    ck_assert_int_eq(st.bytes, 0);
+    ck_assert_int_eq(fj_cache_get(c, &key, &got), 0);
+    put_seed(c, 1, 100);   /* still usable */
+    ck_assert_int_eq(fj_cache_get(c, &key, &got), 1);
+    fj_entry_free(&got);
+    fj_cache_close(c);
+    rm_rf(dir);
+}
+END_TEST
+
+START_TEST(test_stats)
+{
+    char dir[128];
+    fj_cache_stats st;
+    make_dir(dir, sizeof dir);
+    fj_cache *c = open_ok(dir);
+    ck_assert_int_eq(fj_cache_stats_get(c, &st), 0);
+    ck_assert_int_eq(st.entries, 0);
+    ck_assert_int_eq(st.bytes, 0);
+    put_seed(c, 1, 100);
+    put_seed(c, 2, 300000);
+    put_seed(c, 2, 300);   /* replaces */
+    ck_assert_int_eq(fj_cache_stats_get(c, &st), 0);
+    ck_assert_int_eq(st.entries, 2);
+    ck_assert_int_eq(st.bytes, 400);
+    ck_assert_int_ge(st.file_bytes, 300000);   /* the big blob went through the WAL */
+    fj_cache_close(c);
+    rm_rf(dir);
+}
+END_TEST
+
+typedef struct { int calls, stop_after, bad; size_t sizes; } list_acc;
+
+static int list_cb(void *user, const fj_entry *e)
+{
+    list_acc *a = user;
+    char want[32];
+    int seed = (int)(e->blob_size / 10);
+    fj_key k = key_of(seed);
+    snprintf(want, sizeof want, "ref f16 #%d", seed);
+    a->calls++;
+    a->sizes += e->blob_size;
+    if (e->blob || strcmp(e->name, want) != 0 || memcmp(e->key.b, k.b, 16) != 0
+        || e->nvrtc_version != 12080 + seed || e->regs != 128)
+        a->bad++;
+    return a->stop_after && a->calls >= a->stop_after;
+}
+
+START_TEST(test_list)
+{
+    char dir[128];
+    list_acc a = { 0, 0, 0, 0 };
+    make_dir(dir, sizeof dir);
+    fj_cache *c = open_ok(dir);
+    for (int s = 1; s <= 3; s++)
+        put_seed(c, s, 10 * (size_t)s);   /* size encodes the seed for list_cb */
+    ck_assert_int_eq(fj_cache_list(c, list_cb, &a), 0);
+    ck_assert_int_eq(a.calls, 3);
+    ck_assert_int_eq(a.bad, 0);
+    ck_assert_uint_eq(a.sizes, 60);
+
+    list_acc stop = { 0, 1, 0, 0 };
+    ck_assert_int_eq(fj_cache_list(c, list_cb, &stop), 0);
+    ck_assert_int_eq(stop.calls, 1);
+    fj_cache_close(c);
+    rm_rf(dir);
+}
+END_TEST
+
+TCase *fj_tcase_cache(void)
+{
+    TCase *tc = tcase_create("cache");
+    tcase_add_unchecked_fixture(tc, root_setup, root_teardown);
+    tcase_add_checked_fixture(tc, test_setup, test_teardown);
+    tcase_set_timeout(tc, 20);
+    tcase_add_test(tc, test_round_trip);
+    tcase_add_test(tc, test_miss);
+    tcase_add_test(tc, test_persistence);
+    tcase_add_test(tc, test_lease_threads);
+    tcase_add_test(tc, test_lease_processes);
+    tcase_add_test(tc, test_lease_dead_owner);
+    tcase_add_test(tc, test_lease_timeout);
+    tcase_add_test(tc, test_lease_release_and_put);
+    tcase_add_test(tc, test_corrupt_entry);
+    tcase_add_test(tc, test_corrupt_file);
+    tcase_add_test(tc, test_newer_version);
+    tcase_add_test(tc, test_readonly);
+    tcase_add_test(tc, test_readonly_modes);
+    tcase_add_test(tc, test_memory_only);
+    tcase_add_test(tc, test_verify);
+    tcase_add_test(tc, test_clear);
+    tcase_add_test(tc, test_stats);
+    tcase_add_test(tc, test_list);
+    return tc;
+}

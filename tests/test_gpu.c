@@ -1,0 +1,548 @@
+/* test_gpu.c - the `gpu` suite: numerics on a real GPU, the cache across processes, and
+ * the host-side timings of the compile/cache/dispatch path. Exits 77 (skipped) when no
+ * CUDA driver can be loaded.
+ *
+ * Oracles: a CPU float64 reference (tests/cpu_ref.c) for cases small enough to compute on
+ * the host, and the GPU reference kernel (itself checked against float64 on the small
+ * cases) for the large ones. A fast kernel passes when its max error against float64 is at
+ * most 2x that of a same-precision reference (probabilities rounded to the input dtype
+ * before P@V, output rounded) plus 1e-6; the reference kernel passes when its error is
+ * within one output rounding. Inputs are fresh random numbers per case, outputs are
+ * poisoned (NaN) before every run.
+ *
+ * Environment: FAJIT_TEST_SEED (default: time), FAJIT_TEST_CASES (default 320).
+ * Usage: test_gpu [--second-process DIR]
+ */
+#include <check.h>
+#include <math.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <time.h>
+#include <unistd.h>
+
+#include "../src/api/internal.h"
+#include "cpu_ref.h"
+
+static const fj_cuda *cu;
+static char g_cache_dir[256];
+static unsigned g_seed;
+
+#define CU(call)                                                              \
+    do {                                                                      \
+        CUresult r_ = (call);                                                 \
+        char e_[64];                                                          \
+        ck_assert_msg(r_ == 0, "%s: %s", #call, fj_cuda_errname(cu, r_, e_, 64)); \
+    } while (0)
+
+static double now_s(void)
+{
+    struct timespec ts;
+    clock_gettime(CLOCK_MONOTONIC, &ts);
+    return ts.tv_sec + ts.tv_nsec / 1e9;
+}
+
+static uint64_t g_rng;
+static uint32_t rnd(void)
+{
+    g_rng = g_rng * 6364136223846793005ull + 1442695040888963407ull;
+    return (uint32_t)(g_rng >> 33);
+}
+static int pick(const int *v, int n) { return v[rnd() % (unsigned)n]; }
+static float frand(void) { return (float)(rnd() % 2000001) / 1000000.f - 1.f; }
+
+static fajit_ctx *new_ctx(const char *dir)
+{
+    fajit_ctx_opts o;
+    fajit_ctx_opts_init(&o);
+    o.cache_dir = dir;
+    fajit_ctx *ctx = NULL;
+    fajit_status st = fajit_ctx_create(&ctx, &o);
+    ck_assert_msg(st == FAJIT_OK, "ctx: %s", fajit_errmsg(ctx));
+    return ctx;
+}
+
+/*------ one randomized case ------*/
+
+typedef struct tc {
+    int batch, hq, hkv, sq, sk, d, dtype, mask, wl, wr, varlen, pad;
+    int lens_q[8], lens_k[8];
+    char text[200];
+} tc;
+
+static void make_case(tc *c, int max_len)
+{
+    static const int lens[] = {1, 7, 16, 63, 127, 128, 129, 200, 1000, 4097};
+    static const int ratios[] = {1, 2, 4, 8};
+    memset(c, 0, sizeof *c);
+    c->d = 8 * (1 + (int)(rnd() % 32));
+    if (rnd() % 2) { /* favour the head dims models use */
+        static const int common[] = {32, 64, 80, 96, 128, 160, 192, 256};
+        c->d = pick(common, 8);
+    }
+    c->dtype = (int)(rnd() % 2);
+    c->mask = (int)(rnd() % 3);
+    c->wl = (int)(rnd() % 300), c->wr = (int)(rnd() % 100);
+    c->hkv = 1 + (int)(rnd() % 3);
+    c->hq = c->hkv * (rnd() % 5 == 0 ? 1 : pick(ratios, 4));
+    if (rnd() % 8 == 0) /* MQA */
+        c->hkv = 1, c->hq = pick(ratios, 4) * 2;
+    c->batch = 1 + (int)(rnd() % 3);
+    c->varlen = rnd() % 4 == 0;
+    c->pad = rnd() % 3 == 0 ? 8 * (1 + (int)(rnd() % 2)) : 0;
+    do {
+        c->sq = pick(lens, 10);
+        c->sk = rnd() % 2 ? c->sq : pick(lens, 10);
+    } while (c->sq > max_len || c->sk > max_len);
+    if (c->varlen) {
+        c->batch = 1 + (int)(rnd() % 5);
+        int mq = 0, mk = 0;
+        for (int b = 0; b < c->batch; b++) {
+            c->lens_q[b] = rnd() % 5 == 0 ? 0 : 1 + (int)(rnd() % (unsigned)c->sq);
+            c->lens_k[b] = rnd() % 5 == 0 ? 0 : 1 + (int)(rnd() % (unsigned)c->sk);
+            mq = c->lens_q[b] > mq ? c->lens_q[b] : mq;
+            mk = c->lens_k[b] > mk ? c->lens_k[b] : mk;
+        }
+        c->sq = mq, c->sk = mk;
+    }
+    snprintf(c->text, sizeof c->text, "b%d hq%d hkv%d sq%d sk%d d%d %s %s%s%s pad%d",
+             c->batch, c->hq, c->hkv, c->sq, c->sk, c->d, c->dtype ? "bf16" : "f16",
+             c->mask == 0 ? "none" : c->mask == 1 ? "causal" : "window",
+             c->varlen ? " varlen" : "", c->mask == 2 ? "" : "", c->pad);
+    if (c->mask == 2) {
+        size_t n = strlen(c->text);
+        snprintf(c->text + n, sizeof c->text - n, " wl%d wr%d", c->wl, c->wr);
+    }
+}
+
+typedef struct bufs {
+    int64_t rows_q, rows_k, row_q, row_k;   /* rows per tensor, elements per row */
+    uint16_t *hq, *hk, *hv, *ho;
+    float *hlse;
+    CUdeviceptr q, k, v, o, lse, cuq, cuk;
+    int32_t cq[9], ck[9];
+    fajit_attn_desc desc;
+} bufs;
+
+static void setup(const tc *c, bufs *B)
+{
+    memset(B, 0, sizeof *B);
+    int dp = c->d + c->pad;   /* head stride with padding */
+    B->row_q = (int64_t)c->hq * dp;
+    B->row_k = (int64_t)c->hkv * dp;
+    if (c->varlen) {
+        for (int b = 0; b < c->batch; b++) {
+            B->cq[b + 1] = B->cq[b] + c->lens_q[b];
+            B->ck[b + 1] = B->ck[b] + c->lens_k[b];
+        }
+        B->rows_q = B->cq[c->batch], B->rows_k = B->ck[c->batch];
+    } else {
+        B->rows_q = (int64_t)c->batch * c->sq, B->rows_k = (int64_t)c->batch * c->sk;
+    }
+    size_t nq = (size_t)(B->rows_q * B->row_q) + 8, nk = (size_t)(B->rows_k * B->row_k) + 8;
+    B->hq = malloc(nq * 2), B->hk = malloc(nk * 2), B->hv = malloc(nk * 2);
+    B->ho = malloc(nq * 2);
+    for (size_t i = 0; i < nq; i++)
+        B->hq[i] = fj_f32_to_half(frand() * 2.f, c->dtype);
+    for (size_t i = 0; i < nk; i++) {
+        B->hk[i] = fj_f32_to_half(frand() * 2.f, c->dtype);
+        B->hv[i] = fj_f32_to_half(frand(), c->dtype);
+    }
+    size_t nlse = (size_t)c->hq * (size_t)(c->varlen ? B->rows_q : c->batch * c->sq) + 1;
+    B->hlse = malloc(nlse * sizeof(float));
+    CU(cu->cuMemAlloc(&B->q, nq * 2));
+    CU(cu->cuMemAlloc(&B->k, nk * 2));
+    CU(cu->cuMemAlloc(&B->v, nk * 2));
+    CU(cu->cuMemAlloc(&B->o, nq * 2));
+    CU(cu->cuMemAlloc(&B->lse, nlse * sizeof(float)));
+    CU(cu->cuMemcpyHtoD(B->q, B->hq, nq * 2));
+    CU(cu->cuMemcpyHtoD(B->k, B->hk, nk * 2));
+    CU(cu->cuMemcpyHtoD(B->v, B->hv, nk * 2));
+    fajit_attn_desc *d = &B->desc;
+    fajit_attn_desc_init(d, (void *)B->q, (void *)B->k, (void *)B->v, (void *)B->o, c->batch,
+                         c->hq, c->hkv, c->sq, c->sk, c->d, (fajit_dtype)c->dtype);
+    d->q_head_stride = d->o_head_stride = d->k_head_stride = d->v_head_stride = dp;
+    d->q_row_stride = d->o_row_stride = B->row_q;
+    d->k_row_stride = d->v_row_stride = B->row_k;
+    d->q_batch_stride = d->o_batch_stride = B->row_q * c->sq;
+    d->k_batch_stride = d->v_batch_stride = B->row_k * c->sk;
+    d->mask = (fajit_mask)c->mask;
+    if (c->mask == FAJIT_MASK_WINDOW)
+        d->window_left = c->wl, d->window_right = c->wr;
+    d->lse = (float *)B->lse;
+    if (c->varlen) {
+        CU(cu->cuMemAlloc(&B->cuq, sizeof B->cq));
+        CU(cu->cuMemAlloc(&B->cuk, sizeof B->ck));
+        CU(cu->cuMemcpyHtoD(B->cuq, B->cq, sizeof B->cq));
+        CU(cu->cuMemcpyHtoD(B->cuk, B->ck, sizeof B->ck));
+        d->cu_seqlens_q = (const int32_t *)B->cuq;
+        d->cu_seqlens_k = (const int32_t *)B->cuk;
+    }
+}
+
+static void teardown(bufs *B)
+{
+    CUdeviceptr ps[] = {B->q, B->k, B->v, B->o, B->lse, B->cuq, B->cuk};
+    for (size_t i = 0; i < sizeof ps / sizeof ps[0]; i++)
+        if (ps[i])
+            cu->cuMemFree(ps[i]);
+    free(B->hq), free(B->hk), free(B->hv), free(B->ho), free(B->hlse);
+}
+
+/* Runs `fwd` on poisoned outputs; copies O (as float) and LSE back. */
+typedef fajit_status (*fwd_fn)(fajit_ctx *, const fajit_attn_desc *, void *);
+static void run_kernel(fajit_ctx *ctx, fwd_fn fwd, bufs *B, const tc *c, float *o, float *lse)
+{
+    size_t nq = (size_t)(B->rows_q * B->row_q) + 8;
+    size_t nlse = (size_t)c->hq * (size_t)(c->varlen ? B->rows_q : c->batch * c->sq) + 1;
+    CU(cu->cuMemsetD8(B->o, 0xff, nq * 2));   /* NaN in f16 and bf16 */
+    CU(cu->cuMemsetD8(B->lse, 0xff, nlse * 4));
+    fajit_status st = fwd(ctx, &B->desc, NULL);
+    ck_assert_msg(st == FAJIT_OK, "%s: %s", c->text, fajit_errmsg(ctx));
+    CU(cu->cuCtxSynchronize());
+    CU(cu->cuMemcpyDtoH(B->ho, B->o, nq * 2));
+    CU(cu->cuMemcpyDtoH(lse, B->lse, nlse * 4));
+    for (size_t i = 0; i < nq; i++)
+        o[i] = fj_half_to_f32(B->ho[i], c->dtype);
+}
+
+typedef struct errs {
+    double max_abs, max_ref, lse;
+} errs;
+
+/* Max |x - ref| over every valid element of O (NaN counts as infinite), and LSE. */
+static errs compare(const tc *c, const bufs *B, const float *o, const float *lse,
+                    const double *ref, const double *ref_lse)
+{
+    errs e = {0, 0, 0};
+    for (int64_t r = 0; r < B->rows_q; r++)
+        for (int h = 0; h < c->hq; h++)
+            for (int k = 0; k < c->d; k++) {
+                int64_t i = r * B->row_q + h * (c->d + c->pad) + k;
+                double diff = fabs((double)o[i] - ref[i]);
+                if (isnan(diff))
+                    diff = INFINITY;
+                e.max_abs = diff > e.max_abs ? diff : e.max_abs;
+                e.max_ref = fabs(ref[i]) > e.max_ref ? fabs(ref[i]) : e.max_ref;
+            }
+    int64_t nlse = (int64_t)c->hq * (c->varlen ? B->rows_q : (int64_t)c->batch * c->sq);
+    for (int64_t i = 0; i < nlse; i++) {
+        double diff = isinf(ref_lse[i]) && isinf(lse[i]) && lse[i] < 0 ? 0 : fabs(lse[i] - ref_lse[i]);
+        if (isnan(diff))
+            diff = INFINITY;
+        e.lse = diff > e.lse ? diff : e.lse;
+    }
+    return e;
+}
+
+/* A same-precision reference: probabilities rounded to the dtype before P@V (as any
+ * 16-bit tensor-core kernel does), output rounded. Built from the float64 result by
+ * recomputing with rounding: cheaper to emulate here than to thread through cpu_ref. */
+static void same_precision(const tc *c, const bufs *B, const fj_attn_params *hp, double *out)
+{
+    const int d = c->d, group = c->hq / c->hkv;
+    double *s = malloc(sizeof(double) * (size_t)(c->sk + 1));
+    double *acc = malloc(sizeof(double) * (size_t)d);
+    for (int b = 0; b < c->batch; b++) {
+        int sq = c->varlen ? c->lens_q[b] : c->sq, sk = c->varlen ? c->lens_k[b] : c->sk;
+        int64_t q0 = c->varlen ? B->cq[b] : (int64_t)b * c->sq;
+        int64_t k0 = c->varlen ? B->ck[b] : (int64_t)b * c->sk;
+        for (int h = 0; h < c->hq; h++)
+            for (int i = 0; i < sq; i++) {
+                const uint16_t *q = B->hq + (q0 + i) * B->row_q + h * (d + c->pad);
+                double m = -INFINITY;
+                for (int j = 0; j < sk; j++) {
+                    int shift = i + sk - sq;
+                    if ((hp->window_left >= 0 && j < shift - hp->window_left) ||
+                        (hp->window_right >= 0 && j > shift + hp->window_right)) {
+                        s[j] = -INFINITY;
+                        continue;
+                    }
+                    const uint16_t *k = B->hk + (k0 + j) * B->row_k + (h / group) * (d + c->pad);
+                    float dot = 0;  /* fp32 accumulation, as the tensor cores */
+                    for (int x = 0; x < d; x++)
+                        dot += fj_half_to_f32(q[x], c->dtype) * fj_half_to_f32(k[x], c->dtype);
+                    s[j] = (double)dot * hp->scale;
+                    m = s[j] > m ? s[j] : m;
+                }
+                double l = 0;
+                memset(acc, 0, sizeof(double) * (size_t)d);
+                for (int j = 0; m > -INFINITY && j < sk; j++) {
+                    if (s[j] == -INFINITY)
+                        continue;
+                    float pj = (float)exp(s[j] - m);
+                    l += pj;
+                    double pr = fj_half_to_f32(fj_f32_to_half(pj, c->dtype), c->dtype);
+                    const uint16_t *v = B->hv + (k0 + j) * B->row_k + (h / group) * (d + c->pad);
+                    for (int x = 0; x < d; x++)
+                        acc[x] += pr * fj_half_to_f32(v[x], c->dtype);
+                }
+                double *o = out + (q0 + i) * B->row_q + h * (d + c->pad);
+                for (int x = 0; x < d; x++)
+                    o[x] = fj_half_to_f32(fj_f32_to_half(l > 0 ? (float)(acc[x] / l) : 0.f,
+                                                         c->dtype), c->dtype);
+            }
+    }
+    free(s);
+    free(acc);
+}
+
+/* Runs one case through the reference kernel and the dispatched kernel. Returns 1 when the
+ * float64 oracle was used. */
+static int check_case(fajit_ctx *ctx, const tc *c, int fast_too)
+{
+    bufs B;
+    setup(c, &B);
+    size_t nq = (size_t)(B.rows_q * B.row_q) + 8;
+    size_t nlse = (size_t)c->hq * (size_t)(c->varlen ? B.rows_q : c->batch * c->sq) + 1;
+    float *o_ref = malloc(nq * 4), *lse_ref = malloc(nlse * 4);
+    float *o_fast = malloc(nq * 4), *lse_fast = malloc(nlse * 4);
+    run_kernel(ctx, fajit_attn_fwd_reference, &B, c, o_ref, lse_ref);
+    if (fast_too)
+        run_kernel(ctx, fajit_attn_fwd, &B, c, o_fast, lse_fast);
+
+    double work = 0;
+    for (int b = 0; b < c->batch; b++)
+        work += (double)(c->varlen ? c->lens_q[b] : c->sq) * (c->varlen ? c->lens_k[b] : c->sk);
+    work *= (double)c->hq * c->d;
+    int use_cpu = work <= 6e7;
+    const double out_ulp = c->dtype == FJ_DT_BF16 ? 1.0 / 256 : 1.0 / 2048;
+
+    if (use_cpu) {
+        fj_attn_params hp;
+        fj_params_from_desc(&B.desc, &hp);
+        hp.q = (uintptr_t)B.hq, hp.k = (uintptr_t)B.hk, hp.v = (uintptr_t)B.hv;
+        hp.cu_seqlens_q = c->varlen ? (uintptr_t)B.cq : 0;
+        hp.cu_seqlens_k = c->varlen ? (uintptr_t)B.ck : 0;
+        double *f = calloc(nq, sizeof(double)), *flse = calloc(nlse, sizeof(double));
+        double *sp = calloc(nq, sizeof(double));
+        fj_cpu_attention(&hp, c->dtype, f, flse);
+        errs er = compare(c, &B, o_ref, lse_ref, f, flse);
+        ck_assert_msg(er.max_abs <= out_ulp * fmax(er.max_ref, 1e-3) + 1e-6,
+                      "reference kernel vs float64: max error %g (max |o| %g) on %s",
+                      er.max_abs, er.max_ref, c->text);
+        ck_assert_msg(er.lse <= 1e-3, "reference LSE error %g on %s", er.lse, c->text);
+        if (fast_too) {
+            same_precision(c, &B, &hp, sp);
+            float *spf = malloc(nq * 4);
+            for (size_t i = 0; i < nq; i++)
+                spf[i] = (float)sp[i];
+            errs es = compare(c, &B, spf, lse_ref, f, flse);
+            errs ef = compare(c, &B, o_fast, lse_fast, f, flse);
+            double bound = 2 * fmax(es.max_abs, er.max_abs) + 1e-6;
+            ck_assert_msg(ef.max_abs <= bound,
+                          "fast kernel vs float64: max error %g > 2 x same-precision %g on %s",
+                          ef.max_abs, fmax(es.max_abs, er.max_abs), c->text);
+            ck_assert_msg(ef.lse <= 2e-3, "fast kernel LSE error %g on %s", ef.lse, c->text);
+            free(spf);
+        }
+        free(f), free(flse), free(sp);
+    } else if (fast_too) {
+        double *r = malloc(nq * sizeof(double)), *rl = malloc(nlse * sizeof(double));
+        for (size_t i = 0; i < nq; i++)
+            r[i] = o_ref[i];
+        for (size_t i = 0; i < nlse; i++)
+            rl[i] = lse_ref[i];
+        errs ef = compare(c, &B, o_fast, lse_fast, r, rl);
+        ck_assert_msg(ef.max_abs <= 2 * out_ulp * fmax(ef.max_ref, 1e-3) + 1e-6,
+                      "fast kernel vs reference kernel: max error %g (max |o| %g) on %s",
+                      ef.max_abs, ef.max_ref, c->text);
+        ck_assert_msg(ef.lse <= 2e-3, "fast kernel LSE error %g on %s", ef.lse, c->text);
+        free(r), free(rl);
+    }
+    free(o_ref), free(lse_ref), free(o_fast), free(lse_fast);
+    teardown(&B);
+    return use_cpu;
+}
+
+/*------ tests ------*/
+
+static int env_int(const char *name, int def)
+{
+    const char *e = getenv(name);
+    return e && *e ? atoi(e) : def;
+}
+
+START_TEST(sweep)
+{
+    fajit_ctx *ctx = new_ctx(g_cache_dir);
+    int n = env_int("FAJIT_TEST_CASES", 320), n_cpu = 0;
+    g_rng = g_seed;
+    double t0 = now_s();
+    for (int i = 0; i < n; i++) {
+        tc c;
+        make_case(&c, 4097);
+        n_cpu += check_case(ctx, &c, 1);
+    }
+    fajit_counters cnt;
+    fajit_counters_get(ctx, &cnt);
+    printf("sweep: %d cases passed (%d against float64, %d against the reference kernel), "
+           "seed %u, %.1f s, %llu compiles\n", n, n_cpu, n - n_cpu, g_seed, now_s() - t0,
+           (unsigned long long)cnt.compiles);
+    fajit_ctx_destroy(ctx);
+}
+END_TEST
+
+/* A second process with the same cache directory finds every kernel without compiling. */
+START_TEST(cache_across_processes)
+{
+    char cmd[600];
+    snprintf(cmd, sizeof cmd, "/proc/%d/exe --second-process %s", (int)getpid(), g_cache_dir);
+    int rc = system(cmd);
+    ck_assert_msg(rc == 0, "second process failed (%d)", rc);
+}
+END_TEST
+
+static int second_process(const char *dir)
+{
+    fajit_ctx_opts o;
+    fajit_ctx_opts_init(&o);
+    o.cache_dir = dir;
+    o.policy = FAJIT_POLICY_STRICT;  /* a miss would be an error, not a compile */
+    fajit_ctx *ctx = NULL;
+    if (fajit_ctx_create(&ctx, &o) != FAJIT_OK) {
+        fprintf(stderr, "second process: %s\n", fajit_errmsg(ctx));
+        return 1;
+    }
+    CUdeviceptr buf;
+    cu->cuMemAlloc(&buf, 1 << 20);
+    int bad = 0;
+    for (int dt = 0; dt < 2; dt++) {
+        fajit_attn_desc d;
+        fajit_attn_desc_init(&d, (void *)buf, (void *)buf, (void *)buf, (void *)(buf + 4096), 1,
+                             1, 1, 16, 16, 128, (fajit_dtype)dt);
+        cu->cuMemsetD8(buf, 0, 4096);
+        fajit_status st = fajit_attn_fwd_reference(ctx, &d, NULL);
+        if (st != FAJIT_OK) {
+            fprintf(stderr, "second process: %s\n", fajit_errmsg(ctx));
+            bad = 1;
+        }
+    }
+    cu->cuCtxSynchronize();
+    fajit_counters c;
+    fajit_counters_get(ctx, &c);
+    printf("second process: %llu disk hits, %llu compiles, %llu misses\n",
+           (unsigned long long)c.hits_disk, (unsigned long long)c.compiles,
+           (unsigned long long)c.misses);
+    cu->cuMemFree(buf);
+    fajit_ctx_destroy(ctx);
+    return bad || c.compiles != 0 || c.hits_disk < 2;
+}
+
+/* Host-side costs of the three ways to get a kernel, printed for the closing note. */
+static void time_path(const char *label, fwd_fn fwd)
+{
+    char dir[] = "/tmp/fajit-gpu-timing-XXXXXX";
+    ck_assert_ptr_nonnull(mkdtemp(dir));
+    CUdeviceptr buf;
+    CU(cu->cuMemAlloc(&buf, 1 << 20));
+    CU(cu->cuMemsetD8(buf, 0, 1 << 20));
+    fajit_attn_desc d;
+    fajit_attn_desc_init(&d, (void *)buf, (void *)buf, (void *)buf, (void *)(buf + 65536), 1, 1,
+                         1, 64, 64, 128, FAJIT_BF16);
+
+    fajit_ctx *ctx = new_ctx(dir);
+    double t0 = now_s();
+    ck_assert_int_eq(fwd(ctx, &d, NULL), FAJIT_OK);
+    double cold = now_s() - t0;
+    fajit_counters c;
+    fajit_counters_get(ctx, &c);
+    ck_assert_uint_eq(c.compiles, 1);
+    CU(cu->cuCtxSynchronize());
+    fajit_ctx_destroy(ctx);
+
+    ctx = new_ctx(dir);
+    t0 = now_s();
+    ck_assert_int_eq(fwd(ctx, &d, NULL), FAJIT_OK);
+    double disk = now_s() - t0;
+    fajit_counters_get(ctx, &c);
+    ck_assert_uint_eq(c.compiles, 0);
+    ck_assert_uint_eq(c.hits_disk, 1);
+    CU(cu->cuCtxSynchronize());
+
+    enum { N = 20000 };
+    t0 = now_s();
+    for (int i = 0; i < N; i++)
+        fwd(ctx, &d, NULL);
+    double per_call = (now_s() - t0) / N;
+    CU(cu->cuCtxSynchronize());
+    /* The bare launch of the same kernel, for comparison. */
+    fj_plan *p = NULL;
+    for (int b = 0; b < FJ_PLAN_BUCKETS && !p; b++)
+        p = ctx->plans[b];
+    ck_assert_ptr_nonnull(p);
+    fj_attn_params prm;
+    fj_params_from_desc(&d, &prm);
+    void *args[] = {&prm};
+    t0 = now_s();
+    for (int i = 0; i < N; i++)
+        cu->cuLaunchKernel(p->k->fn, (64 + p->block_m - 1) / p->block_m, 1, 1, p->threads, 1, 1,
+                           p->dyn_smem, NULL, args, NULL);
+    double bare = (now_s() - t0) / N;
+    CU(cu->cuCtxSynchronize());
+    printf("timing %-9s cold compile+load+launch %7.1f ms (NVRTC %6.1f ms) | "
+           "SQLite hit+load+launch %6.2f ms | warm call %5.2f us (bare cuLaunchKernel %5.2f us)\n",
+           label, cold * 1e3, c.compile_seconds * 1e3, disk * 1e3, per_call * 1e6, bare * 1e6);
+    fajit_ctx_destroy(ctx);
+    cu->cuMemFree(buf);
+    char cmd[300];
+    snprintf(cmd, sizeof cmd, "rm -rf %s", dir);
+    ck_assert_int_eq(system(cmd), 0);
+}
+
+START_TEST(timings)
+{
+    time_path("reference", fajit_attn_fwd_reference);
+    time_path("fast", fajit_attn_fwd);
+}
+END_TEST
+
+int main(int argc, char **argv)
+{
+    char why[256];
+    cu = fj_cuda_get(why, sizeof why);
+    if (!cu) {
+        printf("gpu suite skipped: %s\n", why);
+        return 77;
+    }
+    /* Make the primary context current for the raw allocations of the tests. */
+    CUdevice dev;
+    CUcontext pctx;
+    if (cu->cuDeviceGet(&dev, 0) || cu->cuDevicePrimaryCtxRetain(&pctx, dev) ||
+        cu->cuCtxSetCurrent(pctx)) {
+        printf("gpu suite skipped: no usable device 0\n");
+        return 77;
+    }
+    if (argc == 3 && strcmp(argv[1], "--second-process") == 0)
+        return second_process(argv[2]);
+
+    g_seed = (unsigned)env_int("FAJIT_TEST_SEED", (int)time(NULL));
+    const char *dir = getenv("FAJIT_TEST_CACHE_DIR");
+    if (dir)
+        snprintf(g_cache_dir, sizeof g_cache_dir, "%s", dir);
+    else {
+        snprintf(g_cache_dir, sizeof g_cache_dir, "/tmp/fajit-gpu-XXXXXX");
+        if (!mkdtemp(g_cache_dir))
+            return 1;
+    }
+    printf("gpu suite: seed %u, cache %s\n", g_seed, g_cache_dir);
+    Suite *s = suite_create("gpu");
+    TCase *tc = tcase_create("gpu");
+    tcase_set_timeout(tc, 1800);
+    tcase_add_test(tc, sweep);
+    tcase_add_test(tc, cache_across_processes);
+    tcase_add_test(tc, timings);
+    suite_add_tcase(s, tc);
+    SRunner *sr = srunner_create(s);
+    srunner_set_fork_status(sr, CK_NOFORK);   /* one CUDA context for the whole run */
+    srunner_run_all(sr, CK_NORMAL);
+    int failed = srunner_ntests_failed(sr);
+    srunner_free(sr);
+    if (!dir) {
+        char cmd[300];
+        snprintf(cmd, sizeof cmd, "rm -rf %s", g_cache_dir);
+        if (system(cmd) != 0)
+            failed++;
+    }
+    return failed ? 1 : 0;
+}

@@ -1,0 +1,477 @@
+/* test_unit.c - the `unit` suite: no GPU, no NVRTC. Status table, descriptor validation,
+ * kernel-key known answers, context options and fallbacks, error paths through a fake
+ * driver table, plus the cache tests of test_cache.c. */
+#include <check.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <unistd.h>
+#include <xxhash.h>
+
+#include "../src/api/internal.h"
+
+TCase *fj_tcase_cache(void);
+
+/*------ status table ------*/
+
+START_TEST(status_table)
+{
+    ck_assert_str_eq(fajit_status_name(FAJIT_OK), "FAJIT_OK");
+    ck_assert_str_eq(fajit_status_name(FAJIT_INVALID_ARGUMENT), "FAJIT_INVALID_ARGUMENT");
+    ck_assert_str_eq(fajit_status_name(FAJIT_IO_ERROR), "FAJIT_IO_ERROR");
+    ck_assert_str_eq(fajit_status_name((fajit_status)999), "FAJIT_UNKNOWN_STATUS");
+    ck_assert_str_eq(fajit_strerror(FAJIT_CACHE_MISS),
+                     "kernel not in cache and compiling is not allowed (STRICT policy)");
+    /* Values are stable: a renumbering breaks every embedder. */
+    ck_assert_int_eq(FAJIT_NO_DRIVER, 3);
+    ck_assert_int_eq(FAJIT_COMPILE_FAILED, 6);
+    ck_assert_int_eq(FAJIT_IO_ERROR, 11);
+    for (int s = 0; s <= FAJIT_IO_ERROR; s++) {
+        ck_assert_str_ne(fajit_status_name((fajit_status)s), "FAJIT_UNKNOWN_STATUS");
+        ck_assert_str_ne(fajit_strerror((fajit_status)s), "unknown status code");
+    }
+    ck_assert_str_eq(fajit_version_string(), FAJIT_VERSION_STRING);
+    ck_assert_uint_eq(fajit_version_number(), FAJIT_VERSION_NUMBER);
+}
+END_TEST
+
+/*------ descriptor validation ------*/
+
+static fajit_ctx *memory_ctx(void)
+{
+    fajit_ctx_opts o;
+    fajit_ctx_opts_init(&o);
+    o.device = FAJIT_DEVICE_NONE;
+    o.cache_dir = "";
+    fajit_ctx *ctx = NULL;
+    ck_assert_int_eq(fajit_ctx_create(&ctx, &o), FAJIT_OK);
+    return ctx;
+}
+
+static fajit_attn_desc valid_desc(void)
+{
+    fajit_attn_desc d;
+    void *p = (void *)(uintptr_t)0x10000;
+    fajit_attn_desc_init(&d, p, p, p, p, 2, 8, 2, 100, 130, 64, FAJIT_BF16);
+    return d;
+}
+
+typedef struct bad_case {
+    const char *what;
+    void (*mutate)(fajit_attn_desc *);
+    fajit_status want;
+    const char *msg;   /* substring of fajit_errmsg */
+} bad_case;
+
+#define MUT(name, body) static void name(fajit_attn_desc *d) { body; }
+MUT(m_q_null, d->q = NULL)
+MUT(m_o_misaligned, d->o = (void *)(uintptr_t)0x10008)
+MUT(m_batch0, d->batch = 0)
+MUT(m_heads_neg, d->heads_q = -3)
+MUT(m_gqa, d->heads_q = 7)
+MUT(m_seq0, d->seqlen_q = 0)
+MUT(m_hdim100, d->head_dim = 100)
+MUT(m_hdim264, d->head_dim = 264)
+MUT(m_stride, d->k_row_stride = 100)
+MUT(m_dtype, d->dtype = (fajit_dtype)7)
+MUT(m_mask, d->mask = (fajit_mask)9)
+MUT(m_window, (d->mask = FAJIT_MASK_WINDOW, d->window_left = -2, d->window_right = 0))
+MUT(m_window_big, (d->mask = FAJIT_MASK_WINDOW, d->window_left = 5, d->window_right = 2000000000))
+MUT(m_scale, d->softmax_scale = 0.f)
+MUT(m_varlen_half, d->cu_seqlens_q = (const int32_t *)(uintptr_t)0x2000)
+MUT(m_lse, d->lse = (float *)(uintptr_t)0x2002)
+
+static const bad_case k_bad[] = {
+    {"q NULL", m_q_null, FAJIT_INVALID_ARGUMENT, "q must not be NULL"},
+    {"o misaligned", m_o_misaligned, FAJIT_INVALID_ARGUMENT, "o must be 16-byte aligned, got 0x10008"},
+    {"batch 0", m_batch0, FAJIT_INVALID_ARGUMENT, "batch must be >= 1, got 0"},
+    {"heads_q -3", m_heads_neg, FAJIT_INVALID_ARGUMENT, "heads_q must be >= 1, got -3"},
+    {"gqa", m_gqa, FAJIT_INVALID_ARGUMENT, "heads_q must be a multiple of heads_kv, got heads_q 7, heads_kv 2"},
+    {"seqlen 0", m_seq0, FAJIT_INVALID_ARGUMENT, "seqlen_q must be >= 1, got 0"},
+    {"hdim 100", m_hdim100, FAJIT_UNSUPPORTED, "head_dim must be a multiple of 8 in [8, 256], got 100"},
+    {"hdim 264", m_hdim264, FAJIT_UNSUPPORTED, "got 264"},
+    {"stride", m_stride, FAJIT_INVALID_ARGUMENT, "k_row_stride must be a multiple of 8 elements (16 bytes), got 100"},
+    {"dtype", m_dtype, FAJIT_INVALID_ARGUMENT, "dtype must be FAJIT_F16 (0) or FAJIT_BF16 (1), got 7"},
+    {"mask", m_mask, FAJIT_INVALID_ARGUMENT, "got 9"},
+    {"window", m_window, FAJIT_INVALID_ARGUMENT, "window_left must be in [0, 2^30], got -2"},
+    {"window big", m_window_big, FAJIT_INVALID_ARGUMENT, "window_right must be in [0, 2^30], got 2000000000"},
+    {"scale", m_scale, FAJIT_INVALID_ARGUMENT, "softmax_scale must be finite and > 0, got 0"},
+    {"varlen half", m_varlen_half, FAJIT_INVALID_ARGUMENT, "cu_seqlens_q and cu_seqlens_k must be given together"},
+    {"lse misaligned", m_lse, FAJIT_INVALID_ARGUMENT, "lse must be 4-byte aligned"},
+};
+
+START_TEST(validation_rules)
+{
+    fajit_ctx *ctx = memory_ctx();
+    fajit_attn_desc ok = valid_desc();
+    ck_assert_int_eq(fajit_attn_check(ctx, &ok), FAJIT_OK);
+    ck_assert_int_eq(fajit_attn_check(ctx, NULL), FAJIT_INVALID_ARGUMENT);
+    const bad_case *c = &k_bad[_i];
+    fajit_attn_desc d = valid_desc();
+    c->mutate(&d);
+    fajit_status st = fajit_attn_check(ctx, &d);
+    ck_assert_msg(st == c->want, "%s: got %s", c->what, fajit_status_name(st));
+    ck_assert_msg(strstr(fajit_errmsg(ctx), c->msg), "%s: message '%s' lacks '%s'", c->what,
+                  fajit_errmsg(ctx), c->msg);
+    /* The same rule through the launch entry point: rejected before any GPU work. */
+    ck_assert_int_eq(fajit_attn_fwd(ctx, &d, NULL), c->want);
+    ck_assert_int_eq(fajit_attn_fwd(NULL, &d, NULL), c->want);
+    fajit_counters cnt;
+    fajit_counters_get(ctx, &cnt);
+    ck_assert_uint_eq(cnt.calls, 0);
+    fajit_ctx_destroy(ctx);
+}
+END_TEST
+
+START_TEST(validation_accepts)
+{
+    fajit_ctx *ctx = memory_ctx();
+    fajit_attn_desc d = valid_desc();
+    d.mask = FAJIT_MASK_CAUSAL;
+    ck_assert_int_eq(fajit_attn_check(ctx, &d), FAJIT_OK);
+    d.mask = FAJIT_MASK_WINDOW, d.window_left = 0, d.window_right = 0;
+    ck_assert_int_eq(fajit_attn_check(ctx, &d), FAJIT_OK);
+    d.heads_kv = 1; /* MQA */
+    ck_assert_int_eq(fajit_attn_check(ctx, &d), FAJIT_OK);
+    for (int h = 8; h <= 256; h += 8) {
+        d.head_dim = h;
+        ck_assert_int_eq(fajit_attn_check(ctx, &d), FAJIT_OK);
+    }
+    /* varlen: maxima may be 0 when every sequence is empty */
+    d.cu_seqlens_q = d.cu_seqlens_k = (const int32_t *)(uintptr_t)0x2000;
+    d.seqlen_q = d.seqlen_k = 0;
+    ck_assert_int_eq(fajit_attn_check(ctx, &d), FAJIT_OK);
+    /* a context without a device validates, then refuses to launch */
+    ck_assert_int_eq(fajit_attn_fwd(ctx, &d, NULL), FAJIT_NO_DEVICE);
+    ck_assert_ptr_nonnull(strstr(fajit_errmsg(ctx), "no device"));
+    fajit_ctx_destroy(ctx);
+}
+END_TEST
+
+START_TEST(desc_init_strides)
+{
+    fajit_attn_desc d;
+    void *p = (void *)(uintptr_t)0x10000;
+    fajit_attn_desc_init(&d, p, p, p, p, 3, 16, 4, 50, 70, 128, FAJIT_F16);
+    ck_assert_int_eq(d.q_head_stride, 128);
+    ck_assert_int_eq(d.q_row_stride, 16 * 128);
+    ck_assert_int_eq(d.q_batch_stride, 16 * 128 * 50);
+    ck_assert_int_eq(d.k_row_stride, 4 * 128);
+    ck_assert_int_eq(d.v_batch_stride, 4 * 128 * 70);
+    ck_assert_float_eq_tol(d.softmax_scale, 0.08838834764f, 1e-7f);
+    fj_attn_params prm;
+    d.mask = FAJIT_MASK_CAUSAL;
+    fj_params_from_desc(&d, &prm);
+    ck_assert_int_eq(prm.window_left, -1);
+    ck_assert_int_eq(prm.window_right, 0);
+    ck_assert_float_eq_tol(prm.scale_log2, 0.08838834764f * 1.44269504f, 1e-6f);
+}
+END_TEST
+
+/* The parameter block's layout as the kernels see it (they static_assert the same). */
+START_TEST(params_layout)
+{
+    ck_assert_uint_eq(sizeof(fj_attn_params), FJ_PARAMS_SIZE);
+    ck_assert_uint_eq(offsetof(fj_attn_params, batch), 152);
+    ck_assert_uint_eq(offsetof(fj_attn_params, scale), 184);
+    ck_assert_uint_eq(offsetof(fj_attn_params, lse), 32);
+    ck_assert_uint_eq(offsetof(fj_attn_params, k_batch_stride), 80);
+}
+END_TEST
+
+/*------ kernel keys ------*/
+
+#define KEY_PINNED "2a148d8424cce1c880bfa81b5b99d2f2"
+static const unsigned char k_digest[16] = {1, 2, 3, 4, 5, 6, 7, 8, 9, 10, 11, 12, 13, 14, 15, 16};
+
+START_TEST(key_known_answer)
+{
+    fj_key k;
+    char hex[33];
+    fj_kernel_key(k_digest, "#define FJ_DTYPE 1\n", "-arch=sm_90a -std=c++17", "sm_90a", 13000,
+                  1, "fj_attn_ref", &k);
+    fj_key_hex(&k, hex);
+    /* Independent recomputation of the documented serialization. */
+    const char ser[] = "fajit-kernel-key\0" "0102030405060708090a0b0c0d0e0f10\0"
+                       "fj_attn_ref\0" "#define FJ_DTYPE 1\n\0" "-arch=sm_90a -std=c++17\0"
+                       "sm_90a\0" "13000\0" "1";
+    XXH128_canonical_t c;
+    XXH128_canonicalFromHash(&c, XXH3_128bits(ser, sizeof ser - 1));
+    ck_assert_mem_eq(k.b, c.digest, 16);
+    /* Pinned: a change here invalidates every cache in the field. */
+    ck_assert_str_eq(hex, KEY_PINNED);
+    /* XXH3-128 of "" (xxHash's published test vector) */
+    XXH128_canonicalFromHash(&c, XXH3_128bits("", 0));
+    ck_assert_uint_eq(c.digest[0], 0x99);
+    ck_assert_uint_eq(c.digest[15], 0x7f);
+}
+END_TEST
+
+START_TEST(key_every_part_matters)
+{
+    fj_key base, k;
+    fj_kernel_key(k_digest, "P", "O", "sm_90a", 13000, 1, "F", &base);
+    unsigned char d2[16];
+    memcpy(d2, k_digest, 16);
+    d2[7] ^= 1;
+    fj_kernel_key(d2, "P", "O", "sm_90a", 13000, 1, "F", &k);
+    ck_assert_mem_ne(base.b, k.b, 16);
+    fj_kernel_key(k_digest, "P2", "O", "sm_90a", 13000, 1, "F", &k);
+    ck_assert_mem_ne(base.b, k.b, 16);
+    fj_kernel_key(k_digest, "P", "O2", "sm_90a", 13000, 1, "F", &k);
+    ck_assert_mem_ne(base.b, k.b, 16);
+    fj_kernel_key(k_digest, "P", "O", "sm_90", 13000, 1, "F", &k);
+    ck_assert_mem_ne(base.b, k.b, 16);
+    fj_kernel_key(k_digest, "P", "O", "sm_90a", 12090, 1, "F", &k);
+    ck_assert_mem_ne(base.b, k.b, 16);
+    fj_kernel_key(k_digest, "P", "O", "sm_90a", 13000, 2, "F", &k);
+    ck_assert_mem_ne(base.b, k.b, 16);
+    fj_kernel_key(k_digest, "P", "O", "sm_90a", 13000, 1, "G", &k);
+    ck_assert_mem_ne(base.b, k.b, 16);
+    /* field boundaries are unambiguous: moving a byte between fields changes the key */
+    fj_key a, b;
+    fj_kernel_key(k_digest, "PO", "", "sm_90a", 13000, 1, "F", &a);
+    fj_kernel_key(k_digest, "P", "O", "sm_90a", 13000, 1, "F", &b);
+    ck_assert_mem_ne(a.b, b.b, 16);
+    fj_kernel_key(k_digest, "P", "O", "sm_90a", 13000, 1, "F", &k);
+    ck_assert_mem_eq(base.b, k.b, 16);
+}
+END_TEST
+
+START_TEST(arch_names)
+{
+    ck_assert_int_eq(fj_arch_sm("sm_80"), 80);
+    ck_assert_int_eq(fj_arch_sm("sm_90a"), 90);
+    ck_assert_int_eq(fj_arch_sm("sm_100a"), 100);
+    ck_assert_int_eq(fj_arch_sm("sm_120"), 120);
+    ck_assert_int_eq(fj_arch_sm("sm_90x"), -1);
+    ck_assert_int_eq(fj_arch_sm("compute_90"), -1);
+    ck_assert_int_eq(fj_arch_sm(""), -1);
+    ck_assert_int_eq(fj_arch_sm(NULL), -1);
+    fajit_ctx *ctx = memory_ctx();
+    ck_assert_int_eq(fajit_warm(ctx, "sm_9O", 1, NULL, NULL), FAJIT_INVALID_ARGUMENT);
+    ck_assert_ptr_nonnull(strstr(fajit_errmsg(ctx), "got 'sm_9O'"));
+    ck_assert_int_eq(fajit_warm(ctx, "sm_75", 1, NULL, NULL), FAJIT_UNSUPPORTED);
+    fajit_ctx_destroy(ctx);
+}
+END_TEST
+
+/*------ contexts: options, environment, fallbacks ------*/
+
+typedef struct log_sink {
+    int n;
+    char last[512];
+} log_sink;
+
+static void sink(void *user, fajit_log_level level, const char *msg)
+{
+    log_sink *s = user;
+    (void)level;
+    s->n++;
+    snprintf(s->last, sizeof s->last, "%s", msg);
+}
+
+START_TEST(ctx_options)
+{
+    fajit_ctx *ctx = NULL;
+    ck_assert_int_eq(fajit_ctx_create(NULL, NULL), FAJIT_INVALID_ARGUMENT);
+    fajit_ctx_destroy(NULL);
+    fajit_ctx_opts o;
+    fajit_ctx_opts_init(&o);
+    ck_assert_int_eq(o.device, 0);
+    ck_assert_int_eq(o.policy, FAJIT_POLICY_BLOCKING);
+    o.device = FAJIT_DEVICE_NONE;
+    o.cache_dir = "";
+    o.policy = (fajit_policy)5;
+    ck_assert_int_eq(fajit_ctx_create(&ctx, &o), FAJIT_INVALID_ARGUMENT);
+    ck_assert_ptr_nonnull(strstr(fajit_errmsg(ctx), "policy must be"));
+    fajit_ctx_destroy(ctx);
+
+    o.policy = FAJIT_POLICY_BLOCKING;
+    setenv("FAJIT_POLICY", "sometimes", 1);
+    ck_assert_int_eq(fajit_ctx_create(&ctx, &o), FAJIT_INVALID_ARGUMENT);
+    ck_assert_ptr_nonnull(strstr(fajit_errmsg(ctx), "got 'sometimes'"));
+    fajit_ctx_destroy(ctx);
+    setenv("FAJIT_POLICY", "strict", 1);
+    ck_assert_int_eq(fajit_ctx_create(&ctx, &o), FAJIT_OK);
+    ck_assert_int_eq(ctx->opts.policy, FAJIT_POLICY_STRICT);
+    fajit_ctx_destroy(ctx);
+    unsetenv("FAJIT_POLICY");
+}
+END_TEST
+
+START_TEST(ctx_cache_location)
+{
+    char dir[] = "/tmp/fajit-unit-XXXXXX", want[256];
+    ck_assert_ptr_nonnull(mkdtemp(dir));
+    fajit_ctx_opts o;
+    fajit_ctx_opts_init(&o);
+    o.device = FAJIT_DEVICE_NONE;
+    fajit_sysinfo si;
+    fajit_ctx *ctx;
+
+    /* FAJIT_CACHE_DIR beats XDG_CACHE_HOME; the option beats both */
+    setenv("XDG_CACHE_HOME", dir, 1);
+    unsetenv("FAJIT_CACHE_DIR");
+    ck_assert_int_eq(fajit_ctx_create(&ctx, &o), FAJIT_OK);
+    fajit_sysinfo_get(ctx, &si);
+    snprintf(want, sizeof want, "%s/fajit/", dir);
+    ck_assert_ptr_nonnull(si.cache_path);
+    ck_assert_int_eq(strncmp(si.cache_path, want, strlen(want)), 0);
+    fajit_ctx_destroy(ctx);
+
+    snprintf(want, sizeof want, "%s/env", dir);
+    setenv("FAJIT_CACHE_DIR", want, 1);
+    ck_assert_int_eq(fajit_ctx_create(&ctx, &o), FAJIT_OK);
+    fajit_sysinfo_get(ctx, &si);
+    ck_assert_int_eq(strncmp(si.cache_path, want, strlen(want)), 0);
+    fajit_ctx_destroy(ctx);
+
+    snprintf(want, sizeof want, "%s/opt", dir);
+    o.cache_dir = want;
+    ck_assert_int_eq(fajit_ctx_create(&ctx, &o), FAJIT_OK);
+    fajit_sysinfo_get(ctx, &si);
+    ck_assert_int_eq(strncmp(si.cache_path, want, strlen(want)), 0);
+    fajit_ctx_destroy(ctx);
+
+    /* nothing set at all: memory only, with a warning through the log callback */
+    unsetenv("FAJIT_CACHE_DIR");
+    unsetenv("XDG_CACHE_HOME");
+    char *home = getenv("HOME") ? strdup(getenv("HOME")) : NULL;
+    unsetenv("HOME");
+    log_sink s = {0};
+    o.cache_dir = NULL;
+    o.log = sink;
+    o.log_user = &s;
+    ck_assert_int_eq(fajit_ctx_create(&ctx, &o), FAJIT_OK);
+    fajit_sysinfo_get(ctx, &si);
+    ck_assert_ptr_null(si.cache_path);
+    ck_assert_int_ge(s.n, 1);
+    ck_assert_ptr_nonnull(strstr(s.last, "memory only"));
+    fajit_ctx_destroy(ctx);
+    if (home) {
+        setenv("HOME", home, 1);
+        free(home);
+    }
+    char cmd[300];
+    snprintf(cmd, sizeof cmd, "rm -rf %s", dir);
+    ck_assert_int_eq(system(cmd), 0);
+}
+END_TEST
+
+/*------ a fake driver: error paths without a GPU ------*/
+
+static int g_count, g_fail_get;
+static CUresult f_init(unsigned flags) { (void)flags; return 0; }
+static CUresult f_count(int *n) { *n = g_count; return g_fail_get ? 999 : 0; }
+static CUresult f_get(CUdevice *d, int i) { *d = i; return 0; }
+static CUresult f_attr(int *v, int a, CUdevice d)
+{
+    (void)d;
+    *v = a == FJ_CU_ATTR_CC_MAJOR ? 9 : a == FJ_CU_ATTR_CC_MINOR ? 0 : 132;
+    return 0;
+}
+static CUresult f_retain(CUcontext *c, CUdevice d) { (void)d; *c = (CUcontext)0x1; return 0; }
+static CUresult f_release(CUdevice d) { (void)d; return 0; }
+static CUresult f_errname(CUresult r, const char **s)
+{
+    *s = r == 999 ? "CUDA_ERROR_FAKE" : "CUDA_ERROR_UNKNOWN";
+    return 0;
+}
+
+START_TEST(fake_driver)
+{
+    fj_cuda fake = {0};
+    fake.cuDeviceGetCount = f_count;
+    fake.cuDeviceGet = f_get;
+    fake.cuDeviceGetAttribute = f_attr;
+    fake.cuDevicePrimaryCtxRetain = f_retain;
+    fake.cuDevicePrimaryCtxRelease = f_release;
+    fake.cuGetErrorName = f_errname;
+    fake.cuInit = f_init;
+    fj_cuda_set_for_testing(&fake);
+    fajit_ctx_opts o;
+    fajit_ctx_opts_init(&o);
+    o.cache_dir = "";
+    fajit_ctx *ctx;
+
+    g_count = 0;
+    ck_assert_int_eq(fajit_ctx_create(&ctx, &o), FAJIT_NO_DEVICE);
+    ck_assert_ptr_nonnull(strstr(fajit_errmsg(ctx), "device must be in [0, 0), got 0"));
+    fajit_ctx_destroy(ctx);
+
+    g_count = 1, g_fail_get = 1;
+    ck_assert_int_eq(fajit_ctx_create(&ctx, &o), FAJIT_CUDA_ERROR);
+    ck_assert_ptr_nonnull(strstr(fajit_errmsg(ctx), "CUDA_ERROR_FAKE (999)"));
+    fajit_ctx_destroy(ctx);
+
+    g_fail_get = 0;
+    ck_assert_int_eq(fajit_ctx_create(&ctx, &o), FAJIT_OK);
+    ck_assert_str_eq(ctx->arch, "sm_90a");
+    ck_assert_int_eq(ctx->sm_count, 132);
+    fajit_ctx_destroy(ctx);
+    fj_cuda_set_for_testing(NULL);
+}
+END_TEST
+
+/* On a machine without a driver (CI), a context for a device fails cleanly. */
+START_TEST(no_driver)
+{
+    char why[256] = "";
+    if (fj_cuda_get(why, sizeof why))
+        return;   /* a driver is present: nothing to check here */
+    fajit_ctx_opts o;
+    fajit_ctx_opts_init(&o);
+    o.cache_dir = "";
+    fajit_ctx *ctx = NULL;
+    ck_assert_int_eq(fajit_ctx_create(&ctx, &o), FAJIT_NO_DRIVER);
+    ck_assert_ptr_nonnull(strstr(fajit_errmsg(ctx), "libcuda.so.1"));
+    fajit_ctx_destroy(ctx);
+    fajit_device_info di;
+    ck_assert_int_eq(fajit_device_info_get(NULL, 0, &di), FAJIT_NO_DRIVER);
+}
+END_TEST
+
+START_TEST(ptxas_log_parse)
+{
+    const char *log =
+        "ptxas info    : Compiling entry function 'fj_attn_ref' for 'sm_90a'\n"
+        "ptxas info    : Function properties for fj_attn_ref\n"
+        "    24 bytes stack frame, 8 bytes spill stores, 8 bytes spill loads\n"
+        "ptxas info    : Used 40 registers, used 1 barriers, 2080 bytes smem, 576 bytes cmem[0]\n";
+    int regs, smem, spill, stack;
+    fj_parse_ptxas_log(log, &regs, &smem, &spill, &stack);
+    ck_assert_int_eq(regs, 40);
+    ck_assert_int_eq(smem, 2080);
+    ck_assert_int_eq(spill, 8);
+    ck_assert_int_eq(stack, 24);
+    fj_parse_ptxas_log("", &regs, &smem, &spill, &stack);
+    ck_assert_int_eq(regs, -1);
+}
+END_TEST
+
+int main(void)
+{
+    Suite *s = suite_create("unit");
+    TCase *tc = tcase_create("api");
+    tcase_add_test(tc, status_table);
+    tcase_add_loop_test(tc, validation_rules, 0, (int)(sizeof k_bad / sizeof k_bad[0]));
+    tcase_add_test(tc, validation_accepts);
+    tcase_add_test(tc, desc_init_strides);
+    tcase_add_test(tc, params_layout);
+    tcase_add_test(tc, key_known_answer);
+    tcase_add_test(tc, key_every_part_matters);
+    tcase_add_test(tc, arch_names);
+    tcase_add_test(tc, ctx_options);
+    tcase_add_test(tc, ctx_cache_location);
+    tcase_add_test(tc, fake_driver);
+    tcase_add_test(tc, no_driver);
+    tcase_add_test(tc, ptxas_log_parse);
+    suite_add_tcase(s, tc);
+    suite_add_tcase(s, fj_tcase_cache());
+    SRunner *sr = srunner_create(s);
+    srunner_run_all(sr, CK_NORMAL);
+    int failed = srunner_ntests_failed(sr);
+    srunner_free(sr);
+    return failed ? 1 : 0;
+}
