@@ -632,6 +632,40 @@ START_TEST(test_corrupt_file)
 }
 END_TEST
 
+/* Damage inside the file (not its header): SQLite reports it while reading; a miss. */
+START_TEST(test_corrupt_page)
+{
+    char dir[128], path[160], junk[4096];
+    struct stat sb;
+    fj_entry got;
+    fj_cache_counters k;
+    fj_key key = key_of(15);
+    make_dir(dir, sizeof dir);
+    snprintf(path, sizeof path, "%s/kernels.db", dir);
+    fj_cache *c = open_ok(dir);
+    put_seed(c, 15, 40000);   /* about ten overflow pages at the end of the file */
+    fj_cache_close(c);
+    ck_assert_int_eq(stat(path, &sb), 0);
+    ck_assert_int_ge(sb.st_size, 10 * 4096);
+    memset(junk, 0xff, sizeof junk);
+    int fd = open(path, O_WRONLY);
+    ck_assert_int_ne(fd, -1);
+    for (off_t off = sb.st_size - 3 * 4096; off < sb.st_size; off += 4096)
+        ck_assert_int_eq(pwrite(fd, junk, sizeof junk, off), (ssize_t)sizeof junk);
+    close(fd);
+
+    c = open_ok(dir);   /* header and schema are intact: the file is kept */
+    ck_assert_ptr_nonnull(fj_cache_path(c));
+    ck_assert_int_eq(fj_cache_get(c, &key, &got), 0);
+    ck_assert_ptr_null(got.blob);
+    fj_cache_counters_get(c, &k);
+    ck_assert_uint_eq(k.corrupt, 1);
+    ck_assert_uint_eq(k.misses, 1);
+    fj_cache_close(c);
+    rm_rf(dir);
+}
+END_TEST
+
 /* A file from a newer fajit is left alone: memory only, with a warning. */
 START_TEST(test_newer_version)
 {
@@ -952,6 +986,7 @@ TCase *fj_tcase_cache(void)
     tcase_add_test(tc, test_lease_release_and_put);
     tcase_add_test(tc, test_corrupt_entry);
     tcase_add_test(tc, test_corrupt_file);
+    tcase_add_test(tc, test_corrupt_page);
     tcase_add_test(tc, test_newer_version);
     tcase_add_test(tc, test_readonly);
     tcase_add_test(tc, test_readonly_modes);

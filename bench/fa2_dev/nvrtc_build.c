@@ -53,13 +53,15 @@ int main(int argc, char **argv)
             argv[3], argv[4], argv[5], argv[6], argv[7], argv[8], argv[9], src);
     char archopt[64];
     snprintf(archopt, sizeof archopt, "-arch=%s", arch);
-    const char *opts[] = {archopt, "-std=c++17", "-default-device", "--ptxas-options=-v", "-DFJ_NVRTC=1"};
+    const char *opts[] = {archopt, "-std=c++17", "-default-device", "--ptxas-options=-v", "-DFJ_NVRTC=1", NULL};
+    int nopt = 5;
+    if (getenv("FA2_EXTRA") && *getenv("FA2_EXTRA")) opts[nopt++] = getenv("FA2_EXTRA"); /* one extra option, e.g. -DFA2_QK_UNROLL=2 */
     nvrtcProgram prog;
     int fail = 0;
     struct timespec t0, t1;
     clock_gettime(CLOCK_MONOTONIC, &t0);
     CK(nvrtcCreateProgram(&prog, text, "attn_fwd_sm80.cu", 2, ht, hn));
-    nvrtcResult cr = nvrtcCompileProgram(prog, 5, opts);
+    nvrtcResult cr = nvrtcCompileProgram(prog, nopt, opts);
     clock_gettime(CLOCK_MONOTONIC, &t1);
     size_t ls;
     nvrtcGetProgramLogSize(prog, &ls);

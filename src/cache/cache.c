@@ -270,14 +270,18 @@ static void close_db(fj_cache *c)
     c->db = NULL;
 }
 
-static int pragma_int(sqlite3 *db, const char *sql, int64_t *v)
+/* The format version and the number of schema objects, from one snapshot: read apart,
+ * another process could create the schema in between and make a new file look foreign. */
+static int read_version(sqlite3 *db, int64_t *ver, int64_t *objects)
 {
     sqlite3_stmt *st = NULL;
-    int rc = sqlite3_prepare_v2(db, sql, -1, &st, NULL);
+    int rc = sqlite3_prepare_v2(db, "SELECT (SELECT user_version FROM pragma_user_version),"
+                                " (SELECT count(*) FROM sqlite_master)", -1, &st, NULL);
     if (rc == SQLITE_OK) {
         rc = sqlite3_step(st);
         if (rc == SQLITE_ROW) {
-            *v = sqlite3_column_int64(st, 0);
+            *ver = sqlite3_column_int64(st, 0);
+            *objects = sqlite3_column_int64(st, 1);
             rc = SQLITE_OK;
         }
     }
@@ -285,8 +289,8 @@ static int pragma_int(sqlite3 *db, const char *sql, int64_t *v)
     return rc;
 }
 
-/* Creates the schema in an empty file. Under BEGIN IMMEDIATE so that two processes
- * opening a new directory at once do not both create it. */
+/* Creates the schema in an empty file. Under BEGIN IMMEDIATE, checking again inside, so
+ * that two processes opening a new directory at once do not both create it. */
 static int create_schema(fj_cache *c)
 {
     int64_t ver = 0, objects = 0;
@@ -294,9 +298,7 @@ static int create_schema(fj_cache *c)
     int rc = sqlite3_exec(c->db, "BEGIN IMMEDIATE", NULL, NULL, NULL);
     if (rc != SQLITE_OK)
         return rc;
-    rc = pragma_int(c->db, "PRAGMA user_version", &ver);
-    if (rc == SQLITE_OK)
-        rc = pragma_int(c->db, "SELECT count(*) FROM sqlite_master", &objects);
+    rc = read_version(c->db, &ver, &objects);
     if (rc == SQLITE_OK && ver == 0 && objects == 0) {
         snprintf(sql, sizeof sql,
                  "INSERT INTO meta VALUES ('format', '%d'), ('created', '%lld');"
@@ -319,21 +321,16 @@ static int create_schema(fj_cache *c)
 static int check_schema(fj_cache *c, int writable)
 {
     int64_t ver = 0, objects = 0;
-    int rc = pragma_int(c->db, "PRAGMA user_version", &ver);
-    if (rc == SQLITE_OK)
-        rc = pragma_int(c->db, "SELECT count(*) FROM sqlite_master", &objects);
+    int rc = read_version(c->db, &ver, &objects);
+    if (rc == SQLITE_OK && ver == 0 && objects == 0 && writable) {
+        rc = create_schema(c);
+        if (rc == SQLITE_OK)   /* ours, or whoever created it first */
+            rc = read_version(c->db, &ver, &objects);
+    }
     if (rc != SQLITE_OK)
         return is_corrupt_rc(rc) ? OPEN_CORRUPT : OPEN_FAIL;
     if (ver > FJ_CACHE_FORMAT_VERSION)
         return OPEN_NEWER;
-    if (ver == 0 && objects == 0 && writable) {
-        rc = create_schema(c);
-        if (rc != SQLITE_OK)
-            return is_corrupt_rc(rc) ? OPEN_CORRUPT : OPEN_FAIL;
-        /* Someone else may have created it first; either way read it again. */
-        if (pragma_int(c->db, "PRAGMA user_version", &ver) != SQLITE_OK)
-            return OPEN_FAIL;
-    }
     if (ver != FJ_CACHE_FORMAT_VERSION)
         return OPEN_CORRUPT;
     for (int i = 0; i < ST_COUNT; i++) {

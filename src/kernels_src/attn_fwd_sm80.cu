@@ -43,7 +43,7 @@
 #define FA2_MASKED (FJ_MASK != 0)
 
 #ifndef FA2_QK_UNROLL
-#define FA2_QK_UNROLL 8
+#define FA2_QK_UNROLL 1
 #endif
 
 namespace fa2 {
