@@ -195,6 +195,13 @@ FAJIT_API fajit_status fajit_attn_fwd(fajit_ctx *ctx, const fajit_attn_desc *d,
 FAJIT_API fajit_status fajit_attn_fwd_reference(fajit_ctx *ctx, const fajit_attn_desc *d,
                                                 void *stream);
 
+/* Describes, in one line, the kernel fajit_attn_fwd would run for `d` on target `arch`
+ * ("sm_90a"; NULL = the context's device): family, tile configuration, launch shape.
+ * Compiles nothing. Errors as fajit_attn_check, plus UNSUPPORTED for targets before sm_80. */
+FAJIT_API fajit_status fajit_dispatch_describe(fajit_ctx *ctx, const char *arch,
+                                               const fajit_attn_desc *d, char *buf,
+                                               size_t len);
+
 /*======  4. Observability  ======*/
 
 /* Details of the last failure on this context in any thread (the rule and the value, the

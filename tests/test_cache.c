@@ -3,7 +3,9 @@
  * maintenance calls. Each test works in its own directory under a per-TCase root that
  * the unchecked teardown removes, so a failed test (which exits early) leaves nothing.
  * Works in CK_FORK and CK_NOFORK modes; forked helpers never call ck_assert. */
+#ifndef _GNU_SOURCE
 #define _GNU_SOURCE
+#endif
 #include <check.h>
 #include <dirent.h>
 #include <errno.h>

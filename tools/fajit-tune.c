@@ -3,10 +3,12 @@
  *
  *   fajit-tune info
  *   fajit-tune warm --arch sm_80,sm_90a,sm_100a [-j N]
+ *   fajit-tune plan [--arch sm_90a] [--hdim 128] [--dtype bf16] [--mask causal]
  *   fajit-tune cache ls|stats|verify|clear
  * Global options: --cache-dir DIR, -v (debug log), -q (no progress).
  */
 #include <fajit.h>
+#include <stdint.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -24,6 +26,9 @@ static void usage(FILE *f)
             "  warm --arch LIST [-j N]   compile every kernel for targets in LIST\n"
             "                            (comma-separated, e.g. sm_80,sm_90a,sm_100a); no GPU\n"
             "                            needed; N compile threads (default: one per CPU)\n"
+            "  plan [--arch A] [--hdim D] [--dtype f16|bf16] [--mask none|causal|window]\n"
+            "                            which kernel serves that problem (default: device 0,\n"
+            "                            hdim 128, bf16, causal)\n"
             "  cache ls                  one line per cached kernel\n"
             "  cache stats               entry count and sizes\n"
             "  cache verify              re-check every entry's checksum, drop bad ones\n"
@@ -124,6 +129,40 @@ static int cmd_warm(fajit_ctx *ctx, const char *archs, int jobs)
     return rc;
 }
 
+static int cmd_plan(fajit_ctx *ctx, const char *arch, int hdim, const char *dtype,
+                    const char *mask)
+{
+    static const char *const masks[] = {"none", "causal", "window"};
+    fajit_device_info di;
+    if (!arch) {
+        if (fajit_device_info_get(ctx, 0, &di) != FAJIT_OK) {
+            fprintf(stderr, "fajit-tune: no GPU here (%s); name a target with --arch\n",
+                    fajit_errmsg(ctx));
+            return 2;
+        }
+        arch = di.arch;
+    }
+    fajit_attn_desc d;
+    void *p = (void *)(uintptr_t)0x100000;   /* never dereferenced: nothing runs */
+    fajit_attn_desc_init(&d, p, p, p, p, 1, 16, 16, 4096, 4096, hdim,
+                         strcmp(dtype, "f16") == 0 ? FAJIT_F16 : FAJIT_BF16);
+    if (strcmp(dtype, "f16") != 0 && strcmp(dtype, "bf16") != 0) {
+        fprintf(stderr, "fajit-tune: --dtype must be f16 or bf16, got '%s'\n", dtype);
+        return 2;
+    }
+    d.mask = (fajit_mask)-1;
+    for (int i = 0; i < 3; i++)
+        if (strcmp(mask, masks[i]) == 0)
+            d.mask = (fajit_mask)i;
+    d.window_left = d.window_right = d.mask == FAJIT_MASK_WINDOW ? 256 : -1;
+    char line[512];
+    fajit_status st = fajit_dispatch_describe(ctx, arch, &d, line, sizeof line);
+    if (st)
+        return fail(ctx, st, "plan");
+    printf("%s hdim %d %s %s -> %s\n", arch, hdim, dtype, mask, line);
+    return 0;
+}
+
 static int print_entry(void *user, const fajit_cache_entry *e)
 {
     (void)user;
@@ -171,8 +210,8 @@ static int cmd_cache(fajit_ctx *ctx, const char *sub)
 
 int main(int argc, char **argv)
 {
-    const char *cache_dir = NULL, *archs = NULL;
-    int jobs = 0, i = 1;
+    const char *cache_dir = NULL, *archs = NULL, *dtype = "bf16", *mask = "causal";
+    int jobs = 0, hdim = 128, i = 1;
     for (; i < argc && argv[i][0] == '-'; i++) {
         if (strcmp(argv[i], "--cache-dir") == 0 && i + 1 < argc)
             cache_dir = argv[++i];
@@ -199,6 +238,12 @@ int main(int argc, char **argv)
             archs = argv[++j];
         else if (strcmp(argv[j], "-j") == 0 && j + 1 < argc)
             jobs = atoi(argv[++j]);
+        else if (strcmp(argv[j], "--hdim") == 0 && j + 1 < argc)
+            hdim = atoi(argv[++j]);
+        else if (strcmp(argv[j], "--dtype") == 0 && j + 1 < argc)
+            dtype = argv[++j];
+        else if (strcmp(argv[j], "--mask") == 0 && j + 1 < argc)
+            mask = argv[++j];
     }
     g_tty = isatty(2);
 
@@ -221,6 +266,8 @@ int main(int argc, char **argv)
         rc = cmd_info(ctx);
     else if (strcmp(cmd, "warm") == 0)
         rc = cmd_warm(ctx, archs, jobs);
+    else if (strcmp(cmd, "plan") == 0)
+        rc = cmd_plan(ctx, archs, hdim, dtype, mask);
     else if (strcmp(cmd, "cache") == 0)
         rc = cmd_cache(ctx, i < argc ? argv[i] : NULL);
     else {

@@ -200,6 +200,49 @@ static uint64_t signature(int family, const fajit_attn_desc *d)
            (uint64_t)d->head_dim << 8;
 }
 
+/* The dispatch decision: which kernel variant and launch shape serve `d` on target `sm`.
+ * Tuned configurations will be looked up here (autotuner: not yet); today the per-target
+ * default table of src/autotune decides. */
+static void choose(int sm, const fajit_attn_desc *d, int family, fj_variant *v, fj_plan *p)
+{
+    if (family == FAM_FA2) {
+        fj_fa2_config c = fj_fa2_default(sm, d->head_dim, (int)d->mask);
+        fj_variant_fa2(v, &c, (int)d->dtype, d->head_dim, (int)d->mask);
+        p->block_m = c.block_m;
+        p->threads = c.warps * 32;
+        p->dyn_smem = (int)fj_fa2_smem_bytes(&c, d->head_dim);
+    } else {
+        fj_variant_ref(v, (int)d->dtype);
+        p->block_m = 1;
+        p->threads = 256;
+        p->dyn_smem = 0;
+    }
+}
+
+/* The portable FA2 kernel runs on every target fajit compiles for (sm_80+). */
+static int family_for(int sm) { return sm >= 80 ? FAM_FA2 : FAM_REF; }
+
+fajit_status fajit_dispatch_describe(fajit_ctx *ctx, const char *arch, const fajit_attn_desc *d,
+                                     char *buf, size_t len)
+{
+    FJ_RETURN_IF(!ctx || !buf || !len, ctx, FAJIT_INVALID_ARGUMENT,
+                 "ctx and buf must not be NULL, len must be > 0");
+    FJ_CHECK(fajit_attn_check(ctx, d));
+    int sm = arch ? fj_arch_sm(arch) : ctx->cc;
+    FJ_RETURN_IF(arch && sm < 0, ctx, FAJIT_INVALID_ARGUMENT,
+                 "arch must be a target like sm_80, sm_90a or sm_100a, got '%s'", arch);
+    FJ_RETURN_IF(!arch && !ctx->cu, ctx, FAJIT_NO_DEVICE,
+                 "the context has no device: name a target (arch)");
+    FJ_RETURN_IF(sm < 80, ctx, FAJIT_UNSUPPORTED, "fajit needs sm_80 or newer, got sm_%d", sm);
+    fj_variant v;
+    fj_plan p;
+    choose(sm, d, family_for(sm), &v, &p);
+    snprintf(buf, len, "%s: grid (ceil(seqlen_q/%d), heads_q, batch), %d threads, %d B dynamic "
+             "shared memory, source %s, entry %s", v.name, p.block_m, p.threads, p.dyn_smem,
+             v.source, v.function);
+    return FAJIT_OK;
+}
+
 /* Builds the plan for a signature: picks the family and configuration, gets the kernel. */
 static fajit_status make_plan(fajit_ctx *ctx, const fajit_attn_desc *d, int family,
                               uint64_t sig, fj_plan **out)
@@ -208,19 +251,7 @@ static fajit_status make_plan(fajit_ctx *ctx, const fajit_attn_desc *d, int fami
     fj_plan *p = calloc(1, sizeof *p);
     FJ_RETURN_IF(!p, ctx, FAJIT_OUT_OF_MEMORY, "allocating a plan");
     p->sig = sig;
-    int sm = ctx->cc;
-    if (family == FAM_FA2) {
-        fj_fa2_config c = fj_fa2_default(sm, d->head_dim, (int)d->mask);
-        fj_variant_fa2(&v, &c, (int)d->dtype, d->head_dim, (int)d->mask);
-        p->block_m = c.block_m;
-        p->threads = c.warps * 32;
-        p->dyn_smem = (int)fj_fa2_smem_bytes(&c, d->head_dim);
-    } else {
-        fj_variant_ref(&v, (int)d->dtype);
-        p->block_m = 1;
-        p->threads = 256;
-        p->dyn_smem = 0;
-    }
+    choose(ctx->cc, d, family, &v, p);
     fajit_status st = fj_kernel_get(ctx, &v, 1, &p->k);
     if (st != FAJIT_OK) {
         free(p);
@@ -287,9 +318,7 @@ static fajit_status run(fajit_ctx *ctx, const fajit_attn_desc *d, void *stream, 
 
 fajit_status fajit_attn_fwd(fajit_ctx *ctx, const fajit_attn_desc *d, void *stream)
 {
-    /* The portable FA2 kernel runs on every target fajit compiles for (sm_80+). */
-    int family = ctx && ctx->cc >= 80 ? FAM_FA2 : FAM_REF;
-    return run(ctx, d, stream, family);
+    return run(ctx, d, stream, family_for(ctx ? ctx->cc : 0));
 }
 
 fajit_status fajit_attn_fwd_reference(fajit_ctx *ctx, const fajit_attn_desc *d, void *stream)

@@ -7,7 +7,9 @@
  * One compile per key: a row in `leases` names its owner (pid, host, random token) and
  * carries a heartbeat that a background thread refreshes while this cache holds leases.
  * A handle must not be used across fork(); open a new one in the child. */
+#ifndef _GNU_SOURCE
 #define _GNU_SOURCE
+#endif
 #include <errno.h>
 #include <fcntl.h>
 #include <pthread.h>
