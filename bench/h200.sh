@@ -1,11 +1,11 @@
 #!/usr/bin/env bash
 # h200.sh - everything one GPU-host call does, in order: device state, `fajit-tune info`,
 # the gpu suite, the README quick start, and the benchmark against PyTorch SDPA.
-# Logs go under $OUT. Build here first (meson setup build-h200 && meson compile -C
-# build-h200) and carry build-h200; optionally carry a cache warmed here (FAJIT_CACHE_DIR).
+# Logs go under $OUT. Build here first (bash tools/setup.sh)
+# and carry build; optionally carry a cache warmed here (FAJIT_CACHE_DIR).
 # Every GPU program runs under `timeout`.
 set -u
-B=${B:-build-h200}
+B=${B:-build}
 OUT=${OUT:-/tmp/fajit-out}
 mkdir -p "$OUT"
 export FAJIT_CACHE_DIR=${FAJIT_CACHE_DIR:-/tmp/fajit-cache}

@@ -1,6 +1,7 @@
 /* cache.c - the persistent kernel cache: one SQLite file "<dir>/kernels.db" in WAL mode,
  * or an in-memory SQLite database with the same schema when no usable file exists (so
- * both cases share one code path). The only file that includes sqlite3.h.
+ * both cases share one code path). The only file that includes sqlite3.h. Also: tuning
+ * rows, bundles (export/import) and explaining misses.
  *
  * Locking: every call takes c->mu (the handle is also opened SQLITE_OPEN_FULLMUTEX);
  * between processes SQLite's own file locks and BEGIN IMMEDIATE do the work.
@@ -38,27 +39,53 @@
 int fj_cache_debug_force_readonly;
 
 /* Statements prepared once per handle. Preparing them all at open doubles as a schema
- * check: a file whose tables do not match fails here and is treated as unknown. */
+ * check: a file whose tables do not match fails here and is treated as unknown.
+ * "%s" stands for the kernels.parts column: "parts", or "NULL" in a read-only file of
+ * schema 1 (which cannot be migrated); statements that write parts are then not
+ * prepared (a read-only handle never writes). */
 enum {
     ST_BEGIN, ST_COMMIT, ST_ROLLBACK,
     ST_GET, ST_TOUCH, ST_PUT, ST_DEL, ST_EXISTS, ST_CORRUPT,
     ST_LEASE_GET, ST_LEASE_SET, ST_LEASE_DEL, ST_LEASE_DEL_KEY, ST_BEAT,
     ST_LIST, ST_VERIFY, ST_STATS, ST_CLEAR,
+    ST_TUNE_GET, ST_TUNE_PUT, ST_TUNE_PIN, ST_TUNE_LIST,
+    ST_EXPLAIN, ST_EXPORT_K, ST_IMPORT_K,
     ST_COUNT
 };
+
+/* Kernel columns copied by export and import, in this order, then parts (column 14). */
+#define COPY_COLS "key, arch, nvrtc_version, name, options, blob, blob_size, checksum, log," \
+                  " compile_ms, regs, smem, spill_bytes, created"
+#define COPY_SELECT "SELECT " COPY_COLS ", %s FROM kernels WHERE ?1 IS NULL OR arch = ?1" \
+                    " ORDER BY key"
+#define COPY_INSERT "INSERT OR IGNORE INTO kernels (" COPY_COLS ", last_used, hits, parts)" \
+                    " VALUES (?1, ?2, ?3, ?4, ?5, ?6, ?7, ?8, ?9, ?10, ?11, ?12, ?13, ?14," \
+                    " ?14, 0, ?15)"
+#define N_COPY_COLS 15
+/* Tuning columns, in the order of fj_tune_row. */
+#define TUNE_COLS "gpu_name, arch, sm_count, signature, bucket, config, time_ms, table_json," \
+                  " pinned, fajit_version, nvrtc_version, created"
+#define TUNE_KEY "gpu_name = ?1 AND arch = ?2 AND sm_count = ?3 AND signature = ?4" \
+                 " AND bucket = ?5"
+#define TUNE_LIST "SELECT " TUNE_COLS " FROM tuning WHERE ?1 IS NULL OR arch = ?1" \
+                  " ORDER BY gpu_name, arch, sm_count, signature, bucket"
+#define TUNE_PUT "INSERT OR REPLACE INTO tuning (" TUNE_COLS ")" \
+                 " VALUES (?1, ?2, ?3, ?4, ?5, ?6, ?7, ?8, ?9, ?10, ?11, ?12)"
+#define N_TUNE_COLS 12
 
 static const char *const sql_text[ST_COUNT] = {
     [ST_BEGIN] = "BEGIN IMMEDIATE",
     [ST_COMMIT] = "COMMIT",
     [ST_ROLLBACK] = "ROLLBACK",
     [ST_GET] = "SELECT arch, nvrtc_version, name, options, blob, blob_size, checksum, log,"
-               " compile_ms, regs, smem, spill_bytes, created, last_used, hits"
+               " compile_ms, regs, smem, spill_bytes, created, last_used, hits, %s"
                " FROM kernels WHERE key = ?1",
     [ST_TOUCH] = "UPDATE kernels SET last_used = ?2, hits = hits + 1 WHERE key = ?1",
     [ST_PUT] = "INSERT OR REPLACE INTO kernels (key, arch, nvrtc_version, name, options,"
                " blob, blob_size, checksum, log, compile_ms, regs, smem, spill_bytes,"
-               " created, last_used, hits)"
-               " VALUES (?1, ?2, ?3, ?4, ?5, ?6, ?7, ?8, ?9, ?10, ?11, ?12, ?13, ?14, ?14, 0)",
+               " created, last_used, hits, parts)"
+               " VALUES (?1, ?2, ?3, ?4, ?5, ?6, ?7, ?8, ?9, ?10, ?11, ?12, ?13, ?14, ?14, 0,"
+               " ?15)",
     [ST_DEL] = "DELETE FROM kernels WHERE key = ?1",
     [ST_EXISTS] = "SELECT 1 FROM kernels WHERE key = ?1",
     [ST_CORRUPT] = "UPDATE kernels SET blob = ?2 WHERE key = ?1",
@@ -69,14 +96,23 @@ static const char *const sql_text[ST_COUNT] = {
     [ST_LEASE_DEL_KEY] = "DELETE FROM leases WHERE key = ?1",
     [ST_BEAT] = "UPDATE leases SET heartbeat = ?3 WHERE key = ?1 AND token = ?2",
     [ST_LIST] = "SELECT key, arch, nvrtc_version, name, options, blob_size, log, compile_ms,"
-                " regs, smem, spill_bytes, created, last_used, hits"
+                " regs, smem, spill_bytes, created, last_used, hits, %s"
                 " FROM kernels ORDER BY created, key",
     [ST_VERIFY] = "SELECT key, blob, blob_size, checksum FROM kernels",
     [ST_STATS] = "SELECT count(*), coalesce(sum(blob_size), 0) FROM kernels",
     [ST_CLEAR] = "DELETE FROM kernels",
+    [ST_TUNE_GET] = "SELECT " TUNE_COLS " FROM tuning WHERE " TUNE_KEY,
+    [ST_TUNE_PUT] = TUNE_PUT,
+    [ST_TUNE_PIN] = "UPDATE tuning SET pinned = ?6 WHERE " TUNE_KEY,
+    [ST_TUNE_LIST] = TUNE_LIST,
+    [ST_EXPLAIN] = "SELECT key, name, arch, nvrtc_version, options, %s, created FROM kernels",
+    [ST_EXPORT_K] = COPY_SELECT,
+    [ST_IMPORT_K] = COPY_INSERT,
 };
 
-/* Version 1. A later format bumps FJ_CACHE_FORMAT_VERSION; older files are set aside. */
+static int writes_parts(int id) { return id == ST_PUT || id == ST_IMPORT_K; }
+
+/* Schema FJ_CACHE_SCHEMA_VERSION (2). Older files are brought up to it by migrations[]. */
 static const char schema_sql[] =
     "CREATE TABLE meta (k TEXT PRIMARY KEY, v TEXT);"
     "CREATE TABLE kernels ("
@@ -84,7 +120,7 @@ static const char schema_sql[] =
     " name TEXT NOT NULL, options TEXT NOT NULL, blob BLOB NOT NULL,"
     " blob_size INTEGER NOT NULL, checksum INTEGER NOT NULL, log TEXT NOT NULL,"
     " compile_ms REAL, regs INTEGER, smem INTEGER, spill_bytes INTEGER,"
-    " created INTEGER, last_used INTEGER, hits INTEGER NOT NULL DEFAULT 0);"
+    " created INTEGER, last_used INTEGER, hits INTEGER NOT NULL DEFAULT 0, parts TEXT);"
     "CREATE INDEX kernels_last_used ON kernels (last_used);"
     "CREATE TABLE tuning ("
     " gpu_name TEXT, arch TEXT, sm_count INTEGER, signature TEXT, bucket TEXT,"
@@ -93,6 +129,11 @@ static const char schema_sql[] =
     " PRIMARY KEY (gpu_name, arch, sm_count, signature, bucket));"
     "CREATE TABLE leases ("
     " key BLOB PRIMARY KEY, pid INTEGER, host TEXT, token INTEGER, heartbeat INTEGER);";
+
+/* migrations[v] takes a file from schema v to v + 1 (user_version and meta are set after). */
+static const char *const migrations[FJ_CACHE_SCHEMA_VERSION] = {
+    [1] = "ALTER TABLE kernels ADD COLUMN parts TEXT;",
+};
 
 typedef struct held_lease {
     fj_key key;
@@ -106,6 +147,7 @@ struct fj_cache {
     sqlite3_stmt *st[ST_COUNT];
     char *path;           /* "<dir>/kernels.db"; NULL = memory only */
     int readonly;
+    int has_parts;        /* kernels.parts exists (schema >= 2) */
     int told_readonly;    /* the INFO line about skipped puts is said once */
     fj_cache_log_fn log;
     void *log_user;
@@ -240,12 +282,12 @@ out:
     return rc;
 }
 
-/* "file:<path percent-encoded>?immutable=1" for SQLITE_OPEN_URI. */
-static char *immutable_uri(const char *path)
+/* "file:<path percent-encoded><query>" for SQLITE_OPEN_URI; query is "?immutable=1"
+ * or "?mode=ro". */
+static char *file_uri(const char *path, const char *query)
 {
-    static const char tail[] = "?immutable=1";
-    size_t n = strlen(path);
-    char *u = malloc(5 + 3 * n + sizeof tail), *q = u;
+    size_t n = strlen(path), nq = strlen(query) + 1;
+    char *u = malloc(5 + 3 * n + nq), *q = u;
     if (!u)
         return NULL;
     q += sprintf(q, "file:");
@@ -256,7 +298,7 @@ static char *immutable_uri(const char *path)
         else
             q += sprintf(q, "%%%02X", *s);
     }
-    memcpy(q, tail, sizeof tail);
+    memcpy(q, query, nq);
     return u;
 }
 
@@ -291,56 +333,95 @@ static int read_version(sqlite3 *db, int64_t *ver, int64_t *objects)
     return rc;
 }
 
-/* Creates the schema in an empty file. Under BEGIN IMMEDIATE, checking again inside, so
- * that two processes opening a new directory at once do not both create it. */
-static int create_schema(fj_cache *c)
+/* Sets user_version and the meta row "format" to the current schema version. */
+static int stamp_version(sqlite3 *db)
+{
+    char sql[160];
+    snprintf(sql, sizeof sql, "INSERT OR REPLACE INTO meta VALUES ('format', '%d');"
+             "PRAGMA user_version = %d;", FJ_CACHE_SCHEMA_VERSION, FJ_CACHE_SCHEMA_VERSION);
+    return sqlite3_exec(db, sql, NULL, NULL, NULL);
+}
+
+/* The current schema, in the caller's transaction on an empty database. */
+static int write_schema(sqlite3 *db)
+{
+    char sql[96];
+    int rc = sqlite3_exec(db, schema_sql, NULL, NULL, NULL);
+    snprintf(sql, sizeof sql, "INSERT INTO meta VALUES ('created', '%lld');",
+             (long long)time(NULL));
+    if (rc == SQLITE_OK)
+        rc = sqlite3_exec(db, sql, NULL, NULL, NULL);
+    return rc == SQLITE_OK ? stamp_version(db) : rc;
+}
+
+/* Creates the schema in an empty file, or migrates a file of an older schema. Under
+ * BEGIN IMMEDIATE, reading the version again inside, so that of two processes opening
+ * the same file at once only one creates or migrates it. */
+static int create_or_migrate(fj_cache *c)
 {
     int64_t ver = 0, objects = 0;
-    char sql[256];
     int rc = sqlite3_exec(c->db, "BEGIN IMMEDIATE", NULL, NULL, NULL);
     if (rc != SQLITE_OK)
         return rc;
     rc = read_version(c->db, &ver, &objects);
     if (rc == SQLITE_OK && ver == 0 && objects == 0) {
-        snprintf(sql, sizeof sql,
-                 "INSERT INTO meta VALUES ('format', '%d'), ('created', '%lld');"
-                 "PRAGMA user_version = %d;",
-                 FJ_CACHE_FORMAT_VERSION, (long long)time(NULL), FJ_CACHE_FORMAT_VERSION);
-        rc = sqlite3_exec(c->db, schema_sql, NULL, NULL, NULL);
+        rc = write_schema(c->db);
+    } else if (rc == SQLITE_OK && ver >= 1 && ver < FJ_CACHE_SCHEMA_VERSION) {
+        for (int64_t v = ver; rc == SQLITE_OK && v < FJ_CACHE_SCHEMA_VERSION; v++)
+            rc = sqlite3_exec(c->db, migrations[v], NULL, NULL, NULL);
         if (rc == SQLITE_OK)
-            rc = sqlite3_exec(c->db, sql, NULL, NULL, NULL);
+            rc = stamp_version(c->db);
     }
     if (rc == SQLITE_OK)
         rc = sqlite3_exec(c->db, "COMMIT", NULL, NULL, NULL);
     if (rc != SQLITE_OK)
         sqlite3_exec(c->db, "ROLLBACK", NULL, NULL, NULL);
+    else if (ver >= 1 && ver < FJ_CACHE_SCHEMA_VERSION)
+        say(c, FJ_LOG_INFO, "cache file migrated from schema %lld to %d", (long long)ver,
+            FJ_CACHE_SCHEMA_VERSION);
     return rc;
 }
 
-/* Checks the version (creating the schema in a new writable file) and prepares every
- * statement. The file is "corrupt" (to be set aside) when SQLite says so, when its
- * version is older than ours, or when it is not ours at all. */
+static int prepare_all(fj_cache *c)
+{
+    for (int i = 0; i < ST_COUNT; i++) {
+        if (!c->has_parts && writes_parts(i))
+            continue;
+        char *sql = sqlite3_mprintf(sql_text[i], c->has_parts ? "parts" : "NULL");
+        if (!sql)
+            return SQLITE_NOMEM;
+        int rc = sqlite3_prepare_v3(c->db, sql, -1, SQLITE_PREPARE_PERSISTENT, &c->st[i],
+                                    NULL);
+        sqlite3_free(sql);
+        if (rc != SQLITE_OK)
+            return rc;
+    }
+    return SQLITE_OK;
+}
+
+/* Checks the version (creating the schema in a new writable file, migrating an older
+ * one) and prepares every statement. The file is "corrupt" (to be set aside) when SQLite
+ * says so or when it is not ours at all. An older read-only file is read as it is. */
 static int check_schema(fj_cache *c, int writable)
 {
     int64_t ver = 0, objects = 0;
     int rc = read_version(c->db, &ver, &objects);
-    if (rc == SQLITE_OK && ver == 0 && objects == 0 && writable) {
-        rc = create_schema(c);
-        if (rc == SQLITE_OK)   /* ours, or whoever created it first */
+    if (rc == SQLITE_OK && writable
+        && ((ver == 0 && objects == 0) || (ver >= 1 && ver < FJ_CACHE_SCHEMA_VERSION))) {
+        rc = create_or_migrate(c);
+        if (rc == SQLITE_OK)   /* ours, or whoever created or migrated it first */
             rc = read_version(c->db, &ver, &objects);
     }
     if (rc != SQLITE_OK)
         return is_corrupt_rc(rc) ? OPEN_CORRUPT : OPEN_FAIL;
-    if (ver > FJ_CACHE_FORMAT_VERSION)
+    if (ver > FJ_CACHE_SCHEMA_VERSION)
         return OPEN_NEWER;
-    if (ver != FJ_CACHE_FORMAT_VERSION)
+    if (ver < 1)
         return OPEN_CORRUPT;
-    for (int i = 0; i < ST_COUNT; i++) {
-        rc = sqlite3_prepare_v3(c->db, sql_text[i], -1, SQLITE_PREPARE_PERSISTENT,
-                                &c->st[i], NULL);
-        if (rc != SQLITE_OK)
-            return rc == SQLITE_ERROR || is_corrupt_rc(rc) ? OPEN_CORRUPT : OPEN_FAIL;
-    }
+    c->has_parts = ver >= 2;
+    rc = prepare_all(c);
+    if (rc != SQLITE_OK)
+        return rc == SQLITE_ERROR || is_corrupt_rc(rc) ? OPEN_CORRUPT : OPEN_FAIL;
     return OPEN_OK;
 }
 
@@ -402,7 +483,7 @@ out:
 static int open_readonly(fj_cache *c, const char *path)
 {
     const int flags = SQLITE_OPEN_READONLY | SQLITE_OPEN_URI | SQLITE_OPEN_FULLMUTEX;
-    char *uri = immutable_uri(path);
+    char *uri = file_uri(path, "?immutable=1");
     int rc;
     if (!uri)
         return OPEN_FAIL;
@@ -424,11 +505,23 @@ static int open_memory(fj_cache *c)
     return 0;
 }
 
+static const char *const open_why[] = { "", "corrupt or not a fajit cache",
+                                        "made by a newer fajit", "unusable" };
+
+/* immutable=1 never reads the WAL: a bundle must be checkpointed first. */
+static void warn_unread_wal(const fj_cache *c, const char *path)
+{
+    char wal[4200];
+    snprintf(wal, sizeof wal, "%s-wal", path);
+    if (file_size(wal) > 0)
+        say(c, FJ_LOG_WARN, "%s is read-only and its -wal is ignored; "
+            "entries not checkpointed into the file are not seen", path);
+}
+
 /* Leaves c->db open on the file (c->path set), or closed (memory only, warning said). */
 static void open_dir(fj_cache *c, const char *dir)
 {
-    static const char *const why[] = { "", "corrupt or not a fajit cache",
-                                       "made by a newer fajit", "unusable" };
+    const char *const *why = open_why;
     struct stat sb;
     size_t n = strlen(dir);
     int exists, writable, r = OPEN_FAIL;
@@ -447,14 +540,9 @@ static void open_dir(fj_cache *c, const char *dir)
                && (!exists || access(path, W_OK) == 0);
     if (!writable) {
         if (exists && (r = open_readonly(c, path)) == OPEN_OK) {
-            char wal[4200];
             c->readonly = 1;
             say(c, FJ_LOG_DEBUG, "%s is read-only; opened immutable", path);
-            /* immutable=1 never reads the WAL: a bundle must be checkpointed first. */
-            snprintf(wal, sizeof wal, "%s-wal", path);
-            if (file_size(wal) > 0)
-                say(c, FJ_LOG_WARN, "%s is read-only and its -wal is ignored; "
-                    "entries not checkpointed into the file are not seen", path);
+            warn_unread_wal(c, path);
         } else {
             say(c, FJ_LOG_WARN, "%s is not writable and %s; using memory only",
                 exists ? path : dir, exists ? why[r] : "holds no cache");
@@ -489,17 +577,12 @@ out:
     }
 }
 
-int fj_cache_open(fj_cache **out, const char *dir, fj_cache_log_fn log, void *log_user)
+static fj_cache *cache_new(fj_cache_log_fn log, void *log_user)
 {
     pthread_condattr_t ca;
-    fj_cache *c;
-
-    if (!out)
-        return -1;
-    *out = NULL;
-    c = calloc(1, sizeof *c);
+    fj_cache *c = calloc(1, sizeof *c);
     if (!c)
-        return -1;
+        return NULL;
     c->log = log;
     c->log_user = log_user;
     if (gethostname(c->host, sizeof c->host - 1) == -1)
@@ -510,13 +593,52 @@ int fj_cache_open(fj_cache **out, const char *dir, fj_cache_log_fn log, void *lo
     pthread_condattr_setclock(&ca, CLOCK_MONOTONIC);
     pthread_cond_init(&c->hb_cv, &ca);
     pthread_condattr_destroy(&ca);
+    return c;
+}
 
+int fj_cache_open(fj_cache **out, const char *dir, fj_cache_log_fn log, void *log_user)
+{
+    fj_cache *c;
+
+    if (!out)
+        return -1;
+    *out = NULL;
+    c = cache_new(log, log_user);
+    if (!c)
+        return -1;
     if (dir)
         open_dir(c, dir);
     if (!c->db && open_memory(c) == -1) {
         fj_cache_close(c);
         return -1;
     }
+    *out = c;
+    return 0;
+}
+
+int fj_cache_open_bundle(fj_cache **out, const char *path, fj_cache_log_fn log,
+                         void *log_user)
+{
+    fj_cache *c;
+    int r = OPEN_FAIL, err = 0;
+
+    if (!out)
+        return -1;
+    *out = NULL;
+    if (!path || !(c = cache_new(log, log_user)))
+        return -1;
+    if (access(path, R_OK) == -1)
+        err = errno;
+    else if ((r = open_readonly(c, path)) == OPEN_OK && (c->path = dup_str(path)) == NULL)
+        err = ENOMEM;
+    if (err || r != OPEN_OK) {
+        say(c, FJ_LOG_WARN, "cannot open bundle %s: %s", path,
+            err ? strerror(err) : open_why[r]);
+        fj_cache_close(c);
+        return -1;
+    }
+    c->readonly = 1;
+    warn_unread_wal(c, path);
     *out = c;
     return 0;
 }

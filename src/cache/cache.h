@@ -1,7 +1,9 @@
 /* cache.h - the persistent kernel cache (SQLite). The only code that includes sqlite3.h
  * is src/cache/cache.c.
  *
- * One cache = one SQLite file "<dir>/kernels.db" (WAL, busy timeout), or memory only.
+ * One cache = one SQLite file "<dir>/kernels.db" (WAL, busy timeout), or memory only,
+ * holding compiled kernels and tuning winners; or a bundle (one self-contained file made
+ * by fj_cache_export, opened immutable with fj_cache_open_bundle).
  * Every call is thread-safe (the handle is opened in SQLite's serialized mode and guarded
  * by its own mutex). Nothing here is fatal: a corrupt entry reads as a miss and bumps
  * counters.corrupt; a corrupt file is renamed aside ("kernels.db.corrupt-<unix time>")
@@ -14,7 +16,15 @@
 #include <stddef.h>
 #include <stdint.h>
 
-#define FJ_CACHE_FORMAT_VERSION 1  /* schema version; part of every kernel key */
+/* Two versions, kept apart on purpose:
+ * - FJ_CACHE_FORMAT_VERSION is part of every kernel key. Bump it only when what is stored
+ *   for a key changes meaning; a bump orphans every entry in the field.
+ * - FJ_CACHE_SCHEMA_VERSION is the file layout (PRAGMA user_version). Files of an older
+ *   layout are migrated in place when writable (1 -> 2: ALTER TABLE kernels ADD COLUMN
+ *   parts) and read as they are when read-only; newer files are left alone (memory only).
+ *   Adding a column keeps every key, so no entry is lost to a migration. */
+#define FJ_CACHE_FORMAT_VERSION 1
+#define FJ_CACHE_SCHEMA_VERSION 2
 
 typedef struct fj_key { uint8_t b[16]; } fj_key;   /* XXH3-128, big-endian bytes */
 
@@ -36,9 +46,21 @@ typedef struct fj_entry {
     double compile_ms;
     int regs, smem, spill_bytes;   /* from the compile log; -1 = unknown */
     int64_t created, last_used, hits;  /* unix seconds; filled by get/list */
+    char *parts;             /* the inputs of the key, as made by fj_key_parts, for
+                                fj_cache_explain; may be NULL (not recorded) */
 } fj_entry;
 
 void fj_entry_free(fj_entry *e);   /* frees the members, not e; accepts NULL */
+
+/* The inputs of a kernel key as one text, stored with the entry so that a miss can be
+ * explained (the key itself is a hash). Fields in this order, separated by ';':
+ *   digest=<32 hex>;function=<name>;preamble_hash=<16 hex: XXH3-64 of the preamble>;
+ *   options=<text>;arch=<target>;nvrtc=<version>;format=<FJ_CACHE_FORMAT_VERSION>
+ * In values, '%', ';' and control characters are written %XX. Returns a malloc'd string
+ * (free it, or hand it to an fj_entry), NULL when out of memory. */
+char *fj_key_parts(const unsigned char src_digest[16], const char *function,
+                   const char *preamble, const char *options, const char *arch,
+                   int nvrtc_version, int format_version);
 
 typedef struct fj_cache_counters {
     uint64_t hits, misses, corrupt, puts, put_skipped, lease_waits, lease_takeovers;
@@ -52,6 +74,12 @@ typedef struct fj_cache fj_cache;
  * out of memory (returns -1). Returns 0. */
 int fj_cache_open(fj_cache **out, const char *dir, fj_cache_log_fn log, void *log_user);
 void fj_cache_close(fj_cache *c);  /* accepts NULL */
+
+/* Opens one file (a bundle made by fj_cache_export, or any cache file) read-only and
+ * immutable: it serves hits, puts are skipped as for a read-only cache. Returns 0, or -1
+ * (reason logged, *out NULL) when the file is missing, unreadable, corrupt or not ours. */
+int fj_cache_open_bundle(fj_cache **out, const char *path, fj_cache_log_fn log,
+                         void *log_user);
 
 /* Where it lives: the file path, or NULL when memory only. Whether it is read-only. */
 const char *fj_cache_path(const fj_cache *c);
@@ -89,6 +117,103 @@ int fj_cache_clear(fj_cache *c);
 typedef struct fj_cache_stats { int64_t entries, bytes, file_bytes; } fj_cache_stats;
 int fj_cache_stats_get(fj_cache *c, fj_cache_stats *st);
 void fj_cache_counters_get(fj_cache *c, fj_cache_counters *out);
+
+/* ---- tuning rows ------------------------------------------------------------------
+ * One row per (GPU class, problem signature, shape bucket): the winning configuration,
+ * its time and the whole timing table. A pinned row is only replaced by a pinned one. */
+typedef struct fj_tune_row {
+    char gpu_name[128];      /* "NVIDIA H200" */
+    char arch[16];           /* "sm_90a" */
+    int sm_count;
+    char signature[128];     /* fj_tune_signature (src/autotune/spec.h) */
+    char bucket[64];         /* fj_shape_bucket */
+    char config[128];        /* the winner, e.g. "128x64w4s1" */
+    double time_ms;          /* the winner's time */
+    char *table_json;        /* every candidate's timing; owned after get/list, read by put
+                                (NULL stored as "") */
+    int pinned;              /* 1: kept against unpinned puts and imports */
+    char fajit_version[16];  /* FAJIT_VERSION_STRING of the tuner */
+    int nvrtc_version;
+    int64_t created;         /* unix seconds; put: 0 = now */
+} fj_tune_row;
+
+void fj_tune_row_free(fj_tune_row *r);   /* frees table_json, not r; accepts NULL */
+
+/* Stores `r` in one transaction, replacing the row of the same key, except that a pinned
+ * row is kept when `r` is not pinned. Returns 0 stored, 1 kept the pinned row, -1 error
+ * (logged; a read-only cache is an error: nothing would persist). */
+int fj_cache_tune_put(fj_cache *c, const fj_tune_row *r);
+
+/* 1 = found (*out filled; free with fj_tune_row_free), 0 = none (or an error, logged). */
+int fj_cache_tune_get(fj_cache *c, const char *gpu_name, const char *arch, int sm_count,
+                      const char *signature, const char *bucket, fj_tune_row *out);
+
+/* Sets or clears the pinned flag. Returns 1 done, 0 no such row, -1 error or read-only. */
+int fj_cache_tune_pin(fj_cache *c, const char *gpu_name, const char *arch, int sm_count,
+                      const char *signature, const char *bucket, int pinned);
+
+/* Calls fn for every row (ordered by key), without holding the cache's lock: fn may call
+ * back into the cache. Return nonzero from fn to stop. Returns 0, or -1 on error. */
+typedef int (*fj_tune_list_fn)(void *user, const fj_tune_row *r);
+int fj_cache_tune_list(fj_cache *c, fj_tune_list_fn fn, void *user);
+
+/* ---- bundles: export, import, merge ----------------------------------------------- */
+typedef struct fj_bundle_stats {
+    int kernels;          /* export: written; import: added */
+    int kernels_present;  /* import: already in the cache (same key), left as they were */
+    int rows;             /* tuning rows written (export) or added/replaced (import) */
+    int rows_kept;        /* import: rows where the cache's row won (see fj_cache_import) */
+    int corrupt;          /* kernels whose blob failed its checksum: skipped */
+} fj_bundle_stats;
+
+/* Writes the kernels and tuning rows of target `arch` ("sm_90a"; NULL = all) to one
+ * self-contained SQLite file at `path` (journal_mode DELETE, nothing left in a journal,
+ * so it can be opened immutable on read-only media). Every blob is verified first; bad
+ * ones are skipped and counted. Leases, hit counts and last-use times are not exported.
+ * The file is written beside `path` and renamed over it, so readers never see half a
+ * bundle. Refuses to overwrite the cache's own file. st may be NULL. Returns 0 or -1. */
+int fj_cache_export(fj_cache *c, const char *path, const char *arch, fj_bundle_stats *st);
+
+/* Copies the kernels and tuning rows of the bundle (or cache file) at `path` into `c`, in
+ * one transaction: all or nothing. Kernels: each blob is verified (bad: skipped, counted);
+ * a key already present is left as it is. Tuning rows: a pinned row beats an unpinned
+ * one; otherwise the newer (created) wins, then the faster; otherwise the cache's row is
+ * kept. The result does not depend on the order in which bundles are imported, so a
+ * merge is: open a fresh cache, import each bundle, export. Reads files of every schema
+ * version up to ours. st may be NULL. Returns 0, or -1 (not a bundle, corrupt file,
+ * read-only cache, SQLite error; logged, nothing changed). */
+int fj_cache_import(fj_cache *c, const char *path, fj_bundle_stats *st);
+
+/* ---- explain ----------------------------------------------------------------------- */
+enum {
+    FJ_PART_DIGEST = 1 << 0,     /* embedded sources and headers */
+    FJ_PART_FUNCTION = 1 << 1,
+    FJ_PART_PREAMBLE = 1 << 2,
+    FJ_PART_OPTIONS = 1 << 3,
+    FJ_PART_ARCH = 1 << 4,
+    FJ_PART_NVRTC = 1 << 5,
+    FJ_PART_FORMAT = 1 << 6,
+    FJ_PART_UNRECORDED = 1 << 7  /* the nearest entry has no parts and what it records
+                                    matches: the difference is in digest/function/preamble */
+};
+
+typedef struct fj_explain {
+    int hit;               /* the key is in the cache */
+    int has_nearest;       /* a miss with a nearest entry (below) */
+    fj_key nearest;
+    char nearest_name[96];
+    char nearest_arch[16];
+    unsigned differs;      /* FJ_PART_* bits in which the nearest entry differs */
+    char text[1024];       /* one line for people: what was found and what differed */
+} fj_explain;
+
+/* Why `key` hits or misses. `parts` (fj_key_parts of the wanted key) is required; `name`
+ * (the variant's entry name) may be NULL. On a miss, the nearest entry is the one of the
+ * same variant (same name, or same function and preamble) or, failing that, of the same
+ * arch, with the fewest differing parts (then the newest); out->differs names the parts.
+ * Returns 1 hit, 0 miss (out filled either way), -1 error. */
+int fj_cache_explain(fj_cache *c, const fj_key *key, const char *name, const char *parts,
+                     fj_explain *out);
 
 /* Test hook: corrupt the stored blob of `key` in place (flip one byte), bypassing the
  * checksum update. Returns 0 if the entry existed. */

@@ -42,8 +42,15 @@
 #define FA2_BF16 (FJ_DTYPE == 1)
 #define FA2_MASKED (FJ_MASK != 0)
 
-#ifndef FA2_QK_UNROLL
-#define FA2_QK_UNROLL 1
+/* Tuning knobs (defaults chosen on the H200; overridable with -D for experiments). */
+#ifndef FA2_QK_UNROLL      /* unroll of the k16 loop of S = QK^T; 0: full when MT == 1, else 2 */
+#define FA2_QK_UNROLL 0
+#endif
+#ifndef FA2_RESCALE_SLACK  /* log2 units a row max may outgrow its reference before O is rescaled */
+#define FA2_RESCALE_SLACK 8.0f
+#endif
+#ifndef FA2_EARLY_K        /* stages 1: issue K_{j-1} before the softmax (FA2 order) */
+#define FA2_EARLY_K 1
 #endif
 
 namespace fa2 {
@@ -70,6 +77,8 @@ static_assert(BM % (16 * WARPS) == 0 && MT >= 1 && MT <= 4, "FJ_BLOCK_M: 16*WARP
 static_assert(BN % 16 == 0 && BN >= 16 && BN <= 256, "FJ_BLOCK_N: multiple of 16 up to 256");
 static_assert(STAGES == 1 || STAGES == 2, "FJ_STAGES: 1 or 2");
 static_assert(MT * (ND + NT) * 4 <= 256, "accumulators alone exceed the register file");
+static_assert(CH % 2 == 0 && LDB == (CH + 1) * 16, "a free 16-byte pad chunk per shared row");
+constexpr int QK_UNROLL = FA2_QK_UNROLL > 0 ? FA2_QK_UNROLL : (MT == 1 ? KD : 2);
 }  // namespace fa2
 
 /* ---- inline PTX ---------------------------------------------------------------------- */
@@ -144,7 +153,7 @@ FJ_DEVICE int opaque(int x)
     return y;
 }
 
-/* Copies rows [, row0 + ROWS) of a [seq][head_dim] slice into shared memory (row
+/* Copies rows [row0, row0 + ROWS) of a [seq][head_dim] slice into shared memory (row
  * stride LDB), zero-filling rows at or past `rows` and the padding columns. `g` is the
  * slice's row 0, a valid address even when nothing is read. The thread index goes through
  * opaque() so that the per-chunk address arithmetic stays here, in the loop, instead
@@ -156,16 +165,25 @@ FJ_DEVICE void load_rows(fj_u32 dst, const fj_u16 *g, fj_i64 stride, int row0, i
     using namespace fa2;
     const int tid = opaque(tid_in);
     if constexpr (THREADS % CH == 0) {  /* each thread copies one column chunk */
-        constexpr int RSTEP = THREADS / CH;
+        constexpr int RSTEP = THREADS / CH, ITERS = (ROWS + RSTEP - 1) / RSTEP;
         const int r0 = tid / CH, c = tid % CH;
-        const int lim = rows - row0 - r0;
+        const bool col_ok = CHG == CH || c < CHG;
         const fj_u16 *src = g + (fj_i64)(row0 + r0) * stride + c * 8;
+        const fj_i64 step = RSTEP * stride;
         const fj_u32 d = dst + r0 * LDB + c * 16;
+        if (row0 + ROWS <= rows) {  /* the whole tile is inside the sequence */
 #pragma unroll
-        for (int it = 0; it < (ROWS + RSTEP - 1) / RSTEP; ++it) {
-            if (ROWS % RSTEP == 0 || r0 + it * RSTEP < ROWS) {
-                const bool ok = it * RSTEP < lim && c < CHG;
-                cp_async16(d + it * RSTEP * LDB, ok ? src + it * RSTEP * stride : g, ok ? 16 : 0);
+            for (int it = 0; it < ITERS; ++it)
+                if (ROWS % RSTEP == 0 || r0 + it * RSTEP < ROWS)
+                    cp_async16(d + it * RSTEP * LDB, col_ok ? src + it * step : g, col_ok ? 16 : 0);
+        } else {
+            const int lim = rows - row0 - r0;
+#pragma unroll
+            for (int it = 0; it < ITERS; ++it) {
+                if (ROWS % RSTEP == 0 || r0 + it * RSTEP < ROWS) {
+                    const bool ok = it * RSTEP < lim && col_ok;
+                    cp_async16(d + it * RSTEP * LDB, ok ? src + it * step : g, ok ? 16 : 0);
+                }
             }
         }
     } else {
@@ -182,6 +200,26 @@ FJ_DEVICE void load_rows(fj_u32 dst, const fj_u16 *g, fj_i64 stride, int row0, i
         }
     }
 }
+
+#if FA2_MASKED
+/* A per-thread 4-byte slot in the unused pad chunk of the Q rows (2 threads per row; the
+ * loads, ldmatrix and the epilogue only touch chunks < CH). Values needed only now and
+ * then in the KV loop wait here instead of holding a register through it. */
+FJ_DEVICE fj_u32 park_slot(fj_u32 s_q, int tid)
+{
+    return s_q + (tid >> 1) * fa2::LDB + fa2::CH * 16 + (tid & 1) * 8;
+}
+FJ_DEVICE void park(fj_u32 slot, int v)
+{
+    asm volatile("st.shared.b32 [%0], %1;\n" ::"r"(slot), "r"(v));
+}
+FJ_DEVICE int unpark(fj_u32 slot)
+{
+    int v;
+    asm volatile("ld.shared.b32 %0, [%1];\n" : "=r"(v) : "r"(slot));
+    return v;
+}
+#endif
 
 /* Row 0 of K (or V) for sequence b, kv head hk (as fj_seq_of). Called inside the KV loop
  * with opaque() indices: two 64-bit pointers held through the loop cost more registers
@@ -236,17 +274,16 @@ fj_attn_fwd_sm80(const __grid_constant__ fj_attn_params p)
     const fj_u32 s_k = s_q + Q_BYTES;
     const fj_u32 s_v = s_k + STAGES * KV_BYTES;
 
-    /* One per-lane ldmatrix offset serves Q, K and V: lanes 0-15 address rows 0-15 at
-     * chunk 0 of a 16x16 block, lanes 16-31 the same rows at chunk 1. The x4 results are
-     * the four 8x8 quarters (rows 0-7 | 8-15) x (chunk 0 | 1), in that order:
-     * Q (A operand): a0..a3 of the m16k16 tile;
-     * K (B, no trans): b0 of n-tile 0, b0 of n-tile 1, b1 of n-tile 0, b1 of n-tile 1;
-     * V (B, trans): b0, b1 of d-tile 0, then b0, b1 of d-tile 1. */
+    /* Per-lane ldmatrix offsets. Q and V: lanes 0-15 address rows 0-15 of a 16x16 block
+     * at chunk 0, lanes 16-31 the same rows at chunk 1; the x4 results are the quarters
+     * (rows 0-7 | 8-15) x (chunk 0 | 1) in that order: a0..a3 of the m16k16 A tile (Q),
+     * b0, b1 of d-tile 0 then b0, b1 of d-tile 1 (V, trans). K: lanes 0-7 / 8-15 address
+     * keys 0-7 at chunks 0 / 1, lanes 16-31 keys 8-15: b0, b1 of n-tile 0 then of n-tile 1,
+     * so that each mma's B operand is an adjacent register pair (no moves). */
     const int warp_row = warp * MT * 16;
-    const fj_u32 lane_off = (lane & 15) * LDB + (lane >> 4) * 16;
-    const fj_u32 q_lane = s_q + warp_row * LDB + lane_off;
-    const fj_u32 k_lane = s_k + lane_off;
-    const fj_u32 v_lane = s_v + lane_off;
+    const fj_u32 q_lane = s_q + (warp_row + (lane & 15)) * LDB + (lane >> 4) * 16;
+    const fj_u32 k_lane = s_k + ((lane & 7) + ((lane >> 4) << 3)) * LDB + ((lane >> 3) & 1) * 16;
+    const fj_u32 v_lane = s_v + (lane & 15) * LDB + (lane >> 4) * 16;
 
     const float sl2 = p.scale_log2;
     const int row_lane = m0 + warp_row + (lane >> 2);  /* + mt*16 + half*8 */
@@ -265,6 +302,10 @@ fj_attn_fwd_sm80(const __grid_constant__ fj_attn_params p)
         row_sum[mt][0] = row_sum[mt][1] = 0.f;
     }
 
+#if FA2_MASKED
+    const fj_u32 slot = park_slot(s_q, tid);
+    park(slot, m0 + shift);
+#endif
     if (nb_hi > nb_lo) {
         load_rows<BM>(s_q, gq, p.q_row_stride, m0, sq.sq, tid);
         load_rows<BN>(s_k, kv_rows(p, false, opaque(b), opaque(hk)), p.k_row_stride, (nb_hi - 1) * BN, sq.sk, tid);
@@ -302,7 +343,7 @@ fj_attn_fwd_sm80(const __grid_constant__ fj_attn_params p)
 #pragma unroll
                 for (int e = 0; e < 4; ++e)
                     acc_s[mt][nt][e] = 0.f;
-#pragma unroll FA2_QK_UNROLL
+#pragma unroll QK_UNROLL
         for (int kk = 0; kk < KD; ++kk) {
             fj_u32 a[MT][4];
 #pragma unroll
@@ -314,8 +355,8 @@ fj_attn_fwd_sm80(const __grid_constant__ fj_attn_params p)
                 ldsm_x4(k_lane + stage + np * 16 * LDB + kk * 32, b0, b1, b2, b3);
 #pragma unroll
                 for (int mt = 0; mt < MT; ++mt) {
-                    mma16816(acc_s[mt][2 * np], a[mt], b0, b2);
-                    mma16816(acc_s[mt][2 * np + 1], a[mt], b1, b3);
+                    mma16816(acc_s[mt][2 * np], a[mt], b0, b1);
+                    mma16816(acc_s[mt][2 * np + 1], a[mt], b2, b3);
                 }
             }
         }
@@ -325,7 +366,7 @@ fj_attn_fwd_sm80(const __grid_constant__ fj_attn_params p)
          * d + x - y; the row's window is wl >= i + shift - j and j - i - shift <= wr. */
         bool need_mask = k0 + BN > sq.sk;
 #if FA2_MASKED
-        const int d = k0 - opaque(m0 + shift);  /* opaque: no per-row bounds held in the loop */
+        const int d = k0 - unpark(slot);  /* m0 + shift */
         if (wr >= 0)
             need_mask |= d + BN - 1 > wr;
         if (wl >= 0)
@@ -358,41 +399,76 @@ fj_attn_fwd_sm80(const __grid_constant__ fj_attn_params p)
                         }
         }
 
-        /* Online softmax in log2 units; row sums stay per-thread partial until the end.
+        /* Online softmax in log2 units, row sums per-thread partial until the end. A row's
+         * reference max (row_max) moves only when some row of the warp outgrows its
+         * reference by more than FA2_RESCALE_SLACK (FA4's conditional rescaling): O and
+         * the sums are rescaled then, and otherwise P = exp2(s - ref) stays below
+         * 2^slack. O/l and LSE = ref + log(l) use the same reference, so it is exact.
          * P goes straight into the A-operand registers of O += P V (the C layout of two
          * n8 tiles is the A layout of one k16 step). */
+        {
+            float mx[MT][2];
+            bool grow = false;
+#pragma unroll
+            for (int mt = 0; mt < MT; ++mt)
+#pragma unroll
+                for (int hf = 0; hf < 2; ++hf) {
+                    float m = row_max[mt][hf];
+#pragma unroll
+                    for (int nt = 0; nt < NT; ++nt)
+                        m = fmaxf(m, fmaxf(acc_s[mt][nt][2 * hf], acc_s[mt][nt][2 * hf + 1]));
+                    m = fmaxf(m, __shfl_xor_sync(0xffffffffu, m, 1));
+                    m = fmaxf(m, __shfl_xor_sync(0xffffffffu, m, 2));
+                    mx[mt][hf] = m;
+                    /* -inf to finite: +inf > slack; still -inf: NaN, false */
+                    grow |= (m - row_max[mt][hf]) * sl2 > FA2_RESCALE_SLACK;
+                }
+            if (__any_sync(0xffffffffu, grow)) {
+#pragma unroll
+                for (int mt = 0; mt < MT; ++mt)
+#pragma unroll
+                    for (int hf = 0; hf < 2; ++hf) {
+                        const float m = mx[mt][hf];
+                        const float alpha =  /* 0 from -inf, 1 for an unchanged max */
+                            ex2(row_max[mt][hf] * sl2 - (m == -FJ_INF ? 0.f : m * sl2));
+                        row_max[mt][hf] = m;
+                        row_sum[mt][hf] *= alpha;
+#pragma unroll
+                        for (int nd = 0; nd < ND; ++nd) {
+                            acc_o[mt][nd][2 * hf] *= alpha;
+                            acc_o[mt][nd][2 * hf + 1] *= alpha;
+                        }
+                    }
+            }
+        }
+#if FJ_STAGES == 1 && FA2_EARLY_K
+        cp_async_wait_all();
+        __syncthreads();  /* V_nb landed; every warp is done with K_nb */
+        if (nb > nb_lo)
+            load_rows<BN>(s_k, kv_rows(p, false, opaque(b), opaque(hk)), p.k_row_stride, k0 - BN,
+                          sq.sk, tid);
+        cp_async_commit();
+#endif
         fj_u32 pa[MT][KN][4];
 #pragma unroll
         for (int mt = 0; mt < MT; ++mt)
 #pragma unroll
             for (int hf = 0; hf < 2; ++hf) {
-                float mx = row_max[mt][hf];
-#pragma unroll
-                for (int nt = 0; nt < NT; ++nt)
-                    mx = fmaxf(mx, fmaxf(acc_s[mt][nt][2 * hf], acc_s[mt][nt][2 * hf + 1]));
-                mx = fmaxf(mx, __shfl_xor_sync(0xffffffffu, mx, 1));
-                mx = fmaxf(mx, __shfl_xor_sync(0xffffffffu, mx, 2));
-                const float base = mx == -FJ_INF ? 0.f : mx * sl2;  /* no visible key yet */
-                const float alpha = ex2(row_max[mt][hf] * sl2 - base);  /* 0 from -inf */
-                row_max[mt][hf] = mx;
-                float sum = row_sum[mt][hf] * alpha;
-#pragma unroll
-                for (int nd = 0; nd < ND; ++nd) {
-                    acc_o[mt][nd][2 * hf] *= alpha;
-                    acc_o[mt][nd][2 * hf + 1] *= alpha;
-                }
+                const float m = row_max[mt][hf];
+                const float base = m == -FJ_INF ? 0.f : m * sl2;  /* no visible key yet */
+                float sum = row_sum[mt][hf];
 #pragma unroll
                 for (int nt = 0; nt < NT; ++nt) {
                     const float p0 = ex2(fmaf(acc_s[mt][nt][2 * hf], sl2, -base));
                     const float p1 = ex2(fmaf(acc_s[mt][nt][2 * hf + 1], sl2, -base));
                     sum += p0 + p1;
-                    /* A operand of the k16 step nt/2: a0/a1 from n-tile 2k, a2/a3 from 2k+1 */
+                    /* A operand of k16 step nt/2: a0/a1 from n-tile 2k, a2/a3 from 2k+1 */
                     pa[mt][nt >> 1][(nt & 1) * 2 + hf] = pack2(p0, p1);
                 }
                 row_sum[mt][hf] = sum;
             }
 
-#if FJ_STAGES == 1
+#if FJ_STAGES == 1 && !FA2_EARLY_K
         cp_async_wait_all();
         __syncthreads();  /* V_nb landed; every warp is done with K_nb */
         if (nb > nb_lo)

@@ -37,8 +37,12 @@ typedef uint64_t fj_u64;
 #define FJ_PARAMS_VERSION 1
 #define FJ_PARAMS_SIZE 192
 
-enum { FJ_DT_F16 = 0, FJ_DT_BF16 = 1 };
-enum { FJ_MASK_NONE = 0, FJ_MASK_CAUSAL = 1, FJ_MASK_WINDOW = 2 };
+/* Macros, not enums: kernels test them in #if (an enum constant reads as 0 there). */
+#define FJ_DT_F16 0
+#define FJ_DT_BF16 1
+#define FJ_MASK_NONE 0
+#define FJ_MASK_CAUSAL 1
+#define FJ_MASK_WINDOW 2
 
 typedef struct fj_attn_params {
     /* device pointers, carried as integers so both compilers agree on size */
