@@ -77,8 +77,10 @@ typedef struct fajit_ctx fajit_ctx;
 /* What a cache miss may do on the calling thread. */
 typedef enum fajit_policy {
     FAJIT_POLICY_BLOCKING = 0, /* compile before launching (default) */
-    FAJIT_POLICY_FALLBACK = 1, /* launch what is available now, compile in the background
-                                  (not implemented yet: behaves as BLOCKING) */
+    FAJIT_POLICY_FALLBACK = 1, /* a miss of the exact (tuned) kernel launches the default
+                                  configuration at once and compiles the exact one on a
+                                  background thread, then swaps it in; only when not even
+                                  the default exists does the call wait for a compile */
     FAJIT_POLICY_STRICT = 2    /* a miss returns FAJIT_CACHE_MISS; nothing compiles */
 } fajit_policy;
 
@@ -222,7 +224,9 @@ typedef struct fajit_counters {
     double compile_seconds;    /* wall time spent in them */
     uint64_t corrupt_entries;  /* cache entries that failed their checksum */
     uint64_t lease_waits;      /* times another thread/process was compiling a key */
-    uint64_t serving_compiles; /* compiles inside fajit_attn_fwd (the serving path) */
+    uint64_t serving_compiles; /* compiles that made a fajit_attn_fwd call wait */
+    uint64_t background_compiles; /* FALLBACK: compiles run off the calling thread */
+    uint64_t fallback_launches;   /* FALLBACK: launches of a stand-in kernel */
 } fajit_counters;
 
 FAJIT_API void fajit_counters_get(fajit_ctx *ctx, fajit_counters *out);
@@ -260,6 +264,57 @@ FAJIT_API fajit_status fajit_device_info_get(fajit_ctx *ctx, int ordinal,
  * there. On a failure the other variants still finish; the first error is returned. */
 FAJIT_API fajit_status fajit_warm(fajit_ctx *ctx, const char *arch, int jobs,
                                   int *n_compiled, int *n_cached);
+
+/* Same, for the kernels a spec needs (see "Tuning" below for `spec`): for each of its
+ * problems, the reference kernel and every candidate configuration the tuner may time. */
+FAJIT_API fajit_status fajit_warm_spec(fajit_ctx *ctx, const char *spec, const char *arch,
+                                       int jobs, int *n_compiled, int *n_cached);
+
+/*------ Tuning ------
+ * The tuner times every candidate tile configuration of a problem on this GPU and stores
+ * the winner in the cache, keyed by GPU class (name, target, SM count), problem signature
+ * ("fwd.bf16.hd128.causal.gqa4") and shape bucket (sequence lengths by powers of two:
+ * "sq<=4k"). fajit_attn_fwd then uses the winner of the matching row; with no row, the
+ * per-target default table decides. Candidates are pruned before compiling (shared
+ * memory, register budget, divisibility) and after (spills, local memory, ptxas
+ * warnings), checked once against the reference kernel, then timed with CUDA events after
+ * a warm-up, the L2 flushed before every repetition and inputs rotated; the median is kept
+ * with its spread. Winner: the fastest median, except that candidates within noise_band
+ * of it are equal and the earliest in candidate order (the default first) wins. The whole
+ * timing table is stored with the row. Tuning runs only when asked: never inside
+ * fajit_attn_fwd. A `spec` is a file path or a built-in preset name (docs/spec-format.md:
+ * llama-3-8b, llama-3-70b, qwen2.5-7b, mistral-7b). */
+typedef struct fajit_tune_opts {
+    int reps;             /* timed repetitions per candidate; default 20 */
+    double noise_band;    /* relative band in which medians tie; default 0.03 */
+    int pin;              /* store winners pinned: later unpinned tuning keeps them */
+    int force;            /* re-measure even when a row exists (default: keep it) */
+} fajit_tune_opts;
+
+FAJIT_API void fajit_tune_opts_init(fajit_tune_opts *o);
+
+typedef struct fajit_tune_result {
+    char signature[128];
+    char bucket[16];
+    int seqlen_q, seqlen_k, batch;
+    char winner[32];          /* "128x64w4s1": block_m x block_n, warps, stages */
+    char default_config[32];
+    double winner_ms, default_ms;  /* default_ms 0 when the default was pruned */
+    int candidates, pruned;
+    int from_cache;           /* 1: a stored row was kept, nothing was measured */
+} fajit_tune_result;
+
+/* Tunes the problem `d` on the caller's buffers (O and LSE are overwritten; Q, K, V are
+ * only read) and stores the winner. Blocking; needs a device. */
+FAJIT_API fajit_status fajit_tune(fajit_ctx *ctx, const fajit_attn_desc *d,
+                                  const fajit_tune_opts *o, fajit_tune_result *out);
+
+/* Tunes every shape of a spec on random inputs it allocates itself; `fn` (may be NULL)
+ * receives each shape's result. Progress goes to the context's progress callback. */
+typedef void (*fajit_tune_result_fn)(void *user, const fajit_tune_result *r);
+FAJIT_API fajit_status fajit_tune_spec(fajit_ctx *ctx, const char *spec,
+                                       const fajit_tune_opts *o, fajit_tune_result_fn fn,
+                                       void *user);
 
 /* One cache entry, for listing. Strings valid during the callback only. */
 typedef struct fajit_cache_entry {

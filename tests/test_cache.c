@@ -1,6 +1,8 @@
 /* test_cache.c - unit tests of src/cache (no CUDA): round trip, persistence, leases
  * across threads and processes, corruption recovery, read-only and memory-only modes,
- * maintenance calls. Each test works in its own directory under a per-TCase root that
+ * maintenance calls, schema migration, tuning rows, bundles (export, import, merge,
+ * immutable open) and explaining misses. Only the migration test speaks SQL itself, to
+ * build a file of the old schema. Each test works in its own directory under a per-TCase root that
  * the unchecked teardown removes, so a failed test (which exits early) leaves nothing.
  * Works in CK_FORK and CK_NOFORK modes; forked helpers never call ck_assert. */
 #ifndef _GNU_SOURCE
@@ -22,6 +24,9 @@
 #include <sys/wait.h>
 #include <time.h>
 #include <unistd.h>
+
+#include <sqlite3.h>
+#include <xxhash.h>
 
 #include "cache.h"
 
@@ -972,6 +977,831 @@ START_TEST(test_list)
 }
 END_TEST
 
+/* ---- key parts and schema migration ----------------------------------------------- */
+
+static const unsigned char k_digest[16] = { 1, 2, 3, 4, 5, 6, 7, 8, 9, 10, 11, 12, 13, 14,
+                                            15, 16 };
+
+START_TEST(test_key_parts)
+{
+    static const char pre[] = "#define FJ_DTYPE 1\n";
+    char want[400];
+    char *p = fj_key_parts(k_digest, "fj_attn_fa2", pre, "-arch=sm_90a -DX=1;2%", "sm_90a",
+                           13000, 1);
+    ck_assert_ptr_nonnull(p);
+    snprintf(want, sizeof want, "digest=0102030405060708090a0b0c0d0e0f10;function=fj_attn_fa2;"
+             "preamble_hash=%016llx;options=-arch=sm_90a -DX=1%%3B2%%25;arch=sm_90a;"
+             "nvrtc=13000;format=1", (unsigned long long)XXH3_64bits(pre, sizeof pre - 1));
+    ck_assert_str_eq(p, want);
+    free(p);
+}
+END_TEST
+
+static int count_parts_cb(void *user, const fj_entry *e)
+{
+    *(int *)user += e->parts != NULL;
+    return 0;
+}
+
+START_TEST(test_parts_round_trip)
+{
+    char dir[128];
+    fj_entry e, plain, got;
+    int n_parts = 0;
+    make_dir(dir, sizeof dir);
+    fj_cache *c = open_ok(dir);
+    make_entry(&e, 21, 100);
+    e.parts = fj_key_parts(k_digest, "f", "P", "-O3", "sm_90a", 13000, 1);
+    ck_assert_int_eq(fj_cache_put(c, &e), 0);
+    make_entry(&plain, 22, 100);   /* parts NULL: accepted, read back as NULL */
+    ck_assert_int_eq(fj_cache_put(c, &plain), 0);
+    fj_cache_close(c);
+
+    c = open_ok(dir);
+    ck_assert_int_eq(fj_cache_get(c, &e.key, &got), 1);
+    ck_assert_str_eq(got.parts, e.parts);
+    fj_entry_free(&got);
+    ck_assert_ptr_null(got.parts);
+    ck_assert_int_eq(fj_cache_get(c, &plain.key, &got), 1);
+    ck_assert_ptr_null(got.parts);
+    fj_entry_free(&got);
+    ck_assert_int_eq(fj_cache_list(c, count_parts_cb, &n_parts), 0);
+    ck_assert_int_eq(n_parts, 1);
+    fj_cache_close(c);
+    fj_entry_free(&e);
+    fj_entry_free(&plain);
+    rm_rf(dir);
+}
+END_TEST
+
+/* The file layout of schema 1 (fajit 0.1.0), as it shipped. */
+static const char v1_schema[] =
+    "PRAGMA journal_mode = WAL;"
+    "CREATE TABLE meta (k TEXT PRIMARY KEY, v TEXT);"
+    "CREATE TABLE kernels ("
+    " key BLOB PRIMARY KEY, arch TEXT NOT NULL, nvrtc_version INTEGER NOT NULL,"
+    " name TEXT NOT NULL, options TEXT NOT NULL, blob BLOB NOT NULL,"
+    " blob_size INTEGER NOT NULL, checksum INTEGER NOT NULL, log TEXT NOT NULL,"
+    " compile_ms REAL, regs INTEGER, smem INTEGER, spill_bytes INTEGER,"
+    " created INTEGER, last_used INTEGER, hits INTEGER NOT NULL DEFAULT 0);"
+    "CREATE INDEX kernels_last_used ON kernels (last_used);"
+    "CREATE TABLE tuning ("
+    " gpu_name TEXT, arch TEXT, sm_count INTEGER, signature TEXT, bucket TEXT,"
+    " config TEXT, time_ms REAL, table_json TEXT, pinned INTEGER, fajit_version TEXT,"
+    " nvrtc_version INTEGER, created INTEGER,"
+    " PRIMARY KEY (gpu_name, arch, sm_count, signature, bucket));"
+    "CREATE TABLE leases ("
+    " key BLOB PRIMARY KEY, pid INTEGER, host TEXT, token INTEGER, heartbeat INTEGER);"
+    "INSERT INTO meta VALUES ('format', '1'), ('created', '0');"
+    "PRAGMA user_version = 1;";
+
+static void write_v1_file(const char *path, const fj_entry *e)
+{
+    sqlite3 *db = NULL;
+    sqlite3_stmt *st = NULL;
+    ck_assert_int_eq(sqlite3_open(path, &db), SQLITE_OK);
+    ck_assert_int_eq(sqlite3_exec(db, v1_schema, NULL, NULL, NULL), SQLITE_OK);
+    ck_assert_int_eq(sqlite3_prepare_v2(db, "INSERT INTO kernels VALUES (?1, ?2, ?3, ?4, ?5,"
+                                        " ?6, ?7, ?8, ?9, ?10, ?11, ?12, ?13, 7, 7, 0)",
+                                        -1, &st, NULL), SQLITE_OK);
+    sqlite3_bind_blob(st, 1, e->key.b, 16, SQLITE_STATIC);
+    sqlite3_bind_text(st, 2, e->arch, -1, SQLITE_STATIC);
+    sqlite3_bind_int(st, 3, e->nvrtc_version);
+    sqlite3_bind_text(st, 4, e->name, -1, SQLITE_STATIC);
+    sqlite3_bind_text(st, 5, e->options, -1, SQLITE_STATIC);
+    sqlite3_bind_blob(st, 6, e->blob, (int)e->blob_size, SQLITE_STATIC);
+    sqlite3_bind_int64(st, 7, (sqlite3_int64)e->blob_size);
+    sqlite3_bind_int64(st, 8, (sqlite3_int64)XXH3_64bits(e->blob, e->blob_size));
+    sqlite3_bind_text(st, 9, e->log, -1, SQLITE_STATIC);
+    sqlite3_bind_double(st, 10, e->compile_ms);
+    sqlite3_bind_int(st, 11, e->regs);
+    sqlite3_bind_int(st, 12, e->smem);
+    sqlite3_bind_int(st, 13, e->spill_bytes);
+    ck_assert_int_eq(sqlite3_step(st), SQLITE_DONE);
+    sqlite3_finalize(st);
+    ck_assert_int_eq(sqlite3_close(db), SQLITE_OK);
+}
+
+/* PRAGMA user_version: the big-endian 32-bit word at offset 60 of the file header. */
+static int file_user_version(const char *path)
+{
+    unsigned char v[4] = { 0 };
+    int fd = open(path, O_RDONLY);
+    ck_assert_int_ne(fd, -1);
+    ck_assert_int_eq(pread(fd, v, 4, 60), 4);
+    close(fd);
+    return v[0] << 24 | v[1] << 16 | v[2] << 8 | v[3];
+}
+
+/* An old file is read as it is when read-only, and migrated (not set aside) when
+ * writable; its entries keep hitting: the kernel keys did not change. */
+START_TEST(test_migrate_v1)
+{
+    char dir[128], path[160], bundle[160];
+    fj_entry e, e2, got;
+    fj_tune_row row;
+    fj_bundle_stats st;
+    make_dir(dir, sizeof dir);
+    snprintf(path, sizeof path, "%s/kernels.db", dir);
+    snprintf(bundle, sizeof bundle, "%s/old.fjb", dir);
+    make_entry(&e, 23, 3000);
+    write_v1_file(path, &e);
+    ck_assert_int_eq(file_user_version(path), 1);
+
+    fj_cache_debug_force_readonly = 1;
+    fj_cache *c = open_ok(dir);
+    fj_cache_debug_force_readonly = 0;
+    ck_assert_int_eq(fj_cache_readonly(c), 1);
+    ck_assert_int_eq(fj_cache_get(c, &e.key, &got), 1);
+    assert_same(&got, &e);
+    ck_assert_ptr_null(got.parts);
+    fj_entry_free(&got);
+    ck_assert_int_eq(fj_cache_tune_get(c, "g", "sm_90a", 1, "s", "b", &row), 0);
+    /* An old read-only file exports (without parts); an old file imports as it is. */
+    ck_assert_int_eq(fj_cache_export(c, bundle, NULL, &st), 0);
+    ck_assert_int_eq(st.kernels, 1);
+    fj_cache_close(c);
+    fj_cache *m = open_ok(NULL);
+    ck_assert_int_eq(fj_cache_import(m, bundle, &st), 0);
+    ck_assert_int_eq(st.kernels, 1);
+    ck_assert_int_eq(fj_cache_import(m, path, &st), 0);
+    ck_assert_int_eq(st.kernels_present, 1);
+    ck_assert_int_eq(fj_cache_get(m, &e.key, &got), 1);
+    assert_same(&got, &e);
+    fj_entry_free(&got);
+    fj_cache_close(m);
+    ck_assert_int_eq(file_user_version(path), 1);
+
+    c = open_ok(dir);
+    ck_assert_int_eq(fj_cache_readonly(c), 0);
+    ck_assert_str_eq(fj_cache_path(c), path);
+    ck_assert_int_eq(count_aside(dir), 0);
+    ck_assert_int_eq(log_count(FJ_LOG_WARN), 0);
+    ck_assert_ptr_nonnull(strstr(g_log.last[FJ_LOG_INFO], "migrated"));
+    ck_assert_int_eq(fj_cache_get(c, &e.key, &got), 1);
+    assert_same(&got, &e);
+    ck_assert_ptr_null(got.parts);
+    fj_entry_free(&got);
+    make_entry(&e2, 24, 500);
+    e2.parts = fj_key_parts(k_digest, "f", "P", "O", "sm_90a", 13000, 1);
+    ck_assert_int_eq(fj_cache_put(c, &e2), 0);
+    fj_cache_close(c);   /* checkpoints the WAL into the file */
+    ck_assert_int_eq(file_user_version(path), FJ_CACHE_SCHEMA_VERSION);
+
+    c = open_ok(dir);   /* a second open finds schema 2: nothing more to do */
+    ck_assert_int_eq(fj_cache_get(c, &e2.key, &got), 1);
+    ck_assert_str_eq(got.parts, e2.parts);
+    fj_entry_free(&got);
+    ck_assert_int_eq(fj_cache_get(c, &e.key, &got), 1);
+    fj_entry_free(&got);
+    fj_cache_close(c);
+    fj_entry_free(&e);
+    fj_entry_free(&e2);
+    rm_rf(dir);
+}
+END_TEST
+
+/* ---- tuning rows ------------------------------------------------------------------ */
+
+static void make_row(fj_tune_row *r, const char *arch, const char *sig, const char *bucket,
+                     const char *config, double ms, int pinned, int64_t created)
+{
+    memset(r, 0, sizeof *r);
+    snprintf(r->gpu_name, sizeof r->gpu_name, "NVIDIA H200");
+    snprintf(r->arch, sizeof r->arch, "%s", arch);
+    r->sm_count = 132;
+    snprintf(r->signature, sizeof r->signature, "%s", sig);
+    snprintf(r->bucket, sizeof r->bucket, "%s", bucket);
+    snprintf(r->config, sizeof r->config, "%s", config);
+    r->time_ms = ms;
+    r->pinned = pinned;
+    snprintf(r->fajit_version, sizeof r->fajit_version, "0.1.0");
+    r->nvrtc_version = 13000;
+    r->created = created;
+}
+
+/* The winner stored for (sig, bucket) on sm_90a, or "" when none. */
+static const char *config_of(fj_cache *c, const char *sig, const char *bucket)
+{
+    static char buf[128];
+    fj_tune_row r;
+    buf[0] = '\0';
+    if (fj_cache_tune_get(c, "NVIDIA H200", "sm_90a", 132, sig, bucket, &r) == 1)
+        snprintf(buf, sizeof buf, "%s", r.config);
+    fj_tune_row_free(&r);
+    return buf;
+}
+
+static void assert_same_row(const fj_tune_row *got, const fj_tune_row *want)
+{
+    ck_assert_str_eq(got->gpu_name, want->gpu_name);
+    ck_assert_str_eq(got->arch, want->arch);
+    ck_assert_int_eq(got->sm_count, want->sm_count);
+    ck_assert_str_eq(got->signature, want->signature);
+    ck_assert_str_eq(got->bucket, want->bucket);
+    ck_assert_str_eq(got->config, want->config);
+    ck_assert_double_eq(got->time_ms, want->time_ms);
+    ck_assert_str_eq(got->table_json, want->table_json ? want->table_json : "");
+    ck_assert_int_eq(got->pinned, want->pinned);
+    ck_assert_str_eq(got->fajit_version, want->fajit_version);
+    ck_assert_int_eq(got->nvrtc_version, want->nvrtc_version);
+}
+
+typedef struct { int n, stop_after; char first[64]; } tune_acc;
+
+static int tune_list_cb(void *user, const fj_tune_row *r)
+{
+    tune_acc *a = user;
+    if (a->n++ == 0)
+        snprintf(a->first, sizeof a->first, "%s", r->bucket);
+    return a->stop_after && a->n >= a->stop_after;
+}
+
+START_TEST(test_tune_round_trip)
+{
+    char dir[128];
+    fj_tune_row r, r2, got;
+    tune_acc acc = { 0, 0, "" }, stop = { 0, 1, "" };
+    make_dir(dir, sizeof dir);
+    fj_cache *c = open_ok(dir);
+    make_row(&r, "sm_90a", "fwd.bf16.hd128.causal.gqa4", "sq<=2k", "128x64w4s1", 0.8125, 0, 0);
+    r.table_json = "{\"128x64w4s1\": 0.8125, \"64x64w4s1\": 0.9}";
+    int64_t t0 = (int64_t)time(NULL);
+    ck_assert_int_eq(fj_cache_tune_put(c, &r), 0);
+    make_row(&r2, "sm_90a", "fwd.bf16.hd128.causal.gqa4", "sq<=1k", "64x64w4s1", 0.5, 0, 1234);
+    ck_assert_int_eq(fj_cache_tune_put(c, &r2), 0);   /* table_json NULL: stored as "" */
+    fj_cache_close(c);
+
+    c = open_ok(dir);
+    ck_assert_int_eq(fj_cache_tune_get(c, r.gpu_name, r.arch, r.sm_count, r.signature,
+                                       r.bucket, &got), 1);
+    assert_same_row(&got, &r);
+    ck_assert_int_ge(got.created, t0);
+    fj_tune_row_free(&got);
+    ck_assert_ptr_null(got.table_json);
+    ck_assert_int_eq(fj_cache_tune_get(c, r2.gpu_name, r2.arch, r2.sm_count, r2.signature,
+                                       r2.bucket, &got), 1);
+    assert_same_row(&got, &r2);
+    ck_assert_int_eq(got.created, 1234);
+    fj_tune_row_free(&got);
+    /* Every part of the key matters. */
+    ck_assert_int_eq(fj_cache_tune_get(c, r.gpu_name, r.arch, r.sm_count, r.signature,
+                                       "sq<=4k", &got), 0);
+    ck_assert_ptr_null(got.table_json);
+    ck_assert_int_eq(fj_cache_tune_get(c, r.gpu_name, r.arch, 114, r.signature, r.bucket,
+                                       &got), 0);
+    ck_assert_int_eq(fj_cache_tune_get(c, r.gpu_name, "sm_100a", r.sm_count, r.signature,
+                                       r.bucket, &got), 0);
+    ck_assert_int_eq(fj_cache_tune_list(c, tune_list_cb, &acc), 0);
+    ck_assert_int_eq(acc.n, 2);
+    ck_assert_str_eq(acc.first, "sq<=1k");   /* ordered by key */
+    ck_assert_int_eq(fj_cache_tune_list(c, tune_list_cb, &stop), 0);
+    ck_assert_int_eq(stop.n, 1);
+    fj_cache_close(c);
+    rm_rf(dir);
+}
+END_TEST
+
+START_TEST(test_tune_pin)
+{
+    char dir[128];
+    static const char sig[] = "fwd.bf16.hd128.causal.gqa4", b[] = "sq<=4k";
+    fj_tune_row r;
+    make_dir(dir, sizeof dir);
+    fj_cache *c = open_ok(dir);
+    make_row(&r, "sm_90a", sig, b, "a", 1.0, 0, 0);
+    ck_assert_int_eq(fj_cache_tune_put(c, &r), 0);
+    ck_assert_int_eq(fj_cache_tune_pin(c, r.gpu_name, "sm_90a", 132, sig, b, 1), 1);
+    ck_assert_int_eq(fj_cache_tune_pin(c, r.gpu_name, "sm_90a", 132, sig, "sq<=8k", 1), 0);
+
+    make_row(&r, "sm_90a", sig, b, "b", 0.5, 0, 0);   /* faster, but not pinned */
+    ck_assert_int_eq(fj_cache_tune_put(c, &r), 1);
+    ck_assert_str_eq(config_of(c, sig, b), "a");
+    make_row(&r, "sm_90a", sig, b, "c", 2.0, 1, 0);   /* pinned replaces pinned */
+    ck_assert_int_eq(fj_cache_tune_put(c, &r), 0);
+    ck_assert_str_eq(config_of(c, sig, b), "c");
+    ck_assert_int_eq(fj_cache_tune_pin(c, r.gpu_name, "sm_90a", 132, sig, b, 0), 1);
+    make_row(&r, "sm_90a", sig, b, "d", 3.0, 0, 0);
+    ck_assert_int_eq(fj_cache_tune_put(c, &r), 0);
+    ck_assert_str_eq(config_of(c, sig, b), "d");
+    fj_cache_close(c);
+
+    fj_cache_debug_force_readonly = 1;
+    c = open_ok(dir);
+    fj_cache_debug_force_readonly = 0;
+    ck_assert_int_eq(fj_cache_readonly(c), 1);
+    ck_assert_int_eq(fj_cache_tune_put(c, &r), -1);
+    ck_assert_int_eq(fj_cache_tune_pin(c, r.gpu_name, "sm_90a", 132, sig, b, 1), -1);
+    ck_assert_str_eq(config_of(c, sig, b), "d");
+    fj_cache_close(c);
+    rm_rf(dir);
+}
+END_TEST
+
+/* ---- bundles ---------------------------------------------------------------------- */
+
+static const char k_sig[] = "fwd.bf16.hd128.causal.gqa4";
+
+/* Kernels 1 (sm_80), 2 (sm_90a, with parts), 3 (sm_80); one tuning row per arch. */
+static void fill_source(fj_cache *c)
+{
+    fj_entry e;
+    fj_tune_row r;
+    for (int s = 1; s <= 3; s++) {
+        make_entry(&e, s, 1000 * (size_t)s);
+        if (s == 2)
+            e.parts = fj_key_parts(k_digest, "f", "P", "O", "sm_90a", 12082, 1);
+        ck_assert_int_eq(fj_cache_put(c, &e), 0);
+        fj_entry_free(&e);
+    }
+    make_row(&r, "sm_90a", k_sig, "sq<=1k", "128x64w4s1", 0.25, 1, 1000);
+    r.table_json = "{}";
+    ck_assert_int_eq(fj_cache_tune_put(c, &r), 0);
+    make_row(&r, "sm_80", k_sig, "sq<=1k", "128x64w4s1", 0.5, 0, 1000);
+    ck_assert_int_eq(fj_cache_tune_put(c, &r), 0);
+}
+
+/* 1 when seed `s`'s entry is in c with its blob intact, 0 when it misses. */
+static int has_seed(fj_cache *c, int s)
+{
+    fj_entry want, got;
+    fj_key k = key_of(s);
+    int hit = fj_cache_get(c, &k, &got);
+    if (hit) {
+        make_entry(&want, s, 1000 * (size_t)s);
+        assert_same(&got, &want);
+        fj_entry_free(&want);
+    }
+    fj_entry_free(&got);
+    return hit;
+}
+
+static int count_prefix(const char *dir, const char *prefix)
+{
+    int n = 0;
+    struct dirent *d;
+    DIR *dp = opendir(dir);
+    if (!dp)
+        return -1;
+    while ((d = readdir(dp)) != NULL)
+        n += strncmp(d->d_name, prefix, strlen(prefix)) == 0;
+    closedir(dp);
+    return n;
+}
+
+static int exists(const char *path)
+{
+    return access(path, F_OK) == 0;
+}
+
+START_TEST(test_export_import)
+{
+    char dir[128], src[160], dst[160], bundle[160], side[200];
+    unsigned char hdr[2];
+    fj_bundle_stats st;
+    fj_entry got;
+    fj_tune_row r;
+    fj_key k2 = key_of(2);
+    make_dir(dir, sizeof dir);
+    snprintf(src, sizeof src, "%s/src", dir);
+    snprintf(dst, sizeof dst, "%s/dst", dir);
+    snprintf(bundle, sizeof bundle, "%s/fleet.fjb", dir);
+    fj_cache *a = open_ok(src);
+    fill_source(a);
+    ck_assert_int_eq(has_seed(a, 2), 1);
+    ck_assert_int_eq(has_seed(a, 2), 1);
+    ck_assert_int_eq(fj_cache_export(a, bundle, NULL, &st), 0);
+    ck_assert_int_eq(st.kernels, 3);
+    ck_assert_int_eq(st.rows, 2);
+    ck_assert_int_eq(st.corrupt, 0);
+
+    /* One self-contained file in rollback-journal mode (header bytes 18, 19 = 1), with
+     * nothing beside it. */
+    int fd = open(bundle, O_RDONLY);
+    ck_assert_int_ne(fd, -1);
+    ck_assert_int_eq(pread(fd, hdr, 2, 18), 2);
+    close(fd);
+    ck_assert_int_eq(hdr[0], 1);
+    ck_assert_int_eq(hdr[1], 1);
+    snprintf(side, sizeof side, "%s-journal", bundle);
+    ck_assert(!exists(side));
+    snprintf(side, sizeof side, "%s-wal", bundle);
+    ck_assert(!exists(side));
+    ck_assert_int_eq(count_prefix(dir, "fleet.fjb"), 1);   /* no temporary file left */
+    ck_assert_int_eq(file_user_version(bundle), FJ_CACHE_SCHEMA_VERSION);
+
+    fj_cache *b = open_ok(dst);
+    ck_assert_int_eq(fj_cache_import(b, bundle, &st), 0);
+    ck_assert_int_eq(st.kernels, 3);
+    ck_assert_int_eq(st.kernels_present, 0);
+    ck_assert_int_eq(st.rows, 2);
+    ck_assert_int_eq(st.rows_kept, 0);
+    ck_assert_int_eq(st.corrupt, 0);
+    ck_assert_int_eq(fj_cache_get(b, &k2, &got), 1);
+    ck_assert_ptr_nonnull(got.parts);
+    ck_assert_ptr_nonnull(strstr(got.parts, "nvrtc=12082"));
+    ck_assert_int_eq(got.hits, 1);   /* its own count: the source's 2 are not exported */
+    fj_entry_free(&got);
+    for (int s = 1; s <= 3; s++)
+        ck_assert_int_eq(has_seed(b, s), 1);
+    ck_assert_int_eq(fj_cache_tune_get(b, "NVIDIA H200", "sm_90a", 132, k_sig, "sq<=1k", &r),
+                     1);
+    ck_assert_str_eq(r.table_json, "{}");
+    ck_assert_int_eq(r.pinned, 1);
+    ck_assert_int_eq(r.created, 1000);
+    fj_tune_row_free(&r);
+
+    /* Importing again changes nothing. */
+    ck_assert_int_eq(fj_cache_import(b, bundle, &st), 0);
+    ck_assert_int_eq(st.kernels, 0);
+    ck_assert_int_eq(st.kernels_present, 3);
+    ck_assert_int_eq(st.rows, 0);
+    ck_assert_int_eq(st.rows_kept, 2);
+
+    /* Filtered by target, over an existing bundle, into a memory-only cache. */
+    ck_assert_int_eq(fj_cache_export(a, bundle, "sm_90a", &st), 0);
+    ck_assert_int_eq(st.kernels, 1);
+    ck_assert_int_eq(st.rows, 1);
+    fj_cache *m = open_ok(NULL);
+    ck_assert_int_eq(fj_cache_import(m, bundle, &st), 0);
+    ck_assert_int_eq(st.kernels, 1);
+    ck_assert_int_eq(has_seed(m, 2), 1);
+    ck_assert_int_eq(has_seed(m, 1), 0);
+    ck_assert_int_eq(fj_cache_tune_get(m, "NVIDIA H200", "sm_80", 132, k_sig, "sq<=1k", &r),
+                     0);
+    fj_cache_close(m);
+    fj_cache_close(b);
+    fj_cache_close(a);
+    rm_rf(dir);
+}
+END_TEST
+
+/* Offset of the first run of `n` bytes equal to `ch` in the file, or -1. */
+static off_t find_run(const char *path, int ch, size_t n)
+{
+    static unsigned char buf[1 << 16];
+    int fd = open(path, O_RDONLY);
+    ssize_t got;
+    size_t run = 0;
+    off_t at = 0;
+    if (fd == -1)
+        return -1;
+    while ((got = read(fd, buf, sizeof buf)) > 0) {
+        for (ssize_t i = 0; i < got; i++, at++) {
+            run = buf[i] == ch ? run + 1 : 0;
+            if (run == n) {
+                close(fd);
+                return at - (off_t)n + 1;
+            }
+        }
+    }
+    close(fd);
+    return -1;
+}
+
+START_TEST(test_import_corrupt)
+{
+    char dir[128], bundle[160];
+    fj_bundle_stats st;
+    fj_entry e, got;
+    make_dir(dir, sizeof dir);
+    snprintf(bundle, sizeof bundle, "%s/b.fjb", dir);
+    fj_cache *a = open_ok(NULL);
+    fill_source(a);
+    make_entry(&e, 30, 3000);
+    memset(e.blob, 'Z', e.blob_size);   /* findable in the file */
+    ck_assert_int_eq(fj_cache_put(a, &e), 0);
+    ck_assert_int_eq(fj_cache_export(a, bundle, NULL, &st), 0);
+    ck_assert_int_eq(st.kernels, 4);
+    fj_cache_close(a);
+
+    /* Damage one byte of that blob inside the file: SQLite cannot tell, the checksum can. */
+    off_t at = find_run(bundle, 'Z', 256);
+    ck_assert_int_ge(at, 0);
+    int fd = open(bundle, O_WRONLY);
+    ck_assert_int_ne(fd, -1);
+    ck_assert_int_eq(pwrite(fd, "z", 1, at + 100), 1);
+    close(fd);
+
+    fj_cache *b = open_ok(NULL);
+    ck_assert_int_eq(fj_cache_import(b, bundle, &st), 0);
+    ck_assert_int_eq(st.corrupt, 1);
+    ck_assert_int_eq(st.kernels, 3);
+    ck_assert_int_eq(st.rows, 2);
+    ck_assert_ptr_nonnull(strstr(g_log.last[FJ_LOG_WARN], "corrupt"));
+    ck_assert_int_eq(fj_cache_get(b, &e.key, &got), 0);
+    for (int s = 1; s <= 3; s++)
+        ck_assert_int_eq(has_seed(b, s), 1);
+    fj_cache_close(b);
+    fj_entry_free(&e);
+    rm_rf(dir);
+}
+END_TEST
+
+START_TEST(test_bundle_readonly)
+{
+    char dir[128], bundle[160], tier[160], junk[200];
+    fj_bundle_stats st;
+    fj_cache_counters k;
+    fj_entry e, got;
+    fj_tune_row r;
+    fj_key fresh = key_of(50);
+    make_dir(dir, sizeof dir);
+    snprintf(bundle, sizeof bundle, "%s/b.fjb", dir);
+    snprintf(tier, sizeof tier, "%s/tier", dir);
+    fj_cache *a = open_ok(NULL);
+    fill_source(a);
+    ck_assert_int_eq(fj_cache_export(a, bundle, NULL, &st), 0);
+    ck_assert_int_eq(mkdir(tier, 0755), 0);
+    snprintf(junk, sizeof junk, "%s/kernels.db", tier);   /* a bundle as a cache dir */
+    ck_assert_int_eq(fj_cache_export(a, junk, NULL, &st), 0);
+    fj_cache_close(a);
+    ck_assert_int_eq(chmod(bundle, 0444), 0);
+
+    fj_cache *b = NULL;
+    ck_assert_int_eq(fj_cache_open_bundle(&b, bundle, log_cb, NULL), 0);
+    ck_assert_int_eq(fj_cache_readonly(b), 1);
+    ck_assert_str_eq(fj_cache_path(b), bundle);
+    for (int s = 1; s <= 3; s++)
+        ck_assert_int_eq(has_seed(b, s), 1);
+    ck_assert_int_eq(fj_cache_tune_get(b, "NVIDIA H200", "sm_90a", 132, k_sig, "sq<=1k", &r),
+                     1);
+    fj_tune_row_free(&r);
+    make_entry(&e, 50, 10);
+    ck_assert_int_eq(fj_cache_put(b, &e), 0);   /* skipped, as for any read-only cache */
+    ck_assert_int_eq(fj_cache_get(b, &fresh, &got), 0);
+    ck_assert_int_eq(fj_cache_lease(b, &fresh, 5000, &got), 0);
+    make_row(&r, "sm_90a", k_sig, "sq<=1k", "x", 0.1, 1, 0);
+    ck_assert_int_eq(fj_cache_tune_put(b, &r), -1);
+    fj_cache_counters_get(b, &k);
+    ck_assert_uint_eq(k.put_skipped, 1);
+    ck_assert_uint_eq(k.hits, 3);
+    fj_cache_close(b);
+    fj_entry_free(&e);
+
+    fj_cache_debug_force_readonly = 1;
+    b = open_ok(tier);
+    fj_cache_debug_force_readonly = 0;
+    ck_assert_int_eq(fj_cache_readonly(b), 1);
+    ck_assert_int_eq(has_seed(b, 2), 1);
+    fj_cache_close(b);
+
+    /* Missing, and not an SQLite file: -1, *out NULL, a warning. */
+    snprintf(junk, sizeof junk, "%s/missing.fjb", dir);
+    b = (fj_cache *)1;
+    ck_assert_int_eq(fj_cache_open_bundle(&b, junk, log_cb, NULL), -1);
+    ck_assert_ptr_null(b);
+    snprintf(junk, sizeof junk, "%s/junk.fjb", dir);
+    int fd = open(junk, O_WRONLY | O_CREAT, 0644);
+    ck_assert_int_ne(fd, -1);
+    ck_assert_int_eq(write(fd, "not a database, not at all, not even close......", 48), 48);
+    close(fd);
+    int warn0 = log_count(FJ_LOG_WARN);
+    ck_assert_int_eq(fj_cache_open_bundle(&b, junk, log_cb, NULL), -1);
+    ck_assert_ptr_null(b);
+    ck_assert_int_eq(log_count(FJ_LOG_WARN), warn0 + 1);
+    chmod(bundle, 0644);
+    rm_rf(dir);
+}
+END_TEST
+
+/* Tuning rows of two bundles in conflict: the merge does not depend on the order. */
+static void put_row(fj_cache *c, const char *bucket, const char *config, double ms, int pin,
+                    int64_t created)
+{
+    fj_tune_row r;
+    make_row(&r, "sm_90a", k_sig, bucket, config, ms, pin, created);
+    ck_assert_int_eq(fj_cache_tune_put(c, &r), 0);
+}
+
+static void check_merged(fj_cache *m)
+{
+    ck_assert_str_eq(config_of(m, k_sig, "X"), "bx");   /* pinned beats newer */
+    ck_assert_str_eq(config_of(m, k_sig, "Y"), "by");   /* newer */
+    ck_assert_str_eq(config_of(m, k_sig, "Z"), "bz");   /* same age: faster */
+    ck_assert_str_eq(config_of(m, k_sig, "W"), "aw");   /* pinned beats newer and faster */
+    ck_assert_str_eq(config_of(m, k_sig, "V"), "av");   /* only in one */
+    for (int s = 1; s <= 3; s++)
+        ck_assert_int_eq(has_seed(m, s), 1);
+}
+
+START_TEST(test_merge)
+{
+    char dir[128], pa[160], pb[160], pm[160], m1dir[160];
+    fj_bundle_stats st;
+    make_dir(dir, sizeof dir);
+    snprintf(pa, sizeof pa, "%s/a.fjb", dir);
+    snprintf(pb, sizeof pb, "%s/b.fjb", dir);
+    snprintf(pm, sizeof pm, "%s/merged.fjb", dir);
+    snprintf(m1dir, sizeof m1dir, "%s/m1", dir);
+
+    fj_cache *a = open_ok(NULL), *b = open_ok(NULL);
+    put_seed(a, 1, 1000);
+    put_seed(a, 2, 2000);
+    put_seed(b, 2, 2000);
+    put_seed(b, 3, 3000);
+    put_row(a, "X", "ax", 2.0, 0, 100);
+    put_row(b, "X", "bx", 3.0, 1, 50);
+    put_row(a, "Y", "ay", 1.0, 0, 100);
+    put_row(b, "Y", "by", 1.5, 0, 200);
+    put_row(a, "Z", "az", 1.0, 0, 100);
+    put_row(b, "Z", "bz", 0.5, 0, 100);
+    put_row(a, "W", "aw", 9.0, 1, 100);
+    put_row(b, "W", "bw", 1.0, 0, 300);
+    put_row(a, "V", "av", 1.0, 0, 100);
+    ck_assert_int_eq(fj_cache_export(a, pa, NULL, NULL), 0);
+    ck_assert_int_eq(fj_cache_export(b, pb, NULL, NULL), 0);
+    fj_cache_close(a);
+    fj_cache_close(b);
+
+    fj_cache *m1 = open_ok(m1dir), *m2 = open_ok(NULL);
+    ck_assert_int_eq(fj_cache_import(m1, pa, &st), 0);
+    ck_assert_int_eq(fj_cache_import(m1, pb, &st), 0);
+    ck_assert_int_eq(st.kernels, 1);
+    ck_assert_int_eq(st.kernels_present, 1);
+    ck_assert_int_eq(st.rows, 3);        /* X, Y, Z taken from b */
+    ck_assert_int_eq(st.rows_kept, 1);   /* W */
+    ck_assert_int_eq(fj_cache_import(m2, pb, NULL), 0);
+    ck_assert_int_eq(fj_cache_import(m2, pa, NULL), 0);
+    check_merged(m1);
+    check_merged(m2);
+
+    /* The merged bundle carries the same. */
+    ck_assert_int_eq(fj_cache_export(m1, pm, NULL, &st), 0);
+    ck_assert_int_eq(st.kernels, 3);
+    ck_assert_int_eq(st.rows, 5);
+    fj_cache *m3 = open_ok(NULL);
+    ck_assert_int_eq(fj_cache_import(m3, pm, NULL), 0);
+    check_merged(m3);
+    fj_cache_close(m3);
+    fj_cache_close(m2);
+    fj_cache_close(m1);
+    rm_rf(dir);
+}
+END_TEST
+
+START_TEST(test_bundle_errors)
+{
+    char dir[128], path[160], other[160];
+    fj_bundle_stats st;
+    sqlite3 *db = NULL;
+    make_dir(dir, sizeof dir);
+    snprintf(path, sizeof path, "%s/kernels.db", dir);
+    fj_cache *c = open_ok(dir);
+    put_seed(c, 1, 1000);
+
+    /* Never over the cache's own file, never into a missing directory. */
+    ck_assert_int_eq(fj_cache_export(c, path, NULL, &st), -1);
+    snprintf(other, sizeof other, "%s/no/such/dir/b.fjb", dir);
+    ck_assert_int_eq(fj_cache_export(c, other, NULL, &st), -1);
+    ck_assert_int_eq(has_seed(c, 1), 1);
+
+    /* Missing, junk, someone else's SQLite file, a newer schema: -1, nothing imported. */
+    snprintf(other, sizeof other, "%s/missing.fjb", dir);
+    ck_assert_int_eq(fj_cache_import(c, other, &st), -1);
+    snprintf(other, sizeof other, "%s/junk.fjb", dir);
+    int fd = open(other, O_WRONLY | O_CREAT, 0644);
+    ck_assert_int_ne(fd, -1);
+    for (int i = 0; i < 64; i++)
+        ck_assert_int_eq(write(fd, "0123456789abcdef0123456789abcdef", 32), 32);
+    close(fd);
+    ck_assert_int_eq(fj_cache_import(c, other, &st), -1);
+    snprintf(other, sizeof other, "%s/foreign.db", dir);
+    ck_assert_int_eq(sqlite3_open(other, &db), SQLITE_OK);
+    ck_assert_int_eq(sqlite3_exec(db, "CREATE TABLE t (x)", NULL, NULL, NULL), SQLITE_OK);
+    sqlite3_close(db);
+    ck_assert_int_eq(fj_cache_import(c, other, &st), -1);
+    snprintf(other, sizeof other, "%s/newer.fjb", dir);
+    ck_assert_int_eq(fj_cache_export(c, other, NULL, &st), 0);
+    unsigned char v[4] = { 0, 0, 0, 99 };
+    fd = open(other, O_WRONLY);
+    ck_assert_int_eq(pwrite(fd, v, 4, 60), 4);
+    close(fd);
+    ck_assert_int_eq(fj_cache_import(c, other, &st), -1);
+    ck_assert_ptr_nonnull(strstr(g_log.last[FJ_LOG_WARN], "not a fajit bundle"));
+    fj_cache_close(c);
+
+    /* Into a read-only cache. */
+    snprintf(other, sizeof other, "%s/good.fjb", dir);
+    c = open_ok(NULL);
+    put_seed(c, 2, 2000);
+    ck_assert_int_eq(fj_cache_export(c, other, NULL, NULL), 0);
+    fj_cache_close(c);
+    fj_cache_debug_force_readonly = 1;
+    c = open_ok(dir);
+    fj_cache_debug_force_readonly = 0;
+    ck_assert_int_eq(fj_cache_readonly(c), 1);
+    ck_assert_int_eq(fj_cache_import(c, other, &st), -1);
+    ck_assert_int_eq(has_seed(c, 2), 0);
+    fj_cache_close(c);
+    rm_rf(dir);
+}
+END_TEST
+
+/* ---- explain ---------------------------------------------------------------------- */
+
+static const char k_opts90[] = "-arch=sm_90a -O3", k_opts100[] = "-arch=sm_100a -O3";
+static const char k_pre128[] = "#define FJ_BLOCK_M 128\n", k_pre64[] = "#define FJ_BLOCK_M 64\n";
+
+static void put_variant(fj_cache *c, int seed, const char *name, const char *pre,
+                        const char *arch, const char *opts, int nvrtc, int with_parts)
+{
+    fj_entry e;
+    make_entry(&e, seed, 64);
+    free(e.name);
+    free(e.options);
+    e.name = strdup(name);
+    e.options = strdup(opts);
+    snprintf(e.arch, sizeof e.arch, "%s", arch);
+    e.nvrtc_version = nvrtc;
+    if (with_parts)
+        e.parts = fj_key_parts(k_digest, "fj_attn_fa2", pre, opts, arch, nvrtc, 1);
+    ck_assert_int_eq(fj_cache_put(c, &e), 0);
+    fj_entry_free(&e);
+}
+
+/* fj_cache_explain for a wanted key that is not key_of(seed) for any entry put here. */
+static int explain(fj_cache *c, const fj_key *key, const char *name, const unsigned char *d,
+                   const char *pre, const char *arch, const char *opts, int nvrtc,
+                   fj_explain *out)
+{
+    char *parts = fj_key_parts(d, "fj_attn_fa2", pre, opts, arch, nvrtc, 1);
+    ck_assert_ptr_nonnull(parts);
+    int r = fj_cache_explain(c, key, name, parts, out);
+    free(parts);
+    return r;
+}
+
+START_TEST(test_explain)
+{
+    static const char v128[] = "fa2 bf16 h128 causal 128x64w4s1";
+    static const char v64[] = "fa2 bf16 h128 causal 64x64w4s1";
+    unsigned char d2[16];
+    fj_explain x;
+    fj_key k40 = key_of(40), k41 = key_of(41), k42 = key_of(42), k43 = key_of(43);
+    fj_key wanted = key_of(99);
+    fj_cache *c = open_ok(NULL);
+    put_variant(c, 40, v128, k_pre128, "sm_90a", k_opts90, 12080, 1);
+
+    /* Present: a hit. */
+    ck_assert_int_eq(explain(c, &k40, v128, k_digest, k_pre128, "sm_90a", k_opts90, 12080, &x),
+                     1);
+    ck_assert_int_eq(x.hit, 1);
+
+    /* The same variant compiled by another NVRTC. */
+    ck_assert_int_eq(explain(c, &wanted, v128, k_digest, k_pre128, "sm_90a", k_opts90, 13000,
+                             &x), 0);
+    ck_assert_int_eq(x.hit, 0);
+    ck_assert_int_eq(x.has_nearest, 1);
+    ck_assert_mem_eq(x.nearest.b, k40.b, 16);
+    ck_assert_str_eq(x.nearest_name, v128);
+    ck_assert_uint_eq(x.differs, FJ_PART_NVRTC);
+    ck_assert_ptr_nonnull(strstr(x.text, "nvrtc (entry 12080, wanted 13000)"));
+
+    /* For another target; a different variant of that target does not win over the same
+     * variant of another target. Without a name, function + preamble tell the variant. */
+    put_variant(c, 42, v64, k_pre64, "sm_100a", k_opts100, 12080, 1);
+    ck_assert_int_eq(explain(c, &wanted, NULL, k_digest, k_pre128, "sm_100a", k_opts100, 12080,
+                             &x), 0);
+    ck_assert_mem_eq(x.nearest.b, k40.b, 16);
+    ck_assert_uint_eq(x.differs, FJ_PART_ARCH | FJ_PART_OPTIONS);
+    ck_assert_ptr_nonnull(strstr(x.text, "arch (entry sm_90a, wanted sm_100a)"));
+
+    /* A variant nobody compiled: the nearest of the same target. */
+    ck_assert_int_eq(explain(c, &wanted, "fa2 other", k_digest, "#define FJ_BLOCK_M 32\n",
+                             "sm_100a", k_opts100, 12080, &x), 0);
+    ck_assert_mem_eq(x.nearest.b, k42.b, 16);
+    ck_assert_uint_eq(x.differs, FJ_PART_PREAMBLE);
+
+    /* Other sources (another fajit build). */
+    memcpy(d2, k_digest, 16);
+    d2[3] ^= 0x40;
+    ck_assert_int_eq(explain(c, &wanted, v128, d2, k_pre128, "sm_90a", k_opts90, 12080, &x), 0);
+    ck_assert_mem_eq(x.nearest.b, k40.b, 16);
+    ck_assert_uint_eq(x.differs, FJ_PART_DIGEST);
+    ck_assert_ptr_nonnull(strstr(x.text, "digest"));
+
+    /* An entry stored without parts: what its columns record is compared; the rest is
+     * named as unrecorded. */
+    put_variant(c, 43, "ref f16", "", "sm_80", "-arch=sm_80", 12080, 0);
+    ck_assert_int_eq(explain(c, &wanted, "ref f16", k_digest, "", "sm_80", "-arch=sm_80",
+                             12080, &x), 0);
+    ck_assert_mem_eq(x.nearest.b, k43.b, 16);
+    ck_assert_uint_eq(x.differs, FJ_PART_UNRECORDED);
+    ck_assert_int_eq(explain(c, &wanted, "ref f16", k_digest, "", "sm_80", "-arch=sm_80",
+                             13000, &x), 0);
+    ck_assert_uint_eq(x.differs, FJ_PART_NVRTC);
+
+    /* Nothing of that variant or target. */
+    ck_assert_int_eq(explain(c, &k41, "fa2 other", k_digest, "x", "sm_120", "-arch=sm_120",
+                             13000, &x), 0);
+    ck_assert_int_eq(x.has_nearest, 0);
+    ck_assert_ptr_nonnull(strstr(x.text, "no entry"));
+    ck_assert_int_eq(fj_cache_explain(c, &k41, NULL, NULL, &x), -1);
+    fj_cache_close(c);
+}
+END_TEST
+
 TCase *fj_tcase_cache(void)
 {
     TCase *tc = tcase_create("cache");
@@ -997,5 +1827,16 @@ TCase *fj_tcase_cache(void)
     tcase_add_test(tc, test_clear);
     tcase_add_test(tc, test_stats);
     tcase_add_test(tc, test_list);
+    tcase_add_test(tc, test_key_parts);
+    tcase_add_test(tc, test_parts_round_trip);
+    tcase_add_test(tc, test_migrate_v1);
+    tcase_add_test(tc, test_tune_round_trip);
+    tcase_add_test(tc, test_tune_pin);
+    tcase_add_test(tc, test_export_import);
+    tcase_add_test(tc, test_import_corrupt);
+    tcase_add_test(tc, test_bundle_readonly);
+    tcase_add_test(tc, test_merge);
+    tcase_add_test(tc, test_bundle_errors);
+    tcase_add_test(tc, test_explain);
     return tc;
 }

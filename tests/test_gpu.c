@@ -498,10 +498,11 @@ static void time_path(const char *label, fwd_fn fwd)
     }
     double per_call = in_calls / N;
     /* The bare launch of the same kernel, for comparison. */
-    fj_plan *p = NULL;
-    for (int b = 0; b < FJ_PLAN_BUCKETS && !p; b++)
-        p = ctx->plans[b];
-    ck_assert_ptr_nonnull(p);
+    fj_plan *pl = NULL;
+    for (int b = 0; b < FJ_PLAN_BUCKETS && !pl; b++)
+        pl = ctx->plans[b];
+    ck_assert_ptr_nonnull(pl);
+    const fj_launch *p = atomic_load(&pl->launch);
     fj_attn_params prm;
     fj_params_from_desc(&d, &prm);
     void *args[] = {&prm};

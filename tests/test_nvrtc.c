@@ -201,6 +201,173 @@ START_TEST(embedded_sources)
 }
 END_TEST
 
+
+/*------ compile policies through a fake driver: real compiles, fake launches ------*/
+
+static struct {
+    int launches;
+    unsigned grid_x, threads, smem;
+} g_fake;
+
+static CUresult fk_ok0(void) { return 0; }
+static CUresult fk_init(unsigned f) { (void)f; return 0; }
+static CUresult fk_count(int *n) { *n = 1; return 0; }
+static CUresult fk_get(CUdevice *d, int i) { *d = i; return 0; }
+static CUresult fk_attr(int *v, int a, CUdevice d)
+{
+    (void)d;
+    *v = a == FJ_CU_ATTR_CC_MAJOR ? 9 : a == FJ_CU_ATTR_CC_MINOR ? 0
+       : a == FJ_CU_ATTR_MAX_SMEM_OPTIN ? 232448 : 132;
+    return 0;
+}
+static CUresult fk_name(char *s, int n, CUdevice d) { (void)d; snprintf(s, (size_t)n, "Fake H200"); return 0; }
+static CUresult fk_retain(CUcontext *c, CUdevice d) { (void)d; *c = (CUcontext)0x10; return 0; }
+static CUresult fk_release(CUdevice d) { (void)d; return 0; }
+static CUresult fk_setcur(CUcontext c) { (void)c; return 0; }
+static CUresult fk_load(CUmodule *m, const void *img)
+{
+    if (memcmp(img, "\177ELF", 4) != 0)
+        return 200;   /* CUDA_ERROR_INVALID_IMAGE */
+    *m = (CUmodule)malloc(1);
+    return 0;
+}
+static CUresult fk_unload(CUmodule m) { free(m); return 0; }
+static CUresult fk_getfn(CUfunction *f, CUmodule m, const char *name) { (void)name; *f = (CUfunction)m; return 0; }
+static CUresult fk_fattr(int *v, int a, CUfunction f) { (void)f; *v = a == FJ_CU_FUNC_ATTR_NUM_REGS ? 128 : 0; return 0; }
+static CUresult fk_fset(CUfunction f, int a, int v) { (void)f, (void)a, (void)v; return 0; }
+static CUresult fk_launch(CUfunction f, unsigned gx, unsigned gy, unsigned gz, unsigned bx,
+                          unsigned by, unsigned bz, unsigned smem, CUstream s, void **a, void **e)
+{
+    (void)f, (void)gy, (void)gz, (void)by, (void)bz, (void)s, (void)a, (void)e;
+    g_fake.launches++;
+    g_fake.grid_x = gx, g_fake.threads = bx, g_fake.smem = smem;
+    return 0;
+}
+static CUresult fk_errname(CUresult r, const char **s) { (void)r; *s = "CUDA_ERROR_FAKE"; return 0; }
+
+static fajit_ctx *policy_ctx(fajit_policy policy)
+{
+    fajit_ctx_opts o;
+    fajit_ctx_opts_init(&o);
+    o.cache_dir = g_dir;
+    o.policy = policy;
+    fajit_ctx *ctx = NULL;
+    ck_assert_int_eq(fajit_ctx_create(&ctx, &o), FAJIT_OK);
+    return ctx;
+}
+
+START_TEST(policies_with_fake_driver)
+{
+    fj_cuda fake = {0};
+    fake.cuInit = fk_init;
+    fake.cuDeviceGetCount = fk_count;
+    fake.cuDeviceGet = fk_get;
+    fake.cuDeviceGetAttribute = fk_attr;
+    fake.cuDeviceGetName = fk_name;
+    fake.cuDevicePrimaryCtxRetain = fk_retain;
+    fake.cuDevicePrimaryCtxRelease = fk_release;
+    fake.cuCtxSetCurrent = fk_setcur;
+    fake.cuModuleLoadData = fk_load;
+    fake.cuModuleUnload = fk_unload;
+    fake.cuModuleGetFunction = fk_getfn;
+    fake.cuFuncGetAttribute = fk_fattr;
+    fake.cuFuncSetAttribute = fk_fset;
+    fake.cuLaunchKernel = fk_launch;
+    fake.cuGetErrorName = fk_errname;
+    fake.cuCtxSynchronize = (CUresult(*)(void))fk_ok0;
+    fj_cuda_set_for_testing(&fake);
+    make_dir();
+
+    fajit_attn_desc d;
+    void *p = (void *)(uintptr_t)0x100000;
+    fajit_attn_desc_init(&d, p, p, p, p, 1, 16, 16, 4096, 4096, 128, FAJIT_BF16);
+    d.mask = FAJIT_MASK_CAUSAL;
+    fj_fa2_config dc = fj_fa2_default(90, 128, FAJIT_MASK_CAUSAL), cand[32], tuned = dc;
+    int n = fj_fa2_candidates(90, 128, FAJIT_MASK_CAUSAL, cand, 32);
+    for (int i = 1; i < n; i++)
+        if (cand[i].block_m != dc.block_m || cand[i].warps != dc.warps) {
+            tuned = cand[i];
+            break;
+        }
+    ck_assert_msg(tuned.block_m != dc.block_m || tuned.warps != dc.warps,
+                  "no candidate with another launch shape than the default");
+    fajit_counters c;
+
+    /* STRICT on an empty cache: a clear error, no compile, no launch. */
+    fajit_ctx *ctx = policy_ctx(FAJIT_POLICY_STRICT);
+    ck_assert_int_eq(fajit_attn_fwd(ctx, &d, NULL), FAJIT_CACHE_MISS);
+    ck_assert_ptr_nonnull(strstr(fajit_errmsg(ctx), "fajit-tune warm"));
+    fajit_counters_get(ctx, &c);
+    ck_assert_uint_eq(c.compiles, 0);
+    ck_assert_uint_eq(c.misses, 1);
+    ck_assert_int_eq(g_fake.launches, 0);
+    fajit_ctx_destroy(ctx);
+
+    /* BLOCKING: the default compiles on the calling thread, then launches. */
+    ctx = policy_ctx(FAJIT_POLICY_BLOCKING);
+    ck_assert_int_eq(fajit_attn_fwd(ctx, &d, NULL), FAJIT_OK);
+    fajit_counters_get(ctx, &c);
+    ck_assert_uint_eq(c.serving_compiles, 1);
+    ck_assert_int_eq(g_fake.launches, 1);
+    ck_assert_uint_eq(g_fake.threads, (unsigned)dc.warps * 32);
+    ck_assert_uint_eq(g_fake.grid_x, (unsigned)((4096 + dc.block_m - 1) / dc.block_m));
+    fajit_ctx_destroy(ctx);
+
+    /* A tuning row for this GPU class names another configuration. */
+    fj_cache *cache;
+    fj_cache_open(&cache, g_dir, NULL, NULL);
+    fj_tune_row row;
+    memset(&row, 0, sizeof row);
+    snprintf(row.gpu_name, sizeof row.gpu_name, "Fake H200");
+    snprintf(row.arch, sizeof row.arch, "sm_90a");
+    row.sm_count = 132;
+    fj_desc_signature(&d, row.signature, sizeof row.signature);
+    fj_desc_bucket(&d, row.bucket, sizeof row.bucket);
+    fj_config_name(&tuned, row.config);
+    row.time_ms = 1.0;
+    ck_assert_int_eq(fj_cache_tune_put(cache, &row), 0);
+    fj_cache_close(cache);
+
+    /* FALLBACK: the default (cached) launches at once; the tuned one compiles in the
+     * background and is swapped in. The caller never compiles. */
+    ctx = policy_ctx(FAJIT_POLICY_FALLBACK);
+    char line[512];
+    ck_assert_int_eq(fajit_dispatch_describe(ctx, NULL, &d, line, sizeof line), FAJIT_OK);
+    ck_assert_ptr_nonnull(strstr(line, "(tuned)"));
+    ck_assert_int_eq(fajit_attn_fwd(ctx, &d, NULL), FAJIT_OK);
+    ck_assert_uint_eq(g_fake.threads, (unsigned)dc.warps * 32);   /* the default ran */
+    ck_assert_uint_eq(g_fake.grid_x, (unsigned)((4096 + dc.block_m - 1) / dc.block_m));
+    for (int i = 0; i < 1200; i++) {   /* up to 60 s for the background compile */
+        fajit_counters_get(ctx, &c);
+        if (c.background_compiles == 1)
+            break;
+        usleep(50 * 1000);
+    }
+    ck_assert_uint_eq(c.background_compiles, 1);
+    ck_assert_uint_eq(c.serving_compiles, 0);
+    ck_assert_uint_eq(c.fallback_launches, 1);
+    usleep(20 * 1000);   /* the swap follows the counter */
+    ck_assert_int_eq(fajit_attn_fwd(ctx, &d, NULL), FAJIT_OK);
+    ck_assert_uint_eq(g_fake.threads, (unsigned)tuned.warps * 32);   /* the tuned one ran */
+    ck_assert_uint_eq(g_fake.grid_x, (unsigned)((4096 + tuned.block_m - 1) / tuned.block_m));
+    fajit_counters_get(ctx, &c);
+    ck_assert_uint_eq(c.fallback_launches, 1);
+    fajit_ctx_destroy(ctx);
+
+    /* STRICT now finds the tuned kernel in the cache. */
+    ctx = policy_ctx(FAJIT_POLICY_STRICT);
+    ck_assert_int_eq(fajit_attn_fwd(ctx, &d, NULL), FAJIT_OK);
+    ck_assert_uint_eq(g_fake.threads, (unsigned)tuned.warps * 32);
+    fajit_counters_get(ctx, &c);
+    ck_assert_uint_eq(c.compiles, 0);
+    ck_assert_uint_eq(c.hits_disk, 1);
+    fajit_ctx_destroy(ctx);
+
+    fj_cuda_set_for_testing(NULL);
+    remove_dir();
+}
+END_TEST
+
 int main(void)
 {
     Suite *s = suite_create("nvrtc");
@@ -210,6 +377,7 @@ int main(void)
     tcase_add_test(tc, compile_error_is_reported);
     tcase_add_test(tc, warm_three_targets);
     tcase_add_test(tc, fa2_every_generation);
+    tcase_add_test(tc, policies_with_fake_driver);
     suite_add_tcase(s, tc);
     SRunner *sr = srunner_create(s);
     srunner_run_all(sr, CK_NORMAL);

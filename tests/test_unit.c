@@ -9,8 +9,12 @@
 #include <xxhash.h>
 
 #include "../src/api/internal.h"
+#include "../src/autotune/spec.h"
+#include "../src/autotune/tune.h"
+#include "../src/autotune/fa2_config.h"
 
 TCase *fj_tcase_cache(void);
+TCase *fj_tcase_spec(void);
 
 /*------ status table ------*/
 
@@ -373,6 +377,7 @@ static CUresult f_attr(int *v, int a, CUdevice d)
 }
 static CUresult f_retain(CUcontext *c, CUdevice d) { (void)d; *c = (CUcontext)0x1; return 0; }
 static CUresult f_release(CUdevice d) { (void)d; return 0; }
+static CUresult f_name(char *s, int n, CUdevice d) { (void)d; snprintf(s, (size_t)n, "Fake GPU"); return 0; }
 static CUresult f_errname(CUresult r, const char **s)
 {
     *s = r == 999 ? "CUDA_ERROR_FAKE" : "CUDA_ERROR_UNKNOWN";
@@ -387,6 +392,7 @@ START_TEST(fake_driver)
     fake.cuDeviceGetAttribute = f_attr;
     fake.cuDevicePrimaryCtxRetain = f_retain;
     fake.cuDevicePrimaryCtxRelease = f_release;
+    fake.cuDeviceGetName = f_name;
     fake.cuGetErrorName = f_errname;
     fake.cuInit = f_init;
     fj_cuda_set_for_testing(&fake);
@@ -409,6 +415,7 @@ START_TEST(fake_driver)
     ck_assert_int_eq(fajit_ctx_create(&ctx, &o), FAJIT_OK);
     ck_assert_str_eq(ctx->arch, "sm_90a");
     ck_assert_int_eq(ctx->sm_count, 132);
+    ck_assert_str_eq(ctx->gpu_name, "Fake GPU");
     fajit_ctx_destroy(ctx);
     fj_cuda_set_for_testing(NULL);
 }
@@ -450,6 +457,144 @@ START_TEST(ptxas_log_parse)
 }
 END_TEST
 
+
+/*------ the tuner's choice, with fake hooks ------*/
+
+typedef struct fake_tuner {
+    const double *ms;       /* true time of each candidate */
+    int prune, wrong;       /* candidate pruned at compile, candidate that computes wrong */
+    unsigned noise;         /* seed of the timing noise */
+    int calls[8];
+} fake_tuner;
+
+static int f_prepare(void *u, int i, char *why, size_t n)
+{
+    fake_tuner *f = u;
+    f->calls[i]++;
+    if (i == f->prune) {
+        snprintf(why, n, "spills 16 B, local memory 0 B");
+        return -1;
+    }
+    return 0;
+}
+
+static int f_check(void *u, int i, char *why, size_t n)
+{
+    fake_tuner *f = u;
+    if (i == f->wrong) {
+        snprintf(why, n, "wrong result: max error 0.5 against the reference kernel");
+        return -1;
+    }
+    return 0;
+}
+
+static int f_time(void *u, int i, double *s, int reps, char *why, size_t n)
+{
+    fake_tuner *f = u;
+    (void)why, (void)n;
+    for (int k = 0; k < reps; k++) {   /* +-1% noise, and one 3x outlier */
+        f->noise = f->noise * 1103515245u + 12345u;
+        s[k] = f->ms[i] * (0.99 + 0.02 * (f->noise >> 16 & 0x7fff) / 32767.0) * (k == 3 ? 3 : 1);
+    }
+    return 0;
+}
+
+static int run_fake(const double *ms, int n, int prune, int wrong, unsigned seed,
+                    fj_tune_entry *e)
+{
+    fake_tuner f = {ms, prune, wrong, seed, {0}};
+    fj_tune_hooks h = {f_prepare, f_check, f_time, NULL, &f};
+    for (int i = 0; i < n; i++)
+        snprintf(e[i].config, sizeof e[i].config, "cand%d", i);
+    return fj_tune_run(e, n, &h, 21, 0.03);
+}
+
+START_TEST(tune_choice)
+{
+    fj_tune_entry e[5];
+    /* clear winner */
+    const double a[] = {1.0, 0.7, 0.9, 1.2};
+    ck_assert_int_eq(run_fake(a, 4, -1, -1, 1, e), 1);
+    /* deterministic under different noise */
+    for (unsigned seed = 2; seed < 40; seed++)
+        ck_assert_int_eq(run_fake(a, 4, -1, -1, seed, e), 1);
+    /* inside the noise band the earlier (the default, index 0) wins, whatever the noise */
+    const double b[] = {1.0, 0.985, 1.1};
+    for (unsigned seed = 1; seed < 40; seed++)
+        ck_assert_int_eq(run_fake(b, 3, -1, -1, seed, e), 0);
+    /* pruned and wrong candidates never win, and say why */
+    const double c[] = {1.0, 0.5, 0.6, 0.8};
+    ck_assert_int_eq(run_fake(c, 4, 1, 2, 7, e), 3);
+    ck_assert_int_eq(e[1].ok, 0);
+    ck_assert_ptr_nonnull(strstr(e[1].why, "spills"));
+    ck_assert_int_eq(e[2].ok, 0);
+    ck_assert_ptr_nonnull(strstr(e[2].why, "wrong result"));
+    /* the median ignores the outlier; the spread is stated */
+    ck_assert_double_eq_tol(e[3].median_ms, 0.8, 0.01);
+    ck_assert_double_le(e[3].spread, 0.05);
+    /* the whole table is kept */
+    char json[2048];
+    fj_tune_table_json(e, 4, json, sizeof json);
+    for (int i = 0; i < 4; i++) {
+        char name[16];
+        snprintf(name, sizeof name, "\"cand%d\"", i);
+        ck_assert_ptr_nonnull(strstr(json, name));
+    }
+    ck_assert_ptr_nonnull(strstr(json, "spills 16 B"));
+    /* everything pruned: no winner */
+    const double d1[] = {1.0};
+    ck_assert_int_eq(run_fake(d1, 1, 0, -1, 1, e), -1);
+}
+END_TEST
+
+START_TEST(tune_stats)
+{
+    double s[] = {5, 1, 4, 2, 3};
+    double med, spread;
+    fj_tune_stats(s, 5, &med, &spread);
+    ck_assert_double_eq(med, 3);
+    ck_assert_double_eq_tol(spread, (5.0 - 1.0) / 3.0, 1e-12);
+    double t[] = {2, 4};
+    fj_tune_stats(t, 2, &med, &spread);
+    ck_assert_double_eq(med, 3);
+}
+END_TEST
+
+/* The plan cache's bucket index changes exactly where the tuning row's bucket name does. */
+START_TEST(bucket_index_matches_names)
+{
+    static const int lens[] = {1, 2, 3, 511, 512, 513, 1000, 1024, 1025, 2048, 2049, 4096,
+                               4097, 8192, 8193, 16384, 16385, 50000, 1 << 20};
+    int n = (int)(sizeof lens / sizeof lens[0]);
+    for (int a = 0; a < n; a++)
+        for (int b = 0; b < n; b++)
+            for (int c = 0; c < n; c++)
+                for (int e = 0; e < n; e++) {
+                    char x[FJ_BUCKET_LEN], y[FJ_BUCKET_LEN];
+                    ck_assert_int_eq(fj_shape_bucket(lens[a], lens[b], x, sizeof x), 0);
+                    ck_assert_int_eq(fj_shape_bucket(lens[c], lens[e], y, sizeof y), 0);
+                    int same_name = strcmp(x, y) == 0;
+                    int same_index = fj_bucket_index(lens[a], lens[b]) ==
+                                     fj_bucket_index(lens[c], lens[e]);
+                    ck_assert_msg(same_name == same_index, "(%d,%d)=%s vs (%d,%d)=%s",
+                                  lens[a], lens[b], x, lens[c], lens[e], y);
+                }
+}
+END_TEST
+
+START_TEST(config_names)
+{
+    fj_fa2_config c = {128, 64, 4, 2}, d;
+    char name[32];
+    fj_config_name(&c, name);
+    ck_assert_str_eq(name, "128x64w4s2");
+    ck_assert_int_eq(fj_config_parse(name, &d), 0);
+    ck_assert_mem_eq(&c, &d, sizeof c);
+    ck_assert_int_eq(fj_config_parse("128x64w4", &d), -1);
+    ck_assert_int_eq(fj_config_parse("128x64w4s2x", &d), -1);
+}
+END_TEST
+
 int main(void)
 {
     Suite *s = suite_create("unit");
@@ -468,7 +613,14 @@ int main(void)
     tcase_add_test(tc, no_driver);
     tcase_add_test(tc, ptxas_log_parse);
     suite_add_tcase(s, tc);
+    TCase *tt = tcase_create("autotune");
+    tcase_add_test(tt, tune_choice);
+    tcase_add_test(tt, tune_stats);
+    tcase_add_test(tt, bucket_index_matches_names);
+    tcase_add_test(tt, config_names);
+    suite_add_tcase(s, tt);
     suite_add_tcase(s, fj_tcase_cache());
+    suite_add_tcase(s, fj_tcase_spec());
     SRunner *sr = srunner_create(s);
     srunner_run_all(sr, CK_NORMAL);
     int failed = srunner_ntests_failed(sr);

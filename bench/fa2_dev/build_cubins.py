@@ -13,13 +13,14 @@ HERE = os.path.dirname(os.path.abspath(__file__))
 OUT = os.path.join(HERE, "cubins")
 ARCH = "sm_90"
 CHECK_HD = [8, 16, 24, 32, 40, 56, 64, 72, 96, 112, 128, 136, 160, 200, 256]
-BENCH = {  # hd: [(bm, bn, warps, stages, extra)]
-    64: [(128, 128, 4, 1, ""), (128, 128, 4, 2, ""), (128, 64, 4, 1, ""), (128, 64, 4, 2, ""),
-         (128, 128, 4, 1, "-DFA2_QK_UNROLL=2"), (64, 128, 4, 2, "")],
-    128: [(128, 64, 4, 1, ""), (128, 64, 4, 2, ""), (128, 32, 4, 1, ""), (128, 32, 4, 2, ""),
-          (64, 64, 4, 2, ""), (128, 64, 4, 1, "-DFA2_QK_UNROLL=2"), (128, 64, 8, 2, "")],
-    256: [(64, 64, 4, 1, ""), (64, 64, 4, 2, ""), (64, 32, 4, 2, ""), (128, 64, 8, 1, ""),
-          (64, 64, 4, 1, "-DFA2_QK_UNROLL=2"), (64, 128, 4, 1, "")],
+U, S0, E0 = "-DFA2_QK_UNROLL=", "-DFA2_RESCALE_SLACK=0.0f", "-DFA2_EARLY_K=0"
+BENCH = {  # hd: [(bm, bn, warps, stages, extra)], the default first
+    64: [(128, 128, 4, 1, ""), (128, 128, 4, 1, S0), (128, 128, 4, 1, E0), (128, 128, 4, 1, U + "4"),
+         (128, 128, 4, 2, ""), (128, 64, 4, 1, "")],
+    128: [(128, 64, 4, 1, ""), (128, 64, 4, 1, S0), (128, 64, 4, 1, E0), (128, 64, 4, 1, U + "1"),
+          (128, 64, 4, 1, U + "8"), (128, 64, 4, 2, ""), (128, 32, 4, 1, "")],
+    256: [(64, 64, 4, 1, ""), (64, 64, 4, 1, S0), (64, 64, 4, 1, E0), (64, 64, 4, 1, U + "2"),
+          (128, 64, 8, 1, ""), (64, 32, 4, 1, ""), (64, 64, 4, 2, "")],
 }
 
 
@@ -35,7 +36,8 @@ def smem_bytes(hd, bm, bn, s):
 
 def build(v):
     dt, hd, mask, bm, bn, w, s, extra = v
-    name = f"d{dt}_h{hd}_m{mask}_{bm}x{bn}w{w}s{s}{'_u2' if 'UNROLL=2' in extra else ''}.cubin"
+    tag = extra.replace("-DFA2_", "").replace("=", "").replace(".0f", "")
+    name = f"d{dt}_h{hd}_m{mask}_{bm}x{bn}w{w}s{s}{'_' + tag if tag else ''}.cubin"
     env = dict(os.environ, FA2_EXTRA=extra)
     line = subprocess.run([os.path.join(HERE, "nvrtc_build"), os.path.join(HERE, "src_stage"), ARCH,
                            str(dt), str(hd), str(mask), str(bm), str(bn), str(w), str(s),

@@ -174,6 +174,7 @@ static fajit_status bind_device(fajit_ctx *ctx)
         (r = cu->cuDeviceGetAttribute(&minor, FJ_CU_ATTR_CC_MINOR, ctx->dev)) ||
         (r = cu->cuDeviceGetAttribute(&ctx->sm_count, FJ_CU_ATTR_SM_COUNT, ctx->dev)) ||
         (r = cu->cuDeviceGetAttribute(&ctx->smem_optin, FJ_CU_ATTR_MAX_SMEM_OPTIN, ctx->dev)) ||
+        (r = cu->cuDeviceGetName(ctx->gpu_name, sizeof ctx->gpu_name, ctx->dev)) ||
         (r = cu->cuDevicePrimaryCtxRetain(&ctx->cuctx, ctx->dev)))
         return fj_fail(ctx, FAJIT_CUDA_ERROR, "querying device %d: %s", ctx->opts.device,
                        fj_cuda_errname(cu, r, err, sizeof err));
@@ -197,6 +198,8 @@ fajit_status fajit_ctx_create(fajit_ctx **out, const fajit_ctx_opts *opts)
     ctx->opts.cache_dir = NULL;  /* not kept: copied into cache_dir below */
     pthread_mutex_init(&ctx->lock, NULL);
     pthread_mutex_init(&ctx->compile_lock, NULL);
+    pthread_mutex_init(&ctx->bg_lock, NULL);
+    pthread_cond_init(&ctx->bg_done, NULL);
     *out = ctx;
 
     FJ_RETURN_IF((unsigned)ctx->opts.policy > FAJIT_POLICY_STRICT, ctx, FAJIT_INVALID_ARGUMENT,
@@ -207,8 +210,6 @@ fajit_status fajit_ctx_create(fajit_ctx **out, const fajit_ctx_opts *opts)
     FJ_RETURN_IF(ctx->opts.device < FAJIT_DEVICE_NONE, ctx, FAJIT_INVALID_ARGUMENT,
                  "device must be >= 0 or FAJIT_DEVICE_NONE (-1), got %d", ctx->opts.device);
     FJ_CHECK(apply_env(ctx));
-    if (ctx->opts.policy == FAJIT_POLICY_FALLBACK)
-        fj_log(ctx, FAJIT_LOG_WARN, "policy FALLBACK is not implemented yet; using BLOCKING");
 
     ctx->cache_dir = resolve_cache_dir(opts ? opts : &ctx->opts);
     if (!ctx->cache_dir && !(opts && opts->cache_dir && !*opts->cache_dir))
@@ -229,12 +230,18 @@ void fajit_ctx_destroy(fajit_ctx *ctx)
 {
     if (!ctx)
         return;
+    pthread_mutex_lock(&ctx->bg_lock);   /* background compiles use the context */
+    while (ctx->bg_running > 0)
+        pthread_cond_wait(&ctx->bg_done, &ctx->bg_lock);
+    pthread_mutex_unlock(&ctx->bg_lock);
     fj_kernel_map_free(ctx);
     if (ctx->cuctx)
         ctx->cu->cuDevicePrimaryCtxRelease(ctx->dev);
     fj_cache_close(ctx->cache);
     pthread_mutex_destroy(&ctx->lock);
     pthread_mutex_destroy(&ctx->compile_lock);
+    pthread_mutex_destroy(&ctx->bg_lock);
+    pthread_cond_destroy(&ctx->bg_done);
     free(ctx->cache_dir);
     free(ctx->compile_log);
     free(ctx);
@@ -258,6 +265,8 @@ void fajit_counters_get(fajit_ctx *ctx, fajit_counters *out)
     out->corrupt_entries = cc.corrupt;
     out->lease_waits = ctx->lease_waits + cc.lease_waits;
     out->serving_compiles = ctx->serving_compiles;
+    out->background_compiles = ctx->background_compiles;
+    out->fallback_launches = ctx->fallback_launches;
 }
 
 fajit_status fajit_sysinfo_get(fajit_ctx *ctx, fajit_sysinfo *out)

@@ -25,17 +25,26 @@ typedef struct fj_kernel {
     fj_key key;
     CUmodule module;
     CUfunction fn;
-    int regs, smem_static, spill_bytes;
-    int dyn_smem_set;       /* dynamic smem limit already raised to this many bytes */
+    int regs, smem_static, spill_bytes, local_bytes;
+    char warning[8];        /* first ptxas warning that means serialization ("C7510"), or "" */
     struct fj_kernel *next; /* hash chain */
 } fj_kernel;
 
-/* A launch plan: the kernel and launch shape for one problem signature (family, dtype,
- * head_dim, mask, tile). The fast path of fajit_attn_fwd is one plan lookup. */
-typedef struct fj_plan {
-    uint64_t sig;
+/* How to launch one kernel. */
+typedef struct fj_launch {
     fj_kernel *k;
     int block_m, threads, dyn_smem;
+} fj_launch;
+
+/* A launch plan for one problem signature (family, dtype, head_dim, mask, shape bucket).
+ * The fast path of fajit_attn_fwd is one plan lookup and one atomic load. Under FALLBACK a
+ * plan starts on `first` (a kernel that was at hand) and a background compile swaps
+ * `launch` to `better` (the exact kernel) when it is ready. */
+typedef struct fj_plan {
+    uint64_t sig;
+    fj_launch *_Atomic launch;
+    fj_launch first, better;
+    int pending;            /* a background compile of `better` was started */
     struct fj_plan *next;
 } fj_plan;
 
@@ -61,7 +70,13 @@ struct fajit_ctx {
     char *compile_log;
 
     _Atomic uint64_t calls, hits_memory, hits_disk, misses, compiles, serving_compiles,
-        lease_waits;
+        background_compiles, lease_waits, fallback_launches;
+    char gpu_name[128];
+
+    /* FALLBACK's background compiles: destroy waits for them */
+    pthread_mutex_t bg_lock;
+    pthread_cond_t bg_done;
+    int bg_running;
     _Atomic uint64_t compile_us;
 };
 
@@ -91,9 +106,11 @@ void fj_kernel_key(const unsigned char src_digest[16], const char *preamble,
                    int format_version, const char *function, fj_key *out);
 void fj_key_hex(const fj_key *k, char out[33]);
 
-/* The kernel for `v` on the context's device: memory, then cache, then compile (per
- * policy; `serving` says whether this is the fajit_attn_fwd path). */
-fajit_status fj_kernel_get(fajit_ctx *ctx, const fj_variant *v, int serving, fj_kernel **out);
+/* The kernel for `v` on the context's device: memory, then cache, then compile.
+ * Flags: FJ_KF_NO_COMPILE (a miss returns FAJIT_CACHE_MISS), FJ_KF_SERVING / _BACKGROUND
+ * (which counter a compile goes to). */
+enum { FJ_KF_NO_COMPILE = 1, FJ_KF_SERVING = 2, FJ_KF_BACKGROUND = 4 };
+fajit_status fj_kernel_get(fajit_ctx *ctx, const fj_variant *v, unsigned flags, fj_kernel **out);
 /* Compiles `v` for `arch` into the cache unless present; *compiled says which. */
 fajit_status fj_kernel_warm(fajit_ctx *ctx, const fj_variant *v, const char *arch,
                             int *compiled);
@@ -105,6 +122,30 @@ void fj_variant_ref(fj_variant *v, int dtype);
 void fj_variant_fa2(fj_variant *v, const struct fj_fa2_config *c, int dtype, int hdim, int mask);
 /* Fills up to `max` variants compiled by `fajit-tune warm` for target sm (80, 90, ...). */
 int fj_warm_variants(int sm, fj_variant *out, int max);
+
+/* Tile configuration names in tuning rows: "128x64w4s1". parse returns 0 or -1. */
+void fj_config_name(const struct fj_fa2_config *c, char out[32]);
+int fj_config_parse(const char *s, struct fj_fa2_config *c);
+
+int fj_bucket_index(int seqlen_q, int seqlen_k);
+/* Tuning-row names of a problem: signature ("fwd.bf16.hd128.causal.gqa4") and bucket. */
+void fj_desc_signature(const fajit_attn_desc *d, char *sig, size_t n);
+void fj_desc_bucket(const fajit_attn_desc *d, char *bucket, size_t n);
+/* The candidate configurations the tuner times for d on target sm (default first). */
+int fj_desc_candidates(int sm, const fajit_attn_desc *d, struct fj_fa2_config *out, int max);
+/* Compiles variants for `arch` on `jobs` threads with progress (src/api/warm.c). */
+fajit_status fj_warm_list(fajit_ctx *ctx, const char *arch, const fj_variant *vs, int n,
+                          int jobs, int *n_compiled, int *n_cached);
+
+/* A spec by preset name or file path (src/autotune/spec.h); free with fj_spec_free. */
+struct fj_spec;
+fajit_status fj_spec_load(fajit_ctx *ctx, const char *spec, struct fj_spec *out);
+
+/* A loaded kernel with its launch shape (l's shape fields set by the caller), and the
+ * launch of a validated descriptor with it (src/api/dispatch.c). */
+fajit_status fj_get_launch(fajit_ctx *ctx, const fj_variant *v, unsigned flags, fj_launch *l);
+fajit_status fj_launch_desc(fajit_ctx *ctx, const fj_launch *l, const fajit_attn_desc *d,
+                            void *stream);
 
 /* Host copy of the parameter block from a validated descriptor. */
 void fj_params_from_desc(const fajit_attn_desc *d, fj_attn_params *p);

@@ -190,6 +190,8 @@ static fajit_status compile_variant(fajit_ctx *ctx, const fj_nvrtc *nv, const fj
     e->regs = co.regs;
     e->smem = co.smem;
     e->spill_bytes = co.spill_bytes;
+    e->parts = fj_key_parts(fj_embedded_digest, v->function, v->preamble, opts, arch,
+                            e->nvrtc_version, FJ_CACHE_FORMAT_VERSION);
     if (fj_cache_put(ctx->cache, e) != 0)
         fj_log(ctx, FAJIT_LOG_WARN, "could not store %s in the cache; kept in memory", v->name);
     return FAJIT_OK;
@@ -242,12 +244,19 @@ static fajit_status load_kernel(fajit_ctx *ctx, const fj_variant *v, const fj_en
                        fj_cuda_errname(cu, r, err, sizeof err));
     }
     cu->cuFuncGetAttribute(&k->regs, FJ_CU_FUNC_ATTR_NUM_REGS, k->fn);
+    cu->cuFuncGetAttribute(&k->local_bytes, FJ_CU_FUNC_ATTR_LOCAL_BYTES, k->fn);
     k->spill_bytes = e->spill_bytes;
+    static const char *const bad[] = {"C7508", "C7510", "C7511", "C7515", "C7519"};
+    for (size_t i = 0; i < sizeof bad / sizeof bad[0] && e->log; i++)
+        if (strstr(e->log, bad[i])) {
+            snprintf(k->warning, sizeof k->warning, "%s", bad[i]);
+            break;
+        }
     *out = k;
     return FAJIT_OK;
 }
 
-fajit_status fj_kernel_get(fajit_ctx *ctx, const fj_variant *v, int serving, fj_kernel **out)
+fajit_status fj_kernel_get(fajit_ctx *ctx, const fj_variant *v, unsigned flags, fj_kernel **out)
 {
     char why[1024], opts[256];
     fj_key key;
@@ -276,13 +285,15 @@ fajit_status fj_kernel_get(fajit_ctx *ctx, const fj_variant *v, int serving, fj_
     } else {
         fj_entry e;
         int compiled = 0;
-        int allow = ctx->opts.policy != FAJIT_POLICY_STRICT;
+        int allow = !(flags & FJ_KF_NO_COMPILE);
         st = fetch_or_compile(ctx, nv, v, ctx->arch, &key, opts, allow, &e, &compiled);
         if (st == FAJIT_OK) {
             if (compiled) {
                 ctx->misses++;
-                if (serving)
+                if (flags & FJ_KF_SERVING)
                     ctx->serving_compiles++;
+                if (flags & FJ_KF_BACKGROUND)
+                    ctx->background_compiles++;
             } else {
                 ctx->hits_disk++;
             }

@@ -31,12 +31,20 @@ static fj_fa2_config cfg(int m, int n, int w, int s)
 
 fj_fa2_config fj_fa2_default(int sm, int head_dim, int mask)
 {
-    (void)mask;  /* FA2 uses one table for causal and not; so far so do we */
     const size_t lim = fj_fa2_smem_limit(sm);
-    if (head_dim <= 64)
-        return cfg(128, 128, 4, 1);
-    if (head_dim <= 128)
-        return lim >= 163 * KIB ? cfg(128, 64, 4, 1) : cfg(64, 64, 4, 1);
+    const int chunks = (head_dim + 15) / 16 * 2;  /* 16-byte chunks per padded row */
+    if (head_dim <= 64)  /* a chunk count that is not a power of two (head_dim 40, 48) takes
+                          * the generic copy path, whose extra registers spill at 128 x 128 */
+        return (chunks & (chunks - 1)) ? cfg(128, 64, 4, 1) : cfg(128, 128, 4, 1);
+    if (head_dim <= 128) {
+        if (lim < 163 * KIB)
+            return cfg(64, 64, 4, 1);   /* FA2's sm86/sm89 choice (causal) */
+        if (sm >= 100)
+            return cfg(128, 32, 4, 1);  /* 128 x 64 spills a few bytes with ptxas for sm_100 */
+        if (sm == 90 && mask != 0)
+            return cfg(128, 64, 4, 2);  /* H200: 2-4% over one stage when masked */
+        return cfg(128, 64, 4, 1);      /* FA2 on A100 and H100 */
+    }
     /* 136..256 */
     if (lim >= 227 * KIB)
         return cfg(64, 64, 4, 1);   /* FA2 on H100: two CTAs per SM */

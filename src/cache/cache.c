@@ -912,7 +912,8 @@ void fj_entry_free(fj_entry *e)
     free(e->options);
     free(e->blob);
     free(e->log);
-    e->name = e->options = e->log = NULL;
+    free(e->parts);
+    e->name = e->options = e->log = e->parts = NULL;
     e->blob = NULL;
 }
 
@@ -922,10 +923,14 @@ static int checksum_ok(const void *blob, size_t n, int64_t size, int64_t sum)
            && XXH3_64bits(n ? blob : "", n) == (uint64_t)sum;
 }
 
-/* Fills the metadata columns shared by ST_GET and ST_LIST (column numbers differ). */
+/* Fills the metadata columns shared by ST_GET and ST_LIST (column numbers differ);
+ * parts is the column after hits, and stays NULL when not recorded. */
 static int fill_meta(fj_entry *e, sqlite3_stmt *st, int arch, int name, int options,
                      int log, int ms)
 {
+    const char *parts = (const char *)sqlite3_column_text(st, ms + 7);
+    if (parts && !(e->parts = dup_str(parts)))
+        return -1;
     const char *a = (const char *)sqlite3_column_text(st, arch);
     snprintf(e->arch, sizeof e->arch, "%s", a ? a : "");
     e->nvrtc_version = sqlite3_column_int(st, arch + 1);
@@ -1049,6 +1054,8 @@ int fj_cache_put(fj_cache *c, const fj_entry *e)
     sqlite3_bind_int(st, 12, e->smem);
     sqlite3_bind_int(st, 13, e->spill_bytes);
     sqlite3_bind_int64(st, 14, (sqlite3_int64)time(NULL));
+    if (e->parts)
+        sqlite3_bind_text(st, 15, e->parts, -1, SQLITE_STATIC);
     if (exec1(c, ST_PUT) != SQLITE_DONE)
         goto out;
     /* Published: the lease on this key, whoever holds it, has no more purpose. */
@@ -1249,4 +1256,801 @@ out:
     pthread_mutex_unlock(&c->mu);
     free(copy);
     return rc;
+}
+
+/* ---- tuning rows ------------------------------------------------------------------ */
+
+void fj_tune_row_free(fj_tune_row *r)
+{
+    if (!r)
+        return;
+    free(r->table_json);
+    r->table_json = NULL;
+}
+
+/* A fixed-size char array of a row, bound up to its NUL (or its end). */
+static void bind_fixed(sqlite3_stmt *st, int i, const char *s, size_t cap)
+{
+    sqlite3_bind_text(st, i, s, (int)strnlen(s, cap), SQLITE_STATIC);
+}
+
+static void bind_tune_key(sqlite3_stmt *st, const char *gpu_name, const char *arch,
+                          int sm_count, const char *signature, const char *bucket)
+{
+    sqlite3_bind_text(st, 1, gpu_name ? gpu_name : "", -1, SQLITE_STATIC);
+    sqlite3_bind_text(st, 2, arch ? arch : "", -1, SQLITE_STATIC);
+    sqlite3_bind_int(st, 3, sm_count);
+    sqlite3_bind_text(st, 4, signature ? signature : "", -1, SQLITE_STATIC);
+    sqlite3_bind_text(st, 5, bucket ? bucket : "", -1, SQLITE_STATIC);
+}
+
+/* Binds the key of `r` as ?1..?5 (TUNE_KEY). */
+static void bind_row_key(sqlite3_stmt *st, const fj_tune_row *r)
+{
+    bind_fixed(st, 1, r->gpu_name, sizeof r->gpu_name);
+    bind_fixed(st, 2, r->arch, sizeof r->arch);
+    sqlite3_bind_int(st, 3, r->sm_count);
+    bind_fixed(st, 4, r->signature, sizeof r->signature);
+    bind_fixed(st, 5, r->bucket, sizeof r->bucket);
+}
+
+/* Binds ?1..?12 of TUNE_PUT. */
+static void bind_tune_row(sqlite3_stmt *st, const fj_tune_row *r, int64_t created)
+{
+    bind_row_key(st, r);
+    bind_fixed(st, 6, r->config, sizeof r->config);
+    sqlite3_bind_double(st, 7, r->time_ms);
+    sqlite3_bind_text(st, 8, r->table_json ? r->table_json : "", -1, SQLITE_STATIC);
+    sqlite3_bind_int(st, 9, r->pinned != 0);
+    bind_fixed(st, 10, r->fajit_version, sizeof r->fajit_version);
+    sqlite3_bind_int(st, 11, r->nvrtc_version);
+    sqlite3_bind_int64(st, 12, (sqlite3_int64)created);
+}
+
+static void column_to(char *dst, size_t cap, sqlite3_stmt *st, int col)
+{
+    const char *s = (const char *)sqlite3_column_text(st, col);
+    snprintf(dst, cap, "%s", s ? s : "");
+}
+
+/* Reads a row of TUNE_COLS, columns 0..11. Returns 0, or -1 when out of memory. */
+static int read_tune_row(sqlite3_stmt *st, fj_tune_row *r)
+{
+    memset(r, 0, sizeof *r);
+    column_to(r->gpu_name, sizeof r->gpu_name, st, 0);
+    column_to(r->arch, sizeof r->arch, st, 1);
+    r->sm_count = sqlite3_column_int(st, 2);
+    column_to(r->signature, sizeof r->signature, st, 3);
+    column_to(r->bucket, sizeof r->bucket, st, 4);
+    column_to(r->config, sizeof r->config, st, 5);
+    r->time_ms = sqlite3_column_double(st, 6);
+    r->table_json = dup_str((const char *)sqlite3_column_text(st, 7));
+    r->pinned = sqlite3_column_int(st, 8) != 0;
+    column_to(r->fajit_version, sizeof r->fajit_version, st, 9);
+    r->nvrtc_version = sqlite3_column_int(st, 10);
+    r->created = sqlite3_column_int64(st, 11);
+    return r->table_json ? 0 : -1;
+}
+
+/* Inside the caller's transaction: stores `r` (created at `created`) unless the row
+ * already there wins. A pinned row beats an unpinned one either way. Between rows of the
+ * same pinning, `r` wins a put; an import (merge) takes the newer, then the faster, and
+ * keeps the row there on a tie, so that imports commute. Returns 0 stored, 1 kept, -1. */
+static int tune_store(fj_cache *c, const fj_tune_row *r, int64_t created, int merge)
+{
+    sqlite3_stmt *st = c->st[ST_TUNE_GET];
+    int keep = 0, rc;
+
+    bind_row_key(st, r);
+    rc = sqlite3_step(st);
+    if (rc == SQLITE_ROW) {
+        int pinned = sqlite3_column_int(st, 8) != 0;
+        int64_t was = sqlite3_column_int64(st, 11);
+        double t = sqlite3_column_double(st, 6);
+        if (pinned != (r->pinned != 0))
+            keep = pinned;
+        else if (merge)
+            keep = !(created > was || (created == was && r->time_ms < t));
+        rc = SQLITE_DONE;
+    }
+    done(st);
+    if (rc != SQLITE_DONE)
+        return -1;
+    if (keep)
+        return 1;
+    bind_tune_row(c->st[ST_TUNE_PUT], r, created);
+    return exec1(c, ST_TUNE_PUT) == SQLITE_DONE ? 0 : -1;
+}
+
+int fj_cache_tune_put(fj_cache *c, const fj_tune_row *r)
+{
+    int rc = -1;
+
+    if (!c || !r)
+        return -1;
+    pthread_mutex_lock(&c->mu);
+    if (c->readonly) {
+        say(c, FJ_LOG_WARN, "%s is read-only; tuning result not saved", c->path);
+        goto out;
+    }
+    if (exec1(c, ST_BEGIN) == SQLITE_DONE) {
+        rc = tune_store(c, r, r->created ? r->created : (int64_t)time(NULL), 0);
+        if (rc < 0 || exec1(c, ST_COMMIT) != SQLITE_DONE) {
+            exec1(c, ST_ROLLBACK);
+            rc = -1;
+        }
+    }
+    if (rc < 0)
+        say(c, FJ_LOG_WARN, "cannot save the tuning row %s/%s (%s)", r->signature, r->bucket,
+            sqlite3_errmsg(c->db));
+out:
+    pthread_mutex_unlock(&c->mu);
+    return rc;
+}
+
+int fj_cache_tune_get(fj_cache *c, const char *gpu_name, const char *arch, int sm_count,
+                      const char *signature, const char *bucket, fj_tune_row *out)
+{
+    sqlite3_stmt *st;
+    int hit = 0, rc;
+
+    if (!out)
+        return 0;
+    memset(out, 0, sizeof *out);
+    if (!c)
+        return 0;
+    pthread_mutex_lock(&c->mu);
+    st = c->st[ST_TUNE_GET];
+    bind_tune_key(st, gpu_name, arch, sm_count, signature, bucket);
+    rc = sqlite3_step(st);
+    if (rc == SQLITE_ROW)
+        hit = read_tune_row(st, out) == 0;
+    else if (rc != SQLITE_DONE)
+        say(c, FJ_LOG_WARN, "reading a tuning row failed (%s)", sqlite3_errmsg(c->db));
+    done(st);
+    pthread_mutex_unlock(&c->mu);
+    if (!hit)
+        fj_tune_row_free(out);
+    return hit;
+}
+
+int fj_cache_tune_pin(fj_cache *c, const char *gpu_name, const char *arch, int sm_count,
+                      const char *signature, const char *bucket, int pinned)
+{
+    int rc = -1;
+
+    if (!c)
+        return -1;
+    pthread_mutex_lock(&c->mu);
+    if (c->readonly) {
+        say(c, FJ_LOG_WARN, "%s is read-only; pin not changed", c->path);
+    } else {
+        sqlite3_stmt *st = c->st[ST_TUNE_PIN];
+        bind_tune_key(st, gpu_name, arch, sm_count, signature, bucket);
+        sqlite3_bind_int(st, 6, pinned != 0);
+        if (exec1(c, ST_TUNE_PIN) == SQLITE_DONE)
+            rc = sqlite3_changes(c->db) > 0;
+        else
+            say(c, FJ_LOG_WARN, "pin failed (%s)", sqlite3_errmsg(c->db));
+    }
+    pthread_mutex_unlock(&c->mu);
+    return rc;
+}
+
+int fj_cache_tune_list(fj_cache *c, fj_tune_list_fn fn, void *user)
+{
+    fj_tune_row *v = NULL;
+    size_t n = 0, cap = 0;
+    int rc = -1, step;
+
+    if (!c || !fn)
+        return -1;
+    /* Collected first so fn runs without the lock and may call back into the cache. */
+    pthread_mutex_lock(&c->mu);
+    sqlite3_stmt *st = c->st[ST_TUNE_LIST];
+    while ((step = sqlite3_step(st)) == SQLITE_ROW) {
+        if (n == cap) {
+            fj_tune_row *nv = realloc(v, (cap = cap ? 2 * cap : 32) * sizeof *v);
+            if (!nv)
+                break;
+            v = nv;
+        }
+        if (read_tune_row(st, &v[n++]) == -1)
+            break;
+    }
+    if (step != SQLITE_DONE)
+        say(c, FJ_LOG_WARN, "listing tuning rows failed (%s)", sqlite3_errmsg(c->db));
+    else
+        rc = 0;
+    done(st);
+    pthread_mutex_unlock(&c->mu);
+
+    for (size_t i = 0; i < n; i++)
+        if (rc == 0 && fn(user, &v[i]))
+            break;
+    for (size_t i = 0; i < n; i++)
+        fj_tune_row_free(&v[i]);
+    free(v);
+    return rc;
+}
+
+/* ---- bundles ---------------------------------------------------------------------- */
+
+enum { COPY_OK, COPY_PRESENT, COPY_CORRUPT, COPY_ERROR };
+
+/* Copies the kernel row at `src` (COPY_SELECT's columns) through `dst` (COPY_INSERT),
+ * after checking its key and blob. */
+static int copy_kernel(sqlite3_stmt *src, sqlite3_stmt *dst)
+{
+    const void *blob;
+    size_t n;
+    int rc;
+
+    if (sqlite3_column_type(src, 0) != SQLITE_BLOB || sqlite3_column_bytes(src, 0) != 16)
+        return COPY_CORRUPT;
+    blob = sqlite3_column_blob(src, 5);
+    n = (size_t)sqlite3_column_bytes(src, 5);
+    if (n && !blob)
+        return COPY_ERROR;   /* out of memory */
+    if (!checksum_ok(blob, n, sqlite3_column_int64(src, 6), sqlite3_column_int64(src, 7)))
+        return COPY_CORRUPT;
+    for (int i = 0; i < N_COPY_COLS; i++)
+        sqlite3_bind_value(dst, i + 1, sqlite3_column_value(src, i));
+    rc = sqlite3_step(dst);
+    done(dst);
+    if (rc != SQLITE_DONE)
+        return COPY_ERROR;
+    return sqlite3_changes(sqlite3_db_handle(dst)) > 0 ? COPY_OK : COPY_PRESENT;
+}
+
+static void note_err(char *why, size_t n, const char *what, sqlite3 *db)
+{
+    if (!why[0])
+        snprintf(why, n, "%s: %s", what, db ? sqlite3_errmsg(db) : strerror(errno));
+}
+
+/* Same file as the cache's own (which export would replace under its users)? */
+static int is_cache_file(const fj_cache *c, const char *path)
+{
+    struct stat a, b;
+    return c->path && stat(c->path, &a) == 0 && stat(path, &b) == 0
+           && a.st_dev == b.st_dev && a.st_ino == b.st_ino;
+}
+
+/* Copies every row of `src` (bound, stepped and reset here) into the bundle: kernels
+ * through copy_kernel, tuning rows as they are. Returns the last step's code. */
+static int export_rows(sqlite3_stmt *src, const char *arch, sqlite3_stmt *ins, int kernels,
+                       fj_bundle_stats *st)
+{
+    int step;
+    if (arch)
+        sqlite3_bind_text(src, 1, arch, -1, SQLITE_STATIC);
+    while ((step = sqlite3_step(src)) == SQLITE_ROW) {
+        int r = COPY_OK;
+        if (kernels) {
+            r = copy_kernel(src, ins);
+        } else {
+            for (int i = 0; i < N_TUNE_COLS; i++)
+                sqlite3_bind_value(ins, i + 1, sqlite3_column_value(src, i));
+            if (sqlite3_step(ins) != SQLITE_DONE)
+                r = COPY_ERROR;
+            done(ins);
+        }
+        if (r == COPY_ERROR)
+            break;   /* step stays SQLITE_ROW: the bundle's side failed */
+        st->corrupt += r == COPY_CORRUPT;
+        *(kernels ? &st->kernels : &st->rows) += r == COPY_OK;
+    }
+    done(src);
+    return step;
+}
+
+int fj_cache_export(fj_cache *c, const char *path, const char *arch, fj_bundle_stats *st_out)
+{
+    fj_bundle_stats st;
+    sqlite3 *db = NULL;
+    sqlite3_stmt *ins_k = NULL, *ins_t = NULL;
+    char *tmp = NULL, *journal = NULL, why[512] = "";
+    int rc = -1, step;
+    size_t n;
+
+    memset(&st, 0, sizeof st);
+    if (st_out)
+        *st_out = st;
+    if (!c || !path || !*path)
+        return -1;
+    if (is_cache_file(c, path)) {
+        say(c, FJ_LOG_WARN, "not exporting onto the cache's own file %s", path);
+        return -1;
+    }
+    /* Written beside the target, then renamed over it. */
+    n = strlen(path) + 40;
+    tmp = malloc(n);
+    journal = malloc(n);
+    if (!tmp || !journal) {
+        free(tmp);
+        free(journal);
+        return -1;
+    }
+    snprintf(tmp, n, "%s.tmp-%016llx", path, (unsigned long long)new_token());
+    snprintf(journal, n, "%s-journal", tmp);
+    unlink(tmp);
+    unlink(journal);
+
+    pthread_mutex_lock(&c->mu);
+    if (sqlite3_open_v2(tmp, &db, SQLITE_OPEN_READWRITE | SQLITE_OPEN_CREATE, NULL)
+            != SQLITE_OK
+        || sqlite3_exec(db, "PRAGMA journal_mode = DELETE; BEGIN", NULL, NULL, NULL)
+            != SQLITE_OK
+        || write_schema(db) != SQLITE_OK
+        || sqlite3_prepare_v2(db, COPY_INSERT, -1, &ins_k, NULL) != SQLITE_OK
+        || sqlite3_prepare_v2(db, TUNE_PUT, -1, &ins_t, NULL) != SQLITE_OK) {
+        note_err(why, sizeof why, tmp, db);
+        goto out;
+    }
+    step = export_rows(c->st[ST_EXPORT_K], arch, ins_k, 1, &st);
+    if (step == SQLITE_DONE)
+        step = export_rows(c->st[ST_TUNE_LIST], arch, ins_t, 0, &st);
+    if (step != SQLITE_DONE) {
+        if (step == SQLITE_ROW)
+            note_err(why, sizeof why, tmp, db);
+        else
+            note_err(why, sizeof why, "reading the cache", c->db);
+        goto out;
+    }
+    sqlite3_finalize(ins_k);
+    sqlite3_finalize(ins_t);
+    ins_k = ins_t = NULL;
+    if (sqlite3_exec(db, "COMMIT", NULL, NULL, NULL) != SQLITE_OK
+        || sqlite3_close(db) != SQLITE_OK) {
+        note_err(why, sizeof why, tmp, db);
+        goto out;
+    }
+    db = NULL;
+    if (rename(tmp, path) == -1) {
+        note_err(why, sizeof why, path, NULL);
+        goto out;
+    }
+    rc = 0;
+    if (st.corrupt)
+        say(c, FJ_LOG_WARN, "export to %s: %d corrupt kernels skipped", path, st.corrupt);
+    say(c, FJ_LOG_INFO, "exported %d kernels and %d tuning rows to %s", st.kernels, st.rows,
+        path);
+out:
+    if (rc != 0)
+        say(c, FJ_LOG_WARN, "export to %s failed (%s)", path, why);
+    pthread_mutex_unlock(&c->mu);
+    sqlite3_finalize(ins_k);
+    sqlite3_finalize(ins_t);
+    sqlite3_close(db);   /* NULL: no-op */
+    if (rc != 0) {
+        unlink(tmp);
+        unlink(journal);
+    }
+    free(tmp);
+    free(journal);
+    if (st_out && rc == 0)
+        *st_out = st;
+    return rc;
+}
+
+/* Opens a bundle (or another cache's file) read-only: plainly first, which also sees a
+ * live WAL; immutable when that fails (a WAL-mode file on read-only media). */
+static int open_source(const char *path, sqlite3 **db, int64_t *ver, char *why, size_t n)
+{
+    static const char *const query[] = { "?mode=ro", "?immutable=1" };
+    int64_t objects = 0;
+    int rc = SQLITE_CANTOPEN;
+
+    for (int i = 0; i < 2; i++) {
+        char *uri = file_uri(path, query[i]);
+        if (!uri)
+            return SQLITE_NOMEM;
+        rc = sqlite3_open_v2(uri, db, SQLITE_OPEN_READONLY | SQLITE_OPEN_URI, NULL);
+        free(uri);
+        if (rc == SQLITE_OK) {
+            sqlite3_busy_timeout(*db, BUSY_TIMEOUT_MS);
+            rc = read_version(*db, ver, &objects);
+        }
+        if (rc == SQLITE_OK)
+            return rc;
+        why[0] = '\0';
+        note_err(why, n, path, *db);
+        sqlite3_close(*db);
+        *db = NULL;
+        if (is_corrupt_rc(rc))
+            break;
+    }
+    return rc;
+}
+
+int fj_cache_import(fj_cache *c, const char *path, fj_bundle_stats *st_out)
+{
+    fj_bundle_stats st;
+    sqlite3 *db = NULL;
+    sqlite3_stmt *sel_k = NULL, *sel_t = NULL;
+    char *sql = NULL, why[512] = "";
+    int64_t ver = 0;
+    int rc = -1, step = SQLITE_DONE, locked = 0, in_txn = 0;
+
+    memset(&st, 0, sizeof st);
+    if (st_out)
+        *st_out = st;
+    if (!c || !path)
+        return -1;
+    if (access(path, R_OK) == -1)
+        note_err(why, sizeof why, path, NULL);
+    else if (open_source(path, &db, &ver, why, sizeof why) != SQLITE_OK)
+        ;   /* why says it */
+    else if (ver < 1 || ver > FJ_CACHE_SCHEMA_VERSION)
+        snprintf(why, sizeof why, "%s: not a fajit bundle of schema 1..%d (user_version "
+                 "%lld)", path, FJ_CACHE_SCHEMA_VERSION, (long long)ver);
+    else if (!(sql = sqlite3_mprintf(COPY_SELECT, ver >= 2 ? "parts" : "NULL"))
+             || sqlite3_prepare_v2(db, sql, -1, &sel_k, NULL) != SQLITE_OK
+             || sqlite3_prepare_v2(db, TUNE_LIST, -1, &sel_t, NULL) != SQLITE_OK)
+        note_err(why, sizeof why, path, db);
+    if (why[0])
+        goto out;
+
+    pthread_mutex_lock(&c->mu);
+    locked = 1;
+    if (c->readonly) {
+        snprintf(why, sizeof why, "%s is read-only", c->path);
+        goto out;
+    }
+    if (exec1(c, ST_BEGIN) != SQLITE_DONE) {
+        note_err(why, sizeof why, "the cache", c->db);
+        goto out;
+    }
+    in_txn = 1;
+    while ((step = sqlite3_step(sel_k)) == SQLITE_ROW) {
+        int r = copy_kernel(sel_k, c->st[ST_IMPORT_K]);
+        if (r == COPY_ERROR)
+            break;
+        st.kernels += r == COPY_OK;
+        st.kernels_present += r == COPY_PRESENT;
+        st.corrupt += r == COPY_CORRUPT;
+    }
+    while (step == SQLITE_DONE) {
+        fj_tune_row row;
+        if ((step = sqlite3_step(sel_t)) != SQLITE_ROW)
+            break;
+        int r = read_tune_row(sel_t, &row) == 0 ? tune_store(c, &row, row.created, 1) : -1;
+        fj_tune_row_free(&row);
+        if (r < 0)
+            break;
+        st.rows += r == 0;
+        st.rows_kept += r == 1;
+        step = SQLITE_DONE;
+    }
+    if (step != SQLITE_DONE) {
+        if (step == SQLITE_ROW)   /* stopped by the cache's side */
+            note_err(why, sizeof why, "the cache", c->db);
+        else
+            note_err(why, sizeof why, path, db);
+        goto out;
+    }
+    if (exec1(c, ST_COMMIT) != SQLITE_DONE) {
+        note_err(why, sizeof why, "the cache", c->db);
+        goto out;
+    }
+    in_txn = 0;
+    rc = 0;
+    if (st.corrupt)
+        say(c, FJ_LOG_WARN, "import of %s: %d corrupt kernels skipped", path, st.corrupt);
+    say(c, FJ_LOG_INFO, "imported from %s: %d kernels (%d already here), %d tuning rows "
+        "(%d kept as they were)", path, st.kernels, st.kernels_present, st.rows,
+        st.rows_kept);
+out:
+    if (in_txn)
+        exec1(c, ST_ROLLBACK);
+    if (rc != 0)
+        say(c, FJ_LOG_WARN, "import failed, nothing imported (%s)", why);
+    if (locked)
+        pthread_mutex_unlock(&c->mu);
+    sqlite3_finalize(sel_k);
+    sqlite3_finalize(sel_t);
+    sqlite3_free(sql);
+    sqlite3_close(db);
+    if (st_out && rc == 0)
+        *st_out = st;
+    return rc;
+}
+
+/* ---- key parts and explain -------------------------------------------------------- */
+
+typedef struct sbuf {
+    char *p;
+    size_t len, cap;
+    int oom;
+} sbuf;
+
+static void sb_put(sbuf *b, const char *s, size_t n)
+{
+    if (b->oom)
+        return;
+    if (b->len + n + 1 > b->cap) {
+        size_t cap = b->cap ? b->cap : 128;
+        while (cap < b->len + n + 1)
+            cap *= 2;
+        char *p = realloc(b->p, cap);
+        if (!p) {
+            b->oom = 1;
+            return;
+        }
+        b->p = p;
+        b->cap = cap;
+    }
+    memcpy(b->p + b->len, s, n);
+    b->len += n;
+    b->p[b->len] = '\0';
+}
+
+static void sb_str(sbuf *b, const char *s)
+{
+    sb_put(b, s, strlen(s));
+}
+
+/* A value of a parts text: '%', ';' and control characters as %XX. */
+static void sb_esc(sbuf *b, const char *s)
+{
+    for (; s && *s; s++) {
+        unsigned char ch = (unsigned char)*s;
+        char hex[4];
+        if (ch == '%' || ch == ';' || ch < 0x20 || ch == 0x7f) {
+            snprintf(hex, sizeof hex, "%%%02X", ch);
+            sb_put(b, hex, 3);
+        } else {
+            sb_put(b, s, 1);
+        }
+    }
+}
+
+/* The string built, or NULL (everything freed) when out of memory. */
+static char *sb_take(sbuf *b)
+{
+    if (b->oom) {
+        free(b->p);
+        return NULL;
+    }
+    return b->p ? b->p : dup_str("");
+}
+
+char *fj_key_parts(const unsigned char src_digest[16], const char *function,
+                   const char *preamble, const char *options, const char *arch,
+                   int nvrtc_version, int format_version)
+{
+    sbuf b = { 0 };
+    char num[40];
+    const char *pre = preamble ? preamble : "";
+
+    sb_str(&b, "digest=");
+    for (int i = 0; i < 16; i++) {
+        snprintf(num, sizeof num, "%02x", src_digest ? src_digest[i] : 0);
+        sb_str(&b, num);
+    }
+    sb_str(&b, ";function=");
+    sb_esc(&b, function);
+    snprintf(num, sizeof num, ";preamble_hash=%016llx",
+             (unsigned long long)XXH3_64bits(pre, strlen(pre)));
+    sb_str(&b, num);
+    sb_str(&b, ";options=");
+    sb_esc(&b, options);
+    sb_str(&b, ";arch=");
+    sb_esc(&b, arch);
+    snprintf(num, sizeof num, ";nvrtc=%d;format=%d", nvrtc_version, format_version);
+    sb_str(&b, num);
+    return sb_take(&b);
+}
+
+static const struct {
+    const char *name;
+    unsigned bit;
+} part_names[] = {
+    { "digest", FJ_PART_DIGEST },   { "function", FJ_PART_FUNCTION },
+    { "preamble_hash", FJ_PART_PREAMBLE }, { "options", FJ_PART_OPTIONS },
+    { "arch", FJ_PART_ARCH },       { "nvrtc", FJ_PART_NVRTC },
+    { "format", FJ_PART_FORMAT },
+};
+#define N_PARTS (sizeof part_names / sizeof part_names[0])
+
+/* The value of field `name` in a parts text, as (*v, *n); 0 when absent. */
+static int part_value(const char *parts, const char *name, const char **v, size_t *n)
+{
+    size_t len = strlen(name);
+    for (const char *p = parts; p && *p; ) {
+        const char *end = strchr(p, ';');
+        size_t flen = end ? (size_t)(end - p) : strlen(p);
+        if (flen > len && strncmp(p, name, len) == 0 && p[len] == '=') {
+            *v = p + len + 1;
+            *n = flen - len - 1;
+            return 1;
+        }
+        p = end ? end + 1 : NULL;
+    }
+    *v = "";
+    *n = 0;
+    return 0;
+}
+
+/* The parts in which `have` differs from `want`. With `partial` (an entry without
+ * recorded parts, described by its columns), fields `have` lacks are not compared. */
+static unsigned parts_diff(const char *want, const char *have, int partial)
+{
+    unsigned d = 0;
+    for (size_t i = 0; i < N_PARTS; i++) {
+        const char *a, *b;
+        size_t na, nb;
+        int ha = part_value(want, part_names[i].name, &a, &na);
+        int hb = part_value(have, part_names[i].name, &b, &nb);
+        if (partial && !hb)
+            continue;
+        if (ha != hb || na != nb || memcmp(a, b, na) != 0)
+            d |= part_names[i].bit;
+    }
+    return d;
+}
+
+/* What an entry stored without parts records of its key: options, arch, nvrtc. */
+static char *column_parts(const char *arch, int nvrtc, const char *options)
+{
+    sbuf b = { 0 };
+    char num[32];
+    sb_str(&b, "options=");
+    sb_esc(&b, options);
+    sb_str(&b, ";arch=");
+    sb_esc(&b, arch);
+    snprintf(num, sizeof num, ";nvrtc=%d", nvrtc);
+    sb_str(&b, num);
+    return sb_take(&b);
+}
+
+static int n_bits(unsigned x)
+{
+    int n = 0;
+    for (; x; x &= x - 1)
+        n++;
+    return n;
+}
+
+typedef struct nearest {
+    int tier;          /* 2 same variant, 1 same arch, 0 none yet */
+    int n_diff;
+    int64_t created;
+    unsigned differs;
+    fj_key key;
+    char name[96], arch[16];
+    char *parts;       /* recorded, or made by column_parts */
+} nearest;
+
+/* Appends to out->text (truncating quietly). */
+#if defined(__GNUC__)
+__attribute__((format(printf, 2, 3)))
+#endif
+static void text_add(fj_explain *out, const char *fmt, ...)
+{
+    size_t len = strlen(out->text);
+    va_list ap;
+    if (len + 1 >= sizeof out->text)
+        return;
+    va_start(ap, fmt);
+    vsnprintf(out->text + len, sizeof out->text - len, fmt, ap);
+    va_end(ap);
+}
+
+static void describe(fj_explain *out, const nearest *b, const char *want, int n_rows)
+{
+    char hex[33];
+    const char *sep = "";
+
+    if (!out->has_nearest) {
+        text_add(out, "miss: no entry of the same variant or target among %d entries",
+                 n_rows);
+        return;
+    }
+    for (int i = 0; i < 16; i++)
+        snprintf(hex + 2 * i, 3, "%02x", b->key.b[i]);
+    text_add(out, "miss: nearest entry '%s' (%s, key %.12s) differs in ", b->name, b->arch,
+             hex);
+    for (size_t i = 0; i < N_PARTS; i++) {
+        const char *have, *wanted;
+        size_t nh, nw;
+        if (!(b->differs & part_names[i].bit))
+            continue;
+        part_value(b->parts, part_names[i].name, &have, &nh);
+        part_value(want, part_names[i].name, &wanted, &nw);
+        text_add(out, "%s%s (entry %.*s%s, wanted %.*s%s)", sep, part_names[i].name,
+                 (int)(nh < 48 ? nh : 48), have, nh > 48 ? "..." : "",
+                 (int)(nw < 48 ? nw : 48), wanted, nw > 48 ? "..." : "");
+        sep = ", ";
+    }
+    if (b->differs & FJ_PART_UNRECORDED)
+        text_add(out, "%sa part the entry did not record: digest, function or preamble "
+                 "(stored without key parts)", sep);
+    if (!b->differs)
+        text_add(out, "nothing recorded (the key derivation itself changed)");
+}
+
+int fj_cache_explain(fj_cache *c, const fj_key *key, const char *name, const char *parts,
+                     fj_explain *out)
+{
+    nearest best;
+    sqlite3_stmt *st;
+    int n_rows = 0, rc;
+
+    if (!out)
+        return -1;
+    memset(out, 0, sizeof *out);
+    memset(&best, 0, sizeof best);
+    if (!c || !key || !parts)
+        return -1;
+    pthread_mutex_lock(&c->mu);
+    st = c->st[ST_EXISTS];
+    bind_key(st, 1, key);
+    rc = sqlite3_step(st);
+    done(st);
+    out->hit = rc == SQLITE_ROW;
+    /* A miss: the nearest entry, by a scan of the metadata (no blobs are read). */
+    st = c->st[ST_EXPLAIN];
+    while (rc == SQLITE_DONE && (rc = sqlite3_step(st)) == SQLITE_ROW) {
+        const char *rname = (const char *)sqlite3_column_text(st, 1);
+        const char *rarch = (const char *)sqlite3_column_text(st, 2);
+        const char *rparts = (const char *)sqlite3_column_text(st, 5);
+        int64_t created = sqlite3_column_int64(st, 6);
+        char *own = NULL;
+        n_rows++;
+        if (!rparts
+            && !(own = column_parts(rarch, sqlite3_column_int(st, 3),
+                                    (const char *)sqlite3_column_text(st, 4)))) {
+            rc = SQLITE_DONE;
+            continue;   /* out of memory: this row is not a candidate */
+        }
+        unsigned d = parts_diff(parts, rparts ? rparts : own, !rparts);
+        if (!rparts && !d)
+            d = FJ_PART_UNRECORDED;
+        int same_variant = (name && rname && strcmp(name, rname) == 0)
+                           || (rparts && !(d & (FJ_PART_FUNCTION | FJ_PART_PREAMBLE)));
+        int tier = same_variant ? 2 : !(d & FJ_PART_ARCH);
+        int nd = n_bits(d);
+        if (tier && (tier > best.tier || (tier == best.tier && (nd < best.n_diff
+                     || (nd == best.n_diff && created > best.created))))) {
+            char *keep = own ? own : dup_str(rparts);
+            if (keep) {
+                free(best.parts);
+                best.parts = keep;
+                own = NULL;
+                best.tier = tier;
+                best.n_diff = nd;
+                best.created = created;
+                best.differs = d;
+                if (sqlite3_column_bytes(st, 0) == (int)sizeof best.key.b)
+                    memcpy(best.key.b, sqlite3_column_blob(st, 0), sizeof best.key.b);
+                snprintf(best.name, sizeof best.name, "%s", rname ? rname : "");
+                snprintf(best.arch, sizeof best.arch, "%s", rarch ? rarch : "");
+            }
+        }
+        free(own);
+        rc = SQLITE_DONE;
+    }
+    done(st);
+    if (rc != SQLITE_DONE && !out->hit)
+        say(c, FJ_LOG_WARN, "explain failed (%s)", sqlite3_errmsg(c->db));
+    pthread_mutex_unlock(&c->mu);
+
+    if (rc != SQLITE_DONE && !out->hit) {
+        free(best.parts);
+        return -1;
+    }
+    if (out->hit) {
+        snprintf(out->text, sizeof out->text, "hit: the key is in the cache");
+    } else {
+        out->has_nearest = best.tier > 0;
+        out->nearest = best.key;
+        out->differs = best.differs;
+        snprintf(out->nearest_name, sizeof out->nearest_name, "%s", best.name);
+        snprintf(out->nearest_arch, sizeof out->nearest_arch, "%s", best.arch);
+        describe(out, &best, parts, n_rows);
+    }
+    free(best.parts);
+    return out->hit;
 }

@@ -109,7 +109,8 @@ void fj_cache_lease_release(fj_cache *c, const fj_key *key);
 /* Maintenance (fajit-tune cache ...). list calls fn for each entry (blob not loaded:
  * blob == NULL, blob_size set); return nonzero from fn to stop. verify re-reads every
  * blob, checks its checksum, deletes bad entries (when writable) and returns how many
- * were bad (or -1). clear deletes every entry. stats fills totals. */
+ * were bad (or -1). clear deletes every kernel (tuning rows stay). stats fills totals
+ * (kernels only). */
 typedef int (*fj_cache_list_fn)(void *user, const fj_entry *e);
 int fj_cache_list(fj_cache *c, fj_cache_list_fn fn, void *user);
 int fj_cache_verify(fj_cache *c, int *n_checked);

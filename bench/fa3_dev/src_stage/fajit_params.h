@@ -1,0 +1,76 @@
+/* fajit_params.h - the one parameter block shared by host C and every kernel.
+ *
+ * Compiled twice: by the host C compiler (src/api, src/autotune) and by NVRTC as
+ * part of every kernel translation unit. Nothing here may need a system header
+ * under NVRTC. FJ_PARAMS_SIZE and the offsets checked in fj_params_layout_check()
+ * (host) and the static_asserts below (device) keep both sides in step.
+ *
+ * Tensor layout (all strides in elements, last dimension contiguous):
+ *   Q [batch][seqlen_q][heads_q ][head_dim]   element (b,i,h,c) at
+ *       q + b*q_batch_stride + i*q_row_stride + h*q_head_stride + c
+ *   K, V [batch][seqlen_k][heads_kv][head_dim], O like Q.
+ *   Varlen (cu_seqlens_q != 0): sequences are packed along the row dimension;
+ *       sequence b holds rows cu_seqlens_q[b] .. cu_seqlens_q[b+1]-1 and the
+ *       batch strides are unused. seqlen_q/seqlen_k are then the maxima.
+ *   LSE (optional, fp32, natural log): fixed length [batch][heads_q][seqlen_q];
+ *       varlen [heads_q][total_q] with total_q = cu_seqlens_q[batch].
+ *       -inf for a row that sees no key.
+ * Mask: key j is visible to query i (both 0-based within their sequence) iff
+ *       j >= i + (sk - sq) - window_left  and  j <= i + (sk - sq) + window_right,
+ *   where a negative window side means "unbounded". Causal is (-1, 0): aligned to
+ *   the bottom right when sq != sk, as in FlashAttention-2.
+ */
+#ifndef FAJIT_PARAMS_H
+#define FAJIT_PARAMS_H
+
+#ifdef __CUDACC_RTC__
+typedef int fj_i32;
+typedef long long fj_i64;
+typedef unsigned long long fj_u64;
+#else
+#include <stdint.h>
+typedef int32_t fj_i32;
+typedef int64_t fj_i64;
+typedef uint64_t fj_u64;
+#endif
+
+#define FJ_PARAMS_VERSION 1
+#define FJ_PARAMS_SIZE 192
+
+/* Macros, not enums: kernels test them in #if (an enum constant reads as 0 there). */
+#define FJ_DT_F16 0
+#define FJ_DT_BF16 1
+#define FJ_MASK_NONE 0
+#define FJ_MASK_CAUSAL 1
+#define FJ_MASK_WINDOW 2
+
+typedef struct fj_attn_params {
+    /* device pointers, carried as integers so both compilers agree on size */
+    fj_u64 q, k, v, o;              /*   0 */
+    fj_u64 lse;                     /*  32: float*, 0 when not wanted */
+    fj_u64 cu_seqlens_q;            /*  40: const int*, 0 unless varlen */
+    fj_u64 cu_seqlens_k;            /*  48 */
+    fj_i64 q_batch_stride, q_row_stride, q_head_stride;   /*  56 */
+    fj_i64 k_batch_stride, k_row_stride, k_head_stride;   /*  80 */
+    fj_i64 v_batch_stride, v_row_stride, v_head_stride;   /* 104 */
+    fj_i64 o_batch_stride, o_row_stride, o_head_stride;   /* 128 */
+    fj_i32 batch, heads_q, heads_kv, head_dim;            /* 152 */
+    fj_i32 seqlen_q, seqlen_k;                            /* 168 */
+    fj_i32 window_left, window_right;                     /* 176: -1 = unbounded */
+    float scale;                    /* 184: softmax scale (natural base) */
+    float scale_log2;               /* 188: scale * log2(e) */
+} fj_attn_params;                   /* 192 */
+
+/* Layout check. NVRTC has no offsetof, so the device side checks the widths and the total:
+ * the 8-byte fields come first and the 4-byte ones after, so with these widths there is no
+ * padding and the total fixes every offset. The host checks the offsets themselves
+ * (tests/test_unit.c, params_layout). */
+#ifdef __CUDACC_RTC__
+static_assert(sizeof(fj_u64) == 8 && sizeof(fj_i64) == 8 && sizeof(fj_i32) == 4 &&
+                  sizeof(float) == 4, "fajit_params.h: field widths");
+static_assert(sizeof(fj_attn_params) == FJ_PARAMS_SIZE, "fajit_params.h: size");
+#else
+_Static_assert(sizeof(fj_attn_params) == FJ_PARAMS_SIZE, "fajit_params.h: size");
+#endif
+
+#endif /* FAJIT_PARAMS_H */

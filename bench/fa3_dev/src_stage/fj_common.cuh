@@ -1,0 +1,91 @@
+/* fj_common.cuh - device helpers shared by every kernel. Self-contained: NVRTC compiles
+ * it with no toolkit headers, so 16-bit types are raw bit patterns (fj_u16) converted with
+ * inline PTX. Expects FJ_DTYPE (FJ_DT_F16 or FJ_DT_BF16) from the preamble.
+ */
+#ifndef FJ_COMMON_CUH
+#define FJ_COMMON_CUH
+
+#include "fajit_params.h"
+
+typedef unsigned short fj_u16;
+typedef unsigned int fj_u32;
+
+#define FJ_DEVICE static __device__ __forceinline__
+#define FJ_INF __int_as_float(0x7f800000)
+
+FJ_DEVICE float fj_f16_to_f32(fj_u16 h)
+{
+    float f;
+    asm("{ .reg .b16 t; mov.b16 t, %1; cvt.f32.f16 %0, t; }" : "=f"(f) : "h"(h));
+    return f;
+}
+FJ_DEVICE fj_u16 fj_f32_to_f16(float f)
+{
+    fj_u16 h;
+    asm("{ .reg .b16 t; cvt.rn.f16.f32 t, %1; mov.b16 %0, t; }" : "=h"(h) : "f"(f));
+    return h;
+}
+FJ_DEVICE float fj_bf16_to_f32(fj_u16 h) { return __uint_as_float(((fj_u32)h) << 16); }
+FJ_DEVICE fj_u16 fj_f32_to_bf16(float f)
+{
+    fj_u16 h;
+    asm("{ .reg .b16 t; cvt.rn.bf16.f32 t, %1; mov.b16 %0, t; }" : "=h"(h) : "f"(f));
+    return h;
+}
+
+/* The element type of this translation unit. */
+#if FJ_DTYPE == FJ_DT_BF16
+FJ_DEVICE float fj_load(fj_u16 h) { return fj_bf16_to_f32(h); }
+FJ_DEVICE fj_u16 fj_store(float f) { return fj_f32_to_bf16(f); }
+#else
+FJ_DEVICE float fj_load(fj_u16 h) { return fj_f16_to_f32(h); }
+FJ_DEVICE fj_u16 fj_store(float f) { return fj_f32_to_f16(f); }
+#endif
+
+/* Where sequence b lives: element offsets of its row 0 in Q, K, V, O (head 0), its
+ * lengths, and its LSE row for head h is lse[lse_head_stride*h + lse_base + i]. */
+struct fj_seq {
+    fj_i64 q, k, v, o;
+    fj_i64 lse_base, lse_head_stride;
+    int sq, sk;
+};
+
+FJ_DEVICE fj_seq fj_seq_of(const fj_attn_params &p, int b)
+{
+    fj_seq s;
+    if (p.cu_seqlens_q) {
+        const int *cq = (const int *)p.cu_seqlens_q, *ck = (const int *)p.cu_seqlens_k;
+        int q0 = cq[b], k0 = ck[b];
+        s.q = (fj_i64)q0 * p.q_row_stride;
+        s.o = (fj_i64)q0 * p.o_row_stride;
+        s.k = (fj_i64)k0 * p.k_row_stride;
+        s.v = (fj_i64)k0 * p.v_row_stride;
+        s.sq = cq[b + 1] - q0;
+        s.sk = ck[b + 1] - k0;
+        s.lse_head_stride = cq[p.batch];
+        s.lse_base = q0;
+    } else {
+        s.q = (fj_i64)b * p.q_batch_stride;
+        s.o = (fj_i64)b * p.o_batch_stride;
+        s.k = (fj_i64)b * p.k_batch_stride;
+        s.v = (fj_i64)b * p.v_batch_stride;
+        s.sq = p.seqlen_q;
+        s.sk = p.seqlen_k;
+        s.lse_head_stride = p.seqlen_q;
+        s.lse_base = (fj_i64)b * p.heads_q * p.seqlen_q;
+    }
+    return s;
+}
+
+/* Visible key range [lo, hi) of query row i for a sequence of lengths sq, sk. */
+FJ_DEVICE void fj_key_range(const fj_attn_params &p, int i, int sq, int sk, int *lo, int *hi)
+{
+    int shift = i + sk - sq;
+    int l = 0, h = sk;
+    if (p.window_left >= 0 && shift - p.window_left > l) l = shift - p.window_left;
+    if (p.window_right >= 0 && shift + p.window_right + 1 < h) h = shift + p.window_right + 1;
+    *lo = l;
+    *hi = h;
+}
+
+#endif /* FJ_COMMON_CUH */

@@ -1,0 +1,306 @@
+/* dispatch.c - from a validated descriptor to a launch: the problem signature and shape
+ * bucket, the choice of kernel family and configuration (a tuning row if the cache has
+ * one for this GPU class, else the per-target default table), the plan cache that makes a
+ * warm call one lookup, the compile policies, and the launch itself. */
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "internal.h"
+#include "../autotune/fa2_config.h"
+#include "../autotune/spec.h"
+
+enum { FAM_REF = 1, FAM_FA2 = 2 };
+
+/* The portable FA2 kernel runs on every target fajit compiles for (sm_80+). */
+static int family_for(int sm) { return sm >= 80 ? FAM_FA2 : FAM_REF; }
+
+/*------ names of a problem in the tuning table ------*/
+
+void fj_desc_signature(const fajit_attn_desc *d, char *sig, size_t n)
+{
+    fj_problem p;
+    memset(&p, 0, sizeof p);
+    p.dtype = d->dtype;
+    p.head_dim = d->head_dim;
+    p.heads_q = d->heads_q;
+    p.heads_kv = d->heads_kv;
+    p.mask = d->mask;
+    p.window_left = d->mask == FAJIT_MASK_WINDOW ? d->window_left : -1;
+    p.window_right = d->mask == FAJIT_MASK_WINDOW ? d->window_right : -1;
+    if (fj_tune_signature(&p, sig, n) != 0 && n)
+        sig[0] = 0;
+}
+
+void fj_desc_bucket(const fajit_attn_desc *d, char *bucket, size_t n)
+{
+    int sq = d->seqlen_q > 0 ? d->seqlen_q : 1, sk = d->seqlen_k > 0 ? d->seqlen_k : 1;
+    if (fj_shape_bucket(sq, sk, bucket, n) != 0 && n)
+        bucket[0] = 0;
+}
+
+/* A small integer that changes exactly where fj_shape_bucket's string does (checked by
+ * the unit suite), so the hot path never formats strings. */
+int fj_bucket_index(int seqlen_q, int seqlen_k)
+{
+    int decode = seqlen_q <= 1, len = decode ? seqlen_k : seqlen_q, i = 0;
+    for (int top = 512; len > top && i < 6; top <<= 1)
+        i++;
+    return decode * 8 + i;
+}
+
+int fj_desc_candidates(int sm, const fajit_attn_desc *d, fj_fa2_config *out, int max)
+{
+    return fj_fa2_candidates(sm, d->head_dim, (int)d->mask, out, max);
+}
+
+/*------ choice ------*/
+
+static void launch_of(const fj_fa2_config *c, int head_dim, fj_launch *l)
+{
+    l->block_m = c->block_m;
+    l->threads = c->warps * 32;
+    l->dyn_smem = (int)fj_fa2_smem_bytes(c, head_dim);
+}
+
+/* The tuned configuration for d on this context's GPU class, if the cache has a valid one. */
+static int tuned_config(fajit_ctx *ctx, const fajit_attn_desc *d, fj_fa2_config *c)
+{
+    char sig[128], bucket[FJ_BUCKET_LEN];
+    fj_tune_row row;
+    if (!ctx->cu)
+        return 0;
+    fj_desc_signature(d, sig, sizeof sig);
+    fj_desc_bucket(d, bucket, sizeof bucket);
+    if (!fj_cache_tune_get(ctx->cache, ctx->gpu_name, ctx->arch, ctx->sm_count, sig, bucket,
+                           &row))
+        return 0;
+    int ok = fj_config_parse(row.config, c) == 0 &&
+             fj_fa2_check(c, d->head_dim, ctx->cc, NULL, 0) == 0;
+    if (!ok)
+        fj_log(ctx, FAJIT_LOG_WARN, "ignoring tuning row %s/%s: bad config '%s'", sig, bucket,
+               row.config);
+    fj_tune_row_free(&row);
+    return ok;
+}
+
+/* The dispatch decision for d on target sm: the exact variant (tuned if a row exists) and
+ * the default one (equal when nothing is tuned). ctx may be a context without a device:
+ * then tuning rows are not consulted. */
+static void choose(fajit_ctx *ctx, int sm, const fajit_attn_desc *d, int family,
+                   fj_variant *exact, fj_launch *le, fj_variant *dflt, fj_launch *ld)
+{
+    if (family == FAM_FA2) {
+        fj_fa2_config c = fj_fa2_default(sm, d->head_dim, (int)d->mask), t;
+        fj_variant_fa2(dflt, &c, (int)d->dtype, d->head_dim, (int)d->mask);
+        launch_of(&c, d->head_dim, ld);
+        if (sm == ctx->cc && tuned_config(ctx, d, &t))
+            c = t;
+        fj_variant_fa2(exact, &c, (int)d->dtype, d->head_dim, (int)d->mask);
+        launch_of(&c, d->head_dim, le);
+    } else {
+        fj_variant_ref(exact, (int)d->dtype);
+        le->block_m = 1;
+        le->threads = 256;
+        le->dyn_smem = 0;
+        *dflt = *exact;
+        *ld = *le;
+    }
+}
+
+fajit_status fajit_dispatch_describe(fajit_ctx *ctx, const char *arch, const fajit_attn_desc *d,
+                                     char *buf, size_t len)
+{
+    FJ_RETURN_IF(!ctx || !buf || !len, ctx, FAJIT_INVALID_ARGUMENT,
+                 "ctx and buf must not be NULL, len must be > 0");
+    FJ_CHECK(fajit_attn_check(ctx, d));
+    int sm = arch ? fj_arch_sm(arch) : ctx->cc;
+    FJ_RETURN_IF(arch && sm < 0, ctx, FAJIT_INVALID_ARGUMENT,
+                 "arch must be a target like sm_80, sm_90a or sm_100a, got '%s'", arch);
+    FJ_RETURN_IF(!arch && !ctx->cu, ctx, FAJIT_NO_DEVICE,
+                 "the context has no device: name a target (arch)");
+    FJ_RETURN_IF(sm < 80, ctx, FAJIT_UNSUPPORTED, "fajit needs sm_80 or newer, got sm_%d", sm);
+    fj_variant v, dv;
+    fj_launch l, dl;
+    choose(ctx, sm, d, family_for(sm), &v, &l, &dv, &dl);
+    snprintf(buf, len, "%s (%s): grid (ceil(seqlen_q/%d), heads_q, batch), %d threads, %d B "
+             "dynamic shared memory, source %s, entry %s", v.name,
+             strcmp(v.name, dv.name) ? "tuned" : "default", l.block_m, l.threads, l.dyn_smem,
+             v.source, v.function);
+    return FAJIT_OK;
+}
+
+/*------ plans ------*/
+
+static fajit_status set_smem(fajit_ctx *ctx, const fj_variant *v, fj_launch *l)
+{
+    if (l->dyn_smem <= 48 * 1024)
+        return FAJIT_OK;
+    char err[64];
+    CUresult r = ctx->cu->cuFuncSetAttribute(l->k->fn, FJ_CU_FUNC_ATTR_MAX_DYN_SMEM, l->dyn_smem);
+    FJ_RETURN_IF(r, ctx, FAJIT_CUDA_ERROR, "raising the shared memory of %s to %d: %s", v->name,
+                 l->dyn_smem, fj_cuda_errname(ctx->cu, r, err, sizeof err));
+    return FAJIT_OK;
+}
+
+fajit_status fj_get_launch(fajit_ctx *ctx, const fj_variant *v, unsigned flags, fj_launch *l)
+{
+    FJ_CHECK(fj_kernel_get(ctx, v, flags, &l->k));
+    return set_smem(ctx, v, l);
+}
+
+typedef struct bg_job {
+    fajit_ctx *ctx;
+    fj_plan *plan;
+    fj_variant v;
+} bg_job;
+
+/* FALLBACK: compiles the exact kernel off the caller's thread, then swaps it in. */
+static void *bg_compile(void *arg)
+{
+    bg_job *j = arg;
+    fajit_ctx *ctx = j->ctx;
+    fj_launch *better = &j->plan->better;
+    if (fj_get_launch(ctx, &j->v, FJ_KF_BACKGROUND, better) == FAJIT_OK) {
+        atomic_store(&j->plan->launch, better);
+        fj_log(ctx, FAJIT_LOG_INFO, "fallback: %s ready, swapped in", j->v.name);
+    } else {
+        fj_log(ctx, FAJIT_LOG_WARN, "fallback: background compile of %s failed: %s; the "
+               "default kernel stays", j->v.name, fajit_errmsg(ctx));
+    }
+    free(j);
+    pthread_mutex_lock(&ctx->bg_lock);
+    if (--ctx->bg_running == 0)
+        pthread_cond_broadcast(&ctx->bg_done);
+    pthread_mutex_unlock(&ctx->bg_lock);
+    return NULL;
+}
+
+static void start_background(fajit_ctx *ctx, fj_plan *p, const fj_variant *v)
+{
+    bg_job *j = malloc(sizeof *j);
+    pthread_t t;
+    if (!j)
+        return;   /* the default kernel simply stays */
+    *j = (bg_job){ctx, p, *v};
+    pthread_mutex_lock(&ctx->bg_lock);
+    ctx->bg_running++;
+    pthread_mutex_unlock(&ctx->bg_lock);
+    if (pthread_create(&t, NULL, bg_compile, j) != 0) {
+        free(j);
+        pthread_mutex_lock(&ctx->bg_lock);
+        ctx->bg_running--;
+        pthread_mutex_unlock(&ctx->bg_lock);
+        return;
+    }
+    pthread_detach(t);
+}
+
+/* Builds the plan for a signature under the context's policy. */
+static fajit_status make_plan(fajit_ctx *ctx, const fajit_attn_desc *d, int family,
+                              uint64_t sig, fj_plan **out)
+{
+    fj_variant v, dv;
+    fj_launch le, ld;
+    fj_plan *p = calloc(1, sizeof *p);
+    FJ_RETURN_IF(!p, ctx, FAJIT_OUT_OF_MEMORY, "allocating a plan");
+    p->sig = sig;
+    choose(ctx, ctx->cc, d, family, &v, &le, &dv, &ld);
+    int tuned = strcmp(v.name, dv.name) != 0;
+    unsigned flags = ctx->opts.policy == FAJIT_POLICY_BLOCKING ? FJ_KF_SERVING : FJ_KF_NO_COMPILE;
+    p->first = le;
+    fajit_status st = fj_get_launch(ctx, &v, flags, &p->first);
+    if (st == FAJIT_CACHE_MISS && ctx->opts.policy == FAJIT_POLICY_FALLBACK) {
+        if (tuned) {   /* the default now, the exact kernel when it is ready */
+            p->first = ld;
+            st = fj_get_launch(ctx, &dv, FJ_KF_SERVING, &p->first);
+            p->better = le;
+            p->pending = st == FAJIT_OK;
+        } else {       /* nothing could stand in: this call waits for the compile */
+            st = fj_get_launch(ctx, &v, FJ_KF_SERVING, &p->first);
+        }
+    }
+    if (st != FAJIT_OK) {
+        free(p);
+        return st;
+    }
+    atomic_store(&p->launch, &p->first);
+    if (p->pending) {
+        fj_log(ctx, FAJIT_LOG_INFO, "fallback: %s for now, compiling %s", dv.name, v.name);
+        start_background(ctx, p, &v);
+    }
+    fj_log(ctx, FAJIT_LOG_DEBUG, "dispatch: %s on %s (%d registers)",
+           p->pending ? dv.name : v.name, ctx->arch, p->first.k->regs);
+    *out = p;
+    return FAJIT_OK;
+}
+
+static uint64_t signature(int family, const fajit_attn_desc *d)
+{
+    return (uint64_t)family | (uint64_t)d->dtype << 4 | (uint64_t)d->mask << 6 |
+           (uint64_t)d->head_dim << 8 |
+           (uint64_t)fj_bucket_index(d->seqlen_q, d->seqlen_k) << 20;
+}
+
+static fajit_status run(fajit_ctx *ctx, const fajit_attn_desc *d, void *stream, int family)
+{
+    FJ_CHECK(fajit_attn_check(ctx, d));
+    FJ_RETURN_IF(!ctx, ctx, FAJIT_INVALID_ARGUMENT, "ctx must not be NULL");
+    FJ_RETURN_IF(!ctx->cu, ctx, FAJIT_NO_DEVICE,
+                 "the context has no device (FAJIT_DEVICE_NONE): it can only compile");
+    char err[64];
+    CUresult r = ctx->cu->cuCtxSetCurrent(ctx->cuctx);
+    FJ_RETURN_IF(r, ctx, FAJIT_CUDA_ERROR, "cuCtxSetCurrent: %s",
+                 fj_cuda_errname(ctx->cu, r, err, sizeof err));
+
+    uint64_t sig = signature(family, d);
+    unsigned b = (unsigned)(sig * 0x9E3779B97F4A7C15ull >> 58) % FJ_PLAN_BUCKETS;
+    pthread_mutex_lock(&ctx->lock);
+    fj_plan *p = ctx->plans[b];
+    while (p && p->sig != sig)
+        p = p->next;
+    pthread_mutex_unlock(&ctx->lock);
+    if (p) {
+        ctx->hits_memory++;
+    } else {
+        FJ_CHECK(make_plan(ctx, d, family, sig, &p));
+        pthread_mutex_lock(&ctx->lock);
+        p->next = ctx->plans[b];   /* a racing duplicate plan is harmless: same kernel */
+        ctx->plans[b] = p;
+        pthread_mutex_unlock(&ctx->lock);
+    }
+    const fj_launch *l = atomic_load(&p->launch);
+    if (p->pending && l == &p->first)
+        ctx->fallback_launches++;
+    FJ_CHECK(fj_launch_desc(ctx, l, d, stream));
+    ctx->calls++;
+    return FAJIT_OK;
+}
+
+fajit_status fj_launch_desc(fajit_ctx *ctx, const fj_launch *l, const fajit_attn_desc *d,
+                            void *stream)
+{
+    char err[64];
+    if (d->seqlen_q == 0)   /* varlen batch whose sequences are all empty */
+        return FAJIT_OK;
+    fj_attn_params params;
+    fj_params_from_desc(d, &params);
+    void *args[] = {&params};
+    unsigned gx = (unsigned)((d->seqlen_q + l->block_m - 1) / l->block_m);
+    CUresult r = ctx->cu->cuLaunchKernel(l->k->fn, gx, (unsigned)d->heads_q, (unsigned)d->batch,
+                                         (unsigned)l->threads, 1, 1, (unsigned)l->dyn_smem,
+                                         (CUstream)stream, args, NULL);
+    FJ_RETURN_IF(r, ctx, FAJIT_CUDA_ERROR, "cuLaunchKernel: %s",
+                 fj_cuda_errname(ctx->cu, r, err, sizeof err));
+    return FAJIT_OK;
+}
+
+fajit_status fajit_attn_fwd(fajit_ctx *ctx, const fajit_attn_desc *d, void *stream)
+{
+    return run(ctx, d, stream, family_for(ctx ? ctx->cc : 0));
+}
+
+fajit_status fajit_attn_fwd_reference(fajit_ctx *ctx, const fajit_attn_desc *d, void *stream)
+{
+    return run(ctx, d, stream, FAM_REF);
+}

@@ -1,0 +1,188 @@
+/* warm.c - compiling kernels without a GPU: every variant fajit ships for a target
+ * (fajit_warm), or every variant a model's spec needs (fajit_warm_spec), on a pool of
+ * threads, with progress reported from the caller's thread. */
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <time.h>
+#include <unistd.h>
+
+#include "internal.h"
+#include "../autotune/fa2_config.h"
+#include "../autotune/spec.h"
+
+typedef struct warm_job {
+    fajit_ctx *ctx;
+    const char *arch;
+    const fj_variant *vs;
+    int n;
+    pthread_mutex_t mu;
+    pthread_cond_t cv;
+    int next, done, compiled, cached;
+    fajit_status first_error;
+    const char *last_name;
+    int last_compiled;
+} warm_job;
+
+static void *warm_worker(void *arg)
+{
+    warm_job *w = arg;
+    for (;;) {
+        pthread_mutex_lock(&w->mu);
+        int i = w->next < w->n ? w->next++ : -1;
+        pthread_mutex_unlock(&w->mu);
+        if (i < 0)
+            return NULL;
+        int compiled = 0;
+        fajit_status st = fj_kernel_warm(w->ctx, &w->vs[i], w->arch, &compiled);
+        pthread_mutex_lock(&w->mu);
+        w->done++;
+        w->compiled += st == FAJIT_OK && compiled;
+        w->cached += st == FAJIT_OK && !compiled;
+        if (st != FAJIT_OK && w->first_error == FAJIT_OK)
+            w->first_error = st;
+        w->last_name = w->vs[i].name;
+        w->last_compiled = compiled;
+        pthread_cond_signal(&w->cv);
+        pthread_mutex_unlock(&w->mu);
+    }
+}
+
+static double mono_s(void)
+{
+    struct timespec ts;
+    clock_gettime(CLOCK_MONOTONIC, &ts);
+    return ts.tv_sec + ts.tv_nsec / 1e9;
+}
+
+static fajit_status check_arch(fajit_ctx *ctx, const char *arch, int *sm)
+{
+    *sm = fj_arch_sm(arch);
+    FJ_RETURN_IF(*sm < 0, ctx, FAJIT_INVALID_ARGUMENT,
+                 "arch must be a target like sm_80, sm_90a or sm_100a, got '%s'",
+                 arch ? arch : "(null)");
+    FJ_RETURN_IF(*sm < 80, ctx, FAJIT_UNSUPPORTED, "fajit needs sm_80 or newer, got %s", arch);
+    return FAJIT_OK;
+}
+
+fajit_status fj_warm_list(fajit_ctx *ctx, const char *arch, const fj_variant *vs, int n,
+                          int jobs, int *n_compiled, int *n_cached)
+{
+    enum { MAX_JOBS = 64 };
+    char why[1024];
+    FJ_RETURN_IF(!fj_nvrtc_get(why, sizeof why), ctx, FAJIT_NO_NVRTC, "%s", why);
+    if (jobs <= 0)
+        jobs = (int)sysconf(_SC_NPROCESSORS_ONLN);
+    jobs = jobs < 1 ? 1 : jobs > MAX_JOBS ? MAX_JOBS : jobs;
+
+    warm_job w = {.ctx = ctx, .arch = arch, .vs = vs, .n = n, .first_error = FAJIT_OK};
+    pthread_mutex_init(&w.mu, NULL);
+    pthread_cond_init(&w.cv, NULL);
+    pthread_t tids[MAX_JOBS];
+    int started = 0;
+    for (; started < jobs && started < w.n; started++)
+        if (pthread_create(&tids[started], NULL, warm_worker, &w) != 0)
+            break;
+    if (started == 0)   /* no thread could start: do the work here */
+        warm_worker(&w);
+
+    /* Report progress from the caller's thread as items finish. */
+    double t0 = mono_s();
+    pthread_mutex_lock(&w.mu);
+    for (int reported = 0; reported < w.n;) {
+        while (w.done == reported)
+            pthread_cond_wait(&w.cv, &w.mu);
+        reported = w.done;
+        if (ctx->opts.progress) {
+            char what[160];
+            snprintf(what, sizeof what, "%s %s%s", arch, w.last_name,
+                     w.last_compiled ? "" : " (cached)");
+            double el = mono_s() - t0;
+            ctx->opts.progress(ctx->opts.progress_user, reported, w.n,
+                               el / reported * (w.n - reported), what);
+        }
+    }
+    pthread_mutex_unlock(&w.mu);
+    for (int i = 0; i < started; i++)
+        pthread_join(tids[i], NULL);
+    pthread_mutex_destroy(&w.mu);
+    pthread_cond_destroy(&w.cv);
+    if (n_compiled)
+        *n_compiled = w.compiled;
+    if (n_cached)
+        *n_cached = w.cached;
+    return w.first_error;
+}
+
+fajit_status fajit_warm(fajit_ctx *ctx, const char *arch, int jobs, int *n_compiled,
+                        int *n_cached)
+{
+    enum { MAX_VARIANTS = 256 };
+    int sm;
+    FJ_RETURN_IF(!ctx, ctx, FAJIT_INVALID_ARGUMENT, "ctx must not be NULL");
+    FJ_CHECK(check_arch(ctx, arch, &sm));
+    fj_variant *vs = malloc(MAX_VARIANTS * sizeof *vs);
+    FJ_RETURN_IF(!vs, ctx, FAJIT_OUT_OF_MEMORY, "allocating variants");
+    int n = fj_warm_variants(sm, vs, MAX_VARIANTS);
+    fajit_status st = fj_warm_list(ctx, arch, vs, n, jobs, n_compiled, n_cached);
+    free(vs);
+    return st;
+}
+
+/* Loads a spec: a built-in preset name, else a file path. */
+fajit_status fj_spec_load(fajit_ctx *ctx, const char *spec, fj_spec *out)
+{
+    char err[512], err2[512];
+    FJ_RETURN_IF(!spec, ctx, FAJIT_INVALID_ARGUMENT, "spec must not be NULL");
+    if (fj_spec_preset_text(spec))
+        FJ_RETURN_IF(fj_spec_preset(spec, out, err, sizeof err) != 0, ctx,
+                     FAJIT_INVALID_ARGUMENT, "%s", err);
+    else if (fj_spec_parse_file(spec, out, err, sizeof err) != 0) {
+        size_t at = 0;
+        err2[0] = 0;
+        for (int i = 0; fj_spec_preset_name(i) && at < sizeof err2; i++)
+            at += (size_t)snprintf(err2 + at, sizeof err2 - at, "%s%s", i ? ", " : "",
+                                   fj_spec_preset_name(i));
+        return fj_fail(ctx, FAJIT_INVALID_ARGUMENT, "%s (nor a preset: %s)", err, err2);
+    }
+    return FAJIT_OK;
+}
+
+fajit_status fajit_warm_spec(fajit_ctx *ctx, const char *spec, const char *arch, int jobs,
+                             int *n_compiled, int *n_cached)
+{
+    enum { MAX_CANDIDATES = 32 };
+    int sm;
+    fj_spec sp;
+    FJ_RETURN_IF(!ctx, ctx, FAJIT_INVALID_ARGUMENT, "ctx must not be NULL");
+    FJ_CHECK(check_arch(ctx, arch, &sm));
+    FJ_CHECK(fj_spec_load(ctx, spec, &sp));
+    size_t cap = sp.n_problems * (MAX_CANDIDATES + 1);
+    fj_variant *vs = malloc((cap ? cap : 1) * sizeof *vs);
+    if (!vs) {
+        fj_spec_free(&sp);
+        return fj_fail(ctx, FAJIT_OUT_OF_MEMORY, "allocating variants");
+    }
+    int n = 0;
+    for (size_t i = 0; i < sp.n_problems; i++) {
+        const fj_problem *p = &sp.problems[i];
+        fj_fa2_config c[MAX_CANDIDATES];
+        int nc = fj_fa2_candidates(sm, p->head_dim, (int)p->mask, c, MAX_CANDIDATES);
+        fj_variant_ref(&vs[n++], (int)p->dtype);
+        for (int k = 0; k < nc; k++)
+            fj_variant_fa2(&vs[n++], &c[k], (int)p->dtype, p->head_dim, (int)p->mask);
+    }
+    /* The same variant may serve several problems: compile it once. */
+    int m = 0;
+    for (int i = 0; i < n; i++) {
+        int dup = 0;
+        for (int j = 0; j < m && !dup; j++)
+            dup = strcmp(vs[j].preamble, vs[i].preamble) == 0 && vs[j].source == vs[i].source;
+        if (!dup)
+            vs[m++] = vs[i];
+    }
+    fj_spec_free(&sp);
+    fajit_status st = fj_warm_list(ctx, arch, vs, m, jobs, n_compiled, n_cached);
+    free(vs);
+    return st;
+}

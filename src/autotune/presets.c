@@ -1,0 +1,45 @@
+/* presets.c - built-in specs of common models, written in the spec format itself
+ * (docs/spec-format.md) so that they go through the same parser and checks as a file.
+ * Attention shapes from each model's published config.json. */
+#include <stddef.h>
+#include <strings.h>
+
+#include "spec.h"
+
+/* Prefill at 512..16k tokens and decode (one query) against 512..16k keys, batch 1. */
+#define LENGTHS "prefill = 512..16k\n" \
+                "decode = 512..16k\n" \
+                "batch = 1\n"
+
+static const struct {
+    const char *name;
+    const char *text;
+} presets[] = {
+    { "llama-3-8b",
+      "[model llama-3-8b]\n"
+      "dtype = bf16\nhead_dim = 128\nheads_q = 32\nheads_kv = 8\nmask = causal\n" LENGTHS },
+    { "llama-3-70b",
+      "[model llama-3-70b]\n"
+      "dtype = bf16\nhead_dim = 128\nheads_q = 64\nheads_kv = 8\nmask = causal\n" LENGTHS },
+    { "qwen2.5-7b",
+      "[model qwen2.5-7b]\n"
+      "dtype = bf16\nhead_dim = 128\nheads_q = 28\nheads_kv = 4\nmask = causal\n" LENGTHS },
+    /* Mistral-7B v0.1: causal attention over the last 4096 keys (sliding_window). */
+    { "mistral-7b",
+      "[model mistral-7b]\n"
+      "dtype = bf16\nhead_dim = 128\nheads_q = 32\nheads_kv = 8\nmask = window\n"
+      "window = 4096\n" LENGTHS },
+};
+
+const char *fj_spec_preset_name(int i)
+{
+    return i >= 0 && (size_t)i < sizeof presets / sizeof presets[0] ? presets[i].name : NULL;
+}
+
+const char *fj_spec_preset_text(const char *name)
+{
+    for (size_t i = 0; name && i < sizeof presets / sizeof presets[0]; i++)
+        if (strcasecmp(presets[i].name, name) == 0)
+            return presets[i].text;
+    return NULL;
+}
