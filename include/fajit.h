@@ -338,6 +338,24 @@ FAJIT_API fajit_status fajit_cache_clear(fajit_ctx *ctx);
 FAJIT_API fajit_status fajit_cache_stats(fajit_ctx *ctx, int64_t *entries, int64_t *bytes,
                                          int64_t *file_bytes);
 
+/* Bundles for fleets. export writes the kernels (of target `arch`, NULL = all) and the
+ * tuning rows of the context's cache to one self-contained SQLite file, verified and
+ * checkpointed, that can be shipped and opened read-only. import copies a bundle (or any
+ * cache file) into the context's cache in one transaction: blobs verified, bad ones
+ * skipped; a pinned tuning row beats an unpinned one, else the newer wins; the result
+ * does not depend on the order of imports, so several imports into an empty cache and one
+ * export merge bundles. Counts may be NULL. */
+FAJIT_API fajit_status fajit_cache_export(fajit_ctx *ctx, const char *path, const char *arch,
+                                          int *n_kernels, int *n_rows);
+FAJIT_API fajit_status fajit_cache_import(fajit_ctx *ctx, const char *path, int *n_kernels,
+                                          int *n_rows, int *n_corrupt);
+
+/* Why the kernel fajit_attn_fwd would use for `d` on target `arch` (NULL = the context's
+ * device) is or is not in the cache: the parts of its key and, for a miss, the nearest
+ * cached entry and which parts differ. One or more lines of text into buf. */
+FAJIT_API fajit_status fajit_cache_explain(fajit_ctx *ctx, const char *arch,
+                                           const fajit_attn_desc *d, char *buf, size_t len);
+
 #ifdef __cplusplus
 }
 #endif

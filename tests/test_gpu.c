@@ -23,6 +23,7 @@
 
 #include "../src/api/internal.h"
 #include "cpu_ref.h"
+#include "../src/autotune/fa2_config.h"
 
 static const fj_cuda *cu;
 static char g_cache_dir[256];
@@ -533,6 +534,234 @@ START_TEST(timings)
 }
 END_TEST
 
+
+/*------ tuning, policies ------*/
+
+static void tmp_dir(char *dir, size_t n, const char *tag)
+{
+    snprintf(dir, n, "/tmp/fajit-gpu-%s-XXXXXX", tag);
+    ck_assert_ptr_nonnull(mkdtemp(dir));
+}
+
+static void rm_dir(const char *dir)
+{
+    char cmd[300];
+    snprintf(cmd, sizeof cmd, "rm -rf %s", dir);
+    ck_assert_int_eq(system(cmd), 0);
+}
+
+static fajit_ctx *policy_ctx(const char *dir, fajit_policy policy)
+{
+    fajit_ctx_opts o;
+    fajit_ctx_opts_init(&o);
+    o.cache_dir = dir;
+    o.policy = policy;
+    fajit_ctx *ctx = NULL;
+    ck_assert_msg(fajit_ctx_create(&ctx, &o) == FAJIT_OK, "%s", fajit_errmsg(ctx));
+    return ctx;
+}
+
+/* The tuning problem of these tests. */
+static void tune_case(tc *c)
+{
+    memset(c, 0, sizeof *c);
+    c->batch = 2, c->hq = 8, c->hkv = 2, c->sq = c->sk = 1024, c->d = 128;
+    c->dtype = FJ_DT_BF16, c->mask = FJ_MASK_CAUSAL;
+    snprintf(c->text, sizeof c->text, "tune case b2 h8/2 s1024 d128 bf16 causal");
+}
+
+/* Runs `fwd` of ctx and the reference kernel on fresh inputs; max error must be within two
+ * output roundings. */
+static void check_against_reference(fajit_ctx *ctx, const tc *c)
+{
+    bufs B;
+    setup(c, &B);
+    size_t nq = (size_t)(B.rows_q * B.row_q) + 8;
+    size_t nl = (size_t)c->hq * (size_t)(c->batch * c->sq) + 1;
+    float *o = malloc(nq * 4), *l = malloc(nl * 4), *ro = malloc(nq * 4), *rl = malloc(nl * 4);
+    run_kernel(ctx, fajit_attn_fwd, &B, c, o, l);
+    run_kernel(ctx, fajit_attn_fwd_reference, &B, c, ro, rl);
+    double *r = malloc(nq * sizeof(double)), *rld = malloc(nl * sizeof(double));
+    for (size_t i = 0; i < nq; i++)
+        r[i] = ro[i];
+    for (size_t i = 0; i < nl; i++)
+        rld[i] = rl[i];
+    errs e = compare(c, &B, o, l, r, rld);
+    ck_assert_msg(e.max_abs <= 2.0 / 256 * fmax(e.max_ref, 1e-3) + 1e-6,
+                  "%s: max error %g against the reference kernel", c->text, e.max_abs);
+    free(o), free(l), free(ro), free(rl), free(r), free(rld);
+    teardown(&B);
+}
+
+/* Tune, then a new process uses the winner under STRICT without measuring or compiling. */
+START_TEST(tune_then_new_process)
+{
+    char dir[64];
+    tmp_dir(dir, sizeof dir, "tune");
+    tc c;
+    tune_case(&c);
+    bufs B;
+    setup(&c, &B);
+    fajit_ctx *ctx = policy_ctx(dir, FAJIT_POLICY_BLOCKING);
+    fajit_tune_opts o;
+    fajit_tune_opts_init(&o);
+    o.reps = 10;
+    fajit_tune_result r;
+    double t0 = now_s();
+    fajit_status st = fajit_tune(ctx, &B.desc, &o, &r);
+    ck_assert_msg(st == FAJIT_OK, "tune: %s", fajit_errmsg(ctx));
+    printf("tune: %s %s: %d candidates, %d pruned, default %s %.4f ms, winner %s %.4f ms "
+           "(%.1f s)\n", r.signature, r.bucket, r.candidates, r.pruned, r.default_config,
+           r.default_ms, r.winner, r.winner_ms, now_s() - t0);
+    ck_assert_int_ge(r.candidates, 2);
+    ck_assert_int_eq(r.from_cache, 0);
+    /* asked again: the stored row is kept, nothing measured */
+    fajit_tune_result again;
+    ck_assert_int_eq(fajit_tune(ctx, &B.desc, &o, &again), FAJIT_OK);
+    ck_assert_int_eq(again.from_cache, 1);
+    ck_assert_str_eq(again.winner, r.winner);
+    teardown(&B);
+    fajit_ctx_destroy(ctx);
+
+    char cmd[600];
+    snprintf(cmd, sizeof cmd, "/proc/%d/exe --use-tuned %s %s", (int)getpid(), dir, r.winner);
+    ck_assert_msg(system(cmd) == 0, "the new process did not use the winner");
+    rm_dir(dir);
+}
+END_TEST
+
+static const char *g_child_dir, *g_child_winner;
+
+START_TEST(use_tuned_test)
+{
+    const char *dir = g_child_dir, *winner = g_child_winner;
+    fajit_ctx *ctx = policy_ctx(dir, FAJIT_POLICY_STRICT);
+    tc c;
+    tune_case(&c);
+    bufs B;
+    setup(&c, &B);
+    char line[512];
+    fajit_dispatch_describe(ctx, NULL, &B.desc, line, sizeof line);
+    teardown(&B);
+    printf("new process: %s\n", line);
+    fj_fa2_config w;
+    char name[32];
+    ck_assert_int_eq(fj_config_parse(winner, &w), 0);
+    fj_variant v;
+    fj_variant_fa2(&v, &w, c.dtype, c.d, c.mask);
+    ck_assert_msg(strncmp(line, v.name, strlen(v.name)) == 0, "dispatch is not the winner %s",
+                  winner);
+    fj_config_name(&w, name);
+    check_against_reference(ctx, &c);   /* STRICT: a miss would fail here */
+    fajit_counters cnt;
+    fajit_counters_get(ctx, &cnt);
+    printf("new process: winner %s used, %llu compiles, %llu disk hits\n", name,
+           (unsigned long long)cnt.compiles, (unsigned long long)cnt.hits_disk);
+    ck_assert_uint_eq(cnt.compiles, 0);
+    fajit_ctx_destroy(ctx);
+}
+END_TEST
+
+/* The child side of tune_then_new_process, in its own runner (assertions need one). */
+static int use_tuned(const char *dir, const char *winner)
+{
+    g_child_dir = dir, g_child_winner = winner;
+    Suite *s = suite_create("gpu-child");
+    TCase *tc = tcase_create("use-tuned");
+    tcase_set_timeout(tc, 300);
+    tcase_add_test(tc, use_tuned_test);
+    suite_add_tcase(s, tc);
+    SRunner *sr = srunner_create(s);
+    srunner_set_fork_status(sr, CK_NOFORK);
+    srunner_run_all(sr, CK_NORMAL);
+    int failed = srunner_ntests_failed(sr);
+    srunner_free(sr);
+    return failed ? 1 : 0;
+}
+
+START_TEST(strict_miss)
+{
+    char dir[64];
+    tmp_dir(dir, sizeof dir, "strict");
+    fajit_ctx *ctx = policy_ctx(dir, FAJIT_POLICY_STRICT);
+    tc c;
+    tune_case(&c);
+    bufs B;
+    setup(&c, &B);
+    ck_assert_int_eq(fajit_attn_fwd(ctx, &B.desc, NULL), FAJIT_CACHE_MISS);
+    fajit_counters cnt;
+    fajit_counters_get(ctx, &cnt);
+    ck_assert_uint_eq(cnt.compiles, 0);
+    ck_assert_uint_eq(cnt.calls, 0);
+    teardown(&B);
+    fajit_ctx_destroy(ctx);
+    rm_dir(dir);
+}
+END_TEST
+
+/* FALLBACK with a tuned row whose kernel is not compiled: the first call returns without
+ * compiling (the default runs), the exact kernel arrives in the background; both right. */
+START_TEST(fallback_never_blocks)
+{
+    char dir[64];
+    tmp_dir(dir, sizeof dir, "fallback");
+    tc c;
+    tune_case(&c);
+    fajit_ctx *ctx = policy_ctx(dir, FAJIT_POLICY_BLOCKING);
+    check_against_reference(ctx, &c);   /* compiles the default and the reference */
+    fajit_ctx_destroy(ctx);
+
+    bufs B;
+    setup(&c, &B);
+    fj_fa2_config dc = fj_fa2_default(90, c.d, c.mask), cand[32], other = dc;
+    int n = fj_fa2_candidates(90, c.d, c.mask, cand, 32);
+    for (int i = 1; i < n && other.block_m == dc.block_m && other.block_n == dc.block_n &&
+                    other.warps == dc.warps && other.stages == dc.stages; i++)
+        other = cand[i];
+    fj_cache *cache;
+    fj_cache_open(&cache, dir, NULL, NULL);
+    fj_tune_row row;
+    memset(&row, 0, sizeof row);
+    CUdevice dev;
+    cu->cuDeviceGet(&dev, 0);
+    cu->cuDeviceGetName(row.gpu_name, sizeof row.gpu_name, dev);
+    snprintf(row.arch, sizeof row.arch, "sm_90a");
+    cu->cuDeviceGetAttribute(&row.sm_count, FJ_CU_ATTR_SM_COUNT, dev);
+    fj_desc_signature(&B.desc, row.signature, sizeof row.signature);
+    fj_desc_bucket(&B.desc, row.bucket, sizeof row.bucket);
+    fj_config_name(&other, row.config);
+    ck_assert_int_eq(fj_cache_tune_put(cache, &row), 0);
+    fj_cache_close(cache);
+    teardown(&B);
+
+    ctx = policy_ctx(dir, FAJIT_POLICY_FALLBACK);
+    double t0 = now_s();
+    check_against_reference(ctx, &c);
+    double first = now_s() - t0;
+    fajit_counters cnt;
+    for (int i = 0; i < 600; i++) {
+        fajit_counters_get(ctx, &cnt);
+        if (cnt.background_compiles)
+            break;
+        usleep(50 * 1000);
+    }
+    double ready = now_s() - t0;
+    usleep(10000);
+    check_against_reference(ctx, &c);
+    fajit_counters_get(ctx, &cnt);
+    printf("fallback: first call (and its check) %.1f ms with the default kernel, tuned %s "
+           "ready after %.1f ms; %llu serving compiles, %llu background, %llu fallback "
+           "launches\n", first * 1e3, row.config, ready * 1e3,
+           (unsigned long long)cnt.serving_compiles, (unsigned long long)cnt.background_compiles,
+           (unsigned long long)cnt.fallback_launches);
+    ck_assert_uint_eq(cnt.serving_compiles, 0);
+    ck_assert_uint_eq(cnt.background_compiles, 1);
+    ck_assert_uint_ge(cnt.fallback_launches, 1);
+    fajit_ctx_destroy(ctx);
+    rm_dir(dir);
+}
+END_TEST
+
 int main(int argc, char **argv)
 {
     char why[256];
@@ -551,6 +780,8 @@ int main(int argc, char **argv)
     }
     if (argc == 3 && strcmp(argv[1], "--second-process") == 0)
         return second_process(argv[2]);
+    if (argc == 4 && strcmp(argv[1], "--use-tuned") == 0)
+        return use_tuned(argv[2], argv[3]);
 
     g_seed = (unsigned)env_int("FAJIT_TEST_SEED", (int)time(NULL));
     const char *dir = getenv("FAJIT_TEST_CACHE_DIR");
@@ -568,6 +799,9 @@ int main(int argc, char **argv)
     tcase_add_test(tc, sweep);
     tcase_add_test(tc, cache_across_processes);
     tcase_add_test(tc, timings);
+    tcase_add_test(tc, strict_miss);
+    tcase_add_test(tc, tune_then_new_process);
+    tcase_add_test(tc, fallback_never_blocks);
     suite_add_tcase(s, tc);
     SRunner *sr = srunner_create(s);
     srunner_set_fork_status(sr, CK_NOFORK);   /* one CUDA context for the whole run */

@@ -2,10 +2,15 @@
  * cache for any GPU target (no GPU needed), and cache maintenance. Uses only fajit.h.
  *
  *   fajit-tune info
- *   fajit-tune warm --arch sm_80,sm_90a,sm_100a [-j N]
+ *   fajit-tune warm --arch sm_80,sm_90a,sm_100a [--spec SPEC] [-j N]
+ *   fajit-tune tune --spec SPEC [--reps N] [--pin] [--force]
  *   fajit-tune plan [--arch sm_90a] [--hdim 128] [--dtype bf16] [--mask causal]
  *   fajit-tune cache ls|stats|verify|clear
+ *   fajit-tune cache export FILE [--arch A] | import FILE... | merge OUT IN...
+ *   fajit-tune cache explain [--arch A] [--hdim D] [--dtype T] [--mask M]
  * Global options: --cache-dir DIR, -v (debug log), -q (no progress).
+ * SPEC is a spec file (docs/spec-format.md) or a preset: llama-3-8b, llama-3-70b,
+ * qwen2.5-7b, mistral-7b.
  */
 #include <fajit.h>
 #include <stdint.h>
@@ -23,16 +28,29 @@ static void usage(FILE *f)
             "usage: fajit-tune [--cache-dir DIR] [-v] [-q] COMMAND\n"
             "commands:\n"
             "  info                      versions, devices, cache location and size\n"
-            "  warm --arch LIST [-j N]   compile every kernel for targets in LIST\n"
-            "                            (comma-separated, e.g. sm_80,sm_90a,sm_100a); no GPU\n"
-            "                            needed; N compile threads (default: one per CPU)\n"
+            "  warm --arch LIST [--spec SPEC] [-j N]\n"
+            "                            compile every kernel (or every kernel SPEC needs) for\n"
+            "                            the targets in LIST (e.g. sm_80,sm_90a,sm_100a); no\n"
+            "                            GPU needed; N compile threads (default: one per CPU)\n"
+            "  tune --spec SPEC [--reps N] [--pin] [--force]\n"
+            "                            time every candidate configuration of SPEC's shapes on\n"
+            "                            GPU 0 and store the winners (kept rows are reused\n"
+            "                            unless --force; --pin protects the new winners)\n"
             "  plan [--arch A] [--hdim D] [--dtype f16|bf16] [--mask none|causal|window]\n"
             "                            which kernel serves that problem (default: device 0,\n"
             "                            hdim 128, bf16, causal)\n"
             "  cache ls                  one line per cached kernel\n"
             "  cache stats               entry count and sizes\n"
             "  cache verify              re-check every entry's checksum, drop bad ones\n"
-            "  cache clear               remove every entry\n");
+            "  cache clear               remove every entry\n"
+            "  cache export FILE [--arch A]  one bundle file with kernels and tuning rows\n"
+            "  cache import FILE...      add bundles into the cache\n"
+            "  cache merge OUT IN...     merge bundles IN into a new bundle OUT\n"
+            "  cache explain [--arch A] [--hdim D] [--dtype T] [--mask M]\n"
+            "                            the key of the kernel that problem needs; for a miss,\n"
+            "                            the nearest entry and what differs\n"
+            "SPEC: a spec file (docs/spec-format.md) or a preset: llama-3-8b, llama-3-70b,\n"
+            "qwen2.5-7b, mistral-7b\n");
 }
 
 static void on_log(void *user, fajit_log_level level, const char *msg)
@@ -82,7 +100,8 @@ static int cmd_info(fajit_ctx *ctx)
     if (si.nvrtc_loaded)
         printf("nvrtc        %d.%d\n", si.nvrtc_major, si.nvrtc_minor);
     else
-        printf("nvrtc        not found (set FAJIT_NVRTC_PATH): can only serve cached kernels\n");
+        printf("nvrtc        not found (set FAJIT_NVRTC_PATH): kernels can be neither compiled "
+               "nor looked up (keys include its version)\n");
     printf("devices      %d\n", si.device_count);
     for (int i = 0; i < si.device_count; i++) {
         fajit_device_info di;
@@ -100,24 +119,33 @@ static int cmd_info(fajit_ctx *ctx)
     return 0;
 }
 
-static int cmd_warm(fajit_ctx *ctx, const char *archs, int jobs)
+/* What follows the command on the line. */
+typedef struct args {
+    const char *arch, *spec, *dtype, *mask;
+    int jobs, hdim, reps, pin, force;
+    const char *pos[64];   /* positional words */
+    int n_pos;
+} args;
+
+static int cmd_warm(fajit_ctx *ctx, const args *a)
 {
-    if (!archs) {
+    if (!a->arch) {
         fprintf(stderr, "fajit-tune: warm needs --arch LIST (e.g. sm_80,sm_90a,sm_100a)\n");
         return 2;
     }
-    char *list = strdup(archs), *save = NULL;
+    char *list = strdup(a->arch), *save = NULL;
     int rc = 0;
     struct timespec t0, t1;
     clock_gettime(CLOCK_MONOTONIC, &t0);
-    for (char *a = strtok_r(list, ",", &save); a; a = strtok_r(NULL, ",", &save)) {
+    for (char *t = strtok_r(list, ",", &save); t; t = strtok_r(NULL, ",", &save)) {
         int compiled = 0, cached = 0;
-        fajit_status st = fajit_warm(ctx, a, jobs, &compiled, &cached);
+        fajit_status st = a->spec ? fajit_warm_spec(ctx, a->spec, t, a->jobs, &compiled, &cached)
+                                  : fajit_warm(ctx, t, a->jobs, &compiled, &cached);
         if (st) {
             rc = fail(ctx, st, "warm");
             break;
         }
-        printf("%-8s %d compiled, %d already cached\n", a, compiled, cached);
+        printf("%-8s %d compiled, %d already cached\n", t, compiled, cached);
     }
     clock_gettime(CLOCK_MONOTONIC, &t1);
     fajit_counters c;
@@ -129,37 +157,99 @@ static int cmd_warm(fajit_ctx *ctx, const char *archs, int jobs)
     return rc;
 }
 
-static int cmd_plan(fajit_ctx *ctx, const char *arch, int hdim, const char *dtype,
-                    const char *mask)
+typedef struct tune_table {
+    fajit_tune_result rows[512];
+    int n;
+} tune_table;
+
+static void on_tuned(void *user, const fajit_tune_result *r)
 {
-    static const char *const masks[] = {"none", "causal", "window"};
-    fajit_device_info di;
-    if (!arch) {
-        if (fajit_device_info_get(ctx, 0, &di) != FAJIT_OK) {
-            fprintf(stderr, "fajit-tune: no GPU here (%s); name a target with --arch\n",
-                    fajit_errmsg(ctx));
-            return 2;
-        }
-        arch = di.arch;
-    }
-    fajit_attn_desc d;
-    void *p = (void *)(uintptr_t)0x100000;   /* never dereferenced: nothing runs */
-    fajit_attn_desc_init(&d, p, p, p, p, 1, 16, 16, 4096, 4096, hdim,
-                         strcmp(dtype, "f16") == 0 ? FAJIT_F16 : FAJIT_BF16);
-    if (strcmp(dtype, "f16") != 0 && strcmp(dtype, "bf16") != 0) {
-        fprintf(stderr, "fajit-tune: --dtype must be f16 or bf16, got '%s'\n", dtype);
+    tune_table *t = user;
+    if (t->n < (int)(sizeof t->rows / sizeof t->rows[0]))
+        t->rows[t->n++] = *r;
+}
+
+static int cmd_tune(fajit_ctx *ctx, const args *a)
+{
+    if (!a->spec) {
+        fprintf(stderr, "fajit-tune: tune needs --spec FILE or a preset name\n");
         return 2;
     }
-    d.mask = (fajit_mask)-1;
+    fajit_tune_opts o;
+    fajit_tune_opts_init(&o);
+    if (a->reps)
+        o.reps = a->reps;
+    o.pin = a->pin;
+    o.force = a->force;
+    tune_table *t = calloc(1, sizeof *t);
+    struct timespec t0, t1;
+    clock_gettime(CLOCK_MONOTONIC, &t0);
+    fajit_status st = fajit_tune_spec(ctx, a->spec, &o, on_tuned, t);
+    clock_gettime(CLOCK_MONOTONIC, &t1);
+    printf("%-28s %-12s %5s %5s %5s  %-12s %9s  %-12s %9s  %7s %s\n", "signature", "bucket", "sq",
+           "sk", "batch", "default", "ms", "winner", "ms", "speedup", "");
+    for (int i = 0; i < t->n; i++) {
+        const fajit_tune_result *r = &t->rows[i];
+        char speed[16] = "-";
+        if (r->default_ms > 0 && r->winner_ms > 0)
+            snprintf(speed, sizeof speed, "%.2fx", r->default_ms / r->winner_ms);
+        printf("%-28s %-12s %5d %5d %5d  %-12s %9.4f  %-12s %9.4f  %7s %s\n", r->signature,
+               r->bucket, r->seqlen_q, r->seqlen_k, r->batch, r->default_config, r->default_ms,
+               r->winner, r->winner_ms, speed,
+               r->from_cache ? "(stored row kept)" : r->pruned ? "" : "");
+    }
+    fajit_counters c;
+    fajit_counters_get(ctx, &c);
+    printf("tune: %d shapes in %.1f s, %llu compiles (%.1f s compiling)\n", t->n,
+           (t1.tv_sec - t0.tv_sec) + (t1.tv_nsec - t0.tv_nsec) / 1e9,
+           (unsigned long long)c.compiles, c.compile_seconds);
+    free(t);
+    return st ? fail(ctx, st, "tune") : 0;
+}
+
+/* A descriptor for the shape options (nothing runs: the pointers are never used). */
+static int shape_desc(const args *a, fajit_attn_desc *d)
+{
+    static const char *const masks[] = {"none", "causal", "window"};
+    void *p = (void *)(uintptr_t)0x100000;
+    if (strcmp(a->dtype, "f16") != 0 && strcmp(a->dtype, "bf16") != 0) {
+        fprintf(stderr, "fajit-tune: --dtype must be f16 or bf16, got '%s'\n", a->dtype);
+        return -1;
+    }
+    fajit_attn_desc_init(d, p, p, p, p, 1, 16, 16, 4096, 4096, a->hdim,
+                         strcmp(a->dtype, "f16") == 0 ? FAJIT_F16 : FAJIT_BF16);
+    d->mask = (fajit_mask)-1;
     for (int i = 0; i < 3; i++)
-        if (strcmp(mask, masks[i]) == 0)
-            d.mask = (fajit_mask)i;
-    d.window_left = d.window_right = d.mask == FAJIT_MASK_WINDOW ? 256 : -1;
+        if (strcmp(a->mask, masks[i]) == 0)
+            d->mask = (fajit_mask)i;
+    d->window_left = d->window_right = d->mask == FAJIT_MASK_WINDOW ? 256 : -1;
+    return 0;
+}
+
+static const char *default_arch(fajit_ctx *ctx, const args *a, fajit_device_info *di)
+{
+    if (a->arch)
+        return a->arch;
+    if (fajit_device_info_get(ctx, 0, di) != FAJIT_OK) {
+        fprintf(stderr, "fajit-tune: no GPU here (%s); name a target with --arch\n",
+                fajit_errmsg(ctx));
+        return NULL;
+    }
+    return di->arch;
+}
+
+static int cmd_plan(fajit_ctx *ctx, const args *a)
+{
+    fajit_device_info di;
+    fajit_attn_desc d;
+    const char *arch = default_arch(ctx, a, &di);
+    if (!arch || shape_desc(a, &d) != 0)
+        return 2;
     char line[512];
     fajit_status st = fajit_dispatch_describe(ctx, arch, &d, line, sizeof line);
     if (st)
         return fail(ctx, st, "plan");
-    printf("%s hdim %d %s %s -> %s\n", arch, hdim, dtype, mask, line);
+    printf("%s hdim %d %s %s -> %s\n", arch, a->hdim, a->dtype, a->mask, line);
     return 0;
 }
 
@@ -174,9 +264,48 @@ static int print_entry(void *user, const fajit_cache_entry *e)
     return 0;
 }
 
-static int cmd_cache(fajit_ctx *ctx, const char *sub)
+static int cmd_merge(const args *a)
+{
+    char dir[] = "/tmp/fajit-merge-XXXXXX", cmd[64];
+    if (a->n_pos < 3) {
+        fprintf(stderr, "fajit-tune: cache merge needs OUT and at least one IN bundle\n");
+        return 2;
+    }
+    if (!mkdtemp(dir)) {
+        perror("fajit-tune: mkdtemp");
+        return 1;
+    }
+    fajit_ctx_opts o;
+    fajit_ctx_opts_init(&o);
+    o.device = FAJIT_DEVICE_NONE;
+    o.cache_dir = dir;
+    o.log = on_log;
+    fajit_ctx *m = NULL;
+    fajit_status st = fajit_ctx_create(&m, &o);
+    int rc = st ? fail(m, st, "merge") : 0;
+    for (int i = 2; i < a->n_pos && !rc; i++) {
+        int k = 0, r = 0, bad = 0;
+        st = fajit_cache_import(m, a->pos[i], &k, &r, &bad);
+        rc = st ? fail(m, st, "merge") : 0;
+        if (!rc)
+            printf("%s: %d kernels, %d tuning rows%s\n", a->pos[i], k, r, bad ? " (bad skipped)" : "");
+    }
+    int k = 0, r = 0;
+    if (!rc && (st = fajit_cache_export(m, a->pos[1], NULL, &k, &r)))
+        rc = fail(m, st, "merge");
+    if (!rc)
+        printf("%s: %d kernels, %d tuning rows\n", a->pos[1], k, r);
+    fajit_ctx_destroy(m);
+    snprintf(cmd, sizeof cmd, "rm -rf %s", dir);
+    if (system(cmd) != 0)
+        fprintf(stderr, "fajit-tune: could not remove %s\n", dir);
+    return rc;
+}
+
+static int cmd_cache(fajit_ctx *ctx, const args *a)
 {
     fajit_status st;
+    const char *sub = a->n_pos > 0 ? a->pos[0] : NULL;
     if (!sub) {
         usage(stderr);
         return 2;
@@ -200,8 +329,34 @@ static int cmd_cache(fajit_ctx *ctx, const char *sub)
         st = fajit_cache_clear(ctx);
         if (!st)
             printf("cache cleared\n");
+    } else if (strcmp(sub, "export") == 0 && a->n_pos == 2) {
+        int k = 0, r = 0;
+        st = fajit_cache_export(ctx, a->pos[1], a->arch, &k, &r);
+        if (!st)
+            printf("%s: %d kernels, %d tuning rows\n", a->pos[1], k, r);
+    } else if (strcmp(sub, "import") == 0 && a->n_pos >= 2) {
+        st = FAJIT_OK;
+        for (int i = 1; i < a->n_pos && !st; i++) {
+            int k = 0, r = 0, bad = 0;
+            st = fajit_cache_import(ctx, a->pos[i], &k, &r, &bad);
+            if (!st)
+                printf("%s: %d kernels added, %d tuning rows, %d corrupt skipped\n", a->pos[i],
+                       k, r, bad);
+        }
+    } else if (strcmp(sub, "merge") == 0) {
+        return cmd_merge(a);
+    } else if (strcmp(sub, "explain") == 0) {
+        fajit_device_info di;
+        fajit_attn_desc d;
+        const char *arch = default_arch(ctx, a, &di);
+        if (!arch || shape_desc(a, &d) != 0)
+            return 2;
+        char text[4096];
+        st = fajit_cache_explain(ctx, arch, &d, text, sizeof text);
+        if (!st)
+            printf("%s\n", text);
     } else {
-        fprintf(stderr, "fajit-tune: unknown cache command '%s'\n", sub);
+        fprintf(stderr, "fajit-tune: unknown or incomplete cache command '%s'\n", sub);
         usage(stderr);
         return 2;
     }
@@ -210,8 +365,8 @@ static int cmd_cache(fajit_ctx *ctx, const char *sub)
 
 int main(int argc, char **argv)
 {
-    const char *cache_dir = NULL, *archs = NULL, *dtype = "bf16", *mask = "causal";
-    int jobs = 0, hdim = 128, i = 1;
+    const char *cache_dir = NULL;
+    int i = 1;
     for (; i < argc && argv[i][0] == '-'; i++) {
         if (strcmp(argv[i], "--cache-dir") == 0 && i + 1 < argc)
             cache_dir = argv[++i];
@@ -233,23 +388,42 @@ int main(int argc, char **argv)
         return 2;
     }
     const char *cmd = argv[i++];
-    for (int j = i; j < argc; j++) {
-        if (strcmp(argv[j], "--arch") == 0 && j + 1 < argc)
-            archs = argv[++j];
-        else if (strcmp(argv[j], "-j") == 0 && j + 1 < argc)
-            jobs = atoi(argv[++j]);
-        else if (strcmp(argv[j], "--hdim") == 0 && j + 1 < argc)
-            hdim = atoi(argv[++j]);
-        else if (strcmp(argv[j], "--dtype") == 0 && j + 1 < argc)
-            dtype = argv[++j];
-        else if (strcmp(argv[j], "--mask") == 0 && j + 1 < argc)
-            mask = argv[++j];
+    args a = {.dtype = "bf16", .mask = "causal", .hdim = 128};
+    for (; i < argc; i++) {
+        const char *o = argv[i], *val = i + 1 < argc ? argv[i + 1] : NULL;
+        if (strcmp(o, "--pin") == 0)
+            a.pin = 1;
+        else if (strcmp(o, "--force") == 0)
+            a.force = 1;
+        else if (o[0] == '-' && o[1] && !val) {
+            fprintf(stderr, "fajit-tune: %s needs a value\n", o);
+            return 2;
+        } else if (strcmp(o, "--arch") == 0)
+            a.arch = argv[++i];
+        else if (strcmp(o, "--spec") == 0)
+            a.spec = argv[++i];
+        else if (strcmp(o, "--dtype") == 0)
+            a.dtype = argv[++i];
+        else if (strcmp(o, "--mask") == 0)
+            a.mask = argv[++i];
+        else if (strcmp(o, "-j") == 0)
+            a.jobs = atoi(argv[++i]);
+        else if (strcmp(o, "--hdim") == 0)
+            a.hdim = atoi(argv[++i]);
+        else if (strcmp(o, "--reps") == 0)
+            a.reps = atoi(argv[++i]);
+        else if (o[0] == '-' && o[1]) {
+            fprintf(stderr, "fajit-tune: unknown option '%s'\n", o);
+            return 2;
+        } else if (a.n_pos < 64)
+            a.pos[a.n_pos++] = o;
     }
     g_tty = isatty(2);
 
     fajit_ctx_opts o;
     fajit_ctx_opts_init(&o);
-    o.device = FAJIT_DEVICE_NONE;  /* the tool itself launches nothing */
+    /* Only tuning runs kernels; everything else works on a machine without a GPU. */
+    o.device = strcmp(cmd, "tune") == 0 ? 0 : FAJIT_DEVICE_NONE;
     o.cache_dir = cache_dir;
     o.log = on_log;
     o.log_level = g_verbose ? FAJIT_LOG_DEBUG : FAJIT_LOG_WARN;
@@ -265,11 +439,13 @@ int main(int argc, char **argv)
     if (strcmp(cmd, "info") == 0)
         rc = cmd_info(ctx);
     else if (strcmp(cmd, "warm") == 0)
-        rc = cmd_warm(ctx, archs, jobs);
+        rc = cmd_warm(ctx, &a);
+    else if (strcmp(cmd, "tune") == 0)
+        rc = cmd_tune(ctx, &a);
     else if (strcmp(cmd, "plan") == 0)
-        rc = cmd_plan(ctx, archs, hdim, dtype, mask);
+        rc = cmd_plan(ctx, &a);
     else if (strcmp(cmd, "cache") == 0)
-        rc = cmd_cache(ctx, i < argc ? argv[i] : NULL);
+        rc = cmd_cache(ctx, &a);
     else {
         fprintf(stderr, "fajit-tune: unknown command '%s'\n", cmd);
         usage(stderr);

@@ -381,3 +381,34 @@ fajit_status fajit_cache_stats(fajit_ctx *ctx, int64_t *entries, int64_t *bytes,
         *file_bytes = st.file_bytes;
     return FAJIT_OK;
 }
+
+fajit_status fajit_cache_export(fajit_ctx *ctx, const char *path, const char *arch,
+                                int *n_kernels, int *n_rows)
+{
+    FJ_RETURN_IF(!ctx || !path, ctx, FAJIT_INVALID_ARGUMENT, "ctx and path must not be NULL");
+    fj_bundle_stats st;
+    FJ_RETURN_IF(fj_cache_export(ctx->cache, path, arch, &st) != 0, ctx, FAJIT_CACHE_ERROR,
+                 "exporting the cache to %s failed (see the log)", path);
+    if (n_kernels)
+        *n_kernels = st.kernels;
+    if (n_rows)
+        *n_rows = st.rows;
+    return FAJIT_OK;
+}
+
+fajit_status fajit_cache_import(fajit_ctx *ctx, const char *path, int *n_kernels, int *n_rows,
+                                int *n_corrupt)
+{
+    FJ_RETURN_IF(!ctx || !path, ctx, FAJIT_INVALID_ARGUMENT, "ctx and path must not be NULL");
+    fj_bundle_stats st;
+    FJ_RETURN_IF(fj_cache_import(ctx->cache, path, &st) != 0, ctx, FAJIT_CACHE_ERROR,
+                 "importing %s failed: not a fajit cache or bundle, corrupt, or the cache is "
+                 "read-only (see the log); nothing was changed", path);
+    if (n_kernels)
+        *n_kernels = st.kernels;
+    if (n_rows)
+        *n_rows = st.rows;
+    if (n_corrupt)
+        *n_corrupt = st.corrupt;
+    return FAJIT_OK;
+}

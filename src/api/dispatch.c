@@ -130,6 +130,24 @@ fajit_status fajit_dispatch_describe(fajit_ctx *ctx, const char *arch, const faj
     return FAJIT_OK;
 }
 
+fajit_status fajit_cache_explain(fajit_ctx *ctx, const char *arch, const fajit_attn_desc *d,
+                                 char *buf, size_t len)
+{
+    FJ_RETURN_IF(!ctx || !buf || !len, ctx, FAJIT_INVALID_ARGUMENT,
+                 "ctx and buf must not be NULL, len must be > 0");
+    FJ_CHECK(fajit_attn_check(ctx, d));
+    int sm = arch ? fj_arch_sm(arch) : ctx->cc;
+    FJ_RETURN_IF(arch && sm < 0, ctx, FAJIT_INVALID_ARGUMENT,
+                 "arch must be a target like sm_80, sm_90a or sm_100a, got '%s'", arch);
+    FJ_RETURN_IF(!arch && !ctx->cu, ctx, FAJIT_NO_DEVICE,
+                 "the context has no device: name a target (arch)");
+    FJ_RETURN_IF(sm < 80, ctx, FAJIT_UNSUPPORTED, "fajit needs sm_80 or newer, got sm_%d", sm);
+    fj_variant v, dv;
+    fj_launch l, dl;
+    choose(ctx, sm, d, family_for(sm), &v, &l, &dv, &dl);
+    return fj_kernel_explain(ctx, &v, arch ? arch : ctx->arch, buf, len);
+}
+
 /*------ plans ------*/
 
 static fajit_status set_smem(fajit_ctx *ctx, const fj_variant *v, fj_launch *l)

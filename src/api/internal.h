@@ -115,6 +115,9 @@ fajit_status fj_kernel_get(fajit_ctx *ctx, const fj_variant *v, unsigned flags, 
 fajit_status fj_kernel_warm(fajit_ctx *ctx, const fj_variant *v, const char *arch,
                             int *compiled);
 void fj_kernel_map_free(fajit_ctx *ctx);   /* kernels and plans */
+/* The key of `v` for `arch`, its parts, and the cache's verdict on it, as text. */
+fajit_status fj_kernel_explain(fajit_ctx *ctx, const fj_variant *v, const char *arch,
+                               char *buf, size_t len);
 
 /* Variants of the reference kernel, of the FA2 kernel, and the kernels `warm` compiles. */
 struct fj_fa2_config;

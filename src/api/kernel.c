@@ -328,3 +328,27 @@ fajit_status fj_kernel_warm(fajit_ctx *ctx, const fj_variant *v, const char *arc
     fj_entry_free(&e);
     return FAJIT_OK;
 }
+
+fajit_status fj_kernel_explain(fajit_ctx *ctx, const fj_variant *v, const char *arch,
+                               char *buf, size_t len)
+{
+    char why[1024], opts[256], hex[33];
+    fj_key key;
+    const fj_nvrtc *nv = fj_nvrtc_get(why, sizeof why);
+    FJ_RETURN_IF(!nv, ctx, FAJIT_NO_NVRTC, "%s (the key includes NVRTC's version)", why);
+    FJ_CHECK(variant_key(ctx, v, arch, nv, &key, opts, sizeof opts));
+    char *parts = fj_key_parts(fj_embedded_digest, v->function, v->preamble, opts, arch,
+                               nvrtc_version_of(nv), FJ_CACHE_FORMAT_VERSION);
+    FJ_RETURN_IF(!parts, ctx, FAJIT_OUT_OF_MEMORY, "explaining a key");
+    fj_explain x;
+    int r = fj_cache_explain(ctx->cache, &key, v->name, parts, &x);
+    fj_key_hex(&key, hex);
+    if (r < 0)
+        snprintf(buf, len, "%s [%s] key %s: the cache could not be searched", v->name, arch, hex);
+    else
+        snprintf(buf, len, "%s [%s]\n  key   %s\n  parts %s\n  %s", v->name, arch, hex, parts,
+                 x.text);
+    free(parts);
+    FJ_RETURN_IF(r < 0, ctx, FAJIT_CACHE_ERROR, "explain: cache error");
+    return FAJIT_OK;
+}

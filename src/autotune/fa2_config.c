@@ -41,7 +41,7 @@ fj_fa2_config fj_fa2_default(int sm, int head_dim, int mask)
             return cfg(64, 64, 4, 1);   /* FA2's sm86/sm89 choice (causal) */
         if (sm >= 100)
             return cfg(128, 32, 4, 1);  /* 128 x 64 spills a few bytes with ptxas for sm_100 */
-        if (sm == 90 && mask != 0)
+        if (sm == 90 && mask != 0 && head_dim == 128)
             return cfg(128, 64, 4, 2);  /* H200: 2-4% over one stage when masked */
         return cfg(128, 64, 4, 1);      /* FA2 on A100 and H100 */
     }

@@ -79,9 +79,11 @@ static_assert(STAGES == 1 || STAGES == 2, "FJ_STAGES: 1 or 2");
 static_assert(MT * (ND + NT) * 4 <= 256, "accumulators alone exceed the register file");
 static_assert(CH % 2 == 0 && LDB == (CH + 1) * 16, "a free 16-byte pad chunk per shared row");
 /* Full unroll where the registers allow it (measured on the H200: +3-4% at head_dim 128
- * unmasked); a partial unroll keeps MT = 2 tiles with 128 keys or a mask spill-free. */
-constexpr int QK_UNROLL =
-    FA2_QK_UNROLL > 0 ? FA2_QK_UNROLL : (MT == 1 || (!FA2_MASKED && NT <= 8) ? KD : 2);
+ * unmasked); a partial unroll keeps MT = 2 tiles spill-free with 128 keys, a mask or the
+ * generic copy path (a chunk count that is not a power of two). */
+constexpr bool CH_POW2 = (CH & (CH - 1)) == 0;
+constexpr int QK_UNROLL = FA2_QK_UNROLL > 0 ? FA2_QK_UNROLL
+                          : (MT == 1 || (!FA2_MASKED && NT <= 8 && CH_POW2)) ? KD : 2;
 }  // namespace fa2
 
 /* ---- inline PTX ---------------------------------------------------------------------- */

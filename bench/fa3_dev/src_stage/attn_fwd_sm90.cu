@@ -27,7 +27,7 @@
  *   128-byte swizzle, zero fill out of bounds; rows = seqlen (fixed length) or the total
  *   row count with batch 1 (varlen). grid (ceil(seqlen_q / FJ_BLOCK_M), heads_q, batch),
  *   block 128 * (FJ_BLOCK_M / 64 + 1) threads, dynamic shared memory
- *   (ceil(hd/64) * 128 * (FJ_BLOCK_M + 4 * FJ_BLOCK_N) + 1024 + 128) bytes.
+ *   (ceil(hd/64) * 128 * (FJ_BLOCK_M + 4 * FJ_BLOCK_N) + 256 + 1024) bytes.
  *
  * Design (Shah et al. 2024). Warpgroup 0 is the producer: after setmaxnreg.dec one thread
  * issues TMA loads: Q once, then K_j and V_j into a 2-stage ring, each stage guarded by a
@@ -86,7 +86,7 @@ constexpr int SREG = BN / 2, OREG = HD / 2;  /* fp32 accumulators per thread */
 constexpr int Q_CHUNK = BM * 128, KV_CHUNK = BN * 128;
 constexpr int Q_BYTES = DC * Q_CHUNK, KV_BYTES = DC * KV_CHUNK;
 constexpr int OFF_K = Q_BYTES, OFF_V = OFF_K + 2 * KV_BYTES, OFF_BAR = OFF_V + 2 * KV_BYTES;
-constexpr int SMEM_BYTES = OFF_BAR + 128 + 1024;  /* + barriers + base alignment slack */
+constexpr int SMEM_BYTES = OFF_BAR + 256 + 1024;  /* + barriers, scratch, alignment slack */
 constexpr int REG_PRODUCER = 24, REG_CONSUMER = NWG == 2 ? 240 : 160;
 constexpr bool PINGPONG = FJ_FA3_PINGPONG && NWG == 2 && FJ_FA3_OVERLAP;
 
@@ -333,17 +333,14 @@ FJ_DEVICE fj_u32 pack2(float lo, float hi)
 /* ---- consumer pieces ---------------------------------------------------------------------- */
 
 /* S = Q K^T over the head dim: k16 step kk reads chunk kk/4 at byte 32*(kk%4). */
-/* `zero` is 0 at run time but unknown to ptxas: it then treats s as an input of the first
- * k-step, so the softmax writes to s stay ordered before the next wgmma.fence (see the
- * loop), which keeps ptxas from hoisting the wait for P V above the softmax. */
-FJ_DEVICE void gemm_qk(float (&s)[fa3::SREG], fj_u64 dq, fj_u64 dk, int zero)
+FJ_DEVICE void gemm_qk(float (&s)[fa3::SREG], fj_u64 dq, fj_u64 dk)
 {
     using namespace fa3;
 #pragma unroll
     for (int kk = 0; kk < KSTEPS; ++kk)
         FA3_CAT(wgmma_ss_, FJ_BLOCK_N)<0>(s, dq + (fj_u64)(((kk >> 2) * Q_CHUNK + (kk & 3) * 32) >> 4),
                                           dk + (fj_u64)(((kk >> 2) * KV_CHUNK + (kk & 3) * 32) >> 4),
-                                          kk > 0 ? 1 : zero);
+                                          kk > 0);
 }
 
 #if FJ_FA3_PV_SPLIT
@@ -503,6 +500,7 @@ fj_attn_fwd_sm90(const __grid_constant__ fj_attn_params p, const __grid_constant
     const fj_u32 s_q = base, s_k = base + OFF_K, s_v = base + OFF_V;
     const fj_u32 bar = base + OFF_BAR;  /* q, kfull[2], vfull[2], kempty[2], vempty[2] */
     const fj_u32 b_q = bar, b_kf = bar + 8, b_vf = bar + 24, b_ke = bar + 40, b_ve = bar + 56;
+    const fj_u32 s_anchor = bar + 128 + 4 * (threadIdx.x & 31);  /* write-only scratch */
 
     if (threadIdx.x == 0) {
         mbar_init(b_q, 1);
@@ -560,7 +558,6 @@ fj_attn_fwd_sm90(const __grid_constant__ fj_attn_params p, const __grid_constant
     const int row0 = m0 + 64 * cw + 16 * warp + (lane >> 2);  /* row of hf = 0 */
     const int col_lane = 2 * (lane & 3);
     const float sl2 = p.scale_log2;
-    const int zero = p.batch < 0;  /* 0, opaque to the compilers (see gemm_qk) */
 
     float o[OREG];
 #pragma unroll
@@ -601,7 +598,7 @@ fj_attn_fwd_sm90(const __grid_constant__ fj_attn_params p, const __grid_constant
                 named_sync(2 + cw, 256);
             pin(s);
             wg_fence();
-            gemm_qk(s, dq, dk0, zero);
+            gemm_qk(s, dq, dk0);
             wg_commit();
             if (PINGPONG && !(cw == 1 && n == 1))
                 named_arrive(3 - cw, 256);
@@ -622,7 +619,7 @@ fj_attn_fwd_sm90(const __grid_constant__ fj_attn_params p, const __grid_constant
                 named_sync(2 + cw, 256);
             pin(s);
             wg_fence();
-            gemm_qk(s, dq, dk0 + st * KV_STEP, zero);
+            gemm_qk(s, dq, dk0 + st * KV_STEP);
             wg_commit();
             rescale_o(o, alpha);  /* for the previous tile's P V, issued next */
             mbar_wait(b_vf + 8 * pst, pph);
@@ -640,11 +637,10 @@ fj_attn_fwd_sm90(const __grid_constant__ fj_attn_params p, const __grid_constant
             if (need_mask(nb))
                 apply_mask(s, nb * BN, row0, col_lane, sq.sk, shift, wl, wr);
             softmax_tile(s, mx, l, alpha, sl2);
-            /* ptxas hoists a wgmma wait as far up as it can, which would put the softmax
-             * after P V instead of under it; a wgmma.fence orders the register writes
-             * before it (s is an operand of the next S wgmma) and the wait stays below. */
-            pin(s);
-            wg_fence();
+            /* ptxas hoists a wgmma wait up to the previous memory operation, which would
+             * put the softmax after P V instead of under it. A shared store of the row sums
+             * (which depend on every exp of the tile) anchors the wait below the softmax. */
+            asm volatile("st.shared.f32 [%0], %1;\n" ::"r"(s_anchor), "f"(l[0] + l[1]) : "memory");
             wg_wait<0>();  /* P V done */
             pin(o);
             pin(pr);
@@ -673,7 +669,7 @@ fj_attn_fwd_sm90(const __grid_constant__ fj_attn_params p, const __grid_constant
             mbar_wait(b_kf + 8 * st, ph);
             pin(s);
             wg_fence();
-            gemm_qk(s, dq, dk0 + st * KV_STEP, zero);
+            gemm_qk(s, dq, dk0 + st * KV_STEP);
             wg_commit();
             wg_wait<0>();
             pin(s);

@@ -1,0 +1,214 @@
+/* fa3_config.c - see fa3_config.h. */
+#include "fa3_config.h"
+
+#include <stdio.h>
+#include <string.h>
+
+#define KIB 1024u
+
+/* cuda.h enum values (CUtensorMapDataType etc.), stable since CUDA 12.0 */
+enum {
+    TMAP_F16 = 6,
+    TMAP_BF16 = 9,
+    TMAP_INTERLEAVE_NONE = 0,
+    TMAP_SWIZZLE_128B = 3,
+    TMAP_L2_256B = 3,
+    TMAP_OOB_ZERO = 0,
+};
+
+static fj_fa3_config cfg(int m, int n)
+{
+    fj_fa3_config c = {m, n, 1, m == 128};
+    return c;
+}
+
+size_t fj_fa3_smem_bytes(const fj_fa3_config *c, int head_dim)
+{
+    const size_t chunks = (size_t)(head_dim + 63) / 64;
+    return chunks * 128u * (size_t)(c->block_m + 4 * c->block_n) + 256u + 1024u;
+}
+
+fj_fa3_config fj_fa3_default(int head_dim, int mask)
+{
+    /* FA3's tiles (hdim 64: 192x128/192x192 need 3 warpgroups; 128x128 first until
+     * measured), trimmed to what fits the shared memory with hdim in between. */
+    if (head_dim <= 64)
+        return cfg(128, 128);
+    if (head_dim <= 96)
+        return cfg(128, 128);
+    if (head_dim <= 128)
+        return mask == FJ_MASK_NONE ? cfg(128, 176) : cfg(128, 128);
+    if (head_dim <= 192)
+        return cfg(128, 112);
+    return cfg(128, 80);
+}
+
+int fj_fa3_check(const fj_fa3_config *c, int head_dim, int sm, char *why, size_t n)
+{
+    char dummy[8];
+    if (!why) {
+        why = dummy;
+        n = sizeof dummy;
+    }
+    if (sm != 90) {
+        snprintf(why, n, "the sm_90a kernel needs compute capability 9.0, got sm_%d", sm);
+        return -1;
+    }
+    if (head_dim < 16 || head_dim > 256 || head_dim % 16) {
+        snprintf(why, n, "head_dim must be a multiple of 16 in 16..256, got %d", head_dim);
+        return -1;
+    }
+    if (c->block_m != 128 && c->block_m != 192) {
+        snprintf(why, n, "block_m must be 128 or 192, got %d", c->block_m);
+        return -1;
+    }
+    if (c->block_n < 16 || c->block_n > 256 || c->block_n % 16) {
+        snprintf(why, n, "block_n must be a multiple of 16 in 16..256, got %d", c->block_n);
+        return -1;
+    }
+    if ((c->overlap != 0 && c->overlap != 1) || (c->pingpong != 0 && c->pingpong != 1)) {
+        snprintf(why, n, "overlap and pingpong must be 0 or 1, got %d and %d", c->overlap,
+                 c->pingpong);
+        return -1;
+    }
+    if (c->pingpong && (c->block_m != 128 || !c->overlap)) {
+        snprintf(why, n, "pingpong needs block_m 128 and overlap 1, got block_m %d overlap %d",
+                 c->block_m, c->overlap);
+        return -1;
+    }
+    const size_t smem = fj_fa3_smem_bytes(c, head_dim);
+    if (smem > 227 * KIB) {
+        snprintf(why, n, "shared memory %zu bytes > 227 KiB (block_m %d, block_n %d, head_dim %d)",
+                 smem, c->block_m, c->block_n, head_dim);
+        return -1;
+    }
+    const int acc = head_dim / 2 + 3 * c->block_n / 4, lim = c->block_m == 128 ? 210 : 130;
+    if (acc > lim) {
+        snprintf(why, n,
+                 "accumulators need %d registers per consumer thread (head_dim/2 + 3*block_n/4), "
+                 "more than %d with block_m %d",
+                 acc, lim, c->block_m);
+        return -1;
+    }
+    return 0;
+}
+
+int fj_fa3_candidates(int head_dim, int mask, fj_fa3_config *out, int max)
+{
+    static const int tiles[][2] = {{128, 128}, {128, 176}, {128, 192}, {128, 112}, {128, 80},
+                                   {128, 64},  {192, 128}, {192, 96},  {128, 144}};
+    int k = 0;
+    if (max <= 0)
+        return 0;
+    out[k++] = fj_fa3_default(head_dim, mask);
+    for (size_t i = 0; i < sizeof tiles / sizeof tiles[0] && k < max; i++) {
+        fj_fa3_config c = cfg(tiles[i][0], tiles[i][1]);
+        if (c.block_m == out[0].block_m && c.block_n == out[0].block_n)
+            continue;
+        if (fj_fa3_check(&c, head_dim, 90, NULL, 0) == 0)
+            out[k++] = c;
+    }
+    if (k < max && out[0].pingpong) {  /* the default without ping-pong */
+        out[k] = out[0];
+        out[k++].pingpong = 0;
+    }
+    return k;
+}
+
+int fj_fa3_preamble(const fj_fa3_config *c, int dtype, int head_dim, int mask, char *buf, size_t n)
+{
+    int r = snprintf(buf, n,
+                     "#define FJ_DTYPE %d\n#define FJ_HEAD_DIM %d\n#define FJ_MASK %d\n"
+                     "#define FJ_BLOCK_M %d\n#define FJ_BLOCK_N %d\n#define FJ_FA3_OVERLAP %d\n"
+                     "#define FJ_FA3_PINGPONG %d\n",
+                     dtype, head_dim, mask, c->block_m, c->block_n, c->overlap, c->pingpong);
+    return r < 0 || (size_t)r >= n ? -1 : r;
+}
+
+void fj_fa3_launch_shape(const fj_fa3_config *c, const fj_attn_params *p, unsigned grid[3],
+                         unsigned *threads)
+{
+    grid[0] = (unsigned)((p->seqlen_q + c->block_m - 1) / c->block_m);
+    grid[1] = (unsigned)p->heads_q;
+    grid[2] = (unsigned)p->batch;
+    *threads = 128u * (unsigned)(c->block_m / 64 + 1);
+}
+
+/* A stride (elements) of a dimension of `extent` entries, in bytes. A dimension of one
+ * entry never steps, so any valid stride stands in for it. */
+static int stride_bytes(long long elems, long long extent, unsigned long long *out)
+{
+    if (extent <= 1) {
+        *out = 16;
+        return 0;
+    }
+    if (elems <= 0 || elems % 8 || elems * 2 >= (1ll << 40))
+        return -1;
+    *out = (unsigned long long)elems * 2u;
+    return 0;
+}
+
+static int encode_one(fj_fa3_encode_fn encode, fj_fa3_tmap *out, int dt, fj_u64 addr, int head_dim,
+                      long long rows, long long heads, long long batch, long long row_stride,
+                      long long head_stride, long long batch_stride, unsigned box_rows,
+                      const char *name, char *why, size_t n)
+{
+    unsigned long long dim[4], str[3];
+    const unsigned box[4] = {64, box_rows, 1, 1}, estr[4] = {1, 1, 1, 1};
+    fj_fa3_tmap m;
+    if (addr % 16) {
+        snprintf(why, n, "%s must be 16-byte aligned for TMA, got address 0x%llx", name,
+                 (unsigned long long)addr);
+        return -1;
+    }
+    if (rows < 1)
+        rows = 1;  /* nothing is loaded then; the map only has to be valid */
+    dim[0] = (unsigned long long)head_dim;
+    dim[1] = (unsigned long long)rows;
+    dim[2] = (unsigned long long)heads;
+    dim[3] = (unsigned long long)batch;
+    if (stride_bytes(row_stride, rows, &str[0]) || stride_bytes(head_stride, heads, &str[1]) ||
+        stride_bytes(batch_stride, batch, &str[2])) {
+        snprintf(why, n,
+                 "%s strides must be positive multiples of 8 elements for TMA, got row %lld "
+                 "head %lld batch %lld",
+                 name, row_stride, head_stride, batch_stride);
+        return -1;
+    }
+    memset(&m, 0, sizeof m);
+    int r = encode(&m, dt, 4, (void *)(size_t)addr, dim, str, box, estr, TMAP_INTERLEAVE_NONE,
+                   TMAP_SWIZZLE_128B, TMAP_L2_256B, TMAP_OOB_ZERO);
+    if (r != 0) {
+        snprintf(why, n, "cuTensorMapEncodeTiled(%s) failed with CUresult %d", name, r);
+        return -1;
+    }
+    memcpy(out, &m, sizeof m);
+    return 0;
+}
+
+int fj_fa3_encode_tmaps(fj_fa3_encode_fn encode, const fj_attn_params *p, int dtype,
+                        const fj_fa3_config *c, long long total_q, long long total_k,
+                        fj_fa3_tmap out[3], char *why, size_t n)
+{
+    char dummy[8];
+    if (!why) {
+        why = dummy;
+        n = sizeof dummy;
+    }
+    if (!encode) {
+        snprintf(why, n, "no cuTensorMapEncodeTiled in the driver (needs CUDA 12.0 or newer)");
+        return -1;
+    }
+    const int dt = dtype == FJ_DT_BF16 ? TMAP_BF16 : TMAP_F16;
+    const int varlen = p->cu_seqlens_q != 0;
+    const long long rq = varlen ? total_q : p->seqlen_q, rk = varlen ? total_k : p->seqlen_k;
+    const long long nb = varlen ? 1 : p->batch;
+    if (encode_one(encode, &out[0], dt, p->q, p->head_dim, rq, p->heads_q, nb, p->q_row_stride,
+                   p->q_head_stride, p->q_batch_stride, (unsigned)c->block_m, "Q", why, n) ||
+        encode_one(encode, &out[1], dt, p->k, p->head_dim, rk, p->heads_kv, nb, p->k_row_stride,
+                   p->k_head_stride, p->k_batch_stride, (unsigned)c->block_n, "K", why, n) ||
+        encode_one(encode, &out[2], dt, p->v, p->head_dim, rk, p->heads_kv, nb, p->v_row_stride,
+                   p->v_head_stride, p->v_batch_stride, (unsigned)c->block_n, "V", why, n))
+        return -1;
+    return 0;
+}
