@@ -1,0 +1,116 @@
+#!/usr/bin/env python3
+"""build.py - compile the sm_90a cubins the GPU harness (run_fa3.py) needs, here, with NVRTC
+(nvrtc_build), into bench/fa3_dev/cubins/ plus manifest.json, and check each compile log
+(no spills, no local memory, no C75xx warnings) and its SASS (HGMMA present, no LDL/STL).
+
+  check: fj_fa3_default of each (dtype, head_dim, mask) + diagnostic variants (FJ_FA3_HANG_TRAP=1)
+  bench: candidate tiles for bf16, head_dim 64/128/256, mask none/causal
+Usage: python3 build.py [-j N]      (needs ./nvrtc_build and ./libfa3cfg.so, see README)
+"""
+import ctypes, json, os, subprocess, sys
+from concurrent.futures import ThreadPoolExecutor
+
+HERE = os.path.dirname(os.path.abspath(__file__))
+ROOT = os.path.join(HERE, "..", "..")
+OUT = os.path.join(HERE, "cubins")
+STAGE = os.path.join(HERE, "src_stage")
+NVDISASM = os.environ.get("NVDISASM", "/root/.pyenv/versions/3.11.7/lib/python3.11/site-packages/nvidia/cu13/bin/nvdisasm")
+CHECK_HD = [64, 96, 128, 192, 256]
+
+
+class Cfg(ctypes.Structure):
+    _fields_ = [("block_m", ctypes.c_int), ("block_n", ctypes.c_int), ("overlap", ctypes.c_int),
+                ("pingpong", ctypes.c_int)]
+
+
+lib = ctypes.CDLL(os.path.join(HERE, "libfa3cfg.so"))
+lib.fj_fa3_default.restype = Cfg
+lib.fj_fa3_smem_bytes.restype = ctypes.c_size_t
+
+
+def smem(c, hd):
+    return lib.fj_fa3_smem_bytes(ctypes.byref(c), hd)
+
+
+def check_cfg(c, hd):
+    why = ctypes.create_string_buffer(256)
+    return lib.fj_fa3_check(ctypes.byref(c), hd, 90, why, 256) == 0, why.value.decode()
+
+
+def build(v):
+    dt, hd, mask, bm, bn, ov, pp, extra, role = v
+    tag = "".join(f"_{k.replace('FJ_FA3_', '').lower()}{val}" for k, val in extra)
+    name = f"d{dt}_h{hd}_m{mask}_{bm}x{bn}_o{ov}p{pp}{tag}{'_t' if role == 'check' else ''}.cubin"
+    defs = [f"FJ_DTYPE={dt}", f"FJ_HEAD_DIM={hd}", f"FJ_MASK={mask}", f"FJ_BLOCK_M={bm}", f"FJ_BLOCK_N={bn}",
+            f"FJ_FA3_OVERLAP={ov}", f"FJ_FA3_PINGPONG={pp}", f"FJ_FA3_HANG_TRAP={1 if role == 'check' else 0}"]
+    defs += [f"{k}={val}" for k, val in extra]
+    path = os.path.join(OUT, name)
+    r = subprocess.run([os.path.join(HERE, "nvrtc_build"), STAGE, "sm_90a", path] + defs,
+                       capture_output=True, text=True)
+    info = dict(kv.split("=", 1) for kv in r.stdout.split() if "=" in kv and not kv.startswith("FJ_"))
+    rec = dict(file=name, dtype=dt, hd=hd, mask=mask, bm=bm, bn=bn, overlap=ov, pingpong=pp,
+               extra=dict(extra), role=role, ok=r.returncode == 0, regs=int(info.get("regs", -1)),
+               spill=int(info.get("spill_st", -1)) + int(info.get("spill_ld", -1)),
+               stack=int(info.get("stack", -1)), warn=info.get("warn", "?"), ms=float(info.get("ms", -1)),
+               smem=smem(Cfg(bm, bn, ov, pp), hd), threads=128 * (bm // 64 + 1))
+    if not rec["ok"]:
+        rec["log"] = r.stderr[-2000:]
+        return rec
+    sass = subprocess.run([NVDISASM, "-c", path], capture_output=True, text=True).stdout
+    rec["hgmma"] = sass.count("HGMMA")
+    rec["local"] = sum(sass.count(x) for x in ("LDL", "STL"))
+    rec["maxreg"] = max((int(t) for t in __import__("re").findall(r"\bR(\d+)\b", sass)), default=-1) + 1
+    return rec
+
+
+def main():
+    jobs = int(sys.argv[sys.argv.index("-j") + 1]) if "-j" in sys.argv else os.cpu_count()
+    os.makedirs(STAGE, exist_ok=True)
+    for f in ("attn_fwd_sm90.cu", "fj_common.cuh", "fajit_params.h"):
+        subprocess.check_call(["cp", os.path.join(ROOT, "src/kernels_src", f), STAGE])
+    os.makedirs(OUT, exist_ok=True)
+    for f in os.listdir(OUT):
+        os.remove(os.path.join(OUT, f))
+    variants = []
+    for dt in (1, 0):
+        for hd in CHECK_HD:
+            for mask in (0, 1, 2):
+                c = lib.fj_fa3_default(hd, mask)
+                variants.append((dt, hd, mask, c.block_m, c.block_n, c.overlap, c.pingpong, (), "check"))
+    # diagnostic variants: serial schedule, no ping-pong, P V split per 64 columns
+    for mask in (0, 1):
+        variants.append((1, 128, mask, 128, 128, 0, 0, (), "check"))
+        variants.append((1, 128, mask, 128, 128, 1, 0, (), "check"))
+        variants.append((1, 128, mask, 128, 128, 1, 1, (("FJ_FA3_PV_SPLIT", 1),), "check"))
+    variants.append((1, 96, 1, 128, 128, 1, 1, (("FJ_FA3_PV_SPLIT", 1),), "check"))
+    variants.append((1, 64, 0, 192, 128, 1, 0, (), "check"))
+    bench = {64: [(128, 128, 1, 1), (128, 176, 1, 1), (128, 192, 1, 1), (192, 128, 1, 0)],
+             128: [(128, 176, 1, 1), (128, 128, 1, 1), (128, 176, 1, 0), (128, 192, 1, 1)],
+             256: [(128, 80, 1, 1), (128, 64, 1, 1), (128, 80, 1, 0)]}
+    for hd, cands in bench.items():
+        for mask in (0, 1):
+            d = lib.fj_fa3_default(hd, mask)
+            first = (d.block_m, d.block_n, d.overlap, d.pingpong)
+            for c in [first] + [c for c in cands if c != first]:
+                ok, why = check_cfg(Cfg(*c), hd)
+                if ok:
+                    variants.append((1, hd, mask) + c + ((), "bench"))
+    with ThreadPoolExecutor(jobs) as ex:
+        res = list(ex.map(build, variants))
+    bad = 0
+    for r in res:
+        flag = (not r["ok"] or r["spill"] != 0 or r["stack"] != 0 or r["warn"] != "none" or r.get("hgmma", 0) == 0
+                or r.get("local", 0) != 0)
+        bad += flag
+        print(("BAD  " if flag else "     ") + f"{r['file']:48s} regs={r['regs']} maxreg={r.get('maxreg')} "
+              f"spill={r['spill']} stack={r['stack']} warn={r['warn']} hgmma={r.get('hgmma')} "
+              f"local={r.get('local')} smem={r['smem']} ms={r['ms']:.0f}")
+        if not r["ok"]:
+            print(r["log"])
+    json.dump(res, open(os.path.join(OUT, "manifest.json"), "w"), indent=0)
+    print(len(res), "cubins;", len(res) - bad, "clean")
+    return 1 if bad else 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())
