@@ -108,18 +108,28 @@ static void choose(fajit_ctx *ctx, int sm, const fajit_attn_desc *d, int family,
     }
 }
 
-fajit_status fajit_dispatch_describe(fajit_ctx *ctx, const char *arch, const fajit_attn_desc *d,
-                                     char *buf, size_t len)
+/* The arguments of the describe/explain calls: a valid problem and a target (named, or
+ * the context's device), as sm. */
+static fajit_status describe_args(fajit_ctx *ctx, const char *arch, const fajit_attn_desc *d,
+                                  const char *buf, size_t len, int *sm)
 {
     FJ_RETURN_IF(!ctx || !buf || !len, ctx, FAJIT_INVALID_ARGUMENT,
                  "ctx and buf must not be NULL, len must be > 0");
     FJ_CHECK(fajit_attn_check(ctx, d));
-    int sm = arch ? fj_arch_sm(arch) : ctx->cc;
-    FJ_RETURN_IF(arch && sm < 0, ctx, FAJIT_INVALID_ARGUMENT,
+    *sm = arch ? fj_arch_sm(arch) : ctx->cc;
+    FJ_RETURN_IF(arch && *sm < 0, ctx, FAJIT_INVALID_ARGUMENT,
                  "arch must be a target like sm_80, sm_90a or sm_100a, got '%s'", arch);
     FJ_RETURN_IF(!arch && !ctx->cu, ctx, FAJIT_NO_DEVICE,
                  "the context has no device: name a target (arch)");
-    FJ_RETURN_IF(sm < 80, ctx, FAJIT_UNSUPPORTED, "fajit needs sm_80 or newer, got sm_%d", sm);
+    FJ_RETURN_IF(*sm < 80, ctx, FAJIT_UNSUPPORTED, "fajit needs sm_80 or newer, got sm_%d", *sm);
+    return FAJIT_OK;
+}
+
+fajit_status fajit_dispatch_describe(fajit_ctx *ctx, const char *arch, const fajit_attn_desc *d,
+                                     char *buf, size_t len)
+{
+    int sm;
+    FJ_CHECK(describe_args(ctx, arch, d, buf, len, &sm));
     fj_variant v, dv;
     fj_launch l, dl;
     choose(ctx, sm, d, family_for(sm), &v, &l, &dv, &dl);
@@ -133,15 +143,8 @@ fajit_status fajit_dispatch_describe(fajit_ctx *ctx, const char *arch, const faj
 fajit_status fajit_cache_explain(fajit_ctx *ctx, const char *arch, const fajit_attn_desc *d,
                                  char *buf, size_t len)
 {
-    FJ_RETURN_IF(!ctx || !buf || !len, ctx, FAJIT_INVALID_ARGUMENT,
-                 "ctx and buf must not be NULL, len must be > 0");
-    FJ_CHECK(fajit_attn_check(ctx, d));
-    int sm = arch ? fj_arch_sm(arch) : ctx->cc;
-    FJ_RETURN_IF(arch && sm < 0, ctx, FAJIT_INVALID_ARGUMENT,
-                 "arch must be a target like sm_80, sm_90a or sm_100a, got '%s'", arch);
-    FJ_RETURN_IF(!arch && !ctx->cu, ctx, FAJIT_NO_DEVICE,
-                 "the context has no device: name a target (arch)");
-    FJ_RETURN_IF(sm < 80, ctx, FAJIT_UNSUPPORTED, "fajit needs sm_80 or newer, got sm_%d", sm);
+    int sm;
+    FJ_CHECK(describe_args(ctx, arch, d, buf, len, &sm));
     fj_variant v, dv;
     fj_launch l, dl;
     choose(ctx, sm, d, family_for(sm), &v, &l, &dv, &dl);
