@@ -20,7 +20,7 @@ CHECK_HD = [64, 96, 128, 192, 256]
 
 class Cfg(ctypes.Structure):
     _fields_ = [("block_m", ctypes.c_int), ("block_n", ctypes.c_int), ("overlap", ctypes.c_int),
-                ("pingpong", ctypes.c_int)]
+                ("pingpong", ctypes.c_int), ("persistent", ctypes.c_int)]
 
 
 lib = ctypes.CDLL(os.path.join(HERE, "libfa3cfg.so"))
@@ -38,21 +38,22 @@ def check_cfg(c, hd):
 
 
 def build(v):
-    dt, hd, mask, bm, bn, ov, pp, extra, role = v
+    dt, hd, mask, bm, bn, ov, pp, ps, extra, role = v
     tag = "".join(f"_{k.replace('FJ_FA3_', '').lower()}{val}" for k, val in extra)
-    name = f"d{dt}_h{hd}_m{mask}_{bm}x{bn}_o{ov}p{pp}{tag}{'_t' if role == 'check' else ''}.cubin"
+    name = f"d{dt}_h{hd}_m{mask}_{bm}x{bn}_o{ov}p{pp}s{ps}{tag}{'_t' if role == 'check' else ''}.cubin"
     defs = [f"FJ_DTYPE={dt}", f"FJ_HEAD_DIM={hd}", f"FJ_MASK={mask}", f"FJ_BLOCK_M={bm}", f"FJ_BLOCK_N={bn}",
-            f"FJ_FA3_OVERLAP={ov}", f"FJ_FA3_PINGPONG={pp}", f"FJ_FA3_HANG_TRAP={1 if role == 'check' else 0}"]
+            f"FJ_FA3_OVERLAP={ov}", f"FJ_FA3_PINGPONG={pp}", f"FJ_FA3_PERSISTENT={ps}",
+            f"FJ_FA3_HANG_TRAP={1 if role == 'check' else 0}"]
     defs += [f"{k}={val}" for k, val in extra]
     path = os.path.join(OUT, name)
     r = subprocess.run([os.path.join(HERE, "nvrtc_build"), STAGE, "sm_90a", path] + defs,
                        capture_output=True, text=True)
     info = dict(kv.split("=", 1) for kv in r.stdout.split() if "=" in kv and not kv.startswith("FJ_"))
-    rec = dict(file=name, dtype=dt, hd=hd, mask=mask, bm=bm, bn=bn, overlap=ov, pingpong=pp,
+    rec = dict(file=name, dtype=dt, hd=hd, mask=mask, bm=bm, bn=bn, overlap=ov, pingpong=pp, persistent=ps,
                extra=dict(extra), role=role, ok=r.returncode == 0, regs=int(info.get("regs", -1)),
                spill=int(info.get("spill_st", -1)) + int(info.get("spill_ld", -1)),
                stack=int(info.get("stack", -1)), warn=info.get("warn", "?"), ms=float(info.get("ms", -1)),
-               smem=smem(Cfg(bm, bn, ov, pp), hd), threads=128 * (bm // 64 + 1))
+               smem=smem(Cfg(bm, bn, ov, pp, ps), hd), threads=128 * (bm // 64 + 1))
     if not rec["ok"]:
         rec["log"] = r.stderr[-2000:]
         return rec
@@ -72,29 +73,35 @@ def main():
     for f in os.listdir(OUT):
         os.remove(os.path.join(OUT, f))
     variants = []
-    for dt in (1, 0):
-        for hd in CHECK_HD:
-            for mask in (0, 1, 2):
-                c = lib.fj_fa3_default(hd, mask)
-                variants.append((dt, hd, mask, c.block_m, c.block_n, c.overlap, c.pingpong, (), "check"))
-    # diagnostic variants: serial schedule, no ping-pong, P V split per 64 columns
+    for ps in (0, 1):
+        for dt in (1, 0):
+            for hd in CHECK_HD:
+                for mask in (0, 1, 2):
+                    c = lib.fj_fa3_default(hd, mask)
+                    variants.append((dt, hd, mask, c.block_m, c.block_n, c.overlap, c.pingpong, ps, (), "check"))
+    # diagnostic variants: serial schedule, no ping-pong, P V split per 64 columns, 3 consumers
     for mask in (0, 1):
-        variants.append((1, 128, mask, 128, 128, 0, 0, (), "check"))
-        variants.append((1, 128, mask, 128, 128, 1, 0, (), "check"))
-        variants.append((1, 128, mask, 128, 128, 1, 1, (("FJ_FA3_PV_SPLIT", 1),), "check"))
-    variants.append((1, 96, 1, 128, 128, 1, 1, (("FJ_FA3_PV_SPLIT", 1),), "check"))
-    variants.append((1, 64, 0, 192, 128, 1, 0, (), "check"))
-    bench = {64: [(128, 128, 1, 1), (128, 176, 1, 1), (128, 192, 1, 1), (192, 128, 1, 0)],
-             128: [(128, 176, 1, 1), (128, 128, 1, 1), (128, 176, 1, 0), (128, 192, 1, 1)],
-             256: [(128, 80, 1, 1), (128, 64, 1, 1), (128, 80, 1, 0)]}
+        for ps in (0, 1):
+            variants.append((1, 128, mask, 128, 128, 0, 0, ps, (), "check"))
+            variants.append((1, 128, mask, 128, 128, 1, 0, ps, (), "check"))
+            variants.append((1, 64, mask, 192, 128, 1, 0, ps, (), "check"))
+        variants.append((1, 128, mask, 128, 128, 1, 1, 0, (("FJ_FA3_PV_SPLIT", 1),), "check"))
+    variants.append((1, 96, 1, 128, 128, 1, 1, 0, (("FJ_FA3_PV_SPLIT", 1),), "check"))
+    # bench: (bm, bn, overlap, pingpong, persistent); the library default first
+    bench = {64: [(192, 128, 1, 0, 0), (192, 128, 1, 0, 1), (128, 128, 1, 1, 0), (128, 128, 1, 1, 1),
+                  (128, 176, 1, 1, 1)],
+             128: [(128, 176, 1, 1, 0), (128, 176, 1, 1, 1), (128, 176, 1, 0, 1), (128, 128, 1, 1, 0),
+                   (128, 128, 1, 1, 1), (128, 192, 1, 1, 0), (128, 192, 1, 0, 1)],
+             256: [(128, 80, 1, 1, 0), (128, 80, 1, 1, 1), (128, 80, 1, 0, 1)]}
     for hd, cands in bench.items():
         for mask in (0, 1):
             d = lib.fj_fa3_default(hd, mask)
-            first = (d.block_m, d.block_n, d.overlap, d.pingpong)
+            first = (d.block_m, d.block_n, d.overlap, d.pingpong, d.persistent)
             for c in [first] + [c for c in cands if c != first]:
                 ok, why = check_cfg(Cfg(*c), hd)
                 if ok:
                     variants.append((1, hd, mask) + c + ((), "bench"))
+    variants = list(dict.fromkeys(variants))  # a diagnostic variant may be a default too
     with ThreadPoolExecutor(jobs) as ex:
         res = list(ex.map(build, variants))
     bad = 0

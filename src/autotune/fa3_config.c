@@ -18,7 +18,7 @@ enum {
 
 static fj_fa3_config cfg(int m, int n)
 {
-    fj_fa3_config c = {m, n, 1, m == 128};
+    fj_fa3_config c = {m, n, 1, m == 128, 0};
     return c;
 }
 
@@ -30,10 +30,10 @@ size_t fj_fa3_smem_bytes(const fj_fa3_config *c, int head_dim)
 
 fj_fa3_config fj_fa3_default(int head_dim, int mask)
 {
-    /* FA3's tiles (hdim 64: 192x128/192x192 need 3 warpgroups; 128x128 first until
-     * measured), trimmed to what fits the shared memory with hdim in between. */
+    /* FA3's tiles, trimmed to what fits the shared memory with hdim in between, and
+     * checked on the H200 (bench/fa3_dev/NOTES.md): hdim 64 takes 3 consumer warpgroups. */
     if (head_dim <= 64)
-        return cfg(128, 128);
+        return cfg(192, 128);
     if (head_dim <= 96)
         return cfg(128, 128);
     if (head_dim <= 128)
@@ -66,9 +66,10 @@ int fj_fa3_check(const fj_fa3_config *c, int head_dim, int sm, char *why, size_t
         snprintf(why, n, "block_n must be a multiple of 16 in 16..256, got %d", c->block_n);
         return -1;
     }
-    if ((c->overlap != 0 && c->overlap != 1) || (c->pingpong != 0 && c->pingpong != 1)) {
-        snprintf(why, n, "overlap and pingpong must be 0 or 1, got %d and %d", c->overlap,
-                 c->pingpong);
+    if ((c->overlap != 0 && c->overlap != 1) || (c->pingpong != 0 && c->pingpong != 1) ||
+        (c->persistent != 0 && c->persistent != 1)) {
+        snprintf(why, n, "overlap, pingpong and persistent must be 0 or 1, got %d, %d and %d",
+                 c->overlap, c->pingpong, c->persistent);
         return -1;
     }
     if (c->pingpong && (c->block_m != 128 || !c->overlap)) {
@@ -120,17 +121,24 @@ int fj_fa3_preamble(const fj_fa3_config *c, int dtype, int head_dim, int mask, c
     int r = snprintf(buf, n,
                      "#define FJ_DTYPE %d\n#define FJ_HEAD_DIM %d\n#define FJ_MASK %d\n"
                      "#define FJ_BLOCK_M %d\n#define FJ_BLOCK_N %d\n#define FJ_FA3_OVERLAP %d\n"
-                     "#define FJ_FA3_PINGPONG %d\n",
-                     dtype, head_dim, mask, c->block_m, c->block_n, c->overlap, c->pingpong);
+                     "#define FJ_FA3_PINGPONG %d\n#define FJ_FA3_PERSISTENT %d\n",
+                     dtype, head_dim, mask, c->block_m, c->block_n, c->overlap, c->pingpong,
+                     c->persistent);
     return r < 0 || (size_t)r >= n ? -1 : r;
 }
 
-void fj_fa3_launch_shape(const fj_fa3_config *c, const fj_attn_params *p, unsigned grid[3],
-                         unsigned *threads)
+void fj_fa3_launch_shape(const fj_fa3_config *c, const fj_attn_params *p, int num_sms,
+                         unsigned grid[3], unsigned *threads)
 {
-    grid[0] = (unsigned)((p->seqlen_q + c->block_m - 1) / c->block_m);
+    const long long mb = (p->seqlen_q + c->block_m - 1) / c->block_m;
+    grid[0] = (unsigned)mb;
     grid[1] = (unsigned)p->heads_q;
     grid[2] = (unsigned)p->batch;
+    if (c->persistent) {
+        const long long tiles = mb * p->heads_q * p->batch;
+        grid[0] = (unsigned)(tiles < num_sms ? tiles : num_sms);
+        grid[1] = grid[2] = 1;
+    }
     *threads = 128u * (unsigned)(c->block_m / 64 + 1);
 }
 

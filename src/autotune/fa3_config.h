@@ -8,7 +8,7 @@
  *       compile with arch "sm_90a"; entry point "fj_attn_fwd_sm90"
  *   cuFuncSetAttribute(f, MAX_DYNAMIC_SHARED_SIZE_BYTES, fj_fa3_smem_bytes(&c, hd))
  *   fj_fa3_encode_tmaps(encode, &p, dtype, &c, total_q, total_k, maps, why, n)
- *   fj_fa3_launch_shape(&c, &p, grid, &threads)
+ *   fj_fa3_launch_shape(&c, &p, num_sms, grid, &threads)
  *   void *args[4] = {&p, &maps[0], &maps[1], &maps[2]};
  *   cuLaunchKernel(f, grid[0], grid[1], grid[2], threads, 1, 1, smem, stream, args, NULL)
  * where `encode` is the driver's cuTensorMapEncodeTiled (CUDA 12.0+, in libcuda.so.1,
@@ -27,6 +27,7 @@ typedef struct fj_fa3_config {
     int block_n;   /* keys per K/V tile: multiple of 16 in 16..256 */
     int overlap;   /* 1: S_{j+1} and P_j V_j in flight under the softmax (FJ_FA3_OVERLAP) */
     int pingpong;  /* 1: the 2 consumer warpgroups alternate their GEMMs (block_m 128 only) */
+    int persistent; /* 1: one CTA per SM walks the work tiles (FJ_FA3_PERSISTENT) */
 } fj_fa3_config;
 
 /* One CUtensorMap: 128 opaque bytes, 64-byte aligned, passed to the kernel by value. */
@@ -61,14 +62,16 @@ int fj_fa3_check(const fj_fa3_config *c, int head_dim, int sm, char *why, size_t
 int fj_fa3_candidates(int head_dim, int mask, fj_fa3_config *out, int max);
 
 /* The NVRTC preamble: FJ_DTYPE, FJ_HEAD_DIM, FJ_MASK, FJ_BLOCK_M, FJ_BLOCK_N,
- * FJ_FA3_OVERLAP, FJ_FA3_PINGPONG. Returns the length written (excluding the NUL), or -1
- * when `n` is too small. */
+ * FJ_FA3_OVERLAP, FJ_FA3_PINGPONG, FJ_FA3_PERSISTENT. Returns the length written (excluding
+ * the NUL), or -1 when `n` is too small. */
 int fj_fa3_preamble(const fj_fa3_config *c, int dtype, int head_dim, int mask, char *buf, size_t n);
 
-/* grid = (ceil(seqlen_q / block_m), heads_q, batch), threads = 128 * (block_m/64 + 1).
- * For varlen, seqlen_q is the longest sequence (as in fj_attn_params). */
-void fj_fa3_launch_shape(const fj_fa3_config *c, const fj_attn_params *p, unsigned grid[3],
-                         unsigned *threads);
+/* grid = (ceil(seqlen_q / block_m), heads_q, batch), or for a persistent config
+ * (min(num_sms, that product), 1, 1); threads = 128 * (block_m/64 + 1). For varlen,
+ * seqlen_q is the longest sequence (as in fj_attn_params). num_sms: the device's
+ * multiprocessor count (CU_DEVICE_ATTRIBUTE_MULTIPROCESSOR_COUNT, 132 on an H100/H200 SXM). */
+void fj_fa3_launch_shape(const fj_fa3_config *c, const fj_attn_params *p, int num_sms,
+                         unsigned grid[3], unsigned *threads);
 
 /* Encodes the Q, K, V tensor maps of `p` into out[0..2]: 4-D {head_dim, rows, heads,
  * batch}, 16-bit elements, box {64, block_m (Q) or block_n (K, V), 1, 1}, 128-byte

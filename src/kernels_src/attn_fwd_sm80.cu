@@ -10,8 +10,8 @@
  *   FJ_BLOCK_N   keys per K/V tile, a multiple of 16
  *   FJ_WARPS     warps per CTA (1, 2, 4 or 8); warp w owns rows [w*BM/WARPS, (w+1)*BM/WARPS)
  *   FJ_STAGES    1: one K and one V buffer, FA2's schedule (V_j loads during S = QK_j^T,
- *                K_{j+1} loads during softmax and PV); 2: two K/V buffers, tile j+1 loads
- *                during all of iteration j.
+ *                the next K during softmax and PV); 2: two K/V buffers, the next K and V
+ *                load during all of the current block.
  * Run-time: seqlen_q/k, batch, heads (GQA/MQA), varlen (cu_seqlens), strides, LSE, scale.
  * Limits: scale > 0 (row maxima are taken on raw scores). Strides multiples of 8 elements
  *   and 16-byte aligned pointers (16-byte cp.async; checked by the host).
@@ -26,10 +26,17 @@
  * first and the rest run unmasked; fully masked blocks are never visited. Per block:
  * S = Q K^T with mma.sync m16n8k16 (operands by ldmatrix from shared memory), online
  * softmax in log2 units (exp2(s*scale_log2 - m*scale_log2) with ex2.approx), P converted in
- * registers into the A operand of O += P V (V by ldmatrix.trans). The 1/rowsum is applied
- * once at the end. Shared rows are padded to an odd number of 16-byte chunks, so the 8
- * row addresses of every ldmatrix hit 8 different bank groups. O goes out through the
- * warp's own Q rows in shared memory as 16-byte stores.
+ * registers into the A operand of O += P V (V by ldmatrix.trans). O is rescaled only when
+ * a row max of the warp outgrows its reference by more than 2^8 (FA4's conditional
+ * rescaling; exact, see the softmax); the 1/rowsum is applied once at the end. Shared rows
+ * are padded to an odd number of 16-byte chunks, so the 8 row addresses of every ldmatrix
+ * hit 8 different bank groups. O goes out through the warp's own Q rows in shared memory
+ * as 16-byte stores.
+ *
+ * Registers: MT = 2 tiles at head_dim 128 sit at 255 registers; the code keeps them
+ * spill-free by recomputing addresses inside the loop (opaque()), parking a rarely used
+ * value in shared memory (park()) and unrolling S = QK^T partially where needed. Check
+ * every change with bench/fa2_dev/sweep.py (all head_dims x dtypes x masks x targets).
  */
 #include "fj_common.cuh"
 

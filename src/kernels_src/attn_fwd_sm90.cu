@@ -14,7 +14,10 @@
  *   FJ_FA3_PINGPONG  1 (default when FJ_BLOCK_M == 128 and OVERLAP): the two consumer
  *                    warpgroups take turns issuing their GEMMs (named barriers 2, 3), so the
  *                    softmax of one runs under the GEMMs of the other
- *   FJ_FA3_HANG_TRAP 1: an mbarrier wait that spins for more than ~2 s traps (dev builds)
+ *   FJ_FA3_PERSISTENT 1: a persistent grid (one CTA per SM) walks the work tiles in a static
+ *                    round-robin; the next tile's Q and K/V load under the current tile's
+ *                    last GEMMs and epilogue (O is then stored straight from registers)
+ *   FJ_FA3_HANG_TRAP 1: an mbarrier wait that spins 2^22 times traps (dev builds)
  *   FJ_FA3_PV_SPLIT  1: O += P V as one wgmma per 64-column chunk of V (dev/diagnosis)
  * Run-time: batch, heads (GQA/MQA), seqlen_q/k (any), varlen (cu_seqlens), strides, LSE,
  *   scale. Limits: scale > 0 (row maxima are taken on raw scores); 16-byte aligned
@@ -25,8 +28,9 @@
  *   CUtensorMap passed by value (const __grid_constant__). Maps are 4-D {head_dim, rows,
  *   heads, batch} over 16-bit elements, box {64, FJ_BLOCK_M or FJ_BLOCK_N, 1, 1},
  *   128-byte swizzle, zero fill out of bounds; rows = seqlen (fixed length) or the total
- *   row count with batch 1 (varlen). grid (ceil(seqlen_q / FJ_BLOCK_M), heads_q, batch),
- *   block 128 * (FJ_BLOCK_M / 64 + 1) threads, dynamic shared memory
+ *   row count with batch 1 (varlen). grid (ceil(seqlen_q / FJ_BLOCK_M), heads_q, batch), or
+ *   with FJ_FA3_PERSISTENT (min(SM count, that product), 1, 1); block 128 * (FJ_BLOCK_M / 64
+ *   + 1) threads, dynamic shared memory
  *   (ceil(hd/64) * 128 * (FJ_BLOCK_M + 4 * FJ_BLOCK_N) + 256 + 1024) bytes.
  *
  * Design (Shah et al. 2024). Warpgroup 0 is the producer: after setmaxnreg.dec one thread
@@ -39,7 +43,8 @@
  * so the blocks that need a mask (sequence end, diagonal, window edge) come first and the
  * rest run mask-free. Rows of a warpgroup that see no key of a tile stay exact (-inf max
  * handled). O is normalised once at the end and written through the warpgroup's own Q
- * rows in shared memory as 16-byte stores; LSE (natural log) per row.
+ * rows in shared memory as 16-byte stores (persistent: straight from registers); LSE
+ * (natural log) per row. ptxas quirk worked around: see the st.shared "anchor" below.
  *
  * Shared memory: [Q][K stage 0][K stage 1][V stage 0][V stage 1][barriers], each tile
  * stored as ceil(hd/64) column chunks of rows x 128 bytes (the TMA box), 16-byte units
@@ -64,6 +69,9 @@
 #endif
 #ifndef FJ_FA3_PV_SPLIT
 #define FJ_FA3_PV_SPLIT 0
+#endif
+#ifndef FJ_FA3_PERSISTENT
+#define FJ_FA3_PERSISTENT 0
 #endif
 
 #define FA3_MASKED (FJ_MASK != 0)
@@ -123,30 +131,30 @@ FJ_DEVICE void mbar_arrive(fj_u32 bar)
 {
     asm volatile("{ .reg .b64 st; mbarrier.arrive.shared::cta.b64 st, [%0]; }\n" ::"r"(bar) : "memory");
 }
-FJ_DEVICE fj_u32 mbar_try(fj_u32 bar, int parity)
-{
-    fj_u32 ok;
-    asm volatile("{ .reg .pred p; mbarrier.try_wait.parity.shared::cta.b64 p, [%1], %2;\n"
-                 "selp.u32 %0, 1, 0, p; }\n"
-                 : "=r"(ok)
-                 : "r"(bar), "r"(parity)
-                 : "memory");
-    return ok;
-}
 /* Waits for the phase of `bar` with parity `parity` to complete. */
 FJ_DEVICE void mbar_wait(fj_u32 bar, int parity)
 {
-    if (mbar_try(bar, parity))
-        return;
-#if FJ_FA3_HANG_TRAP
-    const long long t0 = clock64();
+#if !FJ_FA3_HANG_TRAP
+    fj_u32 ok;
+    do {
+        asm volatile("{ .reg .pred p; mbarrier.try_wait.parity.shared::cta.b64 p, [%1], %2;\n"
+                     "selp.u32 %0, 1, 0, p; }\n"
+                     : "=r"(ok)
+                     : "r"(bar), "r"(parity)
+                     : "memory");
+    } while (!ok);
+#else
+    /* 2^22 try_waits (each may suspend for a while): far longer than any legal wait */
+    asm volatile("{ .reg .pred p; .reg .u32 n; mov.u32 n, 0;\n"
+                 "W: mbarrier.try_wait.parity.shared::cta.b64 p, [%0], %1;\n"
+                 "@p bra.uni D;\n"
+                 "add.u32 n, n, 1;\n"
+                 "setp.lt.u32 p, n, 4194304;\n"
+                 "@p bra.uni W;\n"
+                 "trap;\n"
+                 "D: }\n" ::"r"(bar), "r"(parity)
+                 : "memory");
 #endif
-    while (!mbar_try(bar, parity)) {
-#if FJ_FA3_HANG_TRAP
-        if (clock64() - t0 > 4000000000LL)
-            asm volatile("trap;\n");
-#endif
-    }
 }
 
 /* One TMA box of a 4-D tensor map into shared memory, completing on `bar`. */
@@ -163,8 +171,9 @@ FJ_DEVICE void tma_prefetch_desc(const void *tmap)
     asm volatile("prefetch.tensormap [%0];\n" ::"l"(tmap) : "memory");
 }
 
-FJ_DEVICE void named_sync(int id, int n) { asm volatile("bar.sync %0, %1;\n" ::"r"(id), "r"(n) : "memory"); }
-FJ_DEVICE void named_arrive(int id, int n) { asm volatile("bar.arrive %0, %1;\n" ::"r"(id), "r"(n) : "memory"); }
+/* Named barrier `id` over N threads (templates: no unused-function warnings). */
+template <int N> FJ_DEVICE void named_sync(int id) { asm volatile("bar.sync %0, %1;\n" ::"r"(id), "n"(N) : "memory"); }
+template <int N> FJ_DEVICE void named_arrive(int id) { asm volatile("bar.arrive %0, %1;\n" ::"r"(id), "n"(N) : "memory"); }
 
 FJ_DEVICE void wg_fence() { asm volatile("wgmma.fence.sync.aligned;\n" ::: "memory"); }
 FJ_DEVICE void wg_commit() { asm volatile("wgmma.commit_group.sync.aligned;\n" ::: "memory"); }
@@ -457,6 +466,58 @@ struct __align__(64) fj_tmap {
     fj_u64 w[16];
 };
 
+/* Tile t of the persistent schedule, or this CTA's one tile: batch b, head h, query block
+ * mb. Query blocks vary fastest (CTAs that run together share K/V in L2); masked variants
+ * take them in reverse, the longest rows first. */
+FJ_DEVICE void tile_coords(const fj_attn_params &p, int t, int &b, int &h, int &mb)
+{
+#if FJ_FA3_PERSISTENT
+    const int num_mb = (p.seqlen_q + fa3::BM - 1) / fa3::BM;
+    const int mi = t % num_mb, bh = t / num_mb;
+    h = bh % p.heads_q;
+    b = bh / p.heads_q;
+    mb = FA3_MASKED ? num_mb - 1 - mi : mi;
+#else
+    (void)p;
+    (void)t;
+    b = blockIdx.z;
+    h = blockIdx.y;
+    mb = FA3_MASKED ? gridDim.x - 1 - blockIdx.x : blockIdx.x;
+#endif
+}
+
+/* The KV blocks [nb_lo, nb_hi) that some row of query block m0 sees, and the band. */
+struct fa3_band {
+    int nb_lo, nb_hi, shift, wl, wr;
+};
+FJ_DEVICE fa3_band key_blocks(const fj_attn_params &p, const fj_seq &sq, int m0)
+{
+    using namespace fa3;
+    fa3_band r;
+    r.shift = sq.sk - sq.sq;
+    int kbeg = 0, kend = sq.sk;
+#if FJ_MASK == FJ_MASK_CAUSAL
+    r.wl = -1;
+    r.wr = 0;
+#elif FJ_MASK == FJ_MASK_WINDOW
+    r.wl = p.window_left;
+    r.wr = p.window_right;
+#else
+    (void)p;
+    r.wl = r.wr = -1;
+#endif
+#if FA3_MASKED
+    const int m_last = min(m0 + BM, sq.sq) - 1;
+    if (r.wr >= 0)
+        kend = min(kend, m_last + r.shift + r.wr + 1);
+    if (r.wl >= 0)
+        kbeg = max(0, m0 + r.shift - r.wl);
+#endif
+    r.nb_lo = kbeg / BN;
+    r.nb_hi = kend > kbeg ? (kend + BN - 1) / BN : r.nb_lo;
+    return r;
+}
+
 extern "C" __global__ void __launch_bounds__(fa3::THREADS, 1)
 fj_attn_fwd_sm90(const __grid_constant__ fj_attn_params p, const __grid_constant__ fj_tmap tq,
                  const __grid_constant__ fj_tmap tk, const __grid_constant__ fj_tmap tv)
@@ -464,46 +525,28 @@ fj_attn_fwd_sm90(const __grid_constant__ fj_attn_params p, const __grid_constant
     using namespace fa3;
     extern __shared__ __align__(1024) unsigned char smem_raw[];
 
-    const int b = blockIdx.z, h = blockIdx.y;
-#if !FA3_MASKED
-    const int mb = blockIdx.x;
+#if FJ_FA3_PERSISTENT
+    const int total = (p.seqlen_q + BM - 1) / BM * p.heads_q * p.batch;
+    const int t_first = blockIdx.x, t_step = gridDim.x;
 #else
-    const int mb = gridDim.x - 1 - blockIdx.x;  /* the longest rows first */
+    const int total = 1, t_first = 0, t_step = 1;
+    {   /* nothing to do (varlen: this sequence is shorter): leave before any setup */
+        int b, h, mb;
+        tile_coords(p, 0, b, h, mb);
+        if (mb * BM >= fj_seq_of(p, b).sq)
+            return;
+    }
 #endif
-    const fj_seq sq = fj_seq_of(p, b);
-    const int m0 = mb * BM;
-    if (m0 >= sq.sq)
-        return;
-
-    /* Keys any row of this block can see: [kbeg, kend) -> KV blocks [nb_lo, nb_hi). */
-    const int shift = sq.sk - sq.sq;
-    int kbeg = 0, kend = sq.sk;
-#if FA3_MASKED
-#if FJ_MASK == FJ_MASK_CAUSAL
-    const int wl = -1, wr = 0;
-#else
-    const int wl = p.window_left, wr = p.window_right;
-#endif
-    const int m_last = min(m0 + BM, sq.sq) - 1;
-    if (wr >= 0)
-        kend = min(kend, m_last + shift + wr + 1);
-    if (wl >= 0)
-        kbeg = max(0, m0 + shift - wl);
-#else
-    const int wl = -1, wr = -1;
-#endif
-    const int nb_lo = kbeg / BN;
-    const int nb_hi = kend > kbeg ? (kend + BN - 1) / BN : nb_lo;
-    const int n = nb_hi - nb_lo;
 
     const fj_u32 base = (smem_u32(smem_raw) + 1023u) & ~1023u;
     const fj_u32 s_q = base, s_k = base + OFF_K, s_v = base + OFF_V;
-    const fj_u32 bar = base + OFF_BAR;  /* q, kfull[2], vfull[2], kempty[2], vempty[2] */
+    const fj_u32 bar = base + OFF_BAR;  /* q, kfull[2], vfull[2], kempty[2], vempty[2], qempty */
     const fj_u32 b_q = bar, b_kf = bar + 8, b_vf = bar + 24, b_ke = bar + 40, b_ve = bar + 56;
-    const fj_u32 s_anchor = bar + 128 + 4 * (threadIdx.x & 31);  /* write-only scratch */
+    const fj_u32 b_qe = bar + 72;
 
     if (threadIdx.x == 0) {
         mbar_init(b_q, 1);
+        mbar_init(b_qe, NWG * 4);
         for (int i = 0; i < 2; ++i) {
             mbar_init(b_kf + 8 * i, 1);
             mbar_init(b_vf + 8 * i, 1);
@@ -517,34 +560,52 @@ fj_attn_fwd_sm90(const __grid_constant__ fj_attn_params p, const __grid_constant
 
     const int wg = threadIdx.x >> 7;
     if (wg == 0) {
-        /* ---- producer ---- */
+        /* ---- producer: one thread; g counts K/V tiles, qi Q tiles, over all work tiles ---- */
         asm volatile("setmaxnreg.dec.sync.aligned.u32 %0;\n" ::"n"(REG_PRODUCER));
-        if (threadIdx.x == 0 && n > 0) {
+        if (threadIdx.x == 0) {
             tma_prefetch_desc(&tq);
             tma_prefetch_desc(&tk);
             tma_prefetch_desc(&tv);
-            const bool varlen = p.cu_seqlens_q != 0;
-            const int qrow = varlen ? ((const int *)p.cu_seqlens_q)[b] : 0;
-            const int krow = varlen ? ((const int *)p.cu_seqlens_k)[b] : 0;
-            const int bb = varlen ? 0 : b;
-            const int hk = h / (p.heads_q / p.heads_kv);
-            mbar_expect_tx(b_q, Q_BYTES);
-#pragma unroll
-            for (int c = 0; c < DC; ++c)
-                tma_load4(s_q + c * Q_CHUNK, &tq, c * 64, qrow + m0, h, bb, b_q);
-            for (int it = 0; it < n; ++it) {
-                const int st = it & 1, ph = (it >> 1) & 1;
-                const int row = krow + (nb_hi - 1 - it) * BN;
-                mbar_wait(b_ke + 8 * st, ph ^ 1);
-                mbar_expect_tx(b_kf + 8 * st, KV_BYTES);
+            int g = 0, qi = 0;
+            for (int t = t_first; t < total; t += t_step) {
+                int b, h, mb;
+                tile_coords(p, t, b, h, mb);
+                const fj_seq sq = fj_seq_of(p, b);
+                const int m0 = mb * BM;
+                if (m0 >= sq.sq)
+                    continue;
+                const fa3_band bd = key_blocks(p, sq, m0);
+                const int n = bd.nb_hi - bd.nb_lo;
+                if (n <= 0)
+                    continue;
+                const bool varlen = p.cu_seqlens_q != 0;
+                const int qrow = varlen ? ((const int *)p.cu_seqlens_q)[b] : 0;
+                const int krow = varlen ? ((const int *)p.cu_seqlens_k)[b] : 0;
+                const int bb = varlen ? 0 : b;
+                const int hk = h / (p.heads_q / p.heads_kv);
+#if FJ_FA3_PERSISTENT
+                mbar_wait(b_qe, (qi & 1) ^ 1);  /* the consumers' last S of the previous tile */
+#endif
+                mbar_expect_tx(b_q, Q_BYTES);
 #pragma unroll
                 for (int c = 0; c < DC; ++c)
-                    tma_load4(s_k + st * KV_BYTES + c * KV_CHUNK, &tk, c * 64, row, hk, bb, b_kf + 8 * st);
-                mbar_wait(b_ve + 8 * st, ph ^ 1);
-                mbar_expect_tx(b_vf + 8 * st, KV_BYTES);
+                    tma_load4(s_q + c * Q_CHUNK, &tq, c * 64, qrow + m0, h, bb, b_q);
+                for (int it = 0; it < n; ++it) {
+                    const int gi = g + it, st = gi & 1, ph = (gi >> 1) & 1;
+                    const int row = krow + (bd.nb_hi - 1 - it) * BN;
+                    mbar_wait(b_ke + 8 * st, ph ^ 1);
+                    mbar_expect_tx(b_kf + 8 * st, KV_BYTES);
 #pragma unroll
-                for (int c = 0; c < DC; ++c)
-                    tma_load4(s_v + st * KV_BYTES + c * KV_CHUNK, &tv, c * 64, row, hk, bb, b_vf + 8 * st);
+                    for (int c = 0; c < DC; ++c)
+                        tma_load4(s_k + st * KV_BYTES + c * KV_CHUNK, &tk, c * 64, row, hk, bb, b_kf + 8 * st);
+                    mbar_wait(b_ve + 8 * st, ph ^ 1);
+                    mbar_expect_tx(b_vf + 8 * st, KV_BYTES);
+#pragma unroll
+                    for (int c = 0; c < DC; ++c)
+                        tma_load4(s_v + st * KV_BYTES + c * KV_CHUNK, &tv, c * 64, row, hk, bb, b_vf + 8 * st);
+                }
+                g += n;
+                ++qi;
             }
         }
         return;
@@ -553,196 +614,241 @@ fj_attn_fwd_sm90(const __grid_constant__ fj_attn_params p, const __grid_constant
     /* ---- consumers ---- */
     asm volatile("setmaxnreg.inc.sync.aligned.u32 %0;\n" ::"n"(REG_CONSUMER));
     const int cw = wg - 1;
-    const int tc = threadIdx.x - 128;
-    const int warp = (tc >> 5) & 3, lane = tc & 31;
-    const int row0 = m0 + 64 * cw + 16 * warp + (lane >> 2);  /* row of hf = 0 */
+    const int warp = (threadIdx.x >> 5) & 3, lane = threadIdx.x & 31;
     const int col_lane = 2 * (lane & 3);
     const float sl2 = p.scale_log2;
-
-    float o[OREG];
-#pragma unroll
-    for (int i = 0; i < OREG; ++i)
-        o[i] = 0.f;
-    float mx[2] = {-FJ_INF, -FJ_INF}, l[2] = {0.f, 0.f}, alpha[2] = {1.f, 1.f};
-    float s[SREG];
-    fj_u32 pr[PSTEPS][4];
-
     const fj_u64 dq = desc_kmajor(s_q + cw * 64 * 128);
     const fj_u64 dk0 = desc_kmajor(s_k);
     const fj_u64 dv0 = desc_nmajor(s_v, KV_CHUNK);
     constexpr fj_u64 KV_STEP = KV_BYTES >> 4;
-
-    /* A block needs the per-element mask when it crosses the sequence end or an edge of the
-     * band of some row of this CTA: with d = k0 - (m0 + shift), key k0 + x of row m0 + y has
-     * j - i - shift = d + x - y. */
-    auto need_mask = [&](int nb) -> bool {
-        const int k0 = nb * BN;
-        bool need = k0 + BN > sq.sk;
-        const int d = k0 - (m0 + shift);
-        if (wr >= 0)
-            need |= d + BN - 1 > wr;
-        if (wl >= 0)
-            need |= d < BM - 1 - wl;
-        return need;
-    };
-
-    if (n > 0) {
-        if (PINGPONG && cw == 0)
-            named_arrive(2, 256);  /* warpgroup 0 goes first */
-        mbar_wait(b_q, 0);
 #if FJ_FA3_OVERLAP
-        {   /* the first tile: S, softmax, P; its P V is issued in the next step */
-            const int nb = nb_hi - 1;
-            mbar_wait(b_kf, 0);
-            if (PINGPONG)
-                named_sync(2 + cw, 256);
-            pin(s);
-            wg_fence();
-            gemm_qk(s, dq, dk0);
-            wg_commit();
-            if (PINGPONG && !(cw == 1 && n == 1))
-                named_arrive(3 - cw, 256);
-            wg_wait<0>();
-            pin(s);
-            if (lane == 0)
-                mbar_arrive(b_ke);
-            if (need_mask(nb))
-                apply_mask(s, nb * BN, row0, col_lane, sq.sk, shift, wl, wr);
-            softmax_tile(s, mx, l, alpha, sl2);
-            convert_p(s, pr);
-        }
-        for (int it = 1; it < n; ++it) {
-            const int nb = nb_hi - 1 - it, st = it & 1, ph = (it >> 1) & 1;
-            const int pst = st ^ 1, pph = ((it - 1) >> 1) & 1;
-            mbar_wait(b_kf + 8 * st, ph);
-            if (PINGPONG)
-                named_sync(2 + cw, 256);
-            pin(s);
-            wg_fence();
-            gemm_qk(s, dq, dk0 + st * KV_STEP);
-            wg_commit();
-            rescale_o(o, alpha);  /* for the previous tile's P V, issued next */
-            mbar_wait(b_vf + 8 * pst, pph);
-            pin(o);
-            pin(pr);
-            wg_fence();
-            gemm_pv(o, pr, dv0 + pst * KV_STEP);
-            wg_commit();
-            if (PINGPONG && !(cw == 1 && it == n - 1))
-                named_arrive(3 - cw, 256);
-            wg_wait<1>();  /* S done */
-            pin(s);
-            if (lane == 0)
-                mbar_arrive(b_ke + 8 * st);
-            if (need_mask(nb))
-                apply_mask(s, nb * BN, row0, col_lane, sq.sk, shift, wl, wr);
-            softmax_tile(s, mx, l, alpha, sl2);
-            /* ptxas hoists a wgmma wait up to the previous memory operation, which would
-             * put the softmax after P V instead of under it. A shared store of the row sums
-             * (which depend on every exp of the tile) anchors the wait below the softmax. */
-            asm volatile("st.shared.f32 [%0], %1;\n" ::"r"(s_anchor), "f"(l[0] + l[1]) : "memory");
-            wg_wait<0>();  /* P V done */
-            pin(o);
-            pin(pr);
-            pin(s);
-            if (lane == 0)
-                mbar_arrive(b_ve + 8 * pst);
-            convert_p(s, pr);
-        }
-        {   /* the last P V */
-            const int st = (n - 1) & 1, ph = ((n - 1) >> 1) & 1;
-            rescale_o(o, alpha);
-            mbar_wait(b_vf + 8 * st, ph);
-            pin(o);
-            pin(pr);
-            wg_fence();
-            gemm_pv(o, pr, dv0 + st * KV_STEP);
-            wg_commit();
-            wg_wait<0>();
-            pin(o);
-            if (lane == 0)
-                mbar_arrive(b_ve + 8 * st);
-        }
-#else
-        for (int it = 0; it < n; ++it) {
-            const int nb = nb_hi - 1 - it, st = it & 1, ph = (it >> 1) & 1;
-            mbar_wait(b_kf + 8 * st, ph);
-            pin(s);
-            wg_fence();
-            gemm_qk(s, dq, dk0 + st * KV_STEP);
-            wg_commit();
-            wg_wait<0>();
-            pin(s);
-            if (lane == 0)
-                mbar_arrive(b_ke + 8 * st);
-            if (need_mask(nb))
-                apply_mask(s, nb * BN, row0, col_lane, sq.sk, shift, wl, wr);
-            softmax_tile(s, mx, l, alpha, sl2);
-            rescale_o(o, alpha);
-            convert_p(s, pr);
-            mbar_wait(b_vf + 8 * st, ph);
-            pin(o);
-            pin(pr);
-            wg_fence();
-            gemm_pv(o, pr, dv0 + st * KV_STEP);
-            wg_commit();
-            wg_wait<0>();
-            pin(o);
-            if (lane == 0)
-                mbar_arrive(b_ve + 8 * st);
-        }
+    const fj_u32 s_anchor = bar + 128 + 4 * lane;  /* write-only scratch, see below */
 #endif
-    }
+    float s[SREG];
+    fj_u32 pr[PSTEPS][4];
+    int g = 0, qi = 0;
 
-    /* ---- epilogue: 1/rowsum, LSE, O through this warpgroup's Q rows ---- */
-    fj_u16 *go = (fj_u16 *)p.o + sq.o + (fj_i64)h * p.o_head_stride;
-    float *lse = (float *)p.lse;
+    for (int t = t_first; t < total; t += t_step) {
+        int b, h, mb;
+        tile_coords(p, t, b, h, mb);
+        const fj_seq sq = fj_seq_of(p, b);
+        const int m0 = mb * BM;
+        if (m0 >= sq.sq)
+            continue;
+        const fa3_band bd = key_blocks(p, sq, m0);
+        const int n = bd.nb_hi - bd.nb_lo, shift = bd.shift, wl = bd.wl, wr = bd.wr;
+        const int row0 = m0 + 64 * cw + 16 * warp + (lane >> 2);  /* row of hf = 0 */
+
+        float o[OREG];
 #pragma unroll
-    for (int hf = 0; hf < 2; ++hf) {
-        float t = l[hf];
-        t += __shfl_xor_sync(0xffffffffu, t, 1);
-        t += __shfl_xor_sync(0xffffffffu, t, 2);
-        const float inv = t > 0.f ? 1.f / t : 0.f;
-#pragma unroll
-        for (int i = 0; i < OREG / 4; ++i) {
-            o[4 * i + 2 * hf] *= inv;
-            o[4 * i + 2 * hf + 1] *= inv;
+        for (int i = 0; i < OREG; ++i)
+            o[i] = 0.f;
+        float mx[2] = {-FJ_INF, -FJ_INF}, l[2] = {0.f, 0.f}, alpha[2] = {1.f, 1.f};
+
+        /* A block needs the per-element mask when it crosses the sequence end or an edge of
+         * the band of some row of this CTA: with d = k0 - (m0 + shift), key k0 + x of row
+         * m0 + y has j - i - shift = d + x - y. */
+        auto need_mask = [&](int nb) -> bool {
+            const int k0 = nb * BN;
+            bool need = k0 + BN > sq.sk;
+            const int d = k0 - (m0 + shift);
+            if (wr >= 0)
+                need |= d + BN - 1 > wr;
+            if (wl >= 0)
+                need |= d < BM - 1 - wl;
+            return need;
+        };
+        /* After the last S = Q K^T of a work tile the producer may load the next Q. */
+        auto release_q = [&]() {
+            if (FJ_FA3_PERSISTENT && lane == 0)
+                mbar_arrive(b_qe);
+        };
+
+        if (n > 0) {
+            if (PINGPONG && cw == 0)
+                named_arrive<256>(2);  /* warpgroup 0 goes first */
+            mbar_wait(b_q, qi & 1);
+#if FJ_FA3_OVERLAP
+            {   /* the first block: S, softmax, P; its P V is issued in the next step */
+                const int nb = bd.nb_hi - 1, st = g & 1, ph = (g >> 1) & 1;
+                mbar_wait(b_kf + 8 * st, ph);
+                if (PINGPONG)
+                    named_sync<256>(2 + cw);
+                pin(s);
+                wg_fence();
+                gemm_qk(s, dq, dk0 + st * KV_STEP);
+                wg_commit();
+                if (PINGPONG && !(cw == 1 && n == 1))
+                    named_arrive<256>(3 - cw);
+                wg_wait<0>();
+                pin(s);
+                if (lane == 0)
+                    mbar_arrive(b_ke + 8 * st);
+                if (n == 1)
+                    release_q();
+                if (need_mask(nb))
+                    apply_mask(s, nb * BN, row0, col_lane, sq.sk, shift, wl, wr);
+                softmax_tile(s, mx, l, alpha, sl2);
+                convert_p(s, pr);
+            }
+            for (int it = 1; it < n; ++it) {
+                const int nb = bd.nb_hi - 1 - it, gi = g + it, st = gi & 1, ph = (gi >> 1) & 1;
+                const int pst = st ^ 1, pph = ((gi - 1) >> 1) & 1;
+                mbar_wait(b_kf + 8 * st, ph);
+                if (PINGPONG)
+                    named_sync<256>(2 + cw);
+                pin(s);
+                wg_fence();
+                gemm_qk(s, dq, dk0 + st * KV_STEP);
+                wg_commit();
+                rescale_o(o, alpha);  /* for the previous block's P V, issued next */
+                mbar_wait(b_vf + 8 * pst, pph);
+                pin(o);
+                pin(pr);
+                wg_fence();
+                gemm_pv(o, pr, dv0 + pst * KV_STEP);
+                wg_commit();
+                if (PINGPONG && !(cw == 1 && it == n - 1))
+                    named_arrive<256>(3 - cw);
+                wg_wait<1>();  /* S done */
+                pin(s);
+                if (lane == 0)
+                    mbar_arrive(b_ke + 8 * st);
+                if (it == n - 1)
+                    release_q();
+                if (need_mask(nb))
+                    apply_mask(s, nb * BN, row0, col_lane, sq.sk, shift, wl, wr);
+                softmax_tile(s, mx, l, alpha, sl2);
+                /* ptxas hoists a wgmma wait up to the previous memory operation, which would
+                 * put the softmax after P V instead of under it. A shared store of the row
+                 * sums (which depend on every exp of the block) anchors the wait below. */
+                asm volatile("st.shared.f32 [%0], %1;\n" ::"r"(s_anchor), "f"(l[0] + l[1]) : "memory");
+                wg_wait<0>();  /* P V done */
+                pin(o);
+                pin(pr);
+                pin(s);
+                if (lane == 0)
+                    mbar_arrive(b_ve + 8 * pst);
+                convert_p(s, pr);
+            }
+            {   /* the last P V */
+                const int gl = g + n - 1, st = gl & 1, ph = (gl >> 1) & 1;
+                rescale_o(o, alpha);
+                mbar_wait(b_vf + 8 * st, ph);
+                pin(o);
+                pin(pr);
+                wg_fence();
+                gemm_pv(o, pr, dv0 + st * KV_STEP);
+                wg_commit();
+                wg_wait<0>();
+                pin(o);
+                if (lane == 0)
+                    mbar_arrive(b_ve + 8 * st);
+            }
+#else
+            for (int it = 0; it < n; ++it) {
+                const int nb = bd.nb_hi - 1 - it, gi = g + it, st = gi & 1, ph = (gi >> 1) & 1;
+                mbar_wait(b_kf + 8 * st, ph);
+                pin(s);
+                wg_fence();
+                gemm_qk(s, dq, dk0 + st * KV_STEP);
+                wg_commit();
+                wg_wait<0>();
+                pin(s);
+                if (lane == 0)
+                    mbar_arrive(b_ke + 8 * st);
+                if (it == n - 1)
+                    release_q();
+                if (need_mask(nb))
+                    apply_mask(s, nb * BN, row0, col_lane, sq.sk, shift, wl, wr);
+                softmax_tile(s, mx, l, alpha, sl2);
+                rescale_o(o, alpha);
+                convert_p(s, pr);
+                mbar_wait(b_vf + 8 * st, ph);
+                pin(o);
+                pin(pr);
+                wg_fence();
+                gemm_pv(o, pr, dv0 + st * KV_STEP);
+                wg_commit();
+                wg_wait<0>();
+                pin(o);
+                if (lane == 0)
+                    mbar_arrive(b_ve + 8 * st);
+            }
+#endif
+            g += n;
+            ++qi;
         }
-        const int i = row0 + 8 * hf;
-        if (lse && (lane & 3) == 0 && i < sq.sq)
-            lse[sq.lse_head_stride * h + sq.lse_base + i] =
-                t > 0.f ? mx[hf] * p.scale + logf(t) : -FJ_INF;
-    }
-    /* Row rr of the CTA, 16-byte unit u of chunk c lives at c*Q_CHUNK + rr*128 + (u^(rr&7))*16. */
-#pragma unroll
-    for (int nt = 0; nt < OREG / 4; ++nt)
+
+        /* ---- epilogue: 1/rowsum, LSE, O ---- */
+        fj_u16 *go = (fj_u16 *)p.o + sq.o + (fj_i64)h * p.o_head_stride;
+        float *lse = (float *)p.lse;
 #pragma unroll
         for (int hf = 0; hf < 2; ++hf) {
-            const int rr = 64 * cw + 16 * warp + (lane >> 2) + 8 * hf;
-            const fj_u32 a = s_q + (nt >> 3) * Q_CHUNK + rr * 128 + (((nt & 7) ^ (rr & 7)) << 4) +
-                             col_lane * 2;
-            asm volatile("st.shared.b32 [%0], %1;\n" ::"r"(a),
-                         "r"(pack2(o[4 * nt + 2 * hf], o[4 * nt + 2 * hf + 1]))
-                         : "memory");
-        }
-    named_sync(4 + cw, 128);
-    constexpr int UNITS = HD / 8;  /* 16-byte units per row that exist in global memory */
+            float tl = l[hf];
+            tl += __shfl_xor_sync(0xffffffffu, tl, 1);
+            tl += __shfl_xor_sync(0xffffffffu, tl, 2);
+            const float inv = tl > 0.f ? 1.f / tl : 0.f;
 #pragma unroll
-    for (int k = 0; k < (64 * UNITS + 127) / 128; ++k) {
-        const int idx = tc - 128 * cw + 128 * k;
-        if ((64 * UNITS) % 128 == 0 || idx < 64 * UNITS) {
-            const int r = idx / UNITS, u = idx % UNITS;
-            const int rr = 64 * cw + r, i = m0 + rr;
+            for (int i = 0; i < OREG / 4; ++i) {
+                o[4 * i + 2 * hf] *= inv;
+                o[4 * i + 2 * hf + 1] *= inv;
+            }
+            const int i = row0 + 8 * hf;
+            if (lse && (lane & 3) == 0 && i < sq.sq)
+                lse[sq.lse_head_stride * h + sq.lse_base + i] =
+                    tl > 0.f ? mx[hf] * p.scale + logf(tl) : -FJ_INF;
+        }
+#if FJ_FA3_PERSISTENT
+        /* Straight from the accumulators (the Q buffer already holds the next tile's Q):
+         * each store is 2 columns; the 4 lanes of a row fill 16 contiguous bytes. */
+#pragma unroll
+        for (int hf = 0; hf < 2; ++hf) {
+            const int i = row0 + 8 * hf;
             if (i < sq.sq) {
-                fj_u32 x0, x1, x2, x3;
-                asm volatile("ld.shared.v4.b32 {%0,%1,%2,%3}, [%4];\n"
-                             : "=r"(x0), "=r"(x1), "=r"(x2), "=r"(x3)
-                             : "r"(s_q + (u >> 3) * Q_CHUNK + rr * 128 + (((u & 7) ^ (rr & 7)) << 4))
-                             : "memory");
-                asm volatile("st.global.v4.b32 [%0], {%1,%2,%3,%4};\n" ::"l"(go + (fj_i64)i * p.o_row_stride + u * 8),
-                             "r"(x0), "r"(x1), "r"(x2), "r"(x3)
-                             : "memory");
+                fj_u16 *orow = go + (fj_i64)i * p.o_row_stride + col_lane;
+#pragma unroll
+                for (int nt = 0; nt < OREG / 4; ++nt)
+                    asm volatile("st.global.b32 [%0], %1;\n" ::"l"(orow + nt * 8),
+                                 "r"(pack2(o[4 * nt + 2 * hf], o[4 * nt + 2 * hf + 1]))
+                                 : "memory");
             }
         }
+#else
+        /* Through this warpgroup's own Q rows (no other warpgroup reads them): row rr, 16-byte
+         * unit u of chunk c lives at c*Q_CHUNK + rr*128 + (u^(rr&7))*16; then 16-byte stores. */
+#pragma unroll
+        for (int nt = 0; nt < OREG / 4; ++nt)
+#pragma unroll
+            for (int hf = 0; hf < 2; ++hf) {
+                const int rr = 64 * cw + 16 * warp + (lane >> 2) + 8 * hf;
+                const fj_u32 a = s_q + (nt >> 3) * Q_CHUNK + rr * 128 + (((nt & 7) ^ (rr & 7)) << 4) +
+                                 col_lane * 2;
+                asm volatile("st.shared.b32 [%0], %1;\n" ::"r"(a),
+                             "r"(pack2(o[4 * nt + 2 * hf], o[4 * nt + 2 * hf + 1]))
+                             : "memory");
+            }
+        named_sync<128>(4 + cw);
+        constexpr int UNITS = HD / 8;  /* 16-byte units per row that exist in global memory */
+#pragma unroll
+        for (int k = 0; k < (64 * UNITS + 127) / 128; ++k) {
+            const int idx = (threadIdx.x & 127) + 128 * k;
+            if ((64 * UNITS) % 128 == 0 || idx < 64 * UNITS) {
+                const int r = idx / UNITS, u = idx % UNITS;
+                const int rr = 64 * cw + r, i = m0 + rr;
+                if (i < sq.sq) {
+                    fj_u32 x0, x1, x2, x3;
+                    asm volatile("ld.shared.v4.b32 {%0,%1,%2,%3}, [%4];\n"
+                                 : "=r"(x0), "=r"(x1), "=r"(x2), "=r"(x3)
+                                 : "r"(s_q + (u >> 3) * Q_CHUNK + rr * 128 + (((u & 7) ^ (rr & 7)) << 4))
+                                 : "memory");
+                    asm volatile("st.global.v4.b32 [%0], {%1,%2,%3,%4};\n" ::"l"(
+                                     go + (fj_i64)i * p.o_row_stride + u * 8),
+                                 "r"(x0), "r"(x1), "r"(x2), "r"(x3)
+                                 : "memory");
+                }
+            }
+        }
+#endif
     }
 }

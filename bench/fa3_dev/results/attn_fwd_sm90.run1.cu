@@ -1,0 +1,748 @@
+/* attn_fwd_sm90.cu - FlashAttention-3 style forward for Hopper: sm_90a only (wgmma,
+ * setmaxnreg, TMA). The portable path is attn_fwd_sm80.cu.
+ *
+ * Variants (preamble macros):
+ *   FJ_DTYPE       FJ_DT_F16 | FJ_DT_BF16 (inputs and output; fp32 accumulation)
+ *   FJ_HEAD_DIM    multiple of 16 in 16..256 (tested: 64, 96, 128, 192, 256)
+ *   FJ_MASK        FJ_MASK_NONE | FJ_MASK_CAUSAL | FJ_MASK_WINDOW (window reads
+ *                  p.window_left/right at run time; causal is (-1, 0), bottom-right aligned)
+ *   FJ_BLOCK_M     query rows per CTA: 128 (2 consumer warpgroups, 24/240 registers) or
+ *                  192 (3 consumer warpgroups, 24/160 registers)
+ *   FJ_BLOCK_N     keys per K/V tile: multiple of 16 in 16..256
+ *   FJ_FA3_OVERLAP   1 (default): intra-warpgroup overlap (S_{j+1} = Q K_{j+1}^T and
+ *                    O += P_j V_j in flight during the softmax of j+1); 0: serial schedule
+ *   FJ_FA3_PINGPONG  1 (default when FJ_BLOCK_M == 128 and OVERLAP): the two consumer
+ *                    warpgroups take turns issuing their GEMMs (named barriers 2, 3), so the
+ *                    softmax of one runs under the GEMMs of the other
+ *   FJ_FA3_HANG_TRAP 1: an mbarrier wait that spins for more than ~2 s traps (dev builds)
+ *   FJ_FA3_PV_SPLIT  1: O += P V as one wgmma per 64-column chunk of V (dev/diagnosis)
+ * Run-time: batch, heads (GQA/MQA), seqlen_q/k (any), varlen (cu_seqlens), strides, LSE,
+ *   scale. Limits: scale > 0 (row maxima are taken on raw scores); 16-byte aligned
+ *   pointers and strides that are multiples of 8 elements (TMA); compute capability 9.0.
+ *
+ * Launch (fj_fa3_* in src/autotune/fa3_config.h builds all of it):
+ *   kernel fj_attn_fwd_sm90(params, tmap_q, tmap_k, tmap_v), each tensor map a 128-byte
+ *   CUtensorMap passed by value (const __grid_constant__). Maps are 4-D {head_dim, rows,
+ *   heads, batch} over 16-bit elements, box {64, FJ_BLOCK_M or FJ_BLOCK_N, 1, 1},
+ *   128-byte swizzle, zero fill out of bounds; rows = seqlen (fixed length) or the total
+ *   row count with batch 1 (varlen). grid (ceil(seqlen_q / FJ_BLOCK_M), heads_q, batch),
+ *   block 128 * (FJ_BLOCK_M / 64 + 1) threads, dynamic shared memory
+ *   (ceil(hd/64) * 128 * (FJ_BLOCK_M + 4 * FJ_BLOCK_N) + 256 + 1024) bytes.
+ *
+ * Design (Shah et al. 2024). Warpgroup 0 is the producer: after setmaxnreg.dec one thread
+ * issues TMA loads: Q once, then K_j and V_j into a 2-stage ring, each stage guarded by a
+ * "full" mbarrier (transaction bytes) and an "empty" mbarrier (one arrival per consumer
+ * warp). Warpgroups 1.. are consumers, 64 query rows each: S = Q K^T by wgmma with both
+ * operands in shared memory (K-major, 128B swizzle), online softmax in log2 units on the
+ * fp32 accumulators, P converted in registers into the A operand of O += P V (wgmma RS, V
+ * read N-major from the same TMA layout). KV blocks are walked from the last to the first
+ * so the blocks that need a mask (sequence end, diagonal, window edge) come first and the
+ * rest run mask-free. Rows of a warpgroup that see no key of a tile stay exact (-inf max
+ * handled). O is normalised once at the end and written through the warpgroup's own Q
+ * rows in shared memory as 16-byte stores; LSE (natural log) per row.
+ *
+ * Shared memory: [Q][K stage 0][K stage 1][V stage 0][V stage 1][barriers], each tile
+ * stored as ceil(hd/64) column chunks of rows x 128 bytes (the TMA box), 16-byte units
+ * XOR-swizzled by (row % 8), every chunk 1024-byte aligned. Descriptors: K-major (Q, K):
+ * SBO 1024 (8-row groups), LBO unused, k16 step = +32 bytes inside a chunk; N-major (V):
+ * SBO 1024 (8-key groups), LBO = chunk size (next 64 columns), k16 step = +2048 bytes.
+ */
+#include "fj_common.cuh"
+
+#if !defined(FJ_DTYPE) || !defined(FJ_HEAD_DIM) || !defined(FJ_MASK) || !defined(FJ_BLOCK_M) || \
+    !defined(FJ_BLOCK_N)
+#error "attn_fwd_sm90.cu needs FJ_DTYPE FJ_HEAD_DIM FJ_MASK FJ_BLOCK_M FJ_BLOCK_N"
+#endif
+#ifndef FJ_FA3_OVERLAP
+#define FJ_FA3_OVERLAP 1
+#endif
+#ifndef FJ_FA3_PINGPONG
+#define FJ_FA3_PINGPONG (FJ_BLOCK_M == 128 && FJ_FA3_OVERLAP)
+#endif
+#ifndef FJ_FA3_HANG_TRAP
+#define FJ_FA3_HANG_TRAP 0
+#endif
+#ifndef FJ_FA3_PV_SPLIT
+#define FJ_FA3_PV_SPLIT 0
+#endif
+
+#define FA3_MASKED (FJ_MASK != 0)
+#if FJ_DTYPE == 1
+#define FA3_AB "bf16"
+#else
+#define FA3_AB "f16"
+#endif
+#define FA3_CAT_(a, b) a##b
+#define FA3_CAT(a, b) FA3_CAT_(a, b)
+
+namespace fa3 {
+constexpr int BM = FJ_BLOCK_M, BN = FJ_BLOCK_N, HD = FJ_HEAD_DIM;
+constexpr int NWG = BM / 64;                 /* consumer warpgroups */
+constexpr int THREADS = 128 * (NWG + 1);
+constexpr int DC = (HD + 63) / 64;           /* 64-column chunks (one 128-byte swizzle row) */
+constexpr int KSTEPS = HD / 16;              /* k16 steps of S = Q K^T */
+constexpr int PSTEPS = BN / 16;              /* k16 steps of O += P V */
+constexpr int SREG = BN / 2, OREG = HD / 2;  /* fp32 accumulators per thread */
+constexpr int Q_CHUNK = BM * 128, KV_CHUNK = BN * 128;
+constexpr int Q_BYTES = DC * Q_CHUNK, KV_BYTES = DC * KV_CHUNK;
+constexpr int OFF_K = Q_BYTES, OFF_V = OFF_K + 2 * KV_BYTES, OFF_BAR = OFF_V + 2 * KV_BYTES;
+constexpr int SMEM_BYTES = OFF_BAR + 256 + 1024;  /* + barriers, scratch, alignment slack */
+constexpr int REG_PRODUCER = 24, REG_CONSUMER = NWG == 2 ? 240 : 160;
+constexpr bool PINGPONG = FJ_FA3_PINGPONG && NWG == 2 && FJ_FA3_OVERLAP;
+
+static_assert(FJ_DTYPE == FJ_DT_F16 || FJ_DTYPE == FJ_DT_BF16, "FJ_DTYPE");
+static_assert(FJ_MASK == FJ_MASK_NONE || FJ_MASK == FJ_MASK_CAUSAL || FJ_MASK == FJ_MASK_WINDOW,
+              "FJ_MASK");
+static_assert(HD % 16 == 0 && HD >= 16 && HD <= 256, "FJ_HEAD_DIM: multiple of 16 in 16..256");
+static_assert(BM == 128 || BM == 192, "FJ_BLOCK_M: 128 or 192");
+static_assert(BN % 16 == 0 && BN >= 16 && BN <= 256, "FJ_BLOCK_N: multiple of 16 in 16..256");
+static_assert(SMEM_BYTES <= 227 * 1024, "shared memory over 227 KiB");
+static_assert(128 * (REG_PRODUCER + NWG * REG_CONSUMER) <= 65536, "setmaxnreg budget");
+}  // namespace fa3
+
+/* ---- PTX wrappers ----------------------------------------------------------------------- */
+
+FJ_DEVICE fj_u32 smem_u32(const void *p)
+{
+    fj_u32 r;
+    asm("{ .reg .u64 t; cvta.to.shared.u64 t, %1; cvt.u32.u64 %0, t; }" : "=r"(r) : "l"(p));
+    return r;
+}
+
+FJ_DEVICE void mbar_init(fj_u32 bar, int count)
+{
+    asm volatile("mbarrier.init.shared::cta.b64 [%0], %1;\n" ::"r"(bar), "r"(count) : "memory");
+}
+FJ_DEVICE void mbar_expect_tx(fj_u32 bar, fj_u32 bytes)
+{
+    asm volatile("{ .reg .b64 st; mbarrier.arrive.expect_tx.shared::cta.b64 st, [%0], %1; }\n" ::"r"(bar),
+                 "r"(bytes)
+                 : "memory");
+}
+FJ_DEVICE void mbar_arrive(fj_u32 bar)
+{
+    asm volatile("{ .reg .b64 st; mbarrier.arrive.shared::cta.b64 st, [%0]; }\n" ::"r"(bar) : "memory");
+}
+/* Waits for the phase of `bar` with parity `parity` to complete. */
+FJ_DEVICE void mbar_wait(fj_u32 bar, int parity)
+{
+#if !FJ_FA3_HANG_TRAP
+    fj_u32 ok;
+    do {
+        asm volatile("{ .reg .pred p; mbarrier.try_wait.parity.shared::cta.b64 p, [%1], %2;\n"
+                     "selp.u32 %0, 1, 0, p; }\n"
+                     : "=r"(ok)
+                     : "r"(bar), "r"(parity)
+                     : "memory");
+    } while (!ok);
+#else
+    /* 2^22 try_waits (each may suspend for a while): far longer than any legal wait */
+    asm volatile("{ .reg .pred p; .reg .u32 n; mov.u32 n, 0;\n"
+                 "W: mbarrier.try_wait.parity.shared::cta.b64 p, [%0], %1;\n"
+                 "@p bra.uni D;\n"
+                 "add.u32 n, n, 1;\n"
+                 "setp.lt.u32 p, n, 4194304;\n"
+                 "@p bra.uni W;\n"
+                 "trap;\n"
+                 "D: }\n" ::"r"(bar), "r"(parity)
+                 : "memory");
+#endif
+}
+
+/* One TMA box of a 4-D tensor map into shared memory, completing on `bar`. */
+FJ_DEVICE void tma_load4(fj_u32 dst, const void *tmap, int c0, int c1, int c2, int c3, fj_u32 bar)
+{
+    asm volatile(
+        "cp.async.bulk.tensor.4d.shared::cluster.global.tile.mbarrier::complete_tx::bytes"
+        " [%0], [%1, {%2, %3, %4, %5}], [%6];\n" ::"r"(dst),
+        "l"(tmap), "r"(c0), "r"(c1), "r"(c2), "r"(c3), "r"(bar)
+        : "memory");
+}
+FJ_DEVICE void tma_prefetch_desc(const void *tmap)
+{
+    asm volatile("prefetch.tensormap [%0];\n" ::"l"(tmap) : "memory");
+}
+
+FJ_DEVICE void named_sync(int id, int n) { asm volatile("bar.sync %0, %1;\n" ::"r"(id), "r"(n) : "memory"); }
+FJ_DEVICE void named_arrive(int id, int n) { asm volatile("bar.arrive %0, %1;\n" ::"r"(id), "r"(n) : "memory"); }
+
+FJ_DEVICE void wg_fence() { asm volatile("wgmma.fence.sync.aligned;\n" ::: "memory"); }
+FJ_DEVICE void wg_commit() { asm volatile("wgmma.commit_group.sync.aligned;\n" ::: "memory"); }
+template <int N> FJ_DEVICE void wg_wait() { asm volatile("wgmma.wait_group.sync.aligned %0;\n" ::"n"(N) : "memory"); }
+
+/* Pins registers at this point of the program (no instruction): keeps the compiler from
+ * moving accesses to wgmma operands across the fence / wait around them. */
+template <int N> FJ_DEVICE void pin(float (&r)[N])
+{
+#pragma unroll
+    for (int i = 0; i < N; ++i)
+        asm volatile("" : "+f"(r[i])::"memory");
+}
+template <int N, int M> FJ_DEVICE void pin(fj_u32 (&r)[N][M])
+{
+#pragma unroll
+    for (int i = 0; i < N; ++i)
+#pragma unroll
+        for (int j = 0; j < M; ++j)
+            asm volatile("" : "+r"(r[i][j])::"memory");
+}
+
+/* Shared-memory matrix descriptors, 128-byte swizzle (mode 1 in bits 62-63). */
+FJ_DEVICE fj_u64 desc_kmajor(fj_u32 addr)
+{
+    return (fj_u64)((addr & 0x3FFFF) >> 4) | ((fj_u64)1 << 16) | ((fj_u64)(1024 >> 4) << 32) |
+           ((fj_u64)1 << 62);
+}
+FJ_DEVICE fj_u64 desc_nmajor(fj_u32 addr, fj_u32 lbo)
+{
+    return (fj_u64)((addr & 0x3FFFF) >> 4) | ((fj_u64)(lbo >> 4) << 16) |
+           ((fj_u64)(1024 >> 4) << 32) | ((fj_u64)1 << 62);
+}
+
+/* wgmma m64nNk16 with fp32 accumulators d[OFF .. OFF + N/2): SS (A, B descriptors) and RS
+ * (A = 4 registers of 16-bit pairs). acc = 0: d = A*B; otherwise d += A*B. The operand lists
+ * are spelled by the preprocessor: FA3_L<g> is "%0,...,%(8g-1)", FA3_C<g> the matching
+ * "+f" constraints, and the numbers of the operands after them are passed literally. */
+#define FA3_G0 "%0,%1,%2,%3,%4,%5,%6,%7"
+#define FA3_G1 "%8,%9,%10,%11,%12,%13,%14,%15"
+#define FA3_G2 "%16,%17,%18,%19,%20,%21,%22,%23"
+#define FA3_G3 "%24,%25,%26,%27,%28,%29,%30,%31"
+#define FA3_G4 "%32,%33,%34,%35,%36,%37,%38,%39"
+#define FA3_G5 "%40,%41,%42,%43,%44,%45,%46,%47"
+#define FA3_G6 "%48,%49,%50,%51,%52,%53,%54,%55"
+#define FA3_G7 "%56,%57,%58,%59,%60,%61,%62,%63"
+#define FA3_G8 "%64,%65,%66,%67,%68,%69,%70,%71"
+#define FA3_G9 "%72,%73,%74,%75,%76,%77,%78,%79"
+#define FA3_G10 "%80,%81,%82,%83,%84,%85,%86,%87"
+#define FA3_G11 "%88,%89,%90,%91,%92,%93,%94,%95"
+#define FA3_G12 "%96,%97,%98,%99,%100,%101,%102,%103"
+#define FA3_G13 "%104,%105,%106,%107,%108,%109,%110,%111"
+#define FA3_G14 "%112,%113,%114,%115,%116,%117,%118,%119"
+#define FA3_G15 "%120,%121,%122,%123,%124,%125,%126,%127"
+#define FA3_L1 FA3_G0
+#define FA3_L2 FA3_L1 "," FA3_G1
+#define FA3_L3 FA3_L2 "," FA3_G2
+#define FA3_L4 FA3_L3 "," FA3_G3
+#define FA3_L5 FA3_L4 "," FA3_G4
+#define FA3_L6 FA3_L5 "," FA3_G5
+#define FA3_L7 FA3_L6 "," FA3_G6
+#define FA3_L8 FA3_L7 "," FA3_G7
+#define FA3_L9 FA3_L8 "," FA3_G8
+#define FA3_L10 FA3_L9 "," FA3_G9
+#define FA3_L11 FA3_L10 "," FA3_G10
+#define FA3_L12 FA3_L11 "," FA3_G11
+#define FA3_L13 FA3_L12 "," FA3_G12
+#define FA3_L14 FA3_L13 "," FA3_G13
+#define FA3_L15 FA3_L14 "," FA3_G14
+#define FA3_L16 FA3_L15 "," FA3_G15
+#define FA3_R8(d, o) "+f"(d[(o) + 0]), "+f"(d[(o) + 1]), "+f"(d[(o) + 2]), "+f"(d[(o) + 3]), \
+                     "+f"(d[(o) + 4]), "+f"(d[(o) + 5]), "+f"(d[(o) + 6]), "+f"(d[(o) + 7])
+#define FA3_C1(d, o) FA3_R8(d, o)
+#define FA3_C2(d, o) FA3_C1(d, o), FA3_R8(d, (o) + 8)
+#define FA3_C3(d, o) FA3_C2(d, o), FA3_R8(d, (o) + 16)
+#define FA3_C4(d, o) FA3_C3(d, o), FA3_R8(d, (o) + 24)
+#define FA3_C5(d, o) FA3_C4(d, o), FA3_R8(d, (o) + 32)
+#define FA3_C6(d, o) FA3_C5(d, o), FA3_R8(d, (o) + 40)
+#define FA3_C7(d, o) FA3_C6(d, o), FA3_R8(d, (o) + 48)
+#define FA3_C8(d, o) FA3_C7(d, o), FA3_R8(d, (o) + 56)
+#define FA3_C9(d, o) FA3_C8(d, o), FA3_R8(d, (o) + 64)
+#define FA3_C10(d, o) FA3_C9(d, o), FA3_R8(d, (o) + 72)
+#define FA3_C11(d, o) FA3_C10(d, o), FA3_R8(d, (o) + 80)
+#define FA3_C12(d, o) FA3_C11(d, o), FA3_R8(d, (o) + 88)
+#define FA3_C13(d, o) FA3_C12(d, o), FA3_R8(d, (o) + 96)
+#define FA3_C14(d, o) FA3_C13(d, o), FA3_R8(d, (o) + 104)
+#define FA3_C15(d, o) FA3_C14(d, o), FA3_R8(d, (o) + 112)
+#define FA3_C16(d, o) FA3_C15(d, o), FA3_R8(d, (o) + 120)
+
+#define FA3_DEF_SS(N, G, A, B, F)                                                                 \
+    template <int OFF, int TOT>                                                                   \
+    FJ_DEVICE void wgmma_ss_##N(float (&d)[TOT], fj_u64 da, fj_u64 db, int acc)                   \
+    {                                                                                             \
+        static_assert(OFF + N / 2 <= TOT, "accumulator range");                                   \
+        asm volatile("{\n.reg .pred p;\nsetp.ne.b32 p, %" #F ", 0;\n"                             \
+                     "wgmma.mma_async.sync.aligned.m64n" #N "k16.f32." FA3_AB "." FA3_AB " {" FA3_L##G \
+                     "}, %" #A ", %" #B ", p, 1, 1, 0, 0;\n}\n"                                   \
+                     : FA3_C##G(d, OFF)                                                           \
+                     : "l"(da), "l"(db), "r"(acc)                                                 \
+                     : "memory");                                                                 \
+    }
+#define FA3_DEF_RS(N, G, A0, A1, A2, A3, B, F)                                                    \
+    template <int OFF, int TOT>                                                                   \
+    FJ_DEVICE void wgmma_rs_##N(float (&d)[TOT], const fj_u32 (&a)[4], fj_u64 db, int acc)        \
+    {                                                                                             \
+        static_assert(OFF + N / 2 <= TOT, "accumulator range");                                   \
+        asm volatile("{\n.reg .pred p;\nsetp.ne.b32 p, %" #F ", 0;\n"                             \
+                     "wgmma.mma_async.sync.aligned.m64n" #N "k16.f32." FA3_AB "." FA3_AB " {" FA3_L##G \
+                     "}, {%" #A0 ", %" #A1 ", %" #A2 ", %" #A3 "}, %" #B ", p, 1, 1, 1;\n}\n"     \
+                     : FA3_C##G(d, OFF)                                                           \
+                     : "r"(a[0]), "r"(a[1]), "r"(a[2]), "r"(a[3]), "l"(db), "r"(acc)             \
+                     : "memory");                                                                 \
+    }
+FA3_DEF_SS(16, 1, 8, 9, 10)
+FA3_DEF_SS(32, 2, 16, 17, 18)
+FA3_DEF_SS(48, 3, 24, 25, 26)
+FA3_DEF_SS(64, 4, 32, 33, 34)
+FA3_DEF_SS(80, 5, 40, 41, 42)
+FA3_DEF_SS(96, 6, 48, 49, 50)
+FA3_DEF_SS(112, 7, 56, 57, 58)
+FA3_DEF_SS(128, 8, 64, 65, 66)
+FA3_DEF_SS(144, 9, 72, 73, 74)
+FA3_DEF_SS(160, 10, 80, 81, 82)
+FA3_DEF_SS(176, 11, 88, 89, 90)
+FA3_DEF_SS(192, 12, 96, 97, 98)
+FA3_DEF_SS(208, 13, 104, 105, 106)
+FA3_DEF_SS(224, 14, 112, 113, 114)
+FA3_DEF_SS(240, 15, 120, 121, 122)
+FA3_DEF_SS(256, 16, 128, 129, 130)
+FA3_DEF_RS(32, 2, 16, 17, 18, 19, 20, 21)
+FA3_DEF_RS(64, 4, 32, 33, 34, 35, 36, 37)
+FA3_DEF_RS(96, 6, 48, 49, 50, 51, 52, 53)
+FA3_DEF_RS(128, 8, 64, 65, 66, 67, 68, 69)
+FA3_DEF_RS(160, 10, 80, 81, 82, 83, 84, 85)
+FA3_DEF_RS(192, 12, 96, 97, 98, 99, 100, 101)
+FA3_DEF_RS(224, 14, 112, 113, 114, 115, 116, 117)
+FA3_DEF_RS(256, 16, 128, 129, 130, 131, 132, 133)
+/* head dims not multiple of 32 (16, 48, ...) use the split path's n16/n48 forms */
+FA3_DEF_RS(16, 1, 8, 9, 10, 11, 12, 13)
+FA3_DEF_RS(48, 3, 24, 25, 26, 27, 28, 29)
+FA3_DEF_RS(80, 5, 40, 41, 42, 43, 44, 45)
+FA3_DEF_RS(112, 7, 56, 57, 58, 59, 60, 61)
+FA3_DEF_RS(144, 9, 72, 73, 74, 75, 76, 77)
+FA3_DEF_RS(176, 11, 88, 89, 90, 91, 92, 93)
+FA3_DEF_RS(208, 13, 104, 105, 106, 107, 108, 109)
+FA3_DEF_RS(240, 15, 120, 121, 122, 123, 124, 125)
+
+FJ_DEVICE float ex2(float x)
+{
+    float y;
+    asm("ex2.approx.ftz.f32 %0, %1;\n" : "=f"(y) : "f"(x));
+    return y;
+}
+/* Two floats into one register of two 16-bit values, `lo` in the low half. */
+FJ_DEVICE fj_u32 pack2(float lo, float hi)
+{
+    fj_u32 r;
+#if FJ_DTYPE == 1
+    asm("cvt.rn.bf16x2.f32 %0, %1, %2;\n" : "=r"(r) : "f"(hi), "f"(lo));
+#else
+    asm("cvt.rn.f16x2.f32 %0, %1, %2;\n" : "=r"(r) : "f"(hi), "f"(lo));
+#endif
+    return r;
+}
+
+/* ---- consumer pieces ---------------------------------------------------------------------- */
+
+/* S = Q K^T over the head dim: k16 step kk reads chunk kk/4 at byte 32*(kk%4). */
+FJ_DEVICE void gemm_qk(float (&s)[fa3::SREG], fj_u64 dq, fj_u64 dk)
+{
+    using namespace fa3;
+#pragma unroll
+    for (int kk = 0; kk < KSTEPS; ++kk)
+        FA3_CAT(wgmma_ss_, FJ_BLOCK_N)<0>(s, dq + (fj_u64)(((kk >> 2) * Q_CHUNK + (kk & 3) * 32) >> 4),
+                                          dk + (fj_u64)(((kk >> 2) * KV_CHUNK + (kk & 3) * 32) >> 4),
+                                          kk > 0);
+}
+
+#if FJ_FA3_PV_SPLIT
+/* One wgmma per 64-column chunk of V (the last one 16..64 wide): no LBO involved. */
+template <int C>
+FJ_DEVICE void pv_split(float (&o)[fa3::OREG], const fj_u32 (&a)[4], fj_u64 dv)
+{
+    using namespace fa3;
+    if constexpr (C < DC) {
+        constexpr int NC = HD - 64 * C < 64 ? HD - 64 * C : 64;
+        const fj_u64 d = dv + (fj_u64)((C * KV_CHUNK) >> 4);
+        if constexpr (NC == 64)
+            wgmma_rs_64<32 * C>(o, a, d, 1);
+        else if constexpr (NC == 48)
+            wgmma_rs_48<32 * C>(o, a, d, 1);
+        else if constexpr (NC == 32)
+            wgmma_rs_32<32 * C>(o, a, d, 1);
+        else
+            wgmma_rs_16<32 * C>(o, a, d, 1);
+        pv_split<C + 1>(o, a, dv);
+    }
+}
+#endif
+
+/* O += P V: k16 step kk reads keys 16kk.. at +2048*kk bytes; N spans the chunks via LBO. */
+FJ_DEVICE void gemm_pv(float (&o)[fa3::OREG], const fj_u32 (&pr)[fa3::PSTEPS][4], fj_u64 dv)
+{
+    using namespace fa3;
+#pragma unroll
+    for (int kk = 0; kk < PSTEPS; ++kk) {
+#if !FJ_FA3_PV_SPLIT
+        FA3_CAT(wgmma_rs_, FJ_HEAD_DIM)<0>(o, pr[kk], dv + (fj_u64)((kk * 2048) >> 4), 1);
+#else
+        pv_split<0>(o, pr[kk], dv + (fj_u64)((kk * 2048) >> 4));
+#endif
+    }
+}
+
+/* Scores of keys past the sequence end or outside the (causal / window) band to -inf.
+ * Element (nt, hf, e) is key k0 + nt*8 + col_lane + e of query row row0 + 8*hf. */
+FJ_DEVICE void apply_mask(float (&s)[fa3::SREG], int k0, int row0, int col_lane, int sk, int shift,
+                          int wl, int wr)
+{
+    using namespace fa3;
+    const int lim_s = sk - k0 - col_lane;  /* masked when x >= lim_s, x = nt*8 + e */
+#pragma unroll
+    for (int hf = 0; hf < 2; ++hf) {
+        const int dg = row0 + 8 * hf + shift - k0 - col_lane;  /* x of the diagonal */
+        const int lim_r = wr >= 0 ? dg + wr : (1 << 30);       /* masked when x > lim_r */
+        const int lim_l = wl >= 0 ? dg - wl : -(1 << 30);      /* masked when x < lim_l */
+#pragma unroll
+        for (int nt = 0; nt < BN / 8; ++nt)
+#pragma unroll
+            for (int e = 0; e < 2; ++e) {
+                const int x = nt * 8 + e;
+                if (x >= lim_s || x > lim_r || x < lim_l)
+                    s[4 * nt + 2 * hf + e] = -FJ_INF;
+            }
+    }
+}
+
+/* Online softmax of one tile in place: s becomes P = exp2(s*sl2 - m*sl2) (fp32), the row
+ * maxima mx and the partial row sums l (this thread's columns) are updated, and alpha is
+ * the factor O must be scaled by before this tile's P V is added. */
+FJ_DEVICE void softmax_tile(float (&s)[fa3::SREG], float (&mx)[2], float (&l)[2], float (&alpha)[2],
+                            float sl2)
+{
+    using namespace fa3;
+#pragma unroll
+    for (int hf = 0; hf < 2; ++hf) {
+        float m = mx[hf];
+#pragma unroll
+        for (int nt = 0; nt < BN / 8; ++nt)
+            m = fmaxf(m, fmaxf(s[4 * nt + 2 * hf], s[4 * nt + 2 * hf + 1]));
+        m = fmaxf(m, __shfl_xor_sync(0xffffffffu, m, 1));
+        m = fmaxf(m, __shfl_xor_sync(0xffffffffu, m, 2));
+        const float base = m == -FJ_INF ? 0.f : m * sl2;  /* no visible key yet */
+        alpha[hf] = ex2(mx[hf] * sl2 - base);              /* 0 from -inf */
+        mx[hf] = m;
+        float sum = 0.f;
+#pragma unroll
+        for (int nt = 0; nt < BN / 8; ++nt)
+#pragma unroll
+            for (int e = 0; e < 2; ++e) {
+                const float pv = ex2(fmaf(s[4 * nt + 2 * hf + e], sl2, -base));
+                s[4 * nt + 2 * hf + e] = pv;
+                sum += pv;
+            }
+        l[hf] = l[hf] * alpha[hf] + sum;
+    }
+}
+
+FJ_DEVICE void rescale_o(float (&o)[fa3::OREG], const float (&alpha)[2])
+{
+#pragma unroll
+    for (int i = 0; i < fa3::OREG; ++i)
+        o[i] *= alpha[(i >> 1) & 1];
+}
+
+/* The fp32 accumulator layout of S (n8 tiles 2kk, 2kk+1) is the A-operand layout of k16
+ * step kk: registers {row r cols 0-1, row r+8 cols 0-1, row r cols 8-9, row r+8 cols 8-9}. */
+FJ_DEVICE void convert_p(const float (&s)[fa3::SREG], fj_u32 (&pr)[fa3::PSTEPS][4])
+{
+#pragma unroll
+    for (int kk = 0; kk < fa3::PSTEPS; ++kk)
+#pragma unroll
+        for (int r = 0; r < 4; ++r)
+            pr[kk][r] = pack2(s[8 * kk + 2 * r], s[8 * kk + 2 * r + 1]);
+}
+
+/* ---- the kernel --------------------------------------------------------------------------- */
+
+struct __align__(64) fj_tmap {
+    fj_u64 w[16];
+};
+
+extern "C" __global__ void __launch_bounds__(fa3::THREADS, 1)
+fj_attn_fwd_sm90(const __grid_constant__ fj_attn_params p, const __grid_constant__ fj_tmap tq,
+                 const __grid_constant__ fj_tmap tk, const __grid_constant__ fj_tmap tv)
+{
+    using namespace fa3;
+    extern __shared__ __align__(1024) unsigned char smem_raw[];
+
+    const int b = blockIdx.z, h = blockIdx.y;
+#if !FA3_MASKED
+    const int mb = blockIdx.x;
+#else
+    const int mb = gridDim.x - 1 - blockIdx.x;  /* the longest rows first */
+#endif
+    const fj_seq sq = fj_seq_of(p, b);
+    const int m0 = mb * BM;
+    if (m0 >= sq.sq)
+        return;
+
+    /* Keys any row of this block can see: [kbeg, kend) -> KV blocks [nb_lo, nb_hi). */
+    const int shift = sq.sk - sq.sq;
+    int kbeg = 0, kend = sq.sk;
+#if FA3_MASKED
+#if FJ_MASK == FJ_MASK_CAUSAL
+    const int wl = -1, wr = 0;
+#else
+    const int wl = p.window_left, wr = p.window_right;
+#endif
+    const int m_last = min(m0 + BM, sq.sq) - 1;
+    if (wr >= 0)
+        kend = min(kend, m_last + shift + wr + 1);
+    if (wl >= 0)
+        kbeg = max(0, m0 + shift - wl);
+#else
+    const int wl = -1, wr = -1;
+#endif
+    const int nb_lo = kbeg / BN;
+    const int nb_hi = kend > kbeg ? (kend + BN - 1) / BN : nb_lo;
+    const int n = nb_hi - nb_lo;
+
+    const fj_u32 base = (smem_u32(smem_raw) + 1023u) & ~1023u;
+    const fj_u32 s_q = base, s_k = base + OFF_K, s_v = base + OFF_V;
+    const fj_u32 bar = base + OFF_BAR;  /* q, kfull[2], vfull[2], kempty[2], vempty[2] */
+    const fj_u32 b_q = bar, b_kf = bar + 8, b_vf = bar + 24, b_ke = bar + 40, b_ve = bar + 56;
+
+    if (threadIdx.x == 0) {
+        mbar_init(b_q, 1);
+        for (int i = 0; i < 2; ++i) {
+            mbar_init(b_kf + 8 * i, 1);
+            mbar_init(b_vf + 8 * i, 1);
+            mbar_init(b_ke + 8 * i, NWG * 4);
+            mbar_init(b_ve + 8 * i, NWG * 4);
+        }
+        asm volatile("fence.mbarrier_init.release.cluster;\n" ::: "memory");
+        asm volatile("fence.proxy.async.shared::cta;\n" ::: "memory");
+    }
+    __syncthreads();
+
+    const int wg = threadIdx.x >> 7;
+    if (wg == 0) {
+        /* ---- producer ---- */
+        asm volatile("setmaxnreg.dec.sync.aligned.u32 %0;\n" ::"n"(REG_PRODUCER));
+        if (threadIdx.x == 0 && n > 0) {
+            tma_prefetch_desc(&tq);
+            tma_prefetch_desc(&tk);
+            tma_prefetch_desc(&tv);
+            const bool varlen = p.cu_seqlens_q != 0;
+            const int qrow = varlen ? ((const int *)p.cu_seqlens_q)[b] : 0;
+            const int krow = varlen ? ((const int *)p.cu_seqlens_k)[b] : 0;
+            const int bb = varlen ? 0 : b;
+            const int hk = h / (p.heads_q / p.heads_kv);
+            mbar_expect_tx(b_q, Q_BYTES);
+#pragma unroll
+            for (int c = 0; c < DC; ++c)
+                tma_load4(s_q + c * Q_CHUNK, &tq, c * 64, qrow + m0, h, bb, b_q);
+            for (int it = 0; it < n; ++it) {
+                const int st = it & 1, ph = (it >> 1) & 1;
+                const int row = krow + (nb_hi - 1 - it) * BN;
+                mbar_wait(b_ke + 8 * st, ph ^ 1);
+                mbar_expect_tx(b_kf + 8 * st, KV_BYTES);
+#pragma unroll
+                for (int c = 0; c < DC; ++c)
+                    tma_load4(s_k + st * KV_BYTES + c * KV_CHUNK, &tk, c * 64, row, hk, bb, b_kf + 8 * st);
+                mbar_wait(b_ve + 8 * st, ph ^ 1);
+                mbar_expect_tx(b_vf + 8 * st, KV_BYTES);
+#pragma unroll
+                for (int c = 0; c < DC; ++c)
+                    tma_load4(s_v + st * KV_BYTES + c * KV_CHUNK, &tv, c * 64, row, hk, bb, b_vf + 8 * st);
+            }
+        }
+        return;
+    }
+
+    /* ---- consumers ---- */
+    asm volatile("setmaxnreg.inc.sync.aligned.u32 %0;\n" ::"n"(REG_CONSUMER));
+    const int cw = wg - 1;
+    const int tc = threadIdx.x - 128;
+    const int warp = (tc >> 5) & 3, lane = tc & 31;
+    const int row0 = m0 + 64 * cw + 16 * warp + (lane >> 2);  /* row of hf = 0 */
+    const int col_lane = 2 * (lane & 3);
+    const float sl2 = p.scale_log2;
+
+    float o[OREG];
+#pragma unroll
+    for (int i = 0; i < OREG; ++i)
+        o[i] = 0.f;
+    float mx[2] = {-FJ_INF, -FJ_INF}, l[2] = {0.f, 0.f}, alpha[2] = {1.f, 1.f};
+    float s[SREG];
+    fj_u32 pr[PSTEPS][4];
+
+    const fj_u64 dq = desc_kmajor(s_q + cw * 64 * 128);
+    const fj_u64 dk0 = desc_kmajor(s_k);
+    const fj_u64 dv0 = desc_nmajor(s_v, KV_CHUNK);
+    constexpr fj_u64 KV_STEP = KV_BYTES >> 4;
+
+    /* A block needs the per-element mask when it crosses the sequence end or an edge of the
+     * band of some row of this CTA: with d = k0 - (m0 + shift), key k0 + x of row m0 + y has
+     * j - i - shift = d + x - y. */
+    auto need_mask = [&](int nb) -> bool {
+        const int k0 = nb * BN;
+        bool need = k0 + BN > sq.sk;
+        const int d = k0 - (m0 + shift);
+        if (wr >= 0)
+            need |= d + BN - 1 > wr;
+        if (wl >= 0)
+            need |= d < BM - 1 - wl;
+        return need;
+    };
+
+    if (n > 0) {
+        if (PINGPONG && cw == 0)
+            named_arrive(2, 256);  /* warpgroup 0 goes first */
+        mbar_wait(b_q, 0);
+#if FJ_FA3_OVERLAP
+        const fj_u32 s_anchor = bar + 128 + 4 * lane;  /* write-only scratch, see below */
+        {   /* the first tile: S, softmax, P; its P V is issued in the next step */
+            const int nb = nb_hi - 1;
+            mbar_wait(b_kf, 0);
+            if (PINGPONG)
+                named_sync(2 + cw, 256);
+            pin(s);
+            wg_fence();
+            gemm_qk(s, dq, dk0);
+            wg_commit();
+            if (PINGPONG && !(cw == 1 && n == 1))
+                named_arrive(3 - cw, 256);
+            wg_wait<0>();
+            pin(s);
+            if (lane == 0)
+                mbar_arrive(b_ke);
+            if (need_mask(nb))
+                apply_mask(s, nb * BN, row0, col_lane, sq.sk, shift, wl, wr);
+            softmax_tile(s, mx, l, alpha, sl2);
+            convert_p(s, pr);
+        }
+        for (int it = 1; it < n; ++it) {
+            const int nb = nb_hi - 1 - it, st = it & 1, ph = (it >> 1) & 1;
+            const int pst = st ^ 1, pph = ((it - 1) >> 1) & 1;
+            mbar_wait(b_kf + 8 * st, ph);
+            if (PINGPONG)
+                named_sync(2 + cw, 256);
+            pin(s);
+            wg_fence();
+            gemm_qk(s, dq, dk0 + st * KV_STEP);
+            wg_commit();
+            rescale_o(o, alpha);  /* for the previous tile's P V, issued next */
+            mbar_wait(b_vf + 8 * pst, pph);
+            pin(o);
+            pin(pr);
+            wg_fence();
+            gemm_pv(o, pr, dv0 + pst * KV_STEP);
+            wg_commit();
+            if (PINGPONG && !(cw == 1 && it == n - 1))
+                named_arrive(3 - cw, 256);
+            wg_wait<1>();  /* S done */
+            pin(s);
+            if (lane == 0)
+                mbar_arrive(b_ke + 8 * st);
+            if (need_mask(nb))
+                apply_mask(s, nb * BN, row0, col_lane, sq.sk, shift, wl, wr);
+            softmax_tile(s, mx, l, alpha, sl2);
+            /* ptxas hoists a wgmma wait up to the previous memory operation, which would
+             * put the softmax after P V instead of under it. A shared store of the row sums
+             * (which depend on every exp of the tile) anchors the wait below the softmax. */
+            asm volatile("st.shared.f32 [%0], %1;\n" ::"r"(s_anchor), "f"(l[0] + l[1]) : "memory");
+            wg_wait<0>();  /* P V done */
+            pin(o);
+            pin(pr);
+            pin(s);
+            if (lane == 0)
+                mbar_arrive(b_ve + 8 * pst);
+            convert_p(s, pr);
+        }
+        {   /* the last P V */
+            const int st = (n - 1) & 1, ph = ((n - 1) >> 1) & 1;
+            rescale_o(o, alpha);
+            mbar_wait(b_vf + 8 * st, ph);
+            pin(o);
+            pin(pr);
+            wg_fence();
+            gemm_pv(o, pr, dv0 + st * KV_STEP);
+            wg_commit();
+            wg_wait<0>();
+            pin(o);
+            if (lane == 0)
+                mbar_arrive(b_ve + 8 * st);
+        }
+#else
+        for (int it = 0; it < n; ++it) {
+            const int nb = nb_hi - 1 - it, st = it & 1, ph = (it >> 1) & 1;
+            mbar_wait(b_kf + 8 * st, ph);
+            pin(s);
+            wg_fence();
+            gemm_qk(s, dq, dk0 + st * KV_STEP);
+            wg_commit();
+            wg_wait<0>();
+            pin(s);
+            if (lane == 0)
+                mbar_arrive(b_ke + 8 * st);
+            if (need_mask(nb))
+                apply_mask(s, nb * BN, row0, col_lane, sq.sk, shift, wl, wr);
+            softmax_tile(s, mx, l, alpha, sl2);
+            rescale_o(o, alpha);
+            convert_p(s, pr);
+            mbar_wait(b_vf + 8 * st, ph);
+            pin(o);
+            pin(pr);
+            wg_fence();
+            gemm_pv(o, pr, dv0 + st * KV_STEP);
+            wg_commit();
+            wg_wait<0>();
+            pin(o);
+            if (lane == 0)
+                mbar_arrive(b_ve + 8 * st);
+        }
+#endif
+    }
+
+    /* ---- epilogue: 1/rowsum, LSE, O through this warpgroup's Q rows ---- */
+    fj_u16 *go = (fj_u16 *)p.o + sq.o + (fj_i64)h * p.o_head_stride;
+    float *lse = (float *)p.lse;
+#pragma unroll
+    for (int hf = 0; hf < 2; ++hf) {
+        float t = l[hf];
+        t += __shfl_xor_sync(0xffffffffu, t, 1);
+        t += __shfl_xor_sync(0xffffffffu, t, 2);
+        const float inv = t > 0.f ? 1.f / t : 0.f;
+#pragma unroll
+        for (int i = 0; i < OREG / 4; ++i) {
+            o[4 * i + 2 * hf] *= inv;
+            o[4 * i + 2 * hf + 1] *= inv;
+        }
+        const int i = row0 + 8 * hf;
+        if (lse && (lane & 3) == 0 && i < sq.sq)
+            lse[sq.lse_head_stride * h + sq.lse_base + i] =
+                t > 0.f ? mx[hf] * p.scale + logf(t) : -FJ_INF;
+    }
+    /* Row rr of the CTA, 16-byte unit u of chunk c lives at c*Q_CHUNK + rr*128 + (u^(rr&7))*16. */
+#pragma unroll
+    for (int nt = 0; nt < OREG / 4; ++nt)
+#pragma unroll
+        for (int hf = 0; hf < 2; ++hf) {
+            const int rr = 64 * cw + 16 * warp + (lane >> 2) + 8 * hf;
+            const fj_u32 a = s_q + (nt >> 3) * Q_CHUNK + rr * 128 + (((nt & 7) ^ (rr & 7)) << 4) +
+                             col_lane * 2;
+            asm volatile("st.shared.b32 [%0], %1;\n" ::"r"(a),
+                         "r"(pack2(o[4 * nt + 2 * hf], o[4 * nt + 2 * hf + 1]))
+                         : "memory");
+        }
+    named_sync(4 + cw, 128);
+    constexpr int UNITS = HD / 8;  /* 16-byte units per row that exist in global memory */
+#pragma unroll
+    for (int k = 0; k < (64 * UNITS + 127) / 128; ++k) {
+        const int idx = tc - 128 * cw + 128 * k;
+        if ((64 * UNITS) % 128 == 0 || idx < 64 * UNITS) {
+            const int r = idx / UNITS, u = idx % UNITS;
+            const int rr = 64 * cw + r, i = m0 + rr;
+            if (i < sq.sq) {
+                fj_u32 x0, x1, x2, x3;
+                asm volatile("ld.shared.v4.b32 {%0,%1,%2,%3}, [%4];\n"
+                             : "=r"(x0), "=r"(x1), "=r"(x2), "=r"(x3)
+                             : "r"(s_q + (u >> 3) * Q_CHUNK + rr * 128 + (((u & 7) ^ (rr & 7)) << 4))
+                             : "memory");
+                asm volatile("st.global.v4.b32 [%0], {%1,%2,%3,%4};\n" ::"l"(go + (fj_i64)i * p.o_row_stride + u * 8),
+                             "r"(x0), "r"(x1), "r"(x2), "r"(x3)
+                             : "memory");
+            }
+        }
+    }
+}
