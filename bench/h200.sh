@@ -20,6 +20,18 @@ if [ "${SKIP_GPU_SUITE:-0}" != 1 ]; then
 fi
 timeout 120 "$B/tests/quickstart"
 echo "quickstart rc=$?"
+if [ "${SKIP_TUNE:-0}" != 1 ]; then
+    # Tuning a preset: from an empty cache (compiles + measures), then again (rows kept).
+    T=/tmp/fajit-tune-cache
+    rm -rf "$T"
+    for pass in cold warm; do
+        start=$(date +%s.%N)
+        timeout 400 "$B/fajit-tune" -q --cache-dir "$T" tune --spec "${TUNE_SPEC:-llama-3-8b}" \
+            >"$OUT/tune_$pass.txt" 2>&1
+        rc=$?; echo "tune $pass rc=$rc in $(awk "BEGIN{print $(date +%s.%N) - $start}") s"
+        cat "$OUT/tune_$pass.txt"
+    done
+fi
 if [ "${SKIP_BENCH:-0}" != 1 ]; then
     PYTHONUNBUFFERED=1 timeout 1200 python3 bench/bench_attn.py --lib "$B/libfajit.so" \
         --out "$OUT/bench.md" ${BENCH_ARGS:-} >"$OUT/bench.log" 2>&1

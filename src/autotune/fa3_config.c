@@ -30,17 +30,24 @@ size_t fj_fa3_smem_bytes(const fj_fa3_config *c, int head_dim)
 
 fj_fa3_config fj_fa3_default(int head_dim, int mask)
 {
-    /* FA3's tiles, trimmed to what fits the shared memory with hdim in between, and
-     * checked on the H200 (bench/fa3_dev/NOTES.md): hdim 64 takes 3 consumer warpgroups. */
+    /* FA3's tiles, trimmed to what fits the shared memory with hdim in between, then
+     * checked on the H200 (bench/fa3_dev/NOTES.md): hdim 64 is fastest with 3 consumer
+     * warpgroups; hdim 128 causal with 128x128. */
+    fj_fa3_config c;
     if (head_dim <= 64)
-        return cfg(192, 128);
-    if (head_dim <= 96)
-        return cfg(128, 128);
-    if (head_dim <= 128)
-        return mask == FJ_MASK_NONE ? cfg(128, 176) : cfg(128, 128);
-    if (head_dim <= 192)
-        return cfg(128, 112);
-    return cfg(128, 80);
+        c = cfg(192, 128);
+    else if (head_dim <= 96)
+        c = cfg(128, 128);
+    else if (head_dim <= 128)
+        c = mask == FJ_MASK_NONE ? cfg(128, 176) : cfg(128, 128);
+    else if (head_dim <= 192)
+        c = cfg(128, 112);
+    else
+        c = cfg(128, 80);
+    /* Persistent measured +1..15% for hdim 64/128 without a mask; with a mask its static
+     * round-robin leaves CTAs unevenly loaded (up to 45% slower), and hdim 256 lost 0..10%. */
+    c.persistent = mask == FJ_MASK_NONE && head_dim <= 128;
+    return c;
 }
 
 int fj_fa3_check(const fj_fa3_config *c, int head_dim, int sm, char *why, size_t n)
@@ -94,24 +101,45 @@ int fj_fa3_check(const fj_fa3_config *c, int head_dim, int sm, char *why, size_t
     return 0;
 }
 
+static int same(const fj_fa3_config *a, const fj_fa3_config *b)
+{
+    return a->block_m == b->block_m && a->block_n == b->block_n && a->overlap == b->overlap &&
+           a->pingpong == b->pingpong && a->persistent == b->persistent;
+}
+
+static int add(fj_fa3_config *out, int k, int max, fj_fa3_config c, int head_dim)
+{
+    if (k >= max || fj_fa3_check(&c, head_dim, 90, NULL, 0))
+        return k;
+    for (int i = 0; i < k; i++)
+        if (same(&out[i], &c))
+            return k;
+    out[k] = c;
+    return k + 1;
+}
+
 int fj_fa3_candidates(int head_dim, int mask, fj_fa3_config *out, int max)
 {
-    static const int tiles[][2] = {{128, 128}, {128, 176}, {128, 192}, {128, 112}, {128, 80},
-                                   {128, 64},  {192, 128}, {192, 96},  {128, 144}};
+    static const int tiles[][2] = {{128, 128}, {128, 176}, {128, 192}, {192, 128}, {128, 112},
+                                   {128, 80},  {128, 144}, {128, 64},  {192, 96}};
+    const fj_fa3_config d = fj_fa3_default(head_dim, mask);
+    fj_fa3_config c = d;
     int k = 0;
     if (max <= 0)
         return 0;
-    out[k++] = fj_fa3_default(head_dim, mask);
-    for (size_t i = 0; i < sizeof tiles / sizeof tiles[0] && k < max; i++) {
-        fj_fa3_config c = cfg(tiles[i][0], tiles[i][1]);
-        if (c.block_m == out[0].block_m && c.block_n == out[0].block_n)
-            continue;
-        if (fj_fa3_check(&c, head_dim, 90, NULL, 0) == 0)
-            out[k++] = c;
+    out[k++] = d;
+    c.persistent = !d.persistent;  /* the other scheduler: unmasked only (see the default) */
+    if (mask == FJ_MASK_NONE)
+        k = add(out, k, max, c, head_dim);
+    for (size_t i = 0; i < sizeof tiles / sizeof tiles[0]; i++) {
+        c = cfg(tiles[i][0], tiles[i][1]);
+        c.persistent = d.persistent;
+        k = add(out, k, max, c, head_dim);
     }
-    if (k < max && out[0].pingpong) {  /* the default without ping-pong */
-        out[k] = out[0];
-        out[k++].pingpong = 0;
+    if (d.pingpong) {  /* the default without ping-pong */
+        c = d;
+        c.pingpong = 0;
+        k = add(out, k, max, c, head_dim);
     }
     return k;
 }
