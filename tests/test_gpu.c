@@ -23,7 +23,6 @@
 
 #include "../src/api/internal.h"
 #include "cpu_ref.h"
-#include "../src/autotune/fa2_config.h"
 
 static const fj_cuda *cu;
 static char g_cache_dir[256];
@@ -498,27 +497,24 @@ static void time_path(const char *label, fwd_fn fwd)
         CU(cu->cuCtxSynchronize());
     }
     double per_call = in_calls / N;
-    /* The bare launch of the same kernel, for comparison. */
+    /* The launch of the same kernel without dispatch (plan lookup, validation), for
+     * comparison; for the sm_90a kernel it includes encoding the TMA descriptors. */
     fj_plan *pl = NULL;
     for (int b = 0; b < FJ_PLAN_BUCKETS && !pl; b++)
         pl = ctx->plans[b];
     ck_assert_ptr_nonnull(pl);
     const fj_launch *p = atomic_load(&pl->launch);
-    fj_attn_params prm;
-    fj_params_from_desc(&d, &prm);
-    void *args[] = {&prm};
     double in_launch = 0;
     for (int r = 0; r < BATCHES; r++) {
         t0 = now_s();
         for (int i = 0; i < BATCH; i++)
-            cu->cuLaunchKernel(p->k->fn, (64 + p->block_m - 1) / p->block_m, 1, 1, p->threads,
-                               1, 1, p->dyn_smem, NULL, args, NULL);
+            fj_launch_desc(ctx, p, &d, NULL);
         in_launch += now_s() - t0;
         CU(cu->cuCtxSynchronize());
     }
     double bare = in_launch / N;
     printf("timing %-9s cold compile+load+launch %7.1f ms (NVRTC %6.1f ms) | "
-           "SQLite hit+load+launch %6.2f ms | warm call %5.2f us (bare cuLaunchKernel %5.2f us)\n",
+           "SQLite hit+load+launch %6.2f ms | warm call %5.2f us (launch alone %5.2f us)\n",
            label, cold * 1e3, nvrtc_s * 1e3, disk * 1e3, per_call * 1e6, bare * 1e6);
     fajit_ctx_destroy(ctx);
     cu->cuMemFree(buf);
@@ -642,16 +638,17 @@ START_TEST(use_tuned_test)
     setup(&c, &B);
     char line[512];
     fajit_dispatch_describe(ctx, NULL, &B.desc, line, sizeof line);
-    teardown(&B);
     printf("new process: %s\n", line);
-    fj_fa2_config w;
+    fj_kcfg w;
     char name[32];
-    ck_assert_int_eq(fj_config_parse(winner, &w), 0);
+    ck_assert_int_eq(fj_kcfg_parse(winner, &w), 0);
     fj_variant v;
-    fj_variant_fa2(&v, &w, c.dtype, c.d, c.mask);
+    fj_launch l;
+    fj_kcfg_variant(&w, &B.desc, &v, &l);
     ck_assert_msg(strncmp(line, v.name, strlen(v.name)) == 0, "dispatch is not the winner %s",
                   winner);
-    fj_config_name(&w, name);
+    fj_kcfg_name(&w, name);
+    teardown(&B);
     check_against_reference(ctx, &c);   /* STRICT: a miss would fail here */
     fajit_counters cnt;
     fajit_counters_get(ctx, &cnt);
@@ -713,11 +710,11 @@ START_TEST(fallback_never_blocks)
 
     bufs B;
     setup(&c, &B);
-    fj_fa2_config dc = fj_fa2_default(90, c.d, c.mask), cand[32], other = dc;
-    int n = fj_fa2_candidates(90, c.d, c.mask, cand, 32);
-    for (int i = 1; i < n && other.block_m == dc.block_m && other.block_n == dc.block_n &&
-                    other.warps == dc.warps && other.stages == dc.stages; i++)
-        other = cand[i];
+    fj_kcfg dc, cand[48], other;
+    fj_kcfg_default(90, 1, &B.desc, &dc);
+    int n = fj_kcfg_candidates(90, 1, &B.desc, cand, 48);
+    ck_assert_int_ge(n, 2);
+    other = cand[1];   /* candidate 0 is the default */
     fj_cache *cache;
     fj_cache_open(&cache, dir, NULL, NULL);
     fj_tune_row row;
@@ -729,7 +726,7 @@ START_TEST(fallback_never_blocks)
     cu->cuDeviceGetAttribute(&row.sm_count, FJ_CU_ATTR_SM_COUNT, dev);
     fj_desc_signature(&B.desc, row.signature, sizeof row.signature);
     fj_desc_bucket(&B.desc, row.bucket, sizeof row.bucket);
-    fj_config_name(&other, row.config);
+    fj_kcfg_name(&other, row.config);
     ck_assert_int_eq(fj_cache_tune_put(cache, &row), 0);
     fj_cache_close(cache);
     teardown(&B);

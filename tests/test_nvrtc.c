@@ -78,21 +78,24 @@ START_TEST(warm_three_targets)
     static const char *const archs[] = {"sm_80", "sm_90a", "sm_100a"};
     make_dir();
     fajit_ctx *ctx = compile_ctx();
-    fj_variant vs[256];
-    int per_arch = fj_warm_variants(80, vs, 256);
+    static fj_variant vs[400];
+    int per_arch[3];
+    for (int i = 0; i < 3; i++)
+        per_arch[i] = fj_warm_variants(archs[i], vs, 400);
     struct timespec t0, t1;
     clock_gettime(CLOCK_MONOTONIC, &t0);
     for (int i = 0; i < 3; i++) {
         int compiled = -1, cached = -1;
         fajit_status st = fajit_warm(ctx, archs[i], 0, &compiled, &cached);
         ck_assert_msg(st == FAJIT_OK, "warm %s: %s", archs[i], fajit_errmsg(ctx));
-        ck_assert_int_eq(compiled, per_arch);
+        ck_assert_int_eq(compiled, per_arch[i]);
         ck_assert_int_eq(cached, 0);
     }
     clock_gettime(CLOCK_MONOTONIC, &t1);
     audit a = {0};
     ck_assert_int_eq(fj_cache_list(ctx->cache, audit_entry, &a), 0);
-    ck_assert_int_eq(a.n, 3 * per_arch);
+    ck_assert_int_eq(a.n, per_arch[0] + per_arch[1] + per_arch[2]);
+    ck_assert_int_gt(per_arch[1], per_arch[0]);   /* sm_90a also has the FA3 kernels */
     printf("nvrtc: %d kernels for sm_80, sm_90a, sm_100a in %.1f s wall (%.1f s compiling); "
            "max %d registers; slowest %.0f ms: %s\n", a.n,
            (t1.tv_sec - t0.tv_sec) + (t1.tv_nsec - t0.tv_nsec) / 1e9, a.total_ms / 1e3,
@@ -107,7 +110,7 @@ START_TEST(warm_three_targets)
         int compiled = -1, cached = -1;
         ck_assert_int_eq(fajit_warm(ctx, archs[i], 1, &compiled, &cached), FAJIT_OK);
         ck_assert_int_eq(compiled, 0);
-        ck_assert_int_eq(cached, per_arch);
+        ck_assert_int_eq(cached, per_arch[i]);
     }
     fajit_counters c;
     fajit_counters_get(ctx, &c);
@@ -244,6 +247,32 @@ static CUresult fk_launch(CUfunction f, unsigned gx, unsigned gy, unsigned gz, u
     return 0;
 }
 static CUresult fk_errname(CUresult r, const char **s) { (void)r; *s = "CUDA_ERROR_FAKE"; return 0; }
+static CUresult fk_tmap(void *m, int t, unsigned r, void *a, const unsigned long long *d,
+                        const unsigned long long *s, const unsigned *b, const unsigned *e, int i,
+                        int w, int l, int o)
+{
+    (void)t, (void)r, (void)a, (void)d, (void)s, (void)b, (void)e, (void)i, (void)w, (void)l, (void)o;
+    memset(m, 0, 128);
+    return 0;
+}
+
+/* What a launch of configuration c for d looks like: threads and grid.x. */
+static void expected_launch(const fj_kcfg *c, const fajit_attn_desc *d, unsigned *threads,
+                            unsigned *grid_x)
+{
+    fj_variant v;
+    fj_launch l;
+    fj_kcfg_variant(c, d, &v, &l);
+    *threads = (unsigned)l.threads;
+    *grid_x = (unsigned)((d->seqlen_q + l.block_m - 1) / l.block_m);
+    if (c->family == FJ_FAM_FA3) {
+        fj_attn_params p;
+        unsigned grid[3];
+        fj_params_from_desc(d, &p);
+        fj_fa3_launch_shape(&c->fa3, &p, 132, grid, threads);
+        *grid_x = grid[0];
+    }
+}
 
 static fajit_ctx *policy_ctx(fajit_policy policy)
 {
@@ -275,6 +304,7 @@ START_TEST(policies_with_fake_driver)
     fake.cuLaunchKernel = fk_launch;
     fake.cuGetErrorName = fk_errname;
     fake.cuCtxSynchronize = (CUresult(*)(void))fk_ok0;
+    fake.cuTensorMapEncodeTiled = fk_tmap;
     fj_cuda_set_for_testing(&fake);
     make_dir();
 
@@ -282,15 +312,20 @@ START_TEST(policies_with_fake_driver)
     void *p = (void *)(uintptr_t)0x100000;
     fajit_attn_desc_init(&d, p, p, p, p, 1, 16, 16, 4096, 4096, 128, FAJIT_BF16);
     d.mask = FAJIT_MASK_CAUSAL;
-    fj_fa2_config dc = fj_fa2_default(90, 128, FAJIT_MASK_CAUSAL), cand[32], tuned = dc;
-    int n = fj_fa2_candidates(90, 128, FAJIT_MASK_CAUSAL, cand, 32);
-    for (int i = 1; i < n; i++)
-        if (cand[i].block_m != dc.block_m || cand[i].warps != dc.warps) {
-            tuned = cand[i];
-            break;
-        }
-    ck_assert_msg(tuned.block_m != dc.block_m || tuned.warps != dc.warps,
-                  "no candidate with another launch shape than the default");
+    fj_kcfg dc, cand[48], tuned;
+    fj_kcfg_default(90, 1, &d, &dc);
+    ck_assert_int_eq(dc.family, FJ_FAM_FA3);   /* sm_90a, hdim 128: the Hopper kernel */
+    int n = fj_kcfg_candidates(90, 1, &d, cand, 48);
+    unsigned dt, dg, tt = 0, tg = 0;
+    expected_launch(&dc, &d, &dt, &dg);
+    tuned = dc;
+    for (int i = 1; i < n && tt == 0; i++) {   /* a candidate that launches differently */
+        unsigned ct, cg;
+        expected_launch(&cand[i], &d, &ct, &cg);
+        if (ct != dt || cg != dg)
+            tuned = cand[i], tt = ct, tg = cg;
+    }
+    ck_assert_msg(tt != 0, "no candidate with another launch shape than the default");
     fajit_counters c;
 
     /* STRICT on an empty cache: a clear error, no compile, no launch. */
@@ -309,8 +344,8 @@ START_TEST(policies_with_fake_driver)
     fajit_counters_get(ctx, &c);
     ck_assert_uint_eq(c.serving_compiles, 1);
     ck_assert_int_eq(g_fake.launches, 1);
-    ck_assert_uint_eq(g_fake.threads, (unsigned)dc.warps * 32);
-    ck_assert_uint_eq(g_fake.grid_x, (unsigned)((4096 + dc.block_m - 1) / dc.block_m));
+    ck_assert_uint_eq(g_fake.threads, dt);
+    ck_assert_uint_eq(g_fake.grid_x, dg);
     fajit_ctx_destroy(ctx);
 
     /* A tuning row for this GPU class names another configuration. */
@@ -323,7 +358,7 @@ START_TEST(policies_with_fake_driver)
     row.sm_count = 132;
     fj_desc_signature(&d, row.signature, sizeof row.signature);
     fj_desc_bucket(&d, row.bucket, sizeof row.bucket);
-    fj_config_name(&tuned, row.config);
+    fj_kcfg_name(&tuned, row.config);
     row.time_ms = 1.0;
     ck_assert_int_eq(fj_cache_tune_put(cache, &row), 0);
     fj_cache_close(cache);
@@ -335,8 +370,8 @@ START_TEST(policies_with_fake_driver)
     ck_assert_int_eq(fajit_dispatch_describe(ctx, NULL, &d, line, sizeof line), FAJIT_OK);
     ck_assert_ptr_nonnull(strstr(line, "(tuned)"));
     ck_assert_int_eq(fajit_attn_fwd(ctx, &d, NULL), FAJIT_OK);
-    ck_assert_uint_eq(g_fake.threads, (unsigned)dc.warps * 32);   /* the default ran */
-    ck_assert_uint_eq(g_fake.grid_x, (unsigned)((4096 + dc.block_m - 1) / dc.block_m));
+    ck_assert_uint_eq(g_fake.threads, dt);   /* the default ran */
+    ck_assert_uint_eq(g_fake.grid_x, dg);
     for (int i = 0; i < 1200; i++) {   /* up to 60 s for the background compile */
         fajit_counters_get(ctx, &c);
         if (c.background_compiles == 1)
@@ -348,8 +383,8 @@ START_TEST(policies_with_fake_driver)
     ck_assert_uint_eq(c.fallback_launches, 1);
     usleep(20 * 1000);   /* the swap follows the counter */
     ck_assert_int_eq(fajit_attn_fwd(ctx, &d, NULL), FAJIT_OK);
-    ck_assert_uint_eq(g_fake.threads, (unsigned)tuned.warps * 32);   /* the tuned one ran */
-    ck_assert_uint_eq(g_fake.grid_x, (unsigned)((4096 + tuned.block_m - 1) / tuned.block_m));
+    ck_assert_uint_eq(g_fake.threads, tt);   /* the tuned one ran */
+    ck_assert_uint_eq(g_fake.grid_x, tg);
     fajit_counters_get(ctx, &c);
     ck_assert_uint_eq(c.fallback_launches, 1);
     fajit_ctx_destroy(ctx);
@@ -357,7 +392,7 @@ START_TEST(policies_with_fake_driver)
     /* STRICT now finds the tuned kernel in the cache. */
     ctx = policy_ctx(FAJIT_POLICY_STRICT);
     ck_assert_int_eq(fajit_attn_fwd(ctx, &d, NULL), FAJIT_OK);
-    ck_assert_uint_eq(g_fake.threads, (unsigned)tuned.warps * 32);
+    ck_assert_uint_eq(g_fake.threads, tt);
     fajit_counters_get(ctx, &c);
     ck_assert_uint_eq(c.compiles, 0);
     ck_assert_uint_eq(c.hits_disk, 1);

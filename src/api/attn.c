@@ -173,18 +173,30 @@ void fj_variant_fa2(fj_variant *v, const fj_fa2_config *c, int dtype, int hdim, 
              k_mask_name[mask], c->block_m, c->block_n, c->warps, c->stages);
 }
 
-int fj_warm_variants(int sm, fj_variant *out, int max)
+int fj_warm_variants(const char *arch, fj_variant *out, int max)
 {
-    /* Every head_dim the API accepts: a compile costs about 0.3 s, so the whole set for
-     * one target is a minute of one core, and a server never meets a cold variant. */
-    int n = 0;
+    /* Every head_dim the API accepts, for each family the target runs: FA2 everywhere
+     * (it also serves varlen and head_dims FA3 does not take), FA3 on sm_90a. A compile
+     * costs 0.3-0.6 s, so a target is a minute or two of one core, and a server never
+     * meets a cold variant. */
+    int sm = fj_arch_sm(arch), arch_a = fj_arch_is_a(arch), n = 0;
     for (int dt = 0; dt < 2 && n < max; dt++)
         fj_variant_ref(&out[n++], dt);
     for (int dt = 0; dt < 2; dt++)
         for (int hdim = 8; hdim <= 256; hdim += 8)
             for (int m = 0; m < 3 && n < max; m++) {
+                fajit_attn_desc d;
+                fj_kcfg k;
+                fj_launch l;
+                memset(&d, 0, sizeof d);
+                d.dtype = (fajit_dtype)dt, d.head_dim = hdim, d.mask = (fajit_mask)m;
+                fj_kcfg_default(sm, arch_a, &d, &k);
+                if (k.family == FJ_FAM_FA3 && n < max) {
+                    fj_kcfg_variant(&k, &d, &out[n++], &l);
+                }
                 fj_fa2_config c = fj_fa2_default(sm, hdim, m);
-                fj_variant_fa2(&out[n++], &c, dt, hdim, m);
+                if (n < max)
+                    fj_variant_fa2(&out[n++], &c, dt, hdim, m);
             }
     return n;
 }

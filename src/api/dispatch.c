@@ -7,13 +7,7 @@
 #include <string.h>
 
 #include "internal.h"
-#include "../autotune/fa2_config.h"
 #include "../autotune/spec.h"
-
-enum { FAM_REF = 1, FAM_FA2 = 2 };
-
-/* The portable FA2 kernel runs on every target fajit compiles for (sm_80+). */
-static int family_for(int sm) { return sm >= 80 ? FAM_FA2 : FAM_REF; }
 
 /*------ names of a problem in the tuning table ------*/
 
@@ -49,22 +43,10 @@ int fj_bucket_index(int seqlen_q, int seqlen_k)
     return decode * 8 + i;
 }
 
-int fj_desc_candidates(int sm, const fajit_attn_desc *d, fj_fa2_config *out, int max)
-{
-    return fj_fa2_candidates(sm, d->head_dim, (int)d->mask, out, max);
-}
-
 /*------ choice ------*/
 
-static void launch_of(const fj_fa2_config *c, int head_dim, fj_launch *l)
-{
-    l->block_m = c->block_m;
-    l->threads = c->warps * 32;
-    l->dyn_smem = (int)fj_fa2_smem_bytes(c, head_dim);
-}
-
 /* The tuned configuration for d on this context's GPU class, if the cache has a valid one. */
-static int tuned_config(fajit_ctx *ctx, const fajit_attn_desc *d, fj_fa2_config *c)
+static int tuned_config(fajit_ctx *ctx, const fajit_attn_desc *d, fj_kcfg *c)
 {
     char sig[128], bucket[FJ_BUCKET_LEN];
     fj_tune_row row;
@@ -75,37 +57,27 @@ static int tuned_config(fajit_ctx *ctx, const fajit_attn_desc *d, fj_fa2_config 
     if (!fj_cache_tune_get(ctx->cache, ctx->gpu_name, ctx->arch, ctx->sm_count, sig, bucket,
                            &row))
         return 0;
-    int ok = fj_config_parse(row.config, c) == 0 &&
-             fj_fa2_check(c, d->head_dim, ctx->cc, NULL, 0) == 0;
-    if (!ok)
-        fj_log(ctx, FAJIT_LOG_WARN, "ignoring tuning row %s/%s: bad config '%s'", sig, bucket,
-               row.config);
+    int ok = fj_kcfg_parse(row.config, c) == 0 && fj_kcfg_valid(c, ctx->cc, 1, d);
+    if (!ok && !(fj_kcfg_parse(row.config, c) == 0 && c->family == FJ_FAM_FA3 &&
+                 d->cu_seqlens_q))   /* an FA3 winner does not serve varlen: no warning */
+        fj_log(ctx, FAJIT_LOG_WARN, "ignoring tuning row %s/%s: config '%s' does not apply",
+               sig, bucket, row.config);
     fj_tune_row_free(&row);
     return ok;
 }
 
-/* The dispatch decision for d on target sm: the exact variant (tuned if a row exists) and
- * the default one (equal when nothing is tuned). ctx may be a context without a device:
- * then tuning rows are not consulted. */
-static void choose(fajit_ctx *ctx, int sm, const fajit_attn_desc *d, int family,
+/* The dispatch decision for d on target sm: the exact variant (tuned if a row exists for
+ * the context's own target) and the default one (equal when nothing is tuned). `ref`
+ * forces the reference kernel. */
+static void choose(fajit_ctx *ctx, int sm, int arch_a, const fajit_attn_desc *d, int ref,
                    fj_variant *exact, fj_launch *le, fj_variant *dflt, fj_launch *ld)
 {
-    if (family == FAM_FA2) {
-        fj_fa2_config c = fj_fa2_default(sm, d->head_dim, (int)d->mask), t;
-        fj_variant_fa2(dflt, &c, (int)d->dtype, d->head_dim, (int)d->mask);
-        launch_of(&c, d->head_dim, ld);
-        if (sm == ctx->cc && tuned_config(ctx, d, &t))
-            c = t;
-        fj_variant_fa2(exact, &c, (int)d->dtype, d->head_dim, (int)d->mask);
-        launch_of(&c, d->head_dim, le);
-    } else {
-        fj_variant_ref(exact, (int)d->dtype);
-        le->block_m = 1;
-        le->threads = 256;
-        le->dyn_smem = 0;
-        *dflt = *exact;
-        *ld = *le;
-    }
+    fj_kcfg c, t;
+    fj_kcfg_default(ref ? 0 : sm, arch_a, d, &c);
+    fj_kcfg_variant(&c, d, dflt, ld);
+    if (!ref && sm == ctx->cc && tuned_config(ctx, d, &t))
+        c = t;
+    fj_kcfg_variant(&c, d, exact, le);
 }
 
 /* The arguments of the describe/explain calls: a valid problem and a target (named, or
@@ -132,7 +104,7 @@ fajit_status fajit_dispatch_describe(fajit_ctx *ctx, const char *arch, const faj
     FJ_CHECK(describe_args(ctx, arch, d, buf, len, &sm));
     fj_variant v, dv;
     fj_launch l, dl;
-    choose(ctx, sm, d, family_for(sm), &v, &l, &dv, &dl);
+    choose(ctx, sm, arch ? fj_arch_is_a(arch) : 1, d, 0, &v, &l, &dv, &dl);
     snprintf(buf, len, "%s (%s): grid (ceil(seqlen_q/%d), heads_q, batch), %d threads, %d B "
              "dynamic shared memory, source %s, entry %s", v.name,
              strcmp(v.name, dv.name) ? "tuned" : "default", l.block_m, l.threads, l.dyn_smem,
@@ -147,7 +119,7 @@ fajit_status fajit_cache_explain(fajit_ctx *ctx, const char *arch, const fajit_a
     FJ_CHECK(describe_args(ctx, arch, d, buf, len, &sm));
     fj_variant v, dv;
     fj_launch l, dl;
-    choose(ctx, sm, d, family_for(sm), &v, &l, &dv, &dl);
+    choose(ctx, sm, arch ? fj_arch_is_a(arch) : 1, d, 0, &v, &l, &dv, &dl);
     return fj_kernel_explain(ctx, &v, arch ? arch : ctx->arch, buf, len);
 }
 
@@ -218,7 +190,7 @@ static void start_background(fajit_ctx *ctx, fj_plan *p, const fj_variant *v)
 }
 
 /* Builds the plan for a signature under the context's policy. */
-static fajit_status make_plan(fajit_ctx *ctx, const fajit_attn_desc *d, int family,
+static fajit_status make_plan(fajit_ctx *ctx, const fajit_attn_desc *d, int ref,
                               uint64_t sig, fj_plan **out)
 {
     fj_variant v, dv;
@@ -226,7 +198,7 @@ static fajit_status make_plan(fajit_ctx *ctx, const fajit_attn_desc *d, int fami
     fj_plan *p = calloc(1, sizeof *p);
     FJ_RETURN_IF(!p, ctx, FAJIT_OUT_OF_MEMORY, "allocating a plan");
     p->sig = sig;
-    choose(ctx, ctx->cc, d, family, &v, &le, &dv, &ld);
+    choose(ctx, ctx->cc, 1, d, ref, &v, &le, &dv, &ld);
     int tuned = strcmp(v.name, dv.name) != 0;
     unsigned flags = ctx->opts.policy == FAJIT_POLICY_BLOCKING ? FJ_KF_SERVING : FJ_KF_NO_COMPILE;
     p->first = le;
@@ -256,14 +228,15 @@ static fajit_status make_plan(fajit_ctx *ctx, const fajit_attn_desc *d, int fami
     return FAJIT_OK;
 }
 
-static uint64_t signature(int family, const fajit_attn_desc *d)
+static uint64_t signature(int ref, const fajit_attn_desc *d)
 {
-    return (uint64_t)family | (uint64_t)d->dtype << 4 | (uint64_t)d->mask << 6 |
+    return (uint64_t)ref | (uint64_t)(d->cu_seqlens_q != NULL) << 1 |
+           (uint64_t)d->dtype << 4 | (uint64_t)d->mask << 6 |
            (uint64_t)d->head_dim << 8 |
            (uint64_t)fj_bucket_index(d->seqlen_q, d->seqlen_k) << 20;
 }
 
-static fajit_status run(fajit_ctx *ctx, const fajit_attn_desc *d, void *stream, int family)
+static fajit_status run(fajit_ctx *ctx, const fajit_attn_desc *d, void *stream, int ref)
 {
     FJ_CHECK(fajit_attn_check(ctx, d));
     FJ_RETURN_IF(!ctx, ctx, FAJIT_INVALID_ARGUMENT, "ctx must not be NULL");
@@ -274,7 +247,7 @@ static fajit_status run(fajit_ctx *ctx, const fajit_attn_desc *d, void *stream, 
     FJ_RETURN_IF(r, ctx, FAJIT_CUDA_ERROR, "cuCtxSetCurrent: %s",
                  fj_cuda_errname(ctx->cu, r, err, sizeof err));
 
-    uint64_t sig = signature(family, d);
+    uint64_t sig = signature(ref, d);
     unsigned b = (unsigned)(sig * 0x9E3779B97F4A7C15ull >> 58) % FJ_PLAN_BUCKETS;
     pthread_mutex_lock(&ctx->lock);
     fj_plan *p = ctx->plans[b];
@@ -284,7 +257,7 @@ static fajit_status run(fajit_ctx *ctx, const fajit_attn_desc *d, void *stream, 
     if (p) {
         ctx->hits_memory++;
     } else {
-        FJ_CHECK(make_plan(ctx, d, family, sig, &p));
+        FJ_CHECK(make_plan(ctx, d, ref, sig, &p));
         pthread_mutex_lock(&ctx->lock);
         p->next = ctx->plans[b];   /* a racing duplicate plan is harmless: same kernel */
         ctx->plans[b] = p;
@@ -301,16 +274,30 @@ static fajit_status run(fajit_ctx *ctx, const fajit_attn_desc *d, void *stream, 
 fajit_status fj_launch_desc(fajit_ctx *ctx, const fj_launch *l, const fajit_attn_desc *d,
                             void *stream)
 {
-    char err[64];
+    char err[256];
     if (d->seqlen_q == 0)   /* varlen batch whose sequences are all empty */
         return FAJIT_OK;
     fj_attn_params params;
     fj_params_from_desc(d, &params);
-    void *args[] = {&params};
-    unsigned gx = (unsigned)((d->seqlen_q + l->block_m - 1) / l->block_m);
-    CUresult r = ctx->cu->cuLaunchKernel(l->k->fn, gx, (unsigned)d->heads_q, (unsigned)d->batch,
-                                         (unsigned)l->threads, 1, 1, (unsigned)l->dyn_smem,
-                                         (CUstream)stream, args, NULL);
+    unsigned grid[3], threads = (unsigned)l->threads;
+    fj_fa3_tmap maps[3];
+    void *args[4] = {&params, &maps[0], &maps[1], &maps[2]};
+    if (l->family == FJ_FAM_FA3) {
+        /* The TMA descriptors hold addresses and shapes: encoded for every call. */
+        FJ_RETURN_IF(!ctx->cu->cuTensorMapEncodeTiled, ctx, FAJIT_UNSUPPORTED,
+                     "the driver lacks cuTensorMapEncodeTiled (needed by the sm_90a kernel)");
+        FJ_RETURN_IF(fj_fa3_encode_tmaps(ctx->cu->cuTensorMapEncodeTiled, &params,
+                                         (int)d->dtype, &l->fa3, 0, 0, maps, err,
+                                         sizeof err) != 0,
+                     ctx, FAJIT_INVALID_ARGUMENT, "encoding TMA descriptors: %s", err);
+        fj_fa3_launch_shape(&l->fa3, &params, ctx->sm_count, grid, &threads);
+    } else {
+        grid[0] = (unsigned)((d->seqlen_q + l->block_m - 1) / l->block_m);
+        grid[1] = (unsigned)d->heads_q;
+        grid[2] = (unsigned)d->batch;
+    }
+    CUresult r = ctx->cu->cuLaunchKernel(l->k->fn, grid[0], grid[1], grid[2], threads, 1, 1,
+                                         (unsigned)l->dyn_smem, (CUstream)stream, args, NULL);
     FJ_RETURN_IF(r, ctx, FAJIT_CUDA_ERROR, "cuLaunchKernel: %s",
                  fj_cuda_errname(ctx->cu, r, err, sizeof err));
     return FAJIT_OK;
@@ -318,10 +305,10 @@ fajit_status fj_launch_desc(fajit_ctx *ctx, const fj_launch *l, const fajit_attn
 
 fajit_status fajit_attn_fwd(fajit_ctx *ctx, const fajit_attn_desc *d, void *stream)
 {
-    return run(ctx, d, stream, family_for(ctx ? ctx->cc : 0));
+    return run(ctx, d, stream, 0);
 }
 
 fajit_status fajit_attn_fwd_reference(fajit_ctx *ctx, const fajit_attn_desc *d, void *stream)
 {
-    return run(ctx, d, stream, FAM_REF);
+    return run(ctx, d, stream, 1);
 }

@@ -11,6 +11,8 @@
 #include "../cache/cache.h"
 #include "../jit/jit.h"
 #include "../kernels_src/fajit_params.h"
+#include "../autotune/fa2_config.h"
+#include "../autotune/fa3_config.h"
 
 /* One kernel variant: which source, which entry point, which compile-time defines. */
 typedef struct fj_variant {
@@ -30,10 +32,20 @@ typedef struct fj_kernel {
     struct fj_kernel *next; /* hash chain */
 } fj_kernel;
 
+/* Kernel families and one configuration of any of them (src/api/family.c). */
+enum { FJ_FAM_REF = 1, FJ_FAM_FA2 = 2, FJ_FAM_FA3 = 3 };
+typedef struct fj_kcfg {
+    int family;
+    fj_fa2_config fa2;
+    fj_fa3_config fa3;
+} fj_kcfg;
+
 /* How to launch one kernel. */
 typedef struct fj_launch {
     fj_kernel *k;
+    int family;
     int block_m, threads, dyn_smem;
+    fj_fa3_config fa3;      /* FA3: launch shape and TMA boxes */
 } fj_launch;
 
 /* A launch plan for one problem signature (family, dtype, head_dim, mask, shape bucket).
@@ -120,22 +132,30 @@ fajit_status fj_kernel_explain(fajit_ctx *ctx, const fj_variant *v, const char *
                                char *buf, size_t len);
 
 /* Variants of the reference kernel, of the FA2 kernel, and the kernels `warm` compiles. */
-struct fj_fa2_config;
 void fj_variant_ref(fj_variant *v, int dtype);
-void fj_variant_fa2(fj_variant *v, const struct fj_fa2_config *c, int dtype, int hdim, int mask);
-/* Fills up to `max` variants compiled by `fajit-tune warm` for target sm (80, 90, ...). */
-int fj_warm_variants(int sm, fj_variant *out, int max);
+void fj_variant_fa2(fj_variant *v, const fj_fa2_config *c, int dtype, int hdim, int mask);
+/* Fills up to `max` variants compiled by `fajit-tune warm` for target `arch`. */
+int fj_warm_variants(const char *arch, fj_variant *out, int max);
 
-/* Tile configuration names in tuning rows: "128x64w4s1". parse returns 0 or -1. */
-void fj_config_name(const struct fj_fa2_config *c, char out[32]);
-int fj_config_parse(const char *s, struct fj_fa2_config *c);
+/* Families: the default and the tuning candidates for d on a target (sm, and whether the
+ * target is an "a" one), validity of a (tuned) configuration, its variant and launch
+ * shape, and its name in tuning rows. */
+int fj_arch_is_a(const char *arch);
+void fj_kcfg_default(int sm, int arch_a, const fajit_attn_desc *d, fj_kcfg *out);
+int fj_kcfg_candidates(int sm, int arch_a, const fajit_attn_desc *d, fj_kcfg *out, int max);
+int fj_kcfg_valid(const fj_kcfg *c, int sm, int arch_a, const fajit_attn_desc *d);
+void fj_kcfg_variant(const fj_kcfg *c, const fajit_attn_desc *d, fj_variant *v, fj_launch *l);
+void fj_kcfg_name(const fj_kcfg *c, char out[32]);
+int fj_kcfg_parse(const char *s, fj_kcfg *c);
+
+/* FA2 tile configuration names in tuning rows: "128x64w4s1". parse returns 0 or -1. */
+void fj_config_name(const fj_fa2_config *c, char out[32]);
+int fj_config_parse(const char *s, fj_fa2_config *c);
 
 int fj_bucket_index(int seqlen_q, int seqlen_k);
 /* Tuning-row names of a problem: signature ("fwd.bf16.hd128.causal.gqa4") and bucket. */
 void fj_desc_signature(const fajit_attn_desc *d, char *sig, size_t n);
 void fj_desc_bucket(const fajit_attn_desc *d, char *bucket, size_t n);
-/* The candidate configurations the tuner times for d on target sm (default first). */
-int fj_desc_candidates(int sm, const fajit_attn_desc *d, struct fj_fa2_config *out, int max);
 /* Compiles variants for `arch` on `jobs` threads with progress (src/api/warm.c). */
 fajit_status fj_warm_list(fajit_ctx *ctx, const char *arch, const fj_variant *vs, int n,
                           int jobs, int *n_compiled, int *n_cached);

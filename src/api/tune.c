@@ -8,11 +8,10 @@
 #include <time.h>
 
 #include "internal.h"
-#include "../autotune/fa2_config.h"
 #include "../autotune/spec.h"
 #include "../autotune/tune.h"
 
-#define MAX_CANDIDATES 32
+#define MAX_CANDIDATES 48
 #define MAX_SETS 2
 #define FLUSH_BYTES ((size_t)256 << 20)   /* > 4x the 50-60 MB L2 of an H100/H200 */
 
@@ -27,7 +26,7 @@ typedef struct tuner {
     fajit_ctx *ctx;
     const fajit_attn_desc *sets[MAX_SETS]; /* same problem, different inputs: rotated */
     int n_sets;
-    fj_fa2_config cfg[MAX_CANDIDATES];
+    fj_kcfg cfg[MAX_CANDIDATES];
     fj_launch launch[MAX_CANDIDATES];
     float *ref;            /* reference output, valid elements in order */
     float *out;            /* candidate output, same order */
@@ -96,11 +95,8 @@ static int prepare(void *user, int i, char *why, size_t n)
     tuner *t = user;
     const fajit_attn_desc *d = t->sets[0];
     fj_variant v;
-    fj_variant_fa2(&v, &t->cfg[i], (int)d->dtype, d->head_dim, (int)d->mask);
     fj_launch *l = &t->launch[i];
-    l->block_m = t->cfg[i].block_m;
-    l->threads = t->cfg[i].warps * 32;
-    l->dyn_smem = (int)fj_fa2_smem_bytes(&t->cfg[i], d->head_dim);
+    fj_kcfg_variant(&t->cfg[i], d, &v, l);
     if (l->dyn_smem > t->ctx->smem_optin) {
         snprintf(why, n, "needs %d B of shared memory, the device allows %d", l->dyn_smem,
                  t->ctx->smem_optin);
@@ -216,8 +212,9 @@ static fajit_status tune_sets(fajit_ctx *ctx, const fajit_attn_desc *const *sets
     fj_desc_signature(d, out->signature, sizeof out->signature);
     fj_desc_bucket(d, out->bucket, sizeof out->bucket);
     out->seqlen_q = d->seqlen_q, out->seqlen_k = d->seqlen_k, out->batch = d->batch;
-    fj_fa2_config dc = fj_fa2_default(ctx->cc, d->head_dim, (int)d->mask);
-    fj_config_name(&dc, out->default_config);
+    fj_kcfg dc;
+    fj_kcfg_default(ctx->cc, 1, d, &dc);
+    fj_kcfg_name(&dc, out->default_config);
 
     fj_tune_row row;
     if (!o->force && fj_cache_tune_get(ctx->cache, ctx->gpu_name, ctx->arch, ctx->sm_count,
@@ -239,7 +236,7 @@ static fajit_status tune_sets(fajit_ctx *ctx, const fajit_attn_desc *const *sets
     t->n_sets = n_sets;
     for (int i = 0; i < n_sets; i++)
         t->sets[i] = sets[i];
-    int n = fj_desc_candidates(ctx->cc, d, t->cfg, MAX_CANDIDATES);
+    int n = fj_kcfg_candidates(ctx->cc, 1, d, t->cfg, MAX_CANDIDATES);
     if (d->cu_seqlens_q) {
         t->cu_q = malloc(sizeof(int32_t) * (size_t)(d->batch + 1));
         if (!t->cu_q) {
@@ -268,7 +265,7 @@ static fajit_status tune_sets(fajit_ctx *ctx, const fajit_attn_desc *const *sets
         goto done;
 
     for (int i = 0; i < n; i++)
-        fj_config_name(&t->cfg[i], e[i].config);
+        fj_kcfg_name(&t->cfg[i], e[i].config);
     fj_tune_hooks h = {prepare, check, time_it, NULL, t};
     int w = fj_tune_run(e, n, &h, o->reps, o->noise_band);
     out->candidates = n;

@@ -117,13 +117,13 @@ fajit_status fj_warm_list(fajit_ctx *ctx, const char *arch, const fj_variant *vs
 fajit_status fajit_warm(fajit_ctx *ctx, const char *arch, int jobs, int *n_compiled,
                         int *n_cached)
 {
-    enum { MAX_VARIANTS = 256 };
+    enum { MAX_VARIANTS = 400 };
     int sm;
     FJ_RETURN_IF(!ctx, ctx, FAJIT_INVALID_ARGUMENT, "ctx must not be NULL");
     FJ_CHECK(check_arch(ctx, arch, &sm));
     fj_variant *vs = malloc(MAX_VARIANTS * sizeof *vs);
     FJ_RETURN_IF(!vs, ctx, FAJIT_OUT_OF_MEMORY, "allocating variants");
-    int n = fj_warm_variants(sm, vs, MAX_VARIANTS);
+    int n = fj_warm_variants(arch, vs, MAX_VARIANTS);
     fajit_status st = fj_warm_list(ctx, arch, vs, n, jobs, n_compiled, n_cached);
     free(vs);
     return st;
@@ -151,7 +151,7 @@ fajit_status fj_spec_load(fajit_ctx *ctx, const char *spec, fj_spec *out)
 fajit_status fajit_warm_spec(fajit_ctx *ctx, const char *spec, const char *arch, int jobs,
                              int *n_compiled, int *n_cached)
 {
-    enum { MAX_CANDIDATES = 32 };
+    enum { MAX_CANDIDATES = 48 };
     int sm;
     fj_spec sp;
     FJ_RETURN_IF(!ctx, ctx, FAJIT_INVALID_ARGUMENT, "ctx must not be NULL");
@@ -166,11 +166,15 @@ fajit_status fajit_warm_spec(fajit_ctx *ctx, const char *spec, const char *arch,
     int n = 0;
     for (size_t i = 0; i < sp.n_problems; i++) {
         const fj_problem *p = &sp.problems[i];
-        fj_fa2_config c[MAX_CANDIDATES];
-        int nc = fj_fa2_candidates(sm, p->head_dim, (int)p->mask, c, MAX_CANDIDATES);
+        fajit_attn_desc d;
+        fj_kcfg c[MAX_CANDIDATES];
+        fj_launch l;
+        memset(&d, 0, sizeof d);
+        d.dtype = p->dtype, d.head_dim = p->head_dim, d.mask = p->mask;
+        int nc = fj_kcfg_candidates(sm, fj_arch_is_a(arch), &d, c, MAX_CANDIDATES);
         fj_variant_ref(&vs[n++], (int)p->dtype);
         for (int k = 0; k < nc; k++)
-            fj_variant_fa2(&vs[n++], &c[k], (int)p->dtype, p->head_dim, (int)p->mask);
+            fj_kcfg_variant(&c[k], &d, &vs[n++], &l);
     }
     /* The same variant may serve several problems: compile it once. */
     int m = 0;

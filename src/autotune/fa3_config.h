@@ -12,8 +12,9 @@
  *   void *args[4] = {&p, &maps[0], &maps[1], &maps[2]};
  *   cuLaunchKernel(f, grid[0], grid[1], grid[2], threads, 1, 1, smem, stream, args, NULL)
  * where `encode` is the driver's cuTensorMapEncodeTiled (CUDA 12.0+, in libcuda.so.1,
- * no version suffix). The maps hold the tensor addresses and strides: encode them for
- * every call whose pointers, strides or lengths differ (about a microsecond each).
+ * no version suffix; seen working on driver 580). The maps hold the tensor addresses,
+ * strides and lengths: encode them again whenever one of those changes. Launch nothing
+ * when seqlen_q is 0 (the grid would be empty).
  */
 #ifndef FJ_FA3_CONFIG_H
 #define FJ_FA3_CONFIG_H
@@ -43,8 +44,10 @@ typedef int (*fj_fa3_encode_fn)(void *tensor_map, int data_type, unsigned rank, 
                                 const unsigned *element_strides, int interleave, int swizzle,
                                 int l2_promotion, int oob_fill);
 
-/* The default tile for (head_dim, mask); passes fj_fa3_check for every head_dim that
- * fj_fa3_check accepts. */
+/* The default for (head_dim, mask), measured on the H200: 192x128 (hd <= 64), 128x128
+ * (hd <= 96; hd 128 masked), 128x176 (hd 128 unmasked), 128x112 (hd <= 192), 128x80;
+ * overlap on, ping-pong when block_m is 128, persistent only without a mask and hd <= 128.
+ * Passes fj_fa3_check for every head_dim that fj_fa3_check accepts. */
 fj_fa3_config fj_fa3_default(int head_dim, int mask);
 
 /* Dynamic shared memory of one CTA: ceil(hd/64) * 128 * (block_m + 4*block_n) + 1280. */

@@ -72,6 +72,7 @@ static void load_once(void)
     LOAD(cuMemcpyHtoD, "_v2");
     LOAD(cuMemcpyDtoH, "_v2");
     LOAD(cuMemsetD8, "_v2");
+    *(void **)&c->cuTensorMapEncodeTiled = dlsym(c->handle, "cuTensorMapEncodeTiled");
     CUresult r = c->cuInit(0);
     if (r != 0) {
         const char *name = "?";

@@ -62,6 +62,11 @@ typedef struct fj_cuda {
     CUresult (*cuMemcpyHtoD)(CUdeviceptr, const void *, size_t);
     CUresult (*cuMemcpyDtoH)(void *, CUdeviceptr, size_t);
     CUresult (*cuMemsetD8)(CUdeviceptr, unsigned char, size_t);
+    /* optional (NULL when the driver lacks it): TMA descriptors for the sm_90a kernel;
+     * enums as int, cuuint32_t as unsigned, cuuint64_t as unsigned long long */
+    CUresult (*cuTensorMapEncodeTiled)(void *, int, unsigned, void *, const unsigned long long *,
+                                       const unsigned long long *, const unsigned *,
+                                       const unsigned *, int, int, int, int);
 } fj_cuda;
 
 /* Loads libcuda.so.1 (once per process) and calls cuInit. Returns NULL when there is no
