@@ -91,10 +91,13 @@ def main():
     ap.add_argument("--hdims", default="64,128,256")
     ap.add_argument("--seqlens", default="512,1024,2048,4096,8192,16384")
     ap.add_argument("--masks", default="none,causal")
+    ap.add_argument("--family", choices=["auto", "fa2", "fa3"], default="auto",
+                    help="kernel family fajit uses (FAJIT_FAMILY)")
     ap.add_argument("--tokens", type=int, default=16384)
     ap.add_argument("--hidden", type=int, default=2048)
     args = ap.parse_args()
 
+    os.environ["FAJIT_FAMILY"] = args.family   # read when the context is created
     fj = Fajit(args.lib)
     torch.manual_seed(0)
     rows = []
@@ -135,7 +138,8 @@ def main():
         f"{datetime.datetime.now(datetime.timezone.utc):%Y-%m-%d %H:%M} UTC", "",
         f"Command: `{cmd}`  ",
         f"torch {torch.__version__}, cuDNN {torch.backends.cudnn.version()}, "
-        f"fajit {fj.lib.fajit_version_string().decode()}, python {platform.python_version()}  ",
+        f"fajit {fj.lib.fajit_version_string().decode()} (kernel family: {args.family}), "
+        f"python {platform.python_version()}  ",
         f"bf16, {args.tokens} tokens, hidden {args.hidden}; TFLOP/s = 4*b*h*s^2*d / time "
         "(halved for causal), median of triton.testing.do_bench.", "",
         "| hdim | mask | seqlen | batch | heads | fajit | FLASH | CUDNN | fajit/FLASH | "

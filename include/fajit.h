@@ -102,6 +102,15 @@ typedef void (*fajit_progress_fn)(void *user, int done, int total, double eta_s,
 
 #define FAJIT_DEVICE_NONE (-1) /* a context with no GPU: compile for named targets only */
 
+/* Which kernel family serves fajit_attn_fwd. AUTO: the Hopper kernel (FA3 design) on
+ * compute capability 9.0 where it applies, else the portable one (FA2 design). Forcing a
+ * family that does not apply to a problem falls back to FA2 (for benchmarks and triage). */
+typedef enum fajit_family {
+    FAJIT_FAMILY_AUTO = 0,
+    FAJIT_FAMILY_FA2 = 2,
+    FAJIT_FAMILY_FA3 = 3
+} fajit_family;
+
 typedef struct fajit_ctx_opts {
     int device;              /* CUDA device ordinal, or FAJIT_DEVICE_NONE. Default 0. */
     const char *cache_dir;   /* cache directory; NULL: FAJIT_CACHE_DIR, then
@@ -114,6 +123,8 @@ typedef struct fajit_ctx_opts {
                                   FAJIT_LOG_LEVEL=error|warn|info|debug overrides */
     fajit_progress_fn progress; /* default NULL */
     void *progress_user;
+    fajit_family family;     /* kernel family; default AUTO (the fastest that applies);
+                                FAJIT_FAMILY=auto|fa2|fa3 overrides */
 } fajit_ctx_opts;
 
 /* Fills `opts` with the defaults above. */

@@ -205,6 +205,68 @@ START_TEST(embedded_sources)
 END_TEST
 
 
+
+/* Every tuning candidate of the common problems compiles; those the tuner would prune after
+ * compiling (spills, local memory, serialization warnings) are counted with their reason. */
+typedef struct prune_count {
+    int ok, pruned;
+} prune_count;
+
+static int classify(void *user, const fj_entry *e)
+{
+    prune_count *pc = user;
+    int regs, smem, spill, stack, bad = e->spill_bytes > 0;
+    fj_parse_ptxas_log(e->log, &regs, &smem, &spill, &stack);
+    bad |= stack > 0;
+    for (size_t i = 0; i < sizeof k_bad_warnings / sizeof k_bad_warnings[0]; i++)
+        bad |= strstr(e->log, k_bad_warnings[i]) != NULL;
+    if (bad && strncmp(e->name, "ref", 3) != 0) {
+        pc->pruned++;
+        printf("nvrtc: candidate pruned after compiling: %s [%s]: %d B spills, %d B stack\n",
+               e->name, e->arch, e->spill_bytes, stack);
+    } else {
+        pc->ok++;
+    }
+    return 0;
+}
+
+START_TEST(candidate_spaces)
+{
+    static const char *const archs[] = {"sm_80", "sm_90a", "sm_100a"};
+    static const int hdims[] = {64, 128, 256};
+    make_dir();
+    fajit_ctx *ctx = compile_ctx();
+    int n = 0;
+    for (int a = 0; a < 3; a++)
+        for (int h = 0; h < 3; h++)
+            for (int mask = 0; mask < 2; mask++) {
+                fajit_attn_desc d;
+                memset(&d, 0, sizeof d);
+                d.dtype = FAJIT_BF16, d.head_dim = hdims[h], d.mask = (fajit_mask)mask;
+                fj_kcfg c[48];
+                int k = fj_kcfg_candidates(fj_arch_sm(archs[a]), fj_arch_is_a(archs[a]), &d, c, 48);
+                ck_assert_int_ge(k, 1);
+                for (int i = 0; i < k; i++) {
+                    fj_variant v;
+                    fj_launch l;
+                    int compiled;
+                    fj_kcfg_variant(&c[i], &d, &v, &l);
+                    fajit_status st = fj_kernel_warm(ctx, &v, archs[a], &compiled);
+                    ck_assert_msg(st == FAJIT_OK, "%s: %s", archs[a], fajit_errmsg(ctx));
+                    n++;
+                }
+            }
+    prune_count pc = {0, 0};
+    ck_assert_int_eq(fj_cache_list(ctx->cache, classify, &pc), 0);
+    printf("nvrtc: %d candidate compiles for sm_80, sm_90a, sm_100a (hdim 64/128/256, none/causal): "
+           "%d distinct kernels, %d usable, %d pruned with a reason\n", n, pc.ok + pc.pruned,
+           pc.ok, pc.pruned);
+    ck_assert_int_gt(pc.ok, 0);
+    fajit_ctx_destroy(ctx);
+    remove_dir();
+}
+END_TEST
+
 /*------ compile policies through a fake driver: real compiles, fake launches ------*/
 
 static struct {
@@ -412,6 +474,7 @@ int main(void)
     tcase_add_test(tc, compile_error_is_reported);
     tcase_add_test(tc, warm_three_targets);
     tcase_add_test(tc, fa2_every_generation);
+    tcase_add_test(tc, candidate_spaces);
     tcase_add_test(tc, policies_with_fake_driver);
     suite_add_tcase(s, tc);
     SRunner *sr = srunner_create(s);

@@ -301,6 +301,15 @@ START_TEST(ctx_options)
     ck_assert_int_eq(ctx->opts.policy, FAJIT_POLICY_STRICT);
     fajit_ctx_destroy(ctx);
     unsetenv("FAJIT_POLICY");
+    setenv("FAJIT_FAMILY", "fa4", 1);
+    ck_assert_int_eq(fajit_ctx_create(&ctx, &o), FAJIT_INVALID_ARGUMENT);
+    ck_assert_ptr_nonnull(strstr(fajit_errmsg(ctx), "FAJIT_FAMILY must be auto, fa2 or fa3, got 'fa4'"));
+    fajit_ctx_destroy(ctx);
+    setenv("FAJIT_FAMILY", "FA2", 1);
+    ck_assert_int_eq(fajit_ctx_create(&ctx, &o), FAJIT_OK);
+    ck_assert_int_eq(ctx->opts.family, FAJIT_FAMILY_FA2);
+    fajit_ctx_destroy(ctx);
+    unsetenv("FAJIT_FAMILY");
 }
 END_TEST
 

@@ -110,6 +110,13 @@ static fajit_status apply_env(fajit_ctx *ctx)
                      "FAJIT_POLICY must be blocking, fallback or strict, got '%s'", e);
         ctx->opts.policy = (fajit_policy)i;
     }
+    if ((e = getenv("FAJIT_FAMILY")) && *e) {
+        static const char *const fams[] = {"auto", "", "fa2", "fa3"};
+        int i = lookup(e, fams, 4);
+        FJ_RETURN_IF(i < 0 || i == 1, ctx, FAJIT_INVALID_ARGUMENT,
+                     "FAJIT_FAMILY must be auto, fa2 or fa3, got '%s'", e);
+        ctx->opts.family = (fajit_family)i;
+    }
     if ((e = getenv("FAJIT_LOG_LEVEL")) && *e) {
         int i = lookup(e, levels, 4);
         FJ_RETURN_IF(i < 0, ctx, FAJIT_INVALID_ARGUMENT,
@@ -207,6 +214,10 @@ fajit_status fajit_ctx_create(fajit_ctx **out, const fajit_ctx_opts *opts)
                  (int)ctx->opts.policy);
     FJ_RETURN_IF((unsigned)ctx->opts.log_level > FAJIT_LOG_DEBUG, ctx, FAJIT_INVALID_ARGUMENT,
                  "log_level must be in [0, 3], got %d", (int)ctx->opts.log_level);
+    FJ_RETURN_IF(ctx->opts.family != FAJIT_FAMILY_AUTO && ctx->opts.family != FAJIT_FAMILY_FA2 &&
+                     ctx->opts.family != FAJIT_FAMILY_FA3,
+                 ctx, FAJIT_INVALID_ARGUMENT, "family must be AUTO (0), FA2 (2) or FA3 (3), got %d",
+                 (int)ctx->opts.family);
     FJ_RETURN_IF(ctx->opts.device < FAJIT_DEVICE_NONE, ctx, FAJIT_INVALID_ARGUMENT,
                  "device must be >= 0 or FAJIT_DEVICE_NONE (-1), got %d", ctx->opts.device);
     FJ_CHECK(apply_env(ctx));

@@ -73,9 +73,12 @@ static void choose(fajit_ctx *ctx, int sm, int arch_a, const fajit_attn_desc *d,
                    fj_variant *exact, fj_launch *le, fj_variant *dflt, fj_launch *ld)
 {
     fj_kcfg c, t;
-    fj_kcfg_default(ref ? 0 : sm, arch_a, d, &c);
+    fajit_family want = ctx->opts.family;
+    /* A forced FA2 hides the "a" target from the choice: FA3 never applies then. */
+    fj_kcfg_default(ref ? 0 : sm, want == FAJIT_FAMILY_FA2 ? 0 : arch_a, d, &c);
     fj_kcfg_variant(&c, d, dflt, ld);
-    if (!ref && sm == ctx->cc && tuned_config(ctx, d, &t))
+    if (!ref && sm == ctx->cc && tuned_config(ctx, d, &t) &&
+        (want == FAJIT_FAMILY_AUTO || (int)want == t.family))
         c = t;
     fj_kcfg_variant(&c, d, exact, le);
 }

@@ -73,6 +73,13 @@ fajit_status fj_warm_list(fajit_ctx *ctx, const char *arch, const fj_variant *vs
     FJ_RETURN_IF(!fj_nvrtc_get(why, sizeof why), ctx, FAJIT_NO_NVRTC, "%s", why);
     if (jobs <= 0)
         jobs = (int)sysconf(_SC_NPROCESSORS_ONLN);
+    /* Bounded by memory too: one NVRTC compile of these kernels peaks near 0.5 GiB. */
+    long avail_pages = sysconf(_SC_AVPHYS_PAGES), page = sysconf(_SC_PAGESIZE);
+    if (avail_pages > 0 && page > 0) {
+        long by_mem = (long)((double)avail_pages * page / (512.0 * 1024 * 1024));
+        if (by_mem < jobs)
+            jobs = by_mem < 1 ? 1 : (int)by_mem;
+    }
     jobs = jobs < 1 ? 1 : jobs > MAX_JOBS ? MAX_JOBS : jobs;
 
     warm_job w = {.ctx = ctx, .arch = arch, .vs = vs, .n = n, .first_error = FAJIT_OK};
