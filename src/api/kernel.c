@@ -159,7 +159,8 @@ static fajit_status compile_variant(fajit_ctx *ctx, const fj_nvrtc *nv, const fj
     for (int i = 0; i < fj_embedded_count && nh < 16; i++) {
         const char *name = fj_embedded_sources[i].name;
         size_t len = strlen(name);
-        if (len > 2 && (strcmp(name + len - 2, ".h") == 0 || strcmp(name + len - 4, ".cuh") == 0))
+        if ((len > 2 && strcmp(name + len - 2, ".h") == 0) ||
+            (len > 4 && strcmp(name + len - 4, ".cuh") == 0))
             headers[nh++] = (fj_src){name, fj_embedded_sources[i].text, fj_embedded_sources[i].len};
     }
     char err[512], head[1024];

@@ -45,9 +45,8 @@
 #error "attn_fwd_sm80.cu needs FJ_DTYPE FJ_HEAD_DIM FJ_MASK FJ_BLOCK_M FJ_BLOCK_N FJ_WARPS FJ_STAGES"
 #endif
 
-/* FJ_DT_* and FJ_MASK_* are enumerators, invisible to #if: compare their numbers. */
-#define FA2_BF16 (FJ_DTYPE == 1)
-#define FA2_MASKED (FJ_MASK != 0)
+#define FA2_BF16 (FJ_DTYPE == FJ_DT_BF16)
+#define FA2_MASKED (FJ_MASK != FJ_MASK_NONE)
 
 /* Tuning knobs (defaults chosen on the H200; overridable with -D for experiments). */
 #ifndef FA2_QK_UNROLL      /* unroll of the k16 loop of S = QK^T; 0: QK_UNROLL below */
@@ -75,7 +74,6 @@ constexpr int KN = BN / 16;              /* k16 steps of O += P V */
 constexpr int Q_BYTES = BM * LDB, KV_BYTES = BN * LDB;
 
 static_assert(FJ_DTYPE == FJ_DT_F16 || FJ_DTYPE == FJ_DT_BF16, "FJ_DTYPE");
-static_assert(FJ_DT_BF16 == 1 && FJ_MASK_NONE == 0, "FA2_BF16 / FA2_MASKED numbers");
 static_assert(HD % 8 == 0 && HD >= 8 && HD <= 256, "FJ_HEAD_DIM: multiple of 8 in 8..256");
 static_assert(FJ_MASK == FJ_MASK_NONE || FJ_MASK == FJ_MASK_CAUSAL || FJ_MASK == FJ_MASK_WINDOW,
               "FJ_MASK");

@@ -75,7 +75,7 @@
 #endif
 
 #define FA3_MASKED (FJ_MASK != 0)
-#if FJ_DTYPE == 1
+#if FJ_DTYPE == FJ_DT_BF16
 #define FA3_AB "bf16"
 #else
 #define FA3_AB "f16"
@@ -331,7 +331,7 @@ FJ_DEVICE float ex2(float x)
 FJ_DEVICE fj_u32 pack2(float lo, float hi)
 {
     fj_u32 r;
-#if FJ_DTYPE == 1
+#if FJ_DTYPE == FJ_DT_BF16
     asm("cvt.rn.bf16x2.f32 %0, %1, %2;\n" : "=r"(r) : "f"(hi), "f"(lo));
 #else
     asm("cvt.rn.f16x2.f32 %0, %1, %2;\n" : "=r"(r) : "f"(hi), "f"(lo));
