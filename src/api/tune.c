@@ -328,6 +328,15 @@ done:
     return st;
 }
 
+static fajit_status check_opts(fajit_ctx *ctx, const fajit_tune_opts *o)
+{
+    FJ_RETURN_IF(o && (o->reps < 1 || o->reps > FJ_TUNE_MAX_REPS), ctx, FAJIT_INVALID_ARGUMENT,
+                 "reps must be in [1, %d], got %d", FJ_TUNE_MAX_REPS, o->reps);
+    FJ_RETURN_IF(o && !(o->noise_band >= 0 && o->noise_band < 1), ctx, FAJIT_INVALID_ARGUMENT,
+                 "noise_band must be in [0, 1), got %g", o->noise_band);
+    return FAJIT_OK;
+}
+
 fajit_status fajit_tune(fajit_ctx *ctx, const fajit_attn_desc *d, const fajit_tune_opts *o,
                         fajit_tune_result *out)
 {
@@ -335,10 +344,7 @@ fajit_status fajit_tune(fajit_ctx *ctx, const fajit_attn_desc *d, const fajit_tu
     FJ_CHECK(fajit_attn_check(ctx, d));
     FJ_RETURN_IF(!ctx->cu, ctx, FAJIT_NO_DEVICE, "tuning needs a device");
     FJ_RETURN_IF(ctx->cc < 80, ctx, FAJIT_UNSUPPORTED, "tuning needs sm_80 or newer");
-    FJ_RETURN_IF(o && (o->reps < 1 || o->reps > FJ_TUNE_MAX_REPS), ctx, FAJIT_INVALID_ARGUMENT,
-                 "reps must be in [1, %d], got %d", FJ_TUNE_MAX_REPS, o->reps);
-    FJ_RETURN_IF(o && !(o->noise_band >= 0 && o->noise_band < 1), ctx, FAJIT_INVALID_ARGUMENT,
-                 "noise_band must be in [0, 1), got %g", o->noise_band);
+    FJ_CHECK(check_opts(ctx, o));
     char err[64];
     CUresult r = ctx->cu->cuCtxSetCurrent(ctx->cuctx);
     FJ_RETURN_IF(r, ctx, FAJIT_CUDA_ERROR, "cuCtxSetCurrent: %s",
@@ -395,6 +401,7 @@ fajit_status fajit_tune_spec(fajit_ctx *ctx, const char *spec, const fajit_tune_
 {
     FJ_RETURN_IF(!ctx, ctx, FAJIT_INVALID_ARGUMENT, "ctx must not be NULL");
     FJ_RETURN_IF(!ctx->cu, ctx, FAJIT_NO_DEVICE, "tuning needs a device");
+    FJ_CHECK(check_opts(ctx, o));
     char err[64];
     CUresult r = ctx->cu->cuCtxSetCurrent(ctx->cuctx);
     FJ_RETURN_IF(r, ctx, FAJIT_CUDA_ERROR, "cuCtxSetCurrent: %s",
