@@ -49,6 +49,7 @@ class Fajit:
         L.fajit_attn_desc_init.argtypes = [C.POINTER(AttnDesc)] + [C.c_void_p] * 4 + [C.c_int] * 7
         L.fajit_attn_fwd.argtypes = [C.c_void_p, C.POINTER(AttnDesc), C.c_void_p]
         L.fajit_version_string.restype = C.c_char_p
+        L.fajit_ctx_destroy.argtypes = [C.c_void_p]
         opts = CtxOpts()
         L.fajit_ctx_opts_init(C.byref(opts))
         opts.device = torch.cuda.current_device()
@@ -70,6 +71,12 @@ class Fajit:
             setattr(d, f"{name}_head_stride", st[2])
         d.mask = 1 if causal else 0
         return d
+
+    def close(self):
+        """Destroys the context (kernels unloaded, cache closed) before Python tears down."""
+        if self.ctx:
+            self.lib.fajit_ctx_destroy(self.ctx)
+            self.ctx = C.c_void_p()
 
     def fwd(self, d):
         st = self.lib.fajit_attn_fwd(self.ctx, C.byref(d), torch.cuda.current_stream().cuda_stream)
@@ -152,6 +159,8 @@ def main():
     if args.out:
         with open(args.out, "w") as f:
             f.write(text)
+    torch.cuda.synchronize()
+    fj.close()
 
 
 if __name__ == "__main__":

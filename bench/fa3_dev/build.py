@@ -45,15 +45,19 @@ def build(v):
             f"FJ_FA3_OVERLAP={ov}", f"FJ_FA3_PINGPONG={pp}", f"FJ_FA3_PERSISTENT={ps}",
             f"FJ_FA3_HANG_TRAP={1 if role == 'check' else 0}"]
     defs += [f"{k}={val}" for k, val in extra]
+    base = dict(extra).get("BASE", 0)  # the kernel of git HEAD before this work (results/*.run2.cu)
+    defs = [d for d in defs if not d.startswith("BASE=")]
     path = os.path.join(OUT, name)
-    r = subprocess.run([os.path.join(HERE, "nvrtc_build"), STAGE, "sm_90a", path] + defs,
+    r = subprocess.run([os.path.join(HERE, "nvrtc_build"), os.path.join(STAGE, "base") if base else STAGE,
+                        "sm_90a", path] + defs,
                        capture_output=True, text=True)
     info = dict(kv.split("=", 1) for kv in r.stdout.split() if "=" in kv and not kv.startswith("FJ_"))
     rec = dict(file=name, dtype=dt, hd=hd, mask=mask, bm=bm, bn=bn, overlap=ov, pingpong=pp, persistent=ps,
                extra=dict(extra), role=role, ok=r.returncode == 0, regs=int(info.get("regs", -1)),
                spill=int(info.get("spill_st", -1)) + int(info.get("spill_ld", -1)),
                stack=int(info.get("stack", -1)), warn=info.get("warn", "?"), ms=float(info.get("ms", -1)),
-               smem=smem(Cfg(bm, bn, ov, pp, ps), hd), threads=128 * (bm // 64 + 1))
+               smem=(((hd + 63) // 64) * 128 * (bm + 4 * bn) + 1280) if base else smem(Cfg(bm, bn, ov, pp, ps), hd),
+               threads=128 * (bm // 64 + 1))
     if not rec["ok"]:
         rec["log"] = r.stderr[-2000:]
         return rec
@@ -69,16 +73,26 @@ def main():
     os.makedirs(STAGE, exist_ok=True)
     for f in ("attn_fwd_sm90.cu", "fj_common.cuh", "fajit_params.h"):
         subprocess.check_call(["cp", os.path.join(ROOT, "src/kernels_src", f), STAGE])
+    os.makedirs(os.path.join(STAGE, "base"), exist_ok=True)
+    for f in ("fj_common.cuh", "fajit_params.h"):
+        subprocess.check_call(["cp", os.path.join(ROOT, "src/kernels_src", f), os.path.join(STAGE, "base")])
+    subprocess.check_call(["cp", os.path.join(HERE, "results/attn_fwd_sm90.run2.cu"),
+                           os.path.join(STAGE, "base", "attn_fwd_sm90.cu")])
     os.makedirs(OUT, exist_ok=True)
     for f in os.listdir(OUT):
         os.remove(os.path.join(OUT, f))
     variants = []
+    # every (dtype, head_dim, mask): the default tile without and with persistence, and the
+    # tile with two Q buffers (cross-tile stream, FJ_FA3_XTILE) that may become the default
+    xt = {64: (192, 128, 0), 96: (128, 128, 1), 128: (128, 128, 1), 192: (128, 80, 1), 256: (128, 64, 1)}
     for ps in (0, 1):
         for dt in (1, 0):
             for hd in CHECK_HD:
                 for mask in (0, 1, 2):
                     c = lib.fj_fa3_default(hd, mask)
                     variants.append((dt, hd, mask, c.block_m, c.block_n, c.overlap, c.pingpong, ps, (), "check"))
+                    if ps:
+                        variants.append((dt, hd, mask, xt[hd][0], xt[hd][1], 1, xt[hd][2], 1, (), "check"))
     # diagnostic variants: serial schedule, no ping-pong, P V split per 64 columns, 3 consumers
     for mask in (0, 1):
         for ps in (0, 1):
@@ -87,17 +101,26 @@ def main():
             variants.append((1, 64, mask, 192, 128, 1, 0, ps, (), "check"))
         variants.append((1, 128, mask, 128, 128, 1, 1, 0, (("FJ_FA3_PV_SPLIT", 1),), "check"))
     variants.append((1, 96, 1, 128, 128, 1, 1, 0, (("FJ_FA3_PV_SPLIT", 1),), "check"))
+    # the cross-tile stream forced on without a mask, and off with one
+    variants.append((1, 128, 0, 128, 128, 1, 1, 1, (("FJ_FA3_XTILE", 1),), "check"))
+    variants.append((1, 64, 0, 192, 128, 1, 0, 1, (("FJ_FA3_XTILE", 1),), "check"))
+    variants.append((1, 128, 1, 128, 128, 1, 1, 1, (("FJ_FA3_XTILE", 0),), "check"))
     # bench: (bm, bn, overlap, pingpong, persistent); the library default first
-    bench = {64: [(192, 128, 1, 0, 0), (192, 128, 1, 0, 1), (128, 128, 1, 1, 0), (128, 128, 1, 1, 1),
-                  (128, 176, 1, 1, 1)],
-             128: [(128, 176, 1, 1, 0), (128, 176, 1, 1, 1), (128, 176, 1, 0, 1), (128, 128, 1, 1, 0),
-                   (128, 128, 1, 1, 1), (128, 192, 1, 1, 0), (128, 192, 1, 0, 1)],
-             256: [(128, 80, 1, 1, 0), (128, 80, 1, 1, 1), (128, 80, 1, 0, 1)]}
+    # (bm, bn, overlap, pingpong, persistent); the library default first, then HEAD's kernel
+    # with HEAD's default (BASE, the before of the A/B), then the candidates
+    bench = {64: [(192, 128, 1, 0, 1), (192, 128, 1, 0, 0), (128, 128, 1, 1, 1), (128, 128, 1, 1, 0)],
+             128: [(128, 128, 1, 1, 1), (128, 176, 1, 1, 1), (128, 176, 1, 1, 0), (128, 128, 1, 1, 0),
+                   (128, 192, 1, 1, 0)],
+             256: [(128, 64, 1, 1, 1), (128, 80, 1, 1, 1), (128, 80, 1, 1, 0)]}
+    head_default = {(64, 0): (192, 128, 1, 0, 1), (64, 1): (192, 128, 1, 0, 0), (128, 0): (128, 176, 1, 1, 1),
+                    (128, 1): (128, 128, 1, 1, 0), (256, 0): (128, 80, 1, 1, 0), (256, 1): (128, 80, 1, 1, 0)}
     for hd, cands in bench.items():
         for mask in (0, 1):
             d = lib.fj_fa3_default(hd, mask)
             first = (d.block_m, d.block_n, d.overlap, d.pingpong, d.persistent)
-            for c in [first] + [c for c in cands if c != first]:
+            variants.append((1, hd, mask) + first + ((), "bench"))
+            variants.append((1, hd, mask) + head_default[(hd, mask)] + ((("BASE", 1),), "bench"))
+            for c in [c for c in cands if c != first]:
                 ok, why = check_cfg(Cfg(*c), hd)
                 if ok:
                     variants.append((1, hd, mask) + c + ((), "bench"))

@@ -24,7 +24,11 @@ static fj_fa3_config cfg(int m, int n)
 
 size_t fj_fa3_smem_bytes(const fj_fa3_config *c, int head_dim)
 {
+    /* persistent: a second Q buffer where it fits (FA3_QST2 in the kernel: the same test) */
     const size_t chunks = (size_t)(head_dim + 63) / 64;
+    const size_t two_q = chunks * 128u * (size_t)(2 * c->block_m + 4 * c->block_n) + 256u + 1024u;
+    if (c->persistent && two_q <= 227 * KIB)
+        return two_q;
     return chunks * 128u * (size_t)(c->block_m + 4 * c->block_n) + 256u + 1024u;
 }
 
@@ -44,8 +48,10 @@ fj_fa3_config fj_fa3_default(int head_dim, int mask)
         c = cfg(128, 112);
     else
         c = cfg(128, 80);
-    /* Persistent measured +1..15% for hdim 64/128 without a mask; with a mask its static
-     * round-robin leaves CTAs unevenly loaded (up to 45% slower), and hdim 256 lost 0..10%. */
+    /* Persistent measured +1..15% for hdim 64/128 without a mask, hdim 256 lost 0..10%.
+     * With a mask (longest-first order since run 3) it wins only at 512-1k tokens (hdim 64
+     * causal 128x128: +27% / +14%) and loses 5-20% from 2k on: a candidate, not the default
+     * (bench/fa3_dev/results/run3_bench.log). */
     c.persistent = mask == FJ_MASK_NONE && head_dim <= 128;
     return c;
 }
@@ -128,9 +134,16 @@ int fj_fa3_candidates(int head_dim, int mask, fj_fa3_config *out, int max)
     if (max <= 0)
         return 0;
     out[k++] = d;
-    c.persistent = !d.persistent;  /* the other scheduler: unmasked only (see the default) */
-    if (mask == FJ_MASK_NONE)
+    c.persistent = !d.persistent;  /* the other scheduler */
+    k = add(out, k, max, c, head_dim);
+    if (mask != FJ_MASK_NONE) {
+        /* masked + persistent (longest-first serpentine order, two Q buffers, cross-tile
+         * stream): 128x128 measured fastest for hdim 64 causal at 512-1k tokens (208 and
+         * 272 TFLOP/s vs 164 and 239 for the default), slower from 2k on */
+        c = cfg(128, 128);
+        c.persistent = 1;
         k = add(out, k, max, c, head_dim);
+    }
     for (size_t i = 0; i < sizeof tiles / sizeof tiles[0]; i++) {
         c = cfg(tiles[i][0], tiles[i][1]);
         c.persistent = d.persistent;

@@ -15,8 +15,10 @@
  *                    warpgroups take turns issuing their GEMMs (named barriers 2, 3), so the
  *                    softmax of one runs under the GEMMs of the other
  *   FJ_FA3_PERSISTENT 1: a persistent grid (one CTA per SM) walks the work tiles in a static
- *                    round-robin; the next tile's Q and K/V load under the current tile's
- *                    last GEMMs and epilogue (O is then stored straight from registers)
+ *                    round-robin (masked: longest tiles first, serpentine, see sched_tile);
+ *                    the next tile's Q and K/V load under the current tile's last GEMMs and
+ *                    epilogue (O is then stored straight from registers)
+ *   FJ_FA3_XTILE     see below (default: masked persistent variants)
  *   FJ_FA3_HANG_TRAP 1: an mbarrier wait that spins 2^22 times traps (dev builds)
  *   FJ_FA3_PV_SPLIT  1: O += P V as one wgmma per 64-column chunk of V (dev/diagnosis)
  * Run-time: batch, heads (GQA/MQA), seqlen_q/k (any), varlen (cu_seqlens), strides, LSE,
@@ -31,7 +33,8 @@
  *   row count with batch 1 (varlen). grid (ceil(seqlen_q / FJ_BLOCK_M), heads_q, batch), or
  *   with FJ_FA3_PERSISTENT (min(SM count, that product), 1, 1); block 128 * (FJ_BLOCK_M / 64
  *   + 1) threads, dynamic shared memory
- *   (ceil(hd/64) * 128 * (FJ_BLOCK_M + 4 * FJ_BLOCK_N) + 256 + 1024) bytes.
+ *   (ceil(hd/64) * 128 * (q * FJ_BLOCK_M + 4 * FJ_BLOCK_N) + 256 + 1024) bytes, q = 2 for
+ *   FJ_FA3_PERSISTENT where that fits in 227 KiB, else 1 (fj_fa3_smem_bytes).
  *
  * Design (Shah et al. 2024). Warpgroup 0 is the producer: after setmaxnreg.dec one thread
  * issues TMA loads: Q once, then K_j and V_j into a 2-stage ring, each stage guarded by a
@@ -73,8 +76,29 @@
 #ifndef FJ_FA3_PERSISTENT
 #define FJ_FA3_PERSISTENT 0
 #endif
+/* FJ_FA3_XTILE 1 (default with PERSISTENT, OVERLAP, a mask and room for two Q buffers): two Q
+ * buffers (the next tile's Q loads at any time during this one), and the consumers run the
+ * blocks of all their work tiles as one stream: the first S of tile t+1 and its softmax run
+ * with the last P V of tile t in flight, and tile t's epilogue follows (no pipeline drain and
+ * refill between tiles). */
+#ifndef FJ_FA3_XTILE
+#define FJ_FA3_XTILE (-1)
+#endif
 
 #define FA3_MASKED (FJ_MASK != 0)
+/* two Q buffers fit (the same test as fj_fa3_smem_bytes, which reserves them for every
+ * persistent config where they fit; only the cross-tile stream uses the second) */
+#define FA3_QST2_FITS (FJ_FA3_PERSISTENT && ((FJ_HEAD_DIM + 63) / 64) * 128 * (2 * FJ_BLOCK_M + 4 * FJ_BLOCK_N) + 1280 <= 227 * 1024)
+/* Default: on for masked persistent variants only. Unmasked, it measured no faster with
+ * 128x128 hd128 (442 vs 446 TFLOP/s at 512 tokens) and 10% slower with 192x128 hd64
+ * (bench/fa3_dev/results/run3_bench.log), so those keep one Q buffer and the per-tile path. */
+#if FJ_FA3_XTILE < 0
+#undef FJ_FA3_XTILE
+#define FJ_FA3_XTILE (FJ_FA3_PERSISTENT && FJ_FA3_OVERLAP && FA3_MASKED && FA3_QST2_FITS)
+#endif
+#if FJ_FA3_XTILE && !(FJ_FA3_PERSISTENT && FJ_FA3_OVERLAP && FA3_QST2_FITS)
+#error "FJ_FA3_XTILE needs FJ_FA3_PERSISTENT, FJ_FA3_OVERLAP and room for two Q buffers"
+#endif
 #if FJ_DTYPE == FJ_DT_BF16
 #define FA3_AB "bf16"
 #else
@@ -93,7 +117,10 @@ constexpr int PSTEPS = BN / 16;              /* k16 steps of O += P V */
 constexpr int SREG = BN / 2, OREG = HD / 2;  /* fp32 accumulators per thread */
 constexpr int Q_CHUNK = BM * 128, KV_CHUNK = BN * 128;
 constexpr int Q_BYTES = DC * Q_CHUNK, KV_BYTES = DC * KV_CHUNK;
-constexpr int OFF_K = Q_BYTES, OFF_V = OFF_K + 2 * KV_BYTES, OFF_BAR = OFF_V + 2 * KV_BYTES;
+/* Q buffers: 2 in persistent mode where they fit (the next tile's Q loads during this one) */
+constexpr int QST = FJ_FA3_XTILE ? 2 : 1;  /* Q buffers */
+static_assert(QST == 1 || 2 * Q_BYTES + 4 * KV_BYTES + 256 + 1024 <= 227 * 1024, "QST");
+constexpr int OFF_K = QST * Q_BYTES, OFF_V = OFF_K + 2 * KV_BYTES, OFF_BAR = OFF_V + 2 * KV_BYTES;
 constexpr int SMEM_BYTES = OFF_BAR + 256 + 1024;  /* + barriers, scratch, alignment slack */
 constexpr int REG_PRODUCER = 24, REG_CONSUMER = NWG == 2 ? 240 : 160;
 constexpr bool PINGPONG = FJ_FA3_PINGPONG && NWG == 2 && FJ_FA3_OVERLAP;
@@ -355,35 +382,36 @@ FJ_DEVICE void gemm_qk(float (&s)[fa3::SREG], fj_u64 dq, fj_u64 dk)
 #if FJ_FA3_PV_SPLIT
 /* One wgmma per 64-column chunk of V (the last one 16..64 wide): no LBO involved. */
 template <int C>
-FJ_DEVICE void pv_split(float (&o)[fa3::OREG], const fj_u32 (&a)[4], fj_u64 dv)
+FJ_DEVICE void pv_split(float (&o)[fa3::OREG], const fj_u32 (&a)[4], fj_u64 dv, int acc)
 {
     using namespace fa3;
     if constexpr (C < DC) {
         constexpr int NC = HD - 64 * C < 64 ? HD - 64 * C : 64;
         const fj_u64 d = dv + (fj_u64)((C * KV_CHUNK) >> 4);
         if constexpr (NC == 64)
-            wgmma_rs_64<32 * C>(o, a, d, 1);
+            wgmma_rs_64<32 * C>(o, a, d, acc);
         else if constexpr (NC == 48)
-            wgmma_rs_48<32 * C>(o, a, d, 1);
+            wgmma_rs_48<32 * C>(o, a, d, acc);
         else if constexpr (NC == 32)
-            wgmma_rs_32<32 * C>(o, a, d, 1);
+            wgmma_rs_32<32 * C>(o, a, d, acc);
         else
-            wgmma_rs_16<32 * C>(o, a, d, 1);
-        pv_split<C + 1>(o, a, dv);
+            wgmma_rs_16<32 * C>(o, a, d, acc);
+        pv_split<C + 1>(o, a, dv, acc);
     }
 }
 #endif
 
-/* O += P V: k16 step kk reads keys 16kk.. at +2048*kk bytes; N spans the chunks via LBO. */
-FJ_DEVICE void gemm_pv(float (&o)[fa3::OREG], const fj_u32 (&pr)[fa3::PSTEPS][4], fj_u64 dv)
+/* O += P V (acc0 = 0: O = P V, the old O ignored): k16 step kk reads keys 16kk.. at
+ * +2048*kk bytes; N spans the chunks via LBO. */
+FJ_DEVICE void gemm_pv(float (&o)[fa3::OREG], const fj_u32 (&pr)[fa3::PSTEPS][4], fj_u64 dv, int acc0 = 1)
 {
     using namespace fa3;
 #pragma unroll
     for (int kk = 0; kk < PSTEPS; ++kk) {
 #if !FJ_FA3_PV_SPLIT
-        FA3_CAT(wgmma_rs_, FJ_HEAD_DIM)<0>(o, pr[kk], dv + (fj_u64)((kk * 2048) >> 4), 1);
+        FA3_CAT(wgmma_rs_, FJ_HEAD_DIM)<0>(o, pr[kk], dv + (fj_u64)((kk * 2048) >> 4), kk > 0 || acc0);
 #else
-        pv_split<0>(o, pr[kk], dv + (fj_u64)((kk * 2048) >> 4));
+        pv_split<0>(o, pr[kk], dv + (fj_u64)((kk * 2048) >> 4), kk > 0 || acc0);
 #endif
     }
 }
@@ -467,16 +495,25 @@ struct __align__(64) fj_tmap {
 };
 
 /* Tile t of the persistent schedule, or this CTA's one tile: batch b, head h, query block
- * mb. Query blocks vary fastest (CTAs that run together share K/V in L2); masked variants
- * take them in reverse, the longest rows first. */
+ * mb. Unmasked: query blocks vary fastest (CTAs that run together share K/V in L2). Masked
+ * (persistent): longest-processing-time first: the query blocks from the last (most keys) to
+ * the first, all (batch, head) of one block together (heads of a GQA group adjacent); with
+ * sched_tile's serpentine this balances the CTAs to within about one tile. Non-persistent
+ * masked: the last query blocks first. */
 FJ_DEVICE void tile_coords(const fj_attn_params &p, int t, int &b, int &h, int &mb)
 {
 #if FJ_FA3_PERSISTENT
     const int num_mb = (p.seqlen_q + fa3::BM - 1) / fa3::BM;
+#if FA3_MASKED
+    const int bhn = p.heads_q * p.batch;
+    const int mi = t / bhn, bh = t - mi * bhn;
+    mb = num_mb - 1 - mi;
+#else
     const int mi = t % num_mb, bh = t / num_mb;
+    mb = mi;
+#endif
     h = bh % p.heads_q;
     b = bh / p.heads_q;
-    mb = FA3_MASKED ? num_mb - 1 - mi : mi;
 #else
     (void)p;
     (void)t;
@@ -485,6 +522,20 @@ FJ_DEVICE void tile_coords(const fj_attn_params &p, int t, int &b, int &h, int &
     mb = FA3_MASKED ? gridDim.x - 1 - blockIdx.x : blockIdx.x;
 #endif
 }
+
+/* The work tile of round r of this CTA (persistent): round robin over the CTAs, for masked
+ * variants in serpentine order (odd rounds walk the CTAs backwards), so that a CTA that got
+ * a heavy tile in one round gets a light one in the next. Rounds cover [r*G, r*G + G). */
+#if FJ_FA3_PERSISTENT
+FJ_DEVICE int sched_tile(int r)
+{
+#if FA3_MASKED
+    return r * (int)gridDim.x + ((r & 1) ? (int)gridDim.x - 1 - (int)blockIdx.x : (int)blockIdx.x);
+#else
+    return r * (int)gridDim.x + (int)blockIdx.x;
+#endif
+}
+#endif
 
 /* The KV blocks [nb_lo, nb_hi) that some row of query block m0 sees, and the band. */
 struct fa3_band {
@@ -527,9 +578,11 @@ fj_attn_fwd_sm90(const __grid_constant__ fj_attn_params p, const __grid_constant
 
 #if FJ_FA3_PERSISTENT
     const int total = (p.seqlen_q + BM - 1) / BM * p.heads_q * p.batch;
-    const int t_first = blockIdx.x, t_step = gridDim.x;
+    const int t_step = gridDim.x;
+#define FA3_TILE(r) sched_tile(r)
 #else
-    const int total = 1, t_first = 0, t_step = 1;
+    const int total = 1, t_step = 1;
+#define FA3_TILE(r) 0
     {   /* nothing to do (varlen: this sequence is shorter): leave before any setup */
         int b, h, mb;
         tile_coords(p, 0, b, h, mb);
@@ -540,13 +593,17 @@ fj_attn_fwd_sm90(const __grid_constant__ fj_attn_params p, const __grid_constant
 
     const fj_u32 base = (smem_u32(smem_raw) + 1023u) & ~1023u;
     const fj_u32 s_q = base, s_k = base + OFF_K, s_v = base + OFF_V;
-    const fj_u32 bar = base + OFF_BAR;  /* q, kfull[2], vfull[2], kempty[2], vempty[2], qempty */
+    /* q[0], kfull[2], vfull[2], kempty[2], vempty[2], qempty[0], q[1], qempty[1] */
+    const fj_u32 bar = base + OFF_BAR;
     const fj_u32 b_q = bar, b_kf = bar + 8, b_vf = bar + 24, b_ke = bar + 40, b_ve = bar + 56;
     const fj_u32 b_qe = bar + 72;
+    /* Q buffer qb: full barrier b_q + 80*qb, empty barrier b_qe + 16*qb, data s_q + qb*Q_BYTES */
 
     if (threadIdx.x == 0) {
-        mbar_init(b_q, 1);
-        mbar_init(b_qe, NWG * 4);
+        for (int i = 0; i < QST; ++i) {
+            mbar_init(b_q + 80 * i, 1);
+            mbar_init(b_qe + 16 * i, NWG * 4);
+        }
         for (int i = 0; i < 2; ++i) {
             mbar_init(b_kf + 8 * i, 1);
             mbar_init(b_vf + 8 * i, 1);
@@ -567,7 +624,10 @@ fj_attn_fwd_sm90(const __grid_constant__ fj_attn_params p, const __grid_constant
             tma_prefetch_desc(&tk);
             tma_prefetch_desc(&tv);
             int g = 0, qi = 0;
-            for (int t = t_first; t < total; t += t_step) {
+            for (int r = 0; r * t_step < total; ++r) {
+                const int t = FA3_TILE(r);
+                if (t >= total)
+                    continue;
                 int b, h, mb;
                 tile_coords(p, t, b, h, mb);
                 const fj_seq sq = fj_seq_of(p, b);
@@ -583,13 +643,15 @@ fj_attn_fwd_sm90(const __grid_constant__ fj_attn_params p, const __grid_constant
                 const int krow = varlen ? ((const int *)p.cu_seqlens_k)[b] : 0;
                 const int bb = varlen ? 0 : b;
                 const int hk = h / (p.heads_q / p.heads_kv);
+                const int qb = QST == 2 ? (qi & 1) : 0;
 #if FJ_FA3_PERSISTENT
-                mbar_wait(b_qe, (qi & 1) ^ 1);  /* the consumers' last S of the previous tile */
+                /* the consumers' last S of the tile that used this buffer before */
+                mbar_wait(b_qe + 16 * qb, ((QST == 2 ? qi >> 1 : qi) & 1) ^ 1);
 #endif
-                mbar_expect_tx(b_q, Q_BYTES);
+                mbar_expect_tx(b_q + 80 * qb, Q_BYTES);
 #pragma unroll
                 for (int c = 0; c < DC; ++c)
-                    tma_load4(s_q + c * Q_CHUNK, &tq, c * 64, qrow + m0, h, bb, b_q);
+                    tma_load4(s_q + qb * Q_BYTES + c * Q_CHUNK, &tq, c * 64, qrow + m0, h, bb, b_q + 80 * qb);
                 for (int it = 0; it < n; ++it) {
                     const int gi = g + it, st = gi & 1, ph = (gi >> 1) & 1;
                     const int row = krow + (bd.nb_hi - 1 - it) * BN;
@@ -617,7 +679,6 @@ fj_attn_fwd_sm90(const __grid_constant__ fj_attn_params p, const __grid_constant
     const int warp = (threadIdx.x >> 5) & 3, lane = threadIdx.x & 31;
     const int col_lane = 2 * (lane & 3);
     const float sl2 = p.scale_log2;
-    const fj_u64 dq = desc_kmajor(s_q + cw * 64 * 128);
     const fj_u64 dk0 = desc_kmajor(s_k);
     const fj_u64 dv0 = desc_nmajor(s_v, KV_CHUNK);
     constexpr fj_u64 KV_STEP = KV_BYTES >> 4;
@@ -628,7 +689,223 @@ fj_attn_fwd_sm90(const __grid_constant__ fj_attn_params p, const __grid_constant
     fj_u32 pr[PSTEPS][4];
     int g = 0, qi = 0;
 
-    for (int t = t_first; t < total; t += t_step) {
+#if FJ_FA3_XTILE
+    /* One stream of K/V blocks over all work tiles of this CTA. pt: the tile whose last
+     * P V is still to be issued (-1: none); its P is in pr, its row state in mx, l, alpha. */
+    float o[OREG];
+#pragma unroll
+    for (int i = 0; i < OREG; ++i)
+        o[i] = 0.f;
+    float mx[2] = {-FJ_INF, -FJ_INF}, l[2] = {0.f, 0.f}, alpha[2] = {1.f, 1.f};
+    int pt = -1;
+
+    /* ofresh: O holds a finished tile; the next P V overwrites it (scale-d 0) instead of
+     * adding (zeroing O here made ptxas serialize the wgmmas and spill). */
+    int ofresh = 1;
+    /* 1/rowsum, LSE and O of tile tt (O straight from the accumulators: each store is 2
+     * columns, the 4 lanes of a row fill 16 contiguous bytes); zero: a tile with no key. */
+    auto epilogue = [&](int tt, const float (&l_)[2], const float (&m_)[2], bool zero) {
+        int b, h, mb;
+        tile_coords(p, tt, b, h, mb);
+        const fj_seq sq = fj_seq_of(p, b);
+        const int row0 = mb * BM + 64 * cw + 16 * warp + (lane >> 2);
+        fj_u16 *go = (fj_u16 *)p.o + sq.o + (fj_i64)h * p.o_head_stride;
+        float *lse = (float *)p.lse;
+#pragma unroll
+        for (int hf = 0; hf < 2; ++hf) {
+            float tl = l_[hf];
+            tl += __shfl_xor_sync(0xffffffffu, tl, 1);
+            tl += __shfl_xor_sync(0xffffffffu, tl, 2);
+            const float inv = tl > 0.f ? 1.f / tl : 0.f;
+            const int i = row0 + 8 * hf;
+            if (lse && (lane & 3) == 0 && i < sq.sq)
+                lse[sq.lse_head_stride * h + sq.lse_base + i] =
+                    tl > 0.f ? m_[hf] * p.scale + logf(tl) : -FJ_INF;
+            if (i < sq.sq) {
+                fj_u16 *orow = go + (fj_i64)i * p.o_row_stride + col_lane;
+#pragma unroll
+                for (int nt = 0; nt < OREG / 4; ++nt)
+                    asm volatile("st.global.b32 [%0], %1;\n" ::"l"(orow + nt * 8),
+                                 "r"(zero ? 0u : pack2(o[4 * nt + 2 * hf] * inv, o[4 * nt + 2 * hf + 1] * inv))
+                                 : "memory");
+            }
+        }
+        ofresh = 1;
+    };
+    /* The last P V of tile pt, then its epilogue. */
+    auto drain = [&]() {
+        const int gl = g - 1, st = gl & 1, ph = (gl >> 1) & 1;
+        rescale_o(o, alpha);
+        mbar_wait(b_vf + 8 * st, ph);
+        pin(o);
+        pin(pr);
+        wg_fence();
+        gemm_pv(o, pr, dv0 + st * KV_STEP, !ofresh);
+        ofresh = 0;
+        wg_commit();
+        wg_wait<0>();
+        pin(o);
+        if (lane == 0)
+            mbar_arrive(b_ve + 8 * st);
+        epilogue(pt, l, mx, false);
+        pt = -1;
+    };
+
+    /* Ping-pong over the whole stream: warpgroup 0 goes first; every block's GEMM issue is
+     * gated once per warpgroup; warpgroup 0's last wait below takes warpgroup 1's last arrive. */
+    if (PINGPONG && cw == 0)
+        named_arrive<256>(2);
+    for (int r = 0; r * t_step < total; ++r) {
+        const int t = FA3_TILE(r);
+        if (t >= total)
+            continue;
+        int b, h, mb;
+        tile_coords(p, t, b, h, mb);
+        const fj_seq sq = fj_seq_of(p, b);
+        const int m0 = mb * BM;
+        if (m0 >= sq.sq)
+            continue;
+        const fa3_band bd = key_blocks(p, sq, m0);
+        const int n = bd.nb_hi - bd.nb_lo, shift = bd.shift, wl = bd.wl, wr = bd.wr;
+        const int row0 = m0 + 64 * cw + 16 * warp + (lane >> 2);  /* row of hf = 0 */
+        if (n <= 0) {  /* no key: O = 0, LSE = -inf (nothing was loaded for it) */
+            if (pt >= 0)
+                drain();
+            const float z[2] = {0.f, 0.f}, mi[2] = {-FJ_INF, -FJ_INF};
+            epilogue(t, z, mi, true);
+            continue;
+        }
+        auto need_mask = [&](int nb) -> bool {
+            const int k0 = nb * BN;
+            bool need = k0 + BN > sq.sk;
+            const int d = k0 - (m0 + shift);
+            if (wr >= 0)
+                need |= d + BN - 1 > wr;
+            if (wl >= 0)
+                need |= d < BM - 1 - wl;
+            return need;
+        };
+        const int qb = qi & 1, qu = qi >> 1;
+        const fj_u64 dq = desc_kmajor(s_q + qb * Q_BYTES + cw * 64 * 128);
+        auto release_q = [&]() {
+            if (lane == 0)
+                mbar_arrive(b_qe + 16 * qb);
+        };
+        mbar_wait(b_q + 80 * qb, qu & 1);
+        {   /* the first block: S; with the previous tile's last P V in flight when pt >= 0 */
+            const int nb = bd.nb_hi - 1, st = g & 1, ph = (g >> 1) & 1;
+            mbar_wait(b_kf + 8 * st, ph);
+            if (PINGPONG)
+                named_sync<256>(2 + cw);
+            if (pt >= 0) {  /* each branch straight from its fence to its last wait */
+                const int gp = g - 1, pst = gp & 1, pph = (gp >> 1) & 1;
+                pin(s);
+                wg_fence();
+                gemm_qk(s, dq, dk0 + st * KV_STEP);
+                wg_commit();
+                rescale_o(o, alpha);
+                mbar_wait(b_vf + 8 * pst, pph);
+                pin(o);
+                pin(pr);
+                wg_fence();
+                gemm_pv(o, pr, dv0 + pst * KV_STEP, !ofresh);
+                ofresh = 0;
+                wg_commit();
+                if (PINGPONG)
+                    named_arrive<256>(3 - cw);
+                wg_wait<1>();  /* S done */
+                pin(s);
+                if (lane == 0)
+                    mbar_arrive(b_ke + 8 * st);
+                if (n == 1)
+                    release_q();
+                const float pl[2] = {l[0], l[1]}, pm[2] = {mx[0], mx[1]};
+                mx[0] = mx[1] = -FJ_INF;
+                l[0] = l[1] = 0.f;
+                if (need_mask(nb))
+                    apply_mask(s, nb * BN, row0, col_lane, sq.sk, shift, wl, wr);
+                softmax_tile(s, mx, l, alpha, sl2);
+                asm volatile("st.shared.f32 [%0], %1;\n" ::"r"(s_anchor), "f"(l[0] + l[1]) : "memory");
+                wg_wait<0>();  /* the previous tile's last P V done */
+                pin(o);
+                pin(pr);
+                pin(s);
+                if (lane == 0)
+                    mbar_arrive(b_ve + 8 * pst);
+                convert_p(s, pr);  /* first: S is dead during the epilogue */
+                epilogue(pt, pl, pm, false);
+            } else {
+                pin(s);
+                wg_fence();
+                gemm_qk(s, dq, dk0 + st * KV_STEP);
+                wg_commit();
+                if (PINGPONG)
+                    named_arrive<256>(3 - cw);
+                wg_wait<0>();
+                pin(s);
+                if (lane == 0)
+                    mbar_arrive(b_ke + 8 * st);
+                if (n == 1)
+                    release_q();
+                mx[0] = mx[1] = -FJ_INF;
+                l[0] = l[1] = 0.f;
+                if (need_mask(nb))
+                    apply_mask(s, nb * BN, row0, col_lane, sq.sk, shift, wl, wr);
+                softmax_tile(s, mx, l, alpha, sl2);
+                convert_p(s, pr);
+            }
+        }
+        for (int it = 1; it < n; ++it) {
+            const int nb = bd.nb_hi - 1 - it, gi = g + it, st = gi & 1, ph = (gi >> 1) & 1;
+            const int pst = st ^ 1, pph = ((gi - 1) >> 1) & 1;
+            mbar_wait(b_kf + 8 * st, ph);
+            if (PINGPONG)
+                named_sync<256>(2 + cw);
+            pin(s);
+            wg_fence();
+            gemm_qk(s, dq, dk0 + st * KV_STEP);
+            wg_commit();
+            rescale_o(o, alpha);
+            mbar_wait(b_vf + 8 * pst, pph);
+            pin(o);
+            pin(pr);
+            wg_fence();
+            gemm_pv(o, pr, dv0 + pst * KV_STEP, !ofresh);
+            ofresh = 0;
+            wg_commit();
+            if (PINGPONG)
+                named_arrive<256>(3 - cw);
+            wg_wait<1>();  /* S done */
+            pin(s);
+            if (lane == 0)
+                mbar_arrive(b_ke + 8 * st);
+            if (it == n - 1)
+                release_q();
+            if (need_mask(nb))
+                apply_mask(s, nb * BN, row0, col_lane, sq.sk, shift, wl, wr);
+            softmax_tile(s, mx, l, alpha, sl2);
+            asm volatile("st.shared.f32 [%0], %1;\n" ::"r"(s_anchor), "f"(l[0] + l[1]) : "memory");
+            wg_wait<0>();  /* P V done */
+            pin(o);
+            pin(pr);
+            pin(s);
+            if (lane == 0)
+                mbar_arrive(b_ve + 8 * pst);
+            convert_p(s, pr);
+        }
+        g += n;
+        ++qi;
+        pt = t;
+    }
+    if (pt >= 0)
+        drain();
+    if (PINGPONG && cw == 0)
+        named_sync<256>(2);
+#else
+    for (int r = 0; r * t_step < total; ++r) {
+        const int t = FA3_TILE(r);
+        if (t >= total)
+            continue;
         int b, h, mb;
         tile_coords(p, t, b, h, mb);
         const fj_seq sq = fj_seq_of(p, b);
@@ -658,16 +935,18 @@ fj_attn_fwd_sm90(const __grid_constant__ fj_attn_params p, const __grid_constant
                 need |= d < BM - 1 - wl;
             return need;
         };
+        const int qb = QST == 2 ? (qi & 1) : 0, qpar = (QST == 2 ? qi >> 1 : qi) & 1;
+        const fj_u64 dq = desc_kmajor(s_q + qb * Q_BYTES + cw * 64 * 128);
         /* After the last S = Q K^T of a work tile the producer may load the next Q. */
         auto release_q = [&]() {
             if (FJ_FA3_PERSISTENT && lane == 0)
-                mbar_arrive(b_qe);
+                mbar_arrive(b_qe + 16 * qb);
         };
 
         if (n > 0) {
             if (PINGPONG && cw == 0)
                 named_arrive<256>(2);  /* warpgroup 0 goes first */
-            mbar_wait(b_q, qi & 1);
+            mbar_wait(b_q + 80 * qb, qpar);
 #if FJ_FA3_OVERLAP
             {   /* the first block: S, softmax, P; its P V is issued in the next step */
                 const int nb = bd.nb_hi - 1, st = g & 1, ph = (g >> 1) & 1;
@@ -851,4 +1130,5 @@ fj_attn_fwd_sm90(const __grid_constant__ fj_attn_params p, const __grid_constant
         }
 #endif
     }
+#endif
 }
