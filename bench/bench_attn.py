@@ -23,10 +23,12 @@ from torch.nn.attention import SDPBackend, sdpa_kernel
 import triton.testing
 
 
+# These two mirror fajit_ctx_opts and fajit_attn_desc of include/fajit.h field by field;
+# check_layout() compares their sizes with the C ones before anything is called.
 class CtxOpts(C.Structure):
     _fields_ = [("device", C.c_int), ("cache_dir", C.c_char_p), ("policy", C.c_int),
                 ("log", C.c_void_p), ("log_user", C.c_void_p), ("log_level", C.c_int),
-                ("progress", C.c_void_p), ("progress_user", C.c_void_p)]
+                ("progress", C.c_void_p), ("progress_user", C.c_void_p), ("family", C.c_int)]
 
 
 class AttnDesc(C.Structure):
@@ -35,7 +37,8 @@ class AttnDesc(C.Structure):
         [(n, C.c_int) for n in ("batch", "heads_q", "heads_kv", "seqlen_q", "seqlen_k",
                                 "head_dim", "dtype", "mask", "window_left", "window_right")] + \
         [("softmax_scale", C.c_float), ("cu_seqlens_q", C.c_void_p),
-         ("cu_seqlens_k", C.c_void_p), ("lse", C.c_void_p)]
+         ("cu_seqlens_k", C.c_void_p), ("total_q", C.c_int), ("total_k", C.c_int),
+         ("lse", C.c_void_p)]
 
 
 class Fajit:
@@ -50,6 +53,7 @@ class Fajit:
         L.fajit_attn_fwd.argtypes = [C.c_void_p, C.POINTER(AttnDesc), C.c_void_p]
         L.fajit_version_string.restype = C.c_char_p
         L.fajit_ctx_destroy.argtypes = [C.c_void_p]
+        self.check_layout()
         opts = CtxOpts()
         L.fajit_ctx_opts_init(C.byref(opts))
         opts.device = torch.cuda.current_device()
@@ -71,6 +75,17 @@ class Fajit:
             setattr(d, f"{name}_head_stride", st[2])
         d.mask = 1 if causal else 0
         return d
+
+    def check_layout(self):
+        """The C init functions clear their whole struct: if the C struct were larger than
+        the Python mirror, bytes past the mirror would change. Refuse to run then."""
+        for T, init, args in ((CtxOpts, self.lib.fajit_ctx_opts_init, ()),
+                              (AttnDesc, self.lib.fajit_attn_desc_init, (0,) * 4 + (1,) * 6 + (0,))):
+            buf = (C.c_ubyte * (C.sizeof(T) + 64))()
+            C.memset(buf, 0xAB, len(buf))
+            init(C.cast(buf, C.POINTER(T)), *args)
+            if any(b != 0xAB for b in buf[C.sizeof(T):]):
+                sys.exit(f"bench_attn.py: {T.__name__} does not match include/fajit.h")
 
     def close(self):
         """Destroys the context (kernels unloaded, cache closed) before Python tears down."""

@@ -178,6 +178,10 @@ typedef struct fajit_attn_desc {
     const int32_t *cu_seqlens_q;   /* varlen: device int32[batch+1], prefix sums of the
                                       lengths; rows packed, batch strides ignored */
     const int32_t *cu_seqlens_k;   /* required with cu_seqlens_q */
+    int total_q, total_k;          /* varlen, optional: the packed row counts
+                                      (cu_seqlens_q[batch], cu_seqlens_k[batch]); the
+                                      Hopper kernel needs them for its TMA descriptors,
+                                      without them (0) the portable kernel serves */
     float *lse;                    /* natural-log LSE, fp32: [batch][heads_q][seqlen_q];
                                       varlen: [heads_q][total_q] */
 } fajit_attn_desc;

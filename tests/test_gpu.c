@@ -65,7 +65,7 @@ static fajit_ctx *new_ctx(const char *dir)
 /*------ one randomized case ------*/
 
 typedef struct tc {
-    int batch, hq, hkv, sq, sk, d, dtype, mask, wl, wr, varlen, pad;
+    int batch, hq, hkv, sq, sk, d, dtype, mask, wl, wr, varlen, pad, totals;
     int lens_q[8], lens_k[8];
     char text[200];
 } tc;
@@ -104,11 +104,12 @@ static void make_case(tc *c, int max_len)
             mk = c->lens_k[b] > mk ? c->lens_k[b] : mk;
         }
         c->sq = mq, c->sk = mk;
+        c->totals = rnd() % 2;
     }
     snprintf(c->text, sizeof c->text, "b%d hq%d hkv%d sq%d sk%d d%d %s %s%s%s pad%d",
              c->batch, c->hq, c->hkv, c->sq, c->sk, c->d, c->dtype ? "bf16" : "f16",
              c->mask == 0 ? "none" : c->mask == 1 ? "causal" : "window",
-             c->varlen ? " varlen" : "", c->mask == 2 ? "" : "", c->pad);
+             c->varlen ? (c->totals ? " varlen+totals" : " varlen") : "", "", c->pad);
     if (c->mask == 2) {
         size_t n = strlen(c->text);
         snprintf(c->text + n, sizeof c->text - n, " wl%d wr%d", c->wl, c->wr);
@@ -177,6 +178,10 @@ static void setup(const tc *c, bufs *B)
         CU(cu->cuMemcpyHtoD(B->cuk, B->ck, sizeof B->ck));
         d->cu_seqlens_q = (const int32_t *)B->cuq;
         d->cu_seqlens_k = (const int32_t *)B->cuk;
+        if (c->totals) {   /* lets the Hopper kernel take varlen too */
+            d->total_q = B->cq[c->batch];
+            d->total_k = B->ck[c->batch];
+        }
     }
 }
 

@@ -84,6 +84,8 @@ MUT(m_window_big, (d->mask = FAJIT_MASK_WINDOW, d->window_left = 5, d->window_ri
 MUT(m_scale, d->softmax_scale = 0.f)
 MUT(m_varlen_half, d->cu_seqlens_q = (const int32_t *)(uintptr_t)0x2000)
 MUT(m_lse, d->lse = (float *)(uintptr_t)0x2002)
+MUT(m_total, (d->cu_seqlens_q = d->cu_seqlens_k = (const int32_t *)(uintptr_t)0x2000,
+              d->total_q = 50))
 
 static const bad_case k_bad[] = {
     {"q NULL", m_q_null, FAJIT_INVALID_ARGUMENT, "q must not be NULL"},
@@ -102,6 +104,7 @@ static const bad_case k_bad[] = {
     {"scale", m_scale, FAJIT_INVALID_ARGUMENT, "softmax_scale must be finite and > 0, got 0"},
     {"varlen half", m_varlen_half, FAJIT_INVALID_ARGUMENT, "cu_seqlens_q and cu_seqlens_k must be given together"},
     {"lse misaligned", m_lse, FAJIT_INVALID_ARGUMENT, "lse must be 4-byte aligned"},
+    {"total_q short", m_total, FAJIT_INVALID_ARGUMENT, "total_q (50) must be at least seqlen_q, the longest sequence (100)"},
 };
 
 START_TEST(validation_rules)

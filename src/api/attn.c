@@ -109,6 +109,15 @@ fajit_status fajit_attn_check(fajit_ctx *ctx, const fajit_attn_desc *d)
     if (varlen) {
         FJ_CHECK(check_ptr(ctx, d->cu_seqlens_q, "cu_seqlens_q", 4));
         FJ_CHECK(check_ptr(ctx, d->cu_seqlens_k, "cu_seqlens_k", 4));
+        FJ_RETURN_IF(d->total_q < 0 || d->total_k < 0, ctx, FAJIT_INVALID_ARGUMENT,
+                     "total_q and total_k must be >= 0 (0 = unknown), got %d and %d",
+                     d->total_q, d->total_k);
+        FJ_RETURN_IF(d->total_q > 0 && d->total_q < d->seqlen_q, ctx, FAJIT_INVALID_ARGUMENT,
+                     "total_q (%d) must be at least seqlen_q, the longest sequence (%d)",
+                     d->total_q, d->seqlen_q);
+        FJ_RETURN_IF(d->total_k > 0 && d->total_k < d->seqlen_k, ctx, FAJIT_INVALID_ARGUMENT,
+                     "total_k (%d) must be at least seqlen_k, the longest sequence (%d)",
+                     d->total_k, d->seqlen_k);
     }
     if (d->lse)
         FJ_CHECK(check_ptr(ctx, d->lse, "lse", 4));

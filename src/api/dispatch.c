@@ -59,7 +59,7 @@ static int tuned_config(fajit_ctx *ctx, const fajit_attn_desc *d, fj_kcfg *c)
         return 0;
     int ok = fj_kcfg_parse(row.config, c) == 0 && fj_kcfg_valid(c, ctx->cc, 1, d);
     if (!ok && !(fj_kcfg_parse(row.config, c) == 0 && c->family == FJ_FAM_FA3 &&
-                 d->cu_seqlens_q))   /* an FA3 winner does not serve varlen: no warning */
+                 d->cu_seqlens_q))   /* an FA3 winner cannot serve varlen without totals */
         fj_log(ctx, FAJIT_LOG_WARN, "ignoring tuning row %s/%s: config '%s' does not apply",
                sig, bucket, row.config);
     fj_tune_row_free(&row);
@@ -233,7 +233,8 @@ static fajit_status make_plan(fajit_ctx *ctx, const fajit_attn_desc *d, int ref,
 
 static uint64_t signature(int ref, const fajit_attn_desc *d)
 {
-    return (uint64_t)ref | (uint64_t)(d->cu_seqlens_q != NULL) << 1 |
+    int varlen = d->cu_seqlens_q != NULL, totals = varlen && d->total_q > 0 && d->total_k > 0;
+    return (uint64_t)ref | (uint64_t)varlen << 1 | (uint64_t)totals << 2 |
            (uint64_t)d->dtype << 4 | (uint64_t)d->mask << 6 |
            (uint64_t)d->head_dim << 8 |
            (uint64_t)fj_bucket_index(d->seqlen_q, d->seqlen_k) << 20;
@@ -290,7 +291,7 @@ fajit_status fj_launch_desc(fajit_ctx *ctx, const fj_launch *l, const fajit_attn
         FJ_RETURN_IF(!ctx->cu->cuTensorMapEncodeTiled, ctx, FAJIT_UNSUPPORTED,
                      "the driver lacks cuTensorMapEncodeTiled (needed by the sm_90a kernel)");
         FJ_RETURN_IF(fj_fa3_encode_tmaps(ctx->cu->cuTensorMapEncodeTiled, &params,
-                                         (int)d->dtype, &l->fa3, 0, 0, maps, err,
+                                         (int)d->dtype, &l->fa3, d->total_q, d->total_k, maps, err,
                                          sizeof err) != 0,
                      ctx, FAJIT_INVALID_ARGUMENT, "encoding TMA descriptors: %s", err);
         fj_fa3_launch_shape(&l->fa3, &params, ctx->sm_count, grid, &threads);

@@ -4,7 +4,7 @@
  * rows ("128x64w4s1" for FA2, "fa3:128x176o1p1s1" for FA3).
  *
  *   FA3 (attn_fwd_sm90.cu)  compute capability 9.0 exactly, f16/bf16, head_dim a multiple
- *                           of 16, fixed-length batches (varlen goes to FA2 for now)
+ *                           of 16; varlen only with total_q/total_k given (TMA needs them)
  *   FA2 (attn_fwd_sm80.cu)  every target from sm_80, the whole descriptor
  *   REF (attn_ref.cu)       the oracle; never chosen by dispatch on sm_80+
  */
@@ -27,8 +27,8 @@ int fj_arch_is_a(const char *arch)
 static int fa3_applies(int sm, int arch_a, const fajit_attn_desc *d)
 {
     fj_fa3_config c = fj_fa3_default(d->head_dim, (int)d->mask);
-    return sm == 90 && arch_a && !d->cu_seqlens_q &&
-           fj_fa3_check(&c, d->head_dim, sm, NULL, 0) == 0;
+    int varlen_ok = !d->cu_seqlens_q || (d->total_q > 0 && d->total_k > 0);
+    return sm == 90 && arch_a && varlen_ok && fj_fa3_check(&c, d->head_dim, sm, NULL, 0) == 0;
 }
 
 void fj_kcfg_default(int sm, int arch_a, const fajit_attn_desc *d, fj_kcfg *out)
