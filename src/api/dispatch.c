@@ -57,9 +57,10 @@ static int tuned_config(fajit_ctx *ctx, const fajit_attn_desc *d, fj_kcfg *c)
     if (!fj_cache_tune_get(ctx->cache, ctx->gpu_name, ctx->arch, ctx->sm_count, sig, bucket,
                            &row))
         return 0;
-    int ok = fj_kcfg_parse(row.config, c) == 0 && fj_kcfg_valid(c, ctx->cc, 1, d);
-    if (!ok && !(fj_kcfg_parse(row.config, c) == 0 && c->family == FJ_FAM_FA3 &&
-                 d->cu_seqlens_q))   /* an FA3 winner cannot serve varlen without totals */
+    int parsed = fj_kcfg_parse(row.config, c) == 0;
+    int ok = parsed && fj_kcfg_valid(c, ctx->cc, 1, d);
+    if (!ok && !(parsed && c->family == FJ_FAM_FA3 && d->cu_seqlens_q))
+        /* (an FA3 winner not serving varlen without totals is expected: no warning) */
         fj_log(ctx, FAJIT_LOG_WARN, "ignoring tuning row %s/%s: config '%s' does not apply",
                sig, bucket, row.config);
     fj_tune_row_free(&row);
@@ -108,9 +109,13 @@ fajit_status fajit_dispatch_describe(fajit_ctx *ctx, const char *arch, const faj
     fj_variant v, dv;
     fj_launch l, dl;
     choose(ctx, sm, arch ? fj_arch_is_a(arch) : 1, d, 0, &v, &l, &dv, &dl);
-    snprintf(buf, len, "%s (%s): grid (ceil(seqlen_q/%d), heads_q, batch), %d threads, %d B "
-             "dynamic shared memory, source %s, entry %s", v.name,
-             strcmp(v.name, dv.name) ? "tuned" : "default", l.block_m, l.threads, l.dyn_smem,
+    char grid[64];
+    if (l.family == FJ_FAM_FA3 && l.fa3.persistent)
+        snprintf(grid, sizeof grid, "persistent grid (one CTA per SM)");
+    else
+        snprintf(grid, sizeof grid, "grid (ceil(seqlen_q/%d), heads_q, batch)", l.block_m);
+    snprintf(buf, len, "%s (%s): %s, %d threads, %d B dynamic shared memory, source %s, entry %s",
+             v.name, strcmp(v.name, dv.name) ? "tuned" : "default", grid, l.threads, l.dyn_smem,
              v.source, v.function);
     return FAJIT_OK;
 }
