@@ -84,31 +84,33 @@ static void choose(fajit_ctx *ctx, int sm, int arch_a, const fajit_attn_desc *d,
     fj_kcfg_variant(&c, d, exact, le);
 }
 
-/* The arguments of the describe/explain calls: a valid problem and a target (named, or
- * the context's device), as sm. */
-static fajit_status describe_args(fajit_ctx *ctx, const char *arch, const fajit_attn_desc *d,
-                                  const char *buf, size_t len, int *sm)
+/* The describe/explain calls: checks a valid problem and a target (named, or the
+ * context's device), then makes the dispatch decision for them. */
+static fajit_status describe_choice(fajit_ctx *ctx, const char *arch, const fajit_attn_desc *d,
+                                    const char *buf, size_t len, fj_variant *v, fj_launch *l,
+                                    fj_variant *dv)
 {
+    int sm;
+    fj_launch dl;
     FJ_RETURN_IF(!ctx || !buf || !len, ctx, FAJIT_INVALID_ARGUMENT,
                  "ctx and buf must not be NULL, len must be > 0");
     FJ_CHECK(fajit_attn_check(ctx, d));
-    *sm = arch ? fj_arch_sm(arch) : ctx->cc;
-    FJ_RETURN_IF(arch && *sm < 0, ctx, FAJIT_INVALID_ARGUMENT,
+    sm = arch ? fj_arch_sm(arch) : ctx->cc;
+    FJ_RETURN_IF(arch && sm < 0, ctx, FAJIT_INVALID_ARGUMENT,
                  "arch must be a target like sm_80, sm_90a or sm_100a, got '%s'", arch);
     FJ_RETURN_IF(!arch && !ctx->cu, ctx, FAJIT_NO_DEVICE,
                  "the context has no device: name a target (arch)");
-    FJ_RETURN_IF(*sm < 80, ctx, FAJIT_UNSUPPORTED, "fajit needs sm_80 or newer, got sm_%d", *sm);
+    FJ_RETURN_IF(sm < 80, ctx, FAJIT_UNSUPPORTED, "fajit needs sm_80 or newer, got sm_%d", sm);
+    choose(ctx, sm, arch ? fj_arch_is_a(arch) : 1, d, 0, v, l, dv, &dl);
     return FAJIT_OK;
 }
 
 fajit_status fajit_dispatch_describe(fajit_ctx *ctx, const char *arch, const fajit_attn_desc *d,
                                      char *buf, size_t len)
 {
-    int sm;
-    FJ_CHECK(describe_args(ctx, arch, d, buf, len, &sm));
     fj_variant v, dv;
-    fj_launch l, dl;
-    choose(ctx, sm, arch ? fj_arch_is_a(arch) : 1, d, 0, &v, &l, &dv, &dl);
+    fj_launch l;
+    FJ_CHECK(describe_choice(ctx, arch, d, buf, len, &v, &l, &dv));
     char grid[64];
     if (l.family == FJ_FAM_FA3 && l.fa3.persistent)
         snprintf(grid, sizeof grid, "persistent grid (one CTA per SM)");
@@ -123,11 +125,9 @@ fajit_status fajit_dispatch_describe(fajit_ctx *ctx, const char *arch, const faj
 fajit_status fajit_cache_explain(fajit_ctx *ctx, const char *arch, const fajit_attn_desc *d,
                                  char *buf, size_t len)
 {
-    int sm;
-    FJ_CHECK(describe_args(ctx, arch, d, buf, len, &sm));
     fj_variant v, dv;
-    fj_launch l, dl;
-    choose(ctx, sm, arch ? fj_arch_is_a(arch) : 1, d, 0, &v, &l, &dv, &dl);
+    fj_launch l;
+    FJ_CHECK(describe_choice(ctx, arch, d, buf, len, &v, &l, &dv));
     return fj_kernel_explain(ctx, &v, arch ? arch : ctx->arch, buf, len);
 }
 
