@@ -221,12 +221,15 @@ FAJIT_API fajit_status fajit_dispatch_describe(fajit_ctx *ctx, const char *arch,
 
 /*======  4. Observability  ======*/
 
-/* Details of the last failure on this context in any thread (the rule and the value, the
- * driver or NVRTC code name, the first lines of a compile log). Never NULL; valid until
- * the next call on the context from any thread. "" when nothing failed. */
+/* Details of the calling thread's last failure on this context (the rule and the value,
+ * the driver or NVRTC code name, the first lines of a compile log): threads that share a
+ * context each read their own. Never NULL; "" when nothing failed on this thread. Valid
+ * until this thread's next call on the context. A thread keeps the messages of its four
+ * most recently failing contexts. */
 FAJIT_API const char *fajit_errmsg(fajit_ctx *ctx);
 
-/* The full NVRTC log of the last failed (or, if none failed, last) compile. Valid as
+/* The full NVRTC log of this thread's last failed (or, if none failed, last) compile on the
+ * context (fajit_warm's failure: the log of its first failing compile). Valid as
  * fajit_errmsg. */
 FAJIT_API const char *fajit_compile_log(fajit_ctx *ctx);
 

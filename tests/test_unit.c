@@ -2,6 +2,7 @@
  * kernel-key known answers, context options and fallbacks, error paths through a fake
  * driver table, plus the cache tests of test_cache.c. */
 #include <check.h>
+#include <pthread.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -151,6 +152,61 @@ START_TEST(validation_accepts)
     /* a context without a device validates, then refuses to launch */
     ck_assert_int_eq(fajit_attn_fwd(ctx, &d, NULL), FAJIT_NO_DEVICE);
     ck_assert_ptr_nonnull(strstr(fajit_errmsg(ctx), "no device"));
+    fajit_ctx_destroy(ctx);
+}
+END_TEST
+
+/* Threads sharing a context each read their own last error, never another thread's. */
+typedef struct {
+    fajit_ctx *ctx;
+    int head_dim;
+    pthread_barrier_t *bar;
+    int ok;
+} err_thread;
+
+static void *err_worker(void *arg)
+{
+    err_thread *t = arg;
+    char want[64];
+    fajit_attn_desc d = valid_desc();
+    d.head_dim = t->head_dim;
+    snprintf(want, sizeof want, "got %d", t->head_dim);
+    t->ok = 1;
+    for (int i = 0; i < 2000; i++) {
+        if (i == 0)
+            pthread_barrier_wait(t->bar);
+        if (fajit_attn_check(t->ctx, &d) == FAJIT_OK ||
+            !strstr(fajit_errmsg(t->ctx), want))
+            t->ok = 0;
+    }
+    return NULL;
+}
+
+START_TEST(errmsg_per_thread)
+{
+    fajit_ctx *ctx = memory_ctx();
+    ck_assert_str_eq(fajit_errmsg(ctx), "");
+    pthread_barrier_t bar;
+    pthread_barrier_init(&bar, NULL, 2);
+    err_thread a = {ctx, 7, &bar, 0}, b = {ctx, 264, &bar, 0};
+    pthread_t ta, tb;
+    ck_assert_int_eq(pthread_create(&ta, NULL, err_worker, &a), 0);
+    ck_assert_int_eq(pthread_create(&tb, NULL, err_worker, &b), 0);
+    pthread_join(ta, NULL);
+    pthread_join(tb, NULL);
+    pthread_barrier_destroy(&bar);
+    ck_assert_msg(a.ok && b.ok, "a thread read another thread's message");
+    ck_assert_str_eq(fajit_errmsg(ctx), "");   /* this thread failed nothing */
+    /* a thread keeps its last failure per context */
+    fajit_ctx *other = memory_ctx();
+    fajit_attn_desc d = valid_desc();
+    d.head_dim = 7;
+    ck_assert_int_ne(fajit_attn_check(ctx, &d), FAJIT_OK);
+    d.head_dim = 264;
+    ck_assert_int_ne(fajit_attn_check(other, &d), FAJIT_OK);
+    ck_assert_ptr_nonnull(strstr(fajit_errmsg(ctx), "got 7"));
+    ck_assert_ptr_nonnull(strstr(fajit_errmsg(other), "got 264"));
+    fajit_ctx_destroy(other);
     fajit_ctx_destroy(ctx);
 }
 END_TEST
@@ -614,6 +670,7 @@ int main(void)
     tcase_add_test(tc, status_table);
     tcase_add_loop_test(tc, validation_rules, 0, (int)(sizeof k_bad / sizeof k_bad[0]));
     tcase_add_test(tc, validation_accepts);
+    tcase_add_test(tc, errmsg_per_thread);
     tcase_add_test(tc, desc_init_strides);
     tcase_add_test(tc, params_layout);
     tcase_add_test(tc, key_known_answer);

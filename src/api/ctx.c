@@ -40,6 +40,62 @@ const char *fajit_strerror(fajit_status s)
 
 /*------ errors and logging ------*/
 
+/* Errors and compile logs are kept per thread: threads sharing a context never read each
+ * other's message, nor a log another thread freed. A thread keeps the last failure of its
+ * TL_SLOTS most recently failing contexts, keyed by an id no other context ever gets. */
+enum { TL_SLOTS = 4 };
+
+typedef struct {
+    uint64_t id;
+    char msg[FJ_ERRMSG_LEN];
+    char *log;
+} tl_slot;
+
+typedef struct {
+    tl_slot s[TL_SLOTS];
+    unsigned next;
+} tl_state;
+
+static pthread_key_t g_tl_key;
+static pthread_once_t g_tl_once = PTHREAD_ONCE_INIT;
+static _Atomic uint64_t g_ctx_ids;
+
+static void tl_free(void *p)
+{
+    tl_state *t = p;
+    for (int i = 0; i < TL_SLOTS; i++)
+        free(t->s[i].log);
+    free(t);
+}
+
+static void tl_init(void) { pthread_key_create(&g_tl_key, tl_free); }
+
+/* The calling thread's slot of `ctx`; with `create`, a fresh one (the oldest is reused). */
+static tl_slot *tl_find(const fajit_ctx *ctx, int create)
+{
+    pthread_once(&g_tl_once, tl_init);
+    tl_state *t = pthread_getspecific(g_tl_key);
+    if (!t) {
+        if (!create || !(t = calloc(1, sizeof *t)))
+            return NULL;
+        if (pthread_setspecific(g_tl_key, t) != 0) {
+            free(t);
+            return NULL;
+        }
+    }
+    for (int i = 0; i < TL_SLOTS; i++)
+        if (t->s[i].id == ctx->id)
+            return &t->s[i];
+    if (!create)
+        return NULL;
+    tl_slot *s = &t->s[t->next++ % TL_SLOTS];
+    s->id = ctx->id;
+    s->msg[0] = 0;
+    free(s->log);
+    s->log = NULL;
+    return s;
+}
+
 fajit_status fj_fail(fajit_ctx *ctx, fajit_status st, const char *fmt, ...)
 {
     if (!ctx)
@@ -49,11 +105,32 @@ fajit_status fj_fail(fajit_ctx *ctx, fajit_status st, const char *fmt, ...)
     va_start(ap, fmt);
     vsnprintf(buf, sizeof buf, fmt, ap);
     va_end(ap);
-    pthread_mutex_lock(&ctx->lock);
-    snprintf(ctx->errmsg, sizeof ctx->errmsg, "%s: %s", fajit_status_name(st), buf);
-    pthread_mutex_unlock(&ctx->lock);
+    tl_slot *s = tl_find(ctx, 1);
+    if (s)
+        snprintf(s->msg, sizeof s->msg, "%s: %s", fajit_status_name(st), buf);
     fj_log(ctx, FAJIT_LOG_DEBUG, "%s: %s", fajit_status_name(st), buf);
     return st;
+}
+
+void fj_keep_compile_log(fajit_ctx *ctx, const char *log)
+{
+    tl_slot *s = ctx ? tl_find(ctx, 1) : NULL;
+    if (!s)
+        return;
+    free(s->log);
+    s->log = strdup(log ? log : "");
+}
+
+void fj_error_carry(fajit_ctx *ctx, const char *msg, const char *log)
+{
+    tl_slot *s = ctx ? tl_find(ctx, 1) : NULL;
+    if (!s)
+        return;
+    snprintf(s->msg, sizeof s->msg, "%s", msg ? msg : "");
+    if (log) {
+        free(s->log);
+        s->log = strdup(log);
+    }
 }
 
 void fj_log(fajit_ctx *ctx, fajit_log_level level, const char *fmt, ...)
@@ -73,11 +150,18 @@ static void cache_log(void *user, int level, const char *msg)
     fj_log(user, (fajit_log_level)level, "cache: %s", msg);
 }
 
-const char *fajit_errmsg(fajit_ctx *ctx) { return ctx ? ctx->errmsg : "no context"; }
+const char *fajit_errmsg(fajit_ctx *ctx)
+{
+    if (!ctx)
+        return "no context";
+    const tl_slot *s = tl_find(ctx, 0);
+    return s ? s->msg : "";
+}
 
 const char *fajit_compile_log(fajit_ctx *ctx)
 {
-    return ctx && ctx->compile_log ? ctx->compile_log : "";
+    const tl_slot *s = ctx ? tl_find(ctx, 0) : NULL;
+    return s && s->log ? s->log : "";
 }
 
 /*------ options ------*/
@@ -198,6 +282,7 @@ fajit_status fajit_ctx_create(fajit_ctx **out, const fajit_ctx_opts *opts)
     fajit_ctx *ctx = calloc(1, sizeof *ctx);
     if (!ctx)
         return FAJIT_OUT_OF_MEMORY;
+    ctx->id = ++g_ctx_ids;
     if (opts)
         ctx->opts = *opts;
     else
@@ -254,7 +339,11 @@ void fajit_ctx_destroy(fajit_ctx *ctx)
     pthread_mutex_destroy(&ctx->bg_lock);
     pthread_cond_destroy(&ctx->bg_done);
     free(ctx->cache_dir);
-    free(ctx->compile_log);
+    tl_slot *s = tl_find(ctx, 0);  /* this thread's; other threads' slots age out */
+    if (s) {
+        free(s->log);
+        memset(s, 0, sizeof *s);
+    }
     free(ctx);
 }
 

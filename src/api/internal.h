@@ -74,12 +74,11 @@ struct fajit_ctx {
     int sm_count, smem_optin, cc;   /* cc = major*10 + minor */
     fj_cache *cache;
 
-    pthread_mutex_t lock;       /* kernel map, errmsg, compile log */
+    uint64_t id;                /* never reused: keys this context's per-thread errors */
+    pthread_mutex_t lock;       /* kernel map */
     pthread_mutex_t compile_lock; /* one compile at a time per context */
     fj_kernel *kmap[FJ_KMAP_BUCKETS];
     fj_plan *plans[FJ_PLAN_BUCKETS];
-    char errmsg[FJ_ERRMSG_LEN];
-    char *compile_log;
 
     _Atomic uint64_t calls, hits_memory, hits_disk, misses, compiles, serving_compiles,
         background_compiles, lease_waits, fallback_launches;
@@ -92,9 +91,15 @@ struct fajit_ctx {
     _Atomic uint64_t compile_us;
 };
 
-/* Records "fmt..." as the context's last error (ctx may be NULL) and returns status. */
+/* Records "fmt..." as the calling thread's last error on the context (ctx may be NULL)
+ * and returns status. */
 fajit_status fj_fail(fajit_ctx *ctx, fajit_status st, const char *fmt, ...)
     __attribute__((format(printf, 3, 4)));
+/* The calling thread's compile log of `ctx` (fajit_compile_log). */
+void fj_keep_compile_log(fajit_ctx *ctx, const char *log);
+/* Sets the calling thread's error message (and, if not NULL, compile log) of `ctx` to ones
+ * another thread produced (warm's workers report through the caller). */
+void fj_error_carry(fajit_ctx *ctx, const char *msg, const char *log);
 void fj_log(fajit_ctx *ctx, fajit_log_level level, const char *fmt, ...)
     __attribute__((format(printf, 3, 4)));
 

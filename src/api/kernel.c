@@ -127,15 +127,6 @@ static fajit_status variant_key(fajit_ctx *ctx, const fj_variant *v, const char 
     return FAJIT_OK;
 }
 
-static void keep_log(fajit_ctx *ctx, const char *log)
-{
-    char *copy = strdup(log ? log : "");
-    pthread_mutex_lock(&ctx->lock);
-    free(ctx->compile_log);
-    ctx->compile_log = copy;
-    pthread_mutex_unlock(&ctx->lock);
-}
-
 /* First `n` lines of a log, for error messages. */
 static void head_lines(const char *log, int n, char *out, size_t len)
 {
@@ -170,7 +161,7 @@ static fajit_status compile_variant(fajit_ctx *ctx, const fj_nvrtc *nv, const fj
                               sizeof err);
     ctx->compile_us += (uint64_t)((now_s() - t0) * 1e6);
     ctx->compiles++;
-    keep_log(ctx, co.log);
+    fj_keep_compile_log(ctx, co.log);
     if (rc != 0) {
         head_lines(co.log, 8, head, sizeof head);
         fj_compile_out_free(&co);

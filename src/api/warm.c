@@ -20,6 +20,8 @@ typedef struct warm_job {
     pthread_cond_t cv;
     int next, done, compiled, cached;
     fajit_status first_error;
+    char first_msg[FJ_ERRMSG_LEN];   /* the worker's fajit_errmsg/compile log of it */
+    char *first_log;
     const char *last_name;
     int last_compiled;
 } warm_job;
@@ -39,8 +41,11 @@ static void *warm_worker(void *arg)
         w->done++;
         w->compiled += st == FAJIT_OK && compiled;
         w->cached += st == FAJIT_OK && !compiled;
-        if (st != FAJIT_OK && w->first_error == FAJIT_OK)
+        if (st != FAJIT_OK && w->first_error == FAJIT_OK) {
             w->first_error = st;
+            snprintf(w->first_msg, sizeof w->first_msg, "%s", fajit_errmsg(w->ctx));
+            w->first_log = strdup(fajit_compile_log(w->ctx));
+        }
         w->last_name = w->vs[i].name;
         w->last_compiled = compiled;
         pthread_cond_signal(&w->cv);
@@ -114,6 +119,9 @@ fajit_status fj_warm_list(fajit_ctx *ctx, const char *arch, const fj_variant *vs
         pthread_join(tids[i], NULL);
     pthread_mutex_destroy(&w.mu);
     pthread_cond_destroy(&w.cv);
+    if (w.first_error != FAJIT_OK)   /* the message was made on a worker's thread */
+        fj_error_carry(ctx, w.first_msg, w.first_log);
+    free(w.first_log);
     if (n_compiled)
         *n_compiled = w.compiled;
     if (n_cached)
