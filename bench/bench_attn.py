@@ -28,7 +28,8 @@ import triton.testing
 class CtxOpts(C.Structure):
     _fields_ = [("device", C.c_int), ("cache_dir", C.c_char_p), ("policy", C.c_int),
                 ("log", C.c_void_p), ("log_user", C.c_void_p), ("log_level", C.c_int),
-                ("progress", C.c_void_p), ("progress_user", C.c_void_p), ("family", C.c_int)]
+                ("progress", C.c_void_p), ("progress_user", C.c_void_p), ("family", C.c_int),
+                ("cache_max_bytes", C.c_int64)]
 
 
 class AttnDesc(C.Structure):

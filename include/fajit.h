@@ -125,6 +125,10 @@ typedef struct fajit_ctx_opts {
     void *progress_user;
     fajit_family family;     /* kernel family; default AUTO (the fastest that applies);
                                 FAJIT_FAMILY=auto|fa2|fa3 overrides */
+    int64_t cache_max_bytes; /* cap on the cached kernels' bytes: after each new kernel, the
+                                least recently loaded ones go (fajit_cache_prune); tuning
+                                rows stay. 0 = no cap (default). FAJIT_CACHE_MAX_MB=N
+                                overrides (MiB) */
 } fajit_ctx_opts;
 
 /* Fills `opts` with the defaults above. */
@@ -355,6 +359,12 @@ FAJIT_API fajit_status fajit_cache_verify(fajit_ctx *ctx, int *n_checked, int *n
 FAJIT_API fajit_status fajit_cache_clear(fajit_ctx *ctx);
 FAJIT_API fajit_status fajit_cache_stats(fajit_ctx *ctx, int64_t *entries, int64_t *bytes,
                                          int64_t *file_bytes);
+/* Removes the least recently loaded kernels (then the least hit, then the oldest) until the
+ * cached kernels total at most max_bytes (0 empties it). Tuning rows stay. The file keeps
+ * its pages for reuse. Counts may be NULL. Errors: INVALID_ARGUMENT, CACHE_ERROR
+ * (read-only cache, SQLite). */
+FAJIT_API fajit_status fajit_cache_prune(fajit_ctx *ctx, int64_t max_bytes, int64_t *n_removed,
+                                         int64_t *bytes_freed);
 
 /* Bundles for fleets. export writes the kernels (of target `arch`, NULL = all) and the
  * tuning rows of the context's cache to one self-contained SQLite file, verified and

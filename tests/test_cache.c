@@ -918,6 +918,50 @@ START_TEST(test_clear)
 }
 END_TEST
 
+START_TEST(test_prune)
+{
+    char dir[128];
+    fj_entry got;
+    fj_cache_stats st;
+    int64_t removed = -1, freed = -1;
+    make_dir(dir, sizeof dir);
+    fj_cache *c = open_ok(dir);
+    for (int s = 1; s <= 5; s++)
+        put_seed(c, s, 1000);
+    /* loads make 2 and 4 the most recently used (or, within one second, the most hit) */
+    for (int s = 2; s <= 4; s += 2) {
+        fj_key k = key_of(s);
+        ck_assert_int_eq(fj_cache_get(c, &k, &got), 1);
+        fj_entry_free(&got);
+    }
+    ck_assert_int_eq(fj_cache_prune(c, 5000, NULL, &removed, &freed), 0);   /* fits */
+    ck_assert_int_eq(removed, 0);
+    fj_key keep = key_of(5);
+    ck_assert_int_eq(fj_cache_prune(c, 3000, &keep, &removed, &freed), 0);
+    ck_assert_int_eq(removed, 2);
+    ck_assert_int_eq(freed, 2000);
+    for (int s = 1; s <= 5; s++) {
+        fj_key k = key_of(s);
+        int want = s != 1 && s != 3;
+        ck_assert_msg(fj_cache_get(c, &k, &got) == want, "seed %d %s", s,
+                      want ? "was pruned" : "was kept");
+        if (want)
+            fj_entry_free(&got);
+    }
+    /* `keep` stays even when it alone is over the cap; everything else goes */
+    ck_assert_int_eq(fj_cache_prune(c, 10, &keep, &removed, &freed), 0);
+    ck_assert_int_eq(removed, 2);
+    ck_assert_int_eq(fj_cache_stats_get(c, &st), 0);
+    ck_assert_int_eq(st.entries, 1);
+    ck_assert_int_eq(fj_cache_prune(c, 0, NULL, &removed, &freed), 0);
+    ck_assert_int_eq(fj_cache_stats_get(c, &st), 0);
+    ck_assert_int_eq(st.entries, 0);
+    ck_assert_int_eq(fj_cache_prune(c, -1, NULL, NULL, NULL), -1);
+    fj_cache_close(c);
+    rm_rf(dir);
+}
+END_TEST
+
 START_TEST(test_stats)
 {
     char dir[128];
@@ -1825,6 +1869,7 @@ TCase *fj_tcase_cache(void)
     tcase_add_test(tc, test_memory_only);
     tcase_add_test(tc, test_verify);
     tcase_add_test(tc, test_clear);
+    tcase_add_test(tc, test_prune);
     tcase_add_test(tc, test_stats);
     tcase_add_test(tc, test_list);
     tcase_add_test(tc, test_key_parts);

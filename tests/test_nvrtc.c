@@ -230,6 +230,35 @@ static int classify(void *user, const fj_entry *e)
     return 0;
 }
 
+/* A context with a cache cap keeps the cache under it: each new kernel stays, the least
+ * recently used go. */
+START_TEST(cache_cap_prunes)
+{
+    static fj_variant vs[400];
+    ck_assert_int_ge(fj_warm_variants("sm_80", vs, 400), 3);
+    make_dir();
+    fajit_ctx_opts o;
+    fajit_ctx_opts_init(&o);
+    o.device = FAJIT_DEVICE_NONE;
+    o.cache_dir = g_dir;
+    o.cache_max_bytes = 1;   /* below any kernel: only the newest stays */
+    fajit_ctx *ctx = NULL;
+    ck_assert_int_eq(fajit_ctx_create(&ctx, &o), FAJIT_OK);
+    int compiled = 0, cached = 0;
+    ck_assert_int_eq(fj_warm_list(ctx, "sm_80", vs, 3, 1, &compiled, &cached), FAJIT_OK);
+    ck_assert_int_eq(compiled, 3);
+    int64_t entries = 0, bytes = 0, file_bytes = 0;
+    ck_assert_int_eq(fajit_cache_stats(ctx, &entries, &bytes, &file_bytes), FAJIT_OK);
+    ck_assert_int_eq(entries, 1);
+    /* the one kept is the last compiled */
+    compiled = cached = 0;
+    ck_assert_int_eq(fj_warm_list(ctx, "sm_80", vs + 2, 1, 1, &compiled, &cached), FAJIT_OK);
+    ck_assert_int_eq(cached, 1);
+    fajit_ctx_destroy(ctx);
+    remove_dir();
+}
+END_TEST
+
 START_TEST(candidate_spaces)
 {
     static const char *const archs[] = {"sm_80", "sm_90a", "sm_100a"};
@@ -475,6 +504,7 @@ int main(void)
     tcase_add_test(tc, warm_three_targets);
     tcase_add_test(tc, fa2_every_generation);
     tcase_add_test(tc, candidate_spaces);
+    tcase_add_test(tc, cache_cap_prunes);
     tcase_add_test(tc, policies_with_fake_driver);
     suite_add_tcase(s, tc);
     SRunner *sr = srunner_create(s);

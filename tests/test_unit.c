@@ -369,6 +369,22 @@ START_TEST(ctx_options)
     ck_assert_int_eq(ctx->opts.family, FAJIT_FAMILY_FA2);
     fajit_ctx_destroy(ctx);
     unsetenv("FAJIT_FAMILY");
+    o.cache_max_bytes = -5;
+    ck_assert_int_eq(fajit_ctx_create(&ctx, &o), FAJIT_INVALID_ARGUMENT);
+    ck_assert_ptr_nonnull(strstr(fajit_errmsg(ctx), "cache_max_bytes must be >= 0 (0: no cap), got -5"));
+    fajit_ctx_destroy(ctx);
+    o.cache_max_bytes = 0;
+    setenv("FAJIT_CACHE_MAX_MB", "64k", 1);
+    ck_assert_int_eq(fajit_ctx_create(&ctx, &o), FAJIT_INVALID_ARGUMENT);
+    ck_assert_ptr_nonnull(strstr(fajit_errmsg(ctx), "FAJIT_CACHE_MAX_MB must be a whole number of MiB >= 0 (0: no cap), got '64k'"));
+    fajit_ctx_destroy(ctx);
+    setenv("FAJIT_CACHE_MAX_MB", "64", 1);
+    ck_assert_int_eq(fajit_ctx_create(&ctx, &o), FAJIT_OK);
+    ck_assert_int_eq(ctx->opts.cache_max_bytes, 64ll << 20);
+    ck_assert_int_eq(fajit_cache_prune(ctx, -1, NULL, NULL), FAJIT_INVALID_ARGUMENT);
+    ck_assert_int_eq(fajit_cache_prune(ctx, 0, NULL, NULL), FAJIT_OK);   /* memory cache */
+    fajit_ctx_destroy(ctx);
+    unsetenv("FAJIT_CACHE_MAX_MB");
 }
 END_TEST
 

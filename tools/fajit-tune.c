@@ -5,7 +5,7 @@
  *   fajit-tune warm --arch sm_80,sm_90a,sm_100a [--spec SPEC] [-j N]
  *   fajit-tune tune --spec SPEC [--reps N] [--pin] [--force]
  *   fajit-tune plan [--arch sm_90a] [--hdim 128] [--dtype bf16] [--mask causal]
- *   fajit-tune cache ls|stats|verify|clear
+ *   fajit-tune cache ls|stats|verify|clear | prune --max-mb N
  *   fajit-tune cache export FILE [--arch A] | import FILE... | merge OUT IN...
  *   fajit-tune cache explain [--arch A] [--hdim D] [--dtype T] [--mask M]
  * Global options: --cache-dir DIR, -v (debug log), -q (no progress).
@@ -43,6 +43,8 @@ static void usage(FILE *f)
             "  cache stats               entry count and sizes\n"
             "  cache verify              re-check every entry's checksum, drop bad ones\n"
             "  cache clear               remove every entry\n"
+            "  cache prune --max-mb N    remove the least recently loaded kernels until the\n"
+            "                            rest take at most N MiB (tuning rows stay)\n"
             "  cache export FILE [--arch A]  one bundle file with kernels and tuning rows\n"
             "  cache import FILE...      add bundles into the cache\n"
             "  cache merge OUT IN...     merge bundles IN into a new bundle OUT\n"
@@ -123,6 +125,7 @@ static int cmd_info(fajit_ctx *ctx)
 typedef struct args {
     const char *arch, *spec, *dtype, *mask;
     int jobs, hdim, reps, pin, force;
+    long long max_mb;      /* cache prune --max-mb; -1 = not given */
     const char *pos[64];   /* positional words */
     int n_pos;
 } args;
@@ -329,6 +332,11 @@ static int cmd_cache(fajit_ctx *ctx, const args *a)
         st = fajit_cache_clear(ctx);
         if (!st)
             printf("cache cleared\n");
+    } else if (strcmp(sub, "prune") == 0 && a->max_mb >= 0) {
+        int64_t removed = 0, freed = 0;
+        st = fajit_cache_prune(ctx, a->max_mb << 20, &removed, &freed);
+        if (!st)
+            printf("%lld kernels removed (%lld bytes)\n", (long long)removed, (long long)freed);
     } else if (strcmp(sub, "export") == 0 && a->n_pos == 2) {
         int k = 0, r = 0;
         st = fajit_cache_export(ctx, a->pos[1], a->arch, &k, &r);
@@ -388,7 +396,7 @@ int main(int argc, char **argv)
         return 2;
     }
     const char *cmd = argv[i++];
-    args a = {.dtype = "bf16", .mask = "causal", .hdim = 128};
+    args a = {.dtype = "bf16", .mask = "causal", .hdim = 128, .max_mb = -1};
     for (; i < argc; i++) {
         const char *o = argv[i], *val = i + 1 < argc ? argv[i + 1] : NULL;
         if (strcmp(o, "--pin") == 0)
@@ -412,6 +420,15 @@ int main(int argc, char **argv)
             a.hdim = atoi(argv[++i]);
         else if (strcmp(o, "--reps") == 0)
             a.reps = atoi(argv[++i]);
+        else if (strcmp(o, "--max-mb") == 0) {
+            char *end;
+            a.max_mb = strtoll(argv[++i], &end, 10);
+            if (*end || a.max_mb < 0 || a.max_mb > (1ll << 40)) {
+                fprintf(stderr, "fajit-tune: --max-mb needs a whole number of MiB >= 0, got '%s'\n",
+                        argv[i]);
+                return 2;
+            }
+        }
         else if (o[0] == '-' && o[1]) {
             fprintf(stderr, "fajit-tune: unknown option '%s'\n", o);
             return 2;

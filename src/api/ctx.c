@@ -201,6 +201,15 @@ static fajit_status apply_env(fajit_ctx *ctx)
                      "FAJIT_FAMILY must be auto, fa2 or fa3, got '%s'", e);
         ctx->opts.family = (fajit_family)i;
     }
+    if ((e = getenv("FAJIT_CACHE_MAX_MB")) && *e) {
+        char *end;
+        errno = 0;
+        long long mb = strtoll(e, &end, 10);
+        FJ_RETURN_IF(errno || *end || mb < 0 || mb > (1ll << 40), ctx, FAJIT_INVALID_ARGUMENT,
+                     "FAJIT_CACHE_MAX_MB must be a whole number of MiB >= 0 (0: no cap), "
+                     "got '%s'", e);
+        ctx->opts.cache_max_bytes = (int64_t)mb << 20;
+    }
     if ((e = getenv("FAJIT_LOG_LEVEL")) && *e) {
         int i = lookup(e, levels, 4);
         FJ_RETURN_IF(i < 0, ctx, FAJIT_INVALID_ARGUMENT,
@@ -303,6 +312,9 @@ fajit_status fajit_ctx_create(fajit_ctx **out, const fajit_ctx_opts *opts)
                      ctx->opts.family != FAJIT_FAMILY_FA3,
                  ctx, FAJIT_INVALID_ARGUMENT, "family must be AUTO (0), FA2 (2) or FA3 (3), got %d",
                  (int)ctx->opts.family);
+    FJ_RETURN_IF(ctx->opts.cache_max_bytes < 0, ctx, FAJIT_INVALID_ARGUMENT,
+                 "cache_max_bytes must be >= 0 (0: no cap), got %lld",
+                 (long long)ctx->opts.cache_max_bytes);
     FJ_RETURN_IF(ctx->opts.device < FAJIT_DEVICE_NONE, ctx, FAJIT_INVALID_ARGUMENT,
                  "device must be >= 0 or FAJIT_DEVICE_NONE (-1), got %d", ctx->opts.device);
     FJ_CHECK(apply_env(ctx));
@@ -479,6 +491,19 @@ fajit_status fajit_cache_stats(fajit_ctx *ctx, int64_t *entries, int64_t *bytes,
         *bytes = st.bytes;
     if (file_bytes)
         *file_bytes = st.file_bytes;
+    return FAJIT_OK;
+}
+
+fajit_status fajit_cache_prune(fajit_ctx *ctx, int64_t max_bytes, int64_t *n_removed,
+                               int64_t *bytes_freed)
+{
+    FJ_RETURN_IF(!ctx, ctx, FAJIT_INVALID_ARGUMENT, "ctx must not be NULL");
+    FJ_RETURN_IF(max_bytes < 0, ctx, FAJIT_INVALID_ARGUMENT, "max_bytes must be >= 0, got %lld",
+                 (long long)max_bytes);
+    FJ_RETURN_IF(fj_cache_readonly(ctx->cache), ctx, FAJIT_CACHE_ERROR,
+                 "the cache %s is read-only", fj_cache_path(ctx->cache));
+    FJ_RETURN_IF(fj_cache_prune(ctx->cache, max_bytes, NULL, n_removed, bytes_freed) != 0, ctx,
+                 FAJIT_CACHE_ERROR, "pruning the cache failed");
     return FAJIT_OK;
 }
 

@@ -1184,6 +1184,73 @@ int fj_cache_clear(fj_cache *c)
     return rc;
 }
 
+/* Newest first (last load, then hits, then creation), `keep` ahead of all: every kernel
+ * past the point where the running total of blob sizes exceeds the cap goes. */
+static const char prune_sql[] =
+    "DELETE FROM kernels WHERE key IN (SELECT key FROM ("
+    " SELECT key, sum(blob_size) OVER (ORDER BY key IS ?2 DESC, last_used DESC, hits DESC,"
+    "  created DESC, key ROWS UNBOUNDED PRECEDING) AS running FROM kernels)"
+    " WHERE running > ?1 AND key IS NOT ?2)";
+
+int fj_cache_prune(fj_cache *c, int64_t max_bytes, const fj_key *keep, int64_t *removed,
+                   int64_t *freed)
+{
+    fj_cache_stats before = {0}, after = {0};
+    sqlite3_stmt *st = NULL;
+    int rc = -1;
+    if (removed)
+        *removed = 0;
+    if (freed)
+        *freed = 0;
+    if (!c || max_bytes < 0)
+        return -1;
+    pthread_mutex_lock(&c->mu);
+    if (c->readonly) {
+        say(c, FJ_LOG_WARN, "%s is read-only; not pruned", c->path);
+        goto out;
+    }
+    if (sqlite3_prepare_v2(c->db, prune_sql, -1, &st, NULL) != SQLITE_OK ||
+        exec1(c, ST_BEGIN) != SQLITE_DONE) {
+        say(c, FJ_LOG_WARN, "prune failed (%s)", sqlite3_errmsg(c->db));
+        goto out;
+    }
+    sqlite3_stmt *stats = c->st[ST_STATS];
+    if (sqlite3_step(stats) == SQLITE_ROW)
+        before.entries = sqlite3_column_int64(stats, 0), before.bytes = sqlite3_column_int64(stats, 1);
+    done(stats);
+    sqlite3_bind_int64(st, 1, max_bytes);
+    if (keep)
+        bind_key(st, 2, keep);
+    else
+        sqlite3_bind_null(st, 2);
+    if (sqlite3_step(st) != SQLITE_DONE) {
+        say(c, FJ_LOG_WARN, "prune failed (%s)", sqlite3_errmsg(c->db));
+        exec1(c, ST_ROLLBACK);
+        goto out;
+    }
+    if (sqlite3_step(stats) == SQLITE_ROW)
+        after.entries = sqlite3_column_int64(stats, 0), after.bytes = sqlite3_column_int64(stats, 1);
+    done(stats);
+    if (exec1(c, ST_COMMIT) != SQLITE_DONE) {
+        say(c, FJ_LOG_WARN, "prune failed (%s)", sqlite3_errmsg(c->db));
+        exec1(c, ST_ROLLBACK);
+        goto out;
+    }
+    if (before.entries > after.entries)
+        say(c, FJ_LOG_INFO, "pruned %lld least recently used kernels (%lld bytes) to stay under %lld bytes",
+            (long long)(before.entries - after.entries), (long long)(before.bytes - after.bytes),
+            (long long)max_bytes);
+    if (removed)
+        *removed = before.entries - after.entries;
+    if (freed)
+        *freed = before.bytes - after.bytes;
+    rc = 0;
+out:
+    sqlite3_finalize(st);
+    pthread_mutex_unlock(&c->mu);
+    return rc;
+}
+
 int fj_cache_stats_get(fj_cache *c, fj_cache_stats *st_out)
 {
     int rc = -1;

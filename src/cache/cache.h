@@ -115,6 +115,11 @@ typedef int (*fj_cache_list_fn)(void *user, const fj_entry *e);
 int fj_cache_list(fj_cache *c, fj_cache_list_fn fn, void *user);
 int fj_cache_verify(fj_cache *c, int *n_checked);
 int fj_cache_clear(fj_cache *c);
+/* Deletes the least recently used kernels (last load, then fewest hits, then oldest) until
+ * their blobs total at most max_bytes; `keep` (may be NULL) goes last. Tuning rows stay.
+ * The file keeps its size and reuses the freed pages. 0, or -1 (read-only, SQLite error). */
+int fj_cache_prune(fj_cache *c, int64_t max_bytes, const fj_key *keep, int64_t *removed,
+                   int64_t *freed);
 typedef struct fj_cache_stats { int64_t entries, bytes, file_bytes; } fj_cache_stats;
 int fj_cache_stats_get(fj_cache *c, fj_cache_stats *st);
 void fj_cache_counters_get(fj_cache *c, fj_cache_counters *out);
