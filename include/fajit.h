@@ -3,7 +3,9 @@
  * fajit compiles embedded attention kernel sources with NVRTC for the GPU it runs on,
  * picks a kernel configuration per GPU generation, and keeps compiled kernels in an
  * SQLite cache shared by every process on a machine. The CUDA driver and NVRTC are loaded
- * at run time: a program linked with fajit starts on a machine without either.
+ * at run time: a program linked with fajit starts on a machine without either. Without
+ * NVRTC, kernels already in the cache (for instance a bundle warmed on another machine)
+ * are still served; only a kernel the cache lacks fails, with FAJIT_NO_NVRTC.
  *
  * Sections, from simple to advanced:
  *   1. Version and status codes

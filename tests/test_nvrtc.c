@@ -487,7 +487,35 @@ START_TEST(policies_with_fake_driver)
     fajit_counters_get(ctx, &c);
     ck_assert_uint_eq(c.compiles, 0);
     ck_assert_uint_eq(c.hits_disk, 1);
+    /* The same shape with GQA 4 has no tuning row: its own plan, the default kernel. */
+    fajit_attn_desc d4 = d;
+    d4.heads_kv = 4;
+    d4.k_head_stride = d4.v_head_stride = d.k_head_stride;
+    ck_assert_int_eq(fajit_attn_fwd(ctx, &d4, NULL), FAJIT_OK);
+    ck_assert_uint_eq(g_fake.threads, dt);
+    ck_assert_uint_eq(g_fake.grid_x, dg);
+    ck_assert_int_eq(fajit_attn_fwd(ctx, &d, NULL), FAJIT_OK);   /* and back */
+    ck_assert_uint_eq(g_fake.threads, tt);
     fajit_ctx_destroy(ctx);
+
+    /* A machine without NVRTC serves what the cache holds (a pre-warmed bundle) and says
+     * clearly what it cannot compile. */
+    fj_nvrtc_hide_for_testing(1);
+    ctx = policy_ctx(FAJIT_POLICY_BLOCKING);
+    ck_assert_int_eq(fajit_attn_fwd(ctx, &d, NULL), FAJIT_OK);
+    ck_assert_uint_eq(g_fake.threads, tt);
+    ck_assert_uint_eq(g_fake.grid_x, tg);
+    fajit_counters_get(ctx, &c);
+    ck_assert_uint_eq(c.compiles, 0);
+    ck_assert_uint_eq(c.hits_disk, 1);
+    fajit_attn_desc d64 = d;
+    d64.head_dim = 64;
+    ck_assert_int_eq(fajit_attn_fwd(ctx, &d64, NULL), FAJIT_NO_NVRTC);
+    ck_assert_msg(strstr(fajit_errmsg(ctx), "is not in the cache for sm_90a (made by 1 NVRTC "
+                                            "version there) and cannot be compiled"),
+                  "%s", fajit_errmsg(ctx));
+    fajit_ctx_destroy(ctx);
+    fj_nvrtc_hide_for_testing(0);
 
     fj_cuda_set_for_testing(NULL);
     remove_dir();

@@ -199,13 +199,13 @@ static void start_background(fajit_ctx *ctx, fj_plan *p, const fj_variant *v)
 
 /* Builds the plan for a signature under the context's policy. */
 static fajit_status make_plan(fajit_ctx *ctx, const fajit_attn_desc *d, int ref,
-                              uint64_t sig, fj_plan **out)
+                              const fj_plan_key *key, fj_plan **out)
 {
     fj_variant v, dv;
     fj_launch le, ld;
     fj_plan *p = calloc(1, sizeof *p);
     FJ_RETURN_IF(!p, ctx, FAJIT_OUT_OF_MEMORY, "allocating a plan");
-    p->sig = sig;
+    p->key = *key;
     choose(ctx, ctx->cc, 1, d, ref, &v, &le, &dv, &ld);
     int tuned = strcmp(v.name, dv.name) != 0;
     unsigned flags = ctx->opts.policy == FAJIT_POLICY_BLOCKING ? FJ_KF_SERVING : FJ_KF_NO_COMPILE;
@@ -236,13 +236,22 @@ static fajit_status make_plan(fajit_ctx *ctx, const fajit_attn_desc *d, int ref,
     return FAJIT_OK;
 }
 
-static uint64_t signature(int ref, const fajit_attn_desc *d)
+static fj_plan_key plan_key(int ref, const fajit_attn_desc *d)
 {
     int varlen = d->cu_seqlens_q != NULL, totals = varlen && d->total_q > 0 && d->total_k > 0;
-    return (uint64_t)ref | (uint64_t)varlen << 1 | (uint64_t)totals << 2 |
-           (uint64_t)d->dtype << 4 | (uint64_t)d->mask << 6 |
-           (uint64_t)d->head_dim << 8 |
-           (uint64_t)fj_bucket_index(d->seqlen_q, d->seqlen_k) << 20;
+    int win = d->mask == FAJIT_MASK_WINDOW;
+    fj_plan_key k = {
+        (uint64_t)ref | (uint64_t)varlen << 1 | (uint64_t)totals << 2 |
+            (uint64_t)d->dtype << 4 | (uint64_t)d->mask << 6 | (uint64_t)d->head_dim << 8 |
+            (uint64_t)fj_bucket_index(d->seqlen_q, d->seqlen_k) << 20,
+        d->heads_q / d->heads_kv, win ? d->window_left : -1, win ? d->window_right : -1};
+    return k;
+}
+
+static int same_key(const fj_plan_key *a, const fj_plan_key *b)
+{
+    return a->bits == b->bits && a->gqa == b->gqa && a->window_left == b->window_left &&
+           a->window_right == b->window_right;
 }
 
 static fajit_status run(fajit_ctx *ctx, const fajit_attn_desc *d, void *stream, int ref)
@@ -256,17 +265,20 @@ static fajit_status run(fajit_ctx *ctx, const fajit_attn_desc *d, void *stream, 
     FJ_RETURN_IF(r, ctx, FAJIT_CUDA_ERROR, "cuCtxSetCurrent: %s",
                  fj_cuda_errname(ctx->cu, r, err, sizeof err));
 
-    uint64_t sig = signature(ref, d);
-    unsigned b = (unsigned)(sig * 0x9E3779B97F4A7C15ull >> 58) % FJ_PLAN_BUCKETS;
+    const fj_plan_key key = plan_key(ref, d);
+    uint64_t h = key.bits ^ (uint64_t)(unsigned)key.gqa << 40 ^
+                 (uint64_t)(unsigned)key.window_left * 0x100000001b3ull ^
+                 (uint64_t)(unsigned)key.window_right << 17;
+    unsigned b = (unsigned)(h * 0x9E3779B97F4A7C15ull >> 58) % FJ_PLAN_BUCKETS;
     pthread_mutex_lock(&ctx->lock);
     fj_plan *p = ctx->plans[b];
-    while (p && p->sig != sig)
+    while (p && !same_key(&p->key, &key))
         p = p->next;
     pthread_mutex_unlock(&ctx->lock);
     if (p) {
         ctx->hits_memory++;
     } else {
-        FJ_CHECK(make_plan(ctx, d, ref, sig, &p));
+        FJ_CHECK(make_plan(ctx, d, ref, &key, &p));
         pthread_mutex_lock(&ctx->lock);
         p->next = ctx->plans[b];   /* a racing duplicate plan is harmless: same kernel */
         ctx->plans[b] = p;

@@ -52,8 +52,15 @@ typedef struct fj_launch {
  * The fast path of fajit_attn_fwd is one plan lookup and one atomic load. Under FALLBACK a
  * plan starts on `first` (a kernel that was at hand) and a background compile swaps
  * `launch` to `better` (the exact kernel) when it is ready. */
+/* What a plan depends on: everything in the tuning signature and bucket, and what picks
+ * the variant (reference or not, varlen and its totals). */
+typedef struct fj_plan_key {
+    uint64_t bits;                 /* ref, varlen, totals, dtype, mask, head_dim, bucket */
+    int gqa, window_left, window_right;
+} fj_plan_key;
+
 typedef struct fj_plan {
-    uint64_t sig;
+    fj_plan_key key;
     fj_launch *_Atomic launch;
     fj_launch first, better;
     int pending;            /* a background compile of `better` was started */

@@ -250,6 +250,31 @@ static fajit_status load_kernel(fajit_ctx *ctx, const fj_variant *v, const fj_en
     return FAJIT_OK;
 }
 
+/* Without NVRTC nothing compiles, and the key's NVRTC version is unknown: a kernel any
+ * NVRTC made for this target is served (the newest), with STRICT's rules otherwise. */
+static fajit_status key_without_nvrtc(fajit_ctx *ctx, const fj_variant *v, const char *why,
+                                      fj_key *key)
+{
+    char opts[256];
+    int vers[16];
+    fj_nvrtc_options_text(ctx->arch, opts, sizeof opts);
+    FJ_RETURN_IF(!fj_embedded_find(v->source), ctx, FAJIT_UNSUPPORTED,
+                 "no embedded source named %s", v->source);
+    int n = fj_cache_nvrtc_versions(ctx->cache, ctx->arch, vers, 16);
+    for (int i = 0; i < n; i++) {
+        fj_kernel_key(fj_embedded_digest, v->preamble, opts, ctx->arch, vers[i],
+                      FJ_CACHE_FORMAT_VERSION, v->function, key);
+        pthread_mutex_lock(&ctx->lock);
+        int in_memory = map_find(ctx, key) != NULL;
+        pthread_mutex_unlock(&ctx->lock);
+        if (in_memory || fj_cache_has(ctx->cache, key))
+            return FAJIT_OK;
+    }
+    return fj_fail(ctx, FAJIT_NO_NVRTC, "%s is not in the cache for %s (made by %d NVRTC "
+                   "version%s there) and cannot be compiled: %s", v->name, ctx->arch, n < 0 ? 0 : n,
+                   n == 1 ? "" : "s", why);
+}
+
 fajit_status fj_kernel_get(fajit_ctx *ctx, const fj_variant *v, unsigned flags, fj_kernel **out)
 {
     char why[1024], opts[256];
@@ -257,8 +282,10 @@ fajit_status fj_kernel_get(fajit_ctx *ctx, const fj_variant *v, unsigned flags, 
     FJ_RETURN_IF(!ctx->cu, ctx, FAJIT_NO_DEVICE, "the context has no device "
                  "(created with FAJIT_DEVICE_NONE or without a driver)");
     const fj_nvrtc *nv = fj_nvrtc_get(why, sizeof why);
-    FJ_RETURN_IF(!nv, ctx, FAJIT_NO_NVRTC, "%s", why);
-    FJ_CHECK(variant_key(ctx, v, ctx->arch, nv, &key, opts, sizeof opts));
+    if (nv)
+        FJ_CHECK(variant_key(ctx, v, ctx->arch, nv, &key, opts, sizeof opts));
+    else
+        FJ_CHECK(key_without_nvrtc(ctx, v, why, &key));
 
     pthread_mutex_lock(&ctx->lock);
     fj_kernel *k = map_find(ctx, &key);
@@ -279,7 +306,7 @@ fajit_status fj_kernel_get(fajit_ctx *ctx, const fj_variant *v, unsigned flags, 
     } else {
         fj_entry e;
         int compiled = 0;
-        int allow = !(flags & FJ_KF_NO_COMPILE);
+        int allow = nv && !(flags & FJ_KF_NO_COMPILE);
         st = fetch_or_compile(ctx, nv, v, ctx->arch, &key, opts, allow, &e, &compiled);
         if (st == FAJIT_OK) {
             if (compiled) {

@@ -315,7 +315,7 @@ static fajit_status tune_sets(fajit_ctx *ctx, const fajit_attn_desc *const *sets
     pthread_mutex_lock(&ctx->lock);
     for (int b = 0; b < FJ_PLAN_BUCKETS; b++)
         for (fj_plan *p = ctx->plans[b]; p; p = p->next)
-            p->sig |= 1ull << 63;   /* retired: never matches a live signature again */
+            p->key.bits |= 1ull << 63;   /* retired: never matches a live key again */
     pthread_mutex_unlock(&ctx->lock);
 done:
     if (t) {

@@ -1016,6 +1016,39 @@ int fj_cache_get(fj_cache *c, const fj_key *key, fj_entry *out)
     return hit;
 }
 
+int fj_cache_has(fj_cache *c, const fj_key *key)
+{
+    if (!c || !key)
+        return 0;
+    pthread_mutex_lock(&c->mu);
+    sqlite3_stmt *st = c->st[ST_EXISTS];
+    bind_key(st, 1, key);
+    int has = sqlite3_step(st) == SQLITE_ROW;
+    done(st);
+    pthread_mutex_unlock(&c->mu);
+    return has;
+}
+
+int fj_cache_nvrtc_versions(fj_cache *c, const char *arch, int *out, int max)
+{
+    static const char sql[] = "SELECT DISTINCT nvrtc_version FROM kernels WHERE arch = ?1"
+                              " ORDER BY nvrtc_version DESC";
+    sqlite3_stmt *st = NULL;
+    int n = -1;
+    if (!c || !arch || !out)
+        return -1;
+    pthread_mutex_lock(&c->mu);
+    if (sqlite3_prepare_v2(c->db, sql, -1, &st, NULL) == SQLITE_OK) {
+        sqlite3_bind_text(st, 1, arch, -1, SQLITE_STATIC);
+        n = 0;
+        while (n < max && sqlite3_step(st) == SQLITE_ROW)
+            out[n++] = sqlite3_column_int(st, 0);
+    }
+    sqlite3_finalize(st);
+    pthread_mutex_unlock(&c->mu);
+    return n;
+}
+
 int fj_cache_put(fj_cache *c, const fj_entry *e)
 {
     const void *blob;

@@ -88,6 +88,12 @@ int fj_cache_readonly(const fj_cache *c);
 /* 1 = hit (*out filled, checksum verified, last_used/hits updated when writable),
  * 0 = miss (also for a corrupt entry, which is deleted when writable). */
 int fj_cache_get(fj_cache *c, const fj_key *key, fj_entry *out);
+/* 1 when the cache holds `key` (its blob is not read or checked), else 0. */
+int fj_cache_has(fj_cache *c, const fj_key *key);
+/* The NVRTC versions (major*1000 + minor*10) the cache holds kernels of for `arch`, newest
+ * first: up to `max` in out[]; returns how many (or -1). For a process without NVRTC,
+ * which cannot know the version a key was made with. */
+int fj_cache_nvrtc_versions(fj_cache *c, const char *arch, int *out, int max);
 
 /* Publishes one entry in one transaction (INSERT OR REPLACE) and releases this process's
  * lease on the key, if any. Returns 0, or -1 on an SQLite error (logged; never fatal). */

@@ -81,6 +81,8 @@ const char *fj_cuda_errname(const fj_cuda *cu, CUresult r, char *buf, size_t n);
 typedef struct fj_nvrtc fj_nvrtc;
 /* Returns the loaded NVRTC or NULL; `why` lists the paths tried. Thread-safe, once. */
 const fj_nvrtc *fj_nvrtc_get(char *why, size_t why_len);
+/* Tests: makes fj_nvrtc_get answer as if no NVRTC were installed (0 restores). */
+void fj_nvrtc_hide_for_testing(int hide);
 void fj_nvrtc_version(const fj_nvrtc *n, int *major, int *minor);
 
 /* One named header given to NVRTC (the embedded sources). */

@@ -91,8 +91,17 @@ static void load_once(void)
     g_ok = 1;
 }
 
+static _Atomic int g_hidden;
+
+void fj_nvrtc_hide_for_testing(int hide) { g_hidden = hide; }
+
 const fj_nvrtc *fj_nvrtc_get(char *why, size_t why_len)
 {
+    if (g_hidden) {
+        if (why && why_len)
+            snprintf(why, why_len, "NVRTC hidden (test)");
+        return NULL;
+    }
     pthread_once(&g_once, load_once);
     if (!g_ok && why && why_len)
         snprintf(why, why_len, "%s", g_why);
