@@ -218,13 +218,13 @@ def mask_windows(mask):
 
 def check(quick=False):
     torch.manual_seed(0)
-    man = [m for m in load_manifest() if m["ok"]]
+    man = [m for m in load_manifest() if m["ok"] and m["role"] != "perf"]
     results, fails = [], 0
     t0 = time.time()
     for n, meta in enumerate(man):
         kern = Kernel(meta)
         mask = meta["mask"]
-        full = meta["role"] == "check"
+        full = meta["role"] in ("check", "alt")
         cases = []
         for wi, (wl, wr) in enumerate(mask_windows(mask)):
             if not full and wi > 0:
@@ -270,9 +270,10 @@ def check(quick=False):
     return fails
 
 
-def mini():
-    man = [m for m in load_manifest() if m["ok"] and m["role"] == "check"]
-    pick = [m for m in man if (m["hd"], m["dtype"]) in ((64, 1), (128, 1), (256, 0), (40, 1))]
+def mini(hds=None):
+    man = [m for m in load_manifest() if m["ok"] and m["role"] in ("check", "alt")]
+    want = hds or ((64, 1), (128, 1), (256, 0), (40, 1))
+    pick = [m for m in man if (m["hd"], m["dtype"]) in want]
     fails = 0
     for meta in pick:
         kern = Kernel(meta)
@@ -286,13 +287,15 @@ def mini():
 def bench():
     import triton.testing as tt
     from torch.nn.attention import sdpa_kernel, SDPBackend
-    man = [m for m in load_manifest() if m["ok"] and m["dtype"] == 1 and m["hd"] in (64, 128, 256)
+    HDS = (64, 128, 256, 192)  # 192: heads = 2048 // 192 = 10 (hidden 1920)
+    man = [m for m in load_manifest() if m["ok"] and m["dtype"] == 1 and m["hd"] in HDS
            and m["mask"] in (0, 1)]
     kerns = {}
     rows = []
-    for hd in (64, 128, 256):
+    for hd in HDS:
         for causal in (0, 1):
             cands = [m for m in man if m["hd"] == hd and m["mask"] == causal]
+            cands.sort(key=lambda m: (m["role"] != "check", m["extra"] != "", m["file"]))  # default first
             for S in (512, 1024, 2048, 4096, 8192, 16384):
                 B, H = 16384 // S, 2048 // hd
                 flops = 4 * B * H * S * S * hd / (2 if causal else 1)
@@ -338,7 +341,7 @@ def bench():
         json.dump(rows, open(os.path.join(OUTDIR, "bench.json"), "w"))
     # summary: per (hd, causal), each candidate's mean ratio vs FLASH
     print("\nmean ratio vs FLASH over S=512..16k (bf16, 16k tokens, hidden 2048):")
-    for hd in (64, 128, 256):
+    for hd in HDS:
         for causal in (0, 1):
             rs = [r for r in rows if r["hd"] == hd and r["causal"] == causal]
             tags = rs[0]["c"].keys()
@@ -346,7 +349,7 @@ def bench():
             print(f"hd{hd} {'causal' if causal else 'full  '} {s}")
     print("\nTFLOP/s, FLASH / fajit-default(first candidate) / best candidate:")
     print("| hdim | mask | " + " | ".join(str(S) for S in (512, 1024, 2048, 4096, 8192, 16384)) + " |")
-    for hd in (64, 128, 256):
+    for hd in HDS:
         for causal in (0, 1):
             rs = [r for r in rows if r["hd"] == hd and r["causal"] == causal]
             cells = []
@@ -364,7 +367,7 @@ if __name__ == "__main__":
     print(torch.cuda.get_device_name(), torch.__version__, flush=True)
     if mode == "check":
         sys.exit(1 if check() else 0)
-    elif mode == "mini":
-        mini()
+    elif mode == "mini":  # mini [HD:DTYPE ...], e.g. mini 256:0 152:1 (the default: 4 picks)
+        mini([tuple(map(int, a.split(":"))) for a in sys.argv[2:]] or None)
     elif mode == "bench":
         bench()

@@ -20,7 +20,13 @@ size_t fj_fa2_smem_limit(int sm)
 size_t fj_fa2_smem_bytes(const fj_fa2_config *c, int head_dim)
 {
     const size_t chunks = (size_t)((head_dim + 15) / 16 * 2) | 1u;  /* odd 16-byte chunks */
-    return (size_t)(c->block_m + 2 * c->stages * c->block_n) * chunks * 16u;
+    const int dp = (head_dim + 15) / 16 * 16;
+    /* the kernel's split path (FA2_SPLIT_ON): a P tile of 32 rows x (block_n/2 + 8)
+     * elements per warp */
+    const int split = dp > 128 && dp % 32 == 0 && c->block_m == 16 * c->warps &&
+                      c->warps % 2 == 0 && c->block_n % 32 == 0;
+    const size_t p_tiles = split ? (size_t)c->warps * 32u * (size_t)(c->block_n / 16 + 1) * 16u : 0;
+    return (size_t)(c->block_m + 2 * c->stages * c->block_n) * chunks * 16u + p_tiles;
 }
 
 static fj_fa2_config cfg(int m, int n, int w, int s)
@@ -45,7 +51,9 @@ fj_fa2_config fj_fa2_default(int sm, int head_dim, int mask)
             return cfg(128, 64, 4, 2);  /* H200: 2-4% over one stage when masked */
         return cfg(128, 64, 4, 1);      /* FA2 on A100 and H100 */
     }
-    /* 136..256 */
+    /* 136..256 (the kernel's split path where roundup16(head_dim) % 32 == 0) */
+    if (sm == 90 && head_dim > 240 && mask == 0)
+        return cfg(128, 64, 8, 2);  /* H200 at 256: +3% over 64 x 64 (1 CTA per SM, 218 KiB) */
     if (lim >= 227 * KIB)
         return cfg(64, 64, 4, 1);   /* FA2 on H100: two CTAs per SM */
     if (lim >= 163 * KIB)

@@ -18,7 +18,8 @@
  *
  * Launch: grid (ceil(seqlen_q / FJ_BLOCK_M), heads_q, batch), FJ_WARPS*32 threads,
  *   dynamic shared memory (FJ_BLOCK_M + 2*FJ_STAGES*FJ_BLOCK_N) * LD * 2 bytes with
- *   LD = ((roundup16(FJ_HEAD_DIM)/8) | 1) * 8 elements (fj_fa2_smem_bytes on the host).
+ *   LD = ((roundup16(FJ_HEAD_DIM)/8) | 1) * 8 elements, plus FJ_WARPS*32*(FJ_BLOCK_N/16+1)*16
+ *   bytes of P tiles on the split path (FA2_SPLIT_ON; fj_fa2_smem_bytes on the host).
  *   Masked variants walk query blocks in reverse (longest rows first).
  *
  * Algorithm (Dao 2023): each CTA owns BLOCK_M query rows and walks its visible key blocks
@@ -32,6 +33,13 @@
  * are padded to an odd number of 16-byte chunks, so the 8 row addresses of every ldmatrix
  * hit 8 different bank groups. O goes out through the warp's own Q rows in shared memory
  * as 16-byte stores.
+ *
+ * Split path (FA2_SPLIT_ON: roundup16(head_dim) > 128 and a multiple of 32, one m16 tile per
+ * warp, BLOCK_N % 32 == 0): the 128-register O accumulator allows only 16 rows per warp, so
+ * the warps pair up on 32 rows: each computes S for half of the keys and O for half of the
+ * columns, exchanging row maxima, row sums and its half of P through shared memory (named
+ * barrier per pair). A K or V fragment then feeds two m16 tiles (0.39 ldmatrix.x4 per mma
+ * instead of 0.56 at head_dim 256; +4-7% on the H200 at 256, none measured at 192).
  *
  * Registers: MT = 2 tiles at head_dim 128 sit at 255 registers; the code keeps them
  * spill-free by recomputing addresses inside the loop (opaque()), parking a rarely used
@@ -59,6 +67,19 @@
 #define FA2_EARLY_K 1
 #endif
 
+#ifndef FA2_SPLIT          /* 0: never take the split path (A/B); see FA2_SPLIT_ON */
+#define FA2_SPLIT 1
+#endif
+#ifndef FA2_P_STORE_LATE   /* split path: store P for the partner after the own half of PV */
+#define FA2_P_STORE_LATE 1
+#endif
+#ifndef FA2_NO_KV_LOAD     /* measurement only (wrong results): no K/V loads in the KV loop */
+#define FA2_NO_KV_LOAD 0
+#endif
+#define FA2_DP ((FJ_HEAD_DIM + 15) / 16 * 16)
+#define FA2_SPLIT_ON (FA2_SPLIT && FA2_DP > 128 && FA2_DP % 32 == 0 && \
+                      FJ_BLOCK_M == 16 * FJ_WARPS && FJ_WARPS % 2 == 0 && FJ_BLOCK_N % 32 == 0)
+
 namespace fa2 {
 constexpr int BM = FJ_BLOCK_M, BN = FJ_BLOCK_N, WARPS = FJ_WARPS, THREADS = FJ_WARPS * 32;
 constexpr int STAGES = FJ_STAGES, HD = FJ_HEAD_DIM;
@@ -83,12 +104,27 @@ static_assert(BN % 16 == 0 && BN >= 16 && BN <= 256, "FJ_BLOCK_N: multiple of 16
 static_assert(STAGES == 1 || STAGES == 2, "FJ_STAGES: 1 or 2");
 static_assert(MT * (ND + NT) * 4 <= 256, "accumulators alone exceed the register file");
 static_assert(CH % 2 == 0 && LDB == (CH + 1) * 16, "a free 16-byte pad chunk per shared row");
+/* Split path (FA2_SPLIT_ON): warp `half` of a pair computes S for the pair's 32 rows and
+ * keys [half*BN/2, (half+1)*BN/2), and O for columns [half*DP/2, (half+1)*DP/2). The P
+ * tiles (SPL_BYTES) follow K/V in shared memory; fj_fa2_smem_bytes adds them. */
+#if FA2_SPLIT_ON
+constexpr int HN = BN / 2;                 /* keys per half */
+constexpr int NTS = HN / 8;                /* n8 tiles of a half's S */
+constexpr int KH = HN / 16;                /* k16 steps of a half's P */
+constexpr int DPH = DP / 2;                /* O columns per warp */
+constexpr int NDS = DPH / 8;               /* n8 tiles of a warp's O */
+constexpr int PLDB = (HN / 8 + 1) * 16;    /* P row stride in bytes: odd chunk count; the pad
+                                            * chunk holds the row max (+HN*2) and sum (+4) */
+constexpr int SPL_BYTES = WARPS * 32 * PLDB;
+static_assert(KN == 2 * KH && NTS % 2 == 0 && NDS % 2 == 0 && SPL_BYTES > 0, "split tiles");
+#endif
 /* Full unroll where the registers allow it (measured on the H200: +3-4% at head_dim 128
  * unmasked); a partial unroll keeps MT = 2 tiles spill-free with 128 keys, a mask or the
  * generic copy path (a chunk count that is not a power of two). */
 constexpr bool CH_POW2 = (CH & (CH - 1)) == 0;
 constexpr int QK_UNROLL = FA2_QK_UNROLL > 0 ? FA2_QK_UNROLL
                           : (MT == 1 || (!FA2_MASKED && NT <= 8 && CH_POW2)) ? KD : 2;
+static_assert(QK_UNROLL >= 1 && KN >= 1, "tiles");
 }  // namespace fa2
 
 /* ---- inline PTX ---------------------------------------------------------------------- */
@@ -134,6 +170,33 @@ FJ_DEVICE void mma16816(float *c, const fj_u32 *a, fj_u32 b0, fj_u32 b1)
         : "+f"(c[0]), "+f"(c[1]), "+f"(c[2]), "+f"(c[3])
         : "r"(a[0]), "r"(a[1]), "r"(a[2]), "r"(a[3]), "r"(b0), "r"(b1));
 }
+
+#if FA2_SPLIT_ON
+/* Barrier of the two warps of pair `pair` (named barrier 1 + pair, 64 threads). */
+FJ_DEVICE void pair_sync(int pair)
+{
+    asm volatile("bar.sync %0, 64;\n" ::"r"(1 + pair) : "memory");
+}
+#endif
+
+#if FA2_SPLIT_ON
+/* This warp's half of P (A fragments, 32 rows x HN keys) as a row-major tile at `pw`
+ * (this lane's first element; row stride PLDB), for the partner's ldmatrix. */
+FJ_DEVICE void store_p(fj_u32 pw, const fj_u32 (&pa)[2][fa2::KH][4])
+{
+    using namespace fa2;
+#pragma unroll
+    for (int mt = 0; mt < 2; ++mt)
+#pragma unroll
+        for (int kk = 0; kk < KH; ++kk)
+#pragma unroll
+            for (int q = 0; q < 4; ++q)  /* a0..a3: (row +8*(q&1), keys +8*(q>>1)) */
+                asm volatile("st.shared.b32 [%0], %1;\n" ::"r"(pw + (mt * 16 + (q & 1) * 8) * PLDB +
+                                                               kk * 32 + (q >> 1) * 16),
+                             "r"(pa[mt][kk][q])
+                             : "memory");
+}
+#endif
 
 /* Two floats into one register of two 16-bit values, `lo` in the low half. */
 FJ_DEVICE fj_u32 pack2(float lo, float hi)
@@ -284,6 +347,323 @@ fj_attn_fwd_sm80(const __grid_constant__ fj_attn_params p)
     const fj_u32 s_k = s_q + Q_BYTES;
     const fj_u32 s_v = s_k + STAGES * KV_BYTES;
 
+#if FA2_SPLIT_ON
+    /* ---- split path: warp pairs, see FA2_SPLIT_ON. Always FA2's order for one stage
+     * (FA2_EARLY_K) and a full unroll of S = QK^T. ---- */
+    const int pair = warp >> 1, half = warp & 1;
+    const int warp_row = pair * 32;
+    const int koff = half * HN;  /* this warp's first key of a tile */
+    const fj_u32 s_p = s_v + STAGES * KV_BYTES;
+    const fj_u32 p_own = s_p + warp * 32 * PLDB, p_oth = s_p + (warp ^ 1) * 32 * PLDB;
+    const fj_u32 q_lane = s_q + (warp_row + (lane & 15)) * LDB + (lane >> 4) * 16;
+    const fj_u32 k_lane = s_k + (koff + (lane & 7) + ((lane >> 4) << 3)) * LDB + ((lane >> 3) & 1) * 16;
+    const fj_u32 v_lane = s_v + (lane & 15) * LDB + (lane >> 4) * 16 + half * DPH * 2;
+    const fj_u32 v_own = v_lane + koff * LDB, v_oth = v_lane + (HN - koff) * LDB;
+    const fj_u32 pl_oth = p_oth + (lane & 15) * PLDB + (lane >> 4) * 16;  /* ldmatrix of P */
+    const fj_u32 pw_own = p_own + (lane >> 2) * PLDB + (lane & 3) * 4;    /* P stores */
+    const fj_u32 px_own = p_own + (lane >> 2) * PLDB + HN * 2;            /* row max / sum */
+    const fj_u32 px_oth = p_oth + (lane >> 2) * PLDB + HN * 2;
+
+    const float sl2 = p.scale_log2;
+    const int row_lane = m0 + warp_row + (lane >> 2);  /* + mt*16 + hf*8 */
+    const int col_lane = 2 * (lane & 3);               /* + koff + nt*8 + e */
+
+    float acc_o[2][NDS][4];
+    float row_max[2][2], row_sum[2][2];
+#pragma unroll
+    for (int mt = 0; mt < 2; ++mt) {
+#pragma unroll
+        for (int nd = 0; nd < NDS; ++nd)
+#pragma unroll
+            for (int e = 0; e < 4; ++e)
+                acc_o[mt][nd][e] = 0.f;
+        row_max[mt][0] = row_max[mt][1] = -FJ_INF;
+        row_sum[mt][0] = row_sum[mt][1] = 0.f;
+    }
+
+#if FA2_MASKED
+    const fj_u32 slot = park_slot(s_q, tid);
+    park(slot, m0 + shift);
+#endif
+    if (nb_hi > nb_lo) {
+        load_rows<BM>(s_q, gq, p.q_row_stride, m0, sq.sq, tid);
+        load_rows<BN>(s_k, kv_rows(p, false, opaque(b), opaque(hk)), p.k_row_stride, (nb_hi - 1) * BN, sq.sk, tid);
+#if FJ_STAGES == 2
+        load_rows<BN>(s_v, kv_rows(p, true, opaque(b), opaque(hk)), p.v_row_stride, (nb_hi - 1) * BN, sq.sk, tid);
+#endif
+        cp_async_commit();
+    }
+
+    for (int nb = nb_hi - 1, it = 0; nb >= nb_lo; --nb, ++it) {
+        const int k0 = nb * BN;
+#if FJ_STAGES == 2
+        const fj_u32 stage = (it & 1) * KV_BYTES;
+        cp_async_wait_all();
+        __syncthreads();  /* tile nb landed; every warp is done with the other stage */
+        if (!FA2_NO_KV_LOAD && nb > nb_lo) {
+            load_rows<BN>(s_k + (stage ^ KV_BYTES), kv_rows(p, false, opaque(b), opaque(hk)), p.k_row_stride, k0 - BN, sq.sk, tid);
+            load_rows<BN>(s_v + (stage ^ KV_BYTES), kv_rows(p, true, opaque(b), opaque(hk)), p.v_row_stride, k0 - BN, sq.sk, tid);
+        }
+        cp_async_commit();
+#else
+        const fj_u32 stage = 0;
+        cp_async_wait_all();
+        __syncthreads();  /* K_nb landed; every warp is done with V_{nb+1} and the P tiles */
+        if (!FA2_NO_KV_LOAD)
+            load_rows<BN>(s_v, kv_rows(p, true, opaque(b), opaque(hk)), p.v_row_stride, k0, sq.sk, tid);
+        cp_async_commit();
+#endif
+
+        /* S = Q K^T for 32 rows x this warp's HN keys */
+        float acc_s[2][NTS][4];
+#pragma unroll
+        for (int mt = 0; mt < 2; ++mt)
+#pragma unroll
+            for (int nt = 0; nt < NTS; ++nt)
+#pragma unroll
+                for (int e = 0; e < 4; ++e)
+                    acc_s[mt][nt][e] = 0.f;
+#pragma unroll
+        for (int kk = 0; kk < KD; ++kk) {
+            fj_u32 a[2][4];
+#pragma unroll
+            for (int mt = 0; mt < 2; ++mt)
+                ldsm_x4(q_lane + mt * 16 * LDB + kk * 32, a[mt][0], a[mt][1], a[mt][2], a[mt][3]);
+#pragma unroll
+            for (int np = 0; np < NTS / 2; ++np) {
+                fj_u32 b0, b1, b2, b3;
+                ldsm_x4(k_lane + stage + np * 16 * LDB + kk * 32, b0, b1, b2, b3);
+#pragma unroll
+                for (int mt = 0; mt < 2; ++mt) {
+                    mma16816(acc_s[mt][2 * np], a[mt], b0, b1);
+                    mma16816(acc_s[mt][2 * np + 1], a[mt], b2, b3);
+                }
+            }
+        }
+
+        /* Masks as in the main path, with this warp's key offset. */
+        bool need_mask = k0 + BN > sq.sk;
+#if FA2_MASKED
+        const int d = k0 - unpark(slot);  /* m0 + shift */
+        if (wr >= 0)
+            need_mask |= d + BN - 1 > wr;
+        if (wl >= 0)
+            need_mask |= d < BM - 1 - wl;
+#endif
+        if (need_mask) {
+            const int lim_s = sq.sk - k0 - koff - col_lane;
+            int lim_r = 1 << 30, lim_l = -(1 << 30);
+#if FA2_MASKED
+            const int lane_d = warp_row + (lane >> 2) - col_lane - koff;
+            if (wr >= 0)
+                lim_r = wr - d + lane_d;
+            if (wl >= 0)
+                lim_l = -wl - d + lane_d;
+#endif
+#pragma unroll
+            for (int mt = 0; mt < 2; ++mt)
+#pragma unroll
+                for (int hf = 0; hf < 2; ++hf)
+#pragma unroll
+                    for (int nt = 0; nt < NTS; ++nt)
+#pragma unroll
+                        for (int e = 0; e < 2; ++e) {
+                            const int c = nt * 8 + e - mt * 16 - hf * 8;
+                            if (nt * 8 + e >= lim_s || c > lim_r || c < lim_l)
+                                acc_s[mt][nt][2 * hf + e] = -FJ_INF;
+                        }
+        }
+
+        /* Row maxima of this half, to the partner through shared memory. */
+        float mx[2][2];
+#pragma unroll
+        for (int mt = 0; mt < 2; ++mt)
+#pragma unroll
+            for (int hf = 0; hf < 2; ++hf) {
+                float m = -FJ_INF;
+#pragma unroll
+                for (int nt = 0; nt < NTS; ++nt)
+                    m = fmaxf(m, fmaxf(acc_s[mt][nt][2 * hf], acc_s[mt][nt][2 * hf + 1]));
+                m = fmaxf(m, __shfl_xor_sync(0xffffffffu, m, 1));
+                m = fmaxf(m, __shfl_xor_sync(0xffffffffu, m, 2));
+                mx[mt][hf] = m;
+                if ((lane & 3) == 0)
+                    asm volatile("st.shared.f32 [%0], %1;\n" ::"r"(px_own + (mt * 16 + hf * 8) * PLDB),
+                                 "f"(m)
+                                 : "memory");
+            }
+#if FJ_STAGES == 1
+        cp_async_wait_all();
+        __syncthreads();  /* V_nb landed; every warp is done with K_nb; maxima visible */
+        if (!FA2_NO_KV_LOAD && nb > nb_lo)
+            load_rows<BN>(s_k, kv_rows(p, false, opaque(b), opaque(hk)), p.k_row_stride, k0 - BN,
+                          sq.sk, tid);
+        cp_async_commit();
+#else
+        pair_sync(pair);  /* maxima visible */
+#endif
+        /* Both warps of a pair see the same maxima, so they take the same decisions. */
+        {
+            bool grow = false;
+#pragma unroll
+            for (int mt = 0; mt < 2; ++mt)
+#pragma unroll
+                for (int hf = 0; hf < 2; ++hf) {
+                    float o;
+                    asm volatile("ld.shared.f32 %0, [%1];\n"
+                                 : "=f"(o)
+                                 : "r"(px_oth + (mt * 16 + hf * 8) * PLDB)
+                                 : "memory");
+                    const float m = fmaxf(row_max[mt][hf], fmaxf(mx[mt][hf], o));
+                    mx[mt][hf] = m;
+                    grow |= (m - row_max[mt][hf]) * sl2 > FA2_RESCALE_SLACK;
+                }
+            if (__any_sync(0xffffffffu, grow)) {
+#pragma unroll
+                for (int mt = 0; mt < 2; ++mt)
+#pragma unroll
+                    for (int hf = 0; hf < 2; ++hf) {
+                        const float m = mx[mt][hf];
+                        const float alpha =
+                            ex2(row_max[mt][hf] * sl2 - (m == -FJ_INF ? 0.f : m * sl2));
+                        row_max[mt][hf] = m;
+                        row_sum[mt][hf] *= alpha;
+#pragma unroll
+                        for (int nd = 0; nd < NDS; ++nd) {
+                            acc_o[mt][nd][2 * hf] *= alpha;
+                            acc_o[mt][nd][2 * hf + 1] *= alpha;
+                        }
+                    }
+            }
+        }
+        fj_u32 pa[2][KH][4];
+#pragma unroll
+        for (int mt = 0; mt < 2; ++mt)
+#pragma unroll
+            for (int hf = 0; hf < 2; ++hf) {
+                const float m = row_max[mt][hf];
+                const float base = m == -FJ_INF ? 0.f : m * sl2;
+                float sum = row_sum[mt][hf];
+#pragma unroll
+                for (int nt = 0; nt < NTS; ++nt) {
+                    const float p0 = ex2(fmaf(acc_s[mt][nt][2 * hf], sl2, -base));
+                    const float p1 = ex2(fmaf(acc_s[mt][nt][2 * hf + 1], sl2, -base));
+                    sum += p0 + p1;
+                    pa[mt][nt >> 1][(nt & 1) * 2 + hf] = pack2(p0, p1);
+                }
+                row_sum[mt][hf] = sum;
+            }
+#if !FA2_P_STORE_LATE
+        store_p(pw_own, pa);
+#endif
+
+        /* O += P V: this warp's keys first (P in registers), then the partner's. */
+#pragma unroll
+        for (int kk = 0; kk < KH; ++kk)
+#pragma unroll
+            for (int dp = 0; dp < NDS / 2; ++dp) {
+                fj_u32 b0, b1, b2, b3;
+                ldsm_x4_t(v_own + stage + kk * 16 * LDB + dp * 32, b0, b1, b2, b3);
+#pragma unroll
+                for (int mt = 0; mt < 2; ++mt) {
+                    mma16816(acc_o[mt][2 * dp], pa[mt][kk], b0, b1);
+                    mma16816(acc_o[mt][2 * dp + 1], pa[mt][kk], b2, b3);
+                }
+            }
+#if FA2_P_STORE_LATE
+        store_p(pw_own, pa);  /* after the own half's ldmatrix of V, which a store would hold back */
+#endif
+        pair_sync(pair);  /* the partner's P is in shared memory */
+#pragma unroll
+        for (int kk = 0; kk < KH; ++kk) {
+            fj_u32 a[2][4];
+#pragma unroll
+            for (int mt = 0; mt < 2; ++mt)
+                ldsm_x4(pl_oth + mt * 16 * PLDB + kk * 32, a[mt][0], a[mt][1], a[mt][2], a[mt][3]);
+#pragma unroll
+            for (int dp = 0; dp < NDS / 2; ++dp) {
+                fj_u32 b0, b1, b2, b3;
+                ldsm_x4_t(v_oth + stage + kk * 16 * LDB + dp * 32, b0, b1, b2, b3);
+#pragma unroll
+                for (int mt = 0; mt < 2; ++mt) {
+                    mma16816(acc_o[mt][2 * dp], a[mt], b0, b1);
+                    mma16816(acc_o[mt][2 * dp + 1], a[mt], b2, b3);
+                }
+            }
+        }
+    }
+    cp_async_wait_all();
+
+    /* Epilogue: the pair adds its partial row sums (same reference max in both warps). */
+#pragma unroll
+    for (int mt = 0; mt < 2; ++mt)
+#pragma unroll
+        for (int hf = 0; hf < 2; ++hf) {
+            float l = row_sum[mt][hf];
+            l += __shfl_xor_sync(0xffffffffu, l, 1);
+            l += __shfl_xor_sync(0xffffffffu, l, 2);
+            row_sum[mt][hf] = l;
+            if ((lane & 3) == 0)
+                asm volatile("st.shared.f32 [%0], %1;\n" ::"r"(px_own + (mt * 16 + hf * 8) * PLDB + 4),
+                             "f"(l)
+                             : "memory");
+        }
+    pair_sync(pair);  /* sums visible; the partner is done with Q (its last S = Q K^T) */
+    const fj_seq so = fj_seq_of(p, opaque(b));
+    fj_u16 *go = (fj_u16 *)p.o + so.o + (fj_i64)h * p.o_head_stride;
+    float *lse = (float *)p.lse;
+#pragma unroll
+    for (int mt = 0; mt < 2; ++mt)
+#pragma unroll
+        for (int hf = 0; hf < 2; ++hf) {
+            float o;
+            asm volatile("ld.shared.f32 %0, [%1];\n"
+                         : "=f"(o)
+                         : "r"(px_oth + (mt * 16 + hf * 8) * PLDB + 4)
+                         : "memory");
+            const float l = row_sum[mt][hf] + o;
+            const float inv = l > 0.f ? 1.f / l : 0.f;
+#pragma unroll
+            for (int nd = 0; nd < NDS; ++nd) {
+                acc_o[mt][nd][2 * hf] *= inv;
+                acc_o[mt][nd][2 * hf + 1] *= inv;
+            }
+            const int i = row_lane + mt * 16 + hf * 8;
+            if (lse && half == 0 && (lane & 3) == 0 && i < so.sq)
+                lse[so.lse_head_stride * h + so.lse_base + i] =
+                    l > 0.f ? row_max[mt][hf] * p.scale + logf(l) : -FJ_INF;
+        }
+
+    /* O through the pair's Q rows, this warp's columns. */
+    unsigned char *s_o = smem + warp_row * LDB + half * DPH * 2;
+#pragma unroll
+    for (int mt = 0; mt < 2; ++mt)
+#pragma unroll
+        for (int nd = 0; nd < NDS; ++nd)
+#pragma unroll
+            for (int hf = 0; hf < 2; ++hf)
+                *(fj_u32 *)(s_o + (mt * 16 + hf * 8 + (lane >> 2)) * LDB + nd * 16 + col_lane * 2) =
+                    pack2(acc_o[mt][nd][2 * hf], acc_o[mt][nd][2 * hf + 1]);
+    __syncwarp();
+    constexpr int HCH = CH / 2, OUT_CHUNKS = 32 * HCH;
+#pragma unroll
+    for (int it = 0; it < OUT_CHUNKS / 32; ++it) {
+        const int idx = lane + it * 32;
+        const int r = idx / HCH, c = half * HCH + idx % HCH;
+        const int i = m0 + warp_row + r;
+        if (i < so.sq && (CHG == CH || c < CHG)) {
+            fj_u32 x0, x1, x2, x3;
+            asm volatile("ld.shared.v4.b32 {%0,%1,%2,%3}, [%4];\n"
+                         : "=r"(x0), "=r"(x1), "=r"(x2), "=r"(x3)
+                         : "r"(s_q + (warp_row + r) * LDB + c * 16)
+                         : "memory");
+            asm volatile("st.global.v4.b32 [%0], {%1,%2,%3,%4};\n" ::"l"(
+                             go + (fj_i64)i * p.o_row_stride + c * 8),
+                         "r"(x0), "r"(x1), "r"(x2), "r"(x3)
+                         : "memory");
+        }
+    }
+#else  /* !FA2_SPLIT_ON */
     /* Per-lane ldmatrix offsets. Q and V: lanes 0-15 address rows 0-15 of a 16x16 block
      * at chunk 0, lanes 16-31 the same rows at chunk 1; the x4 results are the quarters
      * (rows 0-7 | 8-15) x (chunk 0 | 1) in that order: a0..a3 of the m16k16 A tile (Q),
@@ -558,4 +938,5 @@ fj_attn_fwd_sm80(const __grid_constant__ fj_attn_params p)
             }
         }
     }
+#endif /* FA2_SPLIT_ON */
 }
