@@ -45,7 +45,7 @@ def build(v):
             f"FJ_FA3_OVERLAP={ov}", f"FJ_FA3_PINGPONG={pp}", f"FJ_FA3_PERSISTENT={ps}",
             f"FJ_FA3_HANG_TRAP={1 if role == 'check' else 0}"]
     defs += [f"{k}={val}" for k, val in extra]
-    base = dict(extra).get("BASE", 0)  # the kernel of git HEAD before this work (results/*.run2.cu)
+    base = dict(extra).get("BASE", 0)  # the kernel of git HEAD before this work (results/*.run3.cu)
     defs = [d for d in defs if not d.startswith("BASE=")]
     path = os.path.join(OUT, name)
     r = subprocess.run([os.path.join(HERE, "nvrtc_build"), os.path.join(STAGE, "base") if base else STAGE,
@@ -56,7 +56,7 @@ def build(v):
                extra=dict(extra), role=role, ok=r.returncode == 0, regs=int(info.get("regs", -1)),
                spill=int(info.get("spill_st", -1)) + int(info.get("spill_ld", -1)),
                stack=int(info.get("stack", -1)), warn=info.get("warn", "?"), ms=float(info.get("ms", -1)),
-               smem=(((hd + 63) // 64) * 128 * (bm + 4 * bn) + 1280) if base else smem(Cfg(bm, bn, ov, pp, ps), hd),
+               smem=smem(Cfg(bm, bn, ov, pp, ps), hd),  # HEAD (the BASE) reserves the same
                threads=128 * (bm // 64 + 1))
     if not rec["ok"]:
         rec["log"] = r.stderr[-2000:]
@@ -76,7 +76,7 @@ def main():
     os.makedirs(os.path.join(STAGE, "base"), exist_ok=True)
     for f in ("fj_common.cuh", "fajit_params.h"):
         subprocess.check_call(["cp", os.path.join(ROOT, "src/kernels_src", f), os.path.join(STAGE, "base")])
-    subprocess.check_call(["cp", os.path.join(HERE, "results/attn_fwd_sm90.run2.cu"),
+    subprocess.check_call(["cp", os.path.join(HERE, "results/attn_fwd_sm90.run3.cu"),
                            os.path.join(STAGE, "base", "attn_fwd_sm90.cu")])
     os.makedirs(OUT, exist_ok=True)
     for f in os.listdir(OUT):
@@ -105,25 +105,38 @@ def main():
     variants.append((1, 128, 0, 128, 128, 1, 1, 1, (("FJ_FA3_XTILE", 1),), "check"))
     variants.append((1, 64, 0, 192, 128, 1, 0, 1, (("FJ_FA3_XTILE", 1),), "check"))
     variants.append((1, 128, 1, 128, 128, 1, 1, 1, (("FJ_FA3_XTILE", 0),), "check"))
-    # bench: (bm, bn, overlap, pingpong, persistent); the library default first
-    # (bm, bn, overlap, pingpong, persistent); the library default first, then HEAD's kernel
-    # with HEAD's default (BASE, the before of the A/B), then the candidates
-    bench = {64: [(192, 128, 1, 0, 1), (192, 128, 1, 0, 0), (128, 128, 1, 1, 1), (128, 128, 1, 1, 0)],
-             128: [(128, 128, 1, 1, 1), (128, 176, 1, 1, 1), (128, 176, 1, 1, 0), (128, 128, 1, 1, 0),
-                   (128, 192, 1, 1, 0)],
-             256: [(128, 64, 1, 1, 1), (128, 80, 1, 1, 1), (128, 80, 1, 1, 0)]}
+    # bench (run 6, FA3_BENCH=all for the old wide set): per (head_dim, mask) the library
+    # default, HEAD's kernel with HEAD's default (BASE: the before of the A/B), then the
+    # candidates whose code changed, with the new macros set both ways
     head_default = {(64, 0): (192, 128, 1, 0, 1), (64, 1): (192, 128, 1, 0, 0), (128, 0): (128, 176, 1, 1, 1),
                     (128, 1): (128, 128, 1, 1, 0), (256, 0): (128, 80, 1, 1, 0), (256, 1): (128, 80, 1, 1, 0)}
-    for hd, cands in bench.items():
-        for mask in (0, 1):
-            d = lib.fj_fa3_default(hd, mask)
-            first = (d.block_m, d.block_n, d.overlap, d.pingpong, d.persistent)
-            variants.append((1, hd, mask) + first + ((), "bench"))
-            variants.append((1, hd, mask) + head_default[(hd, mask)] + ((("BASE", 1),), "bench"))
-            for c in [c for c in cands if c != first]:
-                ok, why = check_cfg(Cfg(*c), hd)
-                if ok:
-                    variants.append((1, hd, mask) + c + ((), "bench"))
+    P128, P80 = (128, 128, 1, 1, 1), (128, 80, 1, 1, 1)
+    O0, G0 = ("FJ_FA3_OSMEM", 0), ("FJ_FA3_L2GROUP", 0)
+    bench = {(64, 1): [(P128, ()), (P128, (("BASE", 1),)), (P128, (O0,)), (P128, (O0, G0)), (P128, (G0,))],
+             (128, 1): [(P128, ()), (P128, (("BASE", 1),)), (P128, (O0,)), (P128, (O0, G0)), (P128, (G0,))],
+             (128, 0): [(P128, ()), (P128, (("FJ_FA3_XTILE", 0),)), (P128, (O0,))],
+             (256, 1): [(P80, ()), (P80, (G0,))],
+             (256, 0): []}
+    if os.environ.get("FA3_BENCH") == "all":
+        wide = {64: [(192, 128, 1, 0, 1), (192, 128, 1, 0, 0), (128, 128, 1, 1, 1), (128, 128, 1, 1, 0)],
+                128: [(128, 128, 1, 1, 1), (128, 176, 1, 1, 1), (128, 176, 1, 1, 0), (128, 128, 1, 1, 0),
+                      (128, 192, 1, 1, 0)],
+                256: [(128, 64, 1, 1, 1), (128, 80, 1, 1, 1), (128, 80, 1, 1, 0)]}
+        bench = {(hd, mask): [(c, ()) for c in cs] for hd, cs in wide.items() for mask in (0, 1)}
+    for (hd, mask), cands in bench.items():
+        d = lib.fj_fa3_default(hd, mask)
+        variants.append((1, hd, mask, d.block_m, d.block_n, d.overlap, d.pingpong, d.persistent, (), "bench"))
+        variants.append((1, hd, mask) + head_default[(hd, mask)] + ((("BASE", 1),), "bench"))
+        for c, extra in cands:
+            ok, why = check_cfg(Cfg(*c), hd)
+            if ok:
+                variants.append((1, hd, mask) + c + (extra, "bench"))
+    # L2 groups forced on with a tiny budget, so the check cases cross group boundaries; the
+    # cross-tile stream with O from registers (FJ_FA3_OSMEM 0)
+    for hd, mask, c in ((128, 1, P128), (64, 2, P128), (256, 1, P80)):
+        variants.append((1, hd, mask) + c + ((("FJ_FA3_L2GROUP", 2), ("FJ_FA3_L2_BYTES", 300000)), "check"))
+    for hd, mask in ((64, 1), (64, 2), (128, 1), (128, 0), (96, 1)):
+        variants.append((1, hd, mask) + P128 + ((O0,), "check"))
     variants = list(dict.fromkeys(variants))  # a diagnostic variant may be a default too
     with ThreadPoolExecutor(jobs) as ex:
         res = list(ex.map(build, variants))

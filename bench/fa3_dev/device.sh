@@ -26,3 +26,13 @@ if [ "${SKIP_BENCH:-0}" != 1 ]; then
     sed -n '/^TFLOP/,$p' "$OUT/bench.log"
     tail -3 "$OUT/bench.log" | grep -i error
 fi
+# compute-sanitizer on one small case of each cubin named in SAN (space separated)
+for f in ${SAN:-}; do
+    for tool in racecheck memcheck; do
+        timeout "${SAN_T:-90}" compute-sanitizer --tool $tool --print-limit 20 python3 run_fa3.py one "$f" \
+            >/tmp/san1.log 2>&1
+        rc=$?
+        { echo "=== $tool $f rc=$rc"; cat /tmp/san1.log; } >>"$OUT/san.log"
+        echo "sanitizer $tool $f rc=$rc: $(grep -E '^one:|ERROR SUMMARY|RACECHECK SUMMARY' /tmp/san1.log | cut -c1-160 | tr '\n' ' ')"
+    done
+done

@@ -24,11 +24,14 @@ static fj_fa3_config cfg(int m, int n)
 
 size_t fj_fa3_smem_bytes(const fj_fa3_config *c, int head_dim)
 {
-    /* persistent: a second Q buffer where it fits (FA3_QST2 in the kernel: the same test) */
+    /* persistent: a third or second Q buffer where it fits (FA3_QST3_FITS / FA3_QST2_FITS in
+     * the kernel: the same tests) */
     const size_t chunks = (size_t)(head_dim + 63) / 64;
-    const size_t two_q = chunks * 128u * (size_t)(2 * c->block_m + 4 * c->block_n) + 256u + 1024u;
-    if (c->persistent && two_q <= 227 * KIB)
-        return two_q;
+    for (int q = 3; q >= 2; q--) {
+        const size_t b = chunks * 128u * (size_t)(q * c->block_m + 4 * c->block_n) + 256u + 1024u;
+        if (c->persistent && b <= 227 * KIB)
+            return b;
+    }
     return chunks * 128u * (size_t)(c->block_m + 4 * c->block_n) + 256u + 1024u;
 }
 

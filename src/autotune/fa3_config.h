@@ -51,8 +51,8 @@ typedef int (*fj_fa3_encode_fn)(void *tensor_map, int data_type, unsigned rank, 
 fj_fa3_config fj_fa3_default(int head_dim, int mask);
 
 /* Dynamic shared memory of one CTA: ceil(hd/64) * 128 * (q * block_m + 4*block_n) + 1280,
- * q = 2 (room for two Q buffers, used by masked variants) for a persistent config where that
- * fits in 227 KiB, else 1. */
+ * q = 3, else 2 (room for three or two Q buffers, used by the kernel's cross-tile stream) for
+ * a persistent config where that fits in 227 KiB, else 1. */
 size_t fj_fa3_smem_bytes(const fj_fa3_config *c, int head_dim);
 
 /* 0 when the kernel accepts `c` for head_dim on sm; otherwise -1 and a reason in `why`

@@ -17,8 +17,12 @@
  *   FJ_FA3_PERSISTENT 1: a persistent grid (one CTA per SM) walks the work tiles in a static
  *                    round-robin (masked: longest tiles first, serpentine, see sched_tile);
  *                    the next tile's Q and K/V load under the current tile's last GEMMs and
- *                    epilogue (O is then stored straight from registers)
- *   FJ_FA3_XTILE     see below (default: masked persistent variants)
+ *                    epilogue (O is then stored straight from registers, except with XTILE)
+ *   FJ_FA3_XTILE     see below (default: masked persistent variants with room for two Q
+ *                    buffers)
+ *   FJ_FA3_OSMEM     with XTILE: 1 (default) O staged in shared memory, 0 from registers
+ *   FJ_FA3_L2GROUP   masked persistent order: 1 longest-first within L2-sized groups of heads
+ *                    when batch*heads >= SMs/2, 0 never (default for hd < 128), 2 always
  *   FJ_FA3_HANG_TRAP 1: an mbarrier wait that spins 2^22 times traps (dev builds)
  *   FJ_FA3_PV_SPLIT  1: O += P V as one wgmma per 64-column chunk of V (dev/diagnosis)
  * Run-time: batch, heads (GQA/MQA), seqlen_q/k (any), varlen (cu_seqlens), strides, LSE,
@@ -33,8 +37,8 @@
  *   row count with batch 1 (varlen). grid (ceil(seqlen_q / FJ_BLOCK_M), heads_q, batch), or
  *   with FJ_FA3_PERSISTENT (min(SM count, that product), 1, 1); block 128 * (FJ_BLOCK_M / 64
  *   + 1) threads, dynamic shared memory
- *   (ceil(hd/64) * 128 * (q * FJ_BLOCK_M + 4 * FJ_BLOCK_N) + 256 + 1024) bytes, q = 2 for
- *   FJ_FA3_PERSISTENT where that fits in 227 KiB, else 1 (fj_fa3_smem_bytes).
+ *   (ceil(hd/64) * 128 * (q * FJ_BLOCK_M + 4 * FJ_BLOCK_N) + 256 + 1024) bytes, q = 3 or 2
+ *   for FJ_FA3_PERSISTENT where that fits in 227 KiB, else 1 (fj_fa3_smem_bytes).
  *
  * Design (Shah et al. 2024). Warpgroup 0 is the producer: after setmaxnreg.dec one thread
  * issues TMA loads: Q once, then K_j and V_j into a 2-stage ring, each stage guarded by a
@@ -46,7 +50,8 @@
  * so the blocks that need a mask (sequence end, diagonal, window edge) come first and the
  * rest run mask-free. Rows of a warpgroup that see no key of a tile stay exact (-inf max
  * handled). O is normalised once at the end and written through the warpgroup's own Q
- * rows in shared memory as 16-byte stores (persistent: straight from registers); LSE
+ * rows in shared memory (stmatrix) as 16-byte stores (persistent without XTILE: straight
+ * from registers, as the next Q already loads into the only Q buffer); LSE
  * (natural log) per row. ptxas quirk worked around: see the st.shared "anchor" below.
  *
  * Shared memory: [Q][K stage 0][K stage 1][V stage 0][V stage 1][barriers], each tile
@@ -76,22 +81,40 @@
 #ifndef FJ_FA3_PERSISTENT
 #define FJ_FA3_PERSISTENT 0
 #endif
-/* FJ_FA3_XTILE 1 (default with PERSISTENT, OVERLAP, a mask and room for two Q buffers): two Q
- * buffers (the next tile's Q loads at any time during this one), and the consumers run the
- * blocks of all their work tiles as one stream: the first S of tile t+1 and its softmax run
- * with the last P V of tile t in flight, and tile t's epilogue follows (no pipeline drain and
- * refill between tiles). */
+/* FJ_FA3_XTILE 1 (default: see below): two or three Q buffers (the next tile's Q loads at any
+ * time during this one), and the consumers run the blocks of all their work tiles as one
+ * stream: the first S of tile t+1 and its softmax run with the last P V of tile t in flight,
+ * and tile t's epilogue follows (no pipeline drain and refill between tiles); the epilogue
+ * stages O in tile t's own Q buffer (stmatrix), stores it with 16-byte stores and only then
+ * frees the buffer for the producer. */
 #ifndef FJ_FA3_XTILE
 #define FJ_FA3_XTILE (-1)
 #endif
 
 #define FA3_MASKED (FJ_MASK != 0)
-/* two Q buffers fit (the same test as fj_fa3_smem_bytes, which reserves them for every
- * persistent config where they fit; only the cross-tile stream uses the second) */
+/* FJ_FA3_OSMEM (cross-tile stream only): 1 stage O in the finished tile's Q buffer, 0 store it
+ * straight from registers (see the epilogue there) */
+#ifndef FJ_FA3_OSMEM
+#define FJ_FA3_OSMEM 1
+#endif
+/* FJ_FA3_L2GROUP default: on for hd >= 128 only. Run 6 (medians of 3, masked persistent):
+ * hd256 128x80 +17%/+6% at 512/1k, hd128 128x128 +1..+3% at 512-2k, but hd64 128x128
+ * -10%/-5%/-1% at 512/1k/2k (suspect: the group arithmetic, a 64-bit division per
+ * tile_coords call, on tiles of about a microsecond; not measured separately). */
+#ifndef FJ_FA3_L2GROUP
+#define FJ_FA3_L2GROUP (FJ_HEAD_DIM >= 128)
+#endif
+#ifndef FJ_FA3_L2_BYTES
+#define FJ_FA3_L2_BYTES (32ll << 20)  /* K+V bytes of one L2 group (H100/H200: 50/60 MB of L2) */
+#endif
+/* two / three Q buffers fit (the same tests as fj_fa3_smem_bytes, which reserves them for
+ * every persistent config where they fit; only the cross-tile stream uses them) */
 #define FA3_QST2_FITS (FJ_FA3_PERSISTENT && ((FJ_HEAD_DIM + 63) / 64) * 128 * (2 * FJ_BLOCK_M + 4 * FJ_BLOCK_N) + 1280 <= 227 * 1024)
-/* Default: on for masked persistent variants only. Unmasked, it measured no faster with
- * 128x128 hd128 (442 vs 446 TFLOP/s at 512 tokens) and 10% slower with 192x128 hd64
- * (bench/fa3_dev/results/run3_bench.log), so those keep one Q buffer and the per-tile path. */
+#define FA3_QST3_FITS (FJ_FA3_PERSISTENT && ((FJ_HEAD_DIM + 63) / 64) * 128 * (3 * FJ_BLOCK_M + 4 * FJ_BLOCK_N) + 1280 <= 227 * 1024)
+/* Default: on for masked persistent variants only. Unmasked (runs 4-6, O staged through shared
+ * memory): hd128 128x128 with it vs without it 463/533/572/607 vs 452/536/585/628 TFLOP/s at
+ * 512/1k/2k/4k (run 6, medians of 3), +3/-3/0/+5/-2% in run 5: no clear gain; 192x128 hd64
+ * 324 vs 354 at 512 (run 4). So unmasked variants keep one Q buffer and the per-tile path. */
 #if FJ_FA3_XTILE < 0
 #undef FJ_FA3_XTILE
 #define FJ_FA3_XTILE (FJ_FA3_PERSISTENT && FJ_FA3_OVERLAP && FA3_MASKED && FA3_QST2_FITS)
@@ -118,8 +141,12 @@ constexpr int SREG = BN / 2, OREG = HD / 2;  /* fp32 accumulators per thread */
 constexpr int Q_CHUNK = BM * 128, KV_CHUNK = BN * 128;
 constexpr int Q_BYTES = DC * Q_CHUNK, KV_BYTES = DC * KV_CHUNK;
 /* Q buffers: 2 in persistent mode where they fit (the next tile's Q loads during this one) */
-constexpr int QST = FJ_FA3_XTILE ? 2 : 1;  /* Q buffers */
-static_assert(QST == 1 || 2 * Q_BYTES + 4 * KV_BYTES + 256 + 1024 <= 227 * 1024, "QST");
+/* Q buffers: the cross-tile stream stages O in the finished tile's Q buffer and frees it after
+ * that, in the next tile's first step; a third buffer (where it fits) lets the Q of the tile
+ * after next load during all of the next tile, as it did when the buffer was freed at the
+ * tile's last S (without it, a run of one-block tiles waits for each Q load). */
+constexpr int QST = FJ_FA3_XTILE ? (FJ_FA3_OSMEM && FA3_QST3_FITS ? 3 : 2) : 1;
+static_assert(QST * Q_BYTES + 4 * KV_BYTES + 256 + 1024 <= 227 * 1024, "QST");
 constexpr int OFF_K = QST * Q_BYTES, OFF_V = OFF_K + 2 * KV_BYTES, OFF_BAR = OFF_V + 2 * KV_BYTES;
 constexpr int SMEM_BYTES = OFF_BAR + 256 + 1024;  /* + barriers, scratch, alignment slack */
 constexpr int REG_PRODUCER = 24, REG_CONSUMER = NWG == 2 ? 240 : 160;
@@ -488,6 +515,59 @@ FJ_DEVICE void convert_p(const float (&s)[fa3::SREG], fj_u32 (&pr)[fa3::PSTEPS][
             pr[kk][r] = pack2(s[8 * kk + 2 * r], s[8 * kk + 2 * r + 1]);
 }
 
+/* O (fp32 accumulators, times inv[hf] per row half) as 16-bit values into this warpgroup's 64
+ * rows of the Q-layout buffer `buf` (the tile's own Q rows, which only this warpgroup reads):
+ * row rr, 16-byte unit u of chunk c at c*Q_CHUNK + rr*128 + (u^(rr&7))*16. stmatrix x4 stores
+ * four 8x8 matrices (hf 0/1 of n8 tiles nt, nt+1); lane 8j+i gives row i of matrix j; the XOR
+ * swizzle spreads each matrix's 8 rows over 8 different 16-byte bank groups. */
+template <int UNUSED = 0>
+FJ_DEVICE void stage_o(const float (&o)[fa3::OREG], const float (&inv)[2], fj_u32 buf, int cw, int warp,
+                       int lane)
+{
+    using namespace fa3;
+    const int mj = lane >> 3, mi = lane & 7;
+    const int rr = 64 * cw + 16 * warp + 8 * (mj & 1) + mi;
+    const fj_u32 rowa = buf + rr * 128;
+#pragma unroll
+    for (int nt = 0; nt < HD / 8; nt += 2) {
+        const int ntj = nt + (mj >> 1);
+        const fj_u32 a = rowa + (ntj >> 3) * Q_CHUNK + (((ntj & 7) ^ mi) << 4);
+        asm volatile("stmatrix.sync.aligned.m8n8.x4.shared.b16 [%0], {%1, %2, %3, %4};\n" ::"r"(a),
+                     "r"(pack2(o[4 * nt] * inv[0], o[4 * nt + 1] * inv[0])),
+                     "r"(pack2(o[4 * nt + 2] * inv[1], o[4 * nt + 3] * inv[1])),
+                     "r"(pack2(o[4 * nt + 4] * inv[0], o[4 * nt + 5] * inv[0])),
+                     "r"(pack2(o[4 * nt + 6] * inv[1], o[4 * nt + 7] * inv[1]))
+                     : "memory");
+    }
+}
+
+/* The rows of this warpgroup staged by stage_o (after a barrier over the warpgroup) to global
+ * memory as 16-byte loads and stores, rows m0 + 64*cw + r < sq_len. */
+template <int UNUSED = 0>
+FJ_DEVICE void copy_o_out(fj_u32 buf, int cw, int m0, int sq_len, fj_u16 *go, fj_i64 row_stride)
+{
+    using namespace fa3;
+    constexpr int UNITS = HD / 8;  /* 16-byte units per row that exist in global memory */
+#pragma unroll
+    for (int k = 0; k < (64 * UNITS + 127) / 128; ++k) {
+        const int idx = (threadIdx.x & 127) + 128 * k;
+        if ((64 * UNITS) % 128 == 0 || idx < 64 * UNITS) {
+            const int r = idx / UNITS, u = idx % UNITS;
+            const int rr = 64 * cw + r, i = m0 + rr;
+            if (i < sq_len) {
+                fj_u32 x0, x1, x2, x3;
+                asm volatile("ld.shared.v4.b32 {%0,%1,%2,%3}, [%4];\n"
+                             : "=r"(x0), "=r"(x1), "=r"(x2), "=r"(x3)
+                             : "r"(buf + (u >> 3) * Q_CHUNK + rr * 128 + (((u & 7) ^ (rr & 7)) << 4))
+                             : "memory");
+                asm volatile("st.global.v4.b32 [%0], {%1,%2,%3,%4};\n" ::"l"(go + (fj_i64)i * row_stride + u * 8),
+                             "r"(x0), "r"(x1), "r"(x2), "r"(x3)
+                             : "memory");
+            }
+        }
+    }
+}
+
 /* ---- the kernel --------------------------------------------------------------------------- */
 
 struct __align__(64) fj_tmap {
@@ -497,7 +577,8 @@ struct __align__(64) fj_tmap {
 /* Tile t of the persistent schedule, or this CTA's one tile: batch b, head h, query block
  * mb. Unmasked: query blocks vary fastest (CTAs that run together share K/V in L2). Masked
  * (persistent): longest-processing-time first: the query blocks from the last (most keys) to
- * the first, all (batch, head) of one block together (heads of a GQA group adjacent); with
+ * the first, all (batch, head) of one block together (heads of a GQA group adjacent), within
+ * groups of heads whose K and V fit in L2 (the groups one after the other); with
  * sched_tile's serpentine this balances the CTAs to within about one tile. Non-persistent
  * masked: the last query blocks first. */
 FJ_DEVICE void tile_coords(const fj_attn_params &p, int t, int &b, int &h, int &mb)
@@ -505,8 +586,25 @@ FJ_DEVICE void tile_coords(const fj_attn_params &p, int t, int &b, int &h, int &
 #if FJ_FA3_PERSISTENT
     const int num_mb = (p.seqlen_q + fa3::BM - 1) / fa3::BM;
 #if FA3_MASKED
+    /* Longest first within groups of (batch, head) whose K+V fit in about 32 MB of L2, when
+     * there are at least half as many (batch, head) as CTAs: then a round of tiles holds at
+     * most about two query blocks of a head, the blocks of one head run rounds apart, and
+     * over all heads at once their K/V (134 MB in the 16k-token bench shapes) has left L2 by
+     * then. With fewer (batch, head) the query blocks of a head that share K/V run in the same
+     * round, and the groups' sawtooth order only unbalances the CTAs (run 4: -7..-36% at 4k-16k
+     * with groups always on, +9..+17% at 512-1k). FJ_FA3_L2GROUP 0: never, 2: always. */
     const int bhn = p.heads_q * p.batch;
-    const int mi = t / bhn, bh = t - mi * bhn;
+    int gsz = bhn;
+    if (FJ_FA3_L2GROUP == 2 || (FJ_FA3_L2GROUP == 1 && 2 * bhn >= (int)gridDim.x)) {
+        const int grp_ratio = p.heads_q / p.heads_kv;
+        const long long kv_head = 4ll * p.seqlen_k * fa3::HD;  /* K+V bytes of one KV head */
+        gsz = (int)((long long)FJ_FA3_L2_BYTES / (kv_head > 0 ? kv_head : 1));
+        gsz = gsz < 1 ? grp_ratio : gsz * grp_ratio;  /* whole GQA groups */
+        gsz = gsz > bhn ? bhn : gsz;
+    }
+    const int gtiles = gsz * num_mb, gi = t / gtiles, local = t - gi * gtiles;
+    const int gbh = gi * gsz, gn = bhn - gbh < gsz ? bhn - gbh : gsz;
+    const int mi = local / gn, bh = gbh + (local - mi * gn);
     mb = num_mb - 1 - mi;
 #else
     const int mi = t % num_mb, bh = t / num_mb;
@@ -595,14 +693,16 @@ fj_attn_fwd_sm90(const __grid_constant__ fj_attn_params p, const __grid_constant
     const fj_u32 s_q = base, s_k = base + OFF_K, s_v = base + OFF_V;
     /* q[0], kfull[2], vfull[2], kempty[2], vempty[2], qempty[0], q[1], qempty[1] */
     const fj_u32 bar = base + OFF_BAR;
-    const fj_u32 b_q = bar, b_kf = bar + 8, b_vf = bar + 24, b_ke = bar + 40, b_ve = bar + 56;
-    const fj_u32 b_qe = bar + 72;
-    /* Q buffer qb: full barrier b_q + 80*qb, empty barrier b_qe + 16*qb, data s_q + qb*Q_BYTES */
+    const fj_u32 b_kf = bar + 8, b_vf = bar + 24, b_ke = bar + 40, b_ve = bar + 56;
+    /* Q buffer qb: full barrier QF_BAR(qb), empty barrier QE_BAR(qb), data s_q + qb*Q_BYTES;
+     * bar + 128.. is the anchor scratch */
+#define QF_BAR(qb) (bar + ((qb) == 0 ? 0 : 64 + 16 * (qb)))
+#define QE_BAR(qb) (bar + 72 + 16 * (qb))
 
     if (threadIdx.x == 0) {
         for (int i = 0; i < QST; ++i) {
-            mbar_init(b_q + 80 * i, 1);
-            mbar_init(b_qe + 16 * i, NWG * 4);
+            mbar_init(QF_BAR(i), 1);
+            mbar_init(QE_BAR(i), NWG * 4);
         }
         for (int i = 0; i < 2; ++i) {
             mbar_init(b_kf + 8 * i, 1);
@@ -643,15 +743,15 @@ fj_attn_fwd_sm90(const __grid_constant__ fj_attn_params p, const __grid_constant
                 const int krow = varlen ? ((const int *)p.cu_seqlens_k)[b] : 0;
                 const int bb = varlen ? 0 : b;
                 const int hk = h / (p.heads_q / p.heads_kv);
-                const int qb = QST == 2 ? (qi & 1) : 0;
+                const int qb = qi % QST;
 #if FJ_FA3_PERSISTENT
-                /* the consumers' last S of the tile that used this buffer before */
-                mbar_wait(b_qe + 16 * qb, ((QST == 2 ? qi >> 1 : qi) & 1) ^ 1);
+                /* the consumers' release of the tile that used this buffer before */
+                mbar_wait(QE_BAR(qb), ((qi / QST) & 1) ^ 1);
 #endif
-                mbar_expect_tx(b_q + 80 * qb, Q_BYTES);
+                mbar_expect_tx(QF_BAR(qb), Q_BYTES);
 #pragma unroll
                 for (int c = 0; c < DC; ++c)
-                    tma_load4(s_q + qb * Q_BYTES + c * Q_CHUNK, &tq, c * 64, qrow + m0, h, bb, b_q + 80 * qb);
+                    tma_load4(s_q + qb * Q_BYTES + c * Q_CHUNK, &tq, c * 64, qrow + m0, h, bb, QF_BAR(qb));
                 for (int it = 0; it < n; ++it) {
                     const int gi = g + it, st = gi & 1, ph = (gi >> 1) & 1;
                     const int row = krow + (bd.nb_hi - 1 - it) * BN;
@@ -697,38 +797,54 @@ fj_attn_fwd_sm90(const __grid_constant__ fj_attn_params p, const __grid_constant
     for (int i = 0; i < OREG; ++i)
         o[i] = 0.f;
     float mx[2] = {-FJ_INF, -FJ_INF}, l[2] = {0.f, 0.f}, alpha[2] = {1.f, 1.f};
-    int pt = -1;
+    int pt = -1, ptq = 0;
 
     /* ofresh: O holds a finished tile; the next P V overwrites it (scale-d 0) instead of
      * adding (zeroing O here made ptxas serialize the wgmmas and spill). */
     int ofresh = 1;
-    /* 1/rowsum, LSE and O of tile tt (O straight from the accumulators: each store is 2
-     * columns, the 4 lanes of a row fill 16 contiguous bytes); zero: a tile with no key. */
-    auto epilogue = [&](int tt, const float (&l_)[2], const float (&m_)[2], bool zero) {
+    /* 1/rowsum, LSE and O of tile tt, whose Q was in buffer tq_b: O goes through this
+     * warpgroup's rows of that buffer (stmatrix, then 16-byte loads and stores), and the
+     * buffer is released to the producer only then (for the Q of the tile after next).
+     * zero: a tile with no key (no Q buffer): zeros straight from registers. FJ_FA3_OSMEM 0:
+     * O straight from the accumulators (each store 2 columns, the 4 lanes of a row fill 16
+     * contiguous bytes), the Q buffer freed at the tile's last S (release_q). */
+    auto epilogue = [&](int tt, const float (&l_)[2], const float (&m_)[2], bool zero, int tq_b) {
         int b, h, mb;
         tile_coords(p, tt, b, h, mb);
         const fj_seq sq = fj_seq_of(p, b);
         const int row0 = mb * BM + 64 * cw + 16 * warp + (lane >> 2);
         fj_u16 *go = (fj_u16 *)p.o + sq.o + (fj_i64)h * p.o_head_stride;
         float *lse = (float *)p.lse;
+        float inv[2];
 #pragma unroll
         for (int hf = 0; hf < 2; ++hf) {
             float tl = l_[hf];
             tl += __shfl_xor_sync(0xffffffffu, tl, 1);
             tl += __shfl_xor_sync(0xffffffffu, tl, 2);
-            const float inv = tl > 0.f ? 1.f / tl : 0.f;
+            inv[hf] = tl > 0.f ? 1.f / tl : 0.f;
             const int i = row0 + 8 * hf;
             if (lse && (lane & 3) == 0 && i < sq.sq)
                 lse[sq.lse_head_stride * h + sq.lse_base + i] =
                     tl > 0.f ? m_[hf] * p.scale + logf(tl) : -FJ_INF;
-            if (i < sq.sq) {
+            if ((zero || !FJ_FA3_OSMEM) && i < sq.sq) {
                 fj_u16 *orow = go + (fj_i64)i * p.o_row_stride + col_lane;
 #pragma unroll
                 for (int nt = 0; nt < OREG / 4; ++nt)
                     asm volatile("st.global.b32 [%0], %1;\n" ::"l"(orow + nt * 8),
-                                 "r"(zero ? 0u : pack2(o[4 * nt + 2 * hf] * inv, o[4 * nt + 2 * hf + 1] * inv))
+                                 "r"(zero ? 0u : pack2(o[4 * nt + 2 * hf] * inv[hf], o[4 * nt + 2 * hf + 1] * inv[hf]))
                                  : "memory");
             }
+        }
+        if (FJ_FA3_OSMEM && !zero) {
+            const fj_u32 buf = s_q + tq_b * Q_BYTES;
+            stage_o(o, inv, buf, cw, warp, lane);
+            named_sync<128>(4 + cw);
+            copy_o_out(buf, cw, mb * BM, sq.sq, go, p.o_row_stride);
+            /* generic reads and writes of the buffer before the producer's next TMA write */
+            asm volatile("fence.proxy.async.shared::cta;\n" ::: "memory");
+            __syncwarp();
+            if (lane == 0)
+                mbar_arrive(QE_BAR(tq_b));
         }
         ofresh = 1;
     };
@@ -747,7 +863,7 @@ fj_attn_fwd_sm90(const __grid_constant__ fj_attn_params p, const __grid_constant
         pin(o);
         if (lane == 0)
             mbar_arrive(b_ve + 8 * st);
-        epilogue(pt, l, mx, false);
+        epilogue(pt, l, mx, false, ptq);
         pt = -1;
     };
 
@@ -772,7 +888,7 @@ fj_attn_fwd_sm90(const __grid_constant__ fj_attn_params p, const __grid_constant
             if (pt >= 0)
                 drain();
             const float z[2] = {0.f, 0.f}, mi[2] = {-FJ_INF, -FJ_INF};
-            epilogue(t, z, mi, true);
+            epilogue(t, z, mi, true, 0);
             continue;
         }
         auto need_mask = [&](int nb) -> bool {
@@ -785,13 +901,13 @@ fj_attn_fwd_sm90(const __grid_constant__ fj_attn_params p, const __grid_constant
                 need |= d < BM - 1 - wl;
             return need;
         };
-        const int qb = qi & 1, qu = qi >> 1;
+        const int qb = qi % QST, qu = qi / QST;
         const fj_u64 dq = desc_kmajor(s_q + qb * Q_BYTES + cw * 64 * 128);
         auto release_q = [&]() {
-            if (lane == 0)
-                mbar_arrive(b_qe + 16 * qb);
+            if (!FJ_FA3_OSMEM && lane == 0)
+                mbar_arrive(QE_BAR(qb));
         };
-        mbar_wait(b_q + 80 * qb, qu & 1);
+        mbar_wait(QF_BAR(qb), qu & 1);
         {   /* the first block: S; with the previous tile's last P V in flight when pt >= 0 */
             const int nb = bd.nb_hi - 1, st = g & 1, ph = (g >> 1) & 1;
             mbar_wait(b_kf + 8 * st, ph);
@@ -833,7 +949,7 @@ fj_attn_fwd_sm90(const __grid_constant__ fj_attn_params p, const __grid_constant
                 if (lane == 0)
                     mbar_arrive(b_ve + 8 * pst);
                 convert_p(s, pr);  /* first: S is dead during the epilogue */
-                epilogue(pt, pl, pm, false);
+                epilogue(pt, pl, pm, false, ptq);
             } else {
                 pin(s);
                 wg_fence();
@@ -896,6 +1012,7 @@ fj_attn_fwd_sm90(const __grid_constant__ fj_attn_params p, const __grid_constant
         g += n;
         ++qi;
         pt = t;
+        ptq = qb;
     }
     if (pt >= 0)
         drain();
@@ -935,18 +1052,18 @@ fj_attn_fwd_sm90(const __grid_constant__ fj_attn_params p, const __grid_constant
                 need |= d < BM - 1 - wl;
             return need;
         };
-        const int qb = QST == 2 ? (qi & 1) : 0, qpar = (QST == 2 ? qi >> 1 : qi) & 1;
+        const int qb = qi % QST, qpar = (qi / QST) & 1;
         const fj_u64 dq = desc_kmajor(s_q + qb * Q_BYTES + cw * 64 * 128);
         /* After the last S = Q K^T of a work tile the producer may load the next Q. */
         auto release_q = [&]() {
             if (FJ_FA3_PERSISTENT && lane == 0)
-                mbar_arrive(b_qe + 16 * qb);
+                mbar_arrive(QE_BAR(qb));
         };
 
         if (n > 0) {
             if (PINGPONG && cw == 0)
                 named_arrive<256>(2);  /* warpgroup 0 goes first */
-            mbar_wait(b_q + 80 * qb, qpar);
+            mbar_wait(QF_BAR(qb), qpar);
 #if FJ_FA3_OVERLAP
             {   /* the first block: S, softmax, P; its P V is issued in the next step */
                 const int nb = bd.nb_hi - 1, st = g & 1, ph = (g >> 1) & 1;
@@ -1062,17 +1179,13 @@ fj_attn_fwd_sm90(const __grid_constant__ fj_attn_params p, const __grid_constant
         /* ---- epilogue: 1/rowsum, LSE, O ---- */
         fj_u16 *go = (fj_u16 *)p.o + sq.o + (fj_i64)h * p.o_head_stride;
         float *lse = (float *)p.lse;
+        float inv[2];
 #pragma unroll
         for (int hf = 0; hf < 2; ++hf) {
             float tl = l[hf];
             tl += __shfl_xor_sync(0xffffffffu, tl, 1);
             tl += __shfl_xor_sync(0xffffffffu, tl, 2);
-            const float inv = tl > 0.f ? 1.f / tl : 0.f;
-#pragma unroll
-            for (int i = 0; i < OREG / 4; ++i) {
-                o[4 * i + 2 * hf] *= inv;
-                o[4 * i + 2 * hf + 1] *= inv;
-            }
+            inv[hf] = tl > 0.f ? 1.f / tl : 0.f;
             const int i = row0 + 8 * hf;
             if (lse && (lane & 3) == 0 && i < sq.sq)
                 lse[sq.lse_head_stride * h + sq.lse_base + i] =
@@ -1089,45 +1202,15 @@ fj_attn_fwd_sm90(const __grid_constant__ fj_attn_params p, const __grid_constant
 #pragma unroll
                 for (int nt = 0; nt < OREG / 4; ++nt)
                     asm volatile("st.global.b32 [%0], %1;\n" ::"l"(orow + nt * 8),
-                                 "r"(pack2(o[4 * nt + 2 * hf], o[4 * nt + 2 * hf + 1]))
+                                 "r"(pack2(o[4 * nt + 2 * hf] * inv[hf], o[4 * nt + 2 * hf + 1] * inv[hf]))
                                  : "memory");
             }
         }
 #else
-        /* Through this warpgroup's own Q rows (no other warpgroup reads them): row rr, 16-byte
-         * unit u of chunk c lives at c*Q_CHUNK + rr*128 + (u^(rr&7))*16; then 16-byte stores. */
-#pragma unroll
-        for (int nt = 0; nt < OREG / 4; ++nt)
-#pragma unroll
-            for (int hf = 0; hf < 2; ++hf) {
-                const int rr = 64 * cw + 16 * warp + (lane >> 2) + 8 * hf;
-                const fj_u32 a = s_q + (nt >> 3) * Q_CHUNK + rr * 128 + (((nt & 7) ^ (rr & 7)) << 4) +
-                                 col_lane * 2;
-                asm volatile("st.shared.b32 [%0], %1;\n" ::"r"(a),
-                             "r"(pack2(o[4 * nt + 2 * hf], o[4 * nt + 2 * hf + 1]))
-                             : "memory");
-            }
+        /* Through this warpgroup's own Q rows (no other warpgroup reads them) */
+        stage_o(o, inv, s_q, cw, warp, lane);
         named_sync<128>(4 + cw);
-        constexpr int UNITS = HD / 8;  /* 16-byte units per row that exist in global memory */
-#pragma unroll
-        for (int k = 0; k < (64 * UNITS + 127) / 128; ++k) {
-            const int idx = (threadIdx.x & 127) + 128 * k;
-            if ((64 * UNITS) % 128 == 0 || idx < 64 * UNITS) {
-                const int r = idx / UNITS, u = idx % UNITS;
-                const int rr = 64 * cw + r, i = m0 + rr;
-                if (i < sq.sq) {
-                    fj_u32 x0, x1, x2, x3;
-                    asm volatile("ld.shared.v4.b32 {%0,%1,%2,%3}, [%4];\n"
-                                 : "=r"(x0), "=r"(x1), "=r"(x2), "=r"(x3)
-                                 : "r"(s_q + (u >> 3) * Q_CHUNK + rr * 128 + (((u & 7) ^ (rr & 7)) << 4))
-                                 : "memory");
-                    asm volatile("st.global.v4.b32 [%0], {%1,%2,%3,%4};\n" ::"l"(
-                                     go + (fj_i64)i * p.o_row_stride + u * 8),
-                                 "r"(x0), "r"(x1), "r"(x2), "r"(x3)
-                                 : "memory");
-                }
-            }
-        }
+        copy_o_out(s_q, cw, m0, sq.sq, go, p.o_row_stride);
 #endif
     }
 #endif
