@@ -118,6 +118,8 @@ def main():
                     help="kernel family fajit uses (FAJIT_FAMILY)")
     ap.add_argument("--tokens", type=int, default=16384)
     ap.add_argument("--hidden", type=int, default=2048)
+    ap.add_argument("--fajit-only", type=int, metavar="N", default=0,
+                    help="run fajit N times per shape, no peers, no timing (for ncu)")
     args = ap.parse_args()
 
     os.environ["FAJIT_FAMILY"] = args.family   # read when the context is created
@@ -133,6 +135,13 @@ def main():
                 o = torch.full_like(q, float("nan"))
                 d = fj.desc(q, k, v, o, causal)
                 fj.fwd(d)  # compiles or loads; also the correctness check below
+                if args.fajit_only:
+                    for _ in range(args.fajit_only - 1):
+                        fj.fwd(d)
+                    torch.cuda.synchronize()
+                    print(f"hdim {hd} {'causal' if causal else 'none'} seq {s}: "
+                          f"{args.fajit_only} fajit runs", flush=True)
+                    continue
                 ref = sdpa(q, k, v, causal, SDPBackend.FLASH_ATTENTION).transpose(1, 2)
                 err = (o.float() - ref.float()).abs().max().item()
                 flops = 4 * b * h * s * s * hd / (2 if causal else 1)
@@ -155,6 +164,10 @@ def main():
                     print(f"  WARNING: fajit output differs from FLASH by {err}", flush=True)
                 del q, k, v, o, ref
 
+    if args.fajit_only:
+        torch.cuda.synchronize()
+        fj.close()
+        return
     cmd = "python3 bench/bench_attn.py " + " ".join(sys.argv[1:])
     lines = [
         f"# fajit vs PyTorch SDPA, {torch.cuda.get_device_name()}, "

@@ -4,10 +4,10 @@
  *   fajit-tune info
  *   fajit-tune warm --arch sm_80,sm_90a,sm_100a [--spec SPEC] [-j N]
  *   fajit-tune tune --spec SPEC [--reps N] [--pin] [--force]
- *   fajit-tune plan [--arch sm_90a] [--hdim 128] [--dtype bf16] [--mask causal]
+ *   fajit-tune plan [--arch sm_90a] [--hdim 128] [--dtype bf16] [--mask causal] [--seqlen 4096]
  *   fajit-tune cache ls|stats|verify|clear | prune --max-mb N
  *   fajit-tune cache export FILE [--arch A] | import FILE... | merge OUT IN...
- *   fajit-tune cache explain [--arch A] [--hdim D] [--dtype T] [--mask M]
+ *   fajit-tune cache explain [--arch A] [--hdim D] [--dtype T] [--mask M] [--seqlen S]
  * Global options: --cache-dir DIR, -v (debug log), -q (no progress).
  * SPEC is a spec file (docs/spec-format.md) or a preset: llama-3-8b, llama-3-70b,
  * qwen2.5-7b, mistral-7b.
@@ -37,8 +37,8 @@ static void usage(FILE *f)
             "                            GPU 0 and store the winners (kept rows are reused\n"
             "                            unless --force; --pin protects the new winners)\n"
             "  plan [--arch A] [--hdim D] [--dtype f16|bf16] [--mask none|causal|window]\n"
-            "                            which kernel serves that problem (default: device 0,\n"
-            "                            hdim 128, bf16, causal)\n"
+            "       [--seqlen S]         which kernel serves that problem (default: device 0,\n"
+            "                            hdim 128, bf16, causal, 4096 tokens)\n"
             "  cache ls                  one line per cached kernel\n"
             "  cache stats               entry count and sizes\n"
             "  cache verify              re-check every entry's checksum, drop bad ones\n"
@@ -48,7 +48,7 @@ static void usage(FILE *f)
             "  cache export FILE [--arch A]  one bundle file with kernels and tuning rows\n"
             "  cache import FILE...      add bundles into the cache\n"
             "  cache merge OUT IN...     merge bundles IN into a new bundle OUT\n"
-            "  cache explain [--arch A] [--hdim D] [--dtype T] [--mask M]\n"
+            "  cache explain [--arch A] [--hdim D] [--dtype T] [--mask M] [--seqlen S]\n"
             "                            the key of the kernel that problem needs; for a miss,\n"
             "                            the nearest entry and what differs\n"
             "SPEC: a spec file (docs/spec-format.md) or a preset: llama-3-8b, llama-3-70b,\n"
@@ -124,7 +124,7 @@ static int cmd_info(fajit_ctx *ctx)
 /* What follows the command on the line. */
 typedef struct args {
     const char *arch, *spec, *dtype, *mask;
-    int jobs, hdim, reps, pin, force;
+    int jobs, hdim, reps, pin, force, seqlen;
     long long max_mb;      /* cache prune --max-mb; -1 = not given */
     const char *pos[64];   /* positional words */
     int n_pos;
@@ -219,7 +219,11 @@ static int shape_desc(const args *a, fajit_attn_desc *d)
         fprintf(stderr, "fajit-tune: --dtype must be f16 or bf16, got '%s'\n", a->dtype);
         return -1;
     }
-    fajit_attn_desc_init(d, p, p, p, p, 1, 16, 16, 4096, 4096, a->hdim,
+    if (a->seqlen < 1 || a->seqlen > (1 << 24)) {
+        fprintf(stderr, "fajit-tune: --seqlen must be in 1..16777216, got %d\n", a->seqlen);
+        return -1;
+    }
+    fajit_attn_desc_init(d, p, p, p, p, 1, 16, 16, a->seqlen, a->seqlen, a->hdim,
                          strcmp(a->dtype, "f16") == 0 ? FAJIT_F16 : FAJIT_BF16);
     d->mask = (fajit_mask)-1;
     for (int i = 0; i < 3; i++)
@@ -396,7 +400,7 @@ int main(int argc, char **argv)
         return 2;
     }
     const char *cmd = argv[i++];
-    args a = {.dtype = "bf16", .mask = "causal", .hdim = 128, .max_mb = -1};
+    args a = {.dtype = "bf16", .mask = "causal", .hdim = 128, .seqlen = 4096, .max_mb = -1};
     for (; i < argc; i++) {
         const char *o = argv[i], *val = i + 1 < argc ? argv[i + 1] : NULL;
         if (strcmp(o, "--pin") == 0)
@@ -418,6 +422,8 @@ int main(int argc, char **argv)
             a.jobs = atoi(argv[++i]);
         else if (strcmp(o, "--hdim") == 0)
             a.hdim = atoi(argv[++i]);
+        else if (strcmp(o, "--seqlen") == 0)
+            a.seqlen = atoi(argv[++i]);
         else if (strcmp(o, "--reps") == 0)
             a.reps = atoi(argv[++i]);
         else if (strcmp(o, "--max-mb") == 0) {

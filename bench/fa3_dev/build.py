@@ -89,7 +89,7 @@ def main():
         for dt in (1, 0):
             for hd in CHECK_HD:
                 for mask in (0, 1, 2):
-                    c = lib.fj_fa3_default(hd, mask)
+                    c = lib.fj_fa3_default(hd, mask, 0)
                     variants.append((dt, hd, mask, c.block_m, c.block_n, c.overlap, c.pingpong, ps, (), "check"))
                     if ps:
                         variants.append((dt, hd, mask, xt[hd][0], xt[hd][1], 1, xt[hd][2], 1, (), "check"))
@@ -124,7 +124,7 @@ def main():
                 256: [(128, 64, 1, 1, 1), (128, 80, 1, 1, 1), (128, 80, 1, 1, 0)]}
         bench = {(hd, mask): [(c, ()) for c in cs] for hd, cs in wide.items() for mask in (0, 1)}
     for (hd, mask), cands in bench.items():
-        d = lib.fj_fa3_default(hd, mask)
+        d = lib.fj_fa3_default(hd, mask, 0)
         variants.append((1, hd, mask, d.block_m, d.block_n, d.overlap, d.pingpong, d.persistent, (), "bench"))
         variants.append((1, hd, mask) + head_default[(hd, mask)] + ((("BASE", 1),), "bench"))
         for c, extra in cands:

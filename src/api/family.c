@@ -26,7 +26,7 @@ int fj_arch_is_a(const char *arch)
 
 static int fa3_applies(int sm, int arch_a, const fajit_attn_desc *d)
 {
-    fj_fa3_config c = fj_fa3_default(d->head_dim, (int)d->mask);
+    fj_fa3_config c = fj_fa3_default(d->head_dim, (int)d->mask, d->seqlen_q);
     int varlen_ok = !d->cu_seqlens_q || (d->total_q > 0 && d->total_k > 0);
     return sm == 90 && arch_a && varlen_ok && fj_fa3_check(&c, d->head_dim, sm, NULL, 0) == 0;
 }
@@ -38,7 +38,7 @@ void fj_kcfg_default(int sm, int arch_a, const fajit_attn_desc *d, fj_kcfg *out)
         out->family = FJ_FAM_REF;
     } else if (fa3_applies(sm, arch_a, d)) {
         out->family = FJ_FAM_FA3;
-        out->fa3 = fj_fa3_default(d->head_dim, (int)d->mask);
+        out->fa3 = fj_fa3_default(d->head_dim, (int)d->mask, d->seqlen_q);
     } else {
         out->family = FJ_FAM_FA2;
         out->fa2 = fj_fa2_default(sm, d->head_dim, (int)d->mask);
@@ -51,7 +51,7 @@ int fj_kcfg_candidates(int sm, int arch_a, const fajit_attn_desc *d, fj_kcfg *ou
     fj_fa2_config c2[32];
     int n = 0;
     if (fa3_applies(sm, arch_a, d)) {
-        int k = fj_fa3_candidates(d->head_dim, (int)d->mask, c3, 32);
+        int k = fj_fa3_candidates(d->head_dim, (int)d->mask, d->seqlen_q, c3, 32);
         for (int i = 0; i < k && n < max; i++, n++) {
             memset(&out[n], 0, sizeof out[n]);
             out[n].family = FJ_FAM_FA3;

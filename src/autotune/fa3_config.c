@@ -35,7 +35,7 @@ size_t fj_fa3_smem_bytes(const fj_fa3_config *c, int head_dim)
     return chunks * 128u * (size_t)(c->block_m + 4 * c->block_n) + 256u + 1024u;
 }
 
-fj_fa3_config fj_fa3_default(int head_dim, int mask)
+fj_fa3_config fj_fa3_default(int head_dim, int mask, int seqlen_q)
 {
     /* FA3's tiles, trimmed to what fits the shared memory with hdim in between, then
      * checked on the H200 (bench/fa3_dev/NOTES.md): hdim 64 is fastest with 3 consumer
@@ -56,6 +56,16 @@ fj_fa3_config fj_fa3_default(int head_dim, int mask)
      * causal 128x128: +27% / +14%) and loses 5-20% from 2k on: a candidate, not the default
      * (bench/fa3_dev/results/run3_bench.log). */
     c.persistent = mask == FJ_MASK_NONE && head_dim <= 128;
+    /* Prefill of at most 1k tokens (bench/fa3_dev/NOTES.md runs 4-6, same-run A/B):
+     * hdim 64 causal 128x128 persistent 206/272 TFLOP/s vs 164/235 for 192x128 at 512/1k
+     * (slower from 2k); hdim 128 unmasked 128x128 persistent +4..6% over 128x176 (all three
+     * runs; 1-3% slower at 16k). */
+    if (seqlen_q > 1 && seqlen_q <= FJ_FA3_SHORT_SEQ &&
+        ((head_dim <= 64 && mask == FJ_MASK_CAUSAL) ||
+         (head_dim > 96 && head_dim <= 128 && mask == FJ_MASK_NONE))) {
+        c = cfg(128, 128);
+        c.persistent = 1;
+    }
     return c;
 }
 
@@ -127,11 +137,11 @@ static int add(fj_fa3_config *out, int k, int max, fj_fa3_config c, int head_dim
     return k + 1;
 }
 
-int fj_fa3_candidates(int head_dim, int mask, fj_fa3_config *out, int max)
+int fj_fa3_candidates(int head_dim, int mask, int seqlen_q, fj_fa3_config *out, int max)
 {
     static const int tiles[][2] = {{128, 128}, {128, 176}, {128, 192}, {192, 128}, {128, 112},
                                    {128, 80},  {128, 144}, {128, 64},  {192, 96}};
-    const fj_fa3_config d = fj_fa3_default(head_dim, mask);
+    const fj_fa3_config d = fj_fa3_default(head_dim, mask, seqlen_q);
     fj_fa3_config c = d;
     int k = 0;
     if (max <= 0)

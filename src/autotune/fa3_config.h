@@ -44,11 +44,14 @@ typedef int (*fj_fa3_encode_fn)(void *tensor_map, int data_type, unsigned rank, 
                                 const unsigned *element_strides, int interleave, int swizzle,
                                 int l2_promotion, int oob_fill);
 
-/* The default for (head_dim, mask), measured on the H200: 192x128 (hd <= 64), 128x128
- * (hd <= 96; hd 128 masked), 128x176 (hd 128 unmasked), 128x112 (hd <= 192), 128x80;
- * overlap on, ping-pong when block_m is 128, persistent only without a mask and hd <= 128.
+/* The default for (head_dim, mask, seqlen_q), measured on the H200: 192x128 (hd <= 64),
+ * 128x128 (hd <= 96; hd 128 masked), 128x176 (hd 128 unmasked), 128x112 (hd <= 192),
+ * 128x80; overlap on, ping-pong when block_m is 128, persistent only without a mask and
+ * hd <= 128. For prefill of 2..FJ_FA3_SHORT_SEQ query rows, hd 64 causal and hd 128
+ * unmasked take 128x128 persistent. seqlen_q 0 = unknown (the long-sequence default).
  * Passes fj_fa3_check for every head_dim that fj_fa3_check accepts. */
-fj_fa3_config fj_fa3_default(int head_dim, int mask);
+#define FJ_FA3_SHORT_SEQ 1024
+fj_fa3_config fj_fa3_default(int head_dim, int mask, int seqlen_q);
 
 /* Dynamic shared memory of one CTA: ceil(hd/64) * 128 * (q * block_m + 4*block_n) + 1280,
  * q = 3, else 2 (room for three or two Q buffers, used by the kernel's cross-tile stream) for
@@ -62,9 +65,9 @@ size_t fj_fa3_smem_bytes(const fj_fa3_config *c, int head_dim);
  * head_dim/2 + 3*block_n/4 at most 210 (2 consumer warpgroups) or 130 (3). */
 int fj_fa3_check(const fj_fa3_config *c, int head_dim, int sm, char *why, size_t n);
 
-/* Up to `max` configurations worth timing for (head_dim, mask), the default first, all
- * passing fj_fa3_check. Returns how many were written. */
-int fj_fa3_candidates(int head_dim, int mask, fj_fa3_config *out, int max);
+/* Up to `max` configurations worth timing for (head_dim, mask), the default for seqlen_q
+ * first, all passing fj_fa3_check. Returns how many were written. */
+int fj_fa3_candidates(int head_dim, int mask, int seqlen_q, fj_fa3_config *out, int max);
 
 /* The NVRTC preamble: FJ_DTYPE, FJ_HEAD_DIM, FJ_MASK, FJ_BLOCK_M, FJ_BLOCK_N,
  * FJ_FA3_OVERLAP, FJ_FA3_PINGPONG, FJ_FA3_PERSISTENT. Returns the length written (excluding

@@ -48,6 +48,10 @@ static void load_once(void)
     const char *cuda_home = getenv("CUDA_HOME");
     int found = 0;
     g_why[0] = 0;
+    if (env && strcmp(env, "none") == 0) {
+        snprintf(g_why, sizeof g_why, "NVRTC disabled (FAJIT_NVRTC_PATH=none)");
+        return;
+    }
     if (env && *env)
         found = try_open(env);
     for (int v = 13; !found && v >= 12; v--) {
