@@ -102,8 +102,8 @@ static int cmd_info(fajit_ctx *ctx)
     if (si.nvrtc_loaded)
         printf("nvrtc        %d.%d\n", si.nvrtc_major, si.nvrtc_minor);
     else
-        printf("nvrtc        not found (set FAJIT_NVRTC_PATH): kernels can be neither compiled "
-               "nor looked up (keys include its version)\n");
+        printf("nvrtc        not loaded (FAJIT_NVRTC_PATH names it; 'none' disables it): "
+               "nothing compiles, kernels already in the cache are still served\n");
     printf("devices      %d\n", si.device_count);
     for (int i = 0; i < si.device_count; i++) {
         fajit_device_info di;
