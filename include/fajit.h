@@ -79,10 +79,12 @@ typedef struct fajit_ctx fajit_ctx;
 /* What a cache miss may do on the calling thread. */
 typedef enum fajit_policy {
     FAJIT_POLICY_BLOCKING = 0, /* compile before launching (default) */
-    FAJIT_POLICY_FALLBACK = 1, /* a miss of the exact (tuned) kernel launches the default
-                                  configuration at once and compiles the exact one on a
-                                  background thread, then swaps it in; only when not even
-                                  the default exists does the call wait for a compile */
+    FAJIT_POLICY_FALLBACK = 1, /* a miss of the exact (tuned or default) kernel launches a
+                                  cached stand-in at once (the default configuration, the
+                                  default of the other sequence-length class, or the
+                                  portable kernel's default) and compiles the exact one on
+                                  a background thread, then swaps it in; only when none of
+                                  them is cached does the call wait for a compile */
     FAJIT_POLICY_STRICT = 2    /* a miss returns FAJIT_CACHE_MISS; nothing compiles */
 } fajit_policy;
 

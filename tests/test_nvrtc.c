@@ -498,6 +498,37 @@ START_TEST(policies_with_fake_driver)
     ck_assert_uint_eq(g_fake.threads, tt);
     fajit_ctx_destroy(ctx);
 
+    /* FALLBACK without a tuning row: a short prefill whose own default (128x128
+     * persistent) is not compiled runs the cached long-sequence default (128x176) at once
+     * and swaps its own in when the background compile ends. */
+    fajit_attn_desc dl = d, ds;
+    dl.mask = FAJIT_MASK_NONE;
+    ds = dl;
+    ds.seqlen_q = ds.seqlen_k = 512;
+    fj_kcfg kl, ks;
+    fj_kcfg_default(90, 1, &dl, &kl);
+    fj_kcfg_default(90, 1, &ds, &ks);
+    ck_assert_msg(memcmp(&kl.fa3, &ks.fa3, sizeof kl.fa3) != 0, "one default for both lengths");
+    ctx = policy_ctx(FAJIT_POLICY_BLOCKING);
+    ck_assert_int_eq(fajit_attn_fwd(ctx, &dl, NULL), FAJIT_OK);
+    unsigned long_smem = g_fake.smem;
+    fajit_ctx_destroy(ctx);
+    ctx = policy_ctx(FAJIT_POLICY_FALLBACK);
+    ck_assert_int_eq(fajit_attn_fwd(ctx, &ds, NULL), FAJIT_OK);
+    ck_assert_uint_eq(g_fake.smem, long_smem);   /* the stand-in ran */
+    for (int i = 0; i < 1200; i++) {
+        fajit_counters_get(ctx, &c);
+        if (c.background_compiles == 1)
+            break;
+        usleep(50 * 1000);
+    }
+    ck_assert_uint_eq(c.background_compiles, 1);
+    ck_assert_uint_eq(c.serving_compiles, 0);
+    usleep(20 * 1000);
+    ck_assert_int_eq(fajit_attn_fwd(ctx, &ds, NULL), FAJIT_OK);
+    ck_assert_uint_ne(g_fake.smem, long_smem);   /* its own default now */
+    fajit_ctx_destroy(ctx);
+
     /* A machine without NVRTC serves what the cache holds (a pre-warmed bundle) and says
      * clearly what it cannot compile. */
     fj_nvrtc_hide_for_testing(1);

@@ -197,6 +197,28 @@ static void start_background(fajit_ctx *ctx, fj_plan *p, const fj_variant *v)
     pthread_detach(t);
 }
 
+/* FALLBACK: a kernel already in the cache that can serve d while `exact` compiles: the
+ * default, the default of the other length class, the portable kernel's default (it takes
+ * every problem), in that order. 1 and *l, *used filled when one is found. */
+static int stand_in(fajit_ctx *ctx, const fajit_attn_desc *d, const fj_variant *exact,
+                    fj_launch *l, fj_variant *used)
+{
+    fajit_attn_desc other = *d;
+    other.seqlen_q = d->seqlen_q > 1 && d->seqlen_q <= FJ_FA3_SHORT_SEQ ? 0 : FJ_FA3_SHORT_SEQ;
+    int arch_a = ctx->opts.family != FAJIT_FAMILY_FA2;
+    fj_kcfg c[3];
+    fj_kcfg_default(ctx->cc, arch_a, d, &c[0]);
+    fj_kcfg_default(ctx->cc, arch_a, &other, &c[1]);
+    fj_kcfg_default(ctx->cc, 0, d, &c[2]);
+    for (int i = 0; i < 3; i++) {
+        fj_kcfg_variant(&c[i], d, used, l);
+        if (strcmp(used->name, exact->name) != 0 &&
+            fj_get_launch(ctx, used, FJ_KF_NO_COMPILE, l) == FAJIT_OK)
+            return 1;
+    }
+    return 0;
+}
+
 /* Builds the plan for a signature under the context's policy. */
 static fajit_status make_plan(fajit_ctx *ctx, const fajit_attn_desc *d, int ref,
                               const fj_plan_key *key, fj_plan **out)
@@ -207,17 +229,16 @@ static fajit_status make_plan(fajit_ctx *ctx, const fajit_attn_desc *d, int ref,
     FJ_RETURN_IF(!p, ctx, FAJIT_OUT_OF_MEMORY, "allocating a plan");
     p->key = *key;
     choose(ctx, ctx->cc, 1, d, ref, &v, &le, &dv, &ld);
-    int tuned = strcmp(v.name, dv.name) != 0;
     unsigned flags = ctx->opts.policy == FAJIT_POLICY_BLOCKING ? FJ_KF_SERVING : FJ_KF_NO_COMPILE;
     p->first = le;
     fajit_status st = fj_get_launch(ctx, &v, flags, &p->first);
     if (st == FAJIT_CACHE_MISS && ctx->opts.policy == FAJIT_POLICY_FALLBACK) {
-        if (tuned) {   /* the default now, the exact kernel when it is ready */
-            p->first = ld;
-            st = fj_get_launch(ctx, &dv, FJ_KF_SERVING, &p->first);
-            p->better = le;
-            p->pending = st == FAJIT_OK;
-        } else {       /* nothing could stand in: this call waits for the compile */
+        if (!ref && stand_in(ctx, d, &v, &p->first, &dv)) {
+            p->better = le;   /* a cached kernel now, the exact one when it is ready */
+            p->pending = 1;
+            st = FAJIT_OK;
+        } else {          /* nothing cached could stand in: this call waits for the compile */
+            p->first = le;
             st = fj_get_launch(ctx, &v, FJ_KF_SERVING, &p->first);
         }
     }
