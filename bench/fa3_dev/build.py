@@ -137,6 +137,51 @@ def main():
         variants.append((1, hd, mask) + c + ((("FJ_FA3_L2GROUP", 2), ("FJ_FA3_L2_BYTES", 300000)), "check"))
     for hd, mask in ((64, 1), (64, 2), (128, 1), (128, 0), (96, 1)):
         variants.append((1, hd, mask) + P128 + ((O0,), "check"))
+    if os.environ.get("FA3_SET") == "pf":
+        # run 7 (short sequences, L2 prefetch cursor FJ_FA3_L2PF): per (head_dim, mask) the library
+        # default for 512 and for 2k tokens, each without (= HEAD, SASS-identical) and with the
+        # cursor; bench role only (checked with the short case set, plus "many" when persistent)
+        variants = []
+        for hd in (64, 128, 256):
+            for mask in (0, 1):
+                seen = []
+                for sl in (512, 2048):
+                    d = lib.fj_fa3_default(hd, mask, sl)
+                    c = (d.block_m, d.block_n, d.overlap, d.pingpong, d.persistent)
+                    if c in seen:
+                        continue
+                    seen.append(c)
+                    pfs = (0, 4) if (hd, mask) != (128, 0) or sl != 512 else (0, 2, 4, 8)
+                    for pf in pfs:
+                        variants.append((1, hd, mask) + c + (((("FJ_FA3_L2PF", pf),) if pf else ()), "bench"))
+        # and the full check set of two shipped defaults with the cursor on
+        for hd, mask, sl in ((128, 0, 512), (128, 1, 512)):
+            d = lib.fj_fa3_default(hd, mask, sl)
+            variants.append((1, hd, mask, d.block_m, d.block_n, d.overlap, d.pingpong, d.persistent,
+                             (("FJ_FA3_L2PF", 4),), "check"))
+    if os.environ.get("FA3_SET") == "epi":
+        # run 8: every check-role variant above (the defaults: O slot + fast epilogue math on),
+        # and the A/B bench: per (head_dim, mask) each default for 512 and 2k tokens with the
+        # new macros off (= HEAD, SASS-identical) and on, and the cross-tile stream unmasked
+        off = (("FJ_FA3_OBUF", 0), ("FJ_FA3_FASTEPI", 0))
+        variants = [v for v in variants if v[-1] == "check"]
+        for hd in (64, 128, 256):
+            for mask in (0, 1):
+                seen = []
+                for sl in (512, 2048):
+                    d = lib.fj_fa3_default(hd, mask, sl)
+                    c = (d.block_m, d.block_n, d.overlap, d.pingpong, d.persistent)
+                    if c in seen:
+                        continue
+                    seen.append(c)
+                    ex = [off, (("FJ_FA3_OBUF", 0), ("FJ_FA3_FASTEPI", 1))]
+                    slot = ((hd + 63) // 64) * 128 * (2 * c[0] + 4 * c[1]) + 1280 <= 227 * 1024
+                    if c[4] and mask == 0 and slot:  # persistent without the stream: the O slot
+                        ex += [(("FJ_FA3_OBUF", 1), ("FJ_FA3_FASTEPI", 0)), (("FJ_FA3_OBUF", 1), ("FJ_FA3_FASTEPI", 1))]
+                    if (hd, mask, c) == (128, 0, (128, 128, 1, 1, 1)):
+                        ex += [(("FJ_FA3_XTILE", 1), ("FJ_FA3_FASTEPI", 0)), (("FJ_FA3_XTILE", 1), ("FJ_FA3_FASTEPI", 1))]
+                    for e in ex:
+                        variants.append((1, hd, mask) + c + (e, "bench"))
     variants = list(dict.fromkeys(variants))  # a diagnostic variant may be a default too
     with ThreadPoolExecutor(jobs) as ex:
         res = list(ex.map(build, variants))

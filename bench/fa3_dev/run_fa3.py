@@ -354,7 +354,8 @@ def bench():
                                     flops / tt.do_bench(f, warmup=10, rep=40, return_mode="median") / 1e9)
                         except Exception as e:  # noqa
                             samples.setdefault(name, []).append(float("nan"))
-                    for m in cands:
+                    # odd rounds walk the variants backwards (no fixed position in the round)
+                    for m in (cands if rnd % 2 == 0 else cands[::-1]):
                         if m["file"] not in kerns:
                             kerns[m["file"]] = Kernel(m)
                         kern = kerns[m["file"]]
@@ -363,6 +364,11 @@ def bench():
                                + ("X0:" if m.get("extra", {}).get("FJ_FA3_XTILE") == 0 else "")
                                + ("G0:" if m.get("extra", {}).get("FJ_FA3_L2GROUP") == 0 else "")
                                + ("O0:" if m.get("extra", {}).get("FJ_FA3_OSMEM") == 0 else "")
+                               + (f"PF{m['extra']['FJ_FA3_L2PF']}:" if m.get("extra", {}).get("FJ_FA3_L2PF") else "")
+                               + ("".join(f"{k[7]}{v}" for k, v in m.get("extra", {}).items()
+                                          if k in ("FJ_FA3_OBUF", "FJ_FA3_FASTEPI")) + ":"
+                                  if "FJ_FA3_FASTEPI" in m.get("extra", {}) else "")
+                               + (f"S{m['extra']['FJ_FA3_STAGES']}:" if m.get("extra", {}).get("FJ_FA3_STAGES") else "")
                                + f"{m['bm']}x{m['bn']}{'' if m['pingpong'] else 'np'}{'P' if m['persistent'] else ''}")
                         if tag not in gos:
                             prm = pack_params(q.data_ptr(), k.data_ptr(), v.data_ptr(), o.data_ptr(), lse.data_ptr(), 0, 0,
@@ -420,6 +426,23 @@ if __name__ == "__main__":
         sys.exit(check("--resume" in sys.argv))
     elif mode == "bench":
         bench()
+    elif mode == "prof":  # run_fa3.py prof FILE S [FILE S ...]: bench shape, 2 launches each (ncu)
+        man = {m["file"]: m for m in json.load(open(os.path.join(CUBINS, "manifest.json")))}
+        for f, S in zip(sys.argv[2::2], sys.argv[3::2]):
+            meta, S = man[f], int(S)
+            hd, causal = meta["hd"], meta["mask"]
+            B, H = 16384 // S, 2048 // hd
+            q = torch.randn(B, S, H, hd, device="cuda", dtype=torch.bfloat16)
+            k, v, o = torch.randn_like(q), torch.randn_like(q), torch.empty_like(q)
+            lse = torch.empty(B, H, S, device="cuda")
+            st = [q.stride(0), q.stride(1), q.stride(2)] * 3 + [o.stride(0), o.stride(1), o.stride(2)]
+            prm = pack_params(q.data_ptr(), k.data_ptr(), v.data_ptr(), o.data_ptr(), lse.data_ptr(), 0, 0,
+                              st, B, H, H, hd, S, S, -1, 0 if causal else -1, hd ** -0.5)
+            go = Kernel(meta).prepare(prm, 0, 0)
+            for _ in range(2):
+                ck(go(), "launch")
+            torch.cuda.synchronize()
+            print("prof:", f, S, flush=True)
     elif mode == "one":  # one small case of one cubin (for compute-sanitizer): run_fa3.py one FILE
         meta = next(m for m in json.load(open(os.path.join(CUBINS, "manifest.json"))) if m["file"] == sys.argv[2])
         kern = Kernel(meta)

@@ -21,6 +21,9 @@
  *   FJ_FA3_XTILE     see below (default: masked persistent variants with room for two Q
  *                    buffers)
  *   FJ_FA3_OSMEM     with XTILE: 1 (default) O staged in shared memory, 0 from registers
+ *   FJ_FA3_OBUF      persistent without XTILE: 1 (default) O staged in an O slot of shared
+ *                    memory where it fits, 0 from registers
+ *   FJ_FA3_FASTEPI   1 (default): rcp.approx / lg2.approx for 1/rowsum and the LSE
  *   FJ_FA3_L2GROUP   masked persistent order: 1 longest-first within L2-sized groups of heads
  *                    when batch*heads >= SMs/2, 0 never (default for hd < 128), 2 always
  *   FJ_FA3_HANG_TRAP 1: an mbarrier wait that spins 2^22 times traps (dev builds)
@@ -50,8 +53,9 @@
  * so the blocks that need a mask (sequence end, diagonal, window edge) come first and the
  * rest run mask-free. Rows of a warpgroup that see no key of a tile stay exact (-inf max
  * handled). O is normalised once at the end and written through the warpgroup's own Q
- * rows in shared memory (stmatrix) as 16-byte stores (persistent without XTILE: straight
- * from registers, as the next Q already loads into the only Q buffer); LSE
+ * rows in shared memory (stmatrix) as 16-byte stores (persistent without XTILE: through an O
+ * slot after the Q buffer, as the next Q already loads into the only Q buffer; straight from
+ * registers where no slot fits); LSE
  * (natural log) per row. ptxas quirk worked around: see the st.shared "anchor" below.
  *
  * Shared memory: [Q][K stage 0][K stage 1][V stage 0][V stage 1][barriers], each tile
@@ -119,6 +123,24 @@
 #undef FJ_FA3_XTILE
 #define FJ_FA3_XTILE (FJ_FA3_PERSISTENT && FJ_FA3_OVERLAP && FA3_MASKED && FA3_QST2_FITS)
 #endif
+/* FJ_FA3_OBUF 1: persistent variants without the cross-tile stream stage O in shared memory too,
+ * in a slot of its own after the Q buffer (the second Q slot, which fj_fa3_smem_bytes reserves
+ * wherever two fit), then store it as 16-byte rows; 0: O straight from the accumulators (4-byte
+ * stores, 32 per thread at hd128). Run 8 (bench/fa3_dev/NOTES.md, medians of 3 interleaved):
+ * hd128 unmasked 128x128P 469/537 vs 422/515 TFLOP/s at 512/1k; hd64 192x128P +2% at 512, +-1%
+ * from 1k. ncu at 512: the epilogue's 32 scattered 4-byte stores per thread backed up the LSU
+ * (long-scoreboard waits on registers they held, the next tile's S2UR behind them). */
+#ifndef FJ_FA3_OBUF
+#define FJ_FA3_OBUF 1
+#endif
+/* FJ_FA3_FASTEPI 1: the epilogue's 1/rowsum and log use rcp.approx / lg2.approx (about 1 ulp;
+ * rowsums are >= 1 wherever a key is visible) instead of IEEE division and logf (software,
+ * with slow-path branches). Run 8: +1..+3.5% at 512-1k on every default (hd64/128 causal
+ * +2.8/+3.3% at 512), mixed at 2k, -0.5..-2% at 8k in each pair, where it always ran right
+ * after its baseline (the harness now alternates the order; to be confirmed). */
+#ifndef FJ_FA3_FASTEPI
+#define FJ_FA3_FASTEPI 1
+#endif
 #if FJ_FA3_XTILE && !(FJ_FA3_PERSISTENT && FJ_FA3_OVERLAP && FA3_QST2_FITS)
 #error "FJ_FA3_XTILE needs FJ_FA3_PERSISTENT, FJ_FA3_OVERLAP and room for two Q buffers"
 #endif
@@ -146,8 +168,9 @@ constexpr int Q_BYTES = DC * Q_CHUNK, KV_BYTES = DC * KV_CHUNK;
  * after next load during all of the next tile, as it did when the buffer was freed at the
  * tile's last S (without it, a run of one-block tiles waits for each Q load). */
 constexpr int QST = FJ_FA3_XTILE ? (FJ_FA3_OSMEM && FA3_QST3_FITS ? 3 : 2) : 1;
-static_assert(QST * Q_BYTES + 4 * KV_BYTES + 256 + 1024 <= 227 * 1024, "QST");
-constexpr int OFF_K = QST * Q_BYTES, OFF_V = OFF_K + 2 * KV_BYTES, OFF_BAR = OFF_V + 2 * KV_BYTES;
+constexpr int OSLOT = FJ_FA3_OBUF && FJ_FA3_PERSISTENT && !FJ_FA3_XTILE && FA3_QST2_FITS;  /* O slot */
+static_assert((QST + OSLOT) * Q_BYTES + 4 * KV_BYTES + 256 + 1024 <= 227 * 1024, "QST");
+constexpr int OFF_K = (QST + OSLOT) * Q_BYTES, OFF_V = OFF_K + 2 * KV_BYTES, OFF_BAR = OFF_V + 2 * KV_BYTES;
 constexpr int SMEM_BYTES = OFF_BAR + 256 + 1024;  /* + barriers, scratch, alignment slack */
 constexpr int REG_PRODUCER = 24, REG_CONSUMER = NWG == 2 ? 240 : 160;
 constexpr bool PINGPONG = FJ_FA3_PINGPONG && NWG == 2 && FJ_FA3_OVERLAP;
@@ -381,6 +404,28 @@ FJ_DEVICE float ex2(float x)
     asm("ex2.approx.ftz.f32 %0, %1;\n" : "=f"(y) : "f"(x));
     return y;
 }
+/* 1/rowsum (0 for an empty row) and the natural-log LSE of a row: m * scale + ln(l). */
+FJ_DEVICE float row_inv(float l)
+{
+#if FJ_FA3_FASTEPI
+    float r;
+    asm("rcp.approx.ftz.f32 %0, %1;\n" : "=f"(r) : "f"(l));
+    return l > 0.f ? r : 0.f;
+#else
+    return l > 0.f ? 1.f / l : 0.f;
+#endif
+}
+FJ_DEVICE float row_lse(float m, float l, float scale)
+{
+#if FJ_FA3_FASTEPI
+    float r;
+    asm("lg2.approx.ftz.f32 %0, %1;\n" : "=f"(r) : "f"(l));
+    return l > 0.f ? fmaf(r, 0.6931471805599453f, m * scale) : -FJ_INF;
+#else
+    return l > 0.f ? m * scale + logf(l) : -FJ_INF;
+#endif
+}
+
 /* Two floats into one register of two 16-bit values, `lo` in the low half. */
 FJ_DEVICE fj_u32 pack2(float lo, float hi)
 {
@@ -821,11 +866,10 @@ fj_attn_fwd_sm90(const __grid_constant__ fj_attn_params p, const __grid_constant
             float tl = l_[hf];
             tl += __shfl_xor_sync(0xffffffffu, tl, 1);
             tl += __shfl_xor_sync(0xffffffffu, tl, 2);
-            inv[hf] = tl > 0.f ? 1.f / tl : 0.f;
+            inv[hf] = row_inv(tl);
             const int i = row0 + 8 * hf;
             if (lse && (lane & 3) == 0 && i < sq.sq)
-                lse[sq.lse_head_stride * h + sq.lse_base + i] =
-                    tl > 0.f ? m_[hf] * p.scale + logf(tl) : -FJ_INF;
+                lse[sq.lse_head_stride * h + sq.lse_base + i] = row_lse(m_[hf], tl, p.scale);
             if ((zero || !FJ_FA3_OSMEM) && i < sq.sq) {
                 fj_u16 *orow = go + (fj_i64)i * p.o_row_stride + col_lane;
 #pragma unroll
@@ -1185,25 +1229,34 @@ fj_attn_fwd_sm90(const __grid_constant__ fj_attn_params p, const __grid_constant
             float tl = l[hf];
             tl += __shfl_xor_sync(0xffffffffu, tl, 1);
             tl += __shfl_xor_sync(0xffffffffu, tl, 2);
-            inv[hf] = tl > 0.f ? 1.f / tl : 0.f;
+            inv[hf] = row_inv(tl);
             const int i = row0 + 8 * hf;
             if (lse && (lane & 3) == 0 && i < sq.sq)
-                lse[sq.lse_head_stride * h + sq.lse_base + i] =
-                    tl > 0.f ? mx[hf] * p.scale + logf(tl) : -FJ_INF;
+                lse[sq.lse_head_stride * h + sq.lse_base + i] = row_lse(mx[hf], tl, p.scale);
         }
 #if FJ_FA3_PERSISTENT
-        /* Straight from the accumulators (the Q buffer already holds the next tile's Q):
-         * each store is 2 columns; the 4 lanes of a row fill 16 contiguous bytes. */
+        if constexpr (OSLOT) {
+            /* Through this warpgroup's rows of the O slot (the Q buffer already holds the next
+             * tile's Q); the first barrier: the warpgroup's reads of the last tile's O are done */
+            const fj_u32 obuf = s_q + QST * Q_BYTES;
+            named_sync<128>(4 + cw);
+            stage_o(o, inv, obuf, cw, warp, lane);
+            named_sync<128>(4 + cw);
+            copy_o_out(obuf, cw, m0, sq.sq, go, p.o_row_stride);
+        } else {
+            /* Straight from the accumulators (the Q buffer already holds the next tile's Q):
+             * each store is 2 columns; the 4 lanes of a row fill 16 contiguous bytes. */
 #pragma unroll
-        for (int hf = 0; hf < 2; ++hf) {
-            const int i = row0 + 8 * hf;
-            if (i < sq.sq) {
-                fj_u16 *orow = go + (fj_i64)i * p.o_row_stride + col_lane;
+            for (int hf = 0; hf < 2; ++hf) {
+                const int i = row0 + 8 * hf;
+                if (i < sq.sq) {
+                    fj_u16 *orow = go + (fj_i64)i * p.o_row_stride + col_lane;
 #pragma unroll
-                for (int nt = 0; nt < OREG / 4; ++nt)
-                    asm volatile("st.global.b32 [%0], %1;\n" ::"l"(orow + nt * 8),
-                                 "r"(pack2(o[4 * nt + 2 * hf] * inv[hf], o[4 * nt + 2 * hf + 1] * inv[hf]))
-                                 : "memory");
+                    for (int nt = 0; nt < OREG / 4; ++nt)
+                        asm volatile("st.global.b32 [%0], %1;\n" ::"l"(orow + nt * 8),
+                                     "r"(pack2(o[4 * nt + 2 * hf] * inv[hf], o[4 * nt + 2 * hf + 1] * inv[hf]))
+                                     : "memory");
+                }
             }
         }
 #else
