@@ -3,7 +3,9 @@
 # the gpu suite, the README quick start, tuning a preset, the benchmark against PyTorch
 # SDPA (BENCH_ARGS; BENCH2_ARGS: a second table, e.g. "--family fa2 --hdims 256"), and an
 # Nsight Compute profile of fajit's kernel on the shapes in NCU_ARGS (bench_attn.py
-# arguments; the key lines are printed, the full report is $OUT/ncu.txt).
+# arguments; the key lines are printed, the full report is $OUT/ncu.txt), and
+# compute-sanitizer memcheck + racecheck on fajit's kernels for the shapes in SAN_ARGS (this
+# step has not run yet: the one attempt used a wrong filter syntax).
 # Logs go under $OUT. Build here first (bash tools/setup.sh)
 # and carry build; optionally carry a cache warmed here (FAJIT_CACHE_DIR).
 # Every GPU program runs under `timeout`.
@@ -62,4 +64,13 @@ if [ -n "${NCU_ARGS:-}" ]; then
     echo "ncu rc=$? ($(echo "$M" | tr ',' '\n' | grep -c .) extra metrics)"
     grep -E "fj_attn_fwd|Duration|Compute \(SM\) Throughput|Memory Throughput|Issue Slots Busy|Warp Cycles Per Issued|Achieved Occupancy|Executed Ipc A|pipe_tensor|issue_stalled" \
         "$OUT/ncu.txt" | awk '$NF != 0 && $NF != "0.00"' | cut -c1-150 | head -90
+fi
+if [ -n "${SAN_ARGS:-}" ]; then
+    for tool in memcheck racecheck; do
+        timeout "${SAN_T:-150}" compute-sanitizer --tool $tool --kernel-name kns=fj_attn_fwd \
+            python3 bench/bench_attn.py --lib "$B/libfajit.so" --fajit-only 1 $SAN_ARGS \
+            >"$OUT/san_$tool.log" 2>&1
+        echo "$tool rc=$?"
+        grep -E "ERROR SUMMARY|RACECHECK SUMMARY" "$OUT/san_$tool.log" | head -3
+    done
 fi
