@@ -28,16 +28,21 @@ static void remove_dir(void)
     ck_assert_int_eq(system(cmd), 0);
 }
 
-static fajit_ctx *compile_ctx(void)
+/* A context on the test's cache directory. */
+static fajit_ctx *test_ctx(int device, fajit_policy policy, int64_t cache_max_bytes)
 {
     fajit_ctx_opts o;
     fajit_ctx_opts_init(&o);
-    o.device = FAJIT_DEVICE_NONE;
+    o.device = device;
     o.cache_dir = g_dir;
+    o.policy = policy;
+    o.cache_max_bytes = cache_max_bytes;
     fajit_ctx *ctx = NULL;
     ck_assert_int_eq(fajit_ctx_create(&ctx, &o), FAJIT_OK);
     return ctx;
 }
+
+static fajit_ctx *compile_ctx(void) { return test_ctx(FAJIT_DEVICE_NONE, FAJIT_POLICY_BLOCKING, 0); }
 
 typedef struct audit {
     int n, max_regs;
@@ -237,13 +242,8 @@ START_TEST(cache_cap_prunes)
     static fj_variant vs[400];
     ck_assert_int_ge(fj_warm_variants("sm_80", vs, 400), 3);
     make_dir();
-    fajit_ctx_opts o;
-    fajit_ctx_opts_init(&o);
-    o.device = FAJIT_DEVICE_NONE;
-    o.cache_dir = g_dir;
-    o.cache_max_bytes = 1;   /* below any kernel: only the newest stays */
-    fajit_ctx *ctx = NULL;
-    ck_assert_int_eq(fajit_ctx_create(&ctx, &o), FAJIT_OK);
+    /* a cap below any kernel: only the newest stays */
+    fajit_ctx *ctx = test_ctx(FAJIT_DEVICE_NONE, FAJIT_POLICY_BLOCKING, 1);
     int compiled = 0, cached = 0;
     ck_assert_int_eq(fj_warm_list(ctx, "sm_80", vs, 3, 1, &compiled, &cached), FAJIT_OK);
     ck_assert_int_eq(compiled, 3);
@@ -365,16 +365,7 @@ static void expected_launch(const fj_kcfg *c, const fajit_attn_desc *d, unsigned
     }
 }
 
-static fajit_ctx *policy_ctx(fajit_policy policy)
-{
-    fajit_ctx_opts o;
-    fajit_ctx_opts_init(&o);
-    o.cache_dir = g_dir;
-    o.policy = policy;
-    fajit_ctx *ctx = NULL;
-    ck_assert_int_eq(fajit_ctx_create(&ctx, &o), FAJIT_OK);
-    return ctx;
-}
+static fajit_ctx *policy_ctx(fajit_policy policy) { return test_ctx(0, policy, 0); }
 
 START_TEST(policies_with_fake_driver)
 {

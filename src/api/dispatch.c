@@ -269,6 +269,14 @@ static fj_plan_key plan_key(int ref, const fajit_attn_desc *d)
     return k;
 }
 
+static unsigned plan_bucket(const fj_plan_key *k)
+{
+    uint64_t h = k->bits ^ (uint64_t)(unsigned)k->gqa << 40 ^
+                 (uint64_t)(unsigned)k->window_left * 0x100000001b3ull ^
+                 (uint64_t)(unsigned)k->window_right << 17;
+    return (unsigned)(h * 0x9E3779B97F4A7C15ull >> 58) % FJ_PLAN_BUCKETS;
+}
+
 static int same_key(const fj_plan_key *a, const fj_plan_key *b)
 {
     return a->bits == b->bits && a->gqa == b->gqa && a->window_left == b->window_left &&
@@ -287,10 +295,7 @@ static fajit_status run(fajit_ctx *ctx, const fajit_attn_desc *d, void *stream, 
                  fj_cuda_errname(ctx->cu, r, err, sizeof err));
 
     const fj_plan_key key = plan_key(ref, d);
-    uint64_t h = key.bits ^ (uint64_t)(unsigned)key.gqa << 40 ^
-                 (uint64_t)(unsigned)key.window_left * 0x100000001b3ull ^
-                 (uint64_t)(unsigned)key.window_right << 17;
-    unsigned b = (unsigned)(h * 0x9E3779B97F4A7C15ull >> 58) % FJ_PLAN_BUCKETS;
+    const unsigned b = plan_bucket(&key);
     pthread_mutex_lock(&ctx->lock);
     fj_plan *p = ctx->plans[b];
     while (p && !same_key(&p->key, &key))

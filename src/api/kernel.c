@@ -114,15 +114,15 @@ static int nvrtc_version_of(const fj_nvrtc *nv)
     return major * 1000 + minor * 10;
 }
 
-/* Key of `v` for `arch`; needs NVRTC for its version (a cache without NVRTC could still be
- * served by recording the version used; fajit requires NVRTC to be loadable for now). */
+/* Key of `v` for `arch` as compiled by NVRTC `nvrtc_version` (major*1000 + minor*10), and
+ * the NVRTC options text it covers. */
 static fajit_status variant_key(fajit_ctx *ctx, const fj_variant *v, const char *arch,
-                                const fj_nvrtc *nv, fj_key *key, char *opts, size_t opts_len)
+                                int nvrtc_version, fj_key *key, char *opts, size_t opts_len)
 {
     fj_nvrtc_options_text(arch, opts, opts_len);
     FJ_RETURN_IF(!fj_embedded_find(v->source), ctx, FAJIT_UNSUPPORTED,
                  "no embedded source named %s", v->source);
-    fj_kernel_key(fj_embedded_digest, v->preamble, opts, arch, nvrtc_version_of(nv),
+    fj_kernel_key(fj_embedded_digest, v->preamble, opts, arch, nvrtc_version,
                   FJ_CACHE_FORMAT_VERSION, v->function, key);
     return FAJIT_OK;
 }
@@ -253,17 +253,12 @@ static fajit_status load_kernel(fajit_ctx *ctx, const fj_variant *v, const fj_en
 /* Without NVRTC nothing compiles, and the key's NVRTC version is unknown: a kernel any
  * NVRTC made for this target is served (the newest), with STRICT's rules otherwise. */
 static fajit_status key_without_nvrtc(fajit_ctx *ctx, const fj_variant *v, const char *why,
-                                      fj_key *key)
+                                      fj_key *key, char *opts, size_t opts_len)
 {
-    char opts[256];
     int vers[16];
-    fj_nvrtc_options_text(ctx->arch, opts, sizeof opts);
-    FJ_RETURN_IF(!fj_embedded_find(v->source), ctx, FAJIT_UNSUPPORTED,
-                 "no embedded source named %s", v->source);
     int n = fj_cache_nvrtc_versions(ctx->cache, ctx->arch, vers, 16);
     for (int i = 0; i < n; i++) {
-        fj_kernel_key(fj_embedded_digest, v->preamble, opts, ctx->arch, vers[i],
-                      FJ_CACHE_FORMAT_VERSION, v->function, key);
+        FJ_CHECK(variant_key(ctx, v, ctx->arch, vers[i], key, opts, opts_len));
         pthread_mutex_lock(&ctx->lock);
         int in_memory = map_find(ctx, key) != NULL;
         pthread_mutex_unlock(&ctx->lock);
@@ -283,9 +278,9 @@ fajit_status fj_kernel_get(fajit_ctx *ctx, const fj_variant *v, unsigned flags, 
                  "(created with FAJIT_DEVICE_NONE or without a driver)");
     const fj_nvrtc *nv = fj_nvrtc_get(why, sizeof why);
     if (nv)
-        FJ_CHECK(variant_key(ctx, v, ctx->arch, nv, &key, opts, sizeof opts));
+        FJ_CHECK(variant_key(ctx, v, ctx->arch, nvrtc_version_of(nv), &key, opts, sizeof opts));
     else
-        FJ_CHECK(key_without_nvrtc(ctx, v, why, &key));
+        FJ_CHECK(key_without_nvrtc(ctx, v, why, &key, opts, sizeof opts));
 
     pthread_mutex_lock(&ctx->lock);
     fj_kernel *k = map_find(ctx, &key);
@@ -344,7 +339,7 @@ fajit_status fj_kernel_warm(fajit_ctx *ctx, const fj_variant *v, const char *arc
     fj_entry e;
     const fj_nvrtc *nv = fj_nvrtc_get(why, sizeof why);
     FJ_RETURN_IF(!nv, ctx, FAJIT_NO_NVRTC, "%s", why);
-    FJ_CHECK(variant_key(ctx, v, arch, nv, &key, opts, sizeof opts));
+    FJ_CHECK(variant_key(ctx, v, arch, nvrtc_version_of(nv), &key, opts, sizeof opts));
     FJ_CHECK(fetch_or_compile(ctx, nv, v, arch, &key, opts, 1, &e, compiled));
     fj_entry_free(&e);
     return FAJIT_OK;
@@ -357,7 +352,7 @@ fajit_status fj_kernel_explain(fajit_ctx *ctx, const fj_variant *v, const char *
     fj_key key;
     const fj_nvrtc *nv = fj_nvrtc_get(why, sizeof why);
     FJ_RETURN_IF(!nv, ctx, FAJIT_NO_NVRTC, "%s (the key includes NVRTC's version)", why);
-    FJ_CHECK(variant_key(ctx, v, arch, nv, &key, opts, sizeof opts));
+    FJ_CHECK(variant_key(ctx, v, arch, nvrtc_version_of(nv), &key, opts, sizeof opts));
     char *parts = fj_key_parts(fj_embedded_digest, v->function, v->preamble, opts, arch,
                                nvrtc_version_of(nv), FJ_CACHE_FORMAT_VERSION);
     FJ_RETURN_IF(!parts, ctx, FAJIT_OUT_OF_MEMORY, "explaining a key");

@@ -47,7 +47,7 @@ enum {
     ST_BEGIN, ST_COMMIT, ST_ROLLBACK,
     ST_GET, ST_TOUCH, ST_PUT, ST_DEL, ST_EXISTS, ST_CORRUPT,
     ST_LEASE_GET, ST_LEASE_SET, ST_LEASE_DEL, ST_LEASE_DEL_KEY, ST_BEAT,
-    ST_LIST, ST_VERIFY, ST_STATS, ST_CLEAR,
+    ST_LIST, ST_VERIFY, ST_STATS, ST_CLEAR, ST_PRUNE, ST_NVRTC_VERSIONS,
     ST_TUNE_GET, ST_TUNE_PUT, ST_TUNE_PIN, ST_TUNE_LIST,
     ST_EXPLAIN, ST_EXPORT_K, ST_IMPORT_K,
     ST_COUNT
@@ -101,6 +101,14 @@ static const char *const sql_text[ST_COUNT] = {
     [ST_VERIFY] = "SELECT key, blob, blob_size, checksum FROM kernels",
     [ST_STATS] = "SELECT count(*), coalesce(sum(blob_size), 0) FROM kernels",
     [ST_CLEAR] = "DELETE FROM kernels",
+    /* Newest first (last load, then hits, then creation), ?2 (a key to keep) ahead of all:
+     * every kernel past the point where the running total of blob sizes exceeds ?1 goes. */
+    [ST_PRUNE] = "DELETE FROM kernels WHERE key IN (SELECT key FROM ("
+                 " SELECT key, sum(blob_size) OVER (ORDER BY key IS ?2 DESC, last_used DESC,"
+                 "  hits DESC, created DESC, key ROWS UNBOUNDED PRECEDING) AS running"
+                 " FROM kernels) WHERE running > ?1 AND key IS NOT ?2)",
+    [ST_NVRTC_VERSIONS] = "SELECT DISTINCT nvrtc_version FROM kernels WHERE arch = ?1"
+                          " ORDER BY nvrtc_version DESC",
     [ST_TUNE_GET] = "SELECT " TUNE_COLS " FROM tuning WHERE " TUNE_KEY,
     [ST_TUNE_PUT] = TUNE_PUT,
     [ST_TUNE_PIN] = "UPDATE tuning SET pinned = ?6 WHERE " TUNE_KEY,
@@ -1031,20 +1039,15 @@ int fj_cache_has(fj_cache *c, const fj_key *key)
 
 int fj_cache_nvrtc_versions(fj_cache *c, const char *arch, int *out, int max)
 {
-    static const char sql[] = "SELECT DISTINCT nvrtc_version FROM kernels WHERE arch = ?1"
-                              " ORDER BY nvrtc_version DESC";
-    sqlite3_stmt *st = NULL;
-    int n = -1;
+    int n = 0;
     if (!c || !arch || !out)
         return -1;
     pthread_mutex_lock(&c->mu);
-    if (sqlite3_prepare_v2(c->db, sql, -1, &st, NULL) == SQLITE_OK) {
-        sqlite3_bind_text(st, 1, arch, -1, SQLITE_STATIC);
-        n = 0;
-        while (n < max && sqlite3_step(st) == SQLITE_ROW)
-            out[n++] = sqlite3_column_int(st, 0);
-    }
-    sqlite3_finalize(st);
+    sqlite3_stmt *st = c->st[ST_NVRTC_VERSIONS];
+    sqlite3_bind_text(st, 1, arch, -1, SQLITE_STATIC);
+    while (n < max && sqlite3_step(st) == SQLITE_ROW)
+        out[n++] = sqlite3_column_int(st, 0);
+    done(st);
     pthread_mutex_unlock(&c->mu);
     return n;
 }
@@ -1217,19 +1220,23 @@ int fj_cache_clear(fj_cache *c)
     return rc;
 }
 
-/* Newest first (last load, then hits, then creation), `keep` ahead of all: every kernel
- * past the point where the running total of blob sizes exceeds the cap goes. */
-static const char prune_sql[] =
-    "DELETE FROM kernels WHERE key IN (SELECT key FROM ("
-    " SELECT key, sum(blob_size) OVER (ORDER BY key IS ?2 DESC, last_used DESC, hits DESC,"
-    "  created DESC, key ROWS UNBOUNDED PRECEDING) AS running FROM kernels)"
-    " WHERE running > ?1 AND key IS NOT ?2)";
+/* Kernel count and blob bytes, under c->mu. */
+static int kernel_totals(fj_cache *c, fj_cache_stats *out)
+{
+    sqlite3_stmt *st = c->st[ST_STATS];
+    int ok = sqlite3_step(st) == SQLITE_ROW;
+    if (ok) {
+        out->entries = sqlite3_column_int64(st, 0);
+        out->bytes = sqlite3_column_int64(st, 1);
+    }
+    done(st);
+    return ok ? 0 : -1;
+}
 
 int fj_cache_prune(fj_cache *c, int64_t max_bytes, const fj_key *keep, int64_t *removed,
                    int64_t *freed)
 {
     fj_cache_stats before = {0}, after = {0};
-    sqlite3_stmt *st = NULL;
     int rc = -1;
     if (removed)
         *removed = 0;
@@ -1242,44 +1249,32 @@ int fj_cache_prune(fj_cache *c, int64_t max_bytes, const fj_key *keep, int64_t *
         say(c, FJ_LOG_WARN, "%s is read-only; not pruned", c->path);
         goto out;
     }
-    if (sqlite3_prepare_v2(c->db, prune_sql, -1, &st, NULL) != SQLITE_OK ||
-        exec1(c, ST_BEGIN) != SQLITE_DONE) {
+    if (exec1(c, ST_BEGIN) != SQLITE_DONE) {
         say(c, FJ_LOG_WARN, "prune failed (%s)", sqlite3_errmsg(c->db));
         goto out;
     }
-    sqlite3_stmt *stats = c->st[ST_STATS];
-    if (sqlite3_step(stats) == SQLITE_ROW)
-        before.entries = sqlite3_column_int64(stats, 0), before.bytes = sqlite3_column_int64(stats, 1);
-    done(stats);
+    sqlite3_stmt *st = c->st[ST_PRUNE];
     sqlite3_bind_int64(st, 1, max_bytes);
     if (keep)
         bind_key(st, 2, keep);
     else
         sqlite3_bind_null(st, 2);
-    if (sqlite3_step(st) != SQLITE_DONE) {
-        say(c, FJ_LOG_WARN, "prune failed (%s)", sqlite3_errmsg(c->db));
-        exec1(c, ST_ROLLBACK);
-        goto out;
-    }
-    if (sqlite3_step(stats) == SQLITE_ROW)
-        after.entries = sqlite3_column_int64(stats, 0), after.bytes = sqlite3_column_int64(stats, 1);
-    done(stats);
-    if (exec1(c, ST_COMMIT) != SQLITE_DONE) {
+    if (kernel_totals(c, &before) != 0 || exec1(c, ST_PRUNE) != SQLITE_DONE ||
+        kernel_totals(c, &after) != 0 || exec1(c, ST_COMMIT) != SQLITE_DONE) {
         say(c, FJ_LOG_WARN, "prune failed (%s)", sqlite3_errmsg(c->db));
         exec1(c, ST_ROLLBACK);
         goto out;
     }
     if (before.entries > after.entries)
-        say(c, FJ_LOG_INFO, "pruned %lld least recently used kernels (%lld bytes) to stay under %lld bytes",
-            (long long)(before.entries - after.entries), (long long)(before.bytes - after.bytes),
-            (long long)max_bytes);
+        say(c, FJ_LOG_INFO, "pruned %lld least recently used kernels (%lld bytes) to stay under "
+            "%lld bytes", (long long)(before.entries - after.entries),
+            (long long)(before.bytes - after.bytes), (long long)max_bytes);
     if (removed)
         *removed = before.entries - after.entries;
     if (freed)
         *freed = before.bytes - after.bytes;
     rc = 0;
 out:
-    sqlite3_finalize(st);
     pthread_mutex_unlock(&c->mu);
     return rc;
 }
@@ -1291,13 +1286,7 @@ int fj_cache_stats_get(fj_cache *c, fj_cache_stats *st_out)
         return -1;
     memset(st_out, 0, sizeof *st_out);
     pthread_mutex_lock(&c->mu);
-    sqlite3_stmt *st = c->st[ST_STATS];
-    if (sqlite3_step(st) == SQLITE_ROW) {
-        st_out->entries = sqlite3_column_int64(st, 0);
-        st_out->bytes = sqlite3_column_int64(st, 1);
-        rc = 0;
-    }
-    done(st);
+    rc = kernel_totals(c, st_out);
     if (c->path) {
         char wal[4200];
         snprintf(wal, sizeof wal, "%s-wal", c->path);
