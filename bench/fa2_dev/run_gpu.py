@@ -7,7 +7,10 @@ against torch SDPA's FLASH backend (FlashAttention-2) on the paper shapes.
 
   python3 run_gpu.py check      every 'check' cubin on many cases + one case per 'bench'
   python3 run_gpu.py mini       a few small launches (for compute-sanitizer)
-  python3 run_gpu.py bench      TFLOP/s table (bf16, 16k tokens, hidden 2048)
+  python3 run_gpu.py bench      TFLOP/s table (bf16, 16k tokens, hidden 2048; FA2_BENCH_HD=256
+                                limits the head_dims)
+  python3 run_gpu.py prof S:CAUSAL:TAG,...   one launch of FLASH, then of each named cubin
+                                (hd256), on the same tensors: for ncu
 Writes JSON results to $OUT when set.
 """
 import ctypes, itertools, json, math, os, struct, sys, time
@@ -273,7 +276,7 @@ def check(quick=False):
 def mini(hds=None):
     man = [m for m in load_manifest() if m["ok"] and m["role"] in ("check", "alt")]
     want = hds or ((64, 1), (128, 1), (256, 0), (40, 1))
-    pick = [m for m in man if (m["hd"], m["dtype"]) in want]
+    pick = [m for m in man if (m["hd"], m["dtype"]) in want or (m["hd"], m["dtype"], m["mask"]) in want]
     fails = 0
     for meta in pick:
         kern = Kernel(meta)
@@ -284,10 +287,53 @@ def mini(hds=None):
     print("mini:", "ok" if not fails else f"{fails} failed")
 
 
+def tag_of(m):
+    tag = f"{m['bm']}x{m['bn']}w{m['warps']}s{m['stages']}"
+    if m["extra"]:
+        tag += "/" + m["extra"].replace("-DFA2_", "").replace(".0f", "")
+    return tag
+
+
+def prof(specs):
+    """One launch each of FLASH and of the named cubins on the same tensors (for ncu):
+    specs 'S:causal:TAG,TAG...' (bf16, head_dim 256, 16k tokens, hidden 2048). FLASH runs
+    first and once more before ours, so that ncu --launch-skip can skip cold launches."""
+    from torch.nn.attention import sdpa_kernel, SDPBackend
+    man = [m for m in load_manifest() if m["ok"] and m["dtype"] == 1 and m["hd"] == 256]
+    for spec in specs:
+        S, causal, tags = spec.split(":")
+        S, causal, tags = int(S), int(causal), tags.split(",")
+        hd = 256
+        B, H = 16384 // S, 2048 // hd
+        q = torch.randn(B, S, H, hd, device="cuda", dtype=torch.bfloat16)
+        k, v = torch.randn_like(q), torch.randn_like(q)
+        o = torch.empty_like(q)
+        lse = torch.empty(B, H, S, device="cuda")
+        qt, kt, vt = q.transpose(1, 2), k.transpose(1, 2), v.transpose(1, 2)
+        with sdpa_kernel(SDPBackend.FLASH_ATTENTION):
+            ref = torch.nn.functional.scaled_dot_product_attention(qt, kt, vt, is_causal=bool(causal))
+        torch.cuda.synchronize()
+        st = [q.stride(0), q.stride(1), q.stride(2)] * 3 + [o.stride(0), o.stride(1), o.stride(2)]
+        for tag in tags:
+            m = next(m for m in man if m["mask"] == causal and tag_of(m) == tag)
+            kern = Kernel(m)
+            wl, wr = (-1, 0) if causal else (-1, -1)
+            prm = pack_params(q.data_ptr(), k.data_ptr(), v.data_ptr(), o.data_ptr(), lse.data_ptr(),
+                              0, 0, st, B, H, H, hd, S, S, wl, wr, hd ** -0.5)
+            kern.launch(prm, ((S + m["bm"] - 1) // m["bm"], H, B))
+            torch.cuda.synchronize()
+            err = (o.float() - ref.transpose(1, 2).float()).abs().max().item()
+            print(f"prof S={S} causal={causal} {m['file']} regs={kern.regs} occ={kern.occ} err={err:.3g}",
+                  flush=True)
+        del q, k, v, o, lse, ref
+
+
 def bench():
     import triton.testing as tt
     from torch.nn.attention import sdpa_kernel, SDPBackend
     HDS = (64, 128, 256, 192)  # 192: heads = 2048 // 192 = 10 (hidden 1920)
+    if os.environ.get("FA2_BENCH_HD"):  # e.g. FA2_BENCH_HD=256
+        HDS = tuple(int(x) for x in os.environ["FA2_BENCH_HD"].split(","))
     man = [m for m in load_manifest() if m["ok"] and m["dtype"] == 1 and m["hd"] in HDS
            and m["mask"] in (0, 1)]
     kerns = {}
@@ -326,9 +372,7 @@ def bench():
                     torch.cuda.synchronize()
                     err = (o.float() - ref.transpose(1, 2).float()).abs().max().item()
                     t = tt.do_bench(go, warmup=10, rep=40, return_mode="median")
-                    tag = f"{m['bm']}x{m['bn']}w{m['warps']}s{m['stages']}"
-                    if m["extra"]:
-                        tag += "/" + m["extra"].replace("-DFA2_", "").replace(".0f", "")
+                    tag = tag_of(m)
                     row["c"][tag] = dict(tflops=flops / t / 1e9, err=err, regs=kern.regs, occ=kern.occ,
                                          spill=m["spill"])
                 rows.append(row)
@@ -367,7 +411,9 @@ if __name__ == "__main__":
     print(torch.cuda.get_device_name(), torch.__version__, flush=True)
     if mode == "check":
         sys.exit(1 if check() else 0)
-    elif mode == "mini":  # mini [HD:DTYPE ...], e.g. mini 256:0 152:1 (the default: 4 picks)
+    elif mode == "mini":  # mini [HD:DTYPE[:MASK] ...], e.g. mini 256:0 152:1:2 (default: 4 picks)
         mini([tuple(map(int, a.split(":"))) for a in sys.argv[2:]] or None)
     elif mode == "bench":
         bench()
+    elif mode == "prof":  # prof S:CAUSAL:TAG[,TAG...] ...
+        prof(sys.argv[2:])

@@ -19,14 +19,19 @@ size_t fj_fa2_smem_limit(int sm)
 
 size_t fj_fa2_smem_bytes(const fj_fa2_config *c, int head_dim)
 {
-    const size_t chunks = (size_t)((head_dim + 15) / 16 * 2) | 1u;  /* odd 16-byte chunks */
     const int dp = (head_dim + 15) / 16 * 16;
     /* the kernel's split path (FA2_SPLIT_ON): a P tile of 32 rows x (block_n/2 + 8)
      * elements per warp */
     const int split = dp > 128 && dp % 32 == 0 && c->block_m == 16 * c->warps &&
                       c->warps % 2 == 0 && c->block_n % 32 == 0;
     const size_t p_tiles = split ? (size_t)c->warps * 32u * (size_t)(c->block_n / 16 + 1) * 16u : 0;
-    return (size_t)(c->block_m + 2 * c->stages * c->block_n) * chunks * 16u + p_tiles;
+    /* shared rows (FA2_SWZ_ON): above 128, swizzled without padding where they are whole
+     * 128-byte segments (and so is each half on the split path), plus a 4-byte slot per
+     * thread; else padded to an odd number of 16-byte chunks */
+    const int swz = dp > 128 && dp % 64 == 0 && (!split || dp % 128 == 0);
+    const size_t row = swz ? (size_t)dp * 2u : ((size_t)(dp / 8) | 1u) * 16u;
+    const size_t park = swz ? (size_t)c->warps * 32u * 4u : 0;
+    return (size_t)(c->block_m + 2 * c->stages * c->block_n) * row + p_tiles + park;
 }
 
 static fj_fa2_config cfg(int m, int n, int w, int s)
@@ -52,10 +57,9 @@ fj_fa2_config fj_fa2_default(int sm, int head_dim, int mask)
         return cfg(128, 64, 4, 1);      /* FA2 on A100 and H100 */
     }
     /* 136..256 (the kernel's split path where roundup16(head_dim) % 32 == 0) */
-    if (sm == 90 && head_dim > 240 && mask == 0)
-        return cfg(128, 64, 8, 2);  /* H200 at 256: +3% over 64 x 64 (1 CTA per SM, 218 KiB) */
     if (lim >= 227 * KIB)
-        return cfg(64, 64, 4, 1);   /* FA2 on H100: two CTAs per SM */
+        return cfg(64, 64, 4, 1);   /* FA2 on H100: two CTAs per SM; H200 at 256 (swizzled
+                                     * rows): 1.07x FLASH unmasked, 128x64w8s2 1.02x */
     if (lim >= 163 * KIB)
         return cfg(128, 64, 8, 1);  /* FA2 on A100 */
     return cfg(64, 32, 4, 1);

@@ -28,10 +28,12 @@ size_t fj_fa2_smem_limit(int sm);
 fj_fa2_config fj_fa2_default(int sm, int head_dim, int mask);
 
 /* Dynamic shared memory of one CTA: (block_m + 2*stages*block_n) rows of
- * ((roundup16(head_dim)/8) | 1) 16-byte chunks (rows padded to an odd chunk count), plus,
- * where the kernel takes its split path (roundup16(head_dim) > 128 and a multiple of 32,
- * block_m == 16*warps, warps and block_n/16 even), warps*32 rows of (block_n/16 + 1)
- * 16-byte chunks for the tiles of P that warp pairs exchange. */
+ * ((roundup16(head_dim)/8) | 1) 16-byte chunks (rows padded to an odd chunk count), or,
+ * for swizzled rows (roundup16(head_dim) > 128 and a multiple of 64, and of 128 on the
+ * split path), roundup16(head_dim)/8 chunks plus 4 bytes per thread; plus, where the
+ * kernel takes its split path (roundup16(head_dim) > 128 and a multiple of 32, block_m ==
+ * 16*warps, warps and block_n/16 even), warps*32 rows of (block_n/16 + 1) 16-byte chunks
+ * for the tiles of P that warp pairs exchange. */
 size_t fj_fa2_smem_bytes(const fj_fa2_config *c, int head_dim);
 
 /* 0 when the kernel accepts `c` for head_dim on sm; otherwise -1 and a reason in `why`

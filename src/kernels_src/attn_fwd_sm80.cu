@@ -18,7 +18,8 @@
  *
  * Launch: grid (ceil(seqlen_q / FJ_BLOCK_M), heads_q, batch), FJ_WARPS*32 threads,
  *   dynamic shared memory (FJ_BLOCK_M + 2*FJ_STAGES*FJ_BLOCK_N) * LD * 2 bytes with
- *   LD = ((roundup16(FJ_HEAD_DIM)/8) | 1) * 8 elements, plus FJ_WARPS*32*(FJ_BLOCK_N/16+1)*16
+ *   LD = ((roundup16(FJ_HEAD_DIM)/8) | 1) * 8 elements (padded rows), or roundup16(FJ_HEAD_DIM)
+ *   plus FJ_WARPS*32*4 bytes (swizzled rows, FA2_SWZ_ON), plus FJ_WARPS*32*(FJ_BLOCK_N/16+1)*16
  *   bytes of P tiles on the split path (FA2_SPLIT_ON; fj_fa2_smem_bytes on the host).
  *   Masked variants walk query blocks in reverse (longest rows first).
  *
@@ -29,17 +30,22 @@
  * softmax in log2 units (exp2(s*scale_log2 - m*scale_log2) with ex2.approx), P converted in
  * registers into the A operand of O += P V (V by ldmatrix.trans). O is rescaled only when
  * a row max of the warp outgrows its reference by more than 2^8 (FA4's conditional
- * rescaling; exact, see the softmax); the 1/rowsum is applied once at the end. Shared rows
- * are padded to an odd number of 16-byte chunks, so the 8 row addresses of every ldmatrix
- * hit 8 different bank groups. O goes out through the warp's own Q rows in shared memory
- * as 16-byte stores.
+ * rescaling; exact, see the softmax); the 1/rowsum is applied once at the end. The 8 row
+ * addresses of every ldmatrix hit 8 different bank groups: shared rows are padded to an
+ * odd number of 16-byte chunks, or, above head_dim 128 (FA2_SWZ_ON), unpadded with chunk
+ * c of row r at c ^ (r & 7), FA2's layout. With padded rows each warp's 16-byte cp.async
+ * straddle 128-byte shared segments; ncu at head_dim 256 on the H200: 1.5x the ideal L2
+ * sectors, 2.75x the shared store wavefronts, 12% of the stall samples long-scoreboard
+ * waits behind the copies; swizzled: none of that, 0.91-0.95x -> 1.05-1.07x FLASH (means).
+ * O goes out through the warp's own Q rows in shared memory as 16-byte stores.
  *
  * Split path (FA2_SPLIT_ON: roundup16(head_dim) > 128 and a multiple of 32, one m16 tile per
  * warp, BLOCK_N % 32 == 0): the 128-register O accumulator allows only 16 rows per warp, so
  * the warps pair up on 32 rows: each computes S for half of the keys and O for half of the
  * columns, exchanging row maxima, row sums and its half of P through shared memory (named
  * barrier per pair). A K or V fragment then feeds two m16 tiles (0.39 ldmatrix.x4 per mma
- * instead of 0.56 at head_dim 256; +4-7% on the H200 at 256, none measured at 192).
+ * instead of 0.56 at head_dim 256; +4-7% on the H200 at 256, none measured at 192; with
+ * swizzled rows +9%/+2% over the same kernel without the split, FLASH's exact schedule).
  *
  * Registers: MT = 2 tiles at head_dim 128 sit at 255 registers; the code keeps them
  * spill-free by recomputing addresses inside the loop (opaque()), parking a rarely used
@@ -81,9 +87,23 @@
 #ifndef FA2_NO_KV_LOAD     /* measurement only (wrong results): no K/V loads in the KV loop */
 #define FA2_NO_KV_LOAD 0
 #endif
+/* Swizzled shared rows, see FA2_SWZ_ON. 0: padded rows everywhere (A/B); 2: swizzled from
+ * head_dim 64 (measurement only: +6% at 128 unmasked on the H200, but 8-60 bytes of spills
+ * in some tiles at 64, 120 and 128). */
+#ifndef FA2_SWIZZLE
+#define FA2_SWIZZLE 1
+#endif
+#ifndef FA2_SWZ_WHOLE      /* swizzled copies: a select-free path for whole tiles (0: A/B) */
+#define FA2_SWZ_WHOLE 1
+#endif
 #define FA2_DP ((FJ_HEAD_DIM + 15) / 16 * 16)
 #define FA2_SPLIT_ON (FA2_SPLIT && FA2_DP > 128 && FA2_DP % 32 == 0 && \
                       FJ_BLOCK_M == 16 * FJ_WARPS && FJ_WARPS % 2 == 0 && FJ_BLOCK_N % 32 == 0)
+/* Swizzled shared rows (unpadded, 16-byte chunk c of row r at c ^ (r & 7)) for head_dim >
+ * 128: rows of whole 128-byte segments, on the split path whole segments per half
+ * (fj_fa2_smem_bytes). Smaller head_dims keep the padded rows (their SASS is unchanged). */
+#define FA2_SWZ_ON (FA2_SWIZZLE && FA2_DP % 64 == 0 && (FA2_DP > 128 || FA2_SWIZZLE == 2) && \
+                    (!FA2_SPLIT_ON || FA2_DP % 128 == 0))
 
 namespace fa2 {
 constexpr int BM = FJ_BLOCK_M, BN = FJ_BLOCK_N, WARPS = FJ_WARPS, THREADS = FJ_WARPS * 32;
@@ -91,7 +111,9 @@ constexpr int STAGES = FJ_STAGES, HD = FJ_HEAD_DIM;
 constexpr int DP = (HD + 15) / 16 * 16;  /* head_dim padded to the k16 of the MMA */
 constexpr int CH = DP / 8;               /* 16-byte chunks per shared row */
 constexpr int CHG = HD / 8;              /* chunks that exist in global memory */
-constexpr int LDB = (CH | 1) * 16;       /* shared row stride in bytes: odd chunk count */
+constexpr bool SWZ = FA2_SWZ_ON;
+constexpr int LDB = SWZ ? CH * 16        /* shared row stride in bytes: whole 128-byte */
+                        : (CH | 1) * 16; /* segments (swizzled) or an odd chunk count */
 constexpr int MT = BM / (16 * WARPS);    /* m16 tiles per warp */
 constexpr int NT = BN / 8;               /* n8 tiles of S */
 constexpr int KD = DP / 16;              /* k16 steps of S = Q K^T */
@@ -108,7 +130,9 @@ static_assert(BM % (16 * WARPS) == 0 && MT >= 1 && MT <= 4, "FJ_BLOCK_M: 16*WARP
 static_assert(BN % 16 == 0 && BN >= 16 && BN <= 256, "FJ_BLOCK_N: multiple of 16 up to 256");
 static_assert(STAGES == 1 || STAGES == 2, "FJ_STAGES: 1 or 2");
 static_assert(MT * (ND + NT) * 4 <= 256, "accumulators alone exceed the register file");
-static_assert(CH % 2 == 0 && LDB == (CH + 1) * 16, "a free 16-byte pad chunk per shared row");
+static_assert(CH % 2 == 0 && (SWZ ? CH % 8 == 0 : LDB == (CH + 1) * 16), "shared row layout");
+/* Masked variants park a value per thread (park_slot): in the pad chunk of the Q rows, or
+ * without pads (SWZ) in THREADS * 4 bytes after everything else (fj_fa2_smem_bytes). */
 /* Split path (FA2_SPLIT_ON): warp `half` of a pair computes S for the pair's 32 rows and
  * keys [half*BN/2, (half+1)*BN/2), and O for columns [half*DP/2, (half+1)*DP/2). The P
  * tiles (SPL_BYTES) follow K/V in shared memory; fj_fa2_smem_bytes adds them. */
@@ -203,6 +227,22 @@ FJ_DEVICE void store_p(fj_u32 pw, const fj_u32 (&pa)[2][fa2::KH][4])
 }
 #endif
 
+/* Byte offset of 16-byte chunk `c` of shared row `r` (Q, K, V tiles). */
+FJ_DEVICE int sw_off(int r, int c)
+{
+    return r * fa2::LDB + ((fa2::SWZ ? c ^ (r & 7) : c) << 4);
+}
+/* ldmatrix addressing: lane `lane` reads chunk 2*k + hi of a row r with r & 7 == lane & 7
+ * (every tile here starts at a multiple of 8 rows). Unswizzled that is base + 32*k with
+ * base = row + 16*hi; swizzled, (2k + hi) ^ (lane & 7) splits into 16*(hi ^ (lane & 1)),
+ * folded into the base (lane_hi), and 128*(k >> 2) + swz_k(k & 3, lane): one add per
+ * address, the rest immediates. */
+FJ_DEVICE int lane_hi(int hi, int lane) { return (fa2::SWZ ? hi ^ (lane & 1) : hi) << 4; }
+FJ_DEVICE fj_u32 swz_k(int k, int lane)
+{
+    return fa2::SWZ ? ((k >> 2) << 7) + (((k & 3) << 5) ^ ((lane & 6) << 4)) : k * 32;
+}
+
 /* Two floats into one register of two 16-bit values, `lo` in the low half. */
 FJ_DEVICE fj_u32 pack2(float lo, float hi)
 {
@@ -242,7 +282,47 @@ FJ_DEVICE void load_rows(fj_u32 dst, const fj_u16 *g, fj_i64 stride, int row0, i
 {
     using namespace fa2;
     const int tid = opaque(tid_in);
-    if constexpr (THREADS % CH == 0) {  /* each thread copies one column chunk */
+    if constexpr (SWZ) {
+        /* FA2's pattern: 8 threads per 128-byte segment of a row, a thread copies chunk c of
+         * every segment (immediate offsets in global and, swizzled, in shared memory: the
+         * XOR only permutes chunks inside a segment), RSTEP rows apart. A warp reads 4 whole
+         * 128-byte lines and writes 4 whole 128-byte shared segments (a padded row would
+         * straddle them: 1.5x the L2 sectors and 2.75x the shared wavefronts, measured). */
+        constexpr int RSTEP = THREADS / 8, ITERS = (ROWS + RSTEP - 1) / RSTEP, SEGS = CH / 8;
+        const int r0 = tid >> 3, c = tid & 7;
+        const fj_u16 *src = g + (fj_i64)(row0 + r0) * stride + c * 8;
+        const fj_i64 step = RSTEP * stride;
+        const bool whole = row0 + ROWS <= rows;  /* the whole tile is inside the sequence */
+        if (FA2_SWZ_WHOLE && whole) {  /* no per-copy selects (ncu: SEL was 6% of the work) */
+#pragma unroll
+            for (int it = 0; it < ITERS; ++it) {
+                if (ROWS % RSTEP == 0 || r0 + it * RSTEP < ROWS) {
+                    const int r = r0 + it * RSTEP;
+                    const fj_u32 d = dst + r * LDB + ((c ^ (r & 7)) << 4);
+#pragma unroll
+                    for (int j = 0; j < SEGS; ++j) {
+                        const bool ok = CHG == CH || c + 8 * j < CHG;
+                        cp_async16(d + j * 128, ok ? src + it * step + j * 64 : g, ok ? 16 : 0);
+                    }
+                }
+            }
+            return;
+        }
+        const int lim = rows - row0 - r0;
+#pragma unroll
+        for (int it = 0; it < ITERS; ++it) {
+            if (ROWS % RSTEP == 0 || r0 + it * RSTEP < ROWS) {
+                const int r = r0 + it * RSTEP;
+                const fj_u32 d = dst + r * LDB + ((c ^ (r & 7)) << 4);
+                const bool row_ok = whole || it * RSTEP < lim;
+#pragma unroll
+                for (int j = 0; j < SEGS; ++j) {
+                    const bool ok = row_ok && (CHG == CH || c + 8 * j < CHG);
+                    cp_async16(d + j * 128, ok ? src + it * step + j * 64 : g, ok ? 16 : 0);
+                }
+            }
+        }
+    } else if constexpr (THREADS % CH == 0) {  /* each thread copies one column chunk */
         constexpr int RSTEP = THREADS / CH, ITERS = (ROWS + RSTEP - 1) / RSTEP;
         const int r0 = tid / CH, c = tid % CH;
         const bool col_ok = CHG == CH || c < CHG;
@@ -285,7 +365,16 @@ FJ_DEVICE void load_rows(fj_u32 dst, const fj_u16 *g, fj_i64 stride, int row0, i
  * then in the KV loop wait here instead of holding a register through it. */
 FJ_DEVICE fj_u32 park_slot(fj_u32 s_q, int tid)
 {
-    return s_q + (tid >> 1) * fa2::LDB + fa2::CH * 16 + (tid & 1) * 8;
+    using namespace fa2;
+    if constexpr (SWZ) {  /* after the tiles (and the split path's P tiles) */
+#if FA2_SPLIT_ON
+        constexpr int spl = SPL_BYTES;
+#else
+        constexpr int spl = 0;
+#endif
+        return s_q + Q_BYTES + 2 * STAGES * KV_BYTES + spl + tid * 4;
+    }
+    return s_q + (tid >> 1) * LDB + CH * 16 + (tid & 1) * 8;
 }
 FJ_DEVICE void park(fj_u32 slot, int v)
 {
@@ -310,6 +399,23 @@ FJ_DEVICE const fj_u16 *kv_rows(const fj_attn_params &p, bool is_v, int b, int h
     return (const fj_u16 *)(is_v ? p.v : p.k) + off +
            hk * (is_v ? p.v_head_stride : p.k_head_stride);
 }
+#if FA2_SPLIT_ON
+/* The same from kb = kv_seq(p, b), read once before the KV loop: the split path holds kb
+ * (one register; on the other path it spills at head_dim 128), because the (predicated-
+ * off) global load of cu_seqlens_k inside the loop waited behind the tile copies in the
+ * load/store queue (ncu, head_dim 256: 1.5% of the stall samples). */
+FJ_DEVICE int kv_seq(const fj_attn_params &p, int b)
+{
+    return p.cu_seqlens_k ? ((const int *)p.cu_seqlens_k)[b] : b;
+}
+FJ_DEVICE const fj_u16 *kv_rows_at(const fj_attn_params &p, bool is_v, int kb, int hk)
+{
+    const fj_i64 off = kb * (p.cu_seqlens_k ? (is_v ? p.v_row_stride : p.k_row_stride)
+                                            : (is_v ? p.v_batch_stride : p.k_batch_stride));
+    return (const fj_u16 *)(is_v ? p.v : p.k) + off +
+           hk * (is_v ? p.v_head_stride : p.k_head_stride);
+}
+#endif
 
 /* ---- the kernel ---------------------------------------------------------------------- */
 
@@ -356,13 +462,15 @@ fj_attn_fwd_sm80(const __grid_constant__ fj_attn_params p)
     /* ---- split path: warp pairs, see FA2_SPLIT_ON. Always FA2's order for one stage
      * (FA2_EARLY_K) and a full unroll of S = QK^T. ---- */
     const int pair = warp >> 1, half = warp & 1;
+    const int kvb = kv_seq(p, b);  /* held (one register); recomputed on the other path */
     const int warp_row = pair * 32;
     const int koff = half * HN;  /* this warp's first key of a tile */
     const fj_u32 s_p = s_v + STAGES * KV_BYTES;
     const fj_u32 p_own = s_p + warp * 32 * PLDB, p_oth = s_p + (warp ^ 1) * 32 * PLDB;
-    const fj_u32 q_lane = s_q + (warp_row + (lane & 15)) * LDB + (lane >> 4) * 16;
-    const fj_u32 k_lane = s_k + (koff + (lane & 7) + ((lane >> 4) << 3)) * LDB + ((lane >> 3) & 1) * 16;
-    const fj_u32 v_lane = s_v + (lane & 15) * LDB + (lane >> 4) * 16 + half * DPH * 2;
+    const fj_u32 q_lane = s_q + (warp_row + (lane & 15)) * LDB + lane_hi(lane >> 4, lane);
+    const fj_u32 k_lane = s_k + (koff + (lane & 7) + ((lane >> 4) << 3)) * LDB +
+                          lane_hi((lane >> 3) & 1, lane);
+    const fj_u32 v_lane = s_v + (lane & 15) * LDB + lane_hi(lane >> 4, lane) + half * DPH * 2;
     const fj_u32 v_own = v_lane + koff * LDB, v_oth = v_lane + (HN - koff) * LDB;
     const fj_u32 pl_oth = p_oth + (lane & 15) * PLDB + (lane >> 4) * 16;  /* ldmatrix of P */
     const fj_u32 pw_own = p_own + (lane >> 2) * PLDB + (lane & 3) * 4;    /* P stores */
@@ -392,9 +500,9 @@ fj_attn_fwd_sm80(const __grid_constant__ fj_attn_params p)
 #endif
     if (nb_hi > nb_lo) {
         load_rows<BM>(s_q, gq, p.q_row_stride, m0, sq.sq, tid);
-        load_rows<BN>(s_k, kv_rows(p, false, opaque(b), opaque(hk)), p.k_row_stride, (nb_hi - 1) * BN, sq.sk, tid);
+        load_rows<BN>(s_k, kv_rows_at(p, false, opaque(kvb), opaque(hk)), p.k_row_stride, (nb_hi - 1) * BN, sq.sk, tid);
 #if FJ_STAGES == 2
-        load_rows<BN>(s_v, kv_rows(p, true, opaque(b), opaque(hk)), p.v_row_stride, (nb_hi - 1) * BN, sq.sk, tid);
+        load_rows<BN>(s_v, kv_rows_at(p, true, opaque(kvb), opaque(hk)), p.v_row_stride, (nb_hi - 1) * BN, sq.sk, tid);
 #endif
         cp_async_commit();
     }
@@ -406,8 +514,8 @@ fj_attn_fwd_sm80(const __grid_constant__ fj_attn_params p)
         cp_async_wait_all();
         __syncthreads();  /* tile nb landed; every warp is done with the other stage */
         if (!FA2_NO_KV_LOAD && nb > nb_lo) {
-            load_rows<BN>(s_k + (stage ^ KV_BYTES), kv_rows(p, false, opaque(b), opaque(hk)), p.k_row_stride, k0 - BN, sq.sk, tid);
-            load_rows<BN>(s_v + (stage ^ KV_BYTES), kv_rows(p, true, opaque(b), opaque(hk)), p.v_row_stride, k0 - BN, sq.sk, tid);
+            load_rows<BN>(s_k + (stage ^ KV_BYTES), kv_rows_at(p, false, opaque(kvb), opaque(hk)), p.k_row_stride, k0 - BN, sq.sk, tid);
+            load_rows<BN>(s_v + (stage ^ KV_BYTES), kv_rows_at(p, true, opaque(kvb), opaque(hk)), p.v_row_stride, k0 - BN, sq.sk, tid);
         }
         cp_async_commit();
 #else
@@ -415,7 +523,7 @@ fj_attn_fwd_sm80(const __grid_constant__ fj_attn_params p)
         cp_async_wait_all();
         __syncthreads();  /* K_nb landed; every warp is done with V_{nb+1} and the P tiles */
         if (!FA2_NO_KV_LOAD)
-            load_rows<BN>(s_v, kv_rows(p, true, opaque(b), opaque(hk)), p.v_row_stride, k0, sq.sk, tid);
+            load_rows<BN>(s_v, kv_rows_at(p, true, opaque(kvb), opaque(hk)), p.v_row_stride, k0, sq.sk, tid);
         cp_async_commit();
 #endif
 
@@ -433,11 +541,11 @@ fj_attn_fwd_sm80(const __grid_constant__ fj_attn_params p)
             fj_u32 a[2][4];
 #pragma unroll
             for (int mt = 0; mt < 2; ++mt)
-                ldsm_x4(q_lane + mt * 16 * LDB + kk * 32, a[mt][0], a[mt][1], a[mt][2], a[mt][3]);
+                ldsm_x4(q_lane + mt * 16 * LDB + swz_k(kk, lane), a[mt][0], a[mt][1], a[mt][2], a[mt][3]);
 #pragma unroll
             for (int np = 0; np < NTS / 2; ++np) {
                 fj_u32 b0, b1, b2, b3;
-                ldsm_x4(k_lane + stage + np * 16 * LDB + kk * 32, b0, b1, b2, b3);
+                ldsm_x4(k_lane + stage + np * 16 * LDB + swz_k(kk, lane), b0, b1, b2, b3);
 #pragma unroll
                 for (int mt = 0; mt < 2; ++mt) {
                     mma16816(acc_s[mt][2 * np], a[mt], b0, b1);
@@ -501,7 +609,7 @@ fj_attn_fwd_sm80(const __grid_constant__ fj_attn_params p)
         cp_async_wait_all();
         __syncthreads();  /* V_nb landed; every warp is done with K_nb; maxima visible */
         if (!FA2_NO_KV_LOAD && nb > nb_lo)
-            load_rows<BN>(s_k, kv_rows(p, false, opaque(b), opaque(hk)), p.k_row_stride, k0 - BN,
+            load_rows<BN>(s_k, kv_rows_at(p, false, opaque(kvb), opaque(hk)), p.k_row_stride, k0 - BN,
                           sq.sk, tid);
         cp_async_commit();
 #else
@@ -568,7 +676,7 @@ fj_attn_fwd_sm80(const __grid_constant__ fj_attn_params p)
 #pragma unroll
             for (int dp = 0; dp < NDS / 2; ++dp) {
                 fj_u32 b0, b1, b2, b3;
-                ldsm_x4_t(v_own + stage + kk * 16 * LDB + dp * 32, b0, b1, b2, b3);
+                ldsm_x4_t(v_own + stage + kk * 16 * LDB + swz_k(dp, lane), b0, b1, b2, b3);
 #pragma unroll
                 for (int mt = 0; mt < 2; ++mt) {
                     mma16816(acc_o[mt][2 * dp], pa[mt][kk], b0, b1);
@@ -588,7 +696,7 @@ fj_attn_fwd_sm80(const __grid_constant__ fj_attn_params p)
 #pragma unroll
             for (int dp = 0; dp < NDS / 2; ++dp) {
                 fj_u32 b0, b1, b2, b3;
-                ldsm_x4_t(v_oth + stage + kk * 16 * LDB + dp * 32, b0, b1, b2, b3);
+                ldsm_x4_t(v_oth + stage + kk * 16 * LDB + swz_k(dp, lane), b0, b1, b2, b3);
 #pragma unroll
                 for (int mt = 0; mt < 2; ++mt) {
                     mma16816(acc_o[mt][2 * dp], a[mt], b0, b1);
@@ -647,7 +755,8 @@ fj_attn_fwd_sm80(const __grid_constant__ fj_attn_params p)
         for (int nd = 0; nd < NDS; ++nd)
 #pragma unroll
             for (int hf = 0; hf < 2; ++hf)
-                *(fj_u32 *)(s_o + (mt * 16 + hf * 8 + (lane >> 2)) * LDB + nd * 16 + col_lane * 2) =
+                *(fj_u32 *)(s_o + (mt * 16 + hf * 8 + (lane >> 2)) * LDB +
+                            (SWZ ? nd ^ (lane >> 2) : nd) * 16 + col_lane * 2) =
                     pack2(acc_o[mt][nd][2 * hf], acc_o[mt][nd][2 * hf + 1]);
     __syncwarp();
     constexpr int HCH = CH / 2, OUT_CHUNKS = 32 * HCH;
@@ -660,7 +769,7 @@ fj_attn_fwd_sm80(const __grid_constant__ fj_attn_params p)
             fj_u32 x0, x1, x2, x3;
             asm volatile("ld.shared.v4.b32 {%0,%1,%2,%3}, [%4];\n"
                          : "=r"(x0), "=r"(x1), "=r"(x2), "=r"(x3)
-                         : "r"(s_q + (warp_row + r) * LDB + c * 16)
+                         : "r"(s_q + sw_off(warp_row + r, c))
                          : "memory");
             asm volatile("st.global.v4.b32 [%0], {%1,%2,%3,%4};\n" ::"l"(
                              go + (fj_i64)i * p.o_row_stride + c * 8),
@@ -676,9 +785,9 @@ fj_attn_fwd_sm80(const __grid_constant__ fj_attn_params p)
      * keys 0-7 at chunks 0 / 1, lanes 16-31 keys 8-15: b0, b1 of n-tile 0 then of n-tile 1,
      * so that each mma's B operand is an adjacent register pair (no moves). */
     const int warp_row = warp * MT * 16;
-    const fj_u32 q_lane = s_q + (warp_row + (lane & 15)) * LDB + (lane >> 4) * 16;
-    const fj_u32 k_lane = s_k + ((lane & 7) + ((lane >> 4) << 3)) * LDB + ((lane >> 3) & 1) * 16;
-    const fj_u32 v_lane = s_v + (lane & 15) * LDB + (lane >> 4) * 16;
+    const fj_u32 q_lane = s_q + (warp_row + (lane & 15)) * LDB + lane_hi(lane >> 4, lane);
+    const fj_u32 k_lane = s_k + ((lane & 7) + ((lane >> 4) << 3)) * LDB + lane_hi((lane >> 3) & 1, lane);
+    const fj_u32 v_lane = s_v + (lane & 15) * LDB + lane_hi(lane >> 4, lane);
 
     const float sl2 = p.scale_log2;
     const int row_lane = m0 + warp_row + (lane >> 2);  /* + mt*16 + half*8 */
@@ -743,11 +852,11 @@ fj_attn_fwd_sm80(const __grid_constant__ fj_attn_params p)
             fj_u32 a[MT][4];
 #pragma unroll
             for (int mt = 0; mt < MT; ++mt)
-                ldsm_x4(q_lane + mt * 16 * LDB + kk * 32, a[mt][0], a[mt][1], a[mt][2], a[mt][3]);
+                ldsm_x4(q_lane + mt * 16 * LDB + swz_k(kk, lane), a[mt][0], a[mt][1], a[mt][2], a[mt][3]);
 #pragma unroll
             for (int np = 0; np < NT / 2; ++np) {
                 fj_u32 b0, b1, b2, b3;
-                ldsm_x4(k_lane + stage + np * 16 * LDB + kk * 32, b0, b1, b2, b3);
+                ldsm_x4(k_lane + stage + np * 16 * LDB + swz_k(kk, lane), b0, b1, b2, b3);
 #pragma unroll
                 for (int mt = 0; mt < MT; ++mt) {
                     mma16816(acc_s[mt][2 * np], a[mt], b0, b1);
@@ -877,7 +986,7 @@ fj_attn_fwd_sm80(const __grid_constant__ fj_attn_params p)
 #pragma unroll
             for (int dp = 0; dp < ND / 2; ++dp) {
                 fj_u32 b0, b1, b2, b3;
-                ldsm_x4_t(v_lane + stage + kk * 16 * LDB + dp * 32, b0, b1, b2, b3);
+                ldsm_x4_t(v_lane + stage + kk * 16 * LDB + swz_k(dp, lane), b0, b1, b2, b3);
 #pragma unroll
                 for (int mt = 0; mt < MT; ++mt) {
                     mma16816(acc_o[mt][2 * dp], pa[mt][kk], b0, b1);
@@ -920,7 +1029,8 @@ fj_attn_fwd_sm80(const __grid_constant__ fj_attn_params p)
         for (int nd = 0; nd < ND; ++nd)
 #pragma unroll
             for (int hf = 0; hf < 2; ++hf)
-                *(fj_u32 *)(s_o + (mt * 16 + hf * 8 + (lane >> 2)) * LDB + nd * 16 + col_lane * 2) =
+                *(fj_u32 *)(s_o + (mt * 16 + hf * 8 + (lane >> 2)) * LDB +
+                            (SWZ ? nd ^ (lane >> 2) : nd) * 16 + col_lane * 2) =
                     pack2(acc_o[mt][nd][2 * hf], acc_o[mt][nd][2 * hf + 1]);
     __syncwarp();
     constexpr int OUT_CHUNKS = MT * 16 * CHG;
@@ -934,7 +1044,7 @@ fj_attn_fwd_sm80(const __grid_constant__ fj_attn_params p)
                 fj_u32 x0, x1, x2, x3;
                 asm volatile("ld.shared.v4.b32 {%0,%1,%2,%3}, [%4];\n"
                              : "=r"(x0), "=r"(x1), "=r"(x2), "=r"(x3)
-                             : "r"(s_q + (warp_row + r) * LDB + c * 16)
+                             : "r"(s_q + sw_off(warp_row + r, c))
                              : "memory");
                 asm volatile("st.global.v4.b32 [%0], {%1,%2,%3,%4};\n" ::"l"(
                                  go + (fj_i64)i * p.o_row_stride + c * 8),
