@@ -338,6 +338,10 @@ static CUresult fk_launch(CUfunction f, unsigned gx, unsigned gy, unsigned gz, u
     return 0;
 }
 static CUresult fk_errname(CUresult r, const char **s) { (void)r; *s = "CUDA_ERROR_FAKE"; return 0; }
+/* the dynamic tile schedule's counters (src/api/ctx.c) */
+static CUresult fk_alloc(CUdeviceptr *p, size_t n) { (void)n; *p = 0x7000000; return 0; }
+static CUresult fk_memset(CUdeviceptr p, unsigned char v, size_t n) { (void)p, (void)v, (void)n; return 0; }
+static CUresult fk_free(CUdeviceptr p) { (void)p; return 0; }
 static CUresult fk_tmap(void *m, int t, unsigned r, void *a, const unsigned long long *d,
                         const unsigned long long *s, const unsigned *b, const unsigned *e, int i,
                         int w, int l, int o)
@@ -387,6 +391,9 @@ START_TEST(policies_with_fake_driver)
     fake.cuGetErrorName = fk_errname;
     fake.cuCtxSynchronize = (CUresult(*)(void))fk_ok0;
     fake.cuTensorMapEncodeTiled = fk_tmap;
+    fake.cuMemAlloc = fk_alloc;
+    fake.cuMemsetD8 = fk_memset;
+    fake.cuMemFree = fk_free;
     fj_cuda_set_for_testing(&fake);
     make_dir();
 

@@ -505,6 +505,106 @@ START_TEST(fake_driver)
 }
 END_TEST
 
+/* The dynamic tile schedule's counters: allocated zeroed at the first such launch, one slot
+ * of the ring per launch as the kernel's last argument, freed with the context; other
+ * launches pass 0 there. */
+static struct {
+    CUdeviceptr alloc, freed, arg[8];
+    size_t bytes;
+    int memsets, syncs, launches;
+} g_sc;
+static CUresult f_alloc(CUdeviceptr *p, size_t n) { g_sc.bytes = n; *p = g_sc.alloc = 0x7000000; return 0; }
+static CUresult f_memset(CUdeviceptr p, unsigned char v, size_t n)
+{
+    g_sc.memsets += p == g_sc.alloc && v == 0 && n == g_sc.bytes;
+    return 0;
+}
+static CUresult f_sync(void) { g_sc.syncs++; return 0; }
+static CUresult f_free(CUdeviceptr p) { g_sc.freed = p; return 0; }
+static CUresult f_setcur(CUcontext c) { (void)c; return 0; }
+static CUresult f_launch(CUfunction f, unsigned gx, unsigned gy, unsigned gz, unsigned bx,
+                         unsigned by, unsigned bz, unsigned smem, CUstream s, void **a, void **e)
+{
+    (void)f, (void)gx, (void)gy, (void)gz, (void)bx, (void)by, (void)bz, (void)smem, (void)s, (void)e;
+    g_sc.arg[g_sc.launches++ % 8] = *(CUdeviceptr *)a[4];
+    return 0;
+}
+static CUresult f_tmap(void *m, int t, unsigned r, void *a, const unsigned long long *d,
+                       const unsigned long long *st, const unsigned *b, const unsigned *el, int i,
+                       int w, int l, int o)
+{
+    (void)t, (void)r, (void)a, (void)d, (void)st, (void)b, (void)el, (void)i, (void)w, (void)l, (void)o;
+    memset(m, 0, 128);
+    return 0;
+}
+
+START_TEST(sched_counters)
+{
+    fj_cuda fake = {0};
+    fake.cuDeviceGetCount = f_count;
+    fake.cuDeviceGet = f_get;
+    fake.cuDeviceGetAttribute = f_attr;
+    fake.cuDevicePrimaryCtxRetain = f_retain;
+    fake.cuDevicePrimaryCtxRelease = f_release;
+    fake.cuDeviceGetName = f_name;
+    fake.cuGetErrorName = f_errname;
+    fake.cuInit = f_init;
+    fake.cuCtxSetCurrent = f_setcur;
+    fake.cuLaunchKernel = f_launch;
+    fake.cuTensorMapEncodeTiled = f_tmap;
+    fj_cuda_set_for_testing(&fake);
+    fajit_ctx_opts o;
+    fajit_ctx_opts_init(&o);
+    o.cache_dir = "";
+    fajit_ctx *ctx;
+    g_count = 1, g_fail_get = 0;
+    memset(&g_sc, 0, sizeof g_sc);
+    ck_assert_int_eq(fajit_ctx_create(&ctx, &o), FAJIT_OK);
+
+    fajit_attn_desc d;
+    void *p = (void *)(uintptr_t)0x100000;
+    fajit_attn_desc_init(&d, p, p, p, p, 2, 16, 16, 1024, 1024, 128, FAJIT_BF16);
+    d.mask = FAJIT_MASK_CAUSAL;
+    fj_kernel k;
+    memset(&k, 0, sizeof k);
+    k.fn = (CUfunction)0x1;
+    fj_launch l;
+    memset(&l, 0, sizeof l);
+    l.k = &k;
+    l.family = FJ_FAM_FA3;
+    l.fa3 = (fj_fa3_config){128, 128, 1, 1, 2};
+    l.block_m = 128;
+    l.threads = 384;
+    l.dyn_smem = (int)fj_fa3_smem_bytes(&l.fa3, 128);
+
+    /* a driver table without cuMemAlloc: a clear error, no launch */
+    ck_assert_int_eq(fj_launch_desc(ctx, &l, &d, NULL), FAJIT_UNSUPPORTED);
+    ck_assert_ptr_nonnull(strstr(fajit_errmsg(ctx), "cuMemAlloc"));
+    ck_assert_int_eq(g_sc.launches, 0);
+    fake.cuMemAlloc = f_alloc;
+    fake.cuMemsetD8 = f_memset;
+    fake.cuCtxSynchronize = f_sync;
+    fake.cuMemFree = f_free;
+    for (int i = 0; i < FJ_SCHED_SLOTS + 2; i++)
+        ck_assert_int_eq(fj_launch_desc(ctx, &l, &d, NULL), FAJIT_OK);
+    ck_assert_uint_eq(g_sc.bytes, FJ_SCHED_SLOTS * 128);
+    ck_assert_int_eq(g_sc.memsets, 1);   /* zeroed once, and synchronized */
+    ck_assert_int_eq(g_sc.syncs, 1);
+    ck_assert_int_eq(g_sc.launches, FJ_SCHED_SLOTS + 2);
+    /* launches 0..FJ_SCHED_SLOTS+1: the ring wraps after FJ_SCHED_SLOTS */
+    ck_assert_uint_eq(g_sc.arg[0], g_sc.alloc);
+    ck_assert_uint_eq(g_sc.arg[1], g_sc.alloc + 128);
+    ck_assert_uint_eq(g_sc.arg[FJ_SCHED_SLOTS % 8], g_sc.alloc);
+    ck_assert_uint_eq(g_sc.arg[(FJ_SCHED_SLOTS + 1) % 8], g_sc.alloc + 128);
+    l.fa3.persistent = 1;   /* the static order: no counter */
+    ck_assert_int_eq(fj_launch_desc(ctx, &l, &d, NULL), FAJIT_OK);
+    ck_assert_uint_eq(g_sc.arg[(FJ_SCHED_SLOTS + 2) % 8], 0);
+    fajit_ctx_destroy(ctx);
+    ck_assert_uint_eq(g_sc.freed, g_sc.alloc);
+    fj_cuda_set_for_testing(NULL);
+}
+END_TEST
+
 /* On a machine without a driver (CI), a context for a device fails cleanly. */
 START_TEST(no_driver)
 {
@@ -695,6 +795,7 @@ int main(void)
     tcase_add_test(tc, ctx_options);
     tcase_add_test(tc, ctx_cache_location);
     tcase_add_test(tc, fake_driver);
+    tcase_add_test(tc, sched_counters);
     tcase_add_test(tc, no_driver);
     tcase_add_test(tc, ptxas_log_parse);
     suite_add_tcase(s, tc);

@@ -41,8 +41,10 @@ def build(v):
     dt, hd, mask, bm, bn, ov, pp, ps, extra, role = v
     tag = "".join(f"_{k.replace('FJ_FA3_', '').lower()}{val}" for k, val in extra)
     name = f"d{dt}_h{hd}_m{mask}_{bm}x{bn}_o{ov}p{pp}s{ps}{tag}{'_t' if role == 'check' else ''}.cubin"
+    # persistent 2: the dynamic tile schedule (FJ_FA3_SCHED 1), as fj_fa3_preamble writes it
     defs = [f"FJ_DTYPE={dt}", f"FJ_HEAD_DIM={hd}", f"FJ_MASK={mask}", f"FJ_BLOCK_M={bm}", f"FJ_BLOCK_N={bn}",
-            f"FJ_FA3_OVERLAP={ov}", f"FJ_FA3_PINGPONG={pp}", f"FJ_FA3_PERSISTENT={ps}",
+            f"FJ_FA3_OVERLAP={ov}", f"FJ_FA3_PINGPONG={pp}", f"FJ_FA3_PERSISTENT={int(ps != 0)}",
+            f"FJ_FA3_SCHED={int(ps == 2)}",
             f"FJ_FA3_HANG_TRAP={1 if role == 'check' else 0}"]
     defs += [f"{k}={val}" for k, val in extra]
     base = dict(extra).get("BASE", 0)  # the kernel of git HEAD before this work (results/*.run3.cu)
@@ -182,6 +184,92 @@ def main():
                         ex += [(("FJ_FA3_XTILE", 1), ("FJ_FA3_FASTEPI", 0)), (("FJ_FA3_XTILE", 1), ("FJ_FA3_FASTEPI", 1))]
                     for e in ex:
                         variants.append((1, hd, mask) + c + (e, "bench"))
+    if os.environ.get("FA3_SET") == "sched":
+        # run 9: the dynamic tile schedule (persistent 2). Checks: every check-role variant above
+        # (the static order's code moved too: fa3_sched) plus the dynamic schedule for every
+        # (dtype, head_dim, mask) with the default tile and the two-Q-buffer tile. Bench, causal
+        # hd 64/128/256: the library default, the non-persistent long default, the static
+        # persistent and the dynamic one (L2 groups always, G2 = its default, and never, G0).
+        variants = [v for v in variants if v[-1] == "check"]
+        for dt in (1, 0):
+            for hd in CHECK_HD:
+                for mask in (0, 1, 2):
+                    c = lib.fj_fa3_default(hd, mask, 0)
+                    for bm, bn, pp in ((c.block_m, c.block_n, c.pingpong), xt[hd]):
+                        if bm == 192 and mask:  # spills one register (dynamic, 3 consumers)
+                            continue
+                        variants.append((dt, hd, mask, bm, bn, 1, pp, 2, (), "check"))
+        for hd, mask, c in ((128, 1, P128), (64, 2, P128), (256, 1, P80)):  # groups crossed
+            variants.append((1, hd, mask) + c[:4] + (2, (("FJ_FA3_L2_BYTES", 300000),), "check"))
+        sets = {64: [(128, 128, 1, 1)], 128: [(128, 128, 1, 1), (128, 176, 1, 1)], 256: [(128, 80, 1, 1)]}
+        for hd, tiles in sets.items():
+            mask = 1
+            for sl in (512, 2048):
+                d = lib.fj_fa3_default(hd, mask, sl)
+                variants.append((1, hd, mask, d.block_m, d.block_n, d.overlap, d.pingpong, d.persistent, (), "bench"))
+            for t in tiles:
+                variants.append((1, hd, mask) + t + (1, (), "bench"))
+                variants.append((1, hd, mask) + t + (2, (), "bench"))
+                variants.append((1, hd, mask) + t + (2, (G0,), "bench"))
+    if os.environ.get("FA3_SET") == "oq":
+        # run 10: checks as run 9 (sched) plus the new variants; bench: O staged in the tile's own
+        # Q buffer in persistent kernels without an O slot (FJ_FA3_OQ: hd256 128x80, hd128 128x176)
+        # and the dynamic order without the cross-tile stream (X0: one Q buffer + the O slot)
+        variants = [v for v in variants if v[-1] == "check"]
+        for dt in (1, 0):
+            for hd in CHECK_HD:
+                for mask in (0, 1, 2):
+                    c = lib.fj_fa3_default(hd, mask, 0)
+                    for bm, bn, pp in ((c.block_m, c.block_n, c.pingpong), xt[hd]):
+                        if not (bm == 192 and mask):
+                            variants.append((dt, hd, mask, bm, bn, 1, pp, 2, (), "check"))
+        OQ, X0 = ("FJ_FA3_OQ", 1), ("FJ_FA3_XTILE", 0)
+        for mask in (0, 1, 2):
+            for ps in (1, 2):
+                variants.append((1, 256, mask, 128, 80, 1, 1, ps, (OQ,), "check"))
+                variants.append((1, 128, mask, 128, 176, 1, 1, ps, (OQ,), "check"))
+                variants.append((0, 192, mask, 128, 112, 1, 1, ps, (OQ,), "check"))
+            variants.append((1, 64, mask, 192, 128, 1, 0, 2, (X0,), "check"))
+            variants.append((1, 128, mask, 128, 128, 1, 1, 2, (X0,), "check"))
+        bench = [(64, 1, (192, 128, 1, 0, 0), ()), (64, 1, (128, 128, 1, 1, 2), ()),
+                 (64, 1, (192, 128, 1, 0, 2), (X0,)), (64, 1, (128, 128, 1, 1, 2), (X0,)),
+                 (128, 1, (128, 128, 1, 1, 2), ()), (128, 1, (128, 128, 1, 1, 0), ()),
+                 (128, 1, (128, 128, 1, 1, 2), (X0,)),
+                 (256, 1, (128, 80, 1, 1, 0), ()), (256, 1, (128, 80, 1, 1, 2), ()),
+                 (256, 1, (128, 80, 1, 1, 2), (OQ,)),
+                 (128, 0, (128, 128, 1, 1, 1), ()), (128, 0, (128, 176, 1, 1, 1), ()),
+                 (128, 0, (128, 176, 1, 1, 1), (OQ,)),
+                 (256, 0, (128, 80, 1, 1, 0), ()), (256, 0, (128, 80, 1, 1, 1), (OQ,))]
+        for hd, mask, c, extra in bench:
+            variants.append((1, hd, mask) + c + (extra, "bench"))
+    if os.environ.get("FA3_SET") == "final":
+        # run 11: the check set of run 10 with the new kernel defaults (no cross-tile stream for
+        # the dynamic order at hd <= 64, O through the Q buffer for it at hd > 128), and the bench
+        # of the library defaults (both length classes, causal and not) against the previous
+        # causal defaults, plus a few causal tiles with the dynamic order
+        variants = [v for v in variants if v[-1] == "check"]
+        OQ, X0 = ("FJ_FA3_OQ", 1), ("FJ_FA3_XTILE", 0)
+        for dt in (1, 0):
+            for hd in CHECK_HD:
+                for mask in (0, 1, 2):
+                    for sl in (512, 0):
+                        c = lib.fj_fa3_default(hd, mask, sl)
+                        variants.append((dt, hd, mask, c.block_m, c.block_n, 1, c.pingpong, 2, (), "check"))
+                    variants.append((dt, hd, mask, xt[hd][0], xt[hd][1], 1, xt[hd][2], 2, (), "check"))
+        for mask in (0, 1, 2):
+            for ps in (1, 2):
+                variants.append((1, 256, mask, 128, 80, 1, 1, ps, (OQ,), "check"))
+            variants.append((1, 128, mask, 128, 128, 1, 1, 2, (X0,), "check"))
+            variants.append((1, 64, mask, 128, 128, 1, 1, 2, (("FJ_FA3_XTILE", 1),), "check"))
+        for hd in (64, 128, 256):
+            for mask in (0, 1):
+                for sl in (512, 0):
+                    d = lib.fj_fa3_default(hd, mask, sl)
+                    variants.append((1, hd, mask, d.block_m, d.block_n, d.overlap, d.pingpong, d.persistent, (), "bench"))
+        for hd, c in ((64, (192, 128, 1, 0, 0)), (64, (128, 128, 1, 1, 1)), (64, (128, 96, 1, 1, 2)),
+                      (64, (128, 176, 1, 1, 2)), (128, (128, 128, 1, 1, 0)), (128, (128, 64, 1, 1, 2)),
+                      (128, (128, 96, 1, 1, 2)), (256, (128, 80, 1, 1, 0)), (256, (128, 64, 1, 1, 2))):
+            variants.append((1, hd, 1) + c + ((), "bench"))
     variants = list(dict.fromkeys(variants))  # a diagnostic variant may be a default too
     with ThreadPoolExecutor(jobs) as ex:
         res = list(ex.map(build, variants))

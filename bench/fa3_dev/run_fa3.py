@@ -29,6 +29,21 @@ ENCODE = ctypes.cast(cuda.cuTensorMapEncodeTiled, ctypes.c_void_p)
 
 cfglib = ctypes.CDLL(os.path.join(HERE, "libfa3cfg.so"))
 
+# The dynamic schedule's tile counters (persistent 2): a ring of zeroed ints, 128 bytes apart,
+# one per prepared launch (as src/api/dispatch.c does); each launch leaves its counter 0.
+CTR_SLOTS = 256
+CTR = None
+CTR_NEXT = [0]
+
+
+def counter_slot():
+    global CTR
+    if CTR is None:
+        CTR = torch.zeros(CTR_SLOTS * 32, dtype=torch.int32, device="cuda")
+    i = CTR_NEXT[0] % CTR_SLOTS
+    CTR_NEXT[0] += 1
+    return i
+
 
 class Cfg(ctypes.Structure):
     _fields_ = [("block_m", ctypes.c_int), ("block_n", ctypes.c_int), ("overlap", ctypes.c_int),
@@ -75,8 +90,10 @@ class Kernel:
     def prepare(self, params, total_q, total_k, num_sms=None):
         """Encodes the tensor maps for `params` (fj_fa3_encode_tmaps), takes the grid from
         fj_fa3_launch_shape and returns a closure that launches."""
-        blk = Aligned(192 + 3 * 128)
+        blk = Aligned(192 + 3 * 128 + 8)
         ctypes.memmove(blk.addr, params, 192)
+        self.slot = counter_slot()  # the kernel's last argument: int *sched_ctr
+        ctypes.c_uint64.from_address(blk.addr + 576).value = CTR.data_ptr() + 128 * self.slot
         g3, th = (ctypes.c_uint * 3)(), ctypes.c_uint()
         cfglib.fj_fa3_launch_shape(ctypes.byref(self.cfg), ctypes.c_void_p(blk.addr), num_sms or NUM_SMS, g3,
                                    ctypes.byref(th))
@@ -87,7 +104,7 @@ class Kernel:
                                        total_q, total_k, blk.addr + 192, why, 256)
         if r != 0:
             raise RuntimeError("encode: " + why.value.decode())
-        args = (ctypes.c_void_p * 4)(blk.addr, blk.addr + 192, blk.addr + 320, blk.addr + 448)
+        args = (ctypes.c_void_p * 5)(blk.addr, blk.addr + 192, blk.addr + 320, blk.addr + 448, blk.addr + 576)
         stream = ctypes.c_void_p(torch.cuda.current_stream().cuda_stream)
         fn, th, sm, L = self.fn, self.threads, self.smem, cuda.cuLaunchKernel
 
@@ -184,10 +201,20 @@ def run_case(kern, hq, hkv, seqs, varlen, wl, wr, layout="plain", seed=0, qscale
         q.mul_(qscale)
     o.fill_(float("nan"))  # poison (the pad columns keep 7.0)
     params = pack_params(*ptrs, st, B, hq, hkv, hd, sq_p, sk_p, wl, wr, scale)
-    if sq_p > 0:
-        ck(kern.prepare(params, tq, tk, sms)(), "launch")
-    torch.cuda.synchronize()
     worst = dict(err=0.0, base=0.0, lse_err=0.0, bad=0, err_chunk=[], bad_rows=[])
+    if sq_p > 0:
+        go = kern.prepare(params, tq, tk, sms)
+        ck(go(), "launch")
+        torch.cuda.synchronize()
+        if meta["persistent"] == 2:  # the kernel must leave its counter 0; a second launch
+            worst["ctr_after"] = int(CTR[32 * kern.slot].item())  # on the same counter
+            o.fill_(float("nan"))
+            lse.fill_(float("nan"))
+            ck(go(), "launch 2")
+            torch.cuda.synchronize()
+            worst["ctr_after"] += int(CTR[32 * kern.slot].item())
+            worst["bad"] += 1000 * worst["ctr_after"]
+    torch.cuda.synchronize()
     q0 = k0 = 0
     for b, (sq, sk) in enumerate(seqs):
         if varlen:
@@ -364,12 +391,13 @@ def bench():
                                + ("X0:" if m.get("extra", {}).get("FJ_FA3_XTILE") == 0 else "")
                                + ("G0:" if m.get("extra", {}).get("FJ_FA3_L2GROUP") == 0 else "")
                                + ("O0:" if m.get("extra", {}).get("FJ_FA3_OSMEM") == 0 else "")
+                               + ("OQ:" if m.get("extra", {}).get("FJ_FA3_OQ") == 1 else "")
                                + (f"PF{m['extra']['FJ_FA3_L2PF']}:" if m.get("extra", {}).get("FJ_FA3_L2PF") else "")
                                + ("".join(f"{k[7]}{v}" for k, v in m.get("extra", {}).items()
                                           if k in ("FJ_FA3_OBUF", "FJ_FA3_FASTEPI")) + ":"
                                   if "FJ_FA3_FASTEPI" in m.get("extra", {}) else "")
                                + (f"S{m['extra']['FJ_FA3_STAGES']}:" if m.get("extra", {}).get("FJ_FA3_STAGES") else "")
-                               + f"{m['bm']}x{m['bn']}{'' if m['pingpong'] else 'np'}{'P' if m['persistent'] else ''}")
+                               + f"{m['bm']}x{m['bn']}{'' if m['pingpong'] else 'np'}{['', 'P', 'D'][m['persistent']]}")
                         if tag not in gos:
                             prm = pack_params(q.data_ptr(), k.data_ptr(), v.data_ptr(), o.data_ptr(), lse.data_ptr(), 0, 0,
                                               st, B, H, H, hd, S, S, -1, 0 if causal else -1, hd ** -0.5)

@@ -334,6 +334,36 @@ fajit_status fajit_ctx_create(fajit_ctx **out, const fajit_ctx_opts *opts)
     return FAJIT_OK;
 }
 
+fajit_status fj_sched_counter(fajit_ctx *ctx, CUdeviceptr *out)
+{
+    char err[64];
+    const size_t bytes = FJ_SCHED_SLOTS * 128;
+    pthread_mutex_lock(&ctx->lock);
+    CUresult r = 0;
+    if (!ctx->sched_ctr) {
+        CUdeviceptr p = 0;
+        if (!ctx->cu->cuMemAlloc || !ctx->cu->cuMemsetD8 || !ctx->cu->cuCtxSynchronize)
+            r = -1;
+        else if ((r = ctx->cu->cuMemAlloc(&p, bytes)) == 0 &&
+                 /* (a memset on the legacy stream: synchronized before any launch, which
+                  * might be on a non-blocking stream) */
+                 ((r = ctx->cu->cuMemsetD8(p, 0, bytes)) != 0 ||
+                  (r = ctx->cu->cuCtxSynchronize()) != 0)) {
+            ctx->cu->cuMemFree(p);
+            p = 0;
+        }
+        ctx->sched_ctr = p;
+    }
+    pthread_mutex_unlock(&ctx->lock);
+    FJ_RETURN_IF(r == -1, ctx, FAJIT_UNSUPPORTED,
+                 "the driver table lacks cuMemAlloc/cuMemsetD8/cuCtxSynchronize (needed by the "
+                 "dynamically scheduled sm_90a kernel)");
+    FJ_RETURN_IF(r, ctx, FAJIT_CUDA_ERROR, "allocating the tile counters: %s",
+                 fj_cuda_errname(ctx->cu, r, err, sizeof err));
+    *out = ctx->sched_ctr + 128u * (atomic_fetch_add(&ctx->sched_next, 1u) % FJ_SCHED_SLOTS);
+    return FAJIT_OK;
+}
+
 void fajit_ctx_destroy(fajit_ctx *ctx)
 {
     if (!ctx)
@@ -343,6 +373,8 @@ void fajit_ctx_destroy(fajit_ctx *ctx)
         pthread_cond_wait(&ctx->bg_done, &ctx->bg_lock);
     pthread_mutex_unlock(&ctx->bg_lock);
     fj_kernel_map_free(ctx);
+    if (ctx->sched_ctr && ctx->cu->cuCtxSetCurrent(ctx->cuctx) == 0)
+        ctx->cu->cuMemFree(ctx->sched_ctr);
     if (ctx->cuctx)
         ctx->cu->cuDevicePrimaryCtxRelease(ctx->dev);
     fj_cache_close(ctx->cache);

@@ -113,7 +113,8 @@ fajit_status fajit_dispatch_describe(fajit_ctx *ctx, const char *arch, const faj
     FJ_CHECK(describe_choice(ctx, arch, d, buf, len, &v, &l, &dv));
     char grid[64];
     if (l.family == FJ_FAM_FA3 && l.fa3.persistent)
-        snprintf(grid, sizeof grid, "persistent grid (one CTA per SM)");
+        snprintf(grid, sizeof grid, "persistent grid (one CTA per SM%s)",
+                 l.fa3.persistent == 2 ? ", dynamic tile order" : "");
     else
         snprintf(grid, sizeof grid, "grid (ceil(seqlen_q/%d), heads_q, batch)", l.block_m);
     snprintf(buf, len, "%s (%s): %s, %d threads, %d B dynamic shared memory, source %s, entry %s",
@@ -328,8 +329,11 @@ fajit_status fj_launch_desc(fajit_ctx *ctx, const fj_launch *l, const fajit_attn
     fj_params_from_desc(d, &params);
     unsigned grid[3], threads = (unsigned)l->threads;
     fj_fa3_tmap maps[3];
-    void *args[4] = {&params, &maps[0], &maps[1], &maps[2]};
+    CUdeviceptr sched_ctr = 0;   /* the dynamic schedule's tile counter, else unused */
+    void *args[5] = {&params, &maps[0], &maps[1], &maps[2], &sched_ctr};
     if (l->family == FJ_FAM_FA3) {
+        if (l->fa3.persistent == 2)
+            FJ_CHECK(fj_sched_counter(ctx, &sched_ctr));
         /* The TMA descriptors hold addresses and shapes: encoded for every call. */
         FJ_RETURN_IF(!ctx->cu->cuTensorMapEncodeTiled, ctx, FAJIT_UNSUPPORTED,
                      "the driver lacks cuTensorMapEncodeTiled (needed by the sm_90a kernel)");

@@ -96,7 +96,14 @@ struct fajit_ctx {
     pthread_cond_t bg_done;
     int bg_running;
     _Atomic uint64_t compile_us;
+
+    /* Tile counters of the sm_90a kernel's dynamic schedule (fj_fa3_config.persistent 2):
+     * FJ_SCHED_SLOTS zeroed ints 128 bytes apart, allocated at the first such launch (under
+     * `lock`), freed by fajit_ctx_destroy; each launch takes the next slot (fj_sched_counter). */
+    CUdeviceptr sched_ctr;
+    _Atomic unsigned sched_next;
 };
+#define FJ_SCHED_SLOTS 64
 
 /* Records "fmt..." as the calling thread's last error on the context (ctx may be NULL)
  * and returns status. */
@@ -181,6 +188,11 @@ fajit_status fj_spec_load(fajit_ctx *ctx, const char *spec, struct fj_spec *out)
 fajit_status fj_get_launch(fajit_ctx *ctx, const fj_variant *v, unsigned flags, fj_launch *l);
 fajit_status fj_launch_desc(fajit_ctx *ctx, const fj_launch *l, const fajit_attn_desc *d,
                             void *stream);
+
+/* A zeroed device int for one launch of a dynamically scheduled kernel: the next slot of the
+ * context's ring (src/api/ctx.c). The kernel leaves it zeroed; a slot is reused after
+ * FJ_SCHED_SLOTS launches, so at most that many such launches may be in flight at once. */
+fajit_status fj_sched_counter(fajit_ctx *ctx, CUdeviceptr *out);
 
 /* Host copy of the parameter block from a validated descriptor. */
 void fj_params_from_desc(const fajit_attn_desc *d, fj_attn_params *p);

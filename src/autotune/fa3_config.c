@@ -66,6 +66,24 @@ fj_fa3_config fj_fa3_default(int head_dim, int mask, int seqlen_q)
         c = cfg(128, 128);
         c.persistent = 1;
     }
+    /* Causal, the dynamic tile order (persistent 2: atomic counter, longest first within
+     * L2-sized groups of heads), runs 9-10 (bench/fa3_dev/NOTES.md, medians of 3 interleaved,
+     * same run as CUDNN), TFLOP/s at 512/1k/2k/4k/8k/16k:
+     * - hdim 128 128x128: 305/406/494/560/593/612 vs the grid's 274/368/464/518/564/603 (run
+     *   10; static persistent 288/357/409/497/561/584 in run 9): every length;
+     * - hdim 64 128x128 (no cross-tile stream at hdim 64, see FJ_FA3_XTILE) at <= 1k: 222/300
+     *   vs 206/276 with it (the previous default); longer: 192x128 359/411/459/473 vs the
+     *   grid's 349/401/453/484 at 2k..16k;
+     * - hdim 256 128x80 (O through the Q buffer, FJ_FA3_OQ) from 2k: 517/601/644/647 vs the
+     *   grid's 509/566/619/701 (the 16k loss against 4k-8k, where the grid missed 1.10x CUDNN);
+     *   at <= 1k the grid stays (299/416 vs 286/416).
+     * The long class takes it at the measured hdim 64 and 256 only: hdim 48 (192x128) and 240
+     * (128x80) spill 4 bytes with it. */
+    const int long_seq = !(seqlen_q > 1 && seqlen_q <= FJ_FA3_SHORT_SEQ);
+    if (mask == FJ_MASK_CAUSAL &&
+        ((head_dim > 96 && head_dim <= 128) || (head_dim <= 64 && !long_seq) ||
+         (long_seq && (head_dim == 64 || head_dim == 256))))
+        c.persistent = 2;
     return c;
 }
 
@@ -93,9 +111,9 @@ int fj_fa3_check(const fj_fa3_config *c, int head_dim, int sm, char *why, size_t
         return -1;
     }
     if ((c->overlap != 0 && c->overlap != 1) || (c->pingpong != 0 && c->pingpong != 1) ||
-        (c->persistent != 0 && c->persistent != 1)) {
-        snprintf(why, n, "overlap, pingpong and persistent must be 0 or 1, got %d, %d and %d",
-                 c->overlap, c->pingpong, c->persistent);
+        c->persistent < 0 || c->persistent > 2) {
+        snprintf(why, n, "overlap and pingpong must be 0 or 1, persistent 0, 1 or 2, got %d, %d "
+                 "and %d", c->overlap, c->pingpong, c->persistent);
         return -1;
     }
     if (c->pingpong && (c->block_m != 128 || !c->overlap)) {
@@ -147,15 +165,20 @@ int fj_fa3_candidates(int head_dim, int mask, int seqlen_q, fj_fa3_config *out, 
     if (max <= 0)
         return 0;
     out[k++] = d;
-    c.persistent = !d.persistent;  /* the other scheduler */
+    c.persistent = !d.persistent;  /* the other scheduler (grid <-> persistent) */
     k = add(out, k, max, c, head_dim);
     if (mask != FJ_MASK_NONE) {
-        /* masked + persistent (longest-first serpentine order, two Q buffers, cross-tile
-         * stream): 128x128 measured fastest for hdim 64 causal at 512-1k tokens (208 and
-         * 272 TFLOP/s vs 164 and 239 for the default), slower from 2k on */
-        c = cfg(128, 128);
-        c.persistent = 1;
-        k = add(out, k, max, c, head_dim);
+        /* masked + persistent (longest-first order), the dynamic and the static order, of the
+         * default tile and of 128x128 (runs 3-10: 128x128 fastest for hdim 64 causal at
+         * 512-1k tokens, the dynamic order the default for causal hdim 64/128, 256 from 2k) */
+        for (int ps = 2; ps >= 1; ps--) {
+            c = d;
+            c.persistent = ps;
+            k = add(out, k, max, c, head_dim);
+            c = cfg(128, 128);
+            c.persistent = ps;
+            k = add(out, k, max, c, head_dim);
+        }
     }
     for (size_t i = 0; i < sizeof tiles / sizeof tiles[0]; i++) {
         c = cfg(tiles[i][0], tiles[i][1]);
@@ -175,9 +198,10 @@ int fj_fa3_preamble(const fj_fa3_config *c, int dtype, int head_dim, int mask, c
     int r = snprintf(buf, n,
                      "#define FJ_DTYPE %d\n#define FJ_HEAD_DIM %d\n#define FJ_MASK %d\n"
                      "#define FJ_BLOCK_M %d\n#define FJ_BLOCK_N %d\n#define FJ_FA3_OVERLAP %d\n"
-                     "#define FJ_FA3_PINGPONG %d\n#define FJ_FA3_PERSISTENT %d\n",
+                     "#define FJ_FA3_PINGPONG %d\n#define FJ_FA3_PERSISTENT %d\n"
+                     "#define FJ_FA3_SCHED %d\n",
                      dtype, head_dim, mask, c->block_m, c->block_n, c->overlap, c->pingpong,
-                     c->persistent);
+                     c->persistent != 0, c->persistent == 2);
     return r < 0 || (size_t)r >= n ? -1 : r;
 }
 

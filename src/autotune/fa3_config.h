@@ -9,8 +9,10 @@
  *   cuFuncSetAttribute(f, MAX_DYNAMIC_SHARED_SIZE_BYTES, fj_fa3_smem_bytes(&c, hd))
  *   fj_fa3_encode_tmaps(encode, &p, dtype, &c, total_q, total_k, maps, why, n)
  *   fj_fa3_launch_shape(&c, &p, num_sms, grid, &threads)
- *   void *args[4] = {&p, &maps[0], &maps[1], &maps[2]};
+ *   void *args[5] = {&p, &maps[0], &maps[1], &maps[2], &ctr};
  *   cuLaunchKernel(f, grid[0], grid[1], grid[2], threads, 1, 1, smem, stream, args, NULL)
+ * where ctr (CUdeviceptr) is, for persistent == 2, a device int that is 0 at the launch (the
+ * kernel leaves it 0 again; no other launch may use it while this one runs), else any value.
  * where `encode` is the driver's cuTensorMapEncodeTiled (CUDA 12.0+, in libcuda.so.1,
  * no version suffix; seen working on driver 580). The maps hold the tensor addresses,
  * strides and lengths: encode them again whenever one of those changes. Launch nothing
@@ -28,7 +30,9 @@ typedef struct fj_fa3_config {
     int block_n;   /* keys per K/V tile: multiple of 16 in 16..256 */
     int overlap;   /* 1: S_{j+1} and P_j V_j in flight under the softmax (FJ_FA3_OVERLAP) */
     int pingpong;  /* 1: the 2 consumer warpgroups alternate their GEMMs (block_m 128 only) */
-    int persistent; /* 1: one CTA per SM walks the work tiles (FJ_FA3_PERSISTENT) */
+    int persistent; /* 1: one CTA per SM walks the work tiles in a static order
+                     * (FJ_FA3_PERSISTENT); 2: the same grid taking the tiles from an atomic
+                     * counter, longest first (FJ_FA3_SCHED 1: needs the counter argument) */
 } fj_fa3_config;
 
 /* One CUtensorMap: 128 opaque bytes, 64-byte aligned, passed to the kernel by value. */
@@ -46,9 +50,11 @@ typedef int (*fj_fa3_encode_fn)(void *tensor_map, int data_type, unsigned rank, 
 
 /* The default for (head_dim, mask, seqlen_q), measured on the H200: 192x128 (hd <= 64),
  * 128x128 (hd <= 96; hd 128 masked), 128x176 (hd 128 unmasked), 128x112 (hd <= 192),
- * 128x80; overlap on, ping-pong when block_m is 128, persistent only without a mask and
- * hd <= 128. For prefill of 2..FJ_FA3_SHORT_SEQ query rows, hd 64 causal and hd 128
- * unmasked take 128x128 persistent. seqlen_q 0 = unknown (the long-sequence default).
+ * 128x80; overlap on, ping-pong when block_m is 128, persistent without a mask and
+ * hd <= 128, and with the dynamic tile order (persistent 2) for causal hd 97..128, hd 64
+ * and hd 256 (the latter above FJ_FA3_SHORT_SEQ). For prefill of 2..FJ_FA3_SHORT_SEQ query
+ * rows, hd <= 64 causal (dynamic order) and hd 128 unmasked take 128x128 persistent. seqlen_q
+ * 0 = unknown (the long-sequence default).
  * Passes fj_fa3_check for every head_dim that fj_fa3_check accepts. */
 #define FJ_FA3_SHORT_SEQ 1024
 fj_fa3_config fj_fa3_default(int head_dim, int mask, int seqlen_q);
@@ -70,7 +76,8 @@ int fj_fa3_check(const fj_fa3_config *c, int head_dim, int sm, char *why, size_t
 int fj_fa3_candidates(int head_dim, int mask, int seqlen_q, fj_fa3_config *out, int max);
 
 /* The NVRTC preamble: FJ_DTYPE, FJ_HEAD_DIM, FJ_MASK, FJ_BLOCK_M, FJ_BLOCK_N,
- * FJ_FA3_OVERLAP, FJ_FA3_PINGPONG, FJ_FA3_PERSISTENT. Returns the length written (excluding
+ * FJ_FA3_OVERLAP, FJ_FA3_PINGPONG, FJ_FA3_PERSISTENT (persistent != 0), FJ_FA3_SCHED
+ * (persistent == 2). Returns the length written (excluding
  * the NUL), or -1 when `n` is too small. */
 int fj_fa3_preamble(const fj_fa3_config *c, int dtype, int head_dim, int mask, char *buf, size_t n);
 

@@ -55,7 +55,8 @@ typedef struct fj_cuda {
     CUresult (*cuEventSynchronize)(CUevent);
     CUresult (*cuEventElapsedTime)(float *, CUevent, CUevent);
     CUresult (*cuGetErrorName)(CUresult, const char **);
-    /* used by tests and benchmarks */
+    /* used by tests and benchmarks; cuMemAlloc, cuMemsetD8, cuCtxSynchronize and cuMemFree
+     * also by the library (the dynamic schedule's tile counters, src/api/ctx.c) */
     CUresult (*cuCtxSynchronize)(void);
     CUresult (*cuMemAlloc)(CUdeviceptr *, size_t);
     CUresult (*cuMemFree)(CUdeviceptr);

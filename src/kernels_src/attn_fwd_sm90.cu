@@ -18,12 +18,19 @@
  *                    round-robin (masked: longest tiles first, serpentine, see sched_tile);
  *                    the next tile's Q and K/V load under the current tile's last GEMMs and
  *                    epilogue (O is then stored straight from registers, except with XTILE)
+ *   FJ_FA3_SCHED     persistent only: 0 (default) the static order above; 1 dynamic: each CTA
+ *                    takes its first tile by blockIdx.x and then the next free one from a
+ *                    global atomic counter (the kernel's last argument), in the same tile order
+ *                    (masked: longest first within L2-sized groups of heads, always grouped),
+ *                    i.e. greedy LPT; see "Dynamic schedule" below. fj_fa3_config.persistent 2.
  *   FJ_FA3_XTILE     see below (default: masked persistent variants with room for two Q
- *                    buffers)
+ *                    buffers, except hd <= 64 with the dynamic order)
  *   FJ_FA3_OSMEM     with XTILE: 1 (default) O staged in shared memory, 0 from registers
  *   FJ_FA3_OBUF      persistent without XTILE: 1 (default) O staged in an O slot of shared
  *                    memory where it fits, 0 from registers
  *   FJ_FA3_FASTEPI   1 (default): rcp.approx / lg2.approx for 1/rowsum and the LSE
+ *   FJ_FA3_OQ        persistent, no XTILE, no O slot: 1 O staged in the tile's own Q buffer,
+ *                    freed after the epilogue (default with the dynamic order, hd > 128)
  *   FJ_FA3_L2GROUP   masked persistent order: 1 longest-first within L2-sized groups of heads
  *                    when batch*heads >= SMs/2, 0 never (default for hd < 128), 2 always
  *   FJ_FA3_HANG_TRAP 1: an mbarrier wait that spins 2^22 times traps (dev builds)
@@ -33,8 +40,10 @@
  *   pointers and strides that are multiples of 8 elements (TMA); compute capability 9.0.
  *
  * Launch (fj_fa3_* in src/autotune/fa3_config.h builds all of it):
- *   kernel fj_attn_fwd_sm90(params, tmap_q, tmap_k, tmap_v), each tensor map a 128-byte
- *   CUtensorMap passed by value (const __grid_constant__). Maps are 4-D {head_dim, rows,
+ *   kernel fj_attn_fwd_sm90(params, tmap_q, tmap_k, tmap_v, sched_ctr), each tensor map a
+ *   128-byte CUtensorMap passed by value (const __grid_constant__); sched_ctr (int *, used by
+ *   FJ_FA3_SCHED 1 only, may be 0 otherwise) a zeroed device int the kernel leaves zeroed
+ *   (one per launch in flight: see "Dynamic schedule"). Maps are 4-D {head_dim, rows,
  *   heads, batch} over 16-bit elements, box {64, FJ_BLOCK_M or FJ_BLOCK_N, 1, 1},
  *   128-byte swizzle, zero fill out of bounds; rows = seqlen (fixed length) or the total
  *   row count with batch 1 (varlen). grid (ceil(seqlen_q / FJ_BLOCK_M), heads_q, batch), or
@@ -54,9 +63,24 @@
  * rest run mask-free. Rows of a warpgroup that see no key of a tile stay exact (-inf max
  * handled). O is normalised once at the end and written through the warpgroup's own Q
  * rows in shared memory (stmatrix) as 16-byte stores (persistent without XTILE: through an O
- * slot after the Q buffer, as the next Q already loads into the only Q buffer; straight from
- * registers where no slot fits); LSE
- * (natural log) per row. ptxas quirk worked around: see the st.shared "anchor" below.
+ * slot after the Q buffer, as the next Q already loads into the only Q buffer; where no slot
+ * fits, through the Q buffer freed after the epilogue (FJ_FA3_OQ) or straight from registers);
+ * LSE (natural log) per row. ptxas quirk worked around: see the st.shared "anchor" below.
+ *
+ * Dynamic schedule (FJ_FA3_SCHED 1). The producer thread claims tiles: its CTA's first is
+ * blockIdx.x (the longest ones, no atomic), every next one atomicAdd(sched_ctr, 1) + gridDim.x
+ * (issued before the current tile's last K/V load, so its latency hides under that wait),
+ * until the value passes the tile count. It hands each tile index to the consumers in a word
+ * next to the Q buffer it loads into, written before the arrive.expect_tx of that buffer's
+ * full barrier (the arrive releases, the consumers' wait acquires; the word is rewritten only
+ * after the buffer's empty barrier, i.e. after every consumer warp read it). A tile with no
+ * visible key is handed over without data (plain arrive; the consumers free the buffer and
+ * write its zeros); a tile past a varlen sequence's end is skipped; index -1 ends the work.
+ * Every CTA with a first tile claims until it fails once, so a launch makes exactly `tiles`
+ * claims; the claim that returns tiles - 1 is the launch's last and resets the counter
+ * to 0 for the next launch (nothing else touches it after that). The host (src/api/dispatch.c)
+ * gives each launch its own counter from a ring; unsafe: more launches in flight at once than
+ * the ring has slots, and a launch that traps (its context is lost anyway).
  *
  * Shared memory: [Q][K stage 0][K stage 1][V stage 0][V stage 1][barriers], each tile
  * stored as ceil(hd/64) column chunks of rows x 128 bytes (the TMA box), 16-byte units
@@ -85,6 +109,13 @@
 #ifndef FJ_FA3_PERSISTENT
 #define FJ_FA3_PERSISTENT 0
 #endif
+#ifndef FJ_FA3_SCHED
+#define FJ_FA3_SCHED 0
+#endif
+#if FJ_FA3_SCHED && !FJ_FA3_PERSISTENT
+#error "FJ_FA3_SCHED 1 (dynamic tile schedule) needs FJ_FA3_PERSISTENT"
+#endif
+#define FA3_DYN (FJ_FA3_PERSISTENT && FJ_FA3_SCHED)
 /* FJ_FA3_XTILE 1 (default: see below): two or three Q buffers (the next tile's Q loads at any
  * time during this one), and the consumers run the blocks of all their work tiles as one
  * stream: the first S of tile t+1 and its softmax run with the last P V of tile t in flight,
@@ -101,12 +132,13 @@
 #ifndef FJ_FA3_OSMEM
 #define FJ_FA3_OSMEM 1
 #endif
-/* FJ_FA3_L2GROUP default: on for hd >= 128 only. Run 6 (medians of 3, masked persistent):
- * hd256 128x80 +17%/+6% at 512/1k, hd128 128x128 +1..+3% at 512-2k, but hd64 128x128
- * -10%/-5%/-1% at 512/1k/2k (suspect: the group arithmetic, a 64-bit division per
- * tile_coords call, on tiles of about a microsecond; not measured separately). */
+/* FJ_FA3_L2GROUP default: static order: on for hd >= 128 only. Run 6 (medians of 3, masked
+ * persistent): hd256 128x80 +17%/+6% at 512/1k, hd128 128x128 +1..+3% at 512-2k, but hd64
+ * 128x128 -10%/-5%/-1% at 512/1k/2k (suspect then: the group arithmetic, a 64-bit division
+ * per tile_coords call; now computed once per CTA, see fa3_sched). Dynamic order: always (2):
+ * the groups' sawtooth only unbalanced the static round robin. */
 #ifndef FJ_FA3_L2GROUP
-#define FJ_FA3_L2GROUP (FJ_HEAD_DIM >= 128)
+#define FJ_FA3_L2GROUP (FA3_DYN ? 2 : FJ_HEAD_DIM >= 128)
 #endif
 #ifndef FJ_FA3_L2_BYTES
 #define FJ_FA3_L2_BYTES (32ll << 20)  /* K+V bytes of one L2 group (H100/H200: 50/60 MB of L2) */
@@ -118,10 +150,14 @@
 /* Default: on for masked persistent variants only. Unmasked (runs 4-6, O staged through shared
  * memory): hd128 128x128 with it vs without it 463/533/572/607 vs 452/536/585/628 TFLOP/s at
  * 512/1k/2k/4k (run 6, medians of 3), +3/-3/0/+5/-2% in run 5: no clear gain; 192x128 hd64
- * 324 vs 354 at 512 (run 4). So unmasked variants keep one Q buffer and the per-tile path. */
+ * 324 vs 354 at 512 (run 4). So unmasked variants keep one Q buffer and the per-tile path.
+ * Dynamic order (run 10, causal): hd64 128x128 without it 222/300/354/402 vs 206/276/337/373 at
+ * 512..4k (and 192x128 then fits its registers: 359/411/459 at 2k-8k); hd128 128x128 equal
+ * (303/417/494/555 vs 305/406/494/560): off for hd <= 64 with the dynamic order. */
 #if FJ_FA3_XTILE < 0
 #undef FJ_FA3_XTILE
-#define FJ_FA3_XTILE (FJ_FA3_PERSISTENT && FJ_FA3_OVERLAP && FA3_MASKED && FA3_QST2_FITS)
+#define FJ_FA3_XTILE (FJ_FA3_PERSISTENT && FJ_FA3_OVERLAP && FA3_MASKED && FA3_QST2_FITS && \
+                      !(FA3_DYN && FJ_HEAD_DIM <= 64))
 #endif
 /* FJ_FA3_OBUF 1: persistent variants without the cross-tile stream stage O in shared memory too,
  * in a slot of its own after the Q buffer (the second Q slot, which fj_fa3_smem_bytes reserves
@@ -140,6 +176,16 @@
  * after its baseline (the harness now alternates the order; to be confirmed). */
 #ifndef FJ_FA3_FASTEPI
 #define FJ_FA3_FASTEPI 1
+#endif
+/* FJ_FA3_OQ 1: persistent without the cross-tile stream and without room for an O slot (hd 256,
+ * hd 128 x 176): O staged in the tile's own Q buffer, as the non-persistent grid does, which is
+ * then freed only after the epilogue (the next tile's Q load waits for it); 0: the Q buffer
+ * freed at the tile's last S, O straight from the accumulators (4-byte stores). Default: 1 for
+ * the dynamic order with hd > 128. Run 10: hd256 causal 128x80 dynamic with it
+ * 286/416/517/601/644 vs 274/398/497/584/642 TFLOP/s at 512..8k; hd128 unmasked 128x176 static
+ * -1..-4% (not on there). */
+#ifndef FJ_FA3_OQ
+#define FJ_FA3_OQ (FA3_DYN && FJ_HEAD_DIM > 128)
 #endif
 #if FJ_FA3_XTILE && !(FJ_FA3_PERSISTENT && FJ_FA3_OVERLAP && FA3_QST2_FITS)
 #error "FJ_FA3_XTILE needs FJ_FA3_PERSISTENT, FJ_FA3_OVERLAP and room for two Q buffers"
@@ -169,6 +215,8 @@ constexpr int Q_BYTES = DC * Q_CHUNK, KV_BYTES = DC * KV_CHUNK;
  * tile's last S (without it, a run of one-block tiles waits for each Q load). */
 constexpr int QST = FJ_FA3_XTILE ? (FJ_FA3_OSMEM && FA3_QST3_FITS ? 3 : 2) : 1;
 constexpr int OSLOT = FJ_FA3_OBUF && FJ_FA3_PERSISTENT && !FJ_FA3_XTILE && FA3_QST2_FITS;  /* O slot */
+constexpr bool OQ = FJ_FA3_OQ && FJ_FA3_PERSISTENT && !FJ_FA3_XTILE && !OSLOT;  /* O via Q buffer */
+static_assert(!OQ || QST == 1, "FJ_FA3_OQ: one Q buffer");
 static_assert((QST + OSLOT) * Q_BYTES + 4 * KV_BYTES + 256 + 1024 <= 227 * 1024, "QST");
 constexpr int OFF_K = (QST + OSLOT) * Q_BYTES, OFF_V = OFF_K + 2 * KV_BYTES, OFF_BAR = OFF_V + 2 * KV_BYTES;
 constexpr int SMEM_BYTES = OFF_BAR + 256 + 1024;  /* + barriers, scratch, alignment slack */
@@ -246,6 +294,12 @@ FJ_DEVICE void tma_load4(fj_u32 dst, const void *tmap, int c0, int c1, int c2, i
 FJ_DEVICE void tma_prefetch_desc(const void *tmap)
 {
     asm volatile("prefetch.tensormap [%0];\n" ::"l"(tmap) : "memory");
+}
+template <int UNUSED = 0> FJ_DEVICE int ld_shared_s32(fj_u32 addr)
+{
+    int v;
+    asm volatile("ld.shared.b32 %0, [%1];\n" : "=r"(v) : "r"(addr) : "memory");
+    return v;
 }
 
 /* Named barrier `id` over N threads (templates: no unused-function warnings). */
@@ -619,46 +673,61 @@ struct __align__(64) fj_tmap {
     fj_u64 w[16];
 };
 
+/* What the persistent order needs of the problem, computed once per CTA: query blocks per
+ * sequence, (batch, head) pairs, and (masked) the (batch, head) per L2 group. */
+struct fa3_sched {
+    int num_mb, bhn, gsz;
+};
+FJ_DEVICE fa3_sched sched_of(const fj_attn_params &p)
+{
+    fa3_sched s;
+    s.num_mb = (p.seqlen_q + fa3::BM - 1) / fa3::BM;
+    s.bhn = p.heads_q * p.batch;
+    s.gsz = s.bhn;
+#if FJ_FA3_PERSISTENT && FA3_MASKED
+    /* Longest first within groups of (batch, head) whose K+V fit in about 32 MB of L2. Static
+     * order (FJ_FA3_L2GROUP 1): only when there are at least half as many (batch, head) as
+     * CTAs: then a round of tiles holds at most about two query blocks of a head, the blocks of
+     * one head run rounds apart, and over all heads at once their K/V (134 MB in the 16k-token
+     * bench shapes) has left L2 by then. With fewer (batch, head) the query blocks of a head
+     * that share K/V run in the same round, and the groups' sawtooth order only unbalances the
+     * static round robin (run 4: -7..-36% at 4k-16k with groups always on, +9..+17% at
+     * 512-1k). FJ_FA3_L2GROUP 0: never, 2: always (the dynamic order's default). */
+    if (FJ_FA3_L2GROUP == 2 || (FJ_FA3_L2GROUP == 1 && 2 * s.bhn >= (int)gridDim.x)) {
+        const int grp_ratio = p.heads_q / p.heads_kv;
+        const long long kv_head = 4ll * p.seqlen_k * fa3::HD;  /* K+V bytes of one KV head */
+        int g = (int)((long long)FJ_FA3_L2_BYTES / (kv_head > 0 ? kv_head : 1));
+        g = g < 1 ? grp_ratio : g * grp_ratio;  /* whole GQA groups */
+        s.gsz = g > s.bhn ? s.bhn : g;
+    }
+#endif
+    return s;
+}
+
 /* Tile t of the persistent schedule, or this CTA's one tile: batch b, head h, query block
  * mb. Unmasked: query blocks vary fastest (CTAs that run together share K/V in L2). Masked
  * (persistent): longest-processing-time first: the query blocks from the last (most keys) to
  * the first, all (batch, head) of one block together (heads of a GQA group adjacent), within
  * groups of heads whose K and V fit in L2 (the groups one after the other); with
- * sched_tile's serpentine this balances the CTAs to within about one tile. Non-persistent
- * masked: the last query blocks first. */
-FJ_DEVICE void tile_coords(const fj_attn_params &p, int t, int &b, int &h, int &mb)
+ * sched_tile's serpentine this balances the CTAs to within about one tile, and the dynamic
+ * schedule takes the tiles greedily in this order. Non-persistent masked: the last query
+ * blocks first. */
+FJ_DEVICE void tile_coords(const fj_attn_params &p, const fa3_sched &s, int t, int &b, int &h, int &mb)
 {
 #if FJ_FA3_PERSISTENT
-    const int num_mb = (p.seqlen_q + fa3::BM - 1) / fa3::BM;
 #if FA3_MASKED
-    /* Longest first within groups of (batch, head) whose K+V fit in about 32 MB of L2, when
-     * there are at least half as many (batch, head) as CTAs: then a round of tiles holds at
-     * most about two query blocks of a head, the blocks of one head run rounds apart, and
-     * over all heads at once their K/V (134 MB in the 16k-token bench shapes) has left L2 by
-     * then. With fewer (batch, head) the query blocks of a head that share K/V run in the same
-     * round, and the groups' sawtooth order only unbalances the CTAs (run 4: -7..-36% at 4k-16k
-     * with groups always on, +9..+17% at 512-1k). FJ_FA3_L2GROUP 0: never, 2: always. */
-    const int bhn = p.heads_q * p.batch;
-    int gsz = bhn;
-    if (FJ_FA3_L2GROUP == 2 || (FJ_FA3_L2GROUP == 1 && 2 * bhn >= (int)gridDim.x)) {
-        const int grp_ratio = p.heads_q / p.heads_kv;
-        const long long kv_head = 4ll * p.seqlen_k * fa3::HD;  /* K+V bytes of one KV head */
-        gsz = (int)((long long)FJ_FA3_L2_BYTES / (kv_head > 0 ? kv_head : 1));
-        gsz = gsz < 1 ? grp_ratio : gsz * grp_ratio;  /* whole GQA groups */
-        gsz = gsz > bhn ? bhn : gsz;
-    }
-    const int gtiles = gsz * num_mb, gi = t / gtiles, local = t - gi * gtiles;
-    const int gbh = gi * gsz, gn = bhn - gbh < gsz ? bhn - gbh : gsz;
+    const int gtiles = s.gsz * s.num_mb, gi = t / gtiles, local = t - gi * gtiles;
+    const int gbh = gi * s.gsz, gn = s.bhn - gbh < s.gsz ? s.bhn - gbh : s.gsz;
     const int mi = local / gn, bh = gbh + (local - mi * gn);
-    mb = num_mb - 1 - mi;
+    mb = s.num_mb - 1 - mi;
 #else
-    const int mi = t % num_mb, bh = t / num_mb;
+    const int mi = t % s.num_mb, bh = t / s.num_mb;
     mb = mi;
 #endif
     h = bh % p.heads_q;
     b = bh / p.heads_q;
 #else
-    (void)p;
+    (void)s;
     (void)t;
     b = blockIdx.z;
     h = blockIdx.y;
@@ -669,7 +738,7 @@ FJ_DEVICE void tile_coords(const fj_attn_params &p, int t, int &b, int &h, int &
 /* The work tile of round r of this CTA (persistent): round robin over the CTAs, for masked
  * variants in serpentine order (odd rounds walk the CTAs backwards), so that a CTA that got
  * a heavy tile in one round gets a light one in the next. Rounds cover [r*G, r*G + G). */
-#if FJ_FA3_PERSISTENT
+#if FJ_FA3_PERSISTENT && !FA3_DYN
 FJ_DEVICE int sched_tile(int r)
 {
 #if FA3_MASKED
@@ -714,21 +783,26 @@ FJ_DEVICE fa3_band key_blocks(const fj_attn_params &p, const fj_seq &sq, int m0)
 
 extern "C" __global__ void __launch_bounds__(fa3::THREADS, 1)
 fj_attn_fwd_sm90(const __grid_constant__ fj_attn_params p, const __grid_constant__ fj_tmap tq,
-                 const __grid_constant__ fj_tmap tk, const __grid_constant__ fj_tmap tv)
+                 const __grid_constant__ fj_tmap tk, const __grid_constant__ fj_tmap tv,
+                 int *sched_ctr)
 {
     using namespace fa3;
     extern __shared__ __align__(1024) unsigned char smem_raw[];
 
+    /* The schedule's constants (fa3_sched) and the tile count are computed in each role, after
+     * its setmaxnreg: a value live across the producer's drop to 24 registers was spilled. */
 #if FJ_FA3_PERSISTENT
-    const int total = (p.seqlen_q + BM - 1) / BM * p.heads_q * p.batch;
+#define FA3_TOTAL(sc) ((sc).num_mb * (sc).bhn)
     const int t_step = gridDim.x;
+    (void)t_step;  /* (the dynamic schedule has no rounds) */
 #define FA3_TILE(r) sched_tile(r)
 #else
-    const int total = 1, t_step = 1;
+#define FA3_TOTAL(sc) 1
+    const int t_step = 1;
 #define FA3_TILE(r) 0
     {   /* nothing to do (varlen: this sequence is shorter): leave before any setup */
         int b, h, mb;
-        tile_coords(p, 0, b, h, mb);
+        tile_coords(p, fa3_sched{}, 0, b, h, mb);
         if (mb * BM >= fj_seq_of(p, b).sq)
             return;
     }
@@ -743,6 +817,9 @@ fj_attn_fwd_sm90(const __grid_constant__ fj_attn_params p, const __grid_constant
      * bar + 128.. is the anchor scratch */
 #define QF_BAR(qb) (bar + ((qb) == 0 ? 0 : 64 + 16 * (qb)))
 #define QE_BAR(qb) (bar + 72 + 16 * (qb))
+    /* dynamic schedule: the index of the tile whose Q goes into buffer qb (-1: no more) */
+#define Q_TILE(qb) (bar + 112 + 4 * (qb))
+    static_assert(QST <= 4, "Q_TILE words end at bar + 128 (the anchor scratch)");
 
     if (threadIdx.x == 0) {
         for (int i = 0; i < QST; ++i) {
@@ -765,24 +842,51 @@ fj_attn_fwd_sm90(const __grid_constant__ fj_attn_params p, const __grid_constant
         /* ---- producer: one thread; g counts K/V tiles, qi Q tiles, over all work tiles ---- */
         asm volatile("setmaxnreg.dec.sync.aligned.u32 %0;\n" ::"n"(REG_PRODUCER));
         if (threadIdx.x == 0) {
+            const fa3_sched sc = sched_of(p);
+            const int total = FA3_TOTAL(sc);
             tma_prefetch_desc(&tq);
             tma_prefetch_desc(&tk);
             tma_prefetch_desc(&tv);
             int g = 0, qi = 0;
+#if FA3_DYN
+            /* claims: see "Dynamic schedule" in the header: a launch makes exactly `total`
+             * claims (a CTA with blockIdx.x >= total, which fj_fa3_launch_shape never makes,
+             * none). v: this tile's claim of the next one (-1: not yet made). */
+            auto next_tile = [&](int v) -> int {
+                if (v < 0)
+                    v = atomicAdd(sched_ctr, 1);
+                if (v == total - 1)
+                    atomicExch(sched_ctr, 0);  /* the launch's last claim: reset for the next */
+                return v + (int)gridDim.x;
+            };
+            int v = -1;
+            for (int t = blockIdx.x; t < total; t = next_tile(v)) {
+                v = -1;
+#else
             for (int r = 0; r * t_step < total; ++r) {
                 const int t = FA3_TILE(r);
                 if (t >= total)
                     continue;
+#endif
                 int b, h, mb;
-                tile_coords(p, t, b, h, mb);
+                tile_coords(p, sc, t, b, h, mb);
                 const fj_seq sq = fj_seq_of(p, b);
                 const int m0 = mb * BM;
                 if (m0 >= sq.sq)
                     continue;
                 const fa3_band bd = key_blocks(p, sq, m0);
                 const int n = bd.nb_hi - bd.nb_lo;
-                if (n <= 0)
+                if (n <= 0) {
+#if FA3_DYN
+                    /* no key: the consumers write its zeros; handed over without data */
+                    const int qb = qi % QST;
+                    mbar_wait(QE_BAR(qb), ((qi / QST) & 1) ^ 1);
+                    asm volatile("st.shared.b32 [%0], %1;\n" ::"r"(Q_TILE(qb)), "r"(t) : "memory");
+                    mbar_arrive(QF_BAR(qb));
+                    ++qi;
+#endif
                     continue;
+                }
                 const bool varlen = p.cu_seqlens_q != 0;
                 const int qrow = varlen ? ((const int *)p.cu_seqlens_q)[b] : 0;
                 const int krow = varlen ? ((const int *)p.cu_seqlens_k)[b] : 0;
@@ -793,13 +897,23 @@ fj_attn_fwd_sm90(const __grid_constant__ fj_attn_params p, const __grid_constant
                 /* the consumers' release of the tile that used this buffer before */
                 mbar_wait(QE_BAR(qb), ((qi / QST) & 1) ^ 1);
 #endif
+#if FA3_DYN
+                asm volatile("st.shared.b32 [%0], %1;\n" ::"r"(Q_TILE(qb)), "r"(t) : "memory");
+#endif
                 mbar_expect_tx(QF_BAR(qb), Q_BYTES);
 #pragma unroll
                 for (int c = 0; c < DC; ++c)
                     tma_load4(s_q + qb * Q_BYTES + c * Q_CHUNK, &tq, c * 64, qrow + m0, h, bb, QF_BAR(qb));
+#if FA3_DYN
+#pragma unroll 1  /* (unrolled, the claim's state spilled from the producer's 24 registers) */
+#endif
                 for (int it = 0; it < n; ++it) {
                     const int gi = g + it, st = gi & 1, ph = (gi >> 1) & 1;
                     const int row = krow + (bd.nb_hi - 1 - it) * BN;
+#if FA3_DYN
+                    if (it == n - 1)  /* claim the next tile; used after this block's loads */
+                        v = atomicAdd(sched_ctr, 1);
+#endif
                     mbar_wait(b_ke + 8 * st, ph ^ 1);
                     mbar_expect_tx(b_kf + 8 * st, KV_BYTES);
 #pragma unroll
@@ -814,12 +928,23 @@ fj_attn_fwd_sm90(const __grid_constant__ fj_attn_params p, const __grid_constant
                 g += n;
                 ++qi;
             }
+#if FA3_DYN
+            {   /* no more tiles: -1 to the consumers through the next Q buffer's word */
+                const int qb = qi % QST;
+                mbar_wait(QE_BAR(qb), ((qi / QST) & 1) ^ 1);
+                asm volatile("st.shared.b32 [%0], %1;\n" ::"r"(Q_TILE(qb)), "r"(-1) : "memory");
+                mbar_arrive(QF_BAR(qb));
+            }
+#endif
         }
         return;
     }
 
     /* ---- consumers ---- */
     asm volatile("setmaxnreg.inc.sync.aligned.u32 %0;\n" ::"n"(REG_CONSUMER));
+    const fa3_sched sc = sched_of(p);
+    const int total = FA3_TOTAL(sc);
+    (void)total;
     const int cw = wg - 1;
     const int warp = (threadIdx.x >> 5) & 3, lane = threadIdx.x & 31;
     const int col_lane = 2 * (lane & 3);
@@ -855,7 +980,7 @@ fj_attn_fwd_sm90(const __grid_constant__ fj_attn_params p, const __grid_constant
      * contiguous bytes), the Q buffer freed at the tile's last S (release_q). */
     auto epilogue = [&](int tt, const float (&l_)[2], const float (&m_)[2], bool zero, int tq_b) {
         int b, h, mb;
-        tile_coords(p, tt, b, h, mb);
+        tile_coords(p, sc, tt, b, h, mb);
         const fj_seq sq = fj_seq_of(p, b);
         const int row0 = mb * BM + 64 * cw + 16 * warp + (lane >> 2);
         fj_u16 *go = (fj_u16 *)p.o + sq.o + (fj_i64)h * p.o_head_stride;
@@ -915,12 +1040,20 @@ fj_attn_fwd_sm90(const __grid_constant__ fj_attn_params p, const __grid_constant
      * gated once per warpgroup; warpgroup 0's last wait below takes warpgroup 1's last arrive. */
     if (PINGPONG && cw == 0)
         named_arrive<256>(2);
+#if FA3_DYN
+    for (;;) {  /* the tile the producer handed over with the next Q buffer */
+        mbar_wait(QF_BAR(qi % QST), (qi / QST) & 1);
+        const int t = ld_shared_s32(Q_TILE(qi % QST));
+        if (t < 0)
+            break;
+#else
     for (int r = 0; r * t_step < total; ++r) {
         const int t = FA3_TILE(r);
         if (t >= total)
             continue;
+#endif
         int b, h, mb;
-        tile_coords(p, t, b, h, mb);
+        tile_coords(p, sc, t, b, h, mb);
         const fj_seq sq = fj_seq_of(p, b);
         const int m0 = mb * BM;
         if (m0 >= sq.sq)
@@ -929,6 +1062,12 @@ fj_attn_fwd_sm90(const __grid_constant__ fj_attn_params p, const __grid_constant
         const int n = bd.nb_hi - bd.nb_lo, shift = bd.shift, wl = bd.wl, wr = bd.wr;
         const int row0 = m0 + 64 * cw + 16 * warp + (lane >> 2);  /* row of hf = 0 */
         if (n <= 0) {  /* no key: O = 0, LSE = -inf (nothing was loaded for it) */
+#if FA3_DYN
+            __syncwarp();  /* the buffer held only the tile index */
+            if (lane == 0)
+                mbar_arrive(QE_BAR(qi % QST));
+            ++qi;
+#endif
             if (pt >= 0)
                 drain();
             const float z[2] = {0.f, 0.f}, mi[2] = {-FJ_INF, -FJ_INF};
@@ -951,7 +1090,11 @@ fj_attn_fwd_sm90(const __grid_constant__ fj_attn_params p, const __grid_constant
             if (!FJ_FA3_OSMEM && lane == 0)
                 mbar_arrive(QE_BAR(qb));
         };
+#if !FA3_DYN
         mbar_wait(QF_BAR(qb), qu & 1);
+#else
+        (void)qu;
+#endif
         {   /* the first block: S; with the previous tile's last P V in flight when pt >= 0 */
             const int nb = bd.nb_hi - 1, st = g & 1, ph = (g >> 1) & 1;
             mbar_wait(b_kf + 8 * st, ph);
@@ -1063,12 +1206,21 @@ fj_attn_fwd_sm90(const __grid_constant__ fj_attn_params p, const __grid_constant
     if (PINGPONG && cw == 0)
         named_sync<256>(2);
 #else
+#if FA3_DYN
+    for (;;) {  /* the tile the producer handed over with the next Q buffer */
+        const int qb = qi % QST, qpar = (qi / QST) & 1;
+        mbar_wait(QF_BAR(qb), qpar);
+        const int t = ld_shared_s32(Q_TILE(qb));
+        if (t < 0)
+            break;
+#else
     for (int r = 0; r * t_step < total; ++r) {
         const int t = FA3_TILE(r);
         if (t >= total)
             continue;
+#endif
         int b, h, mb;
-        tile_coords(p, t, b, h, mb);
+        tile_coords(p, sc, t, b, h, mb);
         const fj_seq sq = fj_seq_of(p, b);
         const int m0 = mb * BM;
         if (m0 >= sq.sq)
@@ -1096,18 +1248,32 @@ fj_attn_fwd_sm90(const __grid_constant__ fj_attn_params p, const __grid_constant
                 need |= d < BM - 1 - wl;
             return need;
         };
+#if !FA3_DYN
         const int qb = qi % QST, qpar = (qi / QST) & 1;
+#endif
         const fj_u64 dq = desc_kmajor(s_q + qb * Q_BYTES + cw * 64 * 128);
-        /* After the last S = Q K^T of a work tile the producer may load the next Q. */
+        /* After the last S = Q K^T of a work tile the producer may load the next Q (OQ: after
+         * the epilogue, which stages O in the buffer). */
         auto release_q = [&]() {
-            if (FJ_FA3_PERSISTENT && lane == 0)
+            if (FJ_FA3_PERSISTENT && !OQ && lane == 0)
                 mbar_arrive(QE_BAR(qb));
         };
+#if FA3_DYN
+        if (n <= 0) {  /* handed over without data: free the buffer at once */
+            __syncwarp();
+            release_q();
+            ++qi;
+        }
+#endif
 
         if (n > 0) {
             if (PINGPONG && cw == 0)
                 named_arrive<256>(2);  /* warpgroup 0 goes first */
+#if !FA3_DYN
             mbar_wait(QF_BAR(qb), qpar);
+#else
+            (void)qpar;
+#endif
 #if FJ_FA3_OVERLAP
             {   /* the first block: S, softmax, P; its P V is issued in the next step */
                 const int nb = bd.nb_hi - 1, st = g & 1, ph = (g >> 1) & 1;
@@ -1235,7 +1401,20 @@ fj_attn_fwd_sm90(const __grid_constant__ fj_attn_params p, const __grid_constant
                 lse[sq.lse_head_stride * h + sq.lse_base + i] = row_lse(mx[hf], tl, p.scale);
         }
 #if FJ_FA3_PERSISTENT
-        if constexpr (OSLOT) {
+        if (OQ && (FA3_DYN || n > 0)) {
+            /* Through this warpgroup's own Q rows (its S GEMMs are done); the buffer goes back to
+             * the producer after the copy-out (static order: a tile with no key has no buffer) */
+            /* (buf opaque: hoisted out of the tile loop, copy_o_out's addresses were spilled) */
+            fj_u32 buf;
+            asm volatile("mov.u32 %0, %1;\n" : "=r"(buf) : "r"(s_q));
+            stage_o(o, inv, buf, cw, warp, lane);
+            named_sync<128>(4 + cw);
+            copy_o_out(buf, cw, m0, sq.sq, go, p.o_row_stride);
+            asm volatile("fence.proxy.async.shared::cta;\n" ::: "memory");
+            __syncwarp();
+            if (lane == 0)
+                mbar_arrive(QE_BAR(0));
+        } else if constexpr (OSLOT) {
             /* Through this warpgroup's rows of the O slot (the Q buffer already holds the next
              * tile's Q); the first barrier: the warpgroup's reads of the last tile's O are done */
             const fj_u32 obuf = s_q + QST * Q_BYTES;
