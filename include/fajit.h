@@ -81,7 +81,7 @@ typedef enum fajit_policy {
     FAJIT_POLICY_BLOCKING = 0, /* compile before launching (default) */
     FAJIT_POLICY_FALLBACK = 1, /* a miss of the exact (tuned or default) kernel launches a
                                   cached stand-in at once (the default configuration, the
-                                  default of the other sequence-length class, or the
+                                  default of another sequence-length class, or the
                                   portable kernel's default) and compiles the exact one on
                                   a background thread, then swaps it in; only when none of
                                   them is cached does the call wait for a compile */

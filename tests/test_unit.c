@@ -605,6 +605,30 @@ START_TEST(sched_counters)
 }
 END_TEST
 
+/* The Hopper default's length classes: the boundaries, a representative seqlen per class
+ * that maps back to it, and the rule that differs between them (causal hd 256: the dynamic
+ * order in the long class, the grid above FJ_FA3_LONG_SEQ). */
+START_TEST(fa3_length_classes)
+{
+    static const struct { int seqlen, cls; } k[] = {
+        {0, FJ_FA3_CLASS_LONG},       {1, FJ_FA3_CLASS_LONG},
+        {2, FJ_FA3_CLASS_SHORT},      {FJ_FA3_SHORT_SEQ, FJ_FA3_CLASS_SHORT},
+        {FJ_FA3_SHORT_SEQ + 1, FJ_FA3_CLASS_LONG}, {FJ_FA3_LONG_SEQ, FJ_FA3_CLASS_LONG},
+        {FJ_FA3_LONG_SEQ + 1, FJ_FA3_CLASS_VLONG}, {1 << 24, FJ_FA3_CLASS_VLONG},
+    };
+    for (size_t i = 0; i < sizeof k / sizeof k[0]; i++)
+        ck_assert_msg(fj_fa3_length_class(k[i].seqlen) == k[i].cls, "seqlen %d", k[i].seqlen);
+    for (int c = 0; c < FJ_FA3_CLASSES; c++)
+        ck_assert_int_eq(fj_fa3_length_class(fj_fa3_class_seqlen(c)), c);
+    ck_assert_int_eq(fj_fa3_default(256, FJ_MASK_CAUSAL, 4096).persistent, 2);
+    ck_assert_int_eq(fj_fa3_default(256, FJ_MASK_CAUSAL, 16384).persistent, 0);
+    ck_assert_int_eq(fj_fa3_default(64, FJ_MASK_CAUSAL, 16384).persistent, 0);
+    /* hd 128 causal keeps the dynamic order at every length */
+    for (int c = 0; c < FJ_FA3_CLASSES; c++)
+        ck_assert_int_eq(fj_fa3_default(128, FJ_MASK_CAUSAL, fj_fa3_class_seqlen(c)).persistent, 2);
+}
+END_TEST
+
 /* On a machine without a driver (CI), a context for a device fails cleanly. */
 START_TEST(no_driver)
 {
@@ -796,6 +820,7 @@ int main(void)
     tcase_add_test(tc, ctx_cache_location);
     tcase_add_test(tc, fake_driver);
     tcase_add_test(tc, sched_counters);
+    tcase_add_test(tc, fa3_length_classes);
     tcase_add_test(tc, no_driver);
     tcase_add_test(tc, ptxas_log_parse);
     suite_add_tcase(s, tc);

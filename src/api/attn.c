@@ -199,16 +199,20 @@ int fj_warm_variants(const char *arch, fj_variant *out, int max)
                 fj_launch l;
                 memset(&d, 0, sizeof d);
                 d.dtype = (fajit_dtype)dt, d.head_dim = hdim, d.mask = (fajit_mask)m;
-                /* FA3's default depends on the length class: long, and short prefill */
-                fj_kcfg ks;
-                fj_kcfg_default(sm, arch_a, &d, &k);
-                d.seqlen_q = FJ_FA3_SHORT_SEQ;
-                fj_kcfg_default(sm, arch_a, &d, &ks);
-                if (k.family == FJ_FAM_FA3 && n < max)
-                    fj_kcfg_variant(&k, &d, &out[n++], &l);
-                if (ks.family == FJ_FAM_FA3 && n < max &&
-                    memcmp(&ks.fa3, &k.fa3, sizeof ks.fa3) != 0)
-                    fj_kcfg_variant(&ks, &d, &out[n++], &l);
+                /* FA3's default depends on the length class: one kernel per distinct one */
+                fj_fa3_config seen[FJ_FA3_CLASSES];
+                int nseen = 0;
+                for (int cls = 0; cls < FJ_FA3_CLASSES; cls++) {
+                    d.seqlen_q = fj_fa3_class_seqlen(cls);
+                    fj_kcfg_default(sm, arch_a, &d, &k);
+                    int dup = k.family != FJ_FAM_FA3;
+                    for (int i = 0; i < nseen && !dup; i++)
+                        dup = memcmp(&seen[i], &k.fa3, sizeof k.fa3) == 0;
+                    if (!dup && n < max) {
+                        seen[nseen++] = k.fa3;
+                        fj_kcfg_variant(&k, &d, &out[n++], &l);
+                    }
+                }
                 fj_fa2_config c = fj_fa2_default(sm, hdim, m);
                 if (n < max)
                     fj_variant_fa2(&out[n++], &c, dt, hdim, m);

@@ -199,19 +199,23 @@ static void start_background(fajit_ctx *ctx, fj_plan *p, const fj_variant *v)
 }
 
 /* FALLBACK: a kernel already in the cache that can serve d while `exact` compiles: the
- * default, the default of the other length class, the portable kernel's default (it takes
- * every problem), in that order. 1 and *l, *used filled when one is found. */
+ * default, the defaults of the other length classes, the portable kernel's default (it
+ * takes every problem), in that order. 1 and *l, *used filled when one is found. */
 static int stand_in(fajit_ctx *ctx, const fajit_attn_desc *d, const fj_variant *exact,
                     fj_launch *l, fj_variant *used)
 {
-    fajit_attn_desc other = *d;
-    other.seqlen_q = d->seqlen_q > 1 && d->seqlen_q <= FJ_FA3_SHORT_SEQ ? 0 : FJ_FA3_SHORT_SEQ;
-    int arch_a = ctx->opts.family != FAJIT_FAMILY_FA2;
-    fj_kcfg c[3];
-    fj_kcfg_default(ctx->cc, arch_a, d, &c[0]);
-    fj_kcfg_default(ctx->cc, arch_a, &other, &c[1]);
-    fj_kcfg_default(ctx->cc, 0, d, &c[2]);
-    for (int i = 0; i < 3; i++) {
+    int arch_a = ctx->opts.family != FAJIT_FAMILY_FA2, own = fj_fa3_length_class(d->seqlen_q);
+    fj_kcfg c[FJ_FA3_CLASSES + 1];
+    int n = 0;
+    fj_kcfg_default(ctx->cc, arch_a, d, &c[n++]);
+    for (int cls = 0; cls < FJ_FA3_CLASSES; cls++) {
+        fajit_attn_desc other = *d;
+        other.seqlen_q = fj_fa3_class_seqlen(cls);
+        if (cls != own)
+            fj_kcfg_default(ctx->cc, arch_a, &other, &c[n++]);
+    }
+    fj_kcfg_default(ctx->cc, 0, d, &c[n++]);
+    for (int i = 0; i < n; i++) {
         fj_kcfg_variant(&c[i], d, used, l);
         if (strcmp(used->name, exact->name) != 0 &&
             fj_get_launch(ctx, used, FJ_KF_NO_COMPILE, l) == FAJIT_OK)

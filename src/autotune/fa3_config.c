@@ -35,8 +35,22 @@ size_t fj_fa3_smem_bytes(const fj_fa3_config *c, int head_dim)
     return chunks * 128u * (size_t)(c->block_m + 4 * c->block_n) + 256u + 1024u;
 }
 
+int fj_fa3_length_class(int seqlen_q)
+{
+    if (seqlen_q > 1 && seqlen_q <= FJ_FA3_SHORT_SEQ)
+        return FJ_FA3_CLASS_SHORT;
+    return seqlen_q > FJ_FA3_LONG_SEQ ? FJ_FA3_CLASS_VLONG : FJ_FA3_CLASS_LONG;
+}
+
+int fj_fa3_class_seqlen(int length_class)
+{
+    static const int seq[FJ_FA3_CLASSES] = {0, FJ_FA3_SHORT_SEQ, 2 * FJ_FA3_LONG_SEQ};
+    return length_class >= 0 && length_class < FJ_FA3_CLASSES ? seq[length_class] : 0;
+}
+
 fj_fa3_config fj_fa3_default(int head_dim, int mask, int seqlen_q)
 {
+    const int cls = fj_fa3_length_class(seqlen_q);
     /* FA3's tiles, trimmed to what fits the shared memory with hdim in between, then
      * checked on the H200 (bench/fa3_dev/NOTES.md): hdim 64 is fastest with 3 consumer
      * warpgroups; hdim 128 causal with 128x128. */
@@ -60,7 +74,7 @@ fj_fa3_config fj_fa3_default(int head_dim, int mask, int seqlen_q)
      * hdim 64 causal 128x128 persistent 206/272 TFLOP/s vs 164/235 for 192x128 at 512/1k
      * (slower from 2k); hdim 128 unmasked 128x128 persistent +4..6% over 128x176 (all three
      * runs; 1-3% slower at 16k). */
-    if (seqlen_q > 1 && seqlen_q <= FJ_FA3_SHORT_SEQ &&
+    if (cls == FJ_FA3_CLASS_SHORT &&
         ((head_dim <= 64 && mask == FJ_MASK_CAUSAL) ||
          (head_dim > 96 && head_dim <= 128 && mask == FJ_MASK_NONE))) {
         c = cfg(128, 128);
@@ -78,11 +92,12 @@ fj_fa3_config fj_fa3_default(int head_dim, int mask, int seqlen_q)
      *   grid's 509/566/619/701 (the 16k loss against 4k-8k, where the grid missed 1.10x CUDNN);
      *   at <= 1k the grid stays (299/416 vs 286/416).
      * The long class takes it at the measured hdim 64 and 256 only: hdim 48 (192x128) and 240
-     * (128x80) spill 4 bytes with it. */
-    const int long_seq = !(seqlen_q > 1 && seqlen_q <= FJ_FA3_SHORT_SEQ);
+     * (128x80) spill 4 bytes with it. Above FJ_FA3_LONG_SEQ (the very long class) hdim 64
+     * and 256 keep the grid: 484 vs 473 and 701 vs 647 at 16k (run 10; at 8k the dynamic
+     * order leads, 459 vs 453 and 644 vs 619). */
     if (mask == FJ_MASK_CAUSAL &&
-        ((head_dim > 96 && head_dim <= 128) || (head_dim <= 64 && !long_seq) ||
-         (long_seq && (head_dim == 64 || head_dim == 256))))
+        ((head_dim > 96 && head_dim <= 128) || (head_dim <= 64 && cls == FJ_FA3_CLASS_SHORT) ||
+         (cls == FJ_FA3_CLASS_LONG && (head_dim == 64 || head_dim == 256))))
         c.persistent = 2;
     return c;
 }
