@@ -23,7 +23,11 @@ OLD = "-DFA2_OLD"  # extra of a variant built from git HEAD's kernel (src_old/):
 BENCH = {  # hd: [(bm, bn, warps, stages, extra)]: extra tiles to time next to the defaults
     # (runs 1 and 2 timed 128x64, 128x32, 64x64 and 8-warp tiles and the knobs; see README)
     # (session 5, results/h200_run5b_*: swizzle A/B -DFA2_SWIZZLE=0, SPLIT=0, hd128 SWIZZLE=2)
-    256: [(64, 64, 4, 1, OLD), (128, 64, 8, 2, OLD), (64, 64, 4, 1, "-DFA2_SWZ_WHOLE=0")],
+    # (session 5 final, results/h200_run5c_*: hd256 OLD = padded rows, SWZ_WHOLE=0)
+    # (session 5, head_dim <= 128: OLD = git HEAD's kernel, padded rows at 64/128; the other
+    #  stage count swizzled next to the default)
+    64: [(128, 128, 4, 1, OLD)],
+    128: [(128, 64, 4, 1, OLD), (128, 64, 4, 2, OLD), (128, 64, 4, 1, ""), (128, 64, 4, 2, "")],
 }
 PERF_ONLY = ("NO_KV_LOAD",)  # knobs that give wrong results: timed, never checked
 ALT = (128, 64, 8, 2)  # a tile checked fully for every head_dim > 128 (role "alt")
@@ -40,8 +44,9 @@ def smem_bytes(hd, bm, bn, s, w, extra=""):  # fj_fa2_smem_bytes (knobs in extra
     dp = (hd + 15) // 16 * 16
     split = (dp > 128 and dp % 32 == 0 and bm == 16 * w and w % 2 == 0 and bn % 32 == 0
              and "SPLIT=0" not in extra)
-    swz = (dp % 64 == 0 and (dp > 128 or "SWIZZLE=2" in extra) and (not split or dp % 128 == 0)
-           and "SWIZZLE=0" not in extra)
+    small = dp == 128 and s == 1 and "SWZ_SMALL=0" not in extra  # FA2_SWZ_SMALL
+    swz = (dp % 64 == 0 and (dp > 128 or "SWIZZLE=2" in extra or small)
+           and (not split or dp % 128 == 0) and "SWIZZLE=0" not in extra)
     row = dp * 2 if swz else ((dp // 8) | 1) * 16
     return ((bm + 2 * s * bn) * row + (w * 32 * (bn // 16 + 1) * 16 if split else 0)
             + (w * 32 * 4 if swz else 0))

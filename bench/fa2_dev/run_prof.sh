@@ -2,7 +2,8 @@
 # run_prof.sh - device call: bench (hd256 only, FA2_BENCH_HD) then Nsight Compute on FLASH
 # and our kernels on the same tensors (run_gpu.py prof). Logs and ncu text under $OUT
 # (ncu.tgz: details pages, source-page CSVs, summaries). Set SKIP_BENCH=1 / SKIP_CHECK=0;
-# SAN_RACE / SAN_MEM: run_gpu.py mini arguments for racecheck / memcheck (during the check).
+# SAN_RACE / SAN_MEM: run_gpu.py mini arguments for racecheck / memcheck (during the check),
+# SAN_T_RACE / SAN_T_MEM their time limits in seconds (150 / 100).
 set -u
 cd "$(dirname "$0")"
 OUT=${OUT:-/tmp/fa2out}
@@ -10,9 +11,9 @@ mkdir -p "$OUT" /tmp/ncu
 export PYTHONUNBUFFERED=1
 nvidia-smi --query-gpu=name,clocks.sm,clocks.max.sm,temperature.gpu --format=csv,noheader
 if [ -n "${SAN_RACE:-}" ]; then  # compute-sanitizer next to the check (timing unaffected)
-    (timeout 150 compute-sanitizer --tool racecheck python3 run_gpu.py mini $SAN_RACE >"$OUT/san.log" 2>&1
+    (timeout ${SAN_T_RACE:-150} compute-sanitizer --tool racecheck python3 run_gpu.py mini $SAN_RACE >"$OUT/san.log" 2>&1
      echo "racecheck rc=$?" >>"$OUT/san.log"
-     timeout 100 compute-sanitizer --tool memcheck python3 run_gpu.py mini ${SAN_MEM:-} >>"$OUT/san.log" 2>&1
+     timeout ${SAN_T_MEM:-100} compute-sanitizer --tool memcheck python3 run_gpu.py mini ${SAN_MEM:-} >>"$OUT/san.log" 2>&1
      echo "memcheck rc=$?" >>"$OUT/san.log") &
     san=$!
 fi

@@ -25,10 +25,12 @@ size_t fj_fa2_smem_bytes(const fj_fa2_config *c, int head_dim)
     const int split = dp > 128 && dp % 32 == 0 && c->block_m == 16 * c->warps &&
                       c->warps % 2 == 0 && c->block_n % 32 == 0;
     const size_t p_tiles = split ? (size_t)c->warps * 32u * (size_t)(c->block_n / 16 + 1) * 16u : 0;
-    /* shared rows (FA2_SWZ_ON): above 128, swizzled without padding where they are whole
-     * 128-byte segments (and so is each half on the split path), plus a 4-byte slot per
-     * thread; else padded to an odd number of 16-byte chunks */
-    const int swz = dp > 128 && dp % 64 == 0 && (!split || dp % 128 == 0);
+    /* shared rows (FA2_SWZ_ON): swizzled without padding where they are whole 128-byte
+     * segments above 128 (192 unsplit, 256; each half on the split path) and at 128 with
+     * one stage (FA2_SWZ_SMALL), plus a 4-byte slot per thread; else padded to an odd
+     * number of 16-byte chunks */
+    const int swz = dp % 64 == 0 && (dp > 128 || (dp == 128 && c->stages == 1)) &&
+                    (!split || dp % 128 == 0);
     const size_t row = swz ? (size_t)dp * 2u : ((size_t)(dp / 8) | 1u) * 16u;
     const size_t park = swz ? (size_t)c->warps * 32u * 4u : 0;
     return (size_t)(c->block_m + 2 * c->stages * c->block_n) * row + p_tiles + park;

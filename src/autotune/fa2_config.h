@@ -29,8 +29,8 @@ fj_fa2_config fj_fa2_default(int sm, int head_dim, int mask);
 
 /* Dynamic shared memory of one CTA: (block_m + 2*stages*block_n) rows of
  * ((roundup16(head_dim)/8) | 1) 16-byte chunks (rows padded to an odd chunk count), or,
- * for swizzled rows (roundup16(head_dim) > 128 and a multiple of 64, and of 128 on the
- * split path), roundup16(head_dim)/8 chunks plus 4 bytes per thread; plus, where the
+ * for swizzled rows (roundup16(head_dim) 128 with one stage, or above 128 a multiple of
+ * 64, and of 128 on the split path), roundup16(head_dim)/8 chunks plus 4 bytes per thread; plus, where the
  * kernel takes its split path (roundup16(head_dim) > 128 and a multiple of 32, block_m ==
  * 16*warps, warps and block_n/16 even), warps*32 rows of (block_n/16 + 1) 16-byte chunks
  * for the tiles of P that warp pairs exchange. */

@@ -19,7 +19,8 @@
  * Launch: grid (ceil(seqlen_q / FJ_BLOCK_M), heads_q, batch), FJ_WARPS*32 threads,
  *   dynamic shared memory (FJ_BLOCK_M + 2*FJ_STAGES*FJ_BLOCK_N) * LD * 2 bytes with
  *   LD = ((roundup16(FJ_HEAD_DIM)/8) | 1) * 8 elements (padded rows), or roundup16(FJ_HEAD_DIM)
- *   plus FJ_WARPS*32*4 bytes (swizzled rows, FA2_SWZ_ON), plus FJ_WARPS*32*(FJ_BLOCK_N/16+1)*16
+ *   plus FJ_WARPS*32*4 bytes (swizzled rows, FA2_SWZ_ON: roundup16(head_dim) 128 with one
+ *   stage, 192 unsplit, 256), plus FJ_WARPS*32*(FJ_BLOCK_N/16+1)*16
  *   bytes of P tiles on the split path (FA2_SPLIT_ON; fj_fa2_smem_bytes on the host).
  *   Masked variants walk query blocks in reverse (longest rows first).
  *
@@ -31,12 +32,15 @@
  * registers into the A operand of O += P V (V by ldmatrix.trans). O is rescaled only when
  * a row max of the warp outgrows its reference by more than 2^8 (FA4's conditional
  * rescaling; exact, see the softmax); the 1/rowsum is applied once at the end. The 8 row
- * addresses of every ldmatrix hit 8 different bank groups: shared rows are padded to an
- * odd number of 16-byte chunks, or, above head_dim 128 (FA2_SWZ_ON), unpadded with chunk
- * c of row r at c ^ (r & 7), FA2's layout. With padded rows each warp's 16-byte cp.async
- * straddle 128-byte shared segments; ncu at head_dim 256 on the H200: 1.5x the ideal L2
- * sectors, 2.75x the shared store wavefronts, 12% of the stall samples long-scoreboard
- * waits behind the copies; swizzled: none of that, 0.91-0.95x -> 1.05-1.07x FLASH (means).
+ * addresses of every ldmatrix hit 8 different bank groups: shared rows are unpadded with
+ * chunk c of row r at c ^ (r & 7), FA2's layout, where a row is whole 128-byte segments
+ * (FA2_SWZ_ON: roundup16(head_dim) 192 unsplit or 256, and 128 with one stage), else
+ * padded to an odd number of 16-byte chunks. With padded rows each warp's 16-byte cp.async straddle 128-byte shared
+ * segments; ncu at head_dim 256 on the H200: 1.5x the ideal L2 sectors, 2.75x the shared
+ * store wavefronts, 12% of the stall samples long-scoreboard waits behind the copies;
+ * swizzled: none of that, 0.91-0.95x -> 1.05-1.07x FLASH (means); at 128 (one stage)
+ * 1.01 -> 1.04x unmasked. There the ldmatrix address form is chosen per operand so that
+ * every default compiles spill-free (FA2_SWZ_XOR).
  * O goes out through the warp's own Q rows in shared memory as 16-byte stores.
  *
  * Split path (FA2_SPLIT_ON: roundup16(head_dim) > 128 and a multiple of 32, one m16 tile per
@@ -87,23 +91,47 @@
 #ifndef FA2_NO_KV_LOAD     /* measurement only (wrong results): no K/V loads in the KV loop */
 #define FA2_NO_KV_LOAD 0
 #endif
-/* Swizzled shared rows, see FA2_SWZ_ON. 0: padded rows everywhere (A/B); 2: swizzled from
- * head_dim 64 (measurement only: +6% at 128 unmasked on the H200, but 8-60 bytes of spills
- * in some tiles at 64, 120 and 128). */
+/* Swizzled shared rows, see FA2_SWZ_ON. 0: padded rows everywhere (A/B); 2: swizzled at
+ * every roundup16(head_dim) of 64 and 128 regardless of FA2_SWZ_SMALL (measurement only;
+ * spill-free except 128x64w4s2 unmasked, 8 bytes on sm_90). */
 #ifndef FA2_SWIZZLE
 #define FA2_SWIZZLE 1
 #endif
-#ifndef FA2_SWZ_WHOLE      /* swizzled copies: a select-free path for whole tiles (0: A/B) */
+#ifndef FA2_SWZ_WHOLE      /* swizzled copies above head_dim 128: a select-free path for whole
+                            * tiles (0: A/B; at 64/128 it costs registers: spills) */
 #define FA2_SWZ_WHOLE 1
 #endif
+/* ldmatrix addresses on swizzled rows (non-split path), a bit per operand (1 Q, 2 K, 4 V):
+ * set, the lane's whole swizzle sits in its base and step k reads (base ^ 32*(k&3)) +
+ * 128*(k>>2); clear, base + 128*(k>>2) + (32*(k&3) ^ lane bits) (one add, 4 lane offsets
+ * live). Which form stays spill-free at 255 registers is ptxas's call, per target
+ * (bench/fa2_dev/sweep.py); default FA2_SWZ_XOR_DEF below. */
+#ifndef FA2_SWZ_XOR
+#define FA2_SWZ_XOR -1
+#endif
 #define FA2_DP ((FJ_HEAD_DIM + 15) / 16 * 16)
+/* Swizzled rows at roundup16(head_dim) 128 with one stage (head_dim 120, 128): measured on
+ * the H200 (bf16, same call, mean over S = 512..16k vs FLASH) 128x64w4s1 1.04 vs 1.01
+ * unmasked, 1.015 vs 0.987 causal. Not at 64 (128x128w4s1 1.04/1.06 vs 1.04/1.07) nor with two
+ * stages (128x64w4s2 1.01-1.02 vs 1.02 both masks): no gain there, so those keep the padded
+ * rows (identical SASS). 0: padded at 128 too (A/B); FA2_SWIZZLE=2 swizzles 64 and 128 s2. */
+#ifndef FA2_SWZ_SMALL
+#define FA2_SWZ_SMALL (FA2_DP == 128 && FJ_STAGES == 1)
+#endif
+/* ldmatrix address form per operand at 64 and 128 (FA2_SWZ_XOR): the choice that compiles
+ * spill-free for every default and target (sweep with FA2_SWIZZLE=2, ptxas 13.0): V alone
+ * at 128 (the add form everywhere, b87fe68's, spills 8-48 bytes in 128x64w4s1 on sm_80
+ * and sm_90; all three XOR 12 bytes unmasked on sm_90; Q and K XOR 8-48 on sm_80), Q and
+ * K at 64 (the add form spills 8 bytes in 128x128w4s1 on sm_90). */
+#define FA2_SWZ_XOR_DEF (FA2_DP == 64 ? 3 : 4)
 #define FA2_SPLIT_ON (FA2_SPLIT && FA2_DP > 128 && FA2_DP % 32 == 0 && \
                       FJ_BLOCK_M == 16 * FJ_WARPS && FJ_WARPS % 2 == 0 && FJ_BLOCK_N % 32 == 0)
 /* Swizzled shared rows (unpadded, 16-byte chunk c of row r at c ^ (r & 7)) for head_dim >
- * 128: rows of whole 128-byte segments, on the split path whole segments per half
- * (fj_fa2_smem_bytes). Smaller head_dims keep the padded rows (their SASS is unchanged). */
-#define FA2_SWZ_ON (FA2_SWIZZLE && FA2_DP % 64 == 0 && (FA2_DP > 128 || FA2_SWIZZLE == 2) && \
-                    (!FA2_SPLIT_ON || FA2_DP % 128 == 0))
+ * 128 and, by FA2_SWZ_SMALL, 120/128 with one stage: rows of whole 128-byte segments, on
+ * the split path whole segments per half (fj_fa2_smem_bytes). The other head_dims and
+ * tiles keep the padded rows (SASS identical to before the swizzle). */
+#define FA2_SWZ_ON (FA2_SWIZZLE && FA2_DP % 64 == 0 && (FA2_DP > 128 || FA2_SWIZZLE == 2 || \
+                    FA2_SWZ_SMALL) && (!FA2_SPLIT_ON || FA2_DP % 128 == 0))
 
 namespace fa2 {
 constexpr int BM = FJ_BLOCK_M, BN = FJ_BLOCK_N, WARPS = FJ_WARPS, THREADS = FJ_WARPS * 32;
@@ -112,6 +140,8 @@ constexpr int DP = (HD + 15) / 16 * 16;  /* head_dim padded to the k16 of the MM
 constexpr int CH = DP / 8;               /* 16-byte chunks per shared row */
 constexpr int CHG = HD / 8;              /* chunks that exist in global memory */
 constexpr bool SWZ = FA2_SWZ_ON;
+constexpr bool SWZ_WHOLE = FA2_SWZ_WHOLE && DP > 128;
+[[maybe_unused]] constexpr int SWZ_XOR = !SWZ || DP > 128 ? 0 : FA2_SWZ_XOR >= 0 ? FA2_SWZ_XOR : FA2_SWZ_XOR_DEF;
 constexpr int LDB = SWZ ? CH * 16        /* shared row stride in bytes: whole 128-byte */
                         : (CH | 1) * 16; /* segments (swizzled) or an odd chunk count */
 constexpr int MT = BM / (16 * WARPS);    /* m16 tiles per warp */
@@ -242,6 +272,20 @@ FJ_DEVICE fj_u32 swz_k(int k, int lane)
 {
     return fa2::SWZ ? ((k >> 2) << 7) + (((k & 3) << 5) ^ ((lane & 6) << 4)) : k * 32;
 }
+#if !FA2_SPLIT_ON
+/* The same with a per-operand choice of form (FA2_SWZ_XOR bit `op`): the XOR form puts the
+ * lane's whole swizzle into its base (every tile base is a multiple of 128 bytes, so the
+ * chunk bits of the base are the lane's (hi ^ (lane & 7)) alone) and reads step k at
+ * (base ^ 32*(k & 3)) + 128*(k >> 2). */
+FJ_DEVICE int lane_at(int hi, int lane, int op)
+{
+    return (fa2::SWZ_XOR & op) ? (hi ^ (lane & 7)) << 4 : lane_hi(hi, lane);
+}
+FJ_DEVICE fj_u32 ldsm_at(fj_u32 base, int k, int lane, int op)
+{
+    return (fa2::SWZ_XOR & op) ? (base ^ ((k & 3) << 5)) + ((k >> 2) << 7) : base + swz_k(k, lane);
+}
+#endif
 
 /* Two floats into one register of two 16-bit values, `lo` in the low half. */
 FJ_DEVICE fj_u32 pack2(float lo, float hi)
@@ -293,7 +337,7 @@ FJ_DEVICE void load_rows(fj_u32 dst, const fj_u16 *g, fj_i64 stride, int row0, i
         const fj_u16 *src = g + (fj_i64)(row0 + r0) * stride + c * 8;
         const fj_i64 step = RSTEP * stride;
         const bool whole = row0 + ROWS <= rows;  /* the whole tile is inside the sequence */
-        if (FA2_SWZ_WHOLE && whole) {  /* no per-copy selects (ncu: SEL was 6% of the work) */
+        if (SWZ_WHOLE && whole) {  /* no per-copy selects (ncu: SEL was 6% of the work) */
 #pragma unroll
             for (int it = 0; it < ITERS; ++it) {
                 if (ROWS % RSTEP == 0 || r0 + it * RSTEP < ROWS) {
@@ -785,9 +829,9 @@ fj_attn_fwd_sm80(const __grid_constant__ fj_attn_params p)
      * keys 0-7 at chunks 0 / 1, lanes 16-31 keys 8-15: b0, b1 of n-tile 0 then of n-tile 1,
      * so that each mma's B operand is an adjacent register pair (no moves). */
     const int warp_row = warp * MT * 16;
-    const fj_u32 q_lane = s_q + (warp_row + (lane & 15)) * LDB + lane_hi(lane >> 4, lane);
-    const fj_u32 k_lane = s_k + ((lane & 7) + ((lane >> 4) << 3)) * LDB + lane_hi((lane >> 3) & 1, lane);
-    const fj_u32 v_lane = s_v + (lane & 15) * LDB + lane_hi(lane >> 4, lane);
+    const fj_u32 q_lane = s_q + (warp_row + (lane & 15)) * LDB + lane_at(lane >> 4, lane, 1);
+    const fj_u32 k_lane = s_k + ((lane & 7) + ((lane >> 4) << 3)) * LDB + lane_at((lane >> 3) & 1, lane, 2);
+    const fj_u32 v_lane = s_v + (lane & 15) * LDB + lane_at(lane >> 4, lane, 4);
 
     const float sl2 = p.scale_log2;
     const int row_lane = m0 + warp_row + (lane >> 2);  /* + mt*16 + half*8 */
@@ -852,11 +896,11 @@ fj_attn_fwd_sm80(const __grid_constant__ fj_attn_params p)
             fj_u32 a[MT][4];
 #pragma unroll
             for (int mt = 0; mt < MT; ++mt)
-                ldsm_x4(q_lane + mt * 16 * LDB + swz_k(kk, lane), a[mt][0], a[mt][1], a[mt][2], a[mt][3]);
+                ldsm_x4(ldsm_at(q_lane + mt * 16 * LDB, kk, lane, 1), a[mt][0], a[mt][1], a[mt][2], a[mt][3]);
 #pragma unroll
             for (int np = 0; np < NT / 2; ++np) {
                 fj_u32 b0, b1, b2, b3;
-                ldsm_x4(k_lane + stage + np * 16 * LDB + swz_k(kk, lane), b0, b1, b2, b3);
+                ldsm_x4(ldsm_at(k_lane + stage + np * 16 * LDB, kk, lane, 2), b0, b1, b2, b3);
 #pragma unroll
                 for (int mt = 0; mt < MT; ++mt) {
                     mma16816(acc_s[mt][2 * np], a[mt], b0, b1);
@@ -986,7 +1030,7 @@ fj_attn_fwd_sm80(const __grid_constant__ fj_attn_params p)
 #pragma unroll
             for (int dp = 0; dp < ND / 2; ++dp) {
                 fj_u32 b0, b1, b2, b3;
-                ldsm_x4_t(v_lane + stage + kk * 16 * LDB + swz_k(dp, lane), b0, b1, b2, b3);
+                ldsm_x4_t(ldsm_at(v_lane + stage + kk * 16 * LDB, dp, lane, 4), b0, b1, b2, b3);
 #pragma unroll
                 for (int mt = 0; mt < MT; ++mt) {
                     mma16816(acc_o[mt][2 * dp], pa[mt][kk], b0, b1);
