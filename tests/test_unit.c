@@ -468,7 +468,8 @@ static CUresult f_errname(CUresult r, const char **s)
     return 0;
 }
 
-START_TEST(fake_driver)
+/* A driver table with one fake sm_90 device of 132 SMs (what a context needs). */
+static fj_cuda fake_device_table(void)
 {
     fj_cuda fake = {0};
     fake.cuDeviceGetCount = f_count;
@@ -479,6 +480,12 @@ START_TEST(fake_driver)
     fake.cuDeviceGetName = f_name;
     fake.cuGetErrorName = f_errname;
     fake.cuInit = f_init;
+    return fake;
+}
+
+START_TEST(fake_driver)
+{
+    fj_cuda fake = fake_device_table();
     fj_cuda_set_for_testing(&fake);
     fajit_ctx_opts o;
     fajit_ctx_opts_init(&o);
@@ -540,15 +547,7 @@ static CUresult f_tmap(void *m, int t, unsigned r, void *a, const unsigned long 
 
 START_TEST(sched_counters)
 {
-    fj_cuda fake = {0};
-    fake.cuDeviceGetCount = f_count;
-    fake.cuDeviceGet = f_get;
-    fake.cuDeviceGetAttribute = f_attr;
-    fake.cuDevicePrimaryCtxRetain = f_retain;
-    fake.cuDevicePrimaryCtxRelease = f_release;
-    fake.cuDeviceGetName = f_name;
-    fake.cuGetErrorName = f_errname;
-    fake.cuInit = f_init;
+    fj_cuda fake = fake_device_table();
     fake.cuCtxSetCurrent = f_setcur;
     fake.cuLaunchKernel = f_launch;
     fake.cuTensorMapEncodeTiled = f_tmap;
