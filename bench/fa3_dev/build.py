@@ -270,6 +270,33 @@ def main():
                       (64, (128, 176, 1, 1, 2)), (128, (128, 128, 1, 1, 0)), (128, (128, 64, 1, 1, 2)),
                       (128, (128, 96, 1, 1, 2)), (256, (128, 80, 1, 1, 0)), (256, (128, 64, 1, 1, 2))):
             variants.append((1, hd, 1) + c + ((), "bench"))
+    if os.environ.get("FA3_SET") == "polyexp":
+        # run 12: part of the softmax exponentials in software on the FMA pipe (FJ_FA3_POLYEXP n
+        # of 16). Checks: the library default of every (dtype, head_dim, mask) and length class
+        # with n = 4, and n = 16 (every exponential by the polynomial) for hd 64/128; bench: the
+        # hd64 defaults (unmasked, causal of each length class) with n = 0/2/4/6, hd128 unmasked
+        # defaults with n = 0/4
+        variants = []
+        PE = lambda n: ((("FJ_FA3_POLYEXP", n),) if n else ())
+        for dt in (1, 0):
+            for hd in CHECK_HD:
+                for mask in (0, 1, 2):
+                    for sl in (512, 2048, 16384):
+                        c = lib.fj_fa3_default(hd, mask, sl)
+                        cc = (c.block_m, c.block_n, c.overlap, c.pingpong, c.persistent)
+                        variants.append((dt, hd, mask) + cc + (PE(4), "check"))
+                        if hd in (64, 128) and mask < 2:
+                            variants.append((dt, hd, mask) + cc + (PE(16), "check"))
+        for hd, mask, ns in ((64, 0, (0, 2, 4, 6)), (64, 1, (0, 2, 4, 6)), (128, 0, (0, 4))):
+            seen = []
+            for sl in (512, 2048, 16384):
+                c = lib.fj_fa3_default(hd, mask, sl)
+                cc = (c.block_m, c.block_n, c.overlap, c.pingpong, c.persistent)
+                if cc in seen:
+                    continue
+                seen.append(cc)
+                for n in ns:
+                    variants.append((1, hd, mask) + cc + (PE(n), "bench"))
     variants = list(dict.fromkeys(variants))  # a diagnostic variant may be a default too
     with ThreadPoolExecutor(jobs) as ex:
         res = list(ex.map(build, variants))

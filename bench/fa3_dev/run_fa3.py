@@ -397,6 +397,7 @@ def bench():
                                           if k in ("FJ_FA3_OBUF", "FJ_FA3_FASTEPI")) + ":"
                                   if "FJ_FA3_FASTEPI" in m.get("extra", {}) else "")
                                + (f"S{m['extra']['FJ_FA3_STAGES']}:" if m.get("extra", {}).get("FJ_FA3_STAGES") else "")
+                               + (f"E{m['extra']['FJ_FA3_POLYEXP']}:" if "FJ_FA3_POLYEXP" in m.get("extra", {}) else "")
                                + f"{m['bm']}x{m['bn']}{'' if m['pingpong'] else 'np'}{['', 'P', 'D'][m['persistent']]}")
                         if tag not in gos:
                             prm = pack_params(q.data_ptr(), k.data_ptr(), v.data_ptr(), o.data_ptr(), lse.data_ptr(), 0, 0,

@@ -103,6 +103,18 @@
 #ifndef FJ_FA3_HANG_TRAP
 #define FJ_FA3_HANG_TRAP 0
 #endif
+/* FJ_FA3_POLYEXP n (0..16): n of every 16 exponentials of the softmax (per thread and row half)
+ * are computed on the FMA pipe (ex2_poly, FA4's trick) instead of MUFU.EX2 (16/clk/SM).
+ * Measured and OFF (run 12, bench/fa3_dev/NOTES.md): slower everywhere, about -4% per 2/16 at
+ * hd64 (unmasked 192x128P 16k: 508 / 486 / 463 / 444 TFLOP/s at n = 0 / 2 / 4 / 6), hd128 n=4
+ * -2..-9%: the softmax is bound by its instruction issue, not by MUFU, and each software
+ * exponential adds ~8 instructions. Kept as a dev knob only; 0 compiles to the same SASS. */
+#ifndef FJ_FA3_POLYEXP
+#define FJ_FA3_POLYEXP 0
+#endif
+#if FJ_FA3_POLYEXP < 0 || FJ_FA3_POLYEXP > 16
+#error "FJ_FA3_POLYEXP is 0..16"
+#endif
 #ifndef FJ_FA3_PV_SPLIT
 #define FJ_FA3_PV_SPLIT 0
 #endif
@@ -458,6 +470,24 @@ FJ_DEVICE float ex2(float x)
     asm("ex2.approx.ftz.f32 %0, %1;\n" : "=f"(y) : "f"(x));
     return y;
 }
+/* 2^x on the FMA pipe (FJ_FA3_POLYEXP, the FA4 trick): x = j + f, j = floor(x), f in [0, 1);
+ * 2^f by a degree-3 polynomial (FA4's coefficients, max relative error 8.8e-5: below half an
+ * fp16 ulp), 2^j built as float bits (j + 127) << 23 and multiplied in. x is clamped at -127,
+ * where 2^j's bits are 0: the result is exactly 0 for x < -126 (masked -inf scores, empty
+ * rows), as ex2.approx.ftz flushes there. floor: x + (1.5 * 2^23 + 127) rounded down leaves
+ * j + 127 in the low mantissa bits. 9 instructions (FMNMX, 3 FADD, 3 FFMA, SHL, FMUL) for one
+ * MUFU.EX2. For x <= ~0 (scores minus the row maximum). */
+FJ_DEVICE float ex2_poly(float x)
+{
+    const float magic = 12583039.f;  /* 1.5 * 2^23 + 127 */
+    x = fmaxf(x, -127.f);
+    float t;
+    asm("add.rm.f32 %0, %1, %2;\n" : "=f"(t) : "f"(x), "f"(magic));
+    const float f = x - (t - magic);
+    const float p = fmaf(fmaf(fmaf(0.077119089663028717041015625f, f, 0.227564394474029541015625f), f,
+                              0.695146143436431884765625f), f, 1.f);
+    return p * __int_as_float(__float_as_int(t) << 23);
+}
 /* 1/rowsum (0 for an empty row) and the natural-log LSE of a row: m * scale + ln(l). */
 FJ_DEVICE float row_inv(float l)
 {
@@ -588,7 +618,9 @@ FJ_DEVICE void softmax_tile(float (&s)[fa3::SREG], float (&mx)[2], float (&l)[2]
         for (int nt = 0; nt < BN / 8; ++nt)
 #pragma unroll
             for (int e = 0; e < 2; ++e) {
-                const float pv = ex2(fmaf(s[4 * nt + 2 * hf + e], sl2, -base));
+                const float xv = fmaf(s[4 * nt + 2 * hf + e], sl2, -base);
+                /* FJ_FA3_POLYEXP of every 16 values of this thread's row half in software */
+                const float pv = ((2 * nt + e) & 15) < FJ_FA3_POLYEXP ? ex2_poly(xv) : ex2(xv);
                 s[4 * nt + 2 * hf + e] = pv;
                 sum += pv;
             }
