@@ -371,7 +371,8 @@ static void expected_launch(const fj_kcfg *c, const fajit_attn_desc *d, unsigned
 
 static fajit_ctx *policy_ctx(fajit_policy policy) { return test_ctx(0, policy, 0); }
 
-START_TEST(policies_with_fake_driver)
+/* The fake H200's driver table: modules load (ELF checked), launches are recorded. */
+static fj_cuda fake_h200(void)
 {
     fj_cuda fake = {0};
     fake.cuInit = fk_init;
@@ -394,6 +395,12 @@ START_TEST(policies_with_fake_driver)
     fake.cuMemAlloc = fk_alloc;
     fake.cuMemsetD8 = fk_memset;
     fake.cuMemFree = fk_free;
+    return fake;
+}
+
+START_TEST(policies_with_fake_driver)
+{
+    fj_cuda fake = fake_h200();
     fj_cuda_set_for_testing(&fake);
     make_dir();
 
@@ -551,6 +558,48 @@ START_TEST(policies_with_fake_driver)
 }
 END_TEST
 
+/* `fajit-tune warm --spec` compiles what serving that spec needs: a STRICT context then
+ * serves every shape of it, in every length class of the Hopper defaults, with no compile. */
+START_TEST(warm_spec_serves_strict)
+{
+    make_dir();
+    char spec[300];
+    snprintf(spec, sizeof spec, "%s/spec.txt", g_dir);
+    FILE *f = fopen(spec, "w");
+    ck_assert_ptr_nonnull(f);
+    fprintf(f, "[model t]\ndtype = bf16\nhead_dim = 64\nheads_q = 4\nheads_kv = 2\n"
+               "mask = causal\nprefill = 512, %d, %d\n", 2 * FJ_FA3_SHORT_SEQ,
+            2 * FJ_FA3_LONG_SEQ);
+    fclose(f);
+    fajit_ctx *ctx = compile_ctx();
+    int compiled = 0, cached = 0;
+    ck_assert_msg(fajit_warm_spec(ctx, spec, "sm_90a", 0, &compiled, &cached) == FAJIT_OK, "%s",
+                  fajit_errmsg(ctx));
+    ck_assert_int_gt(compiled, 3);
+    fajit_ctx_destroy(ctx);
+
+    fj_cuda fake = fake_h200();
+    fj_cuda_set_for_testing(&fake);
+    ctx = policy_ctx(FAJIT_POLICY_STRICT);
+    const int lens[] = {512, 2 * FJ_FA3_SHORT_SEQ, 2 * FJ_FA3_LONG_SEQ};
+    for (int i = 0; i < 3; i++) {
+        fajit_attn_desc d;
+        void *p = (void *)(uintptr_t)0x100000;
+        fajit_attn_desc_init(&d, p, p, p, p, 1, 4, 2, lens[i], lens[i], 64, FAJIT_BF16);
+        d.mask = FAJIT_MASK_CAUSAL;
+        ck_assert_msg(fajit_attn_fwd(ctx, &d, NULL) == FAJIT_OK, "seqlen %d: %s", lens[i],
+                      fajit_errmsg(ctx));
+    }
+    fajit_counters c;
+    fajit_counters_get(ctx, &c);
+    ck_assert_uint_eq(c.compiles, 0);
+    ck_assert_uint_eq(c.misses, 0);
+    fajit_ctx_destroy(ctx);
+    fj_cuda_set_for_testing(NULL);
+    remove_dir();
+}
+END_TEST
+
 int main(void)
 {
     Suite *s = suite_create("nvrtc");
@@ -563,6 +612,7 @@ int main(void)
     tcase_add_test(tc, candidate_spaces);
     tcase_add_test(tc, cache_cap_prunes);
     tcase_add_test(tc, policies_with_fake_driver);
+    tcase_add_test(tc, warm_spec_serves_strict);
     suite_add_tcase(s, tc);
     SRunner *sr = srunner_create(s);
     srunner_run_all(sr, CK_NORMAL);

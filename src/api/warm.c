@@ -9,6 +9,7 @@
 
 #include "internal.h"
 #include "../autotune/fa2_config.h"
+#include "../autotune/fa3_config.h"
 #include "../autotune/spec.h"
 
 typedef struct warm_job {
@@ -172,7 +173,7 @@ fajit_status fajit_warm_spec(fajit_ctx *ctx, const char *spec, const char *arch,
     FJ_RETURN_IF(!ctx, ctx, FAJIT_INVALID_ARGUMENT, "ctx must not be NULL");
     FJ_CHECK(check_arch(ctx, arch, &sm));
     FJ_CHECK(fj_spec_load(ctx, spec, &sp));
-    size_t cap = sp.n_problems * (MAX_CANDIDATES + 1);
+    size_t cap = sp.n_problems * (FJ_FA3_CLASSES * MAX_CANDIDATES + 1);
     fj_variant *vs = malloc((cap ? cap : 1) * sizeof *vs);
     if (!vs) {
         fj_spec_free(&sp);
@@ -186,10 +187,20 @@ fajit_status fajit_warm_spec(fajit_ctx *ctx, const char *spec, const char *arch,
         fj_launch l;
         memset(&d, 0, sizeof d);
         d.dtype = p->dtype, d.head_dim = p->head_dim, d.mask = p->mask;
-        int nc = fj_kcfg_candidates(sm, fj_arch_is_a(arch), &d, c, MAX_CANDIDATES);
         fj_variant_ref(&vs[n++], (int)p->dtype);
-        for (int k = 0; k < nc; k++)
-            fj_kcfg_variant(&c[k], &d, &vs[n++], &l);
+        /* The candidates (the default first) depend on the length class of seqlen_q: those
+         * of every class among the problem's shapes, as the tuner and dispatch will ask. */
+        int seen[FJ_FA3_CLASSES] = {0};
+        for (size_t s = 0; s < p->n_shapes; s++)
+            seen[fj_fa3_length_class(p->shapes[s].seqlen_q)] = 1;
+        for (int cls = 0; cls < FJ_FA3_CLASSES; cls++) {
+            if (!seen[cls])
+                continue;
+            d.seqlen_q = d.seqlen_k = fj_fa3_class_seqlen(cls);
+            int nc = fj_kcfg_candidates(sm, fj_arch_is_a(arch), &d, c, MAX_CANDIDATES);
+            for (int k = 0; k < nc; k++)
+                fj_kcfg_variant(&c[k], &d, &vs[n++], &l);
+        }
     }
     /* The same variant may serve several problems: compile it once. */
     int m = 0;

@@ -68,7 +68,7 @@ static void load_once(void)
     }
     if (!found) {
         char tried[900];
-        snprintf(tried, sizeof tried, "%s", g_why);
+        snprintf(tried, sizeof tried, "%.*s", (int)sizeof tried - 1, g_why);  /* bounded */
         snprintf(g_why, sizeof g_why, "NVRTC not found; tried: %s (set FAJIT_NVRTC_PATH)",
                  tried);
         return;
