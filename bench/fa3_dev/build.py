@@ -184,21 +184,27 @@ def main():
                         ex += [(("FJ_FA3_XTILE", 1), ("FJ_FA3_FASTEPI", 0)), (("FJ_FA3_XTILE", 1), ("FJ_FA3_FASTEPI", 1))]
                     for e in ex:
                         variants.append((1, hd, mask) + c + (e, "bench"))
+
+    def dynamic_checks():
+        """The dynamic schedule (persistent 2) for every (dtype, head_dim, mask), with the default
+        tile and the two-Q-buffer tile; 192-row tiles with a mask spill one register there."""
+        out = []
+        for dt in (1, 0):
+            for hd in CHECK_HD:
+                for mask in (0, 1, 2):
+                    c = lib.fj_fa3_default(hd, mask, 0)
+                    for bm, bn, pp in ((c.block_m, c.block_n, c.pingpong), xt[hd]):
+                        if not (bm == 192 and mask):
+                            out.append((dt, hd, mask, bm, bn, 1, pp, 2, (), "check"))
+        return out
+
     if os.environ.get("FA3_SET") == "sched":
         # run 9: the dynamic tile schedule (persistent 2). Checks: every check-role variant above
         # (the static order's code moved too: fa3_sched) plus the dynamic schedule for every
         # (dtype, head_dim, mask) with the default tile and the two-Q-buffer tile. Bench, causal
         # hd 64/128/256: the library default, the non-persistent long default, the static
         # persistent and the dynamic one (L2 groups always, G2 = its default, and never, G0).
-        variants = [v for v in variants if v[-1] == "check"]
-        for dt in (1, 0):
-            for hd in CHECK_HD:
-                for mask in (0, 1, 2):
-                    c = lib.fj_fa3_default(hd, mask, 0)
-                    for bm, bn, pp in ((c.block_m, c.block_n, c.pingpong), xt[hd]):
-                        if bm == 192 and mask:  # spills one register (dynamic, 3 consumers)
-                            continue
-                        variants.append((dt, hd, mask, bm, bn, 1, pp, 2, (), "check"))
+        variants = [v for v in variants if v[-1] == "check"] + dynamic_checks()
         for hd, mask, c in ((128, 1, P128), (64, 2, P128), (256, 1, P80)):  # groups crossed
             variants.append((1, hd, mask) + c[:4] + (2, (("FJ_FA3_L2_BYTES", 300000),), "check"))
         sets = {64: [(128, 128, 1, 1)], 128: [(128, 128, 1, 1), (128, 176, 1, 1)], 256: [(128, 80, 1, 1)]}
@@ -215,14 +221,7 @@ def main():
         # run 10: checks as run 9 (sched) plus the new variants; bench: O staged in the tile's own
         # Q buffer in persistent kernels without an O slot (FJ_FA3_OQ: hd256 128x80, hd128 128x176)
         # and the dynamic order without the cross-tile stream (X0: one Q buffer + the O slot)
-        variants = [v for v in variants if v[-1] == "check"]
-        for dt in (1, 0):
-            for hd in CHECK_HD:
-                for mask in (0, 1, 2):
-                    c = lib.fj_fa3_default(hd, mask, 0)
-                    for bm, bn, pp in ((c.block_m, c.block_n, c.pingpong), xt[hd]):
-                        if not (bm == 192 and mask):
-                            variants.append((dt, hd, mask, bm, bn, 1, pp, 2, (), "check"))
+        variants = [v for v in variants if v[-1] == "check"] + dynamic_checks()
         OQ, X0 = ("FJ_FA3_OQ", 1), ("FJ_FA3_XTILE", 0)
         for mask in (0, 1, 2):
             for ps in (1, 2):
