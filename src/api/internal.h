@@ -191,7 +191,9 @@ fajit_status fj_launch_desc(fajit_ctx *ctx, const fj_launch *l, const fajit_attn
 
 /* A zeroed device int for one launch of a dynamically scheduled kernel: the next slot of the
  * context's ring (src/api/ctx.c). The kernel leaves it zeroed; a slot is reused after
- * FJ_SCHED_SLOTS launches, so at most that many such launches may be in flight at once. */
+ * FJ_SCHED_SLOTS launches, so at most that many such launches may be in flight at once. The
+ * ring is allocated and zeroed, with a context synchronize, at the context's first such
+ * launch: that launch must not be inside CUDA-graph stream capture. */
 fajit_status fj_sched_counter(fajit_ctx *ctx, CUdeviceptr *out);
 
 /* Host copy of the parameter block from a validated descriptor. */
