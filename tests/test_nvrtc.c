@@ -369,6 +369,17 @@ static void expected_launch(const fj_kcfg *c, const fajit_attn_desc *d, unsigned
     }
 }
 
+/* Waits up to 60 s for the context's first background compile to end; *c: the counters. */
+static void wait_background_compile(fajit_ctx *ctx, fajit_counters *c)
+{
+    for (int i = 0; i < 1200; i++) {
+        fajit_counters_get(ctx, c);
+        if (c->background_compiles == 1)
+            return;
+        usleep(50 * 1000);
+    }
+}
+
 static fajit_ctx *policy_ctx(fajit_policy policy) { return test_ctx(0, policy, 0); }
 
 /* The fake H200's driver table: modules load (ELF checked), launches are recorded. */
@@ -468,12 +479,7 @@ START_TEST(policies_with_fake_driver)
     ck_assert_int_eq(fajit_attn_fwd(ctx, &d, NULL), FAJIT_OK);
     ck_assert_uint_eq(g_fake.threads, dt);   /* the default ran */
     ck_assert_uint_eq(g_fake.grid_x, dg);
-    for (int i = 0; i < 1200; i++) {   /* up to 60 s for the background compile */
-        fajit_counters_get(ctx, &c);
-        if (c.background_compiles == 1)
-            break;
-        usleep(50 * 1000);
-    }
+    wait_background_compile(ctx, &c);
     ck_assert_uint_eq(c.background_compiles, 1);
     ck_assert_uint_eq(c.serving_compiles, 0);
     ck_assert_uint_eq(c.fallback_launches, 1);
@@ -521,12 +527,7 @@ START_TEST(policies_with_fake_driver)
     ctx = policy_ctx(FAJIT_POLICY_FALLBACK);
     ck_assert_int_eq(fajit_attn_fwd(ctx, &ds, NULL), FAJIT_OK);
     ck_assert_uint_eq(g_fake.smem, long_smem);   /* the stand-in ran */
-    for (int i = 0; i < 1200; i++) {
-        fajit_counters_get(ctx, &c);
-        if (c.background_compiles == 1)
-            break;
-        usleep(50 * 1000);
-    }
+    wait_background_compile(ctx, &c);
     ck_assert_uint_eq(c.background_compiles, 1);
     ck_assert_uint_eq(c.serving_compiles, 0);
     usleep(20 * 1000);

@@ -139,6 +139,16 @@ def main():
         variants.append((1, hd, mask) + c + ((("FJ_FA3_L2GROUP", 2), ("FJ_FA3_L2_BYTES", 300000)), "check"))
     for hd, mask in ((64, 1), (64, 2), (128, 1), (128, 0), (96, 1)):
         variants.append((1, hd, mask) + P128 + ((O0,), "check"))
+    def distinct_defaults(hd, mask, seqlens):
+        """(seqlen, config tuple) of the library default for each length, once per config."""
+        seen = []
+        for sl in seqlens:
+            d = lib.fj_fa3_default(hd, mask, sl)
+            c = (d.block_m, d.block_n, d.overlap, d.pingpong, d.persistent)
+            if c not in seen:
+                seen.append(c)
+                yield sl, c
+
     if os.environ.get("FA3_SET") == "pf":
         # run 7 (short sequences, L2 prefetch cursor FJ_FA3_L2PF): per (head_dim, mask) the library
         # default for 512 and for 2k tokens, each without (= HEAD, SASS-identical) and with the
@@ -146,13 +156,7 @@ def main():
         variants = []
         for hd in (64, 128, 256):
             for mask in (0, 1):
-                seen = []
-                for sl in (512, 2048):
-                    d = lib.fj_fa3_default(hd, mask, sl)
-                    c = (d.block_m, d.block_n, d.overlap, d.pingpong, d.persistent)
-                    if c in seen:
-                        continue
-                    seen.append(c)
+                for sl, c in distinct_defaults(hd, mask, (512, 2048)):
                     pfs = (0, 4) if (hd, mask) != (128, 0) or sl != 512 else (0, 2, 4, 8)
                     for pf in pfs:
                         variants.append((1, hd, mask) + c + (((("FJ_FA3_L2PF", pf),) if pf else ()), "bench"))
@@ -169,13 +173,7 @@ def main():
         variants = [v for v in variants if v[-1] == "check"]
         for hd in (64, 128, 256):
             for mask in (0, 1):
-                seen = []
-                for sl in (512, 2048):
-                    d = lib.fj_fa3_default(hd, mask, sl)
-                    c = (d.block_m, d.block_n, d.overlap, d.pingpong, d.persistent)
-                    if c in seen:
-                        continue
-                    seen.append(c)
+                for sl, c in distinct_defaults(hd, mask, (512, 2048)):
                     ex = [off, (("FJ_FA3_OBUF", 0), ("FJ_FA3_FASTEPI", 1))]
                     slot = ((hd + 63) // 64) * 128 * (2 * c[0] + 4 * c[1]) + 1280 <= 227 * 1024
                     if c[4] and mask == 0 and slot:  # persistent without the stream: the O slot
@@ -287,13 +285,7 @@ def main():
                         if hd in (64, 128) and mask < 2:
                             variants.append((dt, hd, mask) + cc + (PE(16), "check"))
         for hd, mask, ns in ((64, 0, (0, 2, 4, 6)), (64, 1, (0, 2, 4, 6)), (128, 0, (0, 4))):
-            seen = []
-            for sl in (512, 2048, 16384):
-                c = lib.fj_fa3_default(hd, mask, sl)
-                cc = (c.block_m, c.block_n, c.overlap, c.pingpong, c.persistent)
-                if cc in seen:
-                    continue
-                seen.append(cc)
+            for sl, cc in distinct_defaults(hd, mask, (512, 2048, 16384)):
                 for n in ns:
                     variants.append((1, hd, mask) + cc + (PE(n), "bench"))
     variants = list(dict.fromkeys(variants))  # a diagnostic variant may be a default too

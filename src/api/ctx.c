@@ -334,13 +334,14 @@ fajit_status fajit_ctx_create(fajit_ctx **out, const fajit_ctx_opts *opts)
     return FAJIT_OK;
 }
 
-fajit_status fj_sched_counter(fajit_ctx *ctx, CUdeviceptr *out)
+/* The counter ring, allocated and zeroed once per context (under `lock`). */
+static fajit_status sched_alloc(fajit_ctx *ctx)
 {
     char err[64];
     const size_t bytes = FJ_SCHED_SLOTS * 128;
-    pthread_mutex_lock(&ctx->lock);
     CUresult r = 0;
-    if (!ctx->sched_ctr) {
+    pthread_mutex_lock(&ctx->lock);
+    if (!atomic_load(&ctx->sched_ctr)) {
         CUdeviceptr p = 0;
         if (!ctx->cu->cuMemAlloc || !ctx->cu->cuMemsetD8 || !ctx->cu->cuCtxSynchronize)
             r = -1;
@@ -352,7 +353,7 @@ fajit_status fj_sched_counter(fajit_ctx *ctx, CUdeviceptr *out)
             ctx->cu->cuMemFree(p);
             p = 0;
         }
-        ctx->sched_ctr = p;
+        atomic_store(&ctx->sched_ctr, p);
     }
     pthread_mutex_unlock(&ctx->lock);
     FJ_RETURN_IF(r == -1, ctx, FAJIT_UNSUPPORTED,
@@ -360,7 +361,15 @@ fajit_status fj_sched_counter(fajit_ctx *ctx, CUdeviceptr *out)
                  "dynamically scheduled sm_90a kernel)");
     FJ_RETURN_IF(r, ctx, FAJIT_CUDA_ERROR, "allocating the tile counters: %s",
                  fj_cuda_errname(ctx->cu, r, err, sizeof err));
-    *out = ctx->sched_ctr + 128u * (atomic_fetch_add(&ctx->sched_next, 1u) % FJ_SCHED_SLOTS);
+    return FAJIT_OK;
+}
+
+fajit_status fj_sched_counter(fajit_ctx *ctx, CUdeviceptr *out)
+{
+    if (!atomic_load(&ctx->sched_ctr))   /* the first such launch; later ones take no lock */
+        FJ_CHECK(sched_alloc(ctx));
+    *out = atomic_load(&ctx->sched_ctr) +
+           128u * (atomic_fetch_add(&ctx->sched_next, 1u) % FJ_SCHED_SLOTS);
     return FAJIT_OK;
 }
 
@@ -373,8 +382,9 @@ void fajit_ctx_destroy(fajit_ctx *ctx)
         pthread_cond_wait(&ctx->bg_done, &ctx->bg_lock);
     pthread_mutex_unlock(&ctx->bg_lock);
     fj_kernel_map_free(ctx);
-    if (ctx->sched_ctr && ctx->cu->cuCtxSetCurrent(ctx->cuctx) == 0)
-        ctx->cu->cuMemFree(ctx->sched_ctr);
+    CUdeviceptr ctr = atomic_load(&ctx->sched_ctr);
+    if (ctr && ctx->cu->cuCtxSetCurrent(ctx->cuctx) == 0)
+        ctx->cu->cuMemFree(ctr);
     if (ctx->cuctx)
         ctx->cu->cuDevicePrimaryCtxRelease(ctx->dev);
     fj_cache_close(ctx->cache);

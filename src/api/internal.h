@@ -100,7 +100,7 @@ struct fajit_ctx {
     /* Tile counters of the sm_90a kernel's dynamic schedule (fj_fa3_config.persistent 2):
      * FJ_SCHED_SLOTS zeroed ints 128 bytes apart, allocated at the first such launch (under
      * `lock`), freed by fajit_ctx_destroy; each launch takes the next slot (fj_sched_counter). */
-    CUdeviceptr sched_ctr;
+    _Atomic CUdeviceptr sched_ctr;
     _Atomic unsigned sched_next;
 };
 #define FJ_SCHED_SLOTS 64
