@@ -141,7 +141,9 @@ FAJIT_API void fajit_ctx_opts_init(fajit_ctx_opts *opts);
 /* Creates a context for opts->device (opts may be NULL: defaults). Loads the CUDA driver
  * (unless device is FAJIT_DEVICE_NONE) and opens the cache; NVRTC is loaded on first
  * need. On failure returns the status and, when a context could be allocated, still
- * sets *out so fajit_errmsg(*out) explains the failure; destroy it either way.
+ * sets *out so fajit_errmsg(*out) explains the failure; destroy it either way. On a
+ * Hopper (9.0) device it allocates a small device buffer (the dynamic tile scheduler's
+ * counters, ~520 KB) and synchronizes the context once, so that no launch has to. 
  * Errors: NO_DRIVER, NO_DEVICE, CUDA_ERROR, INVALID_ARGUMENT, OUT_OF_MEMORY. */
 FAJIT_API fajit_status fajit_ctx_create(fajit_ctx **out, const fajit_ctx_opts *opts);
 
@@ -211,7 +213,10 @@ FAJIT_API fajit_status fajit_attn_check(fajit_ctx *ctx, const fajit_attn_desc *d
  * Validates first (nothing is launched on bad input), then finds the kernel: in memory,
  * in the cache, or compiled now (per policy). Asynchronous: returns after the launch.
  * The context's device must be current-able: fajit makes its primary context current on
- * the calling thread. */
+ * the calling thread. May be called while `stream` is captured into a CUDA graph (any
+ * capture mode), including a kernel's first use; the graph may be replayed any number of
+ * times (the gpu suite's graph_capture test). Under BLOCKING a first use still compiles or
+ * reads the cache during the capture: warm first. */
 FAJIT_API fajit_status fajit_attn_fwd(fajit_ctx *ctx, const fajit_attn_desc *d,
                                       void *stream);
 

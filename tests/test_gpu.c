@@ -14,6 +14,7 @@
  * Usage: test_gpu [--second-process DIR]
  */
 #include <check.h>
+#include <dlfcn.h>
 #include <math.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -409,6 +410,115 @@ START_TEST(sweep)
     fajit_ctx_destroy(ctx);
     ck_assert_int_eq(t.ref_bad, 0);
     ck_assert_int_eq(t.fast_bad, 0);
+}
+END_TEST
+
+/*------ CUDA graphs ------*/
+
+static void check_against_reference(fajit_ctx *ctx, const tc *c);
+
+/* Graph entry points the library does not use, looked up for this test. */
+typedef struct CUgraph_st *CUgraph;
+typedef struct CUgraphExec_st *CUgraphExec;
+static struct {
+    CUresult (*stream_create)(CUstream *, unsigned);
+    CUresult (*stream_destroy)(CUstream);
+    CUresult (*stream_sync)(CUstream);
+    CUresult (*begin)(CUstream, int);
+    CUresult (*end)(CUstream, CUgraph *);
+    CUresult (*instantiate)(CUgraphExec *, CUgraph, unsigned long long);
+    CUresult (*launch)(CUgraphExec, CUstream);
+    CUresult (*exec_destroy)(CUgraphExec);
+    CUresult (*graph_destroy)(CUgraph);
+    CUresult (*memset_async)(CUdeviceptr, unsigned char, size_t, CUstream);
+} G;
+
+static int graph_api(void)
+{
+    void *h = dlopen("libcuda.so.1", RTLD_NOW | RTLD_NOLOAD);
+    if (!h)
+        return 0;
+    static const char *const names[] = {
+        "cuStreamCreate", "cuStreamDestroy_v2", "cuStreamSynchronize", "cuStreamBeginCapture_v2",
+        "cuStreamEndCapture", "cuGraphInstantiateWithFlags", "cuGraphLaunch", "cuGraphExecDestroy",
+        "cuGraphDestroy", "cuMemsetD8Async"};
+    void **f = (void **)&G;
+    for (size_t i = 0; i < sizeof names / sizeof names[0]; i++)
+        if (!(f[i] = dlsym(h, names[i])))
+            return 0;
+    return 1;
+}
+
+/* A launch inside CUDA-graph capture (global mode, the strictest), as a server captures its
+ * decode step: the kernel's first use is inside the capture (its module load must not break
+ * it), and it is the dynamically scheduled Hopper kernel (hd128 causal: its default at every
+ * length), whose tile counters must exist before (no synchronize at a launch) and whose last
+ * claim resets the counter so that every replay computes the whole output. Three captured
+ * launches (three counter slots), three replays; each replay's O and LSE equal a plain
+ * launch's bit for bit (a tile's result does not depend on which CTA claimed it). */
+START_TEST(graph_capture)
+{
+    fajit_ctx *ctx = new_ctx(g_cache_dir);
+    if (strcmp(ctx->arch, "sm_90a") != 0) {
+        printf("graph capture: skipped on %s (the dynamic schedule is sm_90a's)\n", ctx->arch);
+        fajit_ctx_destroy(ctx);
+        return;
+    }
+    ck_assert_msg(atomic_load(&ctx->sched_ctr) != 0, "no tile counters after context creation");
+    ck_assert_msg(graph_api(), "libcuda lacks a graph entry point");
+    tc c = {.batch = 2, .hq = 8, .hkv = 2, .sq = 1000, .sk = 1000, .d = 128,
+            .dtype = FJ_DT_BF16, .mask = FAJIT_MASK_CAUSAL};
+    snprintf(c.text, sizeof c.text, "graph b2 hq8 hkv2 sq1000 d128 bf16 causal");
+    g_rng = g_seed ^ 0x9e3779b9u;
+    bufs B;
+    setup(&c, &B);
+    fj_kcfg cfg;
+    fj_kcfg_default(90, 1, &B.desc, &cfg);
+    ck_assert_msg(cfg.family == FJ_FAM_FA3 && cfg.fa3.persistent == 2,
+                  "the case no longer takes the dynamic schedule: pick another");
+    size_t nq = (size_t)(B.rows_q * B.row_q) + 8, nl = (size_t)c.hq * c.batch * c.sq + 1;
+    uint16_t *want = malloc(nq * 2), *got = malloc(nq * 2);
+    float *want_l = malloc(nl * 4), *got_l = malloc(nl * 4);
+
+    CUstream s;
+    CU(G.stream_create(&s, 1 /* CU_STREAM_NON_BLOCKING */));
+    CU(G.begin(s, 0 /* CU_STREAM_CAPTURE_MODE_GLOBAL */));
+    fajit_status st = FAJIT_OK;
+    for (int i = 0; i < 3 && st == FAJIT_OK; i++)
+        st = fajit_attn_fwd(ctx, &B.desc, s);
+    CUgraph graph = NULL;
+    CUresult r = G.end(s, &graph);
+    ck_assert_msg(st == FAJIT_OK, "launch inside capture: %s", fajit_errmsg(ctx));
+    CU(r);
+    CUgraphExec exec;
+    CU(G.instantiate(&exec, graph, 0));
+
+    /* the plain launch: the expected output */
+    CU(cu->cuMemsetD8(B.o, 0xff, nq * 2));
+    CU(cu->cuMemsetD8(B.lse, 0xff, nl * 4));
+    ck_assert_msg(fajit_attn_fwd(ctx, &B.desc, s) == FAJIT_OK, "%s", fajit_errmsg(ctx));
+    CU(G.stream_sync(s));
+    CU(cu->cuMemcpyDtoH(want, B.o, nq * 2));
+    CU(cu->cuMemcpyDtoH(want_l, B.lse, nl * 4));
+    for (int rep = 0; rep < 3; rep++) {
+        CU(G.memset_async(B.o, 0xff, nq * 2, s));   /* NaN: a tile left out shows */
+        CU(G.memset_async(B.lse, 0xff, nl * 4, s));
+        CU(G.launch(exec, s));
+        CU(G.stream_sync(s));
+        CU(cu->cuMemcpyDtoH(got, B.o, nq * 2));
+        CU(cu->cuMemcpyDtoH(got_l, B.lse, nl * 4));
+        ck_assert_msg(memcmp(got, want, nq * 2) == 0 && memcmp(got_l, want_l, nl * 4) == 0,
+                      "replay %d differs from a plain launch", rep);
+    }
+    /* and the plain launch itself is right (the reference kernel as the oracle) */
+    check_against_reference(ctx, &c);
+    printf("graph capture: 3 launches captured, 3 replays equal to a plain launch\n");
+    CU(G.exec_destroy(exec));
+    CU(G.graph_destroy(graph));
+    CU(G.stream_destroy(s));
+    free(want), free(got), free(want_l), free(got_l);
+    teardown(&B);
+    fajit_ctx_destroy(ctx);
 }
 END_TEST
 
@@ -810,6 +920,7 @@ int main(int argc, char **argv)
     tcase_add_test(tc, strict_miss);
     tcase_add_test(tc, tune_then_new_process);
     tcase_add_test(tc, fallback_never_blocks);
+    tcase_add_test(tc, graph_capture);
     suite_add_tcase(s, tc);
     SRunner *sr = srunner_create(s);
     srunner_set_fork_status(sr, CK_NOFORK);   /* one CUDA context for the whole run */

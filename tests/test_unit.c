@@ -512,7 +512,8 @@ START_TEST(fake_driver)
 }
 END_TEST
 
-/* The dynamic tile schedule's counters: allocated zeroed at the first such launch, one slot
+/* The dynamic tile schedule's counters: allocated zeroed with the context on a 9.0 device
+ * (at the first such launch when the driver table lacks the allocation functions), one slot
  * of the ring per launch as the kernel's last argument, freed with the context; other
  * launches pass 0 there. */
 static struct {
@@ -529,6 +530,8 @@ static CUresult f_memset(CUdeviceptr p, unsigned char v, size_t n)
 static CUresult f_sync(void) { g_sc.syncs++; return 0; }
 static CUresult f_free(CUdeviceptr p) { g_sc.freed = p; return 0; }
 static CUresult f_setcur(CUcontext c) { (void)c; return 0; }
+#define F_CAPTURED ((CUstream)0x5)   /* the fake's stream under graph capture */
+static CUresult f_capturing(CUstream s, int *status) { *status = s == F_CAPTURED; return 0; }
 static CUresult f_launch(CUfunction f, unsigned gx, unsigned gy, unsigned gz, unsigned bx,
                          unsigned by, unsigned bz, unsigned smem, CUstream s, void **a, void **e)
 {
@@ -586,7 +589,7 @@ START_TEST(sched_counters)
     fake.cuMemFree = f_free;
     for (int i = 0; i < FJ_SCHED_SLOTS + 2; i++)
         ck_assert_int_eq(fj_launch_desc(ctx, &l, &d, NULL), FAJIT_OK);
-    ck_assert_uint_eq(g_sc.bytes, FJ_SCHED_SLOTS * 128);
+    ck_assert_uint_eq(g_sc.bytes, (FJ_SCHED_SLOTS + FJ_SCHED_GRAPH_SLOTS) * 128);
     ck_assert_int_eq(g_sc.memsets, 1);   /* zeroed once, and synchronized */
     ck_assert_int_eq(g_sc.syncs, 1);
     ck_assert_int_eq(g_sc.launches, FJ_SCHED_SLOTS + 2);
@@ -598,6 +601,28 @@ START_TEST(sched_counters)
     l.fa3.persistent = 1;   /* the static order: no counter */
     ck_assert_int_eq(fj_launch_desc(ctx, &l, &d, NULL), FAJIT_OK);
     ck_assert_uint_eq(g_sc.arg[(FJ_SCHED_SLOTS + 2) % 8], 0);
+    fajit_ctx_destroy(ctx);
+    ck_assert_uint_eq(g_sc.freed, g_sc.alloc);
+
+    /* With the allocation functions, a 9.0 device gets the ring with the context: the
+     * synchronize happens there, and no launch synchronizes (launches may be captured). */
+    memset(&g_sc, 0, sizeof g_sc);
+    ck_assert_int_eq(fajit_ctx_create(&ctx, &o), FAJIT_OK);
+    ck_assert_int_eq(g_sc.memsets, 1);
+    ck_assert_int_eq(g_sc.syncs, 1);
+    ck_assert_uint_eq(atomic_load(&ctx->sched_ctr), g_sc.alloc);
+    l.fa3.persistent = 2;
+    ck_assert_int_eq(fj_launch_desc(ctx, &l, &d, NULL), FAJIT_OK);
+    ck_assert_uint_eq(g_sc.arg[0], g_sc.alloc);
+    ck_assert_int_eq(g_sc.syncs, 1);
+    /* launches under graph capture get slots of their own, past the ring */
+    fake.cuStreamIsCapturing = f_capturing;
+    ck_assert_int_eq(fj_launch_desc(ctx, &l, &d, F_CAPTURED), FAJIT_OK);
+    ck_assert_int_eq(fj_launch_desc(ctx, &l, &d, F_CAPTURED), FAJIT_OK);
+    ck_assert_int_eq(fj_launch_desc(ctx, &l, &d, NULL), FAJIT_OK);
+    ck_assert_uint_eq(g_sc.arg[1], g_sc.alloc + 128 * FJ_SCHED_SLOTS);
+    ck_assert_uint_eq(g_sc.arg[2], g_sc.alloc + 128 * (FJ_SCHED_SLOTS + 1));
+    ck_assert_uint_eq(g_sc.arg[3], g_sc.alloc + 128);
     fajit_ctx_destroy(ctx);
     ck_assert_uint_eq(g_sc.freed, g_sc.alloc);
     fj_cuda_set_for_testing(NULL);

@@ -283,6 +283,25 @@ static fajit_status bind_device(fajit_ctx *ctx)
     return FAJIT_OK;
 }
 
+static fajit_status sched_alloc(fajit_ctx *ctx);
+
+/* On a GPU that runs the dynamically scheduled sm_90a kernels (compute capability 9.0), the
+ * tile-counter ring is allocated here, with the context: its allocation ends in a context
+ * synchronize, which must not happen at a launch (that launch may be inside CUDA-graph stream
+ * capture, or a server's latency-critical path). A driver table without the allocation
+ * functions leaves it to the first such launch, which then reports them missing. */
+static fajit_status sched_alloc_early(fajit_ctx *ctx)
+{
+    const fj_cuda *cu = ctx->cu;
+    if (ctx->cc != 90 || !cu->cuMemAlloc || !cu->cuMemsetD8 || !cu->cuCtxSynchronize)
+        return FAJIT_OK;
+    char err[64];
+    CUresult r = cu->cuCtxSetCurrent(ctx->cuctx);
+    FJ_RETURN_IF(r, ctx, FAJIT_CUDA_ERROR, "cuCtxSetCurrent: %s",
+                 fj_cuda_errname(cu, r, err, sizeof err));
+    return sched_alloc(ctx);
+}
+
 fajit_status fajit_ctx_create(fajit_ctx **out, const fajit_ctx_opts *opts)
 {
     if (!out)
@@ -326,19 +345,22 @@ fajit_status fajit_ctx_create(fajit_ctx **out, const fajit_ctx_opts *opts)
     fj_cache_open(&ctx->cache, ctx->cache_dir, cache_log, ctx);
     if (!ctx->cache)
         return fj_fail(ctx, FAJIT_OUT_OF_MEMORY, "opening the cache");
-    if (ctx->opts.device != FAJIT_DEVICE_NONE)
+    if (ctx->opts.device != FAJIT_DEVICE_NONE) {
         FJ_CHECK(bind_device(ctx));
+        FJ_CHECK(sched_alloc_early(ctx));
+    }
     fj_log(ctx, FAJIT_LOG_INFO, "context: device %d (%s, %d SMs), cache %s", ctx->opts.device,
            ctx->arch[0] ? ctx->arch : "none", ctx->sm_count,
            fj_cache_path(ctx->cache) ? fj_cache_path(ctx->cache) : "memory only");
     return FAJIT_OK;
 }
 
-/* The counter ring, allocated and zeroed once per context (under `lock`). */
+/* The counter ring, allocated and zeroed once per context (under `lock`): at creation on a
+ * 9.0 device (sched_alloc_early), else at the first dynamically scheduled launch. */
 static fajit_status sched_alloc(fajit_ctx *ctx)
 {
     char err[64];
-    const size_t bytes = FJ_SCHED_SLOTS * 128;
+    const size_t bytes = (FJ_SCHED_SLOTS + FJ_SCHED_GRAPH_SLOTS) * 128;
     CUresult r = 0;
     pthread_mutex_lock(&ctx->lock);
     if (!atomic_load(&ctx->sched_ctr)) {
@@ -364,12 +386,27 @@ static fajit_status sched_alloc(fajit_ctx *ctx)
     return FAJIT_OK;
 }
 
-fajit_status fj_sched_counter(fajit_ctx *ctx, CUdeviceptr *out)
+fajit_status fj_sched_counter(fajit_ctx *ctx, void *stream, CUdeviceptr *out)
 {
     if (!atomic_load(&ctx->sched_ctr))   /* the first such launch; later ones take no lock */
         FJ_CHECK(sched_alloc(ctx));
-    *out = atomic_load(&ctx->sched_ctr) +
-           128u * (atomic_fetch_add(&ctx->sched_next, 1u) % FJ_SCHED_SLOTS);
+    int capturing = 0;
+    if (ctx->cu->cuStreamIsCapturing &&
+        ctx->cu->cuStreamIsCapturing((CUstream)stream, &capturing) != 0)
+        capturing = 0;   /* (the launch itself reports what is wrong with the stream) */
+    unsigned slot;
+    if (capturing == 1) {
+        unsigned n = atomic_fetch_add(&ctx->sched_graph_next, 1u);
+        if (n == FJ_SCHED_GRAPH_SLOTS)
+            fj_log(ctx, FAJIT_LOG_WARN, "more than %d dynamically scheduled launches captured "
+                   "into CUDA graphs: their tile counters are reused from now on; a graph "
+                   "captured before must not run while one captured now does",
+                   FJ_SCHED_GRAPH_SLOTS);
+        slot = FJ_SCHED_SLOTS + n % FJ_SCHED_GRAPH_SLOTS;
+    } else {
+        slot = atomic_fetch_add(&ctx->sched_next, 1u) % FJ_SCHED_SLOTS;
+    }
+    *out = atomic_load(&ctx->sched_ctr) + 128u * slot;
     return FAJIT_OK;
 }
 

@@ -145,10 +145,22 @@ static fajit_status set_smem(fajit_ctx *ctx, const fj_variant *v, fj_launch *l)
     return FAJIT_OK;
 }
 
+/* Loading a module and raising a function's shared memory are not stream work, but while the
+ * calling thread captures a stream (CUDA graphs) in global or thread-local mode the driver
+ * refuses them and invalidates the capture. A kernel's first use may come inside an
+ * application's capture: the thread is in relaxed mode for the load only. */
 fajit_status fj_get_launch(fajit_ctx *ctx, const fj_variant *v, unsigned flags, fj_launch *l)
 {
-    FJ_CHECK(fj_kernel_get(ctx, v, flags, &l->k));
-    return set_smem(ctx, v, l);
+    const fj_cuda *cu = ctx->cu;
+    int mode = FJ_CU_CAPTURE_MODE_RELAXED;
+    int swapped = cu->cuThreadExchangeStreamCaptureMode &&
+                  cu->cuThreadExchangeStreamCaptureMode(&mode) == 0;
+    fajit_status st = fj_kernel_get(ctx, v, flags, &l->k);
+    if (st == FAJIT_OK)
+        st = set_smem(ctx, v, l);
+    if (swapped)
+        cu->cuThreadExchangeStreamCaptureMode(&mode);
+    return st;
 }
 
 typedef struct bg_job {
@@ -337,7 +349,7 @@ fajit_status fj_launch_desc(fajit_ctx *ctx, const fj_launch *l, const fajit_attn
     void *args[5] = {&params, &maps[0], &maps[1], &maps[2], &sched_ctr};
     if (l->family == FJ_FAM_FA3) {
         if (l->fa3.persistent == 2)
-            FJ_CHECK(fj_sched_counter(ctx, &sched_ctr));
+            FJ_CHECK(fj_sched_counter(ctx, stream, &sched_ctr));
         /* The TMA descriptors hold addresses and shapes: encoded for every call. */
         FJ_RETURN_IF(!ctx->cu->cuTensorMapEncodeTiled, ctx, FAJIT_UNSUPPORTED,
                      "the driver lacks cuTensorMapEncodeTiled (needed by the sm_90a kernel)");

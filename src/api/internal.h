@@ -98,12 +98,14 @@ struct fajit_ctx {
     _Atomic uint64_t compile_us;
 
     /* Tile counters of the sm_90a kernel's dynamic schedule (fj_fa3_config.persistent 2):
-     * FJ_SCHED_SLOTS zeroed ints 128 bytes apart, allocated at the first such launch (under
-     * `lock`), freed by fajit_ctx_destroy; each launch takes the next slot (fj_sched_counter). */
+     * FJ_SCHED_SLOTS + FJ_SCHED_GRAPH_SLOTS zeroed ints 128 bytes apart, allocated by
+     * fajit_ctx_create on a 9.0 device (else at the first such launch, under `lock`), freed by
+     * fajit_ctx_destroy; each launch takes the next slot of its part (fj_sched_counter). */
     _Atomic CUdeviceptr sched_ctr;
-    _Atomic unsigned sched_next;
+    _Atomic unsigned sched_next, sched_graph_next;
 };
-#define FJ_SCHED_SLOTS 64
+#define FJ_SCHED_SLOTS 64          /* a ring for plain launches */
+#define FJ_SCHED_GRAPH_SLOTS 4096  /* one each for launches captured into CUDA graphs */
 
 /* Records "fmt..." as the calling thread's last error on the context (ctx may be NULL)
  * and returns status. */
@@ -189,12 +191,16 @@ fajit_status fj_get_launch(fajit_ctx *ctx, const fj_variant *v, unsigned flags, 
 fajit_status fj_launch_desc(fajit_ctx *ctx, const fj_launch *l, const fajit_attn_desc *d,
                             void *stream);
 
-/* A zeroed device int for one launch of a dynamically scheduled kernel: the next slot of the
- * context's ring (src/api/ctx.c). The kernel leaves it zeroed; a slot is reused after
- * FJ_SCHED_SLOTS launches, so at most that many such launches may be in flight at once. The
- * ring is allocated and zeroed, with a context synchronize, at the context's first such
- * launch: that launch must not be inside CUDA-graph stream capture. */
-fajit_status fj_sched_counter(fajit_ctx *ctx, CUdeviceptr *out);
+/* A zeroed device int for one launch on `stream` of a dynamically scheduled kernel
+ * (src/api/ctx.c). The kernel's last claim zeroes it again. Two launches that share a counter
+ * must never run at the same time. A plain launch takes the next slot of a ring of
+ * FJ_SCHED_SLOTS: at most that many plain launches of one context may run concurrently (on
+ * different streams). A launch captured into a CUDA graph keeps its counter for every replay,
+ * so it gets a slot of its own, never given to a plain launch: replays of different graphs
+ * and plain launches may overlap. After FJ_SCHED_GRAPH_SLOTS captured launches those slots
+ * are reused (logged once). The ring is allocated with the context on a 9.0 device, so no
+ * launch synchronizes. */
+fajit_status fj_sched_counter(fajit_ctx *ctx, void *stream, CUdeviceptr *out);
 
 /* Host copy of the parameter block from a validated descriptor. */
 void fj_params_from_desc(const fajit_attn_desc *d, fj_attn_params *p);

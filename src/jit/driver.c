@@ -73,6 +73,9 @@ static void load_once(void)
     LOAD(cuMemcpyDtoH, "_v2");
     LOAD(cuMemsetD8, "_v2");
     *(void **)&c->cuTensorMapEncodeTiled = dlsym(c->handle, "cuTensorMapEncodeTiled");
+    *(void **)&c->cuThreadExchangeStreamCaptureMode =
+        dlsym(c->handle, "cuThreadExchangeStreamCaptureMode");
+    *(void **)&c->cuStreamIsCapturing = dlsym(c->handle, "cuStreamIsCapturing");
     CUresult r = c->cuInit(0);
     if (r != 0) {
         const char *name = "?";

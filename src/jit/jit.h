@@ -26,6 +26,7 @@ enum {
     FJ_CU_FUNC_ATTR_NUM_REGS = 4,
     FJ_CU_FUNC_ATTR_LOCAL_BYTES = 3,
     FJ_CU_FUNC_ATTR_MAX_DYN_SMEM = 8,
+    FJ_CU_CAPTURE_MODE_RELAXED = 2,
 };
 
 /* The driver entry points fajit uses. Tests may install a fake table. */
@@ -68,6 +69,11 @@ typedef struct fj_cuda {
     CUresult (*cuTensorMapEncodeTiled)(void *, int, unsigned, void *, const unsigned long long *,
                                        const unsigned long long *, const unsigned *,
                                        const unsigned *, int, int, int, int);
+    /* optional: the calling thread's stream-capture mode (CUstreamCaptureMode as int), swapped
+     * around module loads so that a kernel's first use may happen inside graph capture */
+    CUresult (*cuThreadExchangeStreamCaptureMode)(int *);
+    /* optional: whether a stream is being captured (status 1: active) */
+    CUresult (*cuStreamIsCapturing)(CUstream, int *);
 } fj_cuda;
 
 /* Loads libcuda.so.1 (once per process) and calls cuInit. Returns NULL when there is no
