@@ -314,13 +314,15 @@ def main():
             for extra in ((), C2):
                 variants.append((1, hd, 0) + c + (extra, "bench"))
     if os.environ.get("FA3_SET") == "cluster2":
-        # run h3-2: the hd128 unmasked A/B of run h3-1 again with 5 rounds and 4k, plus the hd256
-        # unmasked default (128x80 grid); bench role only (the kernel source is run h3-1's, whose
+        # run h3-2: the hd128 unmasked A/B of run h3-1 again with 5 rounds and 4k, plus 128x192
+        # (fits with one Q buffer; run 1's best hd128 tile at 16k) and the hd256 unmasked default
+        # (128x80 grid); bench role only (the kernel source is run h3-1's, whose
         # check set passed; the bench role still runs its short checks)
         variants = []
         C2 = (("FJ_FA3_CLUSTER", 2),)
         for hd, c in ((128, (128, 128, 1, 1, 0)), (128, (128, 128, 1, 1, 1)), (128, (128, 176, 1, 1, 0)),
-                      (128, (128, 176, 1, 1, 1)), (256, (128, 80, 1, 1, 0))):
+                      (128, (128, 176, 1, 1, 1)), (128, (128, 192, 1, 1, 0)), (128, (128, 192, 1, 1, 1)),
+                      (256, (128, 80, 1, 1, 0))):
             for extra in ((), C2):
                 variants.append((1, hd, 0) + c + (extra, "bench"))
     variants = list(dict.fromkeys(variants))  # a diagnostic variant may be a default too
