@@ -149,7 +149,12 @@
 #endif
 /* FJ_FA3_CLUSTER (see "Cluster of two" in the header): 1 (default) or 2. Unmasked only (masked
  * query blocks of one head see different key ranges); not with the dynamic order (its tiles are
- * claimed one at a time) nor the cross-tile stream (masked only anyway). */
+ * claimed one at a time) nor the cross-tile stream (masked only anyway). Measured and OFF (runs
+ * h3-1/h3-2, bench/fa3_dev/NOTES.md, medians of 5 interleaved, C1 vs C2): hd128 unmasked
+ * 128x176P 574/597/622/639 vs 556/596/626/637 TFLOP/s at 2k/4k/8k/16k, 128x128 grid 566/593/609/615
+ * vs 559/591/610/617; hd256 128x80 -0.2..-0.9%; hd64 192x128P -1..-9%. K/V supply is not the
+ * limit (run 7), and a slot now waits for the slower CTA's release. A dev knob; 1 compiles to
+ * the same SASS as before it existed. */
 #ifndef FJ_FA3_CLUSTER
 #define FJ_FA3_CLUSTER 1
 #endif
