@@ -33,6 +33,10 @@
  *                    freed after the epilogue (default with the dynamic order, hd > 128)
  *   FJ_FA3_L2GROUP   masked persistent order: 1 longest-first within L2-sized groups of heads
  *                    when batch*heads >= SMs/2, 0 never (default for hd < 128), 2 always
+ *   FJ_FA3_CLUSTER   1 (default): one CTA per work tile; 2: clusters of two CTAs on adjacent
+ *                    query tiles of one (batch, head) share every K/V block: each loads half of
+ *                    it for both (TMA multicast). Unmasked, grid or static persistent only; see
+ *                    "Cluster of two" below
  *   FJ_FA3_HANG_TRAP 1: an mbarrier wait that spins 2^22 times traps (dev builds)
  *   FJ_FA3_PV_SPLIT  1: O += P V as one wgmma per 64-column chunk of V (dev/diagnosis)
  * Run-time: batch, heads (GQA/MQA), seqlen_q/k (any), varlen (cu_seqlens), strides, LSE,
@@ -82,6 +86,22 @@
  * gives each launch its own counter from a ring; unsafe: more launches in flight at once than
  * the ring has slots, and a launch that traps (its context is lost anyway).
  *
+ * Cluster of two (FJ_FA3_CLUSTER 2, FA3's cluster along M). The two CTAs of a cluster (ranks 0
+ * and 1: grid x 2k and 2k+1, or in persistent mode the work tiles 2u and 2u+1 of each round,
+ * the query blocks of one (batch, head) counted up to an even number) walk the same K/V blocks
+ * (unmasked: every query block sees all keys). Each producer loads its half of every K and V
+ * block (kv_mine) with a multicast TMA into the same offsets of both CTAs, completing on each
+ * CTA's own full barrier, and arms its own full barrier for the whole block; a slot is refilled
+ * only after the consumers of both CTAs released it: every consumer warp arrives on the empty
+ * barrier of its own CTA and of the peer (count doubled). So L2->SM traffic for K/V halves. A
+ * tile past the end of its sequence (the padding tile of an odd query block count, varlen) is
+ * computed like any other (its half of K/V is needed by the peer) and stores nothing. A
+ * cluster barrier after the barrier init (the peer's multicasts and arrivals land on
+ * initialised barriers); at the end the producer thread waits until both CTAs' consumers have
+ * released every slot (the peer arrives remotely on this CTA's empty barriers until then).
+ * Host: grid x even (non-persistent: the query blocks rounded up to even), persistent grid
+ * even and at most twice the co-resident clusters.
+ *
  * Shared memory: [Q][K stage 0][K stage 1][V stage 0][V stage 1][barriers], each tile
  * stored as ceil(hd/64) column chunks of rows x 128 bytes (the TMA box), 16-byte units
  * XOR-swizzled by (row % 8), every chunk 1024-byte aligned. Descriptors: K-major (Q, K):
@@ -126,6 +146,23 @@
 #endif
 #if FJ_FA3_SCHED && !FJ_FA3_PERSISTENT
 #error "FJ_FA3_SCHED 1 (dynamic tile schedule) needs FJ_FA3_PERSISTENT"
+#endif
+/* FJ_FA3_CLUSTER (see "Cluster of two" in the header): 1 (default) or 2. Unmasked only (masked
+ * query blocks of one head see different key ranges); not with the dynamic order (its tiles are
+ * claimed one at a time) nor the cross-tile stream (masked only anyway). Measured and OFF (runs
+ * h3-1/h3-2, bench/fa3_dev/NOTES.md, medians of 5 interleaved, C1 vs C2): hd128 unmasked
+ * 128x176P 574/597/622/639 vs 556/596/626/637 TFLOP/s at 2k/4k/8k/16k, 128x128 grid 566/593/609/615
+ * vs 559/591/610/617; hd256 128x80 -0.2..-0.9%; hd64 192x128P -1..-9%. K/V supply is not the
+ * limit (run 7), and a slot now waits for the slower CTA's release. A dev knob; 1 compiles to
+ * the same SASS as before it existed. */
+#ifndef FJ_FA3_CLUSTER
+#define FJ_FA3_CLUSTER 1
+#endif
+#if FJ_FA3_CLUSTER != 1 && FJ_FA3_CLUSTER != 2
+#error "FJ_FA3_CLUSTER is 1 or 2"
+#endif
+#if FJ_FA3_CLUSTER == 2 && (FJ_MASK != 0 || FJ_FA3_SCHED)
+#error "FJ_FA3_CLUSTER 2: unmasked, grid or static persistent order only"
 #endif
 #define FA3_DYN (FJ_FA3_PERSISTENT && FJ_FA3_SCHED)
 /* FJ_FA3_XTILE 1 (default: see below): two or three Q buffers (the next tile's Q loads at any
@@ -201,6 +238,9 @@
 #endif
 #if FJ_FA3_XTILE && !(FJ_FA3_PERSISTENT && FJ_FA3_OVERLAP && FA3_QST2_FITS)
 #error "FJ_FA3_XTILE needs FJ_FA3_PERSISTENT, FJ_FA3_OVERLAP and room for two Q buffers"
+#endif
+#if FJ_FA3_XTILE && FJ_FA3_CLUSTER == 2
+#error "FJ_FA3_CLUSTER 2: not with the cross-tile stream"
 #endif
 #if FJ_DTYPE == FJ_DT_BF16
 #define FA3_AB "bf16"
@@ -302,6 +342,77 @@ FJ_DEVICE void tma_load4(fj_u32 dst, const void *tmap, int c0, int c1, int c2, i
         " [%0], [%1, {%2, %3, %4, %5}], [%6];\n" ::"r"(dst),
         "l"(tmap), "r"(c0), "r"(c1), "r"(c2), "r"(c3), "r"(bar)
         : "memory");
+}
+#if FJ_FA3_CLUSTER == 2
+/* ---- cluster of two (FJ_FA3_CLUSTER 2) ---- */
+/* (volatile: read where used; a rank kept live across the producer's loop spilled from its 24
+ * registers in the HANG_TRAP builds) */
+FJ_DEVICE fj_u32 cluster_ctarank()
+{
+    fj_u32 r;
+    asm volatile("mov.u32 %0, %%cluster_ctarank;\n" : "=r"(r));
+    return r;
+}
+/* Every thread of the cluster: arrive (release: its earlier memory operations are ordered
+ * before), then wait for the others (acquire). */
+FJ_DEVICE void cluster_arrive() { asm volatile("barrier.cluster.arrive.release.aligned;\n" ::: "memory"); }
+FJ_DEVICE void cluster_wait() { asm volatile("barrier.cluster.wait.acquire.aligned;\n" ::: "memory"); }
+/* Arrive on the mbarrier at the same offset of CTA `rank` of the cluster. The default (cta)
+ * scope, as CUTLASS's ClusterBarrier: what it orders are this warp's reads of a K/V slot by
+ * wgmmas already waited for, before the peer producer's TMA refill; .release.cluster compiled to
+ * MEMBAR.ALL.GPU + ERRBAR + CGAERRBAR before every arrival (in the loop), and the producer's
+ * .acquire.cluster wait to a CCTL.IVALL after every empty-slot wait. */
+FJ_DEVICE void mbar_arrive_remote(fj_u32 bar, fj_u32 rank)
+{
+    asm volatile("{ .reg .b32 ra; mapa.shared::cluster.u32 ra, %0, %1;\n"
+                 "mbarrier.arrive.shared::cluster.b64 _, [ra]; }\n" ::"r"(bar),
+                 "r"(rank)
+                 : "memory");
+}
+/* tma_load4 into the same offset of both CTAs of the cluster (ctaMask 0b11), completing on the
+ * barrier at `bar`'s offset in each of them. */
+FJ_DEVICE void tma_load4_mc(fj_u32 dst, const void *tmap, int c0, int c1, int c2, int c3, fj_u32 bar)
+{
+    asm volatile(
+        "cp.async.bulk.tensor.4d.shared::cluster.global.tile.mbarrier::complete_tx::bytes.multicast::cluster"
+        " [%0], [%1, {%2, %3, %4, %5}], [%6], %7;\n" ::"r"(dst),
+        "l"(tmap), "r"(c0), "r"(c1), "r"(c2), "r"(c3), "r"(bar), "h"((unsigned short)3)
+        : "memory");
+}
+#endif
+/* The consumers' release of a K/V slot (one arrival per warp): with a cluster on the empty
+ * barrier of both CTAs, as the peer's producer refills this CTA's half of the slot too. */
+FJ_DEVICE void kv_release(fj_u32 bar, fj_u32 peer)
+{
+    mbar_arrive(bar);
+#if FJ_FA3_CLUSTER == 2
+    mbar_arrive_remote(bar, peer);
+#else
+    (void)peer;
+#endif
+}
+/* Cluster of two: whether this CTA loads box c (a 64-column chunk) of the K (is_v 0) or V (1)
+ * block for both CTAs: the chunks of its rank's parity where a block has an even number of them
+ * (hd 128, 256), else all of K (rank 0) or all of V (rank 1). One CTA: every box. */
+FJ_DEVICE bool kv_mine(int c, int is_v)
+{
+#if FJ_FA3_CLUSTER == 2
+    const fj_u32 rank = cluster_ctarank();
+    return fa3::DC % 2 == 0 ? (fj_u32)(c & 1) == rank : (fj_u32)is_v == rank;
+#else
+    (void)c;
+    (void)is_v;
+    return true;
+#endif
+}
+/* One box of a K/V block: multicast to both CTAs of a cluster, or a plain load. */
+FJ_DEVICE void tma_load4_kv(fj_u32 dst, const void *tmap, int c0, int c1, int c2, int c3, fj_u32 bar)
+{
+#if FJ_FA3_CLUSTER == 2
+    tma_load4_mc(dst, tmap, c0, c1, c2, c3, bar);
+#else
+    tma_load4(dst, tmap, c0, c1, c2, c3, bar);
+#endif
 }
 FJ_DEVICE void tma_prefetch_desc(const void *tmap)
 {
@@ -714,6 +825,9 @@ FJ_DEVICE fa3_sched sched_of(const fj_attn_params &p)
 {
     fa3_sched s;
     s.num_mb = (p.seqlen_q + fa3::BM - 1) / fa3::BM;
+#if FJ_FA3_CLUSTER == 2
+    s.num_mb += s.num_mb & 1;  /* whole pairs of query blocks: a pair never spans two heads */
+#endif
     s.bhn = p.heads_q * p.batch;
     s.gsz = s.bhn;
 #if FJ_FA3_PERSISTENT && FA3_MASKED
@@ -813,7 +927,12 @@ FJ_DEVICE fa3_band key_blocks(const fj_attn_params &p, const fj_seq &sq, int m0)
     return r;
 }
 
-extern "C" __global__ void __launch_bounds__(fa3::THREADS, 1)
+#if FJ_FA3_CLUSTER == 2
+#define FA3_CLUSTER_DIMS __cluster_dims__(2, 1, 1) /* at compile time: a plain cuLaunchKernel */
+#else
+#define FA3_CLUSTER_DIMS
+#endif
+extern "C" __global__ void __launch_bounds__(fa3::THREADS, 1) FA3_CLUSTER_DIMS
 fj_attn_fwd_sm90(const __grid_constant__ fj_attn_params p, const __grid_constant__ fj_tmap tq,
                  const __grid_constant__ fj_tmap tk, const __grid_constant__ fj_tmap tv,
                  int *sched_ctr)
@@ -832,6 +951,7 @@ fj_attn_fwd_sm90(const __grid_constant__ fj_attn_params p, const __grid_constant
 #define FA3_TOTAL(sc) 1
     const int t_step = 1;
 #define FA3_TILE(r) 0
+#if FJ_FA3_CLUSTER == 1
     {   /* nothing to do (varlen: this sequence is shorter): leave before any setup */
         int b, h, mb;
         tile_coords(p, fa3_sched{}, 0, b, h, mb);
@@ -839,6 +959,9 @@ fj_attn_fwd_sm90(const __grid_constant__ fj_attn_params p, const __grid_constant
             return;
     }
 #endif
+#endif
+    /* a CTA of a cluster of two works through such a tile too: the peer needs its K/V loads */
+    constexpr bool SKIP_PAST_END = FJ_FA3_CLUSTER == 1;
 
     const fj_u32 base = (smem_u32(smem_raw) + 1023u) & ~1023u;
     const fj_u32 s_q = base, s_k = base + OFF_K, s_v = base + OFF_V;
@@ -861,13 +984,19 @@ fj_attn_fwd_sm90(const __grid_constant__ fj_attn_params p, const __grid_constant
         for (int i = 0; i < 2; ++i) {
             mbar_init(b_kf + 8 * i, 1);
             mbar_init(b_vf + 8 * i, 1);
-            mbar_init(b_ke + 8 * i, NWG * 4);
-            mbar_init(b_ve + 8 * i, NWG * 4);
+            /* one arrival per consumer warp of each CTA of the cluster */
+            mbar_init(b_ke + 8 * i, NWG * 4 * FJ_FA3_CLUSTER);
+            mbar_init(b_ve + 8 * i, NWG * 4 * FJ_FA3_CLUSTER);
         }
         asm volatile("fence.mbarrier_init.release.cluster;\n" ::: "memory");
         asm volatile("fence.proxy.async.shared::cta;\n" ::: "memory");
     }
+#if FJ_FA3_CLUSTER == 2
+    cluster_arrive();  /* both CTAs' barriers initialised before any multicast or remote arrival */
+    cluster_wait();
+#else
     __syncthreads();
+#endif
 
     const int wg = threadIdx.x >> 7;
     if (wg == 0) {
@@ -876,6 +1005,7 @@ fj_attn_fwd_sm90(const __grid_constant__ fj_attn_params p, const __grid_constant
         if (threadIdx.x == 0) {
             const fa3_sched sc = sched_of(p);
             const int total = FA3_TOTAL(sc);
+
             tma_prefetch_desc(&tq);
             tma_prefetch_desc(&tk);
             tma_prefetch_desc(&tv);
@@ -904,7 +1034,7 @@ fj_attn_fwd_sm90(const __grid_constant__ fj_attn_params p, const __grid_constant
                 tile_coords(p, sc, t, b, h, mb);
                 const fj_seq sq = fj_seq_of(p, b);
                 const int m0 = mb * BM;
-                if (m0 >= sq.sq)
+                if (SKIP_PAST_END && m0 >= sq.sq)
                     continue;
                 const fa3_band bd = key_blocks(p, sq, m0);
                 const int n = bd.nb_hi - bd.nb_lo;
@@ -946,20 +1076,35 @@ fj_attn_fwd_sm90(const __grid_constant__ fj_attn_params p, const __grid_constant
                     if (it == n - 1)  /* claim the next tile; used after this block's loads */
                         v = atomicAdd(sched_ctr, 1);
 #endif
+                    /* (cluster: this CTA's boxes for both CTAs; its full barrier expects the
+                     * whole block, the peer's boxes included) */
                     mbar_wait(b_ke + 8 * st, ph ^ 1);
                     mbar_expect_tx(b_kf + 8 * st, KV_BYTES);
 #pragma unroll
                     for (int c = 0; c < DC; ++c)
-                        tma_load4(s_k + st * KV_BYTES + c * KV_CHUNK, &tk, c * 64, row, hk, bb, b_kf + 8 * st);
+                        if (kv_mine(c, 0))
+                            tma_load4_kv(s_k + st * KV_BYTES + c * KV_CHUNK, &tk, c * 64, row, hk, bb, b_kf + 8 * st);
                     mbar_wait(b_ve + 8 * st, ph ^ 1);
                     mbar_expect_tx(b_vf + 8 * st, KV_BYTES);
 #pragma unroll
                     for (int c = 0; c < DC; ++c)
-                        tma_load4(s_v + st * KV_BYTES + c * KV_CHUNK, &tv, c * 64, row, hk, bb, b_vf + 8 * st);
+                        if (kv_mine(c, 1))
+                            tma_load4_kv(s_v + st * KV_BYTES + c * KV_CHUNK, &tv, c * 64, row, hk, bb, b_vf + 8 * st);
                 }
                 g += n;
                 ++qi;
             }
+#if FJ_FA3_CLUSTER == 2
+            /* The CTA stays until the consumers of both CTAs have released every slot (waits as
+             * for two more refills): the peer arrives on this CTA's empty barriers until then;
+             * CUTLASS's producer_tail. (A cluster barrier before exit instead: the producer
+             * warps' arrive after this branch spilled the producer's registers.) */
+            for (int i = 0; i < 2; ++i) {
+                const int gi = g + i, st = gi & 1, ph = (gi >> 1) & 1;
+                mbar_wait(b_ke + 8 * st, ph ^ 1);
+                mbar_wait(b_ve + 8 * st, ph ^ 1);
+            }
+#endif
 #if FA3_DYN
             {   /* no more tiles: -1 to the consumers through the next Q buffer's word */
                 const int qb = qi % QST;
@@ -983,6 +1128,11 @@ fj_attn_fwd_sm90(const __grid_constant__ fj_attn_params p, const __grid_constant
     const float sl2 = p.scale_log2;
     const fj_u64 dk0 = desc_kmajor(s_k);
     const fj_u64 dv0 = desc_nmajor(s_v, KV_CHUNK);
+#if FJ_FA3_CLUSTER == 2
+    const fj_u32 peer = cluster_ctarank() ^ 1;  /* the other CTA of the cluster */
+#else
+    const fj_u32 peer = 0;
+#endif
     constexpr fj_u64 KV_STEP = KV_BYTES >> 4;
 #if FJ_FA3_OVERLAP
     const fj_u32 s_anchor = bar + 128 + 4 * lane;  /* write-only scratch, see below */
@@ -1063,7 +1213,7 @@ fj_attn_fwd_sm90(const __grid_constant__ fj_attn_params p, const __grid_constant
         wg_wait<0>();
         pin(o);
         if (lane == 0)
-            mbar_arrive(b_ve + 8 * st);
+            kv_release(b_ve + 8 * st, peer);
         epilogue(pt, l, mx, false, ptq);
         pt = -1;
     };
@@ -1088,7 +1238,7 @@ fj_attn_fwd_sm90(const __grid_constant__ fj_attn_params p, const __grid_constant
         tile_coords(p, sc, t, b, h, mb);
         const fj_seq sq = fj_seq_of(p, b);
         const int m0 = mb * BM;
-        if (m0 >= sq.sq)
+        if (SKIP_PAST_END && m0 >= sq.sq)
             continue;
         const fa3_band bd = key_blocks(p, sq, m0);
         const int n = bd.nb_hi - bd.nb_lo, shift = bd.shift, wl = bd.wl, wr = bd.wr;
@@ -1151,7 +1301,7 @@ fj_attn_fwd_sm90(const __grid_constant__ fj_attn_params p, const __grid_constant
                 wg_wait<1>();  /* S done */
                 pin(s);
                 if (lane == 0)
-                    mbar_arrive(b_ke + 8 * st);
+                    kv_release(b_ke + 8 * st, peer);
                 if (n == 1)
                     release_q();
                 const float pl[2] = {l[0], l[1]}, pm[2] = {mx[0], mx[1]};
@@ -1166,7 +1316,7 @@ fj_attn_fwd_sm90(const __grid_constant__ fj_attn_params p, const __grid_constant
                 pin(pr);
                 pin(s);
                 if (lane == 0)
-                    mbar_arrive(b_ve + 8 * pst);
+                    kv_release(b_ve + 8 * pst, peer);
                 convert_p(s, pr);  /* first: S is dead during the epilogue */
                 epilogue(pt, pl, pm, false, ptq);
             } else {
@@ -1179,7 +1329,7 @@ fj_attn_fwd_sm90(const __grid_constant__ fj_attn_params p, const __grid_constant
                 wg_wait<0>();
                 pin(s);
                 if (lane == 0)
-                    mbar_arrive(b_ke + 8 * st);
+                    kv_release(b_ke + 8 * st, peer);
                 if (n == 1)
                     release_q();
                 mx[0] = mx[1] = -FJ_INF;
@@ -1213,7 +1363,7 @@ fj_attn_fwd_sm90(const __grid_constant__ fj_attn_params p, const __grid_constant
             wg_wait<1>();  /* S done */
             pin(s);
             if (lane == 0)
-                mbar_arrive(b_ke + 8 * st);
+                kv_release(b_ke + 8 * st, peer);
             if (it == n - 1)
                 release_q();
             if (need_mask(nb))
@@ -1225,7 +1375,7 @@ fj_attn_fwd_sm90(const __grid_constant__ fj_attn_params p, const __grid_constant
             pin(pr);
             pin(s);
             if (lane == 0)
-                mbar_arrive(b_ve + 8 * pst);
+                kv_release(b_ve + 8 * pst, peer);
             convert_p(s, pr);
         }
         g += n;
@@ -1255,7 +1405,7 @@ fj_attn_fwd_sm90(const __grid_constant__ fj_attn_params p, const __grid_constant
         tile_coords(p, sc, t, b, h, mb);
         const fj_seq sq = fj_seq_of(p, b);
         const int m0 = mb * BM;
-        if (m0 >= sq.sq)
+        if (SKIP_PAST_END && m0 >= sq.sq)
             continue;
         const fa3_band bd = key_blocks(p, sq, m0);
         const int n = bd.nb_hi - bd.nb_lo, shift = bd.shift, wl = bd.wl, wr = bd.wr;
@@ -1321,7 +1471,7 @@ fj_attn_fwd_sm90(const __grid_constant__ fj_attn_params p, const __grid_constant
                 wg_wait<0>();
                 pin(s);
                 if (lane == 0)
-                    mbar_arrive(b_ke + 8 * st);
+                    kv_release(b_ke + 8 * st, peer);
                 if (n == 1)
                     release_q();
                 if (need_mask(nb))
@@ -1351,7 +1501,7 @@ fj_attn_fwd_sm90(const __grid_constant__ fj_attn_params p, const __grid_constant
                 wg_wait<1>();  /* S done */
                 pin(s);
                 if (lane == 0)
-                    mbar_arrive(b_ke + 8 * st);
+                    kv_release(b_ke + 8 * st, peer);
                 if (it == n - 1)
                     release_q();
                 if (need_mask(nb))
@@ -1366,7 +1516,7 @@ fj_attn_fwd_sm90(const __grid_constant__ fj_attn_params p, const __grid_constant
                 pin(pr);
                 pin(s);
                 if (lane == 0)
-                    mbar_arrive(b_ve + 8 * pst);
+                    kv_release(b_ve + 8 * pst, peer);
                 convert_p(s, pr);
             }
             {   /* the last P V */
@@ -1381,7 +1531,7 @@ fj_attn_fwd_sm90(const __grid_constant__ fj_attn_params p, const __grid_constant
                 wg_wait<0>();
                 pin(o);
                 if (lane == 0)
-                    mbar_arrive(b_ve + 8 * st);
+                    kv_release(b_ve + 8 * st, peer);
             }
 #else
             for (int it = 0; it < n; ++it) {
@@ -1394,7 +1544,7 @@ fj_attn_fwd_sm90(const __grid_constant__ fj_attn_params p, const __grid_constant
                 wg_wait<0>();
                 pin(s);
                 if (lane == 0)
-                    mbar_arrive(b_ke + 8 * st);
+                    kv_release(b_ke + 8 * st, peer);
                 if (it == n - 1)
                     release_q();
                 if (need_mask(nb))
@@ -1411,7 +1561,7 @@ fj_attn_fwd_sm90(const __grid_constant__ fj_attn_params p, const __grid_constant
                 wg_wait<0>();
                 pin(o);
                 if (lane == 0)
-                    mbar_arrive(b_ve + 8 * st);
+                    kv_release(b_ve + 8 * st, peer);
             }
 #endif
             g += n;
