@@ -920,8 +920,11 @@ int main(int argc, char **argv)
     tcase_add_test(tc, strict_miss);
     tcase_add_test(tc, tune_then_new_process);
     tcase_add_test(tc, fallback_never_blocks);
-    tcase_add_test(tc, graph_capture);
     suite_add_tcase(s, tc);
+    TCase *tg = tcase_create("graph");   /* alone: CK_RUN_CASE=graph */
+    tcase_set_timeout(tg, 600);
+    tcase_add_test(tg, graph_capture);
+    suite_add_tcase(s, tg);
     SRunner *sr = srunner_create(s);
     srunner_set_fork_status(sr, CK_NOFORK);   /* one CUDA context for the whole run */
     srunner_run_all(sr, CK_NORMAL);
