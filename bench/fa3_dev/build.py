@@ -288,6 +288,26 @@ def main():
             for sl, cc in distinct_defaults(hd, mask, (512, 2048, 16384)):
                 for n in ns:
                     variants.append((1, hd, mask) + cc + (PE(n), "bench"))
+    if os.environ.get("FA3_SET") == "onesum":
+        # run 13: the row sums on the tensor cores (FJ_FA3_ONESUM 1). Checks: the hd64 library
+        # defaults of every length class and mask (bf16, f16) with it on, the serial schedule and
+        # the P V split with it, and the hd128 unmasked long default; bench: the hd64 defaults
+        # (unmasked; causal of each length class) and hd128 unmasked 128x176P, off / on
+        variants = []
+        U = lambda n: (("FJ_FA3_ONESUM", n),)
+        for dt in (1, 0):
+            for mask in (0, 1, 2):
+                for sl, cc in distinct_defaults(64, mask, (512, 2048, 16384)):
+                    variants.append((dt, 64, mask) + cc + (U(1), "check"))
+            variants.append((dt, 128, 0, 128, 176, 1, 1, 1, U(1), "check"))
+        variants.append((1, 64, 1, 192, 128, 0, 0, 0, U(1), "check"))  # serial schedule
+        variants.append((1, 128, 1, 128, 128, 1, 1, 0, U(1) + (("FJ_FA3_PV_SPLIT", 1),), "check"))
+        for hd, mask in ((64, 0), (64, 1)):
+            for sl, cc in distinct_defaults(hd, mask, (512, 2048, 16384)):
+                for n in (0, 1):
+                    variants.append((1, hd, mask) + cc + (U(n), "bench"))
+        for n in (0, 1):
+            variants.append((1, 128, 0, 128, 176, 1, 1, 1, U(n), "bench"))
     variants = list(dict.fromkeys(variants))  # a diagnostic variant may be a default too
     with ThreadPoolExecutor(jobs) as ex:
         res = list(ex.map(build, variants))

@@ -356,6 +356,8 @@ def bench():
     for hd in (128, 64, 256):
         for causal in (0, 1):
             cands = [m for m in man if m["hd"] == hd and m["mask"] == causal and status.get(m["file"]) == "pass"]
+            if not cands and os.environ.get("FA3_SKIPEMPTY") == "1":  # no variant: no CUDNN row either
+                continue
             for S in SEQS:
                 B, H = 16384 // S, 2048 // hd
                 flops = 4 * B * H * S * S * hd / (2 if causal else 1)
@@ -398,6 +400,7 @@ def bench():
                                   if "FJ_FA3_FASTEPI" in m.get("extra", {}) else "")
                                + (f"S{m['extra']['FJ_FA3_STAGES']}:" if m.get("extra", {}).get("FJ_FA3_STAGES") else "")
                                + (f"E{m['extra']['FJ_FA3_POLYEXP']}:" if "FJ_FA3_POLYEXP" in m.get("extra", {}) else "")
+                               + (f"U{m['extra']['FJ_FA3_ONESUM']}:" if "FJ_FA3_ONESUM" in m.get("extra", {}) else "")
                                + f"{m['bm']}x{m['bn']}{'' if m['pingpong'] else 'np'}{['', 'P', 'D'][m['persistent']]}")
                         if tag not in gos:
                             prm = pack_params(q.data_ptr(), k.data_ptr(), v.data_ptr(), o.data_ptr(), lse.data_ptr(), 0, 0,

@@ -115,6 +115,19 @@
 #if FJ_FA3_POLYEXP < 0 || FJ_FA3_POLYEXP > 16
 #error "FJ_FA3_POLYEXP is 0..16"
 #endif
+/* FJ_FA3_ONESUM 1: the softmax row sums l come from the tensor cores instead of FADDs: each
+ * k16 step of O += P V also issues a wgmma m64n8k16 with the same A registers (P, 16-bit) and
+ * B = 16x8 ones (256 bytes of shared memory), into 4 more fp32 accumulators after O (o[OREG..]),
+ * which rescale_o scales by alpha with O. B being all ones, every column of that n8 tile is the
+ * full row sum of P (all four lanes of a row): o[OREG] is row r's l, o[OREG + 2] row r+8's, no
+ * shuffles. l is then the sum of the 16-bit rounded P that the O numerator uses. Without the
+ * FADD chain the st.shared anchor (see the steady loop) needs another value that depends on
+ * every exponential: anchor_val. Why: at hd64 the softmax is bound by its instruction count
+ * (run 12), 65 of its ~291 executed instructions per block are the row sum's FADDs. Not with
+ * the cross-tile stream (FJ_FA3_XTILE). Default 0 (the FADD row sums, SASS as before). */
+#ifndef FJ_FA3_ONESUM
+#define FJ_FA3_ONESUM 0
+#endif
 #ifndef FJ_FA3_PV_SPLIT
 #define FJ_FA3_PV_SPLIT 0
 #endif
@@ -199,6 +212,9 @@
 #ifndef FJ_FA3_OQ
 #define FJ_FA3_OQ (FA3_DYN && FJ_HEAD_DIM > 128)
 #endif
+#if FJ_FA3_ONESUM && FJ_FA3_XTILE
+#error "FJ_FA3_ONESUM is not built for the cross-tile stream (FJ_FA3_XTILE 0)"
+#endif
 #if FJ_FA3_XTILE && !(FJ_FA3_PERSISTENT && FJ_FA3_OVERLAP && FA3_QST2_FITS)
 #error "FJ_FA3_XTILE needs FJ_FA3_PERSISTENT, FJ_FA3_OVERLAP and room for two Q buffers"
 #endif
@@ -218,6 +234,7 @@ constexpr int DC = (HD + 63) / 64;           /* 64-column chunks (one 128-byte s
 constexpr int KSTEPS = HD / 16;              /* k16 steps of S = Q K^T */
 constexpr int PSTEPS = BN / 16;              /* k16 steps of O += P V */
 constexpr int SREG = BN / 2, OREG = HD / 2;  /* fp32 accumulators per thread */
+constexpr int OACC = OREG + (FJ_FA3_ONESUM ? 4 : 0);  /* O + (FJ_FA3_ONESUM) the row sums */
 constexpr int Q_CHUNK = BM * 128, KV_CHUNK = BN * 128;
 constexpr int Q_BYTES = DC * Q_CHUNK, KV_BYTES = DC * KV_CHUNK;
 /* Q buffers: 2 in persistent mode where they fit (the next tile's Q loads during this one) */
@@ -463,6 +480,27 @@ FA3_DEF_RS(144, 9, 72, 73, 74, 75, 76, 77)
 FA3_DEF_RS(176, 11, 88, 89, 90, 91, 92, 93)
 FA3_DEF_RS(208, 13, 104, 105, 106, 107, 108, 109)
 FA3_DEF_RS(240, 15, 120, 121, 122, 123, 124, 125)
+#if FJ_FA3_ONESUM
+/* d[OFF .. OFF + 4) (+)= A * B for the row sums (FJ_FA3_ONESUM): m64n8k16, B K-major */
+template <int OFF, int TOT>
+FJ_DEVICE void wgmma_rs_8(float (&d)[TOT], const fj_u32 (&a)[4], fj_u64 db, int acc)
+{
+    static_assert(OFF + 4 <= TOT, "accumulator range");
+    asm volatile("{\n.reg .pred p;\nsetp.ne.b32 p, %9, 0;\n"
+                 "wgmma.mma_async.sync.aligned.m64n8k16.f32." FA3_AB "." FA3_AB
+                 " {%0, %1, %2, %3}, {%4, %5, %6, %7}, %8, p, 1, 1, 0;\n}\n"
+                 : "+f"(d[OFF]), "+f"(d[OFF + 1]), "+f"(d[OFF + 2]), "+f"(d[OFF + 3])
+                 : "r"(a[0]), "r"(a[1]), "r"(a[2]), "r"(a[3]), "l"(db), "r"(acc)
+                 : "memory");
+}
+/* The B operand of wgmma_rs_8: 16x8 ones, K-major without swizzle = two 8x8 core matrices of
+ * 128 bytes (LBO = SBO = 128: every byte it reads is in [addr, addr + 256), whatever the
+ * hardware takes either offset for; with all elements 1.0 their order does not matter). */
+FJ_DEVICE fj_u64 desc_ones(fj_u32 addr)
+{
+    return (fj_u64)((addr & 0x3FFFF) >> 4) | ((fj_u64)(128 >> 4) << 16) | ((fj_u64)(128 >> 4) << 32);
+}
+#endif
 
 FJ_DEVICE float ex2(float x)
 {
@@ -538,7 +576,7 @@ FJ_DEVICE void gemm_qk(float (&s)[fa3::SREG], fj_u64 dq, fj_u64 dk)
 #if FJ_FA3_PV_SPLIT
 /* One wgmma per 64-column chunk of V (the last one 16..64 wide): no LBO involved. */
 template <int C>
-FJ_DEVICE void pv_split(float (&o)[fa3::OREG], const fj_u32 (&a)[4], fj_u64 dv, int acc)
+FJ_DEVICE void pv_split(float (&o)[fa3::OACC], const fj_u32 (&a)[4], fj_u64 dv, int acc)
 {
     using namespace fa3;
     if constexpr (C < DC) {
@@ -558,16 +596,22 @@ FJ_DEVICE void pv_split(float (&o)[fa3::OREG], const fj_u32 (&a)[4], fj_u64 dv, 
 #endif
 
 /* O += P V (acc0 = 0: O = P V, the old O ignored): k16 step kk reads keys 16kk.. at
- * +2048*kk bytes; N spans the chunks via LBO. */
-FJ_DEVICE void gemm_pv(float (&o)[fa3::OREG], const fj_u32 (&pr)[fa3::PSTEPS][4], fj_u64 dv, int acc0 = 1)
+ * +2048*kk bytes; N spans the chunks via LBO. FJ_FA3_ONESUM: and the row sums o[OREG..] += P
+ * times the ones at dones, in the same commit group. */
+FJ_DEVICE void gemm_pv(float (&o)[fa3::OACC], const fj_u32 (&pr)[fa3::PSTEPS][4], fj_u64 dv, int acc0 = 1,
+                       fj_u64 dones = 0)
 {
     using namespace fa3;
+    (void)dones;
 #pragma unroll
     for (int kk = 0; kk < PSTEPS; ++kk) {
 #if !FJ_FA3_PV_SPLIT
         FA3_CAT(wgmma_rs_, FJ_HEAD_DIM)<0>(o, pr[kk], dv + (fj_u64)((kk * 2048) >> 4), kk > 0 || acc0);
 #else
         pv_split<0>(o, pr[kk], dv + (fj_u64)((kk * 2048) >> 4), kk > 0 || acc0);
+#endif
+#if FJ_FA3_ONESUM
+        wgmma_rs_8<OREG>(o, pr[kk], dones, kk > 0 || acc0);
 #endif
     }
 }
@@ -597,7 +641,8 @@ FJ_DEVICE void apply_mask(float (&s)[fa3::SREG], int k0, int row0, int col_lane,
 
 /* Online softmax of one tile in place: s becomes P = exp2(s*sl2 - m*sl2) (fp32), the row
  * maxima mx and the partial row sums l (this thread's columns) are updated, and alpha is
- * the factor O must be scaled by before this tile's P V is added. */
+ * the factor O must be scaled by before this tile's P V is added. FJ_FA3_ONESUM: l is not
+ * touched (the row sums are accumulated with O, see gemm_pv). */
 FJ_DEVICE void softmax_tile(float (&s)[fa3::SREG], float (&mx)[2], float (&l)[2], float (&alpha)[2],
                             float sl2)
 {
@@ -624,14 +669,38 @@ FJ_DEVICE void softmax_tile(float (&s)[fa3::SREG], float (&mx)[2], float (&l)[2]
                 s[4 * nt + 2 * hf + e] = pv;
                 sum += pv;
             }
-        l[hf] = l[hf] * alpha[hf] + sum;
+        if (!FJ_FA3_ONESUM)
+            l[hf] = l[hf] * alpha[hf] + sum;
     }
 }
 
-FJ_DEVICE void rescale_o(float (&o)[fa3::OREG], const float (&alpha)[2])
+/* The value the steady loop's st.shared anchor stores: it must depend on every exponential
+ * of the block, alphas included (see there). The row sums do; with FJ_FA3_ONESUM (no row sums
+ * here) one FFMA chain takes two P values per instruction: half the FADDs it replaces (one
+ * chain, not one per row half: 192x128 with the dynamic order has no register to spare). */
+template <int UNUSED = 0>  /* (a template: no unused-function warning in the serial schedule) */
+FJ_DEVICE float anchor_val(const float (&s)[fa3::SREG], const float (&l)[2], const float (&alpha)[2])
 {
+#if FJ_FA3_ONESUM
+    (void)l;
+    float x = alpha[0] * alpha[1];
 #pragma unroll
-    for (int i = 0; i < fa3::OREG; ++i)
+    for (int i = 0; i < fa3::SREG; i += 2)
+        x = fmaf(s[i], s[i + 1], x);
+    return x;
+#else
+    (void)s;
+    (void)alpha;
+    return l[0] + l[1];
+#endif
+}
+
+/* (FJ_FA3_ONESUM: the row sums after O have O's row layout: {r, r, r+8, r+8}) */
+FJ_DEVICE void rescale_o(float (&o)[fa3::OACC], const float (&alpha)[2])
+{
+    static_assert(fa3::OREG % 4 == 0, "row sums: rows r, r, r+8, r+8 like O's n8 tiles");
+#pragma unroll
+    for (int i = 0; i < fa3::OACC; ++i)
         o[i] *= alpha[(i >> 1) & 1];
 }
 
@@ -652,7 +721,7 @@ FJ_DEVICE void convert_p(const float (&s)[fa3::SREG], fj_u32 (&pr)[fa3::PSTEPS][
  * four 8x8 matrices (hf 0/1 of n8 tiles nt, nt+1); lane 8j+i gives row i of matrix j; the XOR
  * swizzle spreads each matrix's 8 rows over 8 different 16-byte bank groups. */
 template <int UNUSED = 0>
-FJ_DEVICE void stage_o(const float (&o)[fa3::OREG], const float (&inv)[2], fj_u32 buf, int cw, int warp,
+FJ_DEVICE void stage_o(const float (&o)[fa3::OACC], const float (&inv)[2], fj_u32 buf, int cw, int warp,
                        int lane)
 {
     using namespace fa3;
@@ -853,6 +922,18 @@ fj_attn_fwd_sm90(const __grid_constant__ fj_attn_params p, const __grid_constant
 #define Q_TILE(qb) (bar + 112 + 4 * (qb))
     static_assert(QST <= 4, "Q_TILE words end at bar + 128 (the anchor scratch)");
 
+#if FJ_FA3_ONESUM
+    /* 256 bytes of 1.0 (the row sums' B operand) in the alignment slack: of the 1024 spare bytes
+     * the round-up of base leaves either >= 256 before base or >= 768 after the barriers and the
+     * anchor scratch (bar + 256). Written by threads 0-63, made visible to the wgmma (async)
+     * proxy, then the barrier below. */
+    const fj_u32 s_ones = base - smem_u32(smem_raw) >= 256 ? base - 256 : base + OFF_BAR + 256;
+    if (threadIdx.x < 64) {
+        const fj_u32 one2 = FJ_DTYPE == FJ_DT_BF16 ? 0x3F803F80u : 0x3C003C00u;  /* two 1.0 */
+        asm volatile("st.shared.b32 [%0], %1;\n" ::"r"(s_ones + 4 * threadIdx.x), "r"(one2) : "memory");
+        asm volatile("fence.proxy.async.shared::cta;\n" ::: "memory");
+    }
+#endif
     if (threadIdx.x == 0) {
         for (int i = 0; i < QST; ++i) {
             mbar_init(QF_BAR(i), 1);
@@ -984,6 +1065,12 @@ fj_attn_fwd_sm90(const __grid_constant__ fj_attn_params p, const __grid_constant
     const fj_u64 dk0 = desc_kmajor(s_k);
     const fj_u64 dv0 = desc_nmajor(s_v, KV_CHUNK);
     constexpr fj_u64 KV_STEP = KV_BYTES >> 4;
+#if FJ_FA3_ONESUM
+    const fj_u64 d_ones = desc_ones(s_ones);
+#else
+    constexpr fj_u64 d_ones = 0;
+    (void)d_ones;
+#endif
 #if FJ_FA3_OVERLAP
     const fj_u32 s_anchor = bar + 128 + 4 * lane;  /* write-only scratch, see below */
 #endif
@@ -994,9 +1081,9 @@ fj_attn_fwd_sm90(const __grid_constant__ fj_attn_params p, const __grid_constant
 #if FJ_FA3_XTILE
     /* One stream of K/V blocks over all work tiles of this CTA. pt: the tile whose last
      * P V is still to be issued (-1: none); its P is in pr, its row state in mx, l, alpha. */
-    float o[OREG];
+    float o[OACC];
 #pragma unroll
-    for (int i = 0; i < OREG; ++i)
+    for (int i = 0; i < OACC; ++i)
         o[i] = 0.f;
     float mx[2] = {-FJ_INF, -FJ_INF}, l[2] = {0.f, 0.f}, alpha[2] = {1.f, 1.f};
     int pt = -1, ptq = 0;
@@ -1261,9 +1348,9 @@ fj_attn_fwd_sm90(const __grid_constant__ fj_attn_params p, const __grid_constant
         const int n = bd.nb_hi - bd.nb_lo, shift = bd.shift, wl = bd.wl, wr = bd.wr;
         const int row0 = m0 + 64 * cw + 16 * warp + (lane >> 2);  /* row of hf = 0 */
 
-        float o[OREG];
+        float o[OACC];  /* O, and (FJ_FA3_ONESUM) the row sums */
 #pragma unroll
-        for (int i = 0; i < OREG; ++i)
+        for (int i = 0; i < OACC; ++i)
             o[i] = 0.f;
         float mx[2] = {-FJ_INF, -FJ_INF}, l[2] = {0.f, 0.f}, alpha[2] = {1.f, 1.f};
 
@@ -1344,7 +1431,7 @@ fj_attn_fwd_sm90(const __grid_constant__ fj_attn_params p, const __grid_constant
                 pin(o);
                 pin(pr);
                 wg_fence();
-                gemm_pv(o, pr, dv0 + pst * KV_STEP);
+                gemm_pv(o, pr, dv0 + pst * KV_STEP, 1, d_ones);
                 wg_commit();
                 if (PINGPONG && !(cw == 1 && it == n - 1))
                     named_arrive<256>(3 - cw);
@@ -1360,7 +1447,7 @@ fj_attn_fwd_sm90(const __grid_constant__ fj_attn_params p, const __grid_constant
                 /* ptxas hoists a wgmma wait up to the previous memory operation, which would
                  * put the softmax after P V instead of under it. A shared store of the row
                  * sums (which depend on every exp of the block) anchors the wait below. */
-                asm volatile("st.shared.f32 [%0], %1;\n" ::"r"(s_anchor), "f"(l[0] + l[1]) : "memory");
+                asm volatile("st.shared.f32 [%0], %1;\n" ::"r"(s_anchor), "f"(anchor_val(s, l, alpha)) : "memory");
                 wg_wait<0>();  /* P V done */
                 pin(o);
                 pin(pr);
@@ -1376,7 +1463,7 @@ fj_attn_fwd_sm90(const __grid_constant__ fj_attn_params p, const __grid_constant
                 pin(o);
                 pin(pr);
                 wg_fence();
-                gemm_pv(o, pr, dv0 + st * KV_STEP);
+                gemm_pv(o, pr, dv0 + st * KV_STEP, 1, d_ones);
                 wg_commit();
                 wg_wait<0>();
                 pin(o);
@@ -1406,7 +1493,7 @@ fj_attn_fwd_sm90(const __grid_constant__ fj_attn_params p, const __grid_constant
                 pin(o);
                 pin(pr);
                 wg_fence();
-                gemm_pv(o, pr, dv0 + st * KV_STEP);
+                gemm_pv(o, pr, dv0 + st * KV_STEP, 1, d_ones);
                 wg_commit();
                 wg_wait<0>();
                 pin(o);
@@ -1424,9 +1511,13 @@ fj_attn_fwd_sm90(const __grid_constant__ fj_attn_params p, const __grid_constant
         float inv[2];
 #pragma unroll
         for (int hf = 0; hf < 2; ++hf) {
+#if FJ_FA3_ONESUM
+            const float tl = o[OREG + 2 * hf];  /* already the whole row's (see gemm_pv) */
+#else
             float tl = l[hf];
             tl += __shfl_xor_sync(0xffffffffu, tl, 1);
             tl += __shfl_xor_sync(0xffffffffu, tl, 2);
+#endif
             inv[hf] = row_inv(tl);
             const int i = row0 + 8 * hf;
             if (lse && (lane & 3) == 0 && i < sq.sq)
