@@ -128,6 +128,18 @@
 #ifndef FJ_FA3_ONESUM
 #define FJ_FA3_ONESUM 0
 #endif
+/* Diagnostics (bench/fa3_dev run 14, timing only): FJ_FA3_ONESUM 2 = no row sums at all (the
+ * softmax without its FADDs and no extra wgmma; WRONG output: O = 0, LSE = -inf), 3 = the FADD
+ * row sums as with 0 plus the extra wgmmas of 1 (their sums unused; correct output).
+ * FJ_FA3_ONESUM_ORDER 1: the n8 wgmmas after all of P V's instead of after each k16 step. */
+#ifndef FJ_FA3_ONESUM_ORDER
+#define FJ_FA3_ONESUM_ORDER 0
+#endif
+#if FJ_FA3_ONESUM < 0 || FJ_FA3_ONESUM > 3
+#error "FJ_FA3_ONESUM is 0..3"
+#endif
+#define FA3_SUM_FADD (FJ_FA3_ONESUM == 0 || FJ_FA3_ONESUM == 3)  /* row sums in softmax_tile */
+#define FA3_SUM_MMA (FJ_FA3_ONESUM == 1 || FJ_FA3_ONESUM == 3)   /* the n8 wgmmas with P V */
 #ifndef FJ_FA3_PV_SPLIT
 #define FJ_FA3_PV_SPLIT 0
 #endif
@@ -234,7 +246,7 @@ constexpr int DC = (HD + 63) / 64;           /* 64-column chunks (one 128-byte s
 constexpr int KSTEPS = HD / 16;              /* k16 steps of S = Q K^T */
 constexpr int PSTEPS = BN / 16;              /* k16 steps of O += P V */
 constexpr int SREG = BN / 2, OREG = HD / 2;  /* fp32 accumulators per thread */
-constexpr int OACC = OREG + (FJ_FA3_ONESUM ? 4 : 0);  /* O + (FJ_FA3_ONESUM) the row sums */
+constexpr int OACC = OREG + (FA3_SUM_MMA ? 4 : 0);  /* O + (FJ_FA3_ONESUM) the row sums */
 constexpr int Q_CHUNK = BM * 128, KV_CHUNK = BN * 128;
 constexpr int Q_BYTES = DC * Q_CHUNK, KV_BYTES = DC * KV_CHUNK;
 /* Q buffers: 2 in persistent mode where they fit (the next tile's Q loads during this one) */
@@ -480,7 +492,7 @@ FA3_DEF_RS(144, 9, 72, 73, 74, 75, 76, 77)
 FA3_DEF_RS(176, 11, 88, 89, 90, 91, 92, 93)
 FA3_DEF_RS(208, 13, 104, 105, 106, 107, 108, 109)
 FA3_DEF_RS(240, 15, 120, 121, 122, 123, 124, 125)
-#if FJ_FA3_ONESUM
+#if FA3_SUM_MMA
 /* d[OFF .. OFF + 4) (+)= A * B for the row sums (FJ_FA3_ONESUM): m64n8k16, B K-major */
 template <int OFF, int TOT>
 FJ_DEVICE void wgmma_rs_8(float (&d)[TOT], const fj_u32 (&a)[4], fj_u64 db, int acc)
@@ -610,10 +622,18 @@ FJ_DEVICE void gemm_pv(float (&o)[fa3::OACC], const fj_u32 (&pr)[fa3::PSTEPS][4]
 #else
         pv_split<0>(o, pr[kk], dv + (fj_u64)((kk * 2048) >> 4), kk > 0 || acc0);
 #endif
-#if FJ_FA3_ONESUM
-        wgmma_rs_8<OREG>(o, pr[kk], dones, kk > 0 || acc0);
+#if FA3_SUM_MMA
+        if (!FJ_FA3_ONESUM_ORDER)
+            wgmma_rs_8<OREG>(o, pr[kk], dones, kk > 0 || acc0);
 #endif
     }
+#if FA3_SUM_MMA
+    if (FJ_FA3_ONESUM_ORDER) {
+#pragma unroll
+        for (int kk = 0; kk < PSTEPS; ++kk)
+            wgmma_rs_8<OREG>(o, pr[kk], dones, kk > 0 || acc0);
+    }
+#endif
 }
 
 /* Scores of keys past the sequence end or outside the (causal / window) band to -inf.
@@ -669,7 +689,7 @@ FJ_DEVICE void softmax_tile(float (&s)[fa3::SREG], float (&mx)[2], float (&l)[2]
                 s[4 * nt + 2 * hf + e] = pv;
                 sum += pv;
             }
-        if (!FJ_FA3_ONESUM)
+        if (FA3_SUM_FADD)
             l[hf] = l[hf] * alpha[hf] + sum;
     }
 }
@@ -681,7 +701,7 @@ FJ_DEVICE void softmax_tile(float (&s)[fa3::SREG], float (&mx)[2], float (&l)[2]
 template <int UNUSED = 0>  /* (a template: no unused-function warning in the serial schedule) */
 FJ_DEVICE float anchor_val(const float (&s)[fa3::SREG], const float (&l)[2], const float (&alpha)[2])
 {
-#if FJ_FA3_ONESUM
+#if !FA3_SUM_FADD
     (void)l;
     float x = alpha[0] * alpha[1];
 #pragma unroll
@@ -922,7 +942,7 @@ fj_attn_fwd_sm90(const __grid_constant__ fj_attn_params p, const __grid_constant
 #define Q_TILE(qb) (bar + 112 + 4 * (qb))
     static_assert(QST <= 4, "Q_TILE words end at bar + 128 (the anchor scratch)");
 
-#if FJ_FA3_ONESUM
+#if FA3_SUM_MMA
     /* 256 bytes of 1.0 (the row sums' B operand) in the alignment slack: of the 1024 spare bytes
      * the round-up of base leaves either >= 256 before base or >= 768 after the barriers and the
      * anchor scratch (bar + 256). Written by threads 0-63, made visible to the wgmma (async)
@@ -1065,7 +1085,7 @@ fj_attn_fwd_sm90(const __grid_constant__ fj_attn_params p, const __grid_constant
     const fj_u64 dk0 = desc_kmajor(s_k);
     const fj_u64 dv0 = desc_nmajor(s_v, KV_CHUNK);
     constexpr fj_u64 KV_STEP = KV_BYTES >> 4;
-#if FJ_FA3_ONESUM
+#if FA3_SUM_MMA
     const fj_u64 d_ones = desc_ones(s_ones);
 #else
     constexpr fj_u64 d_ones = 0;
@@ -1511,12 +1531,15 @@ fj_attn_fwd_sm90(const __grid_constant__ fj_attn_params p, const __grid_constant
         float inv[2];
 #pragma unroll
         for (int hf = 0; hf < 2; ++hf) {
-#if FJ_FA3_ONESUM
+#if FJ_FA3_ONESUM == 1
             const float tl = o[OREG + 2 * hf];  /* already the whole row's (see gemm_pv) */
 #else
             float tl = l[hf];
             tl += __shfl_xor_sync(0xffffffffu, tl, 1);
             tl += __shfl_xor_sync(0xffffffffu, tl, 2);
+#if FJ_FA3_ONESUM == 3
+            tl = fmaf(0.f, o[OREG + 2 * hf], tl);  /* (keeps ptxas from dropping the n8 wgmmas) */
+#endif
 #endif
             inv[hf] = row_inv(tl);
             const int i = row0 + 8 * hf;
