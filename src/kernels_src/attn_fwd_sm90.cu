@@ -124,7 +124,12 @@
  * FADD chain the st.shared anchor (see the steady loop) needs another value that depends on
  * every exponential: anchor_val. Why: at hd64 the softmax is bound by its instruction count
  * (run 12), 65 of its ~291 executed instructions per block are the row sum's FADDs. Not with
- * the cross-tile stream (FJ_FA3_XTILE). Default 0 (the FADD row sums, SASS as before). */
+ * the cross-tile stream (FJ_FA3_XTILE). Measured and OFF (runs 13-14, bench/fa3_dev/NOTES.md,
+ * medians of 3 interleaved, bf16): hd64 unmasked 192x128P 356/395/462/502/508 TFLOP/s off vs
+ * 357/391/455/490/504 on at 512..16k; causal 192x128 dynamic +0..+2%, 128x128 ping-pong -4..-5%,
+ * hd128 128x176P -2..-6%. Split (run 14): the FADDs gone alone +3..+5% at hd64 192x128, the 8 n8
+ * wgmmas per block alone -2..-5%. And the LSE is that of the 16-bit rounded P: bf16 max |LSE
+ * err| 1.7e-3 against float64 (4.7e-5 off). Default 0 (the FADD row sums, SASS as before). */
 #ifndef FJ_FA3_ONESUM
 #define FJ_FA3_ONESUM 0
 #endif
