@@ -325,6 +325,43 @@ def main():
                       (256, (128, 80, 1, 1, 0))):
             for extra in ((), C2):
                 variants.append((1, hd, 0) + c + (extra, "bench"))
+    if os.environ.get("FA3_SET") == "onesum":
+        # run 13: the row sums on the tensor cores (FJ_FA3_ONESUM 1; the kernel part is not in the
+        # tree: `git apply bench/fa3_dev/results/onesum.patch` first, refuted in runs 13-14). Checks: the hd64 library
+        # defaults of every length class and mask (bf16, f16) with it on, the serial schedule and
+        # the P V split with it, and the hd128 unmasked long default; bench: the hd64 defaults
+        # (unmasked; causal of each length class) and hd128 unmasked 128x176P, off / on
+        variants = []
+        U = lambda n: (("FJ_FA3_ONESUM", n),)
+        for dt in (1, 0):
+            for mask in (0, 1, 2):
+                for sl, cc in distinct_defaults(64, mask, (512, 2048, 16384)):
+                    variants.append((dt, 64, mask) + cc + (U(1), "check"))
+            variants.append((dt, 128, 0, 128, 176, 1, 1, 1, U(1), "check"))
+        variants.append((1, 64, 1, 192, 128, 0, 0, 0, U(1), "check"))  # serial schedule
+        variants.append((1, 128, 1, 128, 128, 1, 1, 0, U(1) + (("FJ_FA3_PV_SPLIT", 1),), "check"))
+        for hd, mask in ((64, 0), (64, 1)):
+            for sl, cc in distinct_defaults(hd, mask, (512, 2048, 16384)):
+                for n in (0, 1):
+                    variants.append((1, hd, mask) + cc + (U(n), "bench"))
+        for n in (0, 1):
+            variants.append((1, 128, 0, 128, 176, 1, 1, 1, U(n), "bench"))
+    if os.environ.get("FA3_SET") == "onesum2":
+        # run 14: where run 13's time went. Bench, hd64 unmasked 192x128P and causal 192x128 D /
+        # 128x128 D: ONESUM 0 / 1 / 2 (no row sums: the softmax saving alone, wrong output,
+        # benched unchecked) / 3 (FADD sums + the n8 wgmmas: their cost alone), and 1 with the
+        # n8 wgmmas after P V's (ORDER 1); checks: 3 and ORDER 1 of each
+        variants = []
+        U = lambda n: (("FJ_FA3_ONESUM", n),)
+        R1 = U(1) + (("FJ_FA3_ONESUM_ORDER", 1),)
+        for hd, mask, cc in ((64, 0, (192, 128, 1, 0, 1)), (64, 1, (192, 128, 1, 0, 2)), (64, 1, (128, 128, 1, 1, 2))):
+            u3 = cc[0] == 128 or mask == 0  # (192x128 D with 3: 24 bytes of spill, not built)
+            for dt in (1, 0):
+                if u3:
+                    variants.append((dt, hd, mask) + cc + (U(3), "check"))
+                variants.append((dt, hd, mask) + cc + (R1, "check"))
+            for e in ((U(0), U(1), U(2)) + ((U(3),) if u3 else ()) + (R1,)):
+                variants.append((1, hd, mask) + cc + (e, "bench"))
     variants = list(dict.fromkeys(variants))  # a diagnostic variant may be a default too
     with ThreadPoolExecutor(jobs) as ex:
         res = list(ex.map(build, variants))
