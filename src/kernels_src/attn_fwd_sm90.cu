@@ -319,6 +319,22 @@ FJ_DEVICE void mbar_wait(fj_u32 bar, int parity)
 #endif
 }
 
+/* mbar_wait with a warp-uniform exit (every lane's try_wait succeeded): for waits inside the
+ * consumers' GEMM stream, where a per-lane loop exit made ptxas move the wgmma descriptors
+ * after it out of uniform registers (FJ_FA3_OCOPY's O empty wait in the cross-tile stream:
+ * +74 instructions per K/V block at hd128). */
+template <int UNUSED = 0> FJ_DEVICE void mbar_wait_warp(fj_u32 bar, int parity)
+{
+    fj_u32 ok;
+    do {
+        asm volatile("{ .reg .pred p; mbarrier.try_wait.parity.shared::cta.b64 p, [%1], %2;\n"
+                     "selp.u32 %0, 1, 0, p; }\n"
+                     : "=r"(ok)
+                     : "r"(bar), "r"(parity)
+                     : "memory");
+    } while (!__all_sync(0xffffffffu, ok));
+}
+
 /* One TMA box of a 4-D tensor map into shared memory, completing on `bar`. */
 FJ_DEVICE void tma_load4(fj_u32 dst, const void *tmap, int c0, int c1, int c2, int c3, fj_u32 bar)
 {
@@ -890,7 +906,7 @@ fj_attn_fwd_sm90(const __grid_constant__ fj_attn_params p, const __grid_constant
 #define Q_TILE(qb) (bar + 112 + 4 * (qb))
     static_assert(QST <= 4, "Q_TILE words end at bar + 128 (the anchor scratch)");
 #if FA3_OCOPY
-    /* O copy: per consumer warpgroup cw an "O full" mbarrier (one arrival per consumer warp),
+    /* O copy: per consumer warpgroup cw an "O full" mbarrier (one arrival per consumer thread),
      * an "O empty" one (one per store warp) and 16 bytes of words: the global address of its
      * first row (u64), the rows to copy (s32, < 0: the end), the Q buffer (s32, OQ / cross-tile
      * stream). They take bar + 160 .. 256; the anchor scratch shrinks to bar + 128 .. 160. */
@@ -913,7 +929,7 @@ fj_attn_fwd_sm90(const __grid_constant__ fj_attn_params p, const __grid_constant
         }
 #if FA3_OCOPY
         for (int i = 0; i < NWG; ++i) {
-            mbar_init(O_FULL(i), 4);
+            mbar_init(O_FULL(i), 128);
             mbar_init(O_EMPTY(i), 3);
         }
 #endif
@@ -1091,7 +1107,7 @@ fj_attn_fwd_sm90(const __grid_constant__ fj_attn_params p, const __grid_constant
      * staged by stage_o in Q buffer qb (or the O slot) go to go_row and following rows;
      * nrows < 0 ends the store warps' work. */
     int ko = 0;
-    auto o_wait_empty = [&]() { mbar_wait(O_EMPTY(cw), (ko & 1) ^ 1); };
+    auto o_wait_empty = [&]() { mbar_wait_warp(O_EMPTY(cw), (ko & 1) ^ 1); };
     auto o_handoff = [&](fj_u16 *go_row, int nrows, int qb) {
         if ((threadIdx.x & 127) == 0)
             asm volatile("st.shared.b64 [%0], %1;\n"
@@ -1100,9 +1116,10 @@ fj_attn_fwd_sm90(const __grid_constant__ fj_attn_params p, const __grid_constant
                          : "memory");
         if constexpr (!OSLOT)  /* (a Q buffer: its next writer is the producer's TMA load) */
             asm volatile("fence.proxy.async.shared::cta;\n" ::: "memory");
-        __syncwarp();  /* the warp's stmatrix before its arrive */
-        if (lane == 0)
-            mbar_arrive(O_FULL(cw));
+        /* every thread releases its own stmatrix (a __syncwarp and one arrival per warp here
+         * moved the cross-tile stream's wgmma descriptors out of uniform registers, as the
+         * per-lane wait did, see mbar_wait_warp) */
+        mbar_arrive(O_FULL(cw));
         ++ko;
     };
     /* the rows of this warpgroup inside the sequence, of query block m0 (0..64) */
