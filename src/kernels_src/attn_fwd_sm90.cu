@@ -216,7 +216,15 @@
  * copy" above) in every persistent variant that stages O in shared memory (the O slot, FJ_FA3_OQ,
  * the cross-tile stream with FJ_FA3_OSMEM); elsewhere no effect. 0 (default): the consumers copy
  * their rows themselves before the next tile (the same code as before the knob). FA3_OCOPY: in
- * effect for this variant (the O slot and OQ tests as fa3::OSLOT and fa3::OQ below). */
+ * effect for this variant (the O slot and OQ tests as fa3::OSLOT and fa3::OQ below).
+ * Runs 13-14 (bench/fa3_dev/NOTES.md, A/B in one call, medians of 3, TFLOP/s at 512/1k/2k/8k):
+ * - O slot: a win. hd128 unmasked 128x128P 476/538/563/601 -> 493/547/583/606 (run 14; run 13
+ *   +4.8/+4.5/+3.5/+0.9%), hd64 unmasked 192x128P +3.4/+4.6/+3.3/+1.4% (run 13 +2.8/+3.3/+2.3/
+ *   +2.7%), hd64 causal dynamic 128x128 +2.3/+0.3% at 512/1k, 192x128 +2.0/+4.0% at 2k/8k.
+ * - OQ (hd256 causal dynamic 128x80): -6/-4/-8/-2.5%: the next tile's Q load waits for the copy,
+ *   which 96 store threads make one warpgroup's rows after the other (256 threads before).
+ * - cross-tile stream (hd128 causal dynamic 128x128): -1/-3/+1/+1.4%: no gain.
+ * So it pays where nothing waits for the staging buffer but the next handoff (the O slot). */
 #ifndef FJ_FA3_OCOPY
 #define FJ_FA3_OCOPY 0
 #endif
