@@ -362,6 +362,58 @@ def main():
                 variants.append((dt, hd, mask) + cc + (R1, "check"))
             for e in ((U(0), U(1), U(2)) + ((U(3),) if u3 else ()) + (R1,)):
                 variants.append((1, hd, mask) + cc + (e, "bench"))
+    if os.environ.get("FA3_SET") == "ocopy":
+        # run 15: the O copy by the producer warpgroup's idle warps (FJ_FA3_OCOPY 1). Checks: with
+        # it on, every variant above and of the dynamic order / OQ / X0 sets where it takes effect
+        # (a persistent kernel that stages O: the O slot, OQ, the cross-tile stream); bench: the
+        # library defaults for 512/1k/2k/8k, each staging one without (A, = HEAD) and with it (B),
+        # plus unmasked persistent hd256 128x80 and hd128 128x176 with O through the Q buffer (OQ)
+        OC, OQ, X0 = ("FJ_FA3_OCOPY", 1), ("FJ_FA3_OQ", 1), ("FJ_FA3_XTILE", 0)
+
+        def applies(v):
+            """FA3_OCOPY of the kernel for variant v (the O slot / OQ / XTILE tests of the kernel)"""
+            dt, hd, mask, bm, bn, ov, pp, ps, extra, role = v
+            e = dict(extra)
+            q2 = ((hd + 63) // 64) * 128 * (2 * bm + 4 * bn) + 1280 <= 227 * 1024
+            xt = e.get("FJ_FA3_XTILE", -1)
+            if xt < 0:
+                xt = int(bool(ps and ov and mask and q2 and not (ps == 2 and hd <= 64)))
+            oslot = e.get("FJ_FA3_OBUF", 1) and ps and not xt and q2
+            oq = e.get("FJ_FA3_OQ", int(ps == 2 and hd > 128)) and ps and not xt and not oslot
+            return bool(ps and ((xt and e.get("FJ_FA3_OSMEM", 1)) or oslot or oq))
+
+        cands = [v for v in variants if v[-1] == "check"] + dynamic_checks()
+        for dt in (1, 0):
+            for hd in CHECK_HD:
+                for mask in (0, 1, 2):
+                    for sl in (512, 0):
+                        c = lib.fj_fa3_default(hd, mask, sl)
+                        cands.append((dt, hd, mask, c.block_m, c.block_n, 1, c.pingpong, 2, (), "check"))
+        for mask in (0, 1, 2):
+            for ps in (1, 2):
+                cands.append((1, 256, mask, 128, 80, 1, 1, ps, (OQ,), "check"))
+                cands.append((1, 128, mask, 128, 176, 1, 1, ps, (OQ,), "check"))
+                cands.append((0, 192, mask, 128, 112, 1, 1, ps, (OQ,), "check"))
+            cands.append((1, 64, mask, 192, 128, 1, 0, 2, (X0,), "check"))
+            cands.append((1, 128, mask, 128, 128, 1, 1, 2, (X0,), "check"))
+            cands.append((1, 64, mask, 128, 128, 1, 1, 2, (("FJ_FA3_XTILE", 1),), "check"))
+        variants = []
+        for v in dict.fromkeys(cands):
+            if v[-1] == "check" and v[7] and applies(v):
+                variants.append(v[:8] + (tuple(v[8]) + (OC,), "check"))
+        for hd in (64, 128, 256):
+            for mask in (0, 1):
+                for sl, c in distinct_defaults(hd, mask, (512, 1024, 2048, 8192)):
+                    a = (1, hd, mask) + c + ((), "bench")
+                    variants.append(a)
+                    if applies(a):
+                        variants.append((1, hd, mask) + c + ((OC,), "bench"))
+        if os.environ.get("OCOPY_EXTRAS", "1") == "1":  # run 15 only (run 16: OCOPY_EXTRAS=0)
+            variants.append((1, 256, 0, 128, 80, 1, 1, 1, (OQ,), "bench"))
+            variants.append((1, 256, 0, 128, 80, 1, 1, 1, (OQ, OC), "bench"))
+            variants.append((1, 128, 0, 128, 176, 1, 1, 1, (OQ, OC), "bench"))
+        else:  # run 16: no unmasked variant that does not stage O (nothing to compare)
+            variants = [v for v in variants if v[-1] == "check" or applies(v) or v[2] == 1]
     variants = list(dict.fromkeys(variants))  # a diagnostic variant may be a default too
     with ThreadPoolExecutor(jobs) as ex:
         res = list(ex.map(build, variants))

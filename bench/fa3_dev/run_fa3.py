@@ -429,6 +429,7 @@ def bench():
                                + ("G0:" if m.get("extra", {}).get("FJ_FA3_L2GROUP") == 0 else "")
                                + ("O0:" if m.get("extra", {}).get("FJ_FA3_OSMEM") == 0 else "")
                                + ("OQ:" if m.get("extra", {}).get("FJ_FA3_OQ") == 1 else "")
+                               + ("C:" if m.get("extra", {}).get("FJ_FA3_OCOPY") == 1 else "")
                                + (f"PF{m['extra']['FJ_FA3_L2PF']}:" if m.get("extra", {}).get("FJ_FA3_L2PF") else "")
                                + ("".join(f"{k[7]}{v}" for k, v in m.get("extra", {}).items()
                                           if k in ("FJ_FA3_OBUF", "FJ_FA3_FASTEPI")) + ":"

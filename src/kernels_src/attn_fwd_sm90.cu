@@ -31,6 +31,9 @@
  *   FJ_FA3_FASTEPI   1 (default): rcp.approx / lg2.approx for 1/rowsum and the LSE
  *   FJ_FA3_OQ        persistent, no XTILE, no O slot: 1 O staged in the tile's own Q buffer,
  *                    freed after the epilogue (default with the dynamic order, hd > 128)
+ *   FJ_FA3_OCOPY     persistent variants that stage O in shared memory: 1 the producer
+ *                    warpgroup's idle warps 1..3 copy it to global memory (see "O copy" below;
+ *                    default with an O slot), 0 the consumers do (default otherwise)
  *   FJ_FA3_L2GROUP   masked persistent order: 1 longest-first within L2-sized groups of heads
  *                    when batch*heads >= SMs/2, 0 never (default for hd < 128), 2 always
  *   FJ_FA3_CLUSTER   1 (default): one CTA per work tile; 2: clusters of two CTAs on adjacent
@@ -101,6 +104,16 @@
  * released every slot (the peer arrives remotely on this CTA's empty barriers until then).
  * Host: grid x even (non-persistent: the query blocks rounded up to even), persistent grid
  * even and at most twice the co-resident clusters.
+ *
+ * O copy (FJ_FA3_OCOPY 1). The consumers only stage O (stmatrix into the O slot or the Q buffer,
+ * as without it), write the global address of their first row and the count of rows inside
+ * the sequence into shared words, and arrive on their warpgroup's "O full" mbarrier; then they
+ * go on with the next tile. Warps 1..3 of the producer warpgroup (otherwise idle) take the
+ * handoffs in order (tile by tile, warpgroup by warpgroup), copy the rows with 16-byte loads
+ * and stores (as copy_o_out: rows past the sequence end are never written), and release the
+ * buffer: the warpgroup's "O empty" mbarrier (its next handoff, i.e. the O slot and the words,
+ * waits for it) and, for a Q buffer, after fence.proxy.async, the Q buffer's empty mbarrier
+ * the producer's next TMA load waits for. A handoff with a negative row count ends the work.
  *
  * Shared memory: [Q][K stage 0][K stage 1][V stage 0][V stage 1][barriers], each tile
  * stored as ceil(hd/64) column chunks of rows x 128 bytes (the TMA box), 16-byte units
@@ -236,6 +249,27 @@
 #ifndef FJ_FA3_OQ
 #define FJ_FA3_OQ (FA3_DYN && FJ_HEAD_DIM > 128)
 #endif
+/* FJ_FA3_OCOPY 1: the O copy to global memory by the producer warpgroup's idle warps (see "O
+ * copy" above) in every persistent variant that stages O in shared memory (the O slot, FJ_FA3_OQ,
+ * the cross-tile stream with FJ_FA3_OSMEM); elsewhere no effect. 0: the consumers copy
+ * their rows themselves before the next tile (the same code as before the knob). FA3_OCOPY: in
+ * effect for this variant (the O slot and OQ tests as fa3::OSLOT and fa3::OQ below).
+ * Runs 15-16 (bench/fa3_dev/NOTES.md, A/B in one call, medians of 3, TFLOP/s at 512/1k/2k/8k):
+ * - O slot: a win. hd128 unmasked 128x128P 476/538/563/601 -> 493/547/583/606 (run 16; run 15
+ *   +4.8/+4.5/+3.5/+0.9%), hd64 unmasked 192x128P +3.4/+4.6/+3.3/+1.4% (run 15 +2.8/+3.3/+2.3/
+ *   +2.7%), hd64 causal dynamic 128x128 +2.3/+0.3% at 512/1k, 192x128 +2.0/+4.0% at 2k/8k.
+ * - OQ (hd256 causal dynamic 128x80): -6/-4/-8/-2.5%: the next tile's Q load waits for the copy,
+ *   which 96 store threads make one warpgroup's rows after the other (256 threads before).
+ * - cross-tile stream (hd128 causal dynamic 128x128): -1/-3/+1/+1.4%: no gain.
+ * So it pays where nothing waits for the staging buffer but the next handoff (the O slot):
+ * the default there (not with FJ_FA3_CLUSTER 2, a dev knob whose combination with it is
+ * unchecked), 0 elsewhere. */
+#ifndef FJ_FA3_OCOPY
+#define FJ_FA3_OCOPY (FA3_OSLOT_ && FJ_FA3_CLUSTER == 1)
+#endif
+#define FA3_OSLOT_ (FJ_FA3_OBUF && FJ_FA3_PERSISTENT && !FJ_FA3_XTILE && FA3_QST2_FITS)
+#define FA3_OQ_ (FJ_FA3_OQ && FJ_FA3_PERSISTENT && !FJ_FA3_XTILE && !FA3_OSLOT_)
+#define FA3_OCOPY (FJ_FA3_OCOPY && FJ_FA3_PERSISTENT && ((FJ_FA3_XTILE && FJ_FA3_OSMEM) || FA3_OSLOT_ || FA3_OQ_))
 #if FJ_FA3_XTILE && !(FJ_FA3_PERSISTENT && FJ_FA3_OVERLAP && FA3_QST2_FITS)
 #error "FJ_FA3_XTILE needs FJ_FA3_PERSISTENT, FJ_FA3_OVERLAP and room for two Q buffers"
 #endif
@@ -269,6 +303,7 @@ constexpr int QST = FJ_FA3_XTILE ? (FJ_FA3_OSMEM && FA3_QST3_FITS ? 3 : 2) : 1;
 constexpr int OSLOT = FJ_FA3_OBUF && FJ_FA3_PERSISTENT && !FJ_FA3_XTILE && FA3_QST2_FITS;  /* O slot */
 constexpr bool OQ = FJ_FA3_OQ && FJ_FA3_PERSISTENT && !FJ_FA3_XTILE && !OSLOT;  /* O via Q buffer */
 static_assert(!OQ || QST == 1, "FJ_FA3_OQ: one Q buffer");
+static_assert(OSLOT == FA3_OSLOT_ && OQ == FA3_OQ_, "FA3_OCOPY's tests");
 static_assert((QST + OSLOT) * Q_BYTES + 4 * KV_BYTES + 256 + 1024 <= 227 * 1024, "QST");
 constexpr int OFF_K = (QST + OSLOT) * Q_BYTES, OFF_V = OFF_K + 2 * KV_BYTES, OFF_BAR = OFF_V + 2 * KV_BYTES;
 constexpr int SMEM_BYTES = OFF_BAR + 256 + 1024;  /* + barriers, scratch, alignment slack */
@@ -332,6 +367,22 @@ FJ_DEVICE void mbar_wait(fj_u32 bar, int parity)
                  "D: }\n" ::"r"(bar), "r"(parity)
                  : "memory");
 #endif
+}
+
+/* mbar_wait with a warp-uniform exit (every lane's try_wait succeeded): for waits inside the
+ * consumers' GEMM stream, where a per-lane loop exit made ptxas move the wgmma descriptors
+ * after it out of uniform registers (FJ_FA3_OCOPY's O empty wait in the cross-tile stream:
+ * +74 instructions per K/V block at hd128). */
+template <int UNUSED = 0> FJ_DEVICE void mbar_wait_warp(fj_u32 bar, int parity)
+{
+    fj_u32 ok;
+    do {
+        asm volatile("{ .reg .pred p; mbarrier.try_wait.parity.shared::cta.b64 p, [%1], %2;\n"
+                     "selp.u32 %0, 1, 0, p; }\n"
+                     : "=r"(ok)
+                     : "r"(bar), "r"(parity)
+                     : "memory");
+    } while (!__all_sync(0xffffffffu, ok));
 }
 
 /* One TMA box of a 4-D tensor map into shared memory, completing on `bar`. */
@@ -423,6 +474,18 @@ template <int UNUSED = 0> FJ_DEVICE int ld_shared_s32(fj_u32 addr)
     int v;
     asm volatile("ld.shared.b32 %0, [%1];\n" : "=r"(v) : "r"(addr) : "memory");
     return v;
+}
+
+/* FJ_FA3_OCOPY's handoff words and the count form of mbarrier.arrive */
+template <int UNUSED = 0> FJ_DEVICE fj_u64 ld_shared_u64(fj_u32 addr)
+{
+    fj_u64 v;
+    asm volatile("ld.shared.b64 %0, [%1];\n" : "=l"(v) : "r"(addr) : "memory");
+    return v;
+}
+template <int UNUSED = 0> FJ_DEVICE void mbar_arrive_n(fj_u32 bar, fj_u32 n)
+{
+    asm volatile("{ .reg .b64 st; mbarrier.arrive.shared::cta.b64 st, [%0], %1; }\n" ::"r"(bar), "r"(n) : "memory");
 }
 
 /* Named barrier `id` over N threads (templates: no unused-function warnings). */
@@ -975,6 +1038,16 @@ fj_attn_fwd_sm90(const __grid_constant__ fj_attn_params p, const __grid_constant
     /* dynamic schedule: the index of the tile whose Q goes into buffer qb (-1: no more) */
 #define Q_TILE(qb) (bar + 112 + 4 * (qb))
     static_assert(QST <= 4, "Q_TILE words end at bar + 128 (the anchor scratch)");
+#if FA3_OCOPY
+    /* O copy: per consumer warpgroup cw an "O full" mbarrier (one arrival per consumer thread),
+     * an "O empty" one (one per store warp) and 16 bytes of words: the global address of its
+     * first row (u64), the rows to copy (s32, < 0: the end), the Q buffer (s32, OQ / cross-tile
+     * stream). They take bar + 160 .. 256; the anchor scratch shrinks to bar + 128 .. 160. */
+#define O_FULL(cw) (bar + 160 + 8 * (cw))
+#define O_EMPTY(cw) (bar + 184 + 8 * (cw))
+#define O_WORDS(cw) (bar + 208 + 16 * (cw))
+    static_assert(NWG <= 3, "O copy words end at bar + 256");
+#endif
 
     if (threadIdx.x == 0) {
         for (int i = 0; i < QST; ++i) {
@@ -988,6 +1061,12 @@ fj_attn_fwd_sm90(const __grid_constant__ fj_attn_params p, const __grid_constant
             mbar_init(b_ke + 8 * i, NWG * 4 * FJ_FA3_CLUSTER);
             mbar_init(b_ve + 8 * i, NWG * 4 * FJ_FA3_CLUSTER);
         }
+#if FA3_OCOPY
+        for (int i = 0; i < NWG; ++i) {
+            mbar_init(O_FULL(i), 128);
+            mbar_init(O_EMPTY(i), 3);
+        }
+#endif
         asm volatile("fence.mbarrier_init.release.cluster;\n" ::: "memory");
         asm volatile("fence.proxy.async.shared::cta;\n" ::: "memory");
     }
@@ -1002,6 +1081,47 @@ fj_attn_fwd_sm90(const __grid_constant__ fj_attn_params p, const __grid_constant
     if (wg == 0) {
         /* ---- producer: one thread; g counts K/V tiles, qi Q tiles, over all work tiles ---- */
         asm volatile("setmaxnreg.dec.sync.aligned.u32 %0;\n" ::"n"(REG_PRODUCER));
+#if FA3_OCOPY
+        /* (the warp index through a shuffle: warp-uniform for ptxas, as CUTLASS's
+         * canonical_warp_idx_sync; with threadIdx.x >= 32 the producer thread's code below left
+         * the uniform datapath and spilled) */
+        if (__shfl_sync(0xffffffffu, threadIdx.x >> 5, 0) != 0) {
+            /* ---- store warps (warps 1..3): the consumers' O handoffs, in their order ---- */
+            constexpr int UNITS = HD / 8;  /* 16-byte units of an O row */
+            const int si = threadIdx.x - 32, lane = threadIdx.x & 31;
+            for (int k = 0;; ++k) {
+                for (int cw = 0; cw < NWG; ++cw) {
+                    mbar_wait(O_FULL(cw), k & 1);
+                    const int nrows = ld_shared_s32(O_WORDS(cw) + 8);
+                    if (nrows < 0)  /* the end (every warpgroup ends at the same handoff) */
+                        return;
+                    const int qb = ld_shared_s32(O_WORDS(cw) + 12);
+                    fj_u16 *const go = (fj_u16 *)ld_shared_u64(O_WORDS(cw));
+                    const fj_u32 buf = s_q + (OSLOT ? QST : qb) * Q_BYTES;
+#pragma unroll 1
+                    for (int idx = si; idx < nrows * UNITS; idx += 96) {
+                        const int r = (unsigned)idx / UNITS, u = (unsigned)idx % UNITS, rr = 64 * cw + r;
+                        fj_u32 x0, x1, x2, x3;
+                        asm volatile("ld.shared.v4.b32 {%0,%1,%2,%3}, [%4];\n"
+                                     : "=r"(x0), "=r"(x1), "=r"(x2), "=r"(x3)
+                                     : "r"(buf + (u >> 3) * Q_CHUNK + rr * 128 + (((u & 7) ^ (rr & 7)) << 4))
+                                     : "memory");
+                        asm volatile("st.global.v4.b32 [%0], {%1,%2,%3,%4};\n" ::"l"(go + (fj_i64)r * p.o_row_stride + u * 8),
+                                     "r"(x0), "r"(x1), "r"(x2), "r"(x3)
+                                     : "memory");
+                    }
+                    if (!OSLOT)  /* generic reads of a Q buffer before the producer's next TMA write */
+                        asm volatile("fence.proxy.async.shared::cta;\n" ::: "memory");
+                    __syncwarp();
+                    if (lane == 0) {
+                        if (!OSLOT)  /* 4 arrivals per consumer warpgroup, as its warps made them */
+                            mbar_arrive_n(QE_BAR(qb), si < 32 ? 2 : 1);
+                        mbar_arrive(O_EMPTY(cw));
+                    }
+                }
+            }
+        }
+#endif
         if (threadIdx.x == 0) {
             const fa3_sched sc = sched_of(p);
             const int total = FA3_TOTAL(sc);
@@ -1135,11 +1255,36 @@ fj_attn_fwd_sm90(const __grid_constant__ fj_attn_params p, const __grid_constant
 #endif
     constexpr fj_u64 KV_STEP = KV_BYTES >> 4;
 #if FJ_FA3_OVERLAP
-    const fj_u32 s_anchor = bar + 128 + 4 * lane;  /* write-only scratch, see below */
+    const fj_u32 s_anchor = bar + 128 + 4 * (FA3_OCOPY ? lane & 7 : lane);  /* write-only scratch, see below */
 #endif
     float s[SREG];
     fj_u32 pr[PSTEPS][4];
     int g = 0, qi = 0;
+#if FA3_OCOPY
+    /* O copy: this warpgroup's handoffs so far (the phase of its O full / O empty barriers).
+     * o_wait_empty: the store warps have read its previous O and words (before O is staged in
+     * the O slot again, before the words are rewritten). o_handoff: rows [0, nrows) of the 64
+     * staged by stage_o in Q buffer qb (or the O slot) go to go_row and following rows;
+     * nrows < 0 ends the store warps' work. */
+    int ko = 0;
+    auto o_wait_empty = [&]() { mbar_wait_warp(O_EMPTY(cw), (ko & 1) ^ 1); };
+    auto o_handoff = [&](fj_u16 *go_row, int nrows, int qb) {
+        if ((threadIdx.x & 127) == 0)
+            asm volatile("st.shared.b64 [%0], %1;\n"
+                         "st.shared.v2.b32 [%0 + 8], {%2, %3};\n" ::"r"(O_WORDS(cw)),
+                         "l"(go_row), "r"(nrows), "r"(qb)
+                         : "memory");
+        if constexpr (!OSLOT)  /* (a Q buffer: its next writer is the producer's TMA load) */
+            asm volatile("fence.proxy.async.shared::cta;\n" ::: "memory");
+        /* every thread releases its own stmatrix (a __syncwarp and one arrival per warp here
+         * moved the cross-tile stream's wgmma descriptors out of uniform registers, as the
+         * per-lane wait did, see mbar_wait_warp) */
+        mbar_arrive(O_FULL(cw));
+        ++ko;
+    };
+    /* the rows of this warpgroup inside the sequence, of query block m0 (0..64) */
+    auto o_rows = [&](int m0, int sq_len) { return max(0, min(64, sq_len - m0 - 64 * cw)); };
+#endif
 
 #if FJ_FA3_XTILE
     /* One stream of K/V blocks over all work tiles of this CTA. pt: the tile whose last
@@ -1188,6 +1333,11 @@ fj_attn_fwd_sm90(const __grid_constant__ fj_attn_params p, const __grid_constant
         }
         if (FJ_FA3_OSMEM && !zero) {
             const fj_u32 buf = s_q + tq_b * Q_BYTES;
+#if FA3_OCOPY
+            o_wait_empty();  /* (the words; the buffer is this tile's own) */
+            stage_o(o, inv, buf, cw, warp, lane);
+            o_handoff(go + (fj_i64)(mb * BM + 64 * cw) * p.o_row_stride, o_rows(mb * BM, sq.sq), tq_b);
+#else
             stage_o(o, inv, buf, cw, warp, lane);
             named_sync<128>(4 + cw);
             copy_o_out(buf, cw, mb * BM, sq.sq, go, p.o_row_stride);
@@ -1196,6 +1346,7 @@ fj_attn_fwd_sm90(const __grid_constant__ fj_attn_params p, const __grid_constant
             __syncwarp();
             if (lane == 0)
                 mbar_arrive(QE_BAR(tq_b));
+#endif
         }
         ofresh = 1;
     };
@@ -1589,6 +1740,11 @@ fj_attn_fwd_sm90(const __grid_constant__ fj_attn_params p, const __grid_constant
             /* (buf opaque: hoisted out of the tile loop, copy_o_out's addresses were spilled) */
             fj_u32 buf;
             asm volatile("mov.u32 %0, %1;\n" : "=r"(buf) : "r"(s_q));
+#if FA3_OCOPY
+            o_wait_empty();  /* (the words; the store warps freed the buffer before its Q load) */
+            stage_o(o, inv, buf, cw, warp, lane);
+            o_handoff(go + (fj_i64)(m0 + 64 * cw) * p.o_row_stride, o_rows(m0, sq.sq), 0);
+#else
             stage_o(o, inv, buf, cw, warp, lane);
             named_sync<128>(4 + cw);
             copy_o_out(buf, cw, m0, sq.sq, go, p.o_row_stride);
@@ -1596,14 +1752,21 @@ fj_attn_fwd_sm90(const __grid_constant__ fj_attn_params p, const __grid_constant
             __syncwarp();
             if (lane == 0)
                 mbar_arrive(QE_BAR(0));
+#endif
         } else if constexpr (OSLOT) {
             /* Through this warpgroup's rows of the O slot (the Q buffer already holds the next
              * tile's Q); the first barrier: the warpgroup's reads of the last tile's O are done */
             const fj_u32 obuf = s_q + QST * Q_BYTES;
+#if FA3_OCOPY
+            o_wait_empty();  /* the store warps have read the last O of this warpgroup */
+            stage_o(o, inv, obuf, cw, warp, lane);
+            o_handoff(go + (fj_i64)(m0 + 64 * cw) * p.o_row_stride, o_rows(m0, sq.sq), -1);
+#else
             named_sync<128>(4 + cw);
             stage_o(o, inv, obuf, cw, warp, lane);
             named_sync<128>(4 + cw);
             copy_o_out(obuf, cw, m0, sq.sq, go, p.o_row_stride);
+#endif
         } else {
             /* Straight from the accumulators (the Q buffer already holds the next tile's Q):
              * each store is 2 columns; the 4 lanes of a row fill 16 contiguous bytes. */
@@ -1627,5 +1790,9 @@ fj_attn_fwd_sm90(const __grid_constant__ fj_attn_params p, const __grid_constant
         copy_o_out(s_q, cw, m0, sq.sq, go, p.o_row_stride);
 #endif
     }
+#endif
+#if FA3_OCOPY
+    o_wait_empty();  /* the end of the store warps' work */
+    o_handoff(nullptr, -1, 0);
 #endif
 }
