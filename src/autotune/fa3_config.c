@@ -99,6 +99,18 @@ fj_fa3_config fj_fa3_default(int head_dim, int mask, int seqlen_q)
         ((head_dim > 96 && head_dim <= 128) || (head_dim <= 64 && cls == FJ_FA3_CLASS_SHORT) ||
          (cls == FJ_FA3_CLASS_LONG && (head_dim == 64 || head_dim == 256))))
         c.persistent = 2;
+    /* The autotuner over the benchmark shapes (bench/results/2026-11-30-h200-tuned-vs-default.md
+     * and -session6-tuning.md: two runs, every candidate timed, a winner kept only > 3% ahead):
+     * - hdim 256 causal at <= 1k: 128x64 (grid) 0.1095/0.1093 ms vs 128x80 0.1138/0.1134 at
+     *   512 (+4% both runs), level at 1k (0.1573 vs 0.1572);
+     * - hdim 128 unmasked above FJ_FA3_LONG_SEQ: 128x192 persistent 2.995 vs 3.151 ms at 16k
+     *   (+5%; run 1 of NOTES.md +3%, run h3-2 level), 1% ahead at 8k (kept 128x176 there). */
+    if (cls == FJ_FA3_CLASS_SHORT && mask == FJ_MASK_CAUSAL && head_dim > 192)
+        c = cfg(128, 64);
+    if (cls == FJ_FA3_CLASS_VLONG && mask == FJ_MASK_NONE && head_dim > 96 && head_dim <= 128) {
+        c = cfg(128, 192);
+        c.persistent = 1;
+    }
     return c;
 }
 

@@ -17,7 +17,8 @@
  *   FJ_FA3_PERSISTENT 1: a persistent grid (one CTA per SM) walks the work tiles in a static
  *                    round-robin (masked: longest tiles first, serpentine, see sched_tile);
  *                    the next tile's Q and K/V load under the current tile's last GEMMs and
- *                    epilogue (O is then stored straight from registers, except with XTILE)
+ *                    epilogue (O then goes out through an O slot, the Q buffer (OQ) or
+ *                    XTILE's Q buffer where shared memory allows, else from registers)
  *   FJ_FA3_SCHED     persistent only: 0 (default) the static order above; 1 dynamic: each CTA
  *                    takes its first tile by blockIdx.x and then the next free one from a
  *                    global atomic counter (the kernel's last argument), in the same tile order
@@ -33,13 +34,15 @@
  *                    freed after the epilogue (default with the dynamic order, hd > 128)
  *   FJ_FA3_OCOPY     persistent variants that stage O in shared memory: 1 the producer
  *                    warpgroup's idle warps 1..3 copy it to global memory (see "O copy" below;
- *                    default with an O slot), 0 the consumers do (default otherwise)
+ *                    default with an O slot and cluster 1), 0 the consumers do (default
+ *                    otherwise)
  *   FJ_FA3_L2GROUP   masked persistent order: 1 longest-first within L2-sized groups of heads
  *                    when batch*heads >= SMs/2, 0 never (default for hd < 128), 2 always
  *   FJ_FA3_CLUSTER   1 (default): one CTA per work tile; 2: clusters of two CTAs on adjacent
  *                    query tiles of one (batch, head) share every K/V block: each loads half of
- *                    it for both (TMA multicast). Unmasked, grid or static persistent only; see
- *                    "Cluster of two" below
+ *                    it for both (TMA multicast). Unmasked, grid or static persistent only,
+ *                    without OCOPY; see "Cluster of two" below. Measured no gain on the H200
+ *                    (NOTES.md runs h3-1/h3-2): a dev knob, not a library configuration
  *   FJ_FA3_HANG_TRAP 1: an mbarrier wait that spins 2^22 times traps (dev builds)
  *   FJ_FA3_PV_SPLIT  1: O += P V as one wgmma per 64-column chunk of V (dev/diagnosis)
  * Run-time: batch, heads (GQA/MQA), seqlen_q/k (any), varlen (cu_seqlens), strides, LSE,
@@ -81,13 +84,17 @@
  * next to the Q buffer it loads into, written before the arrive.expect_tx of that buffer's
  * full barrier (the arrive releases, the consumers' wait acquires; the word is rewritten only
  * after the buffer's empty barrier, i.e. after every consumer warp read it). A tile with no
- * visible key is handed over without data (plain arrive; the consumers free the buffer and
- * write its zeros); a tile past a varlen sequence's end is skipped; index -1 ends the work.
+ * visible key is handed over without data (plain arrive; its zeros are written like any O,
+ * and the buffer freed after them); a tile past a varlen sequence's end is skipped; index -1
+ * ends the work.
  * Every CTA with a first tile claims until it fails once, so a launch makes exactly `tiles`
  * claims; the claim that returns tiles - 1 is the launch's last and resets the counter
- * to 0 for the next launch (nothing else touches it after that). The host (src/api/dispatch.c)
- * gives each launch its own counter from a ring; unsafe: more launches in flight at once than
- * the ring has slots, and a launch that traps (its context is lost anyway).
+ * to 0 for the next launch (nothing else touches it after that). The host (fj_sched_counter,
+ * src/api/ctx.c) gives plain launches counters from a ring of 64 and each launch captured
+ * into a CUDA graph one of its own (4096, then reused, logged). Unsafe: two launches that
+ * share a counter running at the same time (more than 64 plain launches executing at once,
+ * or graphs captured more than 4096 captures apart running together), and a launch that
+ * traps (its context is lost anyway).
  *
  * Cluster of two (FJ_FA3_CLUSTER 2, FA3's cluster along M). The two CTAs of a cluster (ranks 0
  * and 1: grid x 2k and 2k+1, or in persistent mode the work tiles 2u and 2u+1 of each round,
@@ -115,7 +122,8 @@
  * waits for it) and, for a Q buffer, after fence.proxy.async, the Q buffer's empty mbarrier
  * the producer's next TMA load waits for. A handoff with a negative row count ends the work.
  *
- * Shared memory: [Q][K stage 0][K stage 1][V stage 0][V stage 1][barriers], each tile
+ * Shared memory: [Q buffers (QST)][O slot (OSLOT)][K stage 0][K stage 1][V stage 0]
+ * [V stage 1][256 bytes: barriers and words, see the map at `bar` in the kernel], each tile
  * stored as ceil(hd/64) column chunks of rows x 128 bytes (the TMA box), 16-byte units
  * XOR-swizzled by (row % 8), every chunk 1024-byte aligned. Descriptors: K-major (Q, K):
  * SBO 1024 (8-row groups), LBO unused, k16 step = +32 bytes inside a chunk; N-major (V):
@@ -264,11 +272,15 @@
  * So it pays where nothing waits for the staging buffer but the next handoff (the O slot):
  * the default there (not with FJ_FA3_CLUSTER 2, a dev knob whose combination with it is
  * unchecked), 0 elsewhere. */
-#ifndef FJ_FA3_OCOPY
-#define FJ_FA3_OCOPY (FA3_OSLOT_ && FJ_FA3_CLUSTER == 1)
-#endif
 #define FA3_OSLOT_ (FJ_FA3_OBUF && FJ_FA3_PERSISTENT && !FJ_FA3_XTILE && FA3_QST2_FITS)
 #define FA3_OQ_ (FJ_FA3_OQ && FJ_FA3_PERSISTENT && !FJ_FA3_XTILE && !FA3_OSLOT_)
+#ifndef FJ_FA3_OCOPY
+#define FJ_FA3_OCOPY (FA3_OSLOT_ && FJ_FA3_CLUSTER == 1)
+#elif FJ_FA3_OCOPY != 0 && FJ_FA3_OCOPY != 1
+#error "FJ_FA3_OCOPY is 0 or 1"
+#elif FJ_FA3_OCOPY && FJ_FA3_CLUSTER == 2
+#error "FJ_FA3_OCOPY 1 with FJ_FA3_CLUSTER 2: never run together (untested)"
+#endif
 #define FA3_OCOPY (FJ_FA3_OCOPY && FJ_FA3_PERSISTENT && ((FJ_FA3_XTILE && FJ_FA3_OSMEM) || FA3_OSLOT_ || FA3_OQ_))
 #if FJ_FA3_XTILE && !(FJ_FA3_PERSISTENT && FJ_FA3_OVERLAP && FA3_QST2_FITS)
 #error "FJ_FA3_XTILE needs FJ_FA3_PERSISTENT, FJ_FA3_OVERLAP and room for two Q buffers"
@@ -376,12 +388,19 @@ FJ_DEVICE void mbar_wait(fj_u32 bar, int parity)
 template <int UNUSED = 0> FJ_DEVICE void mbar_wait_warp(fj_u32 bar, int parity)
 {
     fj_u32 ok;
+#if FJ_FA3_HANG_TRAP
+    unsigned spins = 0;
+#endif
     do {
         asm volatile("{ .reg .pred p; mbarrier.try_wait.parity.shared::cta.b64 p, [%1], %2;\n"
                      "selp.u32 %0, 1, 0, p; }\n"
                      : "=r"(ok)
                      : "r"(bar), "r"(parity)
                      : "memory");
+#if FJ_FA3_HANG_TRAP
+        if (++spins == 4194304u)   /* as mbar_wait's */
+            asm volatile("trap;\n");
+#endif
     } while (!__all_sync(0xffffffffu, ok));
 }
 
@@ -1028,16 +1047,18 @@ fj_attn_fwd_sm90(const __grid_constant__ fj_attn_params p, const __grid_constant
 
     const fj_u32 base = (smem_u32(smem_raw) + 1023u) & ~1023u;
     const fj_u32 s_q = base, s_k = base + OFF_K, s_v = base + OFF_V;
-    /* q[0], kfull[2], vfull[2], kempty[2], vempty[2], qempty[0], q[1], qempty[1] */
+    /* The 256 bytes at bar: 0 qfull[0]; 8, 16 kfull; 24, 32 vfull; 40, 48 kempty; 56, 64
+     * vempty; 72 qempty[0]; 80, 88 qfull[1], qempty[1]; 96, 104 qfull[2], qempty[2]; 112..128
+     * Q_TILE words (dynamic order); 128..256 the anchor scratch, or with FA3_OCOPY 128..160
+     * the anchor, 160.. O_FULL, 184.. O_EMPTY, 208..256 O_WORDS. */
     const fj_u32 bar = base + OFF_BAR;
     const fj_u32 b_kf = bar + 8, b_vf = bar + 24, b_ke = bar + 40, b_ve = bar + 56;
-    /* Q buffer qb: full barrier QF_BAR(qb), empty barrier QE_BAR(qb), data s_q + qb*Q_BYTES;
-     * bar + 128.. is the anchor scratch */
+    /* Q buffer qb: full barrier QF_BAR(qb), empty barrier QE_BAR(qb), data s_q + qb*Q_BYTES */
 #define QF_BAR(qb) (bar + ((qb) == 0 ? 0 : 64 + 16 * (qb)))
 #define QE_BAR(qb) (bar + 72 + 16 * (qb))
     /* dynamic schedule: the index of the tile whose Q goes into buffer qb (-1: no more) */
 #define Q_TILE(qb) (bar + 112 + 4 * (qb))
-    static_assert(QST <= 4, "Q_TILE words end at bar + 128 (the anchor scratch)");
+    static_assert(QST <= 3, "Q barriers end at bar + 112, where the Q_TILE words start");
 #if FA3_OCOPY
     /* O copy: per consumer warpgroup cw an "O full" mbarrier (one arrival per consumer thread),
      * an "O empty" one (one per store warp) and 16 bytes of words: the global address of its
