@@ -292,6 +292,11 @@ def main():
             for sl, cc in distinct_defaults(hd, mask, (512, 2048, 16384)):
                 for n in ns:
                     variants.append((1, hd, mask) + cc + (PE(n), "bench"))
+    def cluster_ab(configs):
+        """bf16 unmasked bench pairs, cluster 1 and 2, of (head_dim, (bm, bn, ov, pp, ps))"""
+        return [(1, hd, 0) + c + (extra, "bench") for hd, c in configs
+                for extra in ((), (("FJ_FA3_CLUSTER", 2),))]
+
     if os.environ.get("FA3_SET") == "cluster":
         # run h3-1: clusters of two CTAs with K/V multicast (FJ_FA3_CLUSTER 2), unmasked, grid and
         # static persistent. Checks: every (dtype, head_dim) unmasked default tile both ways (hd 64
@@ -308,23 +313,19 @@ def main():
                     variants.append((dt, hd, 0, c.block_m, c.block_n, 1, c.pingpong, ps, C2, "check"))
             for ps in (0, 1):
                 variants.append((dt, 128, 0, 128, 128, 1, 1, ps, C2, "check"))
-        for hd, c in ((128, (128, 128, 1, 1, 0)), (128, (128, 128, 1, 1, 1)), (128, (128, 176, 1, 1, 0)),
-                      (128, (128, 176, 1, 1, 1)), (256, (128, 80, 1, 1, 0)), (256, (128, 80, 1, 1, 1)),
-                      (64, (192, 128, 1, 0, 1))):
-            for extra in ((), C2):
-                variants.append((1, hd, 0) + c + (extra, "bench"))
+        variants += cluster_ab(((128, (128, 128, 1, 1, 0)), (128, (128, 128, 1, 1, 1)),
+                                (128, (128, 176, 1, 1, 0)), (128, (128, 176, 1, 1, 1)),
+                                (256, (128, 80, 1, 1, 0)), (256, (128, 80, 1, 1, 1)),
+                                (64, (192, 128, 1, 0, 1))))
     if os.environ.get("FA3_SET") == "cluster2":
         # run h3-2: the hd128 unmasked A/B of run h3-1 again with 5 rounds and 4k, plus 128x192
         # (fits with one Q buffer; run 1's best hd128 tile at 16k) and the hd256 unmasked default
         # (128x80 grid); bench role only (the kernel source is run h3-1's, whose
         # check set passed; the bench role still runs its short checks)
-        variants = []
-        C2 = (("FJ_FA3_CLUSTER", 2),)
-        for hd, c in ((128, (128, 128, 1, 1, 0)), (128, (128, 128, 1, 1, 1)), (128, (128, 176, 1, 1, 0)),
-                      (128, (128, 176, 1, 1, 1)), (128, (128, 192, 1, 1, 0)), (128, (128, 192, 1, 1, 1)),
-                      (256, (128, 80, 1, 1, 0))):
-            for extra in ((), C2):
-                variants.append((1, hd, 0) + c + (extra, "bench"))
+        variants = cluster_ab(((128, (128, 128, 1, 1, 0)), (128, (128, 128, 1, 1, 1)),
+                               (128, (128, 176, 1, 1, 0)), (128, (128, 176, 1, 1, 1)),
+                               (128, (128, 192, 1, 1, 0)), (128, (128, 192, 1, 1, 1)),
+                               (256, (128, 80, 1, 1, 0))))
     if os.environ.get("FA3_SET") == "onesum":
         # run 13: the row sums on the tensor cores (FJ_FA3_ONESUM 1; the kernel part is not in the
         # tree: `git apply bench/fa3_dev/results/onesum.patch` first, refuted in runs 13-14). Checks: the hd64 library
