@@ -5,6 +5,10 @@ from the torch profiler's trace), and a bf16 GEMM ceiling (torch.matmul 8192^3, 
 median) measured in the same process.
 
 usage: probe_peers.py [--shapes 128:none:512,64:causal:512,...] [--json out.json]
+       probe_peers.py --ncu-pairs LIB [--shapes ...]
+  --ncu-pairs: no profiler, no timing: per shape two fajit launches (LIB, through
+  bench_attn.Fajit) then two CUDNN launches on the same tensors, for Nsight Compute to profile
+  side by side (ncu --kernel-name regex:'fj_attn|flash_fprop' ...).
 """
 import argparse, json, os, tempfile
 
@@ -41,7 +45,29 @@ def main():
     ap = argparse.ArgumentParser()
     ap.add_argument("--shapes", default="128:none:512,128:none:16384,64:causal:512,256:none:512")
     ap.add_argument("--json")
+    ap.add_argument("--ncu-pairs", metavar="LIB")
     args = ap.parse_args()
+    if args.ncu_pairs:
+        import sys
+        sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
+        from bench_attn import Fajit
+        fj = Fajit(args.ncu_pairs)
+        for s in args.shapes.split(","):
+            hd, mask, n = s.split(":")
+            q, k, v = attn_inputs(int(hd), int(n))
+            causal = mask == "causal"
+            qt, kt, vt = (x.transpose(1, 2).contiguous() for x in (q, k, v))  # fajit: (b, s, h, d)
+            o = torch.empty_like(qt)
+            d = fj.desc(qt, kt, vt, o, causal)
+            for _ in range(2):
+                fj.fwd(d)
+            with sdpa_kernel(SDPBackend.CUDNN_ATTENTION):
+                for _ in range(2):
+                    F.scaled_dot_product_attention(q, k, v, is_causal=causal)
+            torch.cuda.synchronize()
+            print(f"ncu pairs: hd{hd} {mask} {n}", flush=True)
+        fj.close()
+        return
     res = {"gpu": torch.cuda.get_device_name(), "shapes": []}
     a = torch.randn(8192, 8192, device="cuda", dtype=torch.bfloat16)
     ms = triton.testing.do_bench(lambda: a @ a)
