@@ -261,7 +261,8 @@
  * copy" above) in every persistent variant that stages O in shared memory (the O slot, FJ_FA3_OQ,
  * the cross-tile stream with FJ_FA3_OSMEM); elsewhere no effect. 0: the consumers copy
  * their rows themselves before the next tile (the same code as before the knob). FA3_OCOPY: in
- * effect for this variant (the O slot and OQ tests as fa3::OSLOT and fa3::OQ below).
+ * effect for this variant (FA3_OSLOT_, FA3_OQ_: the O slot and OQ tests as macros for #if;
+ * fa3::OSLOT and fa3::OQ below are defined from them).
  * Runs 15-16 (bench/fa3_dev/NOTES.md, A/B in one call, medians of 3, TFLOP/s at 512/1k/2k/8k):
  * - O slot: a win. hd128 unmasked 128x128P 476/538/563/601 -> 493/547/583/606 (run 16; run 15
  *   +4.8/+4.5/+3.5/+0.9%), hd64 unmasked 192x128P +3.4/+4.6/+3.3/+1.4% (run 15 +2.8/+3.3/+2.3/
@@ -312,10 +313,9 @@ constexpr int Q_BYTES = DC * Q_CHUNK, KV_BYTES = DC * KV_CHUNK;
  * after next load during all of the next tile, as it did when the buffer was freed at the
  * tile's last S (without it, a run of one-block tiles waits for each Q load). */
 constexpr int QST = FJ_FA3_XTILE ? (FJ_FA3_OSMEM && FA3_QST3_FITS ? 3 : 2) : 1;
-constexpr int OSLOT = FJ_FA3_OBUF && FJ_FA3_PERSISTENT && !FJ_FA3_XTILE && FA3_QST2_FITS;  /* O slot */
-constexpr bool OQ = FJ_FA3_OQ && FJ_FA3_PERSISTENT && !FJ_FA3_XTILE && !OSLOT;  /* O via Q buffer */
+constexpr int OSLOT = FA3_OSLOT_;  /* O slot */
+constexpr bool OQ = FA3_OQ_;       /* O via Q buffer */
 static_assert(!OQ || QST == 1, "FJ_FA3_OQ: one Q buffer");
-static_assert(OSLOT == FA3_OSLOT_ && OQ == FA3_OQ_, "FA3_OCOPY's tests");
 static_assert((QST + OSLOT) * Q_BYTES + 4 * KV_BYTES + 256 + 1024 <= 227 * 1024, "QST");
 constexpr int OFF_K = (QST + OSLOT) * Q_BYTES, OFF_V = OFF_K + 2 * KV_BYTES, OFF_BAR = OFF_V + 2 * KV_BYTES;
 constexpr int SMEM_BYTES = OFF_BAR + 256 + 1024;  /* + barriers, scratch, alignment slack */
@@ -865,6 +865,25 @@ FJ_DEVICE void stage_o(const float (&o)[fa3::OREG], const float (&inv)[2], fj_u3
     }
 }
 
+/* 16-byte unit u of row rr of a buffer staged by stage_o (its swizzled address, as there) to
+ * unit u of row i of the global O at go: the copy step of copy_o_out and of the store warps.
+ * The global address is computed after the shared load, and with one chunk (u < 8) the unit is
+ * not masked, both as the callers had it inline: otherwise this code, simplified before it is
+ * inlined, changed copy_o_out's register allocation (hd 64 grid; SASS compared). */
+template <int UNUSED = 0>
+FJ_DEVICE void copy_o_unit(fj_u32 buf, int rr, int u, fj_u16 *go, int i, fj_i64 row_stride)
+{
+    const int cu = fa3::DC == 1 ? u : u & 7;  /* the unit within its chunk */
+    fj_u32 x0, x1, x2, x3;
+    asm volatile("ld.shared.v4.b32 {%0,%1,%2,%3}, [%4];\n"
+                 : "=r"(x0), "=r"(x1), "=r"(x2), "=r"(x3)
+                 : "r"(buf + (u >> 3) * fa3::Q_CHUNK + rr * 128 + ((cu ^ (rr & 7)) << 4))
+                 : "memory");
+    asm volatile("st.global.v4.b32 [%0], {%1,%2,%3,%4};\n" ::"l"(go + (fj_i64)i * row_stride + u * 8),
+                 "r"(x0), "r"(x1), "r"(x2), "r"(x3)
+                 : "memory");
+}
+
 /* The rows of this warpgroup staged by stage_o (after a barrier over the warpgroup) to global
  * memory as 16-byte loads and stores, rows m0 + 64*cw + r < sq_len. */
 template <int UNUSED = 0>
@@ -878,16 +897,8 @@ FJ_DEVICE void copy_o_out(fj_u32 buf, int cw, int m0, int sq_len, fj_u16 *go, fj
         if ((64 * UNITS) % 128 == 0 || idx < 64 * UNITS) {
             const int r = idx / UNITS, u = idx % UNITS;
             const int rr = 64 * cw + r, i = m0 + rr;
-            if (i < sq_len) {
-                fj_u32 x0, x1, x2, x3;
-                asm volatile("ld.shared.v4.b32 {%0,%1,%2,%3}, [%4];\n"
-                             : "=r"(x0), "=r"(x1), "=r"(x2), "=r"(x3)
-                             : "r"(buf + (u >> 3) * Q_CHUNK + rr * 128 + (((u & 7) ^ (rr & 7)) << 4))
-                             : "memory");
-                asm volatile("st.global.v4.b32 [%0], {%1,%2,%3,%4};\n" ::"l"(go + (fj_i64)i * row_stride + u * 8),
-                             "r"(x0), "r"(x1), "r"(x2), "r"(x3)
-                             : "memory");
-            }
+            if (i < sq_len)
+                copy_o_unit(buf, rr, u, go, i, row_stride);
         }
     }
 }
@@ -1068,6 +1079,10 @@ fj_attn_fwd_sm90(const __grid_constant__ fj_attn_params p, const __grid_constant
 #define O_EMPTY(cw) (bar + 184 + 8 * (cw))
 #define O_WORDS(cw) (bar + 208 + 16 * (cw))
     static_assert(NWG <= 3, "O copy words end at bar + 256");
+    /* the row count and the Q buffer at these offsets in the words (o_handoff stores them as
+     * one v2) */
+    constexpr int OW_ROWS = 8, OW_QB = OW_ROWS + 4;
+    constexpr int STORE_WARPS = 3;  /* warps 1..3 of the producer warpgroup */
 #endif
 
     if (threadIdx.x == 0) {
@@ -1085,7 +1100,7 @@ fj_attn_fwd_sm90(const __grid_constant__ fj_attn_params p, const __grid_constant
 #if FA3_OCOPY
         for (int i = 0; i < NWG; ++i) {
             mbar_init(O_FULL(i), 128);
-            mbar_init(O_EMPTY(i), 3);
+            mbar_init(O_EMPTY(i), STORE_WARPS);
         }
 #endif
         asm volatile("fence.mbarrier_init.release.cluster;\n" ::: "memory");
@@ -1113,30 +1128,26 @@ fj_attn_fwd_sm90(const __grid_constant__ fj_attn_params p, const __grid_constant
             for (int k = 0;; ++k) {
                 for (int cw = 0; cw < NWG; ++cw) {
                     mbar_wait(O_FULL(cw), k & 1);
-                    const int nrows = ld_shared_s32(O_WORDS(cw) + 8);
+                    const int nrows = ld_shared_s32(O_WORDS(cw) + OW_ROWS);
                     if (nrows < 0)  /* the end (every warpgroup ends at the same handoff) */
                         return;
-                    const int qb = ld_shared_s32(O_WORDS(cw) + 12);
+                    const int qb = ld_shared_s32(O_WORDS(cw) + OW_QB);
                     fj_u16 *const go = (fj_u16 *)ld_shared_u64(O_WORDS(cw));
                     const fj_u32 buf = s_q + (OSLOT ? QST : qb) * Q_BYTES;
 #pragma unroll 1
-                    for (int idx = si; idx < nrows * UNITS; idx += 96) {
-                        const int r = (unsigned)idx / UNITS, u = (unsigned)idx % UNITS, rr = 64 * cw + r;
-                        fj_u32 x0, x1, x2, x3;
-                        asm volatile("ld.shared.v4.b32 {%0,%1,%2,%3}, [%4];\n"
-                                     : "=r"(x0), "=r"(x1), "=r"(x2), "=r"(x3)
-                                     : "r"(buf + (u >> 3) * Q_CHUNK + rr * 128 + (((u & 7) ^ (rr & 7)) << 4))
-                                     : "memory");
-                        asm volatile("st.global.v4.b32 [%0], {%1,%2,%3,%4};\n" ::"l"(go + (fj_i64)r * p.o_row_stride + u * 8),
-                                     "r"(x0), "r"(x1), "r"(x2), "r"(x3)
-                                     : "memory");
+                    for (int idx = si; idx < nrows * UNITS; idx += 32 * STORE_WARPS) {
+                        const int r = (unsigned)idx / UNITS, u = (unsigned)idx % UNITS;
+                        copy_o_unit(buf, 64 * cw + r, u, go, r, p.o_row_stride);
                     }
                     if (!OSLOT)  /* generic reads of a Q buffer before the producer's next TMA write */
                         asm volatile("fence.proxy.async.shared::cta;\n" ::: "memory");
                     __syncwarp();
                     if (lane == 0) {
-                        if (!OSLOT)  /* 4 arrivals per consumer warpgroup, as its warps made them */
-                            mbar_arrive_n(QE_BAR(qb), si < 32 ? 2 : 1);
+                        /* the consumer warpgroup's 4 arrivals on QE_BAR (initialised to NWG * 4,
+                         * one per consumer warp, as its warps make them without the O copy): one
+                         * per store warp, the first store warp making the rest */
+                        if (!OSLOT)
+                            mbar_arrive_n(QE_BAR(qb), si < 32 ? 4 - (STORE_WARPS - 1) : 1);
                         mbar_arrive(O_EMPTY(cw));
                     }
                 }
@@ -1292,8 +1303,8 @@ fj_attn_fwd_sm90(const __grid_constant__ fj_attn_params p, const __grid_constant
     auto o_handoff = [&](fj_u16 *go_row, int nrows, int qb) {
         if ((threadIdx.x & 127) == 0)
             asm volatile("st.shared.b64 [%0], %1;\n"
-                         "st.shared.v2.b32 [%0 + 8], {%2, %3};\n" ::"r"(O_WORDS(cw)),
-                         "l"(go_row), "r"(nrows), "r"(qb)
+                         "st.shared.v2.b32 [%0 + %4], {%2, %3};\n" ::"r"(O_WORDS(cw)),
+                         "l"(go_row), "r"(nrows), "r"(qb), "n"(OW_ROWS)
                          : "memory");
         if constexpr (!OSLOT)  /* (a Q buffer: its next writer is the producer's TMA load) */
             asm volatile("fence.proxy.async.shared::cta;\n" ::: "memory");
@@ -1303,8 +1314,16 @@ fj_attn_fwd_sm90(const __grid_constant__ fj_attn_params p, const __grid_constant
         mbar_arrive(O_FULL(cw));
         ++ko;
     };
-    /* the rows of this warpgroup inside the sequence, of query block m0 (0..64) */
-    auto o_rows = [&](int m0, int sq_len) { return max(0, min(64, sq_len - m0 - 64 * cw)); };
+    /* O of this warpgroup (times inv) of query block m0 to the store warps: staged in buf (Q
+     * buffer qb, or the O slot), handed off with go's rows of this warpgroup, those inside the
+     * sequence (0..64). */
+    auto o_stage_handoff = [&](const float (&o)[OREG], const float (&inv)[2], fj_u32 buf, fj_u16 *go,
+                               int m0, int sq_len, int qb) {
+        o_wait_empty();
+        stage_o(o, inv, buf, cw, warp, lane);
+        o_handoff(go + (fj_i64)(m0 + 64 * cw) * p.o_row_stride,
+                  max(0, min(64, sq_len - m0 - 64 * cw)), qb);
+    };
 #endif
 
 #if FJ_FA3_XTILE
@@ -1355,9 +1374,8 @@ fj_attn_fwd_sm90(const __grid_constant__ fj_attn_params p, const __grid_constant
         if (FJ_FA3_OSMEM && !zero) {
             const fj_u32 buf = s_q + tq_b * Q_BYTES;
 #if FA3_OCOPY
-            o_wait_empty();  /* (the words; the buffer is this tile's own) */
-            stage_o(o, inv, buf, cw, warp, lane);
-            o_handoff(go + (fj_i64)(mb * BM + 64 * cw) * p.o_row_stride, o_rows(mb * BM, sq.sq), tq_b);
+            /* (its O empty wait: for the words; the buffer is this tile's own) */
+            o_stage_handoff(o, inv, buf, go, mb * BM, sq.sq, tq_b);
 #else
             stage_o(o, inv, buf, cw, warp, lane);
             named_sync<128>(4 + cw);
@@ -1762,9 +1780,9 @@ fj_attn_fwd_sm90(const __grid_constant__ fj_attn_params p, const __grid_constant
             fj_u32 buf;
             asm volatile("mov.u32 %0, %1;\n" : "=r"(buf) : "r"(s_q));
 #if FA3_OCOPY
-            o_wait_empty();  /* (the words; the store warps freed the buffer before its Q load) */
-            stage_o(o, inv, buf, cw, warp, lane);
-            o_handoff(go + (fj_i64)(m0 + 64 * cw) * p.o_row_stride, o_rows(m0, sq.sq), 0);
+            /* (its O empty wait: for the words; the store warps freed the buffer before its Q
+             * load) */
+            o_stage_handoff(o, inv, buf, go, m0, sq.sq, 0);
 #else
             stage_o(o, inv, buf, cw, warp, lane);
             named_sync<128>(4 + cw);
@@ -1779,9 +1797,8 @@ fj_attn_fwd_sm90(const __grid_constant__ fj_attn_params p, const __grid_constant
              * tile's Q); the first barrier: the warpgroup's reads of the last tile's O are done */
             const fj_u32 obuf = s_q + QST * Q_BYTES;
 #if FA3_OCOPY
-            o_wait_empty();  /* the store warps have read the last O of this warpgroup */
-            stage_o(o, inv, obuf, cw, warp, lane);
-            o_handoff(go + (fj_i64)(m0 + 64 * cw) * p.o_row_stride, o_rows(m0, sq.sq), -1);
+            /* (its O empty wait: the store warps have read the last O of this warpgroup) */
+            o_stage_handoff(o, inv, obuf, go, m0, sq.sq, -1);
 #else
             named_sync<128>(4 + cw);
             stage_o(o, inv, obuf, cw, warp, lane);
