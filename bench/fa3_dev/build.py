@@ -292,6 +292,21 @@ def main():
             for sl, cc in distinct_defaults(hd, mask, (512, 2048, 16384)):
                 for n in ns:
                     variants.append((1, hd, mask) + cc + (PE(n), "bench"))
+    if os.environ.get("FA3_SET") == "l2":
+        # run 17: the L2 group size of the masked persistent order (FJ_FA3_L2_BYTES, default 32 MB
+        # of K+V per group of heads): ncu (session 6) saw hd64 causal 512 read 225 MB from DRAM
+        # where Q+K+V is 201 MB (cuDNN: 201). The dynamic-order causal defaults with 32/16/8 MB;
+        # checks: the 16 and 8 MB variants (bf16, f16)
+        variants = []
+        L2 = lambda mb: ((("FJ_FA3_L2_BYTES", mb << 20),) if mb else ())
+        for hd, sl in ((64, 512), (64, 2048), (128, 512), (256, 2048)):
+            d = lib.fj_fa3_default(hd, 1, sl)
+            cc = (d.block_m, d.block_n, d.overlap, d.pingpong, d.persistent)
+            for mb in (0, 16, 8):
+                variants.append((1, hd, 1) + cc + (L2(mb), "bench"))
+                if mb:
+                    for dt in (1, 0):
+                        variants.append((dt, hd, 1) + cc + (L2(mb), "check"))
     def cluster_ab(configs):
         """bf16 unmasked bench pairs, cluster 1 and 2, of (head_dim, (bm, bn, ov, pp, ps))"""
         return [(1, hd, 0) + c + (extra, "bench") for hd, c in configs

@@ -387,20 +387,15 @@ FJ_DEVICE void mbar_wait(fj_u32 bar, int parity)
  * +74 instructions per K/V block at hd128). */
 template <int UNUSED = 0> FJ_DEVICE void mbar_wait_warp(fj_u32 bar, int parity)
 {
+    /* (no FJ_FA3_HANG_TRAP counter here: with one, the 24-register store warps of the 3-consumer
+     * dynamic variant spilled 336 bytes in the trap build) */
     fj_u32 ok;
-#if FJ_FA3_HANG_TRAP
-    unsigned spins = 0;
-#endif
     do {
         asm volatile("{ .reg .pred p; mbarrier.try_wait.parity.shared::cta.b64 p, [%1], %2;\n"
                      "selp.u32 %0, 1, 0, p; }\n"
                      : "=r"(ok)
                      : "r"(bar), "r"(parity)
                      : "memory");
-#if FJ_FA3_HANG_TRAP
-        if (++spins == 4194304u)   /* as mbar_wait's */
-            asm volatile("trap;\n");
-#endif
     } while (!__all_sync(0xffffffffu, ok));
 }
 
