@@ -219,19 +219,28 @@ def main():
                 variants.append((1, hd, mask) + t + (1, (), "bench"))
                 variants.append((1, hd, mask) + t + (2, (), "bench"))
                 variants.append((1, hd, mask) + t + (2, (G0,), "bench"))
+    def oq_x0_checks(xtile_hd64=False):
+        """check variants of run 10's OQ (O through the Q buffer) and X0 (dynamic order without
+        the cross-tile stream) configs, per mask; xtile_hd64: also hd64 128x128D with XTILE 1"""
+        OQ, X0, X1 = ("FJ_FA3_OQ", 1), ("FJ_FA3_XTILE", 0), ("FJ_FA3_XTILE", 1)
+        out = []
+        for mask in (0, 1, 2):
+            for ps in (1, 2):
+                out.append((1, 256, mask, 128, 80, 1, 1, ps, (OQ,), "check"))
+                out.append((1, 128, mask, 128, 176, 1, 1, ps, (OQ,), "check"))
+                out.append((0, 192, mask, 128, 112, 1, 1, ps, (OQ,), "check"))
+            out.append((1, 64, mask, 192, 128, 1, 0, 2, (X0,), "check"))
+            out.append((1, 128, mask, 128, 128, 1, 1, 2, (X0,), "check"))
+            if xtile_hd64:
+                out.append((1, 64, mask, 128, 128, 1, 1, 2, (X1,), "check"))
+        return out
+
     if os.environ.get("FA3_SET") == "oq":
         # run 10: checks as run 9 (sched) plus the new variants; bench: O staged in the tile's own
         # Q buffer in persistent kernels without an O slot (FJ_FA3_OQ: hd256 128x80, hd128 128x176)
         # and the dynamic order without the cross-tile stream (X0: one Q buffer + the O slot)
-        variants = [v for v in variants if v[-1] == "check"] + dynamic_checks()
+        variants = [v for v in variants if v[-1] == "check"] + dynamic_checks() + oq_x0_checks()
         OQ, X0 = ("FJ_FA3_OQ", 1), ("FJ_FA3_XTILE", 0)
-        for mask in (0, 1, 2):
-            for ps in (1, 2):
-                variants.append((1, 256, mask, 128, 80, 1, 1, ps, (OQ,), "check"))
-                variants.append((1, 128, mask, 128, 176, 1, 1, ps, (OQ,), "check"))
-                variants.append((0, 192, mask, 128, 112, 1, 1, ps, (OQ,), "check"))
-            variants.append((1, 64, mask, 192, 128, 1, 0, 2, (X0,), "check"))
-            variants.append((1, 128, mask, 128, 128, 1, 1, 2, (X0,), "check"))
         bench = [(64, 1, (192, 128, 1, 0, 0), ()), (64, 1, (128, 128, 1, 1, 2), ()),
                  (64, 1, (192, 128, 1, 0, 2), (X0,)), (64, 1, (128, 128, 1, 1, 2), (X0,)),
                  (128, 1, (128, 128, 1, 1, 2), ()), (128, 1, (128, 128, 1, 1, 0), ()),
@@ -405,14 +414,7 @@ def main():
                     for sl in (512, 0):
                         c = lib.fj_fa3_default(hd, mask, sl)
                         cands.append((dt, hd, mask, c.block_m, c.block_n, 1, c.pingpong, 2, (), "check"))
-        for mask in (0, 1, 2):
-            for ps in (1, 2):
-                cands.append((1, 256, mask, 128, 80, 1, 1, ps, (OQ,), "check"))
-                cands.append((1, 128, mask, 128, 176, 1, 1, ps, (OQ,), "check"))
-                cands.append((0, 192, mask, 128, 112, 1, 1, ps, (OQ,), "check"))
-            cands.append((1, 64, mask, 192, 128, 1, 0, 2, (X0,), "check"))
-            cands.append((1, 128, mask, 128, 128, 1, 1, 2, (X0,), "check"))
-            cands.append((1, 64, mask, 128, 128, 1, 1, 2, (("FJ_FA3_XTILE", 1),), "check"))
+        cands += oq_x0_checks(xtile_hd64=True)
         variants = []
         for v in dict.fromkeys(cands):
             if v[-1] == "check" and v[7] and applies(v):

@@ -355,18 +355,23 @@ FJ_DEVICE void mbar_arrive(fj_u32 bar)
 {
     asm volatile("{ .reg .b64 st; mbarrier.arrive.shared::cta.b64 st, [%0]; }\n" ::"r"(bar) : "memory");
 }
+/* One try_wait on the phase of `bar` with parity `parity`: 1 when it has completed. */
+FJ_DEVICE fj_u32 mbar_try(fj_u32 bar, int parity)
+{
+    fj_u32 ok;
+    asm volatile("{ .reg .pred p; mbarrier.try_wait.parity.shared::cta.b64 p, [%1], %2;\n"
+                 "selp.u32 %0, 1, 0, p; }\n"
+                 : "=r"(ok)
+                 : "r"(bar), "r"(parity)
+                 : "memory");
+    return ok;
+}
 /* Waits for the phase of `bar` with parity `parity` to complete. */
 FJ_DEVICE void mbar_wait(fj_u32 bar, int parity)
 {
 #if !FJ_FA3_HANG_TRAP
-    fj_u32 ok;
-    do {
-        asm volatile("{ .reg .pred p; mbarrier.try_wait.parity.shared::cta.b64 p, [%1], %2;\n"
-                     "selp.u32 %0, 1, 0, p; }\n"
-                     : "=r"(ok)
-                     : "r"(bar), "r"(parity)
-                     : "memory");
-    } while (!ok);
+    while (!mbar_try(bar, parity)) {
+    }
 #else
     /* 2^22 try_waits (each may suspend for a while): far longer than any legal wait */
     asm volatile("{ .reg .pred p; .reg .u32 n; mov.u32 n, 0;\n"
@@ -389,14 +394,8 @@ template <int UNUSED = 0> FJ_DEVICE void mbar_wait_warp(fj_u32 bar, int parity)
 {
     /* (no FJ_FA3_HANG_TRAP counter here: with one, the 24-register store warps of the 3-consumer
      * dynamic variant spilled 336 bytes in the trap build) */
-    fj_u32 ok;
-    do {
-        asm volatile("{ .reg .pred p; mbarrier.try_wait.parity.shared::cta.b64 p, [%1], %2;\n"
-                     "selp.u32 %0, 1, 0, p; }\n"
-                     : "=r"(ok)
-                     : "r"(bar), "r"(parity)
-                     : "memory");
-    } while (!__all_sync(0xffffffffu, ok));
+    while (!__all_sync(0xffffffffu, mbar_try(bar, parity))) {
+    }
 }
 
 /* One TMA box of a 4-D tensor map into shared memory, completing on `bar`. */
