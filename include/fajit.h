@@ -216,7 +216,8 @@ FAJIT_API fajit_status fajit_attn_check(fajit_ctx *ctx, const fajit_attn_desc *d
  * the calling thread. May be called while `stream` is captured into a CUDA graph (any
  * capture mode), including a kernel's first use; the graph may be replayed any number of
  * times (the gpu suite's graph_capture test). Under BLOCKING a first use still compiles or
- * reads the cache during the capture: warm first. */
+ * reads the cache during the capture, and a graph keeps the kernel it captured (under FALLBACK
+ * possibly a stand-in, for good): warm first. */
 FAJIT_API fajit_status fajit_attn_fwd(fajit_ctx *ctx, const fajit_attn_desc *d,
                                       void *stream);
 
