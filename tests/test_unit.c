@@ -630,14 +630,15 @@ START_TEST(sched_counters)
 END_TEST
 
 /* The Hopper default's length classes: the boundaries, a representative seqlen per class
- * that maps back to it, and the rule that differs between them (causal hd 256: the dynamic
- * order in the long class, the grid above FJ_FA3_LONG_SEQ). */
+ * that maps back to it, and rules that differ between them (causal hd 256: the dynamic order
+ * in the long class, the grid above FJ_FA3_LONG_SEQ; the mid class: hd 128 unmasked only). */
 START_TEST(fa3_length_classes)
 {
     static const struct { int seqlen, cls; } k[] = {
         {0, FJ_FA3_CLASS_LONG},       {1, FJ_FA3_CLASS_LONG},
         {2, FJ_FA3_CLASS_SHORT},      {FJ_FA3_SHORT_SEQ, FJ_FA3_CLASS_SHORT},
-        {FJ_FA3_SHORT_SEQ + 1, FJ_FA3_CLASS_LONG}, {FJ_FA3_LONG_SEQ, FJ_FA3_CLASS_LONG},
+        {FJ_FA3_SHORT_SEQ + 1, FJ_FA3_CLASS_MID}, {FJ_FA3_MID_SEQ, FJ_FA3_CLASS_MID},
+        {FJ_FA3_MID_SEQ + 1, FJ_FA3_CLASS_LONG},  {FJ_FA3_LONG_SEQ, FJ_FA3_CLASS_LONG},
         {FJ_FA3_LONG_SEQ + 1, FJ_FA3_CLASS_VLONG}, {1 << 24, FJ_FA3_CLASS_VLONG},
     };
     for (size_t i = 0; i < sizeof k / sizeof k[0]; i++)
@@ -650,6 +651,16 @@ START_TEST(fa3_length_classes)
     /* hd 128 causal keeps the dynamic order at every length */
     for (int c = 0; c < FJ_FA3_CLASSES; c++)
         ck_assert_int_eq(fj_fa3_default(128, FJ_MASK_CAUSAL, fj_fa3_class_seqlen(c)).persistent, 2);
+    /* the mid class is the long class but for hd 97..128 unmasked (128x128 persistent) */
+    for (int hd = 8; hd <= 256; hd += 8)
+        for (int m = 0; m < 3; m++) {
+            fj_fa3_config mid = fj_fa3_default(hd, m, FJ_FA3_MID_SEQ);
+            fj_fa3_config lng = fj_fa3_default(hd, m, FJ_FA3_LONG_SEQ);
+            if (m == FJ_MASK_NONE && hd > 96 && hd <= 128)
+                ck_assert(mid.block_m == 128 && mid.block_n == 128 && mid.persistent == 1);
+            else
+                ck_assert_msg(memcmp(&mid, &lng, sizeof mid) == 0, "hd %d mask %d", hd, m);
+        }
 }
 END_TEST
 

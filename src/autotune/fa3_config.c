@@ -39,12 +39,15 @@ int fj_fa3_length_class(int seqlen_q)
 {
     if (seqlen_q > 1 && seqlen_q <= FJ_FA3_SHORT_SEQ)
         return FJ_FA3_CLASS_SHORT;
+    if (seqlen_q > FJ_FA3_SHORT_SEQ && seqlen_q <= FJ_FA3_MID_SEQ)
+        return FJ_FA3_CLASS_MID;
     return seqlen_q > FJ_FA3_LONG_SEQ ? FJ_FA3_CLASS_VLONG : FJ_FA3_CLASS_LONG;
 }
 
 int fj_fa3_class_seqlen(int length_class)
 {
-    static const int seq[FJ_FA3_CLASSES] = {0, FJ_FA3_SHORT_SEQ, 2 * FJ_FA3_LONG_SEQ};
+    static const int seq[FJ_FA3_CLASSES] = {0, FJ_FA3_SHORT_SEQ, 2 * FJ_FA3_LONG_SEQ,
+                                             FJ_FA3_MID_SEQ};
     return length_class >= 0 && length_class < FJ_FA3_CLASSES ? seq[length_class] : 0;
 }
 
@@ -97,18 +100,26 @@ fj_fa3_config fj_fa3_default(int head_dim, int mask, int seqlen_q)
      * order leads, 459 vs 453 and 644 vs 619). */
     if (mask == FJ_MASK_CAUSAL &&
         ((head_dim > 96 && head_dim <= 128) || (head_dim <= 64 && cls == FJ_FA3_CLASS_SHORT) ||
-         (cls == FJ_FA3_CLASS_LONG && (head_dim == 64 || head_dim == 256))))
+         ((cls == FJ_FA3_CLASS_LONG || cls == FJ_FA3_CLASS_MID) &&
+          (head_dim == 64 || head_dim == 256))))
         c.persistent = 2;
     /* The autotuner over the benchmark shapes (bench/results/2026-11-30-h200-tuned-vs-default.md
      * and -session6-tuning.md: two runs, every candidate timed, a winner kept only > 3% ahead):
      * - hdim 256 causal at <= 1k: 128x64 (grid) 0.1095/0.1093 ms vs 128x80 0.1138/0.1134 at
      *   512 (+4% both runs), level at 1k (0.1573 vs 0.1572);
      * - hdim 128 unmasked above FJ_FA3_LONG_SEQ: 128x192 persistent 2.995 vs 3.151 ms at 16k
-     *   (+5%; run 1 of NOTES.md +3%, run h3-2 level), 1% ahead at 8k (kept 128x176 there). */
+     *   (+5%; run 1 of NOTES.md +3%, run h3-2 level), 1% ahead at 8k (kept 128x176 there);
+     * - hdim 128 unmasked at 1k-2k (the mid class): 128x128 persistent (with the O copy)
+     *   0.4144 vs 0.4305 ms at 2k (+4%; run 15 of NOTES.md 595 vs 569 TFLOP/s), but 2.6%
+     *   slower at 8k: hence a class of its own. */
     if (cls == FJ_FA3_CLASS_SHORT && mask == FJ_MASK_CAUSAL && head_dim > 192)
         c = cfg(128, 64);
     if (cls == FJ_FA3_CLASS_VLONG && mask == FJ_MASK_NONE && head_dim > 96 && head_dim <= 128) {
         c = cfg(128, 192);
+        c.persistent = 1;
+    }
+    if (cls == FJ_FA3_CLASS_MID && mask == FJ_MASK_NONE && head_dim > 96 && head_dim <= 128) {
+        c = cfg(128, 128);
         c.persistent = 1;
     }
     return c;
