@@ -57,13 +57,18 @@ fj_fa3_config fj_fa3_default(int head_dim, int mask, int seqlen_q)
     /* FA3's tiles, trimmed to what fits the shared memory with hdim in between, then
      * checked on the H200 (bench/fa3_dev/NOTES.md): hdim 64 is fastest with 3 consumer
      * warpgroups; hdim 128 causal with 128x128. */
+    /* hdim 97..128 unmasked, block_n by length class (persistent, below): 128 up to
+     * FJ_FA3_MID_SEQ, 176 to FJ_FA3_LONG_SEQ, 192 above (evidence with each class below) */
+    static const int bn_hd128_none[FJ_FA3_CLASSES] = {
+        [FJ_FA3_CLASS_SHORT] = 128, [FJ_FA3_CLASS_MID] = 128, [FJ_FA3_CLASS_LONG] = 176,
+        [FJ_FA3_CLASS_VLONG] = 192};
     fj_fa3_config c;
     if (head_dim <= 64)
         c = cfg(192, 128);
     else if (head_dim <= 96)
         c = cfg(128, 128);
     else if (head_dim <= 128)
-        c = mask == FJ_MASK_NONE ? cfg(128, 176) : cfg(128, 128);
+        c = cfg(128, mask == FJ_MASK_NONE ? bn_hd128_none[cls] : 128);
     else if (head_dim <= 192)
         c = cfg(128, 112);
     else
@@ -76,10 +81,8 @@ fj_fa3_config fj_fa3_default(int head_dim, int mask, int seqlen_q)
     /* Prefill of at most 1k tokens (bench/fa3_dev/NOTES.md runs 4-6, same-run A/B):
      * hdim 64 causal 128x128 persistent 206/272 TFLOP/s vs 164/235 for 192x128 at 512/1k
      * (slower from 2k); hdim 128 unmasked 128x128 persistent +4..6% over 128x176 (all three
-     * runs; 1-3% slower at 16k). */
-    if (cls == FJ_FA3_CLASS_SHORT &&
-        ((head_dim <= 64 && mask == FJ_MASK_CAUSAL) ||
-         (head_dim > 96 && head_dim <= 128 && mask == FJ_MASK_NONE))) {
+     * runs; 1-3% slower at 16k: bn_hd128_none above). */
+    if (cls == FJ_FA3_CLASS_SHORT && head_dim <= 64 && mask == FJ_MASK_CAUSAL) {
         c = cfg(128, 128);
         c.persistent = 1;
     }
@@ -111,17 +114,10 @@ fj_fa3_config fj_fa3_default(int head_dim, int mask, int seqlen_q)
      *   (+5%; run 1 of NOTES.md +3%, run h3-2 level), 1% ahead at 8k (kept 128x176 there);
      * - hdim 128 unmasked at 1k-2k (the mid class): 128x128 persistent (with the O copy)
      *   0.4144 vs 0.4305 ms at 2k (+4%; run 15 of NOTES.md 595 vs 569 TFLOP/s), but 2.6%
-     *   slower at 8k: hence a class of its own. */
+     *   slower at 8k: hence a class of its own.
+     * (The two hdim 128 entries are bn_hd128_none's; the hdim 256 one follows.) */
     if (cls == FJ_FA3_CLASS_SHORT && mask == FJ_MASK_CAUSAL && head_dim > 192)
         c = cfg(128, 64);
-    if (cls == FJ_FA3_CLASS_VLONG && mask == FJ_MASK_NONE && head_dim > 96 && head_dim <= 128) {
-        c = cfg(128, 192);
-        c.persistent = 1;
-    }
-    if (cls == FJ_FA3_CLASS_MID && mask == FJ_MASK_NONE && head_dim > 96 && head_dim <= 128) {
-        c = cfg(128, 128);
-        c.persistent = 1;
-    }
     return c;
 }
 
