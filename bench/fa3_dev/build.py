@@ -219,6 +219,11 @@ def main():
                 variants.append((1, hd, mask) + t + (1, (), "bench"))
                 variants.append((1, hd, mask) + t + (2, (), "bench"))
                 variants.append((1, hd, mask) + t + (2, (G0,), "bench"))
+    def dynamic_of_defaults(dt, hd, mask):
+        """check variants: the short- and long-class default tiles with the dynamic order"""
+        return [(dt, hd, mask, c.block_m, c.block_n, 1, c.pingpong, 2, (), "check")
+                for c in (lib.fj_fa3_default(hd, mask, sl) for sl in (512, 0))]
+
     def oq_x0_checks(xtile_hd64=False):
         """check variants of run 10's OQ (O through the Q buffer) and X0 (dynamic order without
         the cross-tile stream) configs, per mask; xtile_hd64: also hd64 128x128D with XTILE 1"""
@@ -262,9 +267,7 @@ def main():
         for dt in (1, 0):
             for hd in CHECK_HD:
                 for mask in (0, 1, 2):
-                    for sl in (512, 0):
-                        c = lib.fj_fa3_default(hd, mask, sl)
-                        variants.append((dt, hd, mask, c.block_m, c.block_n, 1, c.pingpong, 2, (), "check"))
+                    variants += dynamic_of_defaults(dt, hd, mask)
                     variants.append((dt, hd, mask, xt[hd][0], xt[hd][1], 1, xt[hd][2], 2, (), "check"))
         for mask in (0, 1, 2):
             for ps in (1, 2):
@@ -411,9 +414,7 @@ def main():
         for dt in (1, 0):
             for hd in CHECK_HD:
                 for mask in (0, 1, 2):
-                    for sl in (512, 0):
-                        c = lib.fj_fa3_default(hd, mask, sl)
-                        cands.append((dt, hd, mask, c.block_m, c.block_n, 1, c.pingpong, 2, (), "check"))
+                    cands += dynamic_of_defaults(dt, hd, mask)
         cands += oq_x0_checks(xtile_hd64=True)
         variants = []
         for v in dict.fromkeys(cands):
