@@ -509,11 +509,12 @@ START_TEST(policies_with_fake_driver)
     ck_assert_uint_eq(g_fake.threads, tt);
     fajit_ctx_destroy(ctx);
 
-    /* FALLBACK without a tuning row: a short prefill whose own default (128x128
-     * persistent) is not compiled runs the cached long-sequence default (128x176) at once
-     * and swaps its own in when the background compile ends. */
-    fajit_attn_desc dl = d, ds;
-    dl.mask = FAJIT_MASK_NONE;
+    /* FALLBACK without a tuning row: a short prefill whose own default (hdim 256 causal:
+     * 128x64, grid) is not compiled runs the cached long-sequence default (128x80, dynamic
+     * order) at once and swaps its own in when the background compile ends. */
+    fajit_attn_desc dl, ds;
+    fajit_attn_desc_init(&dl, p, p, p, p, 1, 16, 16, 4096, 4096, 256, FAJIT_BF16);
+    dl.mask = FAJIT_MASK_CAUSAL;
     ds = dl;
     ds.seqlen_q = ds.seqlen_k = 512;
     fj_kcfg kl, ks;

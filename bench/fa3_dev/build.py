@@ -433,6 +433,45 @@ def main():
             variants.append((1, 128, 0, 128, 176, 1, 1, 1, (OQ, OC), "bench"))
         else:  # run 16: no unmasked variant that does not stage O (nothing to compare)
             variants = [v for v in variants if v[-1] == "check" or applies(v) or v[2] == 1]
+    if os.environ.get("FA3_SET") == "lazy":
+        # run 18: lazy rescaling (FJ_FA3_LAZY 8: the base moves only when a row's maximum grows by
+        # more than 2^8, O rescaled only when some row of the warp moved). Checks: the library
+        # default of every (dtype, head_dim, mask) and length class with it, their dynamic-order
+        # variants and the diagnostic schedules (serial, no ping-pong, 3 consumers); bench: the
+        # library defaults of hd 64/128/256 none/causal for 512..16k, LAZY 0 (= HEAD) and 8
+        LZ = ("FJ_FA3_LAZY", int(os.environ.get("LAZY_T", "8")))
+        cands = []
+        for dt in (1, 0):
+            for hd in CHECK_HD:
+                for mask in (0, 1, 2):
+                    for sl in (512, 2048, 16384):
+                        c = lib.fj_fa3_default(hd, mask, sl)
+                        cands.append((dt, hd, mask, c.block_m, c.block_n, c.overlap, c.pingpong, c.persistent, (), "check"))
+                    cands += dynamic_of_defaults(dt, hd, mask)
+        cands += [v for v in variants if v[-1] == "check" and v[8] == () and (v[5] == 0 or v[6] == 0)]
+        variants = [v[:8] + ((LZ,), "check") for v in dict.fromkeys(cands)]
+        if os.environ.get("LAZY_CHECKS", "1") == "0":  # run 19: the bench cubins only
+            variants = []
+        for hd in (64, 128, 256):
+            for mask in (0, 1):
+                for sl, c in distinct_defaults(hd, mask, (512, 1024, 2048, 8192, 16384)):
+                    # (run 19's A was the kernel default then, 0; it is 8 now: named explicitly)
+                    variants.append((1, hd, mask) + c + ((("FJ_FA3_LAZY", 0),), "bench"))
+                    variants.append((1, hd, mask) + c + ((LZ,), "bench"))
+    if os.environ.get("FA3_SET") == "lazy2":
+        # run 20 (lazy rescaling now the kernel default): tiles that may gain from it. hd128
+        # unmasked 128x144P / 128x160P (an O slot still fits) against the 128x128P default; hd128
+        # causal 128x128D without the cross-tile stream (X0: the O slot and its copy) against the
+        # default; hd256 unmasked 128x80 persistent with O through the Q buffer against the grid;
+        # hd64 causal 128x128D without ping-pong against the default (lazy off at hd64 masked)
+        X0, OQ = ("FJ_FA3_XTILE", 0), ("FJ_FA3_OQ", 1)
+        variants = [(1, 128, 0, 128, 128, 1, 1, 1, (), "bench"), (1, 128, 0, 128, 144, 1, 1, 1, (), "bench"),
+                    (1, 128, 0, 128, 160, 1, 1, 1, (), "bench"),
+                    (1, 128, 1, 128, 128, 1, 1, 2, (), "bench"), (1, 128, 1, 128, 128, 1, 1, 2, (X0,), "bench"),
+                    (1, 256, 0, 128, 80, 1, 1, 0, (), "bench"), (1, 256, 0, 128, 80, 1, 1, 1, (OQ,), "bench"),
+                    (1, 64, 1, 128, 128, 1, 1, 2, (), "bench"), (1, 64, 1, 128, 128, 1, 0, 2, (), "bench")]
+        variants += [(dt,) + v[1:9] + ("check",) for v in variants[1:3] + variants[4:5] + variants[8:9]
+                     for dt in (1, 0)]
     variants = list(dict.fromkeys(variants))  # a diagnostic variant may be a default too
     with ThreadPoolExecutor(jobs) as ex:
         res = list(ex.map(build, variants))

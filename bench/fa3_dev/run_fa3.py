@@ -403,7 +403,7 @@ def bench():
                 row = dict(hd=hd, causal=causal, S=S, c={})
                 st = [q.stride(0), q.stride(1), q.stride(2)] * 3 + [o.stride(0), o.stride(1), o.stride(2)]
                 # FA3_REPS rounds, interleaved (every variant once per round); medians kept
-                samples, gos, ref = {}, {}, None
+                samples, gos, owner, ref = {}, {}, {}, None
                 for rnd in range(int(os.environ.get("FA3_REPS", "1"))):
                     for name, be in (("flash", SDPBackend.FLASH_ATTENTION), ("cudnn", SDPBackend.CUDNN_ATTENTION)):
                         if name == "flash" and os.environ.get("FA3_NOFLASH") == "1":
@@ -439,7 +439,11 @@ def bench():
                                + (f"E{m['extra']['FJ_FA3_POLYEXP']}:" if "FJ_FA3_POLYEXP" in m.get("extra", {}) else "")
                                + (f"U{m['extra']['FJ_FA3_ONESUM']}:" if "FJ_FA3_ONESUM" in m.get("extra", {}) else "")
                                + ("R1:" if m.get("extra", {}).get("FJ_FA3_ONESUM_ORDER") == 1 else "")
+                               + (f"Z{m['extra']['FJ_FA3_LAZY']}:" if m.get("extra", {}).get("FJ_FA3_LAZY") else "")
                                + f"{m['bm']}x{m['bn']}{'' if m['pingpong'] else 'np'}{['', 'P', 'D'][m['persistent']]}")
+                        # one tag per cubin: a knob without a tag above would time one cubin twice
+                        if owner.setdefault(tag, m["file"]) != m["file"]:
+                            raise SystemExit(f"bench: {m['file']} and {owner[tag]} share the tag {tag}")
                         if tag not in gos:
                             prm = pack_params(q.data_ptr(), k.data_ptr(), v.data_ptr(), o.data_ptr(), lse.data_ptr(), 0, 0,
                                               st, B, H, H, hd, S, S, -1, 0 if causal else -1, hd ** -0.5)

@@ -57,18 +57,16 @@ fj_fa3_config fj_fa3_default(int head_dim, int mask, int seqlen_q)
     /* FA3's tiles, trimmed to what fits the shared memory with hdim in between, then
      * checked on the H200 (bench/fa3_dev/NOTES.md): hdim 64 is fastest with 3 consumer
      * warpgroups; hdim 128 causal with 128x128. */
-    /* hdim 97..128 unmasked, block_n by length class (persistent, below): 128 up to
-     * FJ_FA3_MID_SEQ, 176 to FJ_FA3_LONG_SEQ, 192 above (evidence with each class below) */
-    static const int bn_hd128_none[FJ_FA3_CLASSES] = {
-        [FJ_FA3_CLASS_SHORT] = 128, [FJ_FA3_CLASS_MID] = 128, [FJ_FA3_CLASS_LONG] = 176,
-        [FJ_FA3_CLASS_VLONG] = 192};
+    /* hdim 97..128 unmasked: 128x128 persistent at every length since lazy rescaling
+     * (FJ_FA3_LAZY in the kernel; run 19 of bench/fa3_dev/NOTES.md, medians of 5 interleaved,
+     * TFLOP/s at 512/1k/2k/4k/8k/16k): 505/581/619/639/649/657 against 434/513/558/594/617/638
+     * for 128x176 and 407/485/571/601/635/649 for 128x192 (the previous long-class tiles, which
+     * gained nothing from it: 437/519/558/596/626/634 and 426/485/576/606/635/650 without). */
     fj_fa3_config c;
     if (head_dim <= 64)
         c = cfg(192, 128);
-    else if (head_dim <= 96)
-        c = cfg(128, 128);
     else if (head_dim <= 128)
-        c = cfg(128, mask == FJ_MASK_NONE ? bn_hd128_none[cls] : 128);
+        c = cfg(128, 128);
     else if (head_dim <= 192)
         c = cfg(128, 112);
     else
@@ -80,8 +78,7 @@ fj_fa3_config fj_fa3_default(int head_dim, int mask, int seqlen_q)
     c.persistent = mask == FJ_MASK_NONE && head_dim <= 128;
     /* Prefill of at most 1k tokens (bench/fa3_dev/NOTES.md runs 4-6, same-run A/B):
      * hdim 64 causal 128x128 persistent 206/272 TFLOP/s vs 164/235 for 192x128 at 512/1k
-     * (slower from 2k); hdim 128 unmasked 128x128 persistent +4..6% over 128x176 (all three
-     * runs; 1-3% slower at 16k: bn_hd128_none above). */
+     * (slower from 2k). */
     if (cls == FJ_FA3_CLASS_SHORT && head_dim <= 64 && mask == FJ_MASK_CAUSAL) {
         c = cfg(128, 128);
         c.persistent = 1;
@@ -110,12 +107,10 @@ fj_fa3_config fj_fa3_default(int head_dim, int mask, int seqlen_q)
      * and -session6-tuning.md: two runs, every candidate timed, a winner kept only > 3% ahead):
      * - hdim 256 causal at <= 1k: 128x64 (grid) 0.1095/0.1093 ms vs 128x80 0.1138/0.1134 at
      *   512 (+4% both runs), level at 1k (0.1573 vs 0.1572);
-     * - hdim 128 unmasked above FJ_FA3_LONG_SEQ: 128x192 persistent 2.995 vs 3.151 ms at 16k
-     *   (+5%; run 1 of NOTES.md +3%, run h3-2 level), 1% ahead at 8k (kept 128x176 there);
-     * - hdim 128 unmasked at 1k-2k (the mid class): 128x128 persistent (with the O copy)
-     *   0.4144 vs 0.4305 ms at 2k (+4%; run 15 of NOTES.md 595 vs 569 TFLOP/s), but 2.6%
-     *   slower at 8k: hence a class of its own.
-     * (The two hdim 128 entries are bn_hd128_none's; the hdim 256 one follows.) */
+     * - (before lazy rescaling, superseded above: hdim 128 unmasked 128x192 above
+     *   FJ_FA3_LONG_SEQ, 128x176 to it, 128x128 in the mid class, which was made for it and
+     *   now has the long class's defaults everywhere; it stays a bucket of its own for tuning
+     *   winners.) */
     if (cls == FJ_FA3_CLASS_SHORT && mask == FJ_MASK_CAUSAL && head_dim > 192)
         c = cfg(128, 64);
     return c;

@@ -30,6 +30,8 @@
  *   FJ_FA3_OBUF      persistent without XTILE: 1 (default) O staged in an O slot of shared
  *                    memory where it fits, 0 from registers
  *   FJ_FA3_FASTEPI   1 (default): rcp.approx / lg2.approx for 1/rowsum and the LSE
+ *   FJ_FA3_LAZY      8 (default, 0 for hdim <= 64 with a mask): lazy rescaling, the row
+ *                    maximum moves only by more than 2^8 and O is rescaled only then
  *   FJ_FA3_OQ        persistent, no XTILE, no O slot: 1 O staged in the tile's own Q buffer,
  *                    freed after the epilogue (default with the dynamic order, hd > 128)
  *   FJ_FA3_OCOPY     persistent variants that stage O in shared memory: 1 the producer
@@ -155,6 +157,21 @@
 #endif
 #if FJ_FA3_POLYEXP < 0 || FJ_FA3_POLYEXP > 16
 #error "FJ_FA3_POLYEXP is 0..16"
+#endif
+/* FJ_FA3_LAZY t (0..15): lazy rescaling (FA4's conditional rescaling). A row keeps its running
+ * maximum (the exponent base) until a block's maximum exceeds it by more than t in log2 units,
+ * so P <= 2^t (exact in fp32 sums, in range for bf16/fp16 P); O is rescaled only when some row
+ * of the warp moved its base (a warp-uniform branch over the OREG multiplies). 0: the base
+ * follows every new maximum and O is rescaled every block (the kernel before the knob).
+ * Default 8, except hdim <= 64 with a mask. Run 19 (bench/fa3_dev/NOTES.md, medians of 5
+ * interleaved, 512..16k): hdim 128 unmasked 128x128P +4/+6/+5/+7/+8/+7% (657 TFLOP/s at 16k),
+ * hdim 256 unmasked +3..+5%, causal +1..+10%, hdim 128 causal 128x128D -0.4..+2%, hdim 64
+ * unmasked 192x128P -0.6..+3%; hdim 64 causal -0..-3% (128x128D, 192x128D): off there. */
+#ifndef FJ_FA3_LAZY
+#define FJ_FA3_LAZY (FJ_HEAD_DIM <= 64 && FJ_MASK != 0 ? 0 : 8)
+#endif
+#if FJ_FA3_LAZY < 0 || FJ_FA3_LAZY > 15
+#error "FJ_FA3_LAZY is 0..15"
 #endif
 #ifndef FJ_FA3_PV_SPLIT
 #define FJ_FA3_PV_SPLIT 0
@@ -356,7 +373,7 @@ FJ_DEVICE void mbar_arrive(fj_u32 bar)
     asm volatile("{ .reg .b64 st; mbarrier.arrive.shared::cta.b64 st, [%0]; }\n" ::"r"(bar) : "memory");
 }
 /* One try_wait on the phase of `bar` with parity `parity`: 1 when it has completed. */
-FJ_DEVICE fj_u32 mbar_try(fj_u32 bar, int parity)
+[[maybe_unused]] FJ_DEVICE fj_u32 mbar_try(fj_u32 bar, int parity)
 {
     fj_u32 ok;
     asm volatile("{ .reg .pred p; mbarrier.try_wait.parity.shared::cta.b64 p, [%1], %2;\n"
@@ -797,8 +814,18 @@ FJ_DEVICE void softmax_tile(float (&s)[fa3::SREG], float (&mx)[2], float (&l)[2]
             m = fmaxf(m, fmaxf(s[4 * nt + 2 * hf], s[4 * nt + 2 * hf + 1]));
         m = fmaxf(m, __shfl_xor_sync(0xffffffffu, m, 1));
         m = fmaxf(m, __shfl_xor_sync(0xffffffffu, m, 2));
+#if FJ_FA3_LAZY
+        /* keep the base while the new maximum is within 2^t of it (false from -inf) */
+        const bool keep = (m - mx[hf]) * sl2 <= (float)FJ_FA3_LAZY;
+        if (keep)
+            m = mx[hf];
+#endif
         const float base = m == -FJ_INF ? 0.f : m * sl2;  /* no visible key yet */
+#if FJ_FA3_LAZY
+        alpha[hf] = keep ? 1.f : ex2(mx[hf] * sl2 - base);
+#else
         alpha[hf] = ex2(mx[hf] * sl2 - base);              /* 0 from -inf */
+#endif
         mx[hf] = m;
         float sum = 0.f;
 #pragma unroll
@@ -817,6 +844,10 @@ FJ_DEVICE void softmax_tile(float (&s)[fa3::SREG], float (&mx)[2], float (&l)[2]
 
 FJ_DEVICE void rescale_o(float (&o)[fa3::OREG], const float (&alpha)[2])
 {
+#if FJ_FA3_LAZY
+    if (!__any_sync(0xffffffffu, alpha[0] != 1.f || alpha[1] != 1.f))
+        return;  /* no row of this warp moved its base */
+#endif
 #pragma unroll
     for (int i = 0; i < fa3::OREG; ++i)
         o[i] *= alpha[(i >> 1) & 1];
