@@ -25,7 +25,7 @@
  *                    (masked: longest first within L2-sized groups of heads, always grouped),
  *                    i.e. greedy LPT; see "Dynamic schedule" below. fj_fa3_config.persistent 2.
  *   FJ_FA3_XTILE     see below (default: masked persistent variants with room for two Q
- *                    buffers, except hd <= 64 with the dynamic order)
+ *                    buffers, except the dynamic order at hd <= 128)
  *   FJ_FA3_OSMEM     with XTILE: 1 (default) O staged in shared memory, 0 from registers
  *   FJ_FA3_OBUF      persistent without XTILE: 1 (default) O staged in an O slot of shared
  *                    memory where it fits, 0 from registers
@@ -240,11 +240,14 @@
  * 324 vs 354 at 512 (run 4). So unmasked variants keep one Q buffer and the per-tile path.
  * Dynamic order (run 10, causal): hd64 128x128 without it 222/300/354/402 vs 206/276/337/373 at
  * 512..4k (and 192x128 then fits its registers: 359/411/459 at 2k-8k); hd128 128x128 equal
- * (303/417/494/555 vs 305/406/494/560): off for hd <= 64 with the dynamic order. */
+ * (303/417/494/555 vs 305/406/494/560): off for hd <= 64 with the dynamic order. Since the O
+ * copy (FJ_FA3_OCOPY, which the O slot of the variant without it takes) and lazy rescaling, hd128
+ * 128x128 dynamic without it 310/424/517/573/603/622 vs 300/399/483/551/602/616 TFLOP/s at
+ * 512..16k (run 20, medians of 5): off for hd <= 128 with the dynamic order. */
 #if FJ_FA3_XTILE < 0
 #undef FJ_FA3_XTILE
 #define FJ_FA3_XTILE (FJ_FA3_PERSISTENT && FJ_FA3_OVERLAP && FA3_MASKED && FA3_QST2_FITS && \
-                      !(FA3_DYN && FJ_HEAD_DIM <= 64))
+                      !(FA3_DYN && FJ_HEAD_DIM <= 128))
 #endif
 /* FJ_FA3_OBUF 1: persistent variants without the cross-tile stream stage O in shared memory too,
  * in a slot of its own after the Q buffer (the second Q slot, which fj_fa3_smem_bytes reserves
