@@ -472,6 +472,29 @@ def main():
                     (1, 64, 1, 128, 128, 1, 1, 2, (), "bench"), (1, 64, 1, 128, 128, 1, 0, 2, (), "bench")]
         variants += [(dt,) + v[1:9] + ("check",) for v in variants[1:3] + variants[4:5] + variants[8:9]
                      for dt in (1, 0)]
+    if os.environ.get("FA3_SET") == "ab":
+        # one knob both ways (AB_KNOB, AB_VALS "a,b"; run 21: FJ_FA3_UCW 0,1) on the library
+        # defaults: checks of every default of dtype x hd x mask x length class (and their
+        # dynamic-order variants, the diagnostic schedules) with b; bench: the bf16 defaults of hd
+        # 64/128/256 none/causal for 512..16k with a and with b
+        knob, (va, vb) = os.environ["AB_KNOB"], [int(x) for x in os.environ["AB_VALS"].split(",")]
+        cands = []
+        for dt in (1, 0):
+            for hd in CHECK_HD:
+                for mask in (0, 1, 2):
+                    for sl in (512, 2048, 16384):
+                        c = lib.fj_fa3_default(hd, mask, sl)
+                        cands.append((dt, hd, mask, c.block_m, c.block_n, c.overlap, c.pingpong, c.persistent, (), "check"))
+                    cands += dynamic_of_defaults(dt, hd, mask)
+        cands += [v for v in variants if v[-1] == "check" and v[8] == () and (v[5] == 0 or v[6] == 0)]
+        variants = [v[:8] + (((knob, vb),), "check") for v in dict.fromkeys(cands)]
+        if os.environ.get("AB_CHECKS", "1") == "0":
+            variants = []
+        for hd in (64, 128, 256):
+            for mask in (0, 1):
+                for sl, c in distinct_defaults(hd, mask, (512, 1024, 2048, 8192, 16384)):
+                    for val in (va, vb):
+                        variants.append((1, hd, mask) + c + (((knob, val),), "bench"))
     variants = list(dict.fromkeys(variants))  # a diagnostic variant may be a default too
     with ThreadPoolExecutor(jobs) as ex:
         res = list(ex.map(build, variants))

@@ -173,6 +173,16 @@
 #if FJ_FA3_LAZY < 0 || FJ_FA3_LAZY > 15
 #error "FJ_FA3_LAZY is 0..15"
 #endif
+/* FJ_FA3_UCW 1: the consumer warpgroup index through a shuffle (warp-uniform for ptxas), so Q's
+ * wgmma descriptors live in uniform registers: no R2UR / 64-bit vector adds between the QK
+ * HGMMAs, i.e. inside the ping-pong turn. Default: block_m 128 or a mask. Run 21 (medians of 5
+ * interleaved, 512..16k): hd64 causal 128x128D +0.7/+1.4/+3.0/+1.8/+1.8/+3.6%, hd64 causal
+ * 192x128 grid +1..+3%, hd128 unmasked 128x128P and causal 128x128D -0.7..+2.4% (mostly
+ * +0..1%), hd256 -3..+5% (mixed); hd64 unmasked 192x128P (3 consumer warpgroups, no ping-pong)
+ * -1..-3% in every length: off there. */
+#ifndef FJ_FA3_UCW
+#define FJ_FA3_UCW (FJ_BLOCK_M == 128 || FJ_MASK != 0)
+#endif
 #ifndef FJ_FA3_PV_SPLIT
 #define FJ_FA3_PV_SPLIT 0
 #endif
@@ -1302,7 +1312,12 @@ fj_attn_fwd_sm90(const __grid_constant__ fj_attn_params p, const __grid_constant
     const fa3_sched sc = sched_of(p);
     const int total = FA3_TOTAL(sc);
     (void)total;
+#if FJ_FA3_UCW
+    /* warp-uniform for ptxas (a shuffle from lane 0): Q's descriptors in uniform registers */
+    const int cw = __shfl_sync(0xffffffffu, wg - 1, 0);
+#else
     const int cw = wg - 1;
+#endif
     const int warp = (threadIdx.x >> 5) & 3, lane = threadIdx.x & 31;
     const int col_lane = 2 * (lane & 3);
     const float sl2 = p.scale_log2;
