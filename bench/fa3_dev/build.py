@@ -495,6 +495,11 @@ def main():
                 for sl, c in distinct_defaults(hd, mask, (512, 1024, 2048, 8192, 16384)):
                     for val in (va, vb):
                         variants.append((1, hd, mask) + c + (((knob, val),), "bench"))
+    if os.environ.get("AB_EXTRA") == "22":
+        # run 22: short-sequence tiles with the current kernel (lazy rescaling, uniform warpgroup
+        # index): hd64 unmasked 128x128P (ping-pong), hd256 unmasked 128x64 grid and 128x80P OQ
+        variants += [(1, 64, 0, 128, 128, 1, 1, 1, (), "bench"), (1, 256, 0, 128, 64, 1, 1, 0, (), "bench"),
+                     (1, 256, 0, 128, 80, 1, 1, 1, (("FJ_FA3_OQ", 1),), "bench")]
     variants = list(dict.fromkeys(variants))  # a diagnostic variant may be a default too
     with ThreadPoolExecutor(jobs) as ex:
         res = list(ex.map(build, variants))

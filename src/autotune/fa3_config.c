@@ -74,8 +74,10 @@ fj_fa3_config fj_fa3_default(int head_dim, int mask, int seqlen_q)
     /* Persistent measured +1..15% for hdim 64/128 without a mask, hdim 256 lost 0..10%.
      * With a mask (longest-first order since run 3) it wins only at 512-1k tokens (hdim 64
      * causal 128x128: +27% / +14%) and loses 5-20% from 2k on: a candidate, not the default
-     * (bench/fa3_dev/results/run3_bench.log). */
-    c.persistent = mask == FJ_MASK_NONE && head_dim <= 128;
+     * (bench/fa3_dev/results/run3_bench.log). hdim 256 unmasked since O goes out through the Q
+     * buffer (FJ_FA3_OQ, the kernel's default for persistent hdim > 128): +0..3% at 512-2k,
+     * level above, in three runs (10, 20, 22 of bench/fa3_dev/NOTES.md). */
+    c.persistent = mask == FJ_MASK_NONE && (head_dim <= 128 || head_dim > 192);
     /* Prefill of at most 1k tokens (bench/fa3_dev/NOTES.md runs 4-6, same-run A/B):
      * hdim 64 causal 128x128 persistent 206/272 TFLOP/s vs 164/235 for 192x128 at 512/1k
      * (slower from 2k). */

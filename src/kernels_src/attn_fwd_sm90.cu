@@ -30,10 +30,10 @@
  *   FJ_FA3_OBUF      persistent without XTILE: 1 (default) O staged in an O slot of shared
  *                    memory where it fits, 0 from registers
  *   FJ_FA3_FASTEPI   1 (default): rcp.approx / lg2.approx for 1/rowsum and the LSE
- *   FJ_FA3_LAZY      8 (default, 0 for hdim <= 64 with a mask): lazy rescaling, the row
+ *   FJ_FA3_LAZY      8 (default; 0 for persistent hdim <= 64 with a mask): lazy rescaling, the row
  *                    maximum moves only by more than 2^8 and O is rescaled only then
  *   FJ_FA3_OQ        persistent, no XTILE, no O slot: 1 O staged in the tile's own Q buffer,
- *                    freed after the epilogue (default with the dynamic order, hd > 128)
+ *                    freed after the epilogue (default: persistent, hd > 128, cluster 1)
  *   FJ_FA3_OCOPY     persistent variants that stage O in shared memory: 1 the producer
  *                    warpgroup's idle warps 1..3 copy it to global memory (see "O copy" below;
  *                    default with an O slot and cluster 1), 0 the consumers do (default
@@ -166,9 +166,11 @@
  * Default 8, except hdim <= 64 with a mask. Run 19 (bench/fa3_dev/NOTES.md, medians of 5
  * interleaved, 512..16k): hdim 128 unmasked 128x128P +4/+6/+5/+7/+8/+7% (657 TFLOP/s at 16k),
  * hdim 256 unmasked +3..+5%, causal +1..+10%, hdim 128 causal 128x128D -0.4..+2%, hdim 64
- * unmasked 192x128P -0.6..+3%; hdim 64 causal -0..-3% (128x128D, 192x128D): off there. */
+ * unmasked 192x128P -0.6..+3%; hdim 64 causal -0..-3% (128x128D, 192x128D): off there. Run 22
+ * (with FJ_FA3_UCW): the same, but the hdim 64 causal 192x128 grid +1.8/+3.5/+2.9% at 4k/8k/16k
+ * (-2..-4% at <= 2k, where it is no default): on for the grid. */
 #ifndef FJ_FA3_LAZY
-#define FJ_FA3_LAZY (FJ_HEAD_DIM <= 64 && FJ_MASK != 0 ? 0 : 8)
+#define FJ_FA3_LAZY (FJ_HEAD_DIM <= 64 && FJ_MASK != 0 && FJ_FA3_PERSISTENT ? 0 : 8)
 #endif
 #if FJ_FA3_LAZY < 0 || FJ_FA3_LAZY > 15
 #error "FJ_FA3_LAZY is 0..15"
@@ -281,11 +283,13 @@
  * hd 128 x 176): O staged in the tile's own Q buffer, as the non-persistent grid does, which is
  * then freed only after the epilogue (the next tile's Q load waits for it); 0: the Q buffer
  * freed at the tile's last S, O straight from the accumulators (4-byte stores). Default: 1 for
- * the dynamic order with hd > 128. Run 10: hd256 causal 128x80 dynamic with it
+ * persistent variants with hd > 128. Run 10: hd256 causal 128x80 dynamic with it
  * 286/416/517/601/644 vs 274/398/497/584/642 TFLOP/s at 512..8k; hd128 unmasked 128x176 static
- * -1..-4% (not on there). */
+ * -1..-4% (not on there). hd256 unmasked 128x80 static persistent with it vs the grid, three
+ * runs (10, 20, 22; the last two with lazy rescaling), 512/1k/2k/4k/8k/16k: +1.3/+1.7/+2.7/0/0/-0.7,
+ * +1.5/+0.3/+1.7/-0.9/+1.0/+1.0, +2.9/+1.5/+0.4/+1.4/+0.3/+0.3%. */
 #ifndef FJ_FA3_OQ
-#define FJ_FA3_OQ (FA3_DYN && FJ_HEAD_DIM > 128)
+#define FJ_FA3_OQ (FJ_FA3_PERSISTENT && FJ_HEAD_DIM > 128 && FJ_FA3_CLUSTER == 1)
 #endif
 /* FJ_FA3_OCOPY 1: the O copy to global memory by the producer warpgroup's idle warps (see "O
  * copy" above) in every persistent variant that stages O in shared memory (the O slot, FJ_FA3_OQ,
