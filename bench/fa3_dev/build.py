@@ -495,6 +495,16 @@ def main():
                 for sl, c in distinct_defaults(hd, mask, (512, 1024, 2048, 8192, 16384)):
                     for val in (va, vb):
                         variants.append((1, hd, mask) + c + (((knob, val),), "bench"))
+    if os.environ.get("FA3_SET") == "wgskip":
+        # run 23: a consumer warpgroup skips the top blocks none of its rows sees (FJ_FA3_WGSKIP 1;
+        # 192-row tiles, masked, no ping-pong). Checks: 192x128 causal and window, grid / static
+        # persistent / dynamic order, bf16 + f16, hd 64 and 32, with it; bench: hd64 causal
+        # 192x128 dynamic and grid without and with it, and the 128x128 dynamic default of <= 1k
+        WS = lambda v: (("FJ_FA3_WGSKIP", v),)
+        variants = [(dt, hd, mask, 192, 128, 1, 0, ps, WS(1), "check")
+                    for dt in (1, 0) for hd in (64, 32) for mask in (1, 2) for ps in (0, 1, 2)]
+        variants += [(1, 64, 1, 192, 128, 1, 0, ps, WS(v), "bench") for ps in (2, 0) for v in (0, 1)]
+        variants += [(1, 64, 1, 128, 128, 1, 1, 2, (), "bench")]
     if os.environ.get("AB_EXTRA") == "22":
         # run 22: short-sequence tiles with the current kernel (lazy rescaling, uniform warpgroup
         # index): hd64 unmasked 128x128P (ping-pong), hd256 unmasked 128x64 grid and 128x80P OQ

@@ -226,6 +226,16 @@
 #endif
 
 #define FA3_MASKED (FJ_MASK != 0)
+/* FJ_FA3_WGSKIP 1 (default; takes effect masked, without ping-pong and the cross-tile stream): a
+ * consumer warpgroup skips the top blocks of a tile's band that none of its 64 rows sees (with
+ * 192-row tiles and 128-key blocks, two of every three tiles leave their first block to the
+ * lower warpgroups' neighbours: wasted QK, softmax and PV before). Run 23 (medians of 5
+ * interleaved, hd64 causal, 512/1k/2k/4k/8k/16k): 192x128 dynamic order +14.1/+13.7/+7.2/+7.4/
+ * +3.6/+2.5%, 192x128 grid +18.9/+20.6/+9.3/+6.6/+2.3/+2.5%. 0: the kernel before it. */
+#ifndef FJ_FA3_WGSKIP
+#define FJ_FA3_WGSKIP 1
+#endif
+#define FA3_WGSKIP (FJ_FA3_WGSKIP && FA3_MASKED && !FJ_FA3_PINGPONG)
 /* FJ_FA3_OSMEM (cross-tile stream only): 1 stage O in the finished tile's Q buffer, 0 store it
  * straight from registers (see the epilogue there) */
 #ifndef FJ_FA3_OSMEM
@@ -1693,114 +1703,143 @@ fj_attn_fwd_sm90(const __grid_constant__ fj_attn_params p, const __grid_constant
 #else
             (void)qpar;
 #endif
-#if FJ_FA3_OVERLAP
-            {   /* the first block: S, softmax, P; its P V is issued in the next step */
-                const int nb = bd.nb_hi - 1, st = g & 1, ph = (g >> 1) & 1;
+#if FA3_WGSKIP
+            /* The first blocks (the top of the band) that no row of this warpgroup sees: 192-row
+             * tiles over 128-key blocks leave up to two of them to the lower warpgroups. They are
+             * waited for and released without any math (a release needs the full wait first: an
+             * early arrival would count towards the slot's previous phase). */
+            int skip = 0;
+            if (wr >= 0) {
+                const int r_lo = m0 + 64 * cw, r_hi = min(r_lo + 63, sq.sq - 1);
+                const int kend = r_hi + shift + wr + 1;  /* keys >= kend: no row of this warpgroup */
+                const int nbw = r_hi < r_lo || kend <= 0 ? bd.nb_lo : min(bd.nb_hi, (kend + BN - 1) / BN);
+                skip = bd.nb_hi - max(nbw, bd.nb_lo);
+            }
+            for (int i = 0; i < skip; ++i) {
+                const int gi = g + i, st = gi & 1, ph = (gi >> 1) & 1;
                 mbar_wait(b_kf + 8 * st, ph);
-                if (PINGPONG)
-                    named_sync<256>(2 + cw);
-                pin(s);
-                wg_fence();
-                gemm_qk(s, dq, dk0 + st * KV_STEP);
-                wg_commit();
-                if (PINGPONG && !(cw == 1 && n == 1))
-                    named_arrive<256>(3 - cw);
-                wg_wait<0>();
-                pin(s);
                 if (lane == 0)
                     kv_release(b_ke + 8 * st, peer);
-                if (n == 1)
-                    release_q();
-                if (need_mask(nb))
-                    apply_mask(s, nb * BN, row0, col_lane, sq.sk, shift, wl, wr);
-                softmax_tile(s, mx, l, alpha, sl2);
-                convert_p(s, pr);
-            }
-            for (int it = 1; it < n; ++it) {
-                const int nb = bd.nb_hi - 1 - it, gi = g + it, st = gi & 1, ph = (gi >> 1) & 1;
-                const int pst = st ^ 1, pph = ((gi - 1) >> 1) & 1;
-                mbar_wait(b_kf + 8 * st, ph);
-                if (PINGPONG)
-                    named_sync<256>(2 + cw);
-                pin(s);
-                wg_fence();
-                gemm_qk(s, dq, dk0 + st * KV_STEP);
-                wg_commit();
-                rescale_o(o, alpha);  /* for the previous block's P V, issued next */
-                mbar_wait(b_vf + 8 * pst, pph);
-                pin(o);
-                pin(pr);
-                wg_fence();
-                gemm_pv(o, pr, dv0 + pst * KV_STEP);
-                wg_commit();
-                if (PINGPONG && !(cw == 1 && it == n - 1))
-                    named_arrive<256>(3 - cw);
-                wg_wait<1>();  /* S done */
-                pin(s);
-                if (lane == 0)
-                    kv_release(b_ke + 8 * st, peer);
-                if (it == n - 1)
-                    release_q();
-                if (need_mask(nb))
-                    apply_mask(s, nb * BN, row0, col_lane, sq.sk, shift, wl, wr);
-                softmax_tile(s, mx, l, alpha, sl2);
-                /* ptxas hoists a wgmma wait up to the previous memory operation, which would
-                 * put the softmax after P V instead of under it. A shared store of the row
-                 * sums (which depend on every exp of the block) anchors the wait below. */
-                asm volatile("st.shared.f32 [%0], %1;\n" ::"r"(s_anchor), "f"(l[0] + l[1]) : "memory");
-                wg_wait<0>();  /* P V done */
-                pin(o);
-                pin(pr);
-                pin(s);
-                if (lane == 0)
-                    kv_release(b_ve + 8 * pst, peer);
-                convert_p(s, pr);
-            }
-            {   /* the last P V */
-                const int gl = g + n - 1, st = gl & 1, ph = (gl >> 1) & 1;
-                rescale_o(o, alpha);
                 mbar_wait(b_vf + 8 * st, ph);
-                pin(o);
-                pin(pr);
-                wg_fence();
-                gemm_pv(o, pr, dv0 + st * KV_STEP);
-                wg_commit();
-                wg_wait<0>();
-                pin(o);
                 if (lane == 0)
                     kv_release(b_ve + 8 * st, peer);
             }
+            if (skip == n)
+                release_q();
 #else
-            for (int it = 0; it < n; ++it) {
-                const int nb = bd.nb_hi - 1 - it, gi = g + it, st = gi & 1, ph = (gi >> 1) & 1;
-                mbar_wait(b_kf + 8 * st, ph);
-                pin(s);
-                wg_fence();
-                gemm_qk(s, dq, dk0 + st * KV_STEP);
-                wg_commit();
-                wg_wait<0>();
-                pin(s);
-                if (lane == 0)
-                    kv_release(b_ke + 8 * st, peer);
-                if (it == n - 1)
-                    release_q();
-                if (need_mask(nb))
-                    apply_mask(s, nb * BN, row0, col_lane, sq.sk, shift, wl, wr);
-                softmax_tile(s, mx, l, alpha, sl2);
-                rescale_o(o, alpha);
-                convert_p(s, pr);
-                mbar_wait(b_vf + 8 * st, ph);
-                pin(o);
-                pin(pr);
-                wg_fence();
-                gemm_pv(o, pr, dv0 + st * KV_STEP);
-                wg_commit();
-                wg_wait<0>();
-                pin(o);
-                if (lane == 0)
-                    kv_release(b_ve + 8 * st, peer);
-            }
+            constexpr int skip = 0;
 #endif
+            const int nw = n - skip, g0 = g + skip, nbh = bd.nb_hi - skip;
+            if (nw > 0) {
+#if FJ_FA3_OVERLAP
+                {   /* the first block: S, softmax, P; its P V is issued in the next step */
+                    const int nb = nbh - 1, st = g0 & 1, ph = (g0 >> 1) & 1;
+                    mbar_wait(b_kf + 8 * st, ph);
+                    if (PINGPONG)
+                        named_sync<256>(2 + cw);
+                    pin(s);
+                    wg_fence();
+                    gemm_qk(s, dq, dk0 + st * KV_STEP);
+                    wg_commit();
+                    if (PINGPONG && !(cw == 1 && nw == 1))
+                        named_arrive<256>(3 - cw);
+                    wg_wait<0>();
+                    pin(s);
+                    if (lane == 0)
+                        kv_release(b_ke + 8 * st, peer);
+                    if (nw == 1)
+                        release_q();
+                    if (need_mask(nb))
+                        apply_mask(s, nb * BN, row0, col_lane, sq.sk, shift, wl, wr);
+                    softmax_tile(s, mx, l, alpha, sl2);
+                    convert_p(s, pr);
+                }
+                for (int it = 1; it < nw; ++it) {
+                    const int nb = nbh - 1 - it, gi = g0 + it, st = gi & 1, ph = (gi >> 1) & 1;
+                    const int pst = st ^ 1, pph = ((gi - 1) >> 1) & 1;
+                    mbar_wait(b_kf + 8 * st, ph);
+                    if (PINGPONG)
+                        named_sync<256>(2 + cw);
+                    pin(s);
+                    wg_fence();
+                    gemm_qk(s, dq, dk0 + st * KV_STEP);
+                    wg_commit();
+                    rescale_o(o, alpha);  /* for the previous block's P V, issued next */
+                    mbar_wait(b_vf + 8 * pst, pph);
+                    pin(o);
+                    pin(pr);
+                    wg_fence();
+                    gemm_pv(o, pr, dv0 + pst * KV_STEP);
+                    wg_commit();
+                    if (PINGPONG && !(cw == 1 && it == nw - 1))
+                        named_arrive<256>(3 - cw);
+                    wg_wait<1>();  /* S done */
+                    pin(s);
+                    if (lane == 0)
+                        kv_release(b_ke + 8 * st, peer);
+                    if (it == nw - 1)
+                        release_q();
+                    if (need_mask(nb))
+                        apply_mask(s, nb * BN, row0, col_lane, sq.sk, shift, wl, wr);
+                    softmax_tile(s, mx, l, alpha, sl2);
+                    /* ptxas hoists a wgmma wait up to the previous memory operation, which would
+                     * put the softmax after P V instead of under it. A shared store of the row
+                     * sums (which depend on every exp of the block) anchors the wait below. */
+                    asm volatile("st.shared.f32 [%0], %1;\n" ::"r"(s_anchor), "f"(l[0] + l[1]) : "memory");
+                    wg_wait<0>();  /* P V done */
+                    pin(o);
+                    pin(pr);
+                    pin(s);
+                    if (lane == 0)
+                        kv_release(b_ve + 8 * pst, peer);
+                    convert_p(s, pr);
+                }
+                {   /* the last P V */
+                    const int gl = g0 + nw - 1, st = gl & 1, ph = (gl >> 1) & 1;
+                    rescale_o(o, alpha);
+                    mbar_wait(b_vf + 8 * st, ph);
+                    pin(o);
+                    pin(pr);
+                    wg_fence();
+                    gemm_pv(o, pr, dv0 + st * KV_STEP);
+                    wg_commit();
+                    wg_wait<0>();
+                    pin(o);
+                    if (lane == 0)
+                        kv_release(b_ve + 8 * st, peer);
+                }
+#else
+                for (int it = 0; it < nw; ++it) {
+                    const int nb = nbh - 1 - it, gi = g0 + it, st = gi & 1, ph = (gi >> 1) & 1;
+                    mbar_wait(b_kf + 8 * st, ph);
+                    pin(s);
+                    wg_fence();
+                    gemm_qk(s, dq, dk0 + st * KV_STEP);
+                    wg_commit();
+                    wg_wait<0>();
+                    pin(s);
+                    if (lane == 0)
+                        kv_release(b_ke + 8 * st, peer);
+                    if (it == nw - 1)
+                        release_q();
+                    if (need_mask(nb))
+                        apply_mask(s, nb * BN, row0, col_lane, sq.sk, shift, wl, wr);
+                    softmax_tile(s, mx, l, alpha, sl2);
+                    rescale_o(o, alpha);
+                    convert_p(s, pr);
+                    mbar_wait(b_vf + 8 * st, ph);
+                    pin(o);
+                    pin(pr);
+                    wg_fence();
+                    gemm_pv(o, pr, dv0 + st * KV_STEP);
+                    wg_commit();
+                    wg_wait<0>();
+                    pin(o);
+                    if (lane == 0)
+                        kv_release(b_ve + 8 * st, peer);
+                }
+#endif
+            }
             g += n;
             ++qi;
         }
