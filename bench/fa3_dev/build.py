@@ -505,6 +505,17 @@ def main():
                     for dt in (1, 0) for hd in (64, 32) for mask in (1, 2) for ps in (0, 1, 2)]
         variants += [(1, 64, 1, 192, 128, 1, 0, ps, WS(v), "bench") for ps in (2, 0) for v in (0, 1)]
         variants += [(1, 64, 1, 128, 128, 1, 1, 2, (), "bench")]
+    if os.environ.get("FA3_SET") == "wgskip2":
+        # run 24: the skip with ping-pong (FJ_FA3_WGSKIP_PP 1: a warpgroup takes an empty turn per
+        # skipped block). Checks: the ping-pong masked tiles of every head_dim, causal and window,
+        # grid and dynamic, bf16 + f16; bench: hd256 causal 128x64 grid, 128x80 dynamic and grid,
+        # hd128 and hd64 causal 128x128 dynamic (nothing to skip there: the cost of the code)
+        PP = lambda v: (("FJ_FA3_WGSKIP_PP", v),)
+        tiles = {256: [(128, 80), (128, 64)], 192: [(128, 112)], 128: [(128, 128)], 96: [(128, 128)], 64: [(128, 128)]}
+        variants = [(dt, hd, mask, bm, bn, 1, 1, ps, PP(1), "check")
+                    for dt in (1, 0) for hd, ts in tiles.items() for bm, bn in ts for mask in (1, 2) for ps in (0, 2)]
+        for hd, bm, bn, ps in ((256, 128, 64, 0), (256, 128, 80, 2), (256, 128, 80, 0), (128, 128, 128, 2), (64, 128, 128, 2)):
+            variants += [(1, hd, 1, bm, bn, 1, 1, ps, PP(v), "bench") for v in (0, 1)]
     if os.environ.get("AB_EXTRA") == "22":
         # run 22: short-sequence tiles with the current kernel (lazy rescaling, uniform warpgroup
         # index): hd64 unmasked 128x128P (ping-pong), hd256 unmasked 128x64 grid and 128x80P OQ

@@ -226,16 +226,25 @@
 #endif
 
 #define FA3_MASKED (FJ_MASK != 0)
-/* FJ_FA3_WGSKIP 1 (default; takes effect masked, without ping-pong and the cross-tile stream): a
- * consumer warpgroup skips the top blocks of a tile's band that none of its 64 rows sees (with
- * 192-row tiles and 128-key blocks, two of every three tiles leave their first block to the
- * lower warpgroups' neighbours: wasted QK, softmax and PV before). Run 23 (medians of 5
+/* FJ_FA3_WGSKIP 1 (default; takes effect masked, without the cross-tile stream, with ping-pong
+ * only as FJ_FA3_WGSKIP_PP says): a consumer warpgroup skips the top blocks of a tile's band
+ * that none of its 64 rows sees (with 192-row tiles over 128-key blocks, the lower warpgroups of
+ * two in three tiles; before, they computed QK, softmax and PV on them). Run 23 (medians of 5
  * interleaved, hd64 causal, 512/1k/2k/4k/8k/16k): 192x128 dynamic order +14.1/+13.7/+7.2/+7.4/
  * +3.6/+2.5%, 192x128 grid +18.9/+20.6/+9.3/+6.6/+2.3/+2.5%. 0: the kernel before it. */
 #ifndef FJ_FA3_WGSKIP
 #define FJ_FA3_WGSKIP 1
 #endif
-#define FA3_WGSKIP (FJ_FA3_WGSKIP && FA3_MASKED && !FJ_FA3_PINGPONG)
+/* FJ_FA3_WGSKIP_PP 1: the skip with ping-pong too (an empty turn per skipped block keeps the
+ * other warpgroup's turns in step); with block_n < block_m the top block can be invisible to
+ * warpgroup 0 (128x80: most tiles). Run 24 (medians of 5, causal, 512..16k): hd256 128x80 grid
+ * +4.0/+4.0/+3.5/+2.3/+4.6/+1.8%, 128x64 grid +3.9/+1.8/+1.1/-2.3/-0.4/+0.1%, but the dynamic
+ * order lost (hd256 128x80 -0..-4%, and where nothing is skipped, 128x128: hd128 -0.5..-3.8%,
+ * hd64 -0.8..-3.6%). Default: grids with block_n < block_m. */
+#ifndef FJ_FA3_WGSKIP_PP
+#define FJ_FA3_WGSKIP_PP (!FJ_FA3_PERSISTENT && FJ_BLOCK_N < FJ_BLOCK_M)
+#endif
+#define FA3_WGSKIP (FJ_FA3_WGSKIP && FA3_MASKED && (!FJ_FA3_PINGPONG || FJ_FA3_WGSKIP_PP))
 /* FJ_FA3_OSMEM (cross-tile stream only): 1 stage O in the finished tile's Q buffer, 0 store it
  * straight from registers (see the epilogue there) */
 #ifndef FJ_FA3_OSMEM
@@ -1704,8 +1713,8 @@ fj_attn_fwd_sm90(const __grid_constant__ fj_attn_params p, const __grid_constant
             (void)qpar;
 #endif
 #if FA3_WGSKIP
-            /* The first blocks (the top of the band) that no row of this warpgroup sees: 192-row
-             * tiles over 128-key blocks leave up to two of them to the lower warpgroups. They are
+            /* The first blocks (the top of the band) that no row of this warpgroup sees (192-row
+             * tiles over 128-key blocks, 128-row tiles over 64..112-key blocks). They are
              * waited for and released without any math (a release needs the full wait first: an
              * early arrival would count towards the slot's previous phase). */
             int skip = 0;
@@ -1718,6 +1727,11 @@ fj_attn_fwd_sm90(const __grid_constant__ fj_attn_params p, const __grid_constant
             for (int i = 0; i < skip; ++i) {
                 const int gi = g + i, st = gi & 1, ph = (gi >> 1) & 1;
                 mbar_wait(b_kf + 8 * st, ph);
+                if (PINGPONG) {  /* an empty turn: the other warpgroup's turns stay in step */
+                    named_sync<256>(2 + cw);
+                    if (!(cw == 1 && i == n - 1))
+                        named_arrive<256>(3 - cw);
+                }
                 if (lane == 0)
                     kv_release(b_ke + 8 * st, peer);
                 mbar_wait(b_vf + 8 * st, ph);
