@@ -433,13 +433,10 @@ def main():
             variants.append((1, 128, 0, 128, 176, 1, 1, 1, (OQ, OC), "bench"))
         else:  # run 16: no unmasked variant that does not stage O (nothing to compare)
             variants = [v for v in variants if v[-1] == "check" or applies(v) or v[2] == 1]
-    if os.environ.get("FA3_SET") == "lazy":
-        # run 18: lazy rescaling (FJ_FA3_LAZY 8: the base moves only when a row's maximum grows by
-        # more than 2^8, O rescaled only when some row of the warp moved). Checks: the library
-        # default of every (dtype, head_dim, mask) and length class with it, their dynamic-order
-        # variants and the diagnostic schedules (serial, no ping-pong, 3 consumers); bench: the
-        # library defaults of hd 64/128/256 none/causal for 512..16k, LAZY 0 (= HEAD) and 8
-        LZ = ("FJ_FA3_LAZY", int(os.environ.get("LAZY_T", "8")))
+    def ab_variants(knob, va, vb, checks):
+        """one knob both ways on the library defaults: checks of every default of dtype x hd x mask
+        x length class (and their dynamic-order variants, the diagnostic schedules) with vb (when
+        checks); bench: the bf16 defaults of hd 64/128/256 none/causal for 512..16k with va and vb"""
         cands = []
         for dt in (1, 0):
             for hd in CHECK_HD:
@@ -449,15 +446,21 @@ def main():
                         cands.append((dt, hd, mask, c.block_m, c.block_n, c.overlap, c.pingpong, c.persistent, (), "check"))
                     cands += dynamic_of_defaults(dt, hd, mask)
         cands += [v for v in variants if v[-1] == "check" and v[8] == () and (v[5] == 0 or v[6] == 0)]
-        variants = [v[:8] + ((LZ,), "check") for v in dict.fromkeys(cands)]
-        if os.environ.get("LAZY_CHECKS", "1") == "0":  # run 19: the bench cubins only
-            variants = []
+        out = [v[:8] + (((knob, vb),), "check") for v in dict.fromkeys(cands)] if checks else []
         for hd in (64, 128, 256):
             for mask in (0, 1):
                 for sl, c in distinct_defaults(hd, mask, (512, 1024, 2048, 8192, 16384)):
-                    # (run 19's A was the kernel default then, 0; it is 8 now: named explicitly)
-                    variants.append((1, hd, mask) + c + ((("FJ_FA3_LAZY", 0),), "bench"))
-                    variants.append((1, hd, mask) + c + ((LZ,), "bench"))
+                    for val in (va, vb):
+                        out.append((1, hd, mask) + c + (((knob, val),), "bench"))
+        return out
+
+    if os.environ.get("FA3_SET") == "lazy":
+        # runs 18-19: lazy rescaling (FJ_FA3_LAZY 8: the base moves only when a row's maximum grows
+        # by more than 2^8, O rescaled only when some row of the warp moved), 0 against LAZY_T
+        # (run 19's A was the kernel default then, 0; it is 8 now: named explicitly);
+        # LAZY_CHECKS=0 (run 19): the bench cubins only
+        variants = ab_variants("FJ_FA3_LAZY", 0, int(os.environ.get("LAZY_T", "8")),
+                               os.environ.get("LAZY_CHECKS", "1") != "0")
     if os.environ.get("FA3_SET") == "lazy2":
         # run 20 (lazy rescaling now the kernel default): tiles that may gain from it. hd128
         # unmasked 128x144P / 128x160P (an O slot still fits) against the 128x128P default; hd128
@@ -473,28 +476,10 @@ def main():
         variants += [(dt,) + v[1:9] + ("check",) for v in variants[1:3] + variants[4:5] + variants[8:9]
                      for dt in (1, 0)]
     if os.environ.get("FA3_SET") == "ab":
-        # one knob both ways (AB_KNOB, AB_VALS "a,b"; run 21: FJ_FA3_UCW 0,1) on the library
-        # defaults: checks of every default of dtype x hd x mask x length class (and their
-        # dynamic-order variants, the diagnostic schedules) with b; bench: the bf16 defaults of hd
-        # 64/128/256 none/causal for 512..16k with a and with b
+        # one knob both ways (AB_KNOB, AB_VALS "a,b"; run 21: FJ_FA3_UCW 0,1, run 22: FJ_FA3_LAZY
+        # 0,8 with AB_CHECKS=0 AB_EXTRA=22), see ab_variants
         knob, (va, vb) = os.environ["AB_KNOB"], [int(x) for x in os.environ["AB_VALS"].split(",")]
-        cands = []
-        for dt in (1, 0):
-            for hd in CHECK_HD:
-                for mask in (0, 1, 2):
-                    for sl in (512, 2048, 16384):
-                        c = lib.fj_fa3_default(hd, mask, sl)
-                        cands.append((dt, hd, mask, c.block_m, c.block_n, c.overlap, c.pingpong, c.persistent, (), "check"))
-                    cands += dynamic_of_defaults(dt, hd, mask)
-        cands += [v for v in variants if v[-1] == "check" and v[8] == () and (v[5] == 0 or v[6] == 0)]
-        variants = [v[:8] + (((knob, vb),), "check") for v in dict.fromkeys(cands)]
-        if os.environ.get("AB_CHECKS", "1") == "0":
-            variants = []
-        for hd in (64, 128, 256):
-            for mask in (0, 1):
-                for sl, c in distinct_defaults(hd, mask, (512, 1024, 2048, 8192, 16384)):
-                    for val in (va, vb):
-                        variants.append((1, hd, mask) + c + (((knob, val),), "bench"))
+        variants = ab_variants(knob, va, vb, os.environ.get("AB_CHECKS", "1") != "0")
     if os.environ.get("FA3_SET") == "wgskip":
         # run 23: a consumer warpgroup skips the top blocks none of its rows sees (FJ_FA3_WGSKIP 1;
         # 192-row tiles, masked, no ping-pong). Checks: 192x128 causal and window, grid / static
