@@ -11,8 +11,8 @@
  * term: a kernel whose probabilities are not rounded exactly as the reference's, e.g. relative
  * to a stale row maximum (the sm90 kernel's lazy rescaling), rounds O to the other neighbour
  * now and then where the reference was lucky; emulated in bench/fa3_dev/lazy_emu.py: 2x alone
- * failed 0-0.75% of such cases, with the term none of 9600, a quarter of the term at worst.) Inputs are fresh random numbers per case, outputs are
- * poisoned (NaN) before every run.
+ * failed 0-0.75% of such cases, with the term none of 9600, a quarter of the term at worst.)
+ * Inputs are fresh random numbers per case, outputs are poisoned (NaN) before every run.
  *
  * Environment: FAJIT_TEST_SEED (default: time), FAJIT_TEST_CASES (default 320).
  * Usage: test_gpu [--second-process DIR]
@@ -354,10 +354,12 @@ static void check_case(fajit_ctx *ctx, const tc *c, int fast_too, tally *t)
                 spf[i] = (float)sp[i];
             errs es = compare(c, &B, spf, lse_ref, f, flse);
             errs ef = compare(c, &B, o_fast, lse_fast, f, flse);
-            double bound = 2 * fmax(es.max_abs, er.max_abs) + out_ulp * fmax(es.max_ref, 1e-3) + 1e-6;
+            double bound =
+                2 * fmax(es.max_abs, er.max_abs) + out_ulp * fmax(es.max_ref, 1e-3) + 1e-6;
             if (!(ef.max_abs <= bound))
-                CASE_FAIL(t, fast_bad, "fast kernel vs float64: max error %g > %g (2 x same-precision "
-                          "%g + an output rounding) on %s",
+                CASE_FAIL(t, fast_bad,
+                          "fast kernel vs float64: max error %g > %g (2 x same-precision %g + "
+                          "an output rounding) on %s",
                           ef.max_abs, bound, fmax(es.max_abs, er.max_abs), c->text);
             if (!(ef.lse <= 2e-3))
                 CASE_FAIL(t, fast_bad, "fast kernel LSE error %g on %s", ef.lse, c->text);

@@ -30,8 +30,13 @@
  *   FJ_FA3_OBUF      persistent without XTILE: 1 (default) O staged in an O slot of shared
  *                    memory where it fits, 0 from registers
  *   FJ_FA3_FASTEPI   1 (default): rcp.approx / lg2.approx for 1/rowsum and the LSE
- *   FJ_FA3_LAZY      8 (default; 0 for persistent hdim <= 64 with a mask): lazy rescaling, the row
- *                    maximum moves only by more than 2^8 and O is rescaled only then
+ *   FJ_FA3_LAZY      8 (default; 0 for persistent hdim <= 64 with a mask): lazy rescaling,
+ *                    the row maximum moves only by more than 2^8 and O is rescaled only then
+ *   FJ_FA3_UCW       1 (default with block_m 128 or a mask): the consumers' warpgroup index in a
+ *                    uniform register (Q's wgmma descriptors without vector arithmetic)
+ *   FJ_FA3_WGSKIP    1 (default): with a mask, a consumer warpgroup skips the band's top blocks
+ *                    that none of its rows sees (with ping-pong: FJ_FA3_WGSKIP_PP, grids with
+ *                    block_n < block_m by default)
  *   FJ_FA3_OQ        persistent, no XTILE, no O slot: 1 O staged in the tile's own Q buffer,
  *                    freed after the epilogue (default: persistent, hd > 128, cluster 1)
  *   FJ_FA3_OCOPY     persistent variants that stage O in shared memory: 1 the producer
@@ -163,7 +168,7 @@
  * so P <= 2^t (exact in fp32 sums, in range for bf16/fp16 P); O is rescaled only when some row
  * of the warp moved its base (a warp-uniform branch over the OREG multiplies). 0: the base
  * follows every new maximum and O is rescaled every block (the kernel before the knob).
- * Default 8, except hdim <= 64 with a mask. Run 19 (bench/fa3_dev/NOTES.md, medians of 5
+ * Default 8, except persistent hdim <= 64 with a mask. Run 19 (bench/fa3_dev/NOTES.md, medians of 5
  * interleaved, 512..16k): hdim 128 unmasked 128x128P +4/+6/+5/+7/+8/+7% (657 TFLOP/s at 16k),
  * hdim 256 unmasked +3..+5%, causal +1..+10%, hdim 128 causal 128x128D -0.4..+2%, hdim 64
  * unmasked 192x128P -0.6..+3%; hdim 64 causal -0..-3% (128x128D, 192x128D): off there. Run 22
@@ -305,8 +310,8 @@
  * persistent variants with hd > 128. Run 10: hd256 causal 128x80 dynamic with it
  * 286/416/517/601/644 vs 274/398/497/584/642 TFLOP/s at 512..8k; hd128 unmasked 128x176 static
  * -1..-4% (not on there). hd256 unmasked 128x80 static persistent with it vs the grid, three
- * runs (10, 20, 22; the last two with lazy rescaling), 512/1k/2k/4k/8k/16k: +1.3/+1.7/+2.7/0/0/-0.7,
- * +1.5/+0.3/+1.7/-0.9/+1.0/+1.0, +2.9/+1.5/+0.4/+1.4/+0.3/+0.3%. */
+ * runs (10, 20, 22; the last two with lazy rescaling), 512/1k/2k/4k/8k/16k:
+ * +1.3/+1.7/+2.7/0/0/-0.7, +1.5/+0.3/+1.7/-0.9/+1.0/+1.0, +2.9/+1.5/+0.4/+1.4/+0.3/+0.3%. */
 #ifndef FJ_FA3_OQ
 #define FJ_FA3_OQ (FJ_FA3_PERSISTENT && FJ_HEAD_DIM > 128 && FJ_FA3_CLUSTER == 1)
 #endif
@@ -1720,8 +1725,9 @@ fj_attn_fwd_sm90(const __grid_constant__ fj_attn_params p, const __grid_constant
             int skip = 0;
             if (wr >= 0) {
                 const int r_lo = m0 + 64 * cw, r_hi = min(r_lo + 63, sq.sq - 1);
-                const int kend = r_hi + shift + wr + 1;  /* keys >= kend: no row of this warpgroup */
-                const int nbw = r_hi < r_lo || kend <= 0 ? bd.nb_lo : min(bd.nb_hi, (kend + BN - 1) / BN);
+                const int kend = r_hi + shift + wr + 1;  /* keys >= kend: seen by no row here */
+                const int nbw = r_hi < r_lo || kend <= 0 ? bd.nb_lo
+                                                         : min(bd.nb_hi, (kend + BN - 1) / BN);
                 skip = bd.nb_hi - max(nbw, bd.nb_lo);
             }
             for (int i = 0; i < skip; ++i) {
@@ -1799,7 +1805,8 @@ fj_attn_fwd_sm90(const __grid_constant__ fj_attn_params p, const __grid_constant
                     /* ptxas hoists a wgmma wait up to the previous memory operation, which would
                      * put the softmax after P V instead of under it. A shared store of the row
                      * sums (which depend on every exp of the block) anchors the wait below. */
-                    asm volatile("st.shared.f32 [%0], %1;\n" ::"r"(s_anchor), "f"(l[0] + l[1]) : "memory");
+                    asm volatile("st.shared.f32 [%0], %1;\n" ::"r"(s_anchor), "f"(l[0] + l[1])
+                                 : "memory");
                     wg_wait<0>();  /* P V done */
                     pin(o);
                     pin(pr);
