@@ -143,7 +143,7 @@ FAJIT_API void fajit_ctx_opts_init(fajit_ctx_opts *opts);
  * need. On failure returns the status and, when a context could be allocated, still
  * sets *out so fajit_errmsg(*out) explains the failure; destroy it either way. On a
  * Hopper (9.0) device it allocates a small device buffer (the dynamic tile scheduler's
- * counters, ~520 KB) and synchronizes the context once, so that no launch has to. 
+ * counters, ~520 KB) and synchronizes the context once, so that no launch has to.
  * Errors: NO_DRIVER, NO_DEVICE, CUDA_ERROR, INVALID_ARGUMENT, OUT_OF_MEMORY. */
 FAJIT_API fajit_status fajit_ctx_create(fajit_ctx **out, const fajit_ctx_opts *opts);
 

@@ -49,21 +49,19 @@ typedef int (*fj_fa3_encode_fn)(void *tensor_map, int data_type, unsigned rank, 
                                 int l2_promotion, int oob_fill);
 
 /* The default for (head_dim, mask, seqlen_q), measured on the H200: 192x128 (hd <= 64),
- * 128x128 (hd <= 96; hd 128 masked), 128x176 (hd 128 unmasked), 128x112 (hd <= 192),
- * 128x80; overlap on, ping-pong when block_m is 128, persistent without a mask and
- * hd <= 128, and with the dynamic tile order (persistent 2) for causal hd 97..128, hd 64
- * and hd 256 (the latter two in the long and mid classes only). For prefill of
- * 2..FJ_FA3_SHORT_SEQ query rows, hd <= 64 causal (dynamic order) and hd 128 unmasked take
- * 128x128 persistent (hd 128 unmasked also up to FJ_FA3_MID_SEQ), hd 256 causal 128x64; above
- * FJ_FA3_LONG_SEQ hd 128 unmasked takes 128x192 persistent.
+ * 128x128 (hd <= 128), 128x112 (hd <= 192), 128x80; overlap on, ping-pong when block_m is
+ * 128, persistent without a mask for hd <= 128 and hd > 192, and with the dynamic tile order
+ * (persistent 2) for causal hd 97..128, hd 64 and hd 256 (the latter two in the long and mid
+ * classes only). For prefill of 2..FJ_FA3_SHORT_SEQ query rows, hd <= 64 causal takes
+ * 128x128 (dynamic order), hd > 192 causal 128x64 (grid) and unmasked 128x64 persistent.
  * Passes fj_fa3_check for every head_dim that fj_fa3_check accepts.
  *
  * The default depends on seqlen_q only through its length class: FJ_FA3_CLASS_LONG (0 =
  * unknown, 1 = decode, FJ_FA3_MID_SEQ+1 .. FJ_FA3_LONG_SEQ), FJ_FA3_CLASS_SHORT (prefill
  * of 2..FJ_FA3_SHORT_SEQ), FJ_FA3_CLASS_MID (FJ_FA3_SHORT_SEQ+1 .. FJ_FA3_MID_SEQ: the long
- * class's defaults but hd 128 unmasked's) and FJ_FA3_CLASS_VLONG (above FJ_FA3_LONG_SEQ).
- * Warming compiles the default of every class; fj_fa3_class_seqlen gives a seqlen_q that
- * stands for one. */
+ * class's defaults, a bucket of its own for tuning winners) and FJ_FA3_CLASS_VLONG (above
+ * FJ_FA3_LONG_SEQ). Warming compiles the default of every class; fj_fa3_class_seqlen gives a
+ * seqlen_q that stands for one. */
 #define FJ_FA3_SHORT_SEQ 1024
 #define FJ_FA3_MID_SEQ 2048
 #define FJ_FA3_LONG_SEQ 8192

@@ -1701,6 +1701,19 @@ fj_attn_fwd_sm90(const __grid_constant__ fj_attn_params p, const __grid_constant
             if (FJ_FA3_PERSISTENT && !OQ && lane == 0)
                 mbar_arrive(QE_BAR(qb));
         };
+        /* O += P V of the block in K/V stage st (phase ph), waited for; its V slot released */
+        auto pv_now = [&](int st, int ph) {
+            mbar_wait(b_vf + 8 * st, ph);
+            pin(o);
+            pin(pr);
+            wg_fence();
+            gemm_pv(o, pr, dv0 + st * KV_STEP);
+            wg_commit();
+            wg_wait<0>();
+            pin(o);
+            if (lane == 0)
+                kv_release(b_ve + 8 * st, peer);
+        };
 #if FA3_DYN
         if (n <= 0) {  /* handed over without data: free the buffer at once */
             __syncwarp();
@@ -1818,16 +1831,7 @@ fj_attn_fwd_sm90(const __grid_constant__ fj_attn_params p, const __grid_constant
                 {   /* the last P V */
                     const int gl = g0 + nw - 1, st = gl & 1, ph = (gl >> 1) & 1;
                     rescale_o(o, alpha);
-                    mbar_wait(b_vf + 8 * st, ph);
-                    pin(o);
-                    pin(pr);
-                    wg_fence();
-                    gemm_pv(o, pr, dv0 + st * KV_STEP);
-                    wg_commit();
-                    wg_wait<0>();
-                    pin(o);
-                    if (lane == 0)
-                        kv_release(b_ve + 8 * st, peer);
+                    pv_now(st, ph);
                 }
 #else
                 for (int it = 0; it < nw; ++it) {
@@ -1848,16 +1852,7 @@ fj_attn_fwd_sm90(const __grid_constant__ fj_attn_params p, const __grid_constant
                     softmax_tile(s, mx, l, alpha, sl2);
                     rescale_o(o, alpha);
                     convert_p(s, pr);
-                    mbar_wait(b_vf + 8 * st, ph);
-                    pin(o);
-                    pin(pr);
-                    wg_fence();
-                    gemm_pv(o, pr, dv0 + st * KV_STEP);
-                    wg_commit();
-                    wg_wait<0>();
-                    pin(o);
-                    if (lane == 0)
-                        kv_release(b_ve + 8 * st, peer);
+                    pv_now(st, ph);
                 }
 #endif
             }
