@@ -15,7 +15,10 @@ import datetime
 import math
 import os
 import platform
+import subprocess
 import sys
+import threading
+import time
 
 import torch
 import torch.nn.functional as F
@@ -100,6 +103,47 @@ class Fajit:
             raise RuntimeError(self.lib.fajit_errmsg(self.ctx).decode())
 
 
+class ClockSampler:
+    """SM clock and board power while each kernel is timed: nvidia-smi samples every `ms`
+    milliseconds, each line stamped on arrival here; window(name) keeps the samples that arrived
+    between its start and end. The GPU's own clocks move with power and temperature, so two
+    kernels level per cycle (ncu locks the clocks) can differ in time at the clocks they run at."""
+
+    def __init__(self, ms):
+        self.samples, self.windows = [], {}
+        self.proc = subprocess.Popen(
+            ["nvidia-smi", "--query-gpu=clocks.sm,power.draw,temperature.gpu",
+             "--format=csv,noheader,nounits", f"--loop-ms={ms}"],
+            stdout=subprocess.PIPE, stderr=subprocess.DEVNULL, text=True)
+        threading.Thread(target=self._read, daemon=True).start()
+
+    def _read(self):
+        for line in self.proc.stdout:
+            try:
+                mhz, watt, temp = (float(x) for x in line.split(","))
+            except ValueError:
+                continue
+            self.samples.append((time.monotonic(), mhz, watt, temp))
+
+    def timed(self, name, fn):
+        t0 = time.monotonic()
+        r = fn()
+        self.windows[name] = (t0, time.monotonic())
+        return r
+
+    def mean(self, name):
+        """(mean SM MHz, mean W, max deg C, samples) over the window, or None"""
+        t0, t1 = self.windows[name]
+        w = [x for x in self.samples if t0 <= x[0] <= t1]
+        if not w:
+            return None
+        return (sum(x[1] for x in w) / len(w), sum(x[2] for x in w) / len(w), max(x[3] for x in w),
+                len(w))
+
+    def close(self):
+        self.proc.terminate()
+
+
 def sdpa(q, k, v, causal, backend):
     # SDPA wants [b, h, s, d]: transposed views of the same storage.
     with sdpa_kernel(backend):
@@ -120,12 +164,21 @@ def main():
     ap.add_argument("--hidden", type=int, default=2048)
     ap.add_argument("--fajit-only", type=int, metavar="N", default=0,
                     help="run fajit N times per shape, no peers, no timing (for ncu)")
+    ap.add_argument("--clocks", type=int, metavar="MS", default=0,
+                    help="sample SM clock and power every MS ms (nvidia-smi) while each kernel "
+                         "is timed; a second table gives the means")
+    ap.add_argument("--order", default="fajit,flash,cudnn",
+                    help="the order the three are timed in for each shape")
     args = ap.parse_args()
+    order = args.order.split(",")
+    if sorted(order) != ["cudnn", "fajit", "flash"]:
+        ap.error("--order names fajit, flash and cudnn once each")
 
     os.environ["FAJIT_FAMILY"] = args.family   # read when the context is created
     fj = Fajit(args.lib)
     torch.manual_seed(0)
-    rows = []
+    rows, clock_rows = [], []
+    clk = ClockSampler(args.clocks) if args.clocks > 0 and not args.fajit_only else None
     for hd in map(int, args.hdims.split(",")):
         for causal in [m == "causal" for m in args.masks.split(",")]:
             for s in map(int, args.seqlens.split(",")):
@@ -145,15 +198,17 @@ def main():
                 ref = sdpa(q, k, v, causal, SDPBackend.FLASH_ATTENTION).transpose(1, 2)
                 err = (o.float() - ref.float()).abs().max().item()
                 flops = 4 * b * h * s * s * hd / (2 if causal else 1)
+                fns = {"fajit": lambda: fj.fwd(d),
+                       "flash": lambda: sdpa(q, k, v, causal, SDPBackend.FLASH_ATTENTION),
+                       "cudnn": lambda: sdpa(q, k, v, causal, SDPBackend.CUDNN_ATTENTION)}
                 t = {}
-                t["fajit"] = triton.testing.do_bench(lambda: fj.fwd(d), warmup=50, rep=300,
-                                                     return_mode="median")
-                t["flash"] = triton.testing.do_bench(
-                    lambda: sdpa(q, k, v, causal, SDPBackend.FLASH_ATTENTION), warmup=50,
-                    rep=300, return_mode="median")
-                t["cudnn"] = triton.testing.do_bench(
-                    lambda: sdpa(q, k, v, causal, SDPBackend.CUDNN_ATTENTION), warmup=50,
-                    rep=300, return_mode="median")
+                for name in order:
+                    def timed(fn=fns[name]):
+                        return triton.testing.do_bench(fn, warmup=50, rep=300, return_mode="median")
+                    t[name] = clk.timed(name, timed) if clk else timed()
+                if clk:
+                    clock_rows.append((hd, "causal" if causal else "none", s,
+                                       [clk.mean(n) for n in ("fajit", "flash", "cudnn")]))
                 tf = {n: flops / (ms * 1e-3) / 1e12 for n, ms in t.items()}
                 row = (hd, "causal" if causal else "none", s, b, h, tf["fajit"], tf["flash"],
                        tf["cudnn"], tf["fajit"] / tf["flash"], tf["fajit"] / tf["cudnn"], err)
@@ -189,6 +244,15 @@ def main():
     for r in rows:
         lines.append("| %d | %s | %d | %d | %d | %.1f | %.1f | %.1f | %.2f | %.2f | %.4f |" % r)
     lines += ["", f"bf16 GEMM 8192^3 (torch.matmul) right after, same process: {gemm:.0f} TFLOP/s."]
+    if clk:
+        clk.close()
+        fmt = lambda m: "-" if m is None else "%.0f MHz %.0f W %.0f C (%d)" % m
+        lines += ["", f"While each was timed (nvidia-smi every {args.clocks} ms: mean SM clock, mean "
+                  "board power, max temperature, samples; do_bench's L2 flushes between runs "
+                  "included):", "",
+                  "| hdim | mask | seqlen | fajit | FLASH | CUDNN |", "|---|---|---|---|---|---|"]
+        lines += ["| %d | %s | %d | %s | %s | %s |" % (hd, m, s, *map(fmt, ms))
+                  for hd, m, s, ms in clock_rows]
     text = "\n".join(lines) + "\n"
     print(text)
     if args.out:

@@ -501,6 +501,29 @@ def main():
                     for dt in (1, 0) for hd, ts in tiles.items() for bm, bn in ts for mask in (1, 2) for ps in (0, 2)]
         for hd, bm, bn, ps in ((256, 128, 64, 0), (256, 128, 80, 2), (256, 128, 80, 0), (128, 128, 128, 2), (64, 128, 128, 2)):
             variants += [(1, hd, 1, bm, bn, 1, 1, ps, PP(v), "bench") for v in (0, 1)]
+    if os.environ.get("FA3_SET") == "half":
+        # run 25: the first block's upper half skipped by a warpgroup none of whose rows sees it
+        # (FJ_FA3_HALF 1: S on the lower half only). Checks with it: every masked (causal, window)
+        # default of dtype x hd x length class, their dynamic-order variants, and grids /
+        # no-ping-pong tiles with block_n % 32 == 0; bench: the causal defaults of hd64 and hd128
+        # for 512..16k without and with it
+        HF = lambda v: (("FJ_FA3_HALF", v),)
+        cands = []
+        for dt in (1, 0):
+            for hd in CHECK_HD:
+                for mask in (1, 2):
+                    for sl in (512, 2048, 16384):
+                        c = lib.fj_fa3_default(hd, mask, sl)
+                        cands.append((dt, hd, mask, c.block_m, c.block_n, c.overlap, c.pingpong, c.persistent))
+                    cands += [v[:8] for v in dynamic_of_defaults(dt, hd, mask)]
+            for hd, bm, bn, pp, ps in ((64, 128, 128, 0, 2), (64, 192, 128, 0, 0), (128, 128, 128, 1, 0),
+                                       (128, 128, 64, 1, 0), (96, 128, 96, 1, 2), (64, 192, 64, 0, 2)):
+                for mask in (1, 2):
+                    cands.append((dt, hd, mask, bm, bn, 1, pp, ps))
+        variants = [c + (HF(1), "check") for c in dict.fromkeys(cands) if c[4] % 32 == 0]
+        for hd in (64, 128):
+            for sl, c in distinct_defaults(hd, 1, (512, 1024, 2048, 8192, 16384)):
+                variants += [(1, hd, 1) + c + (HF(v), "bench") for v in (0, 1)]
     if os.environ.get("AB_EXTRA") == "22":
         # run 22: short-sequence tiles with the current kernel (lazy rescaling, uniform warpgroup
         # index): hd64 unmasked 128x128P (ping-pong), hd256 unmasked 128x64 grid and 128x80P OQ

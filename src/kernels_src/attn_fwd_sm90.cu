@@ -250,6 +250,36 @@
 #define FJ_FA3_WGSKIP_PP (!FJ_FA3_PERSISTENT && FJ_BLOCK_N < FJ_BLOCK_M)
 #endif
 #define FA3_WGSKIP (FJ_FA3_WGSKIP && FA3_MASKED && (!FJ_FA3_PINGPONG || FJ_FA3_WGSKIP_PP))
+/* FJ_FA3_HALF 1 (masked, per-tile path with overlap, block_n a multiple of 32): a warpgroup
+ * whose rows see none of the upper half of its first block's keys (the causal diagonal:
+ * warpgroup 0 of a 128x128 tile) computes S on the lower half only (m64n(BN/2) wgmmas; the mask
+ * sets the rest to -inf; P V still takes the whole block: a second P V sequence for the half,
+ * in the first step of the steady loop or the last P V, made ptxas serialize every wgmma
+ * (C7511) even with both sequences alike). 0: off. */
+#ifndef FJ_FA3_HALF
+#define FJ_FA3_HALF 0
+#endif
+#if FJ_FA3_HALF != 0 && FJ_FA3_HALF != 1
+#error "FJ_FA3_HALF is 0 or 1"
+#endif
+#define FA3_HALF (FJ_FA3_HALF && FA3_MASKED && FJ_FA3_OVERLAP && FJ_BLOCK_N % 32 == 0)
+#if FJ_BLOCK_N == 64
+#define FA3_BN_HALF 32
+#elif FJ_BLOCK_N == 96
+#define FA3_BN_HALF 48
+#elif FJ_BLOCK_N == 128
+#define FA3_BN_HALF 64
+#elif FJ_BLOCK_N == 160
+#define FA3_BN_HALF 80
+#elif FJ_BLOCK_N == 192
+#define FA3_BN_HALF 96
+#elif FJ_BLOCK_N == 224
+#define FA3_BN_HALF 112
+#elif FJ_BLOCK_N == 256
+#define FA3_BN_HALF 128
+#else
+#define FA3_BN_HALF FJ_BLOCK_N  /* (no half: gemm_qk_half is gemm_qk, never called) */
+#endif
 /* FJ_FA3_OSMEM (cross-tile stream only): 1 stage O in the finished tile's Q buffer, 0 store it
  * straight from registers (see the epilogue there) */
 #ifndef FJ_FA3_OSMEM
@@ -364,6 +394,10 @@ constexpr int KSTEPS = HD / 16;              /* k16 steps of S = Q K^T */
 constexpr int PSTEPS = BN / 16;              /* k16 steps of O += P V */
 constexpr int SREG = BN / 2, OREG = HD / 2;  /* fp32 accumulators per thread */
 constexpr int Q_CHUNK = BM * 128, KV_CHUNK = BN * 128;
+/* a compile-time flag passed to generic lambdas (no <type_traits> under NVRTC) */
+template <bool B> struct bool_c {
+    static constexpr bool value = B;
+};
 constexpr int Q_BYTES = DC * Q_CHUNK, KV_BYTES = DC * KV_CHUNK;
 /* Q buffers: 2 in persistent mode where they fit (the next tile's Q loads during this one) */
 /* Q buffers: the cross-tile stream stages O in the finished tile's Q buffer and frees it after
@@ -778,6 +812,17 @@ FJ_DEVICE void gemm_qk(float (&s)[fa3::SREG], fj_u64 dq, fj_u64 dk)
         FA3_CAT(wgmma_ss_, FJ_BLOCK_N)<0>(s, dq + (fj_u64)(((kk >> 2) * Q_CHUNK + (kk & 3) * 32) >> 4),
                                           dk + (fj_u64)(((kk >> 2) * KV_CHUNK + (kk & 3) * 32) >> 4),
                                           kk > 0);
+}
+
+/* The same over the block's first BN/2 keys: s[0 .. SREG/2) (the rest left as it was). */
+template <int UNUSED = 0> FJ_DEVICE void gemm_qk_half(float (&s)[fa3::SREG], fj_u64 dq, fj_u64 dk)
+{
+    using namespace fa3;
+#pragma unroll
+    for (int kk = 0; kk < KSTEPS; ++kk)
+        FA3_CAT(wgmma_ss_, FA3_BN_HALF)<0>(s, dq + (fj_u64)(((kk >> 2) * Q_CHUNK + (kk & 3) * 32) >> 4),
+                                           dk + (fj_u64)(((kk >> 2) * KV_CHUNK + (kk & 3) * 32) >> 4),
+                                           kk > 0);
 }
 
 #if FJ_FA3_PV_SPLIT
@@ -1763,6 +1808,17 @@ fj_attn_fwd_sm90(const __grid_constant__ fj_attn_params p, const __grid_constant
             constexpr int skip = 0;
 #endif
             const int nw = n - skip, g0 = g + skip, nbh = bd.nb_hi - skip;
+#if FA3_HALF
+            /* no row of this warpgroup (valid or not) sees the upper half of its first block */
+            bool half;
+            {
+                const int k0 = (nbh - 1) * BN + BN / 2;
+                int kend = sq.sk;
+                if (wr >= 0)
+                    kend = min(kend, m0 + 64 * cw + 64 + shift + wr);
+                half = kend <= k0;
+            }
+#endif
             if (nw > 0) {
 #if FJ_FA3_OVERLAP
                 {   /* the first block: S, softmax, P; its P V is issued in the next step */
@@ -1770,14 +1826,27 @@ fj_attn_fwd_sm90(const __grid_constant__ fj_attn_params p, const __grid_constant
                     mbar_wait(b_kf + 8 * st, ph);
                     if (PINGPONG)
                         named_sync<256>(2 + cw);
-                    pin(s);
-                    wg_fence();
-                    gemm_qk(s, dq, dk0 + st * KV_STEP);
-                    wg_commit();
-                    if (PINGPONG && !(cw == 1 && nw == 1))
-                        named_arrive<256>(3 - cw);
-                    wg_wait<0>();
-                    pin(s);
+                    /* (each branch from its fence to its wait: ptxas would otherwise guard the
+                     * registers with warpgroup.arrive) */
+                    auto qk = [&](auto half_qk) {
+                        pin(s);
+                        wg_fence();
+                        if constexpr (decltype(half_qk)::value)
+                            gemm_qk_half(s, dq, dk0 + st * KV_STEP);
+                        else
+                            gemm_qk(s, dq, dk0 + st * KV_STEP);
+                        wg_commit();
+                        if (PINGPONG && !(cw == 1 && nw == 1))
+                            named_arrive<256>(3 - cw);
+                        wg_wait<0>();
+                        pin(s);
+                    };
+#if FA3_HALF
+                    if (half)
+                        qk(fa3::bool_c<true>());
+                    else
+#endif
+                        qk(fa3::bool_c<false>());
                     if (lane == 0)
                         kv_release(b_ke + 8 * st, peer);
                     if (nw == 1)
