@@ -32,6 +32,10 @@ def smem(c, hd):
     return lib.fj_fa3_smem_bytes(ctypes.byref(c), hd)
 
 
+def ok_cfg(c, hd):
+    return check_cfg(c, hd)[0]
+
+
 def check_cfg(c, hd):
     why = ctypes.create_string_buffer(256)
     return lib.fj_fa3_check(ctypes.byref(c), hd, 90, why, 256) == 0, why.value.decode()
@@ -524,6 +528,28 @@ def main():
         for hd in (64, 128):
             for sl, c in distinct_defaults(hd, 1, (512, 1024, 2048, 8192, 16384)):
                 variants += [(1, hd, 1) + c + (HF(v), "bench") for v in (0, 1)]
+    if os.environ.get("FA3_SET") == "m64":
+        # run 26: tile M 64 (block_m 64: one consumer warpgroup per CTA, two CTAs per SM, each with
+        # its own K/V ring: the SM's two consumers on independent tiles, as cuDNN's 64x128xD
+        # kernels name it). Checks: each 64-row tile of the bench, none/causal/window, grid /
+        # static / dynamic, bf16 + f16; bench: against the defaults of hd64 and hd128. Refuted
+        # and removed from the kernel and fa3_config.c (NOTES.md run 26 says what it took): this
+        # set builds nothing without that support
+        m64 = {64: [(64, 128), (64, 176), (64, 192)], 128: [(64, 64), (64, 80)]}
+        variants = []
+        for hd, tiles in m64.items():
+            for bm, bn in tiles:
+                for dt in (1, 0):
+                    for mask in (0, 1, 2):
+                        for ps in (0, 1, 2):
+                            if ok_cfg(Cfg(bm, bn, 1, 0, ps), hd):
+                                variants.append((dt, hd, mask, bm, bn, 1, 0, ps, (), "check"))
+                for mask in (0, 1):
+                    variants.append((1, hd, mask, bm, bn, 1, 0, 2 if mask else 1, (), "bench"))
+                variants.append((1, hd, 1, bm, bn, 1, 0, 0, (), "bench"))
+            for mask in (0, 1):
+                for sl, c in distinct_defaults(hd, mask, (512, 1024, 2048, 8192, 16384)):
+                    variants.append((1, hd, mask) + c + ((), "bench"))
     if os.environ.get("AB_EXTRA") == "22":
         # run 22: short-sequence tiles with the current kernel (lazy rescaling, uniform warpgroup
         # index): hd64 unmasked 128x128P (ping-pong), hd256 unmasked 128x64 grid and 128x80P OQ

@@ -26,6 +26,8 @@ cuda.cuModuleGetFunction.argtypes = [ctypes.c_void_p, ctypes.c_void_p, ctypes.c_
 cuda.cuFuncSetAttribute.argtypes = [ctypes.c_void_p, ctypes.c_int, ctypes.c_int]
 cuda.cuFuncGetAttribute.argtypes = [ctypes.c_void_p, ctypes.c_int, ctypes.c_void_p]
 cuda.cuOccupancyMaxActiveClusters.argtypes = [ctypes.c_void_p, ctypes.c_void_p, ctypes.c_void_p]
+cuda.cuOccupancyMaxActiveBlocksPerMultiprocessor.argtypes = [ctypes.c_void_p, ctypes.c_void_p, ctypes.c_int,
+                                                              ctypes.c_size_t]
 MAX_CLUSTERS_SEEN = set()
 ENCODE = ctypes.cast(cuda.cuTensorMapEncodeTiled, ctypes.c_void_p)
 
@@ -87,6 +89,12 @@ class Kernel:
         self.regs = v.value
         ck(cuda.cuFuncGetAttribute(ctypes.byref(v), 3, self.fn), "local")
         self.local = v.value
+        # CTAs per SM the driver will co-schedule (block_m 64 counts on two)
+        ck(cuda.cuOccupancyMaxActiveBlocksPerMultiprocessor(ctypes.byref(v), self.fn, self.threads, self.smem),
+           "occupancy")
+        self.occ = v.value
+        if meta["bm"] == 64 and self.occ < 2:
+            print(f"WARNING {meta['file']}: {self.occ} CTA per SM (block_m 64 needs 2)", flush=True)
         self.cfg = Cfg(meta["bm"], meta["bn"], meta["overlap"], meta["pingpong"], meta["persistent"])
         # FJ_FA3_CLUSTER 2 (__cluster_dims__(2, 1, 1) in the cubin): the grid is made here, not by
         # fj_fa3_launch_shape (which knows no cluster yet): x even, the persistent grid at most
