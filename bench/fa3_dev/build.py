@@ -550,6 +550,51 @@ def main():
             for mask in (0, 1):
                 for sl, c in distinct_defaults(hd, mask, (512, 1024, 2048, 8192, 16384)):
                     variants.append((1, hd, mask) + c + ((), "bench"))
+    if os.environ.get("FA3_SET") == "qbuf2":
+        # run 27: two Q buffers in the persistent per-tile path (FJ_FA3_QBUF2 1): the next tile's
+        # Q loads during the whole current tile. Checks with it: every persistent default of
+        # dtype x hd x mask x length class and their dynamic-order variants (unmasked: static);
+        # bench: the defaults of hd64 and hd128 (none, causal) without and with it, and hd64
+        # causal 128x128D / 192x128D with the cross-tile stream (last measured in run 10)
+        QB = lambda v: (("FJ_FA3_QBUF2", v),)
+        cands = []
+        for dt in (1, 0):
+            for hd in CHECK_HD:
+                for mask in (0, 1, 2):
+                    for sl in (512, 2048, 16384):
+                        c = lib.fj_fa3_default(hd, mask, sl)
+                        cands.append((dt, hd, mask, c.block_m, c.block_n, c.overlap, c.pingpong,
+                                      max(c.persistent, 1 if mask == 0 else 2)))
+        variants = [c + (QB(1), "check") for c in dict.fromkeys(cands)]
+        for hd in (64, 128):
+            for mask in (0, 1):
+                for sl, c in distinct_defaults(hd, mask, (512, 1024, 2048, 8192, 16384)):
+                    variants += [(1, hd, mask) + c + (QB(v), "bench") for v in (0, 1)]
+        variants += [(1, 64, 1, 128, 128, 1, 1, 2, (("FJ_FA3_XTILE", 1),), "bench"),
+                     (1, 64, 1, 192, 128, 1, 0, 2, (("FJ_FA3_XTILE", 1),), "bench")]
+    if os.environ.get("FA3_SET") == "visexp":
+        # run 28: the first block's softmax skips the 32-key chunks no row of the warp sees
+        # (FJ_FA3_VISEXP 1; refuted and removed from the kernel, NOTES.md run 28: this set now
+        # builds the defaults twice). Checks with it: every masked default (causal, window) of dtype x hd
+        # x length class, their dynamic-order variants, grids with block_n 80/112/64, with and
+        # without HALF; bench: the causal defaults of hd 64/128/256 with 0 / VISEXP / VISEXP+HALF
+        VX = (("FJ_FA3_VISEXP", 1),)
+        cands = []
+        for dt in (1, 0):
+            for hd in CHECK_HD:
+                for mask in (1, 2):
+                    for sl in (512, 2048, 16384):
+                        c = lib.fj_fa3_default(hd, mask, sl)
+                        cands.append((dt, hd, mask, c.block_m, c.block_n, c.overlap, c.pingpong, c.persistent))
+                    cands += [v[:8] for v in dynamic_of_defaults(dt, hd, mask)]
+        variants = [c + (VX, "check") for c in dict.fromkeys(cands)]
+        variants += [(dt, 128, m, 128, 128, 1, 1, 2, VX + (("FJ_FA3_HALF", 1),), "check") for dt in (1, 0) for m in (1, 2)]
+        variants += [(dt, 64, m, 128, 128, 1, 1, 2, VX + (("FJ_FA3_HALF", 1),), "check") for dt in (1, 0) for m in (1, 2)]
+        for hd in (64, 128, 256):
+            for sl, c in distinct_defaults(hd, 1, (512, 1024, 2048, 8192, 16384)):
+                variants += [(1, hd, 1) + c + (x, "bench") for x in ((), VX)]
+                if c[1] % 32 == 0:
+                    variants.append((1, hd, 1) + c + (VX + (("FJ_FA3_HALF", 1),), "bench"))
     if os.environ.get("AB_EXTRA") == "22":
         # run 22: short-sequence tiles with the current kernel (lazy rescaling, uniform warpgroup
         # index): hd64 unmasked 128x128P (ping-pong), hd256 unmasked 128x64 grid and 128x80P OQ

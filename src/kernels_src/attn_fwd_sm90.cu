@@ -37,6 +37,9 @@
  *   FJ_FA3_WGSKIP    1 (default): with a mask, a consumer warpgroup skips the band's top blocks
  *                    that none of its rows sees (with ping-pong: FJ_FA3_WGSKIP_PP, grids with
  *                    block_n < block_m by default)
+ *   FJ_FA3_HALF      1: S of the first block on its lower half only where no row of the
+ *                    warpgroup sees the upper half (dev knob, default 0)
+ *   FJ_FA3_QBUF2     1: two Q buffers in the per-tile persistent path (dev knob, default 0)
  *   FJ_FA3_OQ        persistent, no XTILE, no O slot: 1 O staged in the tile's own Q buffer,
  *                    freed after the epilogue (default: persistent, hd > 128, cluster 1)
  *   FJ_FA3_OCOPY     persistent variants that stage O in shared memory: 1 the producer
@@ -363,6 +366,20 @@
  * unchecked), 0 elsewhere. */
 #define FA3_OSLOT_ (FJ_FA3_OBUF && FJ_FA3_PERSISTENT && !FJ_FA3_XTILE && FA3_QST2_FITS)
 #define FA3_OQ_ (FJ_FA3_OQ && FJ_FA3_PERSISTENT && !FJ_FA3_XTILE && !FA3_OSLOT_)
+/* FJ_FA3_QBUF2 1: persistent variants without the cross-tile stream (and without OQ) keep two
+ * Q buffers where they fit beside the O slot: the next tile's Q (and, in the dynamic order, its
+ * claim's hand-over) loads during the whole current tile instead of after its last S. 0 (the
+ * default): one. Run 27 (medians of 5, 512..16k): hd64 unmasked 192x128P -2.4..-4.3%, hd128
+ * unmasked 128x128P and causal 128x128D +1.3% at 512 and -0.5..-2.5% from 2k, hd64 causal
+ * within +-3%: the Q load after the last S was not what the tiles wait for. */
+#ifndef FJ_FA3_QBUF2
+#define FJ_FA3_QBUF2 0
+#endif
+#if FJ_FA3_QBUF2 != 0 && FJ_FA3_QBUF2 != 1
+#error "FJ_FA3_QBUF2 is 0 or 1"
+#endif
+#define FA3_QBUF2_ (FJ_FA3_QBUF2 && FJ_FA3_PERSISTENT && !FJ_FA3_XTILE && !FA3_OQ_ && \
+                    (FA3_OSLOT_ ? FA3_QST3_FITS : FA3_QST2_FITS))
 #ifndef FJ_FA3_OCOPY
 #define FJ_FA3_OCOPY (FA3_OSLOT_ && FJ_FA3_CLUSTER == 1)
 #elif FJ_FA3_OCOPY != 0 && FJ_FA3_OCOPY != 1
@@ -404,7 +421,7 @@ constexpr int Q_BYTES = DC * Q_CHUNK, KV_BYTES = DC * KV_CHUNK;
  * that, in the next tile's first step; a third buffer (where it fits) lets the Q of the tile
  * after next load during all of the next tile, as it did when the buffer was freed at the
  * tile's last S (without it, a run of one-block tiles waits for each Q load). */
-constexpr int QST = FJ_FA3_XTILE ? (FJ_FA3_OSMEM && FA3_QST3_FITS ? 3 : 2) : 1;
+constexpr int QST = FJ_FA3_XTILE ? (FJ_FA3_OSMEM && FA3_QST3_FITS ? 3 : 2) : FA3_QBUF2_ ? 2 : 1;
 constexpr int OSLOT = FA3_OSLOT_;  /* O slot */
 constexpr bool OQ = FA3_OQ_;       /* O via Q buffer */
 static_assert(!OQ || QST == 1, "FJ_FA3_OQ: one Q buffer");
