@@ -144,7 +144,8 @@ def main():
     # L2 groups forced on with a tiny budget, so the check cases cross group boundaries; the
     # cross-tile stream with O from registers (FJ_FA3_OSMEM 0)
     for hd, mask, c in ((128, 1, P128), (64, 2, P128), (256, 1, P80)):
-        variants.append((1, hd, mask) + c + ((("FJ_FA3_L2GROUP", 2), ("FJ_FA3_L2_BYTES", 300000)), "check"))
+        variants.append((1, hd, mask) + c + ((("FJ_FA3_L2GROUP", 2), ("FJ_FA3_L2_BYTES", 300000),
+                                              ("FJ_FA3_L2_BYTES_SHORT", 300000)), "check"))
     for hd, mask in ((64, 1), (64, 2), (128, 1), (128, 0), (96, 1)):
         variants.append((1, hd, mask) + P128 + ((O0,), "check"))
     def distinct_defaults(hd, mask, seqlens):
@@ -212,7 +213,8 @@ def main():
         # persistent and the dynamic one (L2 groups always, G2 = its default, and never, G0).
         variants = [v for v in variants if v[-1] == "check"] + dynamic_checks()
         for hd, mask, c in ((128, 1, P128), (64, 2, P128), (256, 1, P80)):  # groups crossed
-            variants.append((1, hd, mask) + c[:4] + (2, (("FJ_FA3_L2_BYTES", 300000),), "check"))
+            variants.append((1, hd, mask) + c[:4] + (2, (("FJ_FA3_L2_BYTES", 300000),
+                                                         ("FJ_FA3_L2_BYTES_SHORT", 300000)), "check"))
         sets = {64: [(128, 128, 1, 1)], 128: [(128, 128, 1, 1), (128, 176, 1, 1)], 256: [(128, 80, 1, 1)]}
         for hd, tiles in sets.items():
             mask = 1
@@ -323,6 +325,39 @@ def main():
                 if mb:
                     for dt in (1, 0):
                         variants.append((dt, hd, 1) + cc + (L2(mb), "check"))
+    if os.environ.get("FA3_SET") == "l2b":
+        # run 29: smaller L2 groups than run 17 for the dynamic order: 4 MB, 1 MB and 1 byte (one
+        # head per group: a head's query blocks back to back, longest first, as CTAs claim them:
+        # the K/V of a head shared through L2 by CTAs that run at the same time). Checks: 1 byte
+        # and 1 MB (bf16, f16; causal and window); bench: the dynamic-order causal defaults
+        variants = []
+        L2 = lambda b: ((("FJ_FA3_L2_BYTES", b),) if b else ())
+        for hd, sl in ((64, 512), (64, 2048), (128, 512), (256, 2048)):
+            d = lib.fj_fa3_default(hd, 1, sl)
+            cc = (d.block_m, d.block_n, d.overlap, d.pingpong, d.persistent)
+            for b in (0, 4 << 20, 1 << 20, 1):
+                variants.append((1, hd, 1) + cc + (L2(b), "bench"))
+                if b in (1, 1 << 20):
+                    for dt in (1, 0):
+                        for mask in (1, 2):
+                            variants.append((dt, hd, mask) + cc + (L2(b), "check"))
+
+    if os.environ.get("FA3_SET") == "l2short":
+        # run 30: the dynamic order's 4 MB groups at <= 1k keys (FJ_FA3_L2_BYTES_SHORT, now the
+        # kernel default) against 32 MB there (the kernel before it): the causal dynamic defaults
+        # at 512..2k; checks: the defaults with it (bf16, f16; causal, window) and with tiny
+        # groups both ways (group boundaries inside the check cases)
+        variants = []
+        for hd, sl in ((64, 512), (64, 2048), (128, 512), (256, 2048)):
+            d = lib.fj_fa3_default(hd, 1, sl)
+            cc = (d.block_m, d.block_n, d.overlap, d.pingpong, d.persistent)
+            variants += [(1, hd, 1) + cc + (x, "bench") for x in ((), (("FJ_FA3_L2_BYTES_SHORT", 32 << 20),))]
+            for dt in (1, 0):
+                for mask in (1, 2):
+                    variants.append((dt, hd, mask) + cc + ((), "check"))
+                    variants.append((dt, hd, mask) + cc + ((("FJ_FA3_L2_BYTES", 300000),
+                                                            ("FJ_FA3_L2_BYTES_SHORT", 200000)), "check"))
+
     def cluster_ab(configs):
         """bf16 unmasked bench pairs, cluster 1 and 2, of (head_dim, (bm, bn, ov, pp, ps))"""
         return [(1, hd, 0) + c + (extra, "bench") for hd, c in configs

@@ -439,6 +439,8 @@ def bench():
                                + ("OQ:" if m.get("extra", {}).get("FJ_FA3_OQ") == 1 else "")
                                + ("C:" if m.get("extra", {}).get("FJ_FA3_OCOPY") == 1 else "")
                                + (f"L{m['extra']['FJ_FA3_L2_BYTES'] >> 20}:" if "FJ_FA3_L2_BYTES" in m.get("extra", {}) else "")
+                               + (f"LS{m['extra']['FJ_FA3_L2_BYTES_SHORT'] >> 20}:"
+                                  if "FJ_FA3_L2_BYTES_SHORT" in m.get("extra", {}) else "")
                                + (f"PF{m['extra']['FJ_FA3_L2PF']}:" if m.get("extra", {}).get("FJ_FA3_L2PF") else "")
                                + ("".join(f"{k[7]}{v}" for k, v in m.get("extra", {}).items()
                                           if k in ("FJ_FA3_OBUF", "FJ_FA3_FASTEPI")) + ":"

@@ -299,6 +299,20 @@
 #ifndef FJ_FA3_L2_BYTES
 #define FJ_FA3_L2_BYTES (32ll << 20)  /* K+V bytes of one L2 group (H100/H200: 50/60 MB of L2) */
 #endif
+/* The dynamic order's groups for keys of at most FJ_FA3_L2_SHORT_SEQ: FJ_FA3_L2_BYTES_SHORT (the
+ * query blocks of a head then run close together in time). Run 29 (bench/fa3_dev/NOTES.md,
+ * medians of 5, causal, TFLOP/s with 32 / 4 / 1 MB / one head per group at 512 and 1k): hd128
+ * 128x128D 314/332/328/327 and 441/441/436/437, hd64 128x128D 227/232/231/230 and
+ * 306/313/310/312, hd64 192x128D 223/231/228/228 and 299/309/308/308, hd256 128x80D
+ * 295/307/305/304 and 444/439/436/438; from 2k smaller groups lose (hd128 -4..-9%, hd256
+ * -5..-8% at 2k-8k: the longest-first order is then only per group and the last tiles of the
+ * launch are long ones). */
+#ifndef FJ_FA3_L2_BYTES_SHORT
+#define FJ_FA3_L2_BYTES_SHORT (4ll << 20)
+#endif
+#ifndef FJ_FA3_L2_SHORT_SEQ
+#define FJ_FA3_L2_SHORT_SEQ 1024
+#endif
 /* two / three Q buffers fit (the same tests as fj_fa3_smem_bytes, which reserves them for
  * every persistent config where they fit; only the cross-tile stream uses them) */
 #define FA3_QST2_FITS (FJ_FA3_PERSISTENT && ((FJ_HEAD_DIM + 63) / 64) * 128 * (2 * FJ_BLOCK_M + 4 * FJ_BLOCK_N) + 1280 <= 227 * 1024)
@@ -1052,7 +1066,8 @@ FJ_DEVICE fa3_sched sched_of(const fj_attn_params &p)
     s.bhn = p.heads_q * p.batch;
     s.gsz = s.bhn;
 #if FJ_FA3_PERSISTENT && FA3_MASKED
-    /* Longest first within groups of (batch, head) whose K+V fit in about 32 MB of L2. Static
+    /* Longest first within groups of (batch, head) whose K+V fit in about 32 MB of L2 (the
+     * dynamic order with at most 1k keys: 4 MB, FJ_FA3_L2_BYTES_SHORT). Static
      * order (FJ_FA3_L2GROUP 1): only when there are at least half as many (batch, head) as
      * CTAs: then a round of tiles holds at most about two query blocks of a head, the blocks of
      * one head run rounds apart, and over all heads at once their K/V (134 MB in the 16k-token
@@ -1063,7 +1078,9 @@ FJ_DEVICE fa3_sched sched_of(const fj_attn_params &p)
     if (FJ_FA3_L2GROUP == 2 || (FJ_FA3_L2GROUP == 1 && 2 * s.bhn >= (int)gridDim.x)) {
         const int grp_ratio = p.heads_q / p.heads_kv;
         const long long kv_head = 4ll * p.seqlen_k * fa3::HD;  /* K+V bytes of one KV head */
-        int g = (int)((long long)FJ_FA3_L2_BYTES / (kv_head > 0 ? kv_head : 1));
+        const long long bytes = FA3_DYN && p.seqlen_k <= FJ_FA3_L2_SHORT_SEQ
+                                    ? (long long)FJ_FA3_L2_BYTES_SHORT : (long long)FJ_FA3_L2_BYTES;
+        int g = (int)(bytes / (kv_head > 0 ? kv_head : 1));
         g = g < 1 ? grp_ratio : g * grp_ratio;  /* whole GQA groups */
         s.gsz = g > s.bhn ? s.bhn : g;
     }
