@@ -358,6 +358,19 @@ def main():
                     variants.append((dt, hd, mask) + cc + ((("FJ_FA3_L2_BYTES", 300000),
                                                             ("FJ_FA3_L2_BYTES_SHORT", 200000)), "check"))
 
+    if os.environ.get("FA3_SET") == "l2long":
+        # run 31: larger L2 groups (64 MB) and none at all (FJ_FA3_L2GROUP 0: longest first over
+        # every head) for the dynamic order from 2k keys, against 32 MB: the long-class causal
+        # dynamic defaults; checks: both (bf16, f16; causal, window)
+        variants = []
+        for hd, sl in ((64, 2048), (128, 2048), (256, 2048)):
+            d = lib.fj_fa3_default(hd, 1, sl)
+            cc = (d.block_m, d.block_n, d.overlap, d.pingpong, d.persistent)
+            for x in ((), (("FJ_FA3_L2_BYTES", 64 << 20),), (("FJ_FA3_L2GROUP", 0),)):
+                variants.append((1, hd, 1) + cc + (x, "bench"))
+                if x:
+                    variants += [(dt, hd, mask) + cc + (x, "check") for dt in (1, 0) for mask in (1, 2)]
+
     def cluster_ab(configs):
         """bf16 unmasked bench pairs, cluster 1 and 2, of (head_dim, (bm, bn, ov, pp, ps))"""
         return [(1, hd, 0) + c + (extra, "bench") for hd, c in configs
