@@ -371,6 +371,17 @@ def main():
                 if x:
                     variants += [(dt, hd, mask) + cc + (x, "check") for dt in (1, 0) for mask in (1, 2)]
 
+    if os.environ.get("FA3_SET") == "endskip":
+        # run 32: without a mask, a consumer warpgroup with no row inside the sequence skips every
+        # block (FJ_FA3_ENDSKIP 1; 192-row tiles: every bench length leaves 64 or 128 rows in the
+        # last query tile). Checks with it: hd 32/48/64 unmasked 192x128 and 192x96, grid and
+        # static persistent, bf16 + f16; bench: hd64 unmasked 192x128P (the default) without /
+        # with. Refuted and removed from the kernel (NOTES.md run 32)
+        ES = lambda v: (("FJ_FA3_ENDSKIP", v),)
+        variants = [(dt, hd, 0, 192, bn, 1, 0, ps, ES(1), "check")
+                    for dt in (1, 0) for hd in (32, 48, 64) for bn in (128, 96) for ps in (0, 1)]
+        variants += [(1, 64, 0, 192, 128, 1, 0, 1, ES(v), "bench") for v in (0, 1)]
+
     def cluster_ab(configs):
         """bf16 unmasked bench pairs, cluster 1 and 2, of (head_dim, (bm, bn, ov, pp, ps))"""
         return [(1, hd, 0) + c + (extra, "bench") for hd, c in configs
