@@ -48,6 +48,8 @@
  *                    otherwise)
  *   FJ_FA3_L2GROUP   masked persistent order: 1 longest-first within L2-sized groups of heads
  *                    when batch*heads >= SMs/2, 0 never (default for hd < 128), 2 always
+ *                    (the dynamic order's default); a group holds FJ_FA3_L2_BYTES of K/V (32
+ *                    MB), in the dynamic order at <= 1k keys FJ_FA3_L2_BYTES_SHORT (4 MB)
  *   FJ_FA3_CLUSTER   1 (default): one CTA per work tile; 2: clusters of two CTAs on adjacent
  *                    query tiles of one (batch, head) share every K/V block: each loads half of
  *                    it for both (TMA multicast). Unmasked, grid or static persistent only,
@@ -430,11 +432,11 @@ template <bool B> struct bool_c {
     static constexpr bool value = B;
 };
 constexpr int Q_BYTES = DC * Q_CHUNK, KV_BYTES = DC * KV_CHUNK;
-/* Q buffers: 2 in persistent mode where they fit (the next tile's Q loads during this one) */
-/* Q buffers: the cross-tile stream stages O in the finished tile's Q buffer and frees it after
- * that, in the next tile's first step; a third buffer (where it fits) lets the Q of the tile
- * after next load during all of the next tile, as it did when the buffer was freed at the
- * tile's last S (without it, a run of one-block tiles waits for each Q load). */
+/* Q buffers: one, freed at the tile's last S (two with FJ_FA3_QBUF2). The cross-tile stream
+ * stages O in the finished tile's Q buffer and frees it after that, in the next tile's first
+ * step; a third buffer (where it fits) lets the Q of the tile after next load during all of the
+ * next tile, as it did when the buffer was freed at the tile's last S (without it, a run of
+ * one-block tiles waits for each Q load). */
 constexpr int QST = FJ_FA3_XTILE ? (FJ_FA3_OSMEM && FA3_QST3_FITS ? 3 : 2) : FA3_QBUF2_ ? 2 : 1;
 constexpr int OSLOT = FA3_OSLOT_;  /* O slot */
 constexpr bool OQ = FA3_OQ_;       /* O via Q buffer */
