@@ -111,6 +111,8 @@ class ClockSampler:
 
     def __init__(self, ms):
         self.samples, self.windows = [], {}
+        if ms <= 0:
+            raise ValueError("--clocks takes a period > 0 ms")
         self.proc = subprocess.Popen(
             ["nvidia-smi", "--query-gpu=clocks.sm,power.draw,temperature.gpu",
              "--format=csv,noheader,nounits", f"--loop-ms={ms}"],
@@ -178,7 +180,10 @@ def main():
     fj = Fajit(args.lib)
     torch.manual_seed(0)
     rows, clock_rows = [], []
-    clk = ClockSampler(args.clocks) if args.clocks > 0 and not args.fajit_only else None
+    try:
+        clk = ClockSampler(args.clocks) if args.clocks > 0 and not args.fajit_only else None
+    except FileNotFoundError:
+        sys.exit("bench_attn.py: --clocks needs nvidia-smi")
     for hd in map(int, args.hdims.split(",")):
         for causal in [m == "causal" for m in args.masks.split(",")]:
             for s in map(int, args.seqlens.split(",")):

@@ -33,8 +33,11 @@ OLD_FIELDS = ["clocks.sm", "power.draw", "clocks_throttle_reasons.active", "temp
 class Sampler:
     def __init__(self, ms):
         fields = FIELDS
-        probe = subprocess.run(["nvidia-smi", "--query-gpu=" + ",".join(fields),
-                                "--format=csv,noheader,nounits"], capture_output=True, text=True)
+        try:
+            probe = subprocess.run(["nvidia-smi", "--query-gpu=" + ",".join(fields),
+                                    "--format=csv,noheader,nounits"], capture_output=True, text=True)
+        except FileNotFoundError:
+            sys.exit("clock_probe.py: nvidia-smi not found (it samples the clocks)")
         if probe.returncode != 0 or "not a valid field" in probe.stdout + probe.stderr:
             fields = OLD_FIELDS  # an older driver's names
         self.fields, self.samples = fields, []
