@@ -15,6 +15,7 @@ import datetime
 import math
 import os
 import platform
+import statistics
 import subprocess
 import sys
 import threading
@@ -105,8 +106,8 @@ class Fajit:
 
 class ClockSampler:
     """SM clock and board power while each kernel is timed: nvidia-smi samples every `ms`
-    milliseconds, each line stamped on arrival here; window(name) keeps the samples that arrived
-    between its start and end. The GPU's own clocks move with power and temperature, so two
+    milliseconds, each line stamped on arrival here; timed(name, fn) records the window of one
+    timing, mean(name) averages the samples that arrived inside the name's windows. The GPU's own clocks move with power and temperature, so two
     kernels level per cycle (ncu locks the clocks) can differ in time at the clocks they run at."""
 
     def __init__(self, ms):
@@ -128,13 +129,14 @@ class ClockSampler:
     def timed(self, name, fn):
         t0 = time.monotonic()
         r = fn()
-        self.windows[name] = (t0, time.monotonic())
+        self.windows.setdefault(name, []).append((t0, time.monotonic()))
         return r
 
     def mean(self, name):
-        """(mean SM MHz, mean W, max deg C, samples) over the window, or None"""
-        t0, t1 = self.windows[name]
-        w = [x for x in self.samples if t0 <= x[0] <= t1]
+        """(mean SM MHz, mean W, max deg C, samples) over its windows, or None; then forgets
+        them (the next shape's windows start afresh)"""
+        ws = self.windows.pop(name, [])
+        w = [x for x in self.samples if any(t0 <= x[0] <= t1 for t0, t1 in ws)]
         if not w:
             return None
         return (sum(x[1] for x in w) / len(w), sum(x[2] for x in w) / len(w), max(x[3] for x in w),
@@ -169,7 +171,12 @@ def main():
                          "is timed; a second table gives the means")
     ap.add_argument("--order", default="fajit,flash,cudnn",
                     help="the order the three are timed in for each shape")
+    ap.add_argument("--rounds", type=int, default=1,
+                    help="time the three this many times per shape, even rounds in --order, odd "
+                         "rounds in reverse (none always first or last), the median kept")
     args = ap.parse_args()
+    if args.rounds < 1:
+        ap.error("--rounds must be at least 1")
     order = args.order.split(",")
     if sorted(order) != ["cudnn", "fajit", "flash"]:
         ap.error("--order names fajit, flash and cudnn once each")
@@ -204,11 +211,14 @@ def main():
                 fns = {"fajit": lambda: fj.fwd(d),
                        "flash": lambda: sdpa(q, k, v, causal, SDPBackend.FLASH_ATTENTION),
                        "cudnn": lambda: sdpa(q, k, v, causal, SDPBackend.CUDNN_ATTENTION)}
-                t = {}
-                for name in order:
-                    def timed(fn=fns[name]):
-                        return triton.testing.do_bench(fn, warmup=50, rep=300, return_mode="median")
-                    t[name] = clk.timed(name, timed) if clk else timed()
+                samples = {n: [] for n in order}
+                for rnd in range(args.rounds):
+                    for name in (order if rnd % 2 == 0 else order[::-1]):
+                        def timed(fn=fns[name]):
+                            return triton.testing.do_bench(fn, warmup=50, rep=300,
+                                                           return_mode="median")
+                        samples[name].append(clk.timed(name, timed) if clk else timed())
+                t = {n: statistics.median(v) for n, v in samples.items()}
                 if clk:
                     clock_rows.append((hd, "causal" if causal else "none", s,
                                        [clk.mean(n) for n in ("fajit", "flash", "cudnn")]))
@@ -240,7 +250,9 @@ def main():
         f"fajit {fj.lib.fajit_version_string().decode()} (kernel family: {args.family}), "
         f"python {platform.python_version()}  ",
         f"bf16, {args.tokens} tokens, hidden {args.hidden}; TFLOP/s = 4*b*h*s^2*d / time "
-        "(halved for causal), median of triton.testing.do_bench.", "",
+        "(halved for causal), median of triton.testing.do_bench" +
+        (f"; median of {args.rounds} rounds, odd rounds in reverse order." if args.rounds > 1
+         else "."), "",
         "| hdim | mask | seqlen | batch | heads | fajit | FLASH | CUDNN | fajit/FLASH | "
         "fajit/CUDNN | max abs diff vs FLASH |",
         "|---|---|---|---|---|---|---|---|---|---|---|"]
