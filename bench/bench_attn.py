@@ -105,26 +105,33 @@ class Fajit:
 
 
 class ClockSampler:
-    """SM clock and board power while each kernel is timed: nvidia-smi samples every `ms`
-    milliseconds, each line stamped on arrival here; timed(name, fn) records the window of one
-    timing, mean(name) averages the samples that arrived inside the name's windows. The GPU's own clocks move with power and temperature, so two
-    kernels level per cycle (ncu locks the clocks) can differ in time at the clocks they run at."""
+    """SM clock and board power while each kernel is timed: nvidia-smi samples `fields` every
+    `ms` milliseconds, each line stamped on arrival here (a sample: (time, *values); hex values,
+    the clock-event reasons, as ints); timed(name, fn) records the window of one timing,
+    mean(name) averages the samples that arrived inside the name's windows. The GPU's own clocks
+    move with power and temperature, so two kernels level per cycle (ncu locks the clocks) can
+    differ in time at the clocks they run at. Also bench/clock_probe.py's sampler."""
 
-    def __init__(self, ms):
-        self.samples, self.windows = [], {}
+    def __init__(self, ms, fields=("clocks.sm", "power.draw", "temperature.gpu")):
+        self.fields, self.samples, self.windows = list(fields), [], {}
         self.proc = subprocess.Popen(
-            ["nvidia-smi", "--query-gpu=clocks.sm,power.draw,temperature.gpu",
+            ["nvidia-smi", "--query-gpu=" + ",".join(self.fields),
              "--format=csv,noheader,nounits", f"--loop-ms={ms}"],
             stdout=subprocess.PIPE, stderr=subprocess.DEVNULL, text=True)
         threading.Thread(target=self._read, daemon=True).start()
 
     def _read(self):
         for line in self.proc.stdout:
+            f = [x.strip() for x in line.split(",")]
             try:
-                mhz, watt, temp = (float(x) for x in line.split(","))
+                v = [int(x, 16) if x.startswith("0x") else float(x) for x in f]
             except ValueError:
                 continue
-            self.samples.append((time.monotonic(), mhz, watt, temp))
+            if len(v) == len(self.fields):
+                self.samples.append((time.monotonic(), *v))
+
+    def between(self, t0, t1):
+        return [x for x in self.samples if t0 <= x[0] <= t1]
 
     def timed(self, name, fn):
         t0 = time.monotonic()
@@ -133,10 +140,9 @@ class ClockSampler:
         return r
 
     def mean(self, name):
-        """(mean SM MHz, mean W, max deg C, samples) over its windows, or None; then forgets
-        them (the next shape's windows start afresh)"""
-        ws = self.windows.pop(name, [])
-        w = [x for x in self.samples if any(t0 <= x[0] <= t1 for t0, t1 in ws)]
+        """(mean SM MHz, mean W, max deg C, samples) over its windows (the default fields), or
+        None; then forgets them (the next shape's windows start afresh)"""
+        w = [x for t0, t1 in self.windows.pop(name, []) for x in self.between(t0, t1)]
         if not w:
             return None
         return (sum(x[1] for x in w) / len(w), sum(x[2] for x in w) / len(w), max(x[3] for x in w),

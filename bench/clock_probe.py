@@ -18,48 +18,28 @@ import argparse
 import statistics
 import subprocess
 import sys
-import threading
 import time
 
 import torch
 from torch.nn.attention import SDPBackend
 
-from bench_attn import Fajit, sdpa
+from bench_attn import ClockSampler, Fajit, sdpa
 
 FIELDS = ["clocks.sm", "power.draw.instant", "clocks_event_reasons.active", "temperature.gpu"]
 OLD_FIELDS = ["clocks.sm", "power.draw", "clocks_throttle_reasons.active", "temperature.gpu"]
 
 
-class Sampler:
-    def __init__(self, ms):
-        fields = FIELDS
-        try:
-            probe = subprocess.run(["nvidia-smi", "--query-gpu=" + ",".join(fields),
-                                    "--format=csv,noheader,nounits"], capture_output=True, text=True)
-        except FileNotFoundError:
-            sys.exit("clock_probe.py: nvidia-smi not found (it samples the clocks)")
-        if probe.returncode != 0 or "not a valid field" in probe.stdout + probe.stderr:
-            fields = OLD_FIELDS  # an older driver's names
-        self.fields, self.samples = fields, []
-        self.proc = subprocess.Popen(["nvidia-smi", "--query-gpu=" + ",".join(fields),
-                                      "--format=csv,noheader,nounits", f"--loop-ms={ms}"],
-                                     stdout=subprocess.PIPE, stderr=subprocess.DEVNULL, text=True)
-        threading.Thread(target=self._read, daemon=True).start()
-
-    def _read(self):
-        for line in self.proc.stdout:
-            f = [x.strip() for x in line.split(",")]
-            try:
-                self.samples.append((time.monotonic(), float(f[0]), float(f[1]), int(f[2], 16),
-                                     float(f[3])))
-            except (ValueError, IndexError):
-                continue
-
-    def between(self, t0, t1):
-        return [x for x in self.samples if t0 <= x[0] <= t1]
-
-    def close(self):
-        self.proc.terminate()
+def sampler(ms):
+    """bench_attn's ClockSampler over FIELDS (an older driver's names where those fail)"""
+    fields = FIELDS
+    try:
+        probe = subprocess.run(["nvidia-smi", "--query-gpu=" + ",".join(fields),
+                                "--format=csv,noheader,nounits"], capture_output=True, text=True)
+    except FileNotFoundError:
+        sys.exit("clock_probe.py: nvidia-smi not found (it samples the clocks)")
+    if probe.returncode != 0 or "not a valid field" in probe.stdout + probe.stderr:
+        fields = OLD_FIELDS
+    return ClockSampler(ms, fields)
 
 
 def burst_flushed(fn, seconds, cache):
@@ -124,7 +104,7 @@ def main():
     cache = torch.empty(256 << 20, dtype=torch.int8, device="cuda") if args.flush else None
 
     fj = Fajit(args.lib)
-    smp = Sampler(args.ms)
+    smp = sampler(args.ms)
     time.sleep(0.5)
     if not smp.samples:
         sys.exit("clock_probe.py: no samples from nvidia-smi")

@@ -496,18 +496,24 @@ def main():
             variants.append((1, 128, 0, 128, 176, 1, 1, 1, (OQ, OC), "bench"))
         else:  # run 16: no unmasked variant that does not stage O (nothing to compare)
             variants = [v for v in variants if v[-1] == "check" or applies(v) or v[2] == 1]
+    def defaults_of(masks):
+        """(dt, hd, mask, bm, bn, ov, pp, ps) of the library default of every dtype x CHECK_HD x
+        mask x length class, each (dt, hd, mask) followed by its dynamic-order variants"""
+        out = []
+        for dt in (1, 0):
+            for hd in CHECK_HD:
+                for mask in masks:
+                    for sl in (512, 2048, 16384):
+                        c = lib.fj_fa3_default(hd, mask, sl)
+                        out.append((dt, hd, mask, c.block_m, c.block_n, c.overlap, c.pingpong, c.persistent))
+                    out += [v[:8] for v in dynamic_of_defaults(dt, hd, mask)]
+        return out
+
     def ab_variants(knob, va, vb, checks):
         """one knob both ways on the library defaults: checks of every default of dtype x hd x mask
         x length class (and their dynamic-order variants, the diagnostic schedules) with vb (when
         checks); bench: the bf16 defaults of hd 64/128/256 none/causal for 512..16k with va and vb"""
-        cands = []
-        for dt in (1, 0):
-            for hd in CHECK_HD:
-                for mask in (0, 1, 2):
-                    for sl in (512, 2048, 16384):
-                        c = lib.fj_fa3_default(hd, mask, sl)
-                        cands.append((dt, hd, mask, c.block_m, c.block_n, c.overlap, c.pingpong, c.persistent, (), "check"))
-                    cands += dynamic_of_defaults(dt, hd, mask)
+        cands = [c + ((), "check") for c in defaults_of((0, 1, 2))]
         cands += [v for v in variants if v[-1] == "check" and v[8] == () and (v[5] == 0 or v[6] == 0)]
         out = [v[:8] + (((knob, vb),), "check") for v in dict.fromkeys(cands)] if checks else []
         for hd in (64, 128, 256):
@@ -571,18 +577,11 @@ def main():
         # no-ping-pong tiles with block_n % 32 == 0; bench: the causal defaults of hd64 and hd128
         # for 512..16k without and with it
         HF = lambda v: (("FJ_FA3_HALF", v),)
-        cands = []
-        for dt in (1, 0):
-            for hd in CHECK_HD:
-                for mask in (1, 2):
-                    for sl in (512, 2048, 16384):
-                        c = lib.fj_fa3_default(hd, mask, sl)
-                        cands.append((dt, hd, mask, c.block_m, c.block_n, c.overlap, c.pingpong, c.persistent))
-                    cands += [v[:8] for v in dynamic_of_defaults(dt, hd, mask)]
-            for hd, bm, bn, pp, ps in ((64, 128, 128, 0, 2), (64, 192, 128, 0, 0), (128, 128, 128, 1, 0),
-                                       (128, 128, 64, 1, 0), (96, 128, 96, 1, 2), (64, 192, 64, 0, 2)):
-                for mask in (1, 2):
-                    cands.append((dt, hd, mask, bm, bn, 1, pp, ps))
+        cands = defaults_of((1, 2))
+        cands += [(dt, hd, mask, bm, bn, 1, pp, ps) for dt in (1, 0)
+                  for hd, bm, bn, pp, ps in ((64, 128, 128, 0, 2), (64, 192, 128, 0, 0), (128, 128, 128, 1, 0),
+                                             (128, 128, 64, 1, 0), (96, 128, 96, 1, 2), (64, 192, 64, 0, 2))
+                  for mask in (1, 2)]
         variants = [c + (HF(1), "check") for c in dict.fromkeys(cands) if c[4] % 32 == 0]
         for hd in (64, 128):
             for sl, c in distinct_defaults(hd, 1, (512, 1024, 2048, 8192, 16384)):
@@ -638,15 +637,7 @@ def main():
         # x length class, their dynamic-order variants, grids with block_n 80/112/64, with and
         # without HALF; bench: the causal defaults of hd 64/128/256 with 0 / VISEXP / VISEXP+HALF
         VX = (("FJ_FA3_VISEXP", 1),)
-        cands = []
-        for dt in (1, 0):
-            for hd in CHECK_HD:
-                for mask in (1, 2):
-                    for sl in (512, 2048, 16384):
-                        c = lib.fj_fa3_default(hd, mask, sl)
-                        cands.append((dt, hd, mask, c.block_m, c.block_n, c.overlap, c.pingpong, c.persistent))
-                    cands += [v[:8] for v in dynamic_of_defaults(dt, hd, mask)]
-        variants = [c + (VX, "check") for c in dict.fromkeys(cands)]
+        variants = [c + (VX, "check") for c in dict.fromkeys(defaults_of((1, 2)))]
         variants += [(dt, 128, m, 128, 128, 1, 1, 2, VX + (("FJ_FA3_HALF", 1),), "check") for dt in (1, 0) for m in (1, 2)]
         variants += [(dt, 64, m, 128, 128, 1, 1, 2, VX + (("FJ_FA3_HALF", 1),), "check") for dt in (1, 0) for m in (1, 2)]
         for hd in (64, 128, 256):

@@ -260,7 +260,9 @@
  * warpgroup 0 of a 128x128 tile) computes S on the lower half only (m64n(BN/2) wgmmas; the mask
  * sets the rest to -inf; P V still takes the whole block: a second P V sequence for the half,
  * in the first step of the steady loop or the last P V, made ptxas serialize every wgmma
- * (C7511) even with both sequences alike). 0: off. */
+ * (C7511) even with both sequences alike). 0: off. Measured in run 25 (+1.3% hd128 causal
+ * 512/1k); since the 4 MB L2 groups (run 30) hd128 causal 128x128 dynamic with it draws C7511
+ * too: read the compile log before using it. */
 #ifndef FJ_FA3_HALF
 #define FJ_FA3_HALF 0
 #endif
@@ -283,7 +285,7 @@
 #elif FJ_BLOCK_N == 256
 #define FA3_BN_HALF 128
 #else
-#define FA3_BN_HALF FJ_BLOCK_N  /* (no half: gemm_qk_half is gemm_qk, never called) */
+#define FA3_BN_HALF FJ_BLOCK_N  /* (no half: gemm_qk<true> is gemm_qk, never called) */
 #endif
 /* FJ_FA3_OSMEM (cross-tile stream only): 1 stage O in the finished tile's Q buffer, 0 store it
  * straight from registers (see the epilogue there) */
@@ -836,26 +838,21 @@ FJ_DEVICE fj_u32 pack2(float lo, float hi)
 
 /* ---- consumer pieces ---------------------------------------------------------------------- */
 
-/* S = Q K^T over the head dim: k16 step kk reads chunk kk/4 at byte 32*(kk%4). */
+/* S = Q K^T over the head dim: k16 step kk reads chunk kk/4 at byte 32*(kk%4). HALF: over the
+ * block's first BN/2 keys only, into s[0 .. SREG/2) (the rest left as it was; FJ_FA3_HALF). */
+template <bool HALF = false>
 FJ_DEVICE void gemm_qk(float (&s)[fa3::SREG], fj_u64 dq, fj_u64 dk)
 {
     using namespace fa3;
 #pragma unroll
-    for (int kk = 0; kk < KSTEPS; ++kk)
-        FA3_CAT(wgmma_ss_, FJ_BLOCK_N)<0>(s, dq + (fj_u64)(((kk >> 2) * Q_CHUNK + (kk & 3) * 32) >> 4),
-                                          dk + (fj_u64)(((kk >> 2) * KV_CHUNK + (kk & 3) * 32) >> 4),
-                                          kk > 0);
-}
-
-/* The same over the block's first BN/2 keys: s[0 .. SREG/2) (the rest left as it was). */
-template <int UNUSED = 0> FJ_DEVICE void gemm_qk_half(float (&s)[fa3::SREG], fj_u64 dq, fj_u64 dk)
-{
-    using namespace fa3;
-#pragma unroll
-    for (int kk = 0; kk < KSTEPS; ++kk)
-        FA3_CAT(wgmma_ss_, FA3_BN_HALF)<0>(s, dq + (fj_u64)(((kk >> 2) * Q_CHUNK + (kk & 3) * 32) >> 4),
-                                           dk + (fj_u64)(((kk >> 2) * KV_CHUNK + (kk & 3) * 32) >> 4),
-                                           kk > 0);
+    for (int kk = 0; kk < KSTEPS; ++kk) {
+        const fj_u64 a = dq + (fj_u64)(((kk >> 2) * Q_CHUNK + (kk & 3) * 32) >> 4);
+        const fj_u64 b = dk + (fj_u64)(((kk >> 2) * KV_CHUNK + (kk & 3) * 32) >> 4);
+        if constexpr (HALF)
+            FA3_CAT(wgmma_ss_, FA3_BN_HALF)<0>(s, a, b, kk > 0);
+        else
+            FA3_CAT(wgmma_ss_, FJ_BLOCK_N)<0>(s, a, b, kk > 0);
+    }
 }
 
 #if FJ_FA3_PV_SPLIT
@@ -1867,10 +1864,7 @@ fj_attn_fwd_sm90(const __grid_constant__ fj_attn_params p, const __grid_constant
                     auto qk = [&](auto half_qk) {
                         pin(s);
                         wg_fence();
-                        if constexpr (decltype(half_qk)::value)
-                            gemm_qk_half(s, dq, dk0 + st * KV_STEP);
-                        else
-                            gemm_qk(s, dq, dk0 + st * KV_STEP);
+                        gemm_qk<decltype(half_qk)::value>(s, dq, dk0 + st * KV_STEP);
                         wg_commit();
                         if (PINGPONG && !(cw == 1 && nw == 1))
                             named_arrive<256>(3 - cw);
