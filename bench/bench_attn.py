@@ -183,6 +183,8 @@ def main():
     args = ap.parse_args()
     if args.rounds < 1:
         ap.error("--rounds must be at least 1")
+    if args.clocks < 0:
+        ap.error("--clocks takes a sampling period in ms (0: off)")
     order = args.order.split(",")
     if sorted(order) != ["cudnn", "fajit", "flash"]:
         ap.error("--order names fajit, flash and cudnn once each")

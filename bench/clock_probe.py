@@ -101,6 +101,16 @@ def main():
     ap.add_argument("--flush", action="store_true",
                     help="flush L2 before each call and time calls one by one (do_bench's way)")
     args = ap.parse_args()
+    if args.burst <= 0 or args.rounds < 1 or args.ms < 1:
+        ap.error("--burst must be > 0 s, --rounds >= 1, --ms >= 1")
+    shapes = []
+    for spec in args.shapes.split(","):
+        f = spec.split(":")
+        if (len(f) != 3 or not f[0].isdigit() or not f[2].isdigit() or f[1] not in ("none", "causal")
+                or int(f[0]) not in (64, 128, 256) or not 0 < int(f[2]) <= 16384):
+            ap.error(f"--shapes: {spec!r} is not head_dim:none|causal:seqlen (head_dim 64/128/256, "
+                     "seqlen 1..16384)")
+        shapes.append((int(f[0]), f[1], int(f[2])))
     cache = torch.empty(256 << 20, dtype=torch.int8, device="cuda") if args.flush else None
 
     fj = Fajit(args.lib)
@@ -110,9 +120,8 @@ def main():
         sys.exit("clock_probe.py: no samples from nvidia-smi")
     torch.manual_seed(0)
     rows = []
-    for spec in args.shapes.split(","):
-        hd, mask, s = spec.split(":")
-        hd, s, causal = int(hd), int(s), mask == "causal"
+    for hd, mask, s in shapes:
+        causal = mask == "causal"
         b, h = 16384 // s, 2048 // hd
         q, k, v = (torch.randn(b, s, h, hd, device="cuda", dtype=torch.bfloat16) for _ in range(3))
         o = torch.empty_like(q)
