@@ -523,6 +523,50 @@ def main():
                         out.append((1, hd, mask) + c + (((knob, val),), "bench"))
         return out
 
+    if os.environ.get("FA3_SET") == "qreg":
+        # run 33: S = Q K^T with Q in registers (FJ_FA3_QREG 1: ldmatrix once per tile, wgmma RS with
+        # a K-major B). Checks with it: every default of dtype x hd x mask x length class with
+        # block_m 128 and hd <= 128 (and their dynamic-order variants), plus 128x128 grid / static
+        # / dynamic for hd 64/96/128, bf16 + f16, none/causal/window; bench: hd128 none 128x128P,
+        # hd128 causal 128x128D, hd64 causal 128x128D, hd64 none 128x128P without / with it, and
+        # the hd64 unmasked default 192x128P (no QREG: 192-row tiles spill with it)
+        QR = lambda v: (("FJ_FA3_QREG", v),)
+        cands = [c for c in defaults_of((0, 1, 2)) if c[3] == 128 and c[1] <= 128]
+        cands += [(dt, hd, mask, 128, 128, 1, 1, ps) for dt in (1, 0) for hd in (64, 96, 128)
+                  for mask in (0, 1, 2) for ps in (0, 1, 2) if not (mask == 0 and ps == 2)]
+        variants = [c + (QR(1), "check") for c in dict.fromkeys(cands)]
+        for hd, mask, ps in ((128, 0, 1), (128, 1, 2), (64, 1, 2), (64, 0, 1)):
+            variants += [(1, hd, mask, 128, 128, 1, 1, ps, QR(v), "bench") for v in (0, 1)]
+        variants += [(1, 64, 0, 192, 128, 1, 0, 1, (), "bench")]
+
+    if os.environ.get("FA3_SET") == "qreg2":
+        # run 34: FJ_FA3_QREG on 192-row tiles (192x128 spills 96 bytes with every step from
+        # registers, 192x112 and 192x96 compile clean at hd 64). Checks with it: hd 32/48/64 192x112 and
+        # 192x96, none/causal/window, grid / static / dynamic, bf16 + f16; bench: hd64 unmasked
+        # 192x128P (default), 192x112P and 192x96P without / with, 128x128P with; hd64 causal
+        # 128x128D (default <= 1k), 192x128D (default from 2k), 192x112D and 192x96D without / with
+        QA = (("FJ_FA3_QREG", 4),)
+        variants = [(dt, hd, mask, 192, bn, 1, 0, ps, QA, "check") for dt in (1, 0) for hd in (32, 48, 64)
+                    for bn in (112, 96) for mask in (0, 1, 2) for ps in (0, 1, 2) if not (mask == 0 and ps == 2)]
+        ps_of = {0: 1, 1: 2}
+        for mask in (0, 1):
+            ps = ps_of[mask]
+            variants += [(1, 64, mask, 192, 128, 1, 0, ps, (), "bench"),
+                         (1, 64, mask, 128, 128, 1, 1, ps, (), "bench"),
+                         (1, 64, mask, 128, 128, 1, 1, ps, (("FJ_FA3_QREG", 4),), "bench")]
+            variants += [(1, 64, mask, 192, bn, 1, 0, ps, ex, "bench") for bn in (112, 96) for ex in ((), QA)]
+    if os.environ.get("FA3_SET") == "qreg3":
+        # run 35: FJ_FA3_QREG 1 (the first k16 step of S from registers: what 192x128 at hd64 fits
+        # without spilling) on the hd64 192x128 defaults, and all steps on hd128 128x128P again
+        # (run 33: +-5% noise). Checks: every default of dtype x hd x mask x length class with it
+        # (QREG 1 on 192-row tiles, 16 = every step on 128-row tiles, hd <= 128) and their
+        # dynamic-order variants; bench: hd64 none 192x128P, causal 192x128D, hd128 none
+        # 128x128P without / with
+        QR = lambda v: (("FJ_FA3_QREG", v),)
+        cands = [c for c in defaults_of((0, 1, 2)) if c[1] <= 128]
+        variants = [c + (QR(1 if c[3] == 192 else 16), "check") for c in dict.fromkeys(cands)]
+        for hd, mask, bm, pp, ps, q in ((64, 0, 192, 0, 1, 1), (64, 1, 192, 0, 2, 1), (128, 0, 128, 1, 1, 16)):
+            variants += [(1, hd, mask, bm, 128, 1, pp, ps, QR(v), "bench") for v in (0, q)]
     if os.environ.get("FA3_SET") == "lazy":
         # runs 18-19: lazy rescaling (FJ_FA3_LAZY 8: the base moves only when a row's maximum grows
         # by more than 2^8, O rescaled only when some row of the warp moved), 0 against LAZY_T

@@ -40,6 +40,8 @@
  *   FJ_FA3_HALF      1: S of the first block on its lower half only where no row of the
  *                    warpgroup sees the upper half (dev knob, default 0)
  *   FJ_FA3_QBUF2     1: two Q buffers in the per-tile persistent path (dev knob, default 0)
+ *   FJ_FA3_QREG      n: the first n k16 steps of S = Q K^T with Q in registers (wgmma A from
+ *                    registers; per-tile path with overlap, hd <= 128; dev knob, default 0)
  *   FJ_FA3_OQ        persistent, no XTILE, no O slot: 1 O staged in the tile's own Q buffer,
  *                    freed after the epilogue (default: persistent, hd > 128, cluster 1)
  *   FJ_FA3_OCOPY     persistent variants that stage O in shared memory: 1 the producer
@@ -396,6 +398,22 @@
 #if FJ_FA3_QBUF2 != 0 && FJ_FA3_QBUF2 != 1
 #error "FJ_FA3_QBUF2 is 0 or 1"
 #endif
+/* FJ_FA3_QREG n: each consumer thread loads its warpgroup's Q fragments for the first n k16 steps
+ * of S = Q K^T once per tile (ldmatrix from the swizzled Q buffer, 4 registers per step) and
+ * those steps take A from registers (wgmma RS) instead of reading Q from shared memory again for
+ * every K block; n >= hd/16: every step. Per-tile path with overlap, without FJ_FA3_HALF, hd <=
+ * 128 (elsewhere no effect). 0 (the default): A from shared memory. */
+#ifndef FJ_FA3_QREG
+#define FJ_FA3_QREG 0
+#endif
+#if FJ_FA3_QREG < 0 || FJ_FA3_QREG > 16
+#error "FJ_FA3_QREG is 0..16"
+#endif
+#if FJ_FA3_QREG && !FJ_FA3_XTILE && FJ_FA3_OVERLAP && !FA3_HALF && FJ_HEAD_DIM <= 128
+#define FA3_QREG (FJ_FA3_QREG < FJ_HEAD_DIM / 16 ? FJ_FA3_QREG : FJ_HEAD_DIM / 16)
+#else
+#define FA3_QREG 0
+#endif
 #define FA3_QBUF2_ (FJ_FA3_QBUF2 && FJ_FA3_PERSISTENT && !FJ_FA3_XTILE && !FA3_OQ_ && \
                     (FA3_OSLOT_ ? FA3_QST3_FITS : FA3_QST2_FITS))
 #ifndef FJ_FA3_OCOPY
@@ -732,18 +750,22 @@ FJ_DEVICE fj_u64 desc_nmajor(fj_u32 addr, fj_u32 lbo)
                      : "l"(da), "l"(db), "r"(acc)                                                 \
                      : "memory");                                                                 \
     }
-#define FA3_DEF_RS(N, G, A0, A1, A2, A3, B, F)                                                    \
+#define FA3_DEF_RS_(NAME, N, G, A0, A1, A2, A3, B, F, TB)                                       \
     template <int OFF, int TOT>                                                                   \
-    FJ_DEVICE void wgmma_rs_##N(float (&d)[TOT], const fj_u32 (&a)[4], fj_u64 db, int acc)        \
+    FJ_DEVICE void NAME(float (&d)[TOT], const fj_u32 (&a)[4], fj_u64 db, int acc)                \
     {                                                                                             \
         static_assert(OFF + N / 2 <= TOT, "accumulator range");                                   \
         asm volatile("{\n.reg .pred p;\nsetp.ne.b32 p, %" #F ", 0;\n"                             \
                      "wgmma.mma_async.sync.aligned.m64n" #N "k16.f32." FA3_AB "." FA3_AB " {" FA3_L##G \
-                     "}, {%" #A0 ", %" #A1 ", %" #A2 ", %" #A3 "}, %" #B ", p, 1, 1, 1;\n}\n"     \
+                     "}, {%" #A0 ", %" #A1 ", %" #A2 ", %" #A3 "}, %" #B ", p, 1, 1, " #TB ";\n}\n" \
                      : FA3_C##G(d, OFF)                                                           \
                      : "r"(a[0]), "r"(a[1]), "r"(a[2]), "r"(a[3]), "l"(db), "r"(acc)             \
                      : "memory");                                                                 \
     }
+/* RS with B N-major (V: wgmma_rs_N) and K-major (K, for FJ_FA3_QREG: wgmma_rsk_N) */
+#define FA3_DEF_RS(N, G, A0, A1, A2, A3, B, F)                                                    \
+    FA3_DEF_RS_(wgmma_rs_##N, N, G, A0, A1, A2, A3, B, F, 1)                                      \
+    FA3_DEF_RS_(wgmma_rsk_##N, N, G, A0, A1, A2, A3, B, F, 0)
 FA3_DEF_SS(16, 1, 8, 9, 10)
 FA3_DEF_SS(32, 2, 16, 17, 18)
 FA3_DEF_SS(48, 3, 24, 25, 26)
@@ -854,6 +876,48 @@ FJ_DEVICE void gemm_qk(float (&s)[fa3::SREG], fj_u64 dq, fj_u64 dk)
             FA3_CAT(wgmma_ss_, FJ_BLOCK_N)<0>(s, a, b, kk > 0);
     }
 }
+
+#if FA3_QREG
+/* Q as the A operand of S = Q K^T with FJ_FA3_QREG: the fragments of the first FA3_QREG k16
+ * steps (load_q), and the descriptor of the buffer for the rest. */
+struct fa3_qop {
+    fj_u32 f[FA3_QREG][4];
+    fj_u64 d;
+};
+FJ_DEVICE void gemm_qk(float (&s)[fa3::SREG], const fa3_qop &q, fj_u64 dk)
+{
+    using namespace fa3;
+#pragma unroll
+    for (int kk = 0; kk < KSTEPS; ++kk) {
+        const fj_u64 b = dk + (fj_u64)(((kk >> 2) * KV_CHUNK + (kk & 3) * 32) >> 4);
+        if (kk < FA3_QREG)
+            FA3_CAT(wgmma_rsk_, FJ_BLOCK_N)<0>(s, q.f[kk < FA3_QREG ? kk : 0], b, kk > 0);
+        else
+            FA3_CAT(wgmma_ss_, FJ_BLOCK_N)<0>(s, q.d + (fj_u64)(((kk >> 2) * Q_CHUNK + (kk & 3) * 32) >> 4), b,
+                                              kk > 0);
+    }
+}
+
+/* This warpgroup's Q fragments (FJ_FA3_QREG): k16 step kk of each warp's 16 rows as the four
+ * 8x8 matrices of the wgmma A layout (rows 0-7 / 8-15 by columns 0-7 / 8-15 of the step), one
+ * ldmatrix x4 from the swizzled Q buffer `buf` (the layout stage_o writes: lane 8j+i gives row i
+ * of matrix j). */
+FJ_DEVICE void load_q(fj_u32 (&qf)[FA3_QREG][4], fj_u32 buf, int cw, int warp, int lane)
+{
+    using namespace fa3;
+    const int mj = lane >> 3, mi = lane & 7;
+    const fj_u32 rowa = buf + (64 * cw + 16 * warp + 8 * (mj & 1) + mi) * 128;
+#pragma unroll
+    for (int kk = 0; kk < FA3_QREG; ++kk) {
+        const int u = 2 * kk + (mj >> 1);  /* 16-byte unit of the row, over the chunks */
+        const fj_u32 a = rowa + (u >> 3) * Q_CHUNK + (((u & 7) ^ mi) << 4);
+        asm volatile("ldmatrix.sync.aligned.m8n8.x4.shared.b16 {%0, %1, %2, %3}, [%4];\n"
+                     : "=r"(qf[kk][0]), "=r"(qf[kk][1]), "=r"(qf[kk][2]), "=r"(qf[kk][3])
+                     : "r"(a)
+                     : "memory");
+    }
+}
+#endif
 
 #if FJ_FA3_PV_SPLIT
 /* One wgmma per 64-column chunk of V (the last one 16..64 wide): no LBO involved. */
@@ -1773,9 +1837,20 @@ fj_attn_fwd_sm90(const __grid_constant__ fj_attn_params p, const __grid_constant
         const int qb = qi % QST, qpar = (qi / QST) & 1;
 #endif
         const fj_u64 dq = desc_kmajor(s_q + qb * Q_BYTES + cw * 64 * 128);
+#if FA3_QREG
+        fa3_qop qop;  /* fragments loaded after the Q wait (load_q) */
+        qop.d = dq;
+#else
+        const fj_u64 qop = dq;
+#endif
         /* After the last S = Q K^T of a work tile the producer may load the next Q (OQ: after
          * the epilogue, which stages O in the buffer). */
         auto release_q = [&]() {
+            if (FA3_QREG && FJ_FA3_PERSISTENT && !OQ) {
+                /* load_q's generic reads before the producer's next TMA write */
+                asm volatile("fence.proxy.async.shared::cta;\n" ::: "memory");
+                __syncwarp();
+            }
             if (FJ_FA3_PERSISTENT && !OQ && lane == 0)
                 mbar_arrive(QE_BAR(qb));
         };
@@ -1853,6 +1928,9 @@ fj_attn_fwd_sm90(const __grid_constant__ fj_attn_params p, const __grid_constant
             }
 #endif
             if (nw > 0) {
+#if FA3_QREG
+                load_q(qop.f, s_q + qb * Q_BYTES, cw, warp, lane);
+#endif
 #if FJ_FA3_OVERLAP
                 {   /* the first block: S, softmax, P; its P V is issued in the next step */
                     const int nb = nbh - 1, st = g0 & 1, ph = (g0 >> 1) & 1;
@@ -1864,7 +1942,10 @@ fj_attn_fwd_sm90(const __grid_constant__ fj_attn_params p, const __grid_constant
                     auto qk = [&](auto half_qk) {
                         pin(s);
                         wg_fence();
-                        gemm_qk<decltype(half_qk)::value>(s, dq, dk0 + st * KV_STEP);
+                        if constexpr (decltype(half_qk)::value)
+                            gemm_qk<true>(s, dq, dk0 + st * KV_STEP);
+                        else
+                            gemm_qk(s, qop, dk0 + st * KV_STEP);
                         wg_commit();
                         if (PINGPONG && !(cw == 1 && nw == 1))
                             named_arrive<256>(3 - cw);
@@ -1894,7 +1975,7 @@ fj_attn_fwd_sm90(const __grid_constant__ fj_attn_params p, const __grid_constant
                         named_sync<256>(2 + cw);
                     pin(s);
                     wg_fence();
-                    gemm_qk(s, dq, dk0 + st * KV_STEP);
+                    gemm_qk(s, qop, dk0 + st * KV_STEP);
                     wg_commit();
                     rescale_o(o, alpha);  /* for the previous block's P V, issued next */
                     mbar_wait(b_vf + 8 * pst, pph);
