@@ -567,6 +567,20 @@ def main():
         variants = [c + (QR(1 if c[3] == 192 else 16), "check") for c in dict.fromkeys(cands)]
         for hd, mask, bm, pp, ps, q in ((64, 0, 192, 0, 1, 1), (64, 1, 192, 0, 2, 1), (128, 0, 128, 1, 1, 16)):
             variants += [(1, hd, mask, bm, 128, 1, pp, ps, QR(v), "bench") for v in (0, q)]
+    if os.environ.get("FA3_SET") == "pp3":
+        # run 36: three-way ping-pong for 192-row tiles (FJ_FA3_PP3 1). Checks with it: hd 32/64
+        # 192x128 and 192x96, none/causal/window, grid / static / dynamic, bf16 + f16, and every
+        # 192-row default; bench: hd64 none 192x128P, hd64 causal 192x128D and grid without /
+        # with, and the 128x128D default of <= 1k. Refuted and not in the kernel:
+        # `git apply bench/fa3_dev/results/pp3.patch` on 86c9651's kernel brings it back
+        PP = lambda v: (("FJ_FA3_PP3", v),)
+        cands = [c for c in defaults_of((0, 1, 2)) if c[3] == 192]
+        cands += [(dt, hd, mask, 192, bn, 1, 0, ps) for dt in (1, 0) for hd in (32, 64) for bn in (128, 96)
+                  for mask in (0, 1, 2) for ps in (0, 1, 2) if not (mask == 0 and ps == 2)]
+        variants = [c + (PP(1), "check") for c in dict.fromkeys(cands)]
+        for mask, ps in ((0, 1), (1, 2), (1, 0)):
+            variants += [(1, 64, mask, 192, 128, 1, 0, ps, PP(v), "bench") for v in (0, 1)]
+        variants += [(1, 64, 1, 128, 128, 1, 1, 2, (), "bench")]
     if os.environ.get("FA3_SET") == "lazy":
         # runs 18-19: lazy rescaling (FJ_FA3_LAZY 8: the base moves only when a row's maximum grows
         # by more than 2^8, O rescaled only when some row of the warp moved), 0 against LAZY_T
