@@ -581,6 +581,19 @@ def main():
         for mask, ps in ((0, 1), (1, 2), (1, 0)):
             variants += [(1, 64, mask, 192, 128, 1, 0, ps, PP(v), "bench") for v in (0, 1)]
         variants += [(1, 64, 1, 128, 128, 1, 1, 2, (), "bench")]
+    if os.environ.get("FA3_SET") == "qreg4":
+        # run 37: FJ_FA3_QREG at hd256, where S = Q K^T with 80- or 64-key blocks reads A 2 KB + B
+        # 2.5 / 2 KB from shared memory per 40 / 32 tensor clocks (112 / 128 B/clk: at the port).
+        # Checks: every default with hd > 128 with n = 4, the hd256 128x64 grid / persistent with
+        # n = 8, bf16 + f16, none/causal/window; bench: hd256 none 128x80P n = 0/4/6, 128x64P 0/8;
+        # causal 128x80D 0/2/4, 128x64 grid 0/8
+        QR = lambda v: (("FJ_FA3_QREG", v),) if v else ()
+        cands = [c for c in defaults_of((0, 1, 2)) if c[1] > 128]
+        variants = [c + (QR(4), "check") for c in dict.fromkeys(cands)]
+        variants += [(dt, 256, mask, 128, 64, 1, 1, ps, QR(8), "check") for dt in (1, 0) for mask in (0, 1, 2)
+                     for ps in (0, 1)]
+        for mask, bn, ps, ns in ((0, 80, 1, (0, 4, 6)), (0, 64, 1, (0, 8)), (1, 80, 2, (0, 2, 4)), (1, 64, 0, (0, 8))):
+            variants += [(1, 256, mask, 128, bn, 1, 1, ps, QR(v), "bench") for v in ns]
     if os.environ.get("FA3_SET") == "lazy":
         # runs 18-19: lazy rescaling (FJ_FA3_LAZY 8: the base moves only when a row's maximum grows
         # by more than 2^8, O rescaled only when some row of the warp moved), 0 against LAZY_T

@@ -41,7 +41,7 @@
  *                    warpgroup sees the upper half (dev knob, default 0)
  *   FJ_FA3_QBUF2     1: two Q buffers in the per-tile persistent path (dev knob, default 0)
  *   FJ_FA3_QREG      n: the first n k16 steps of S = Q K^T with Q in registers (wgmma A from
- *                    registers; per-tile path with overlap, hd <= 128; dev knob, default 0)
+ *                    registers; per-tile path with overlap; dev knob, default 0)
  *   FJ_FA3_OQ        persistent, no XTILE, no O slot: 1 O staged in the tile's own Q buffer,
  *                    freed after the epilogue (default: persistent, hd > 128, cluster 1)
  *   FJ_FA3_OCOPY     persistent variants that stage O in shared memory: 1 the producer
@@ -401,15 +401,16 @@
 /* FJ_FA3_QREG n: each consumer thread loads its warpgroup's Q fragments for the first n k16 steps
  * of S = Q K^T once per tile (ldmatrix from the swizzled Q buffer, 4 registers per step) and
  * those steps take A from registers (wgmma RS) instead of reading Q from shared memory again for
- * every K block; n >= hd/16: every step. Per-tile path with overlap, without FJ_FA3_HALF, hd <=
- * 128 (elsewhere no effect). 0 (the default): A from shared memory. */
+ * every K block; n >= hd/16: every step. Per-tile path with overlap, without FJ_FA3_HALF
+ * (elsewhere no effect); where the registers allow it (192x128 hd64: n = 1, hd256 128x80: 4-6).
+ * 0 (the default): A from shared memory. */
 #ifndef FJ_FA3_QREG
 #define FJ_FA3_QREG 0
 #endif
 #if FJ_FA3_QREG < 0 || FJ_FA3_QREG > 16
 #error "FJ_FA3_QREG is 0..16"
 #endif
-#if FJ_FA3_QREG && !FJ_FA3_XTILE && FJ_FA3_OVERLAP && !FA3_HALF && FJ_HEAD_DIM <= 128
+#if FJ_FA3_QREG && !FJ_FA3_XTILE && FJ_FA3_OVERLAP && !FA3_HALF
 #define FA3_QREG (FJ_FA3_QREG < FJ_HEAD_DIM / 16 ? FJ_FA3_QREG : FJ_HEAD_DIM / 16)
 #else
 #define FA3_QREG 0
