@@ -184,7 +184,7 @@ def main():
             for mask in (0, 1):
                 for sl, c in distinct_defaults(hd, mask, (512, 2048)):
                     ex = [off, (("FJ_FA3_OBUF", 0), ("FJ_FA3_FASTEPI", 1))]
-                    slot = ((hd + 63) // 64) * 128 * (2 * c[0] + 4 * c[1]) + 1280 <= 227 * 1024
+                    slot = ((hd + 63) // 64) * 128 * (2 * c[0] + 4 * c[1]) + 1344 <= 227 * 1024
                     if c[4] and mask == 0 and slot:  # persistent without the stream: the O slot
                         ex += [(("FJ_FA3_OBUF", 1), ("FJ_FA3_FASTEPI", 0)), (("FJ_FA3_OBUF", 1), ("FJ_FA3_FASTEPI", 1))]
                     if (hd, mask, c) == (128, 0, (128, 128, 1, 1, 1)):
@@ -465,7 +465,7 @@ def main():
             """FA3_OCOPY of the kernel for variant v (the O slot / OQ / XTILE tests of the kernel)"""
             dt, hd, mask, bm, bn, ov, pp, ps, extra, role = v
             e = dict(extra)
-            q2 = ((hd + 63) // 64) * 128 * (2 * bm + 4 * bn) + 1280 <= 227 * 1024
+            q2 = ((hd + 63) // 64) * 128 * (2 * bm + 4 * bn) + 1344 <= 227 * 1024
             xt = e.get("FJ_FA3_XTILE", -1)
             if xt < 0:
                 xt = int(bool(ps and ov and mask and q2 and not (ps == 2 and hd <= 64)))
@@ -594,6 +594,10 @@ def main():
                      for ps in (0, 1)]
         for mask, bn, ps, ns in ((0, 80, 1, (0, 4, 6)), (0, 64, 1, (0, 8)), (1, 80, 2, (0, 2, 4)), (1, 64, 0, (0, 8))):
             variants += [(1, 256, mask, 128, bn, 1, 1, ps, QR(v), "bench") for v in ns]
+    if os.environ.get("FA3_SET") == "prof64":
+        # run 38 (ncu source-level profile, run7.sh PROF=1): the hd64 defaults at 512, causal
+        # 128x128D and unmasked 192x128P
+        variants = [(1, 64, 1, 128, 128, 1, 1, 2, (), "bench"), (1, 64, 0, 192, 128, 1, 0, 1, (), "bench")]
     if os.environ.get("FA3_SET") == "lazy":
         # runs 18-19: lazy rescaling (FJ_FA3_LAZY 8: the base moves only when a row's maximum grows
         # by more than 2^8, O rescaled only when some row of the warp moved), 0 against LAZY_T

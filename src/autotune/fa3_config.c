@@ -28,11 +28,11 @@ size_t fj_fa3_smem_bytes(const fj_fa3_config *c, int head_dim)
      * the kernel: the same tests) */
     const size_t chunks = (size_t)(head_dim + 63) / 64;
     for (int q = 3; q >= 2; q--) {
-        const size_t b = chunks * 128u * (size_t)(q * c->block_m + 4 * c->block_n) + 256u + 1024u;
+        const size_t b = chunks * 128u * (size_t)(q * c->block_m + 4 * c->block_n) + 320u + 1024u;
         if (c->persistent && b <= 227 * KIB)
             return b;
     }
-    return chunks * 128u * (size_t)(c->block_m + 4 * c->block_n) + 256u + 1024u;
+    return chunks * 128u * (size_t)(c->block_m + 4 * c->block_n) + 320u + 1024u;
 }
 
 int fj_fa3_length_class(int seqlen_q)

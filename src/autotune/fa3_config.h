@@ -70,7 +70,7 @@ int fj_fa3_length_class(int seqlen_q);
 int fj_fa3_class_seqlen(int length_class);
 fj_fa3_config fj_fa3_default(int head_dim, int mask, int seqlen_q);
 
-/* Dynamic shared memory of one CTA: ceil(hd/64) * 128 * (q * block_m + 4*block_n) + 1280,
+/* Dynamic shared memory of one CTA: ceil(hd/64) * 128 * (q * block_m + 4*block_n) + 1344,
  * q = 3, else 2 (room for three or two Q buffers, used by the kernel's cross-tile stream) for
  * a persistent config where that fits in 227 KiB, else 1. */
 size_t fj_fa3_smem_bytes(const fj_fa3_config *c, int head_dim);

@@ -40,6 +40,8 @@
  *   FJ_FA3_HALF      1: S of the first block on its lower half only where no row of the
  *                    warpgroup sees the upper half (dev knob, default 0)
  *   FJ_FA3_QBUF2     1: two Q buffers in the per-tile persistent path (dev knob, default 0)
+ *   FJ_FA3_TILEW     1 (default): the dynamic order's producer hands the consumers a tile's
+ *                    (batch, head, query block) with its index; 0: they compute them
  *   FJ_FA3_QREG      n: the first n k16 steps of S = Q K^T with Q in registers (wgmma A from
  *                    registers; per-tile path with overlap; dev knob, default 0)
  *   FJ_FA3_OQ        persistent, no XTILE, no O slot: 1 O staged in the tile's own Q buffer,
@@ -73,7 +75,7 @@
  *   row count with batch 1 (varlen). grid (ceil(seqlen_q / FJ_BLOCK_M), heads_q, batch), or
  *   with FJ_FA3_PERSISTENT (min(SM count, that product), 1, 1); block 128 * (FJ_BLOCK_M / 64
  *   + 1) threads, dynamic shared memory
- *   (ceil(hd/64) * 128 * (q * FJ_BLOCK_M + 4 * FJ_BLOCK_N) + 256 + 1024) bytes, q = 3 or 2
+ *   (ceil(hd/64) * 128 * (q * FJ_BLOCK_M + 4 * FJ_BLOCK_N) + 320 + 1024) bytes, q = 3 or 2
  *   for FJ_FA3_PERSISTENT where that fits in 227 KiB, else 1 (fj_fa3_smem_bytes).
  *
  * Design (Shah et al. 2024). Warpgroup 0 is the producer: after setmaxnreg.dec one thread
@@ -321,8 +323,8 @@
 #endif
 /* two / three Q buffers fit (the same tests as fj_fa3_smem_bytes, which reserves them for
  * every persistent config where they fit; only the cross-tile stream uses them) */
-#define FA3_QST2_FITS (FJ_FA3_PERSISTENT && ((FJ_HEAD_DIM + 63) / 64) * 128 * (2 * FJ_BLOCK_M + 4 * FJ_BLOCK_N) + 1280 <= 227 * 1024)
-#define FA3_QST3_FITS (FJ_FA3_PERSISTENT && ((FJ_HEAD_DIM + 63) / 64) * 128 * (3 * FJ_BLOCK_M + 4 * FJ_BLOCK_N) + 1280 <= 227 * 1024)
+#define FA3_QST2_FITS (FJ_FA3_PERSISTENT && ((FJ_HEAD_DIM + 63) / 64) * 128 * (2 * FJ_BLOCK_M + 4 * FJ_BLOCK_N) + 1344 <= 227 * 1024)
+#define FA3_QST3_FITS (FJ_FA3_PERSISTENT && ((FJ_HEAD_DIM + 63) / 64) * 128 * (3 * FJ_BLOCK_M + 4 * FJ_BLOCK_N) + 1344 <= 227 * 1024)
 /* Default: on for masked persistent variants only. Unmasked (runs 4-6, O staged through shared
  * memory): hd128 128x128 with it vs without it 463/533/572/607 vs 452/536/585/628 TFLOP/s at
  * 512/1k/2k/4k (run 6, medians of 3), +3/-3/0/+5/-2% in run 5: no clear gain; 192x128 hd64
@@ -415,6 +417,20 @@
 #else
 #define FA3_QREG 0
 #endif
+/* FJ_FA3_TILEW 1 (the default; dynamic order): the producer, which works out every tile's (batch,
+ * head, query block) for its loads anyway, stores them beside the tile index (16 bytes at bar +
+ * 256 + 16 qb) and the consumers read them with one load instead of repeating tile_coords (three
+ * integer divisions, ~110 instructions of one dependent chain at the top of every tile: 12% of
+ * the consumers' stall samples in hd64 causal 128x128D at 512, run 38 of bench/fa3_dev/NOTES.md).
+ * Run 38 (medians of 7, causal, TFLOP/s without / with at 512 / 1k): hd64 128x128D 234/246
+ * 313/323, hd64 192x128D 232/241 308/317, hd128 128x128D 325/333 433/440, hd256 128x80D
+ * 303/306 429/432; from 2k within +-1.6%. 0: the consumers compute them from the index. */
+#ifndef FJ_FA3_TILEW
+#define FJ_FA3_TILEW 1
+#endif
+#if FJ_FA3_TILEW != 0 && FJ_FA3_TILEW != 1
+#error "FJ_FA3_TILEW is 0 or 1"
+#endif
 #define FA3_QBUF2_ (FJ_FA3_QBUF2 && FJ_FA3_PERSISTENT && !FJ_FA3_XTILE && !FA3_OQ_ && \
                     (FA3_OSLOT_ ? FA3_QST3_FITS : FA3_QST2_FITS))
 #ifndef FJ_FA3_OCOPY
@@ -462,9 +478,9 @@ constexpr int QST = FJ_FA3_XTILE ? (FJ_FA3_OSMEM && FA3_QST3_FITS ? 3 : 2) : FA3
 constexpr int OSLOT = FA3_OSLOT_;  /* O slot */
 constexpr bool OQ = FA3_OQ_;       /* O via Q buffer */
 static_assert(!OQ || QST == 1, "FJ_FA3_OQ: one Q buffer");
-static_assert((QST + OSLOT) * Q_BYTES + 4 * KV_BYTES + 256 + 1024 <= 227 * 1024, "QST");
+static_assert((QST + OSLOT) * Q_BYTES + 4 * KV_BYTES + 320 + 1024 <= 227 * 1024, "QST");
 constexpr int OFF_K = (QST + OSLOT) * Q_BYTES, OFF_V = OFF_K + 2 * KV_BYTES, OFF_BAR = OFF_V + 2 * KV_BYTES;
-constexpr int SMEM_BYTES = OFF_BAR + 256 + 1024;  /* + barriers, scratch, alignment slack */
+constexpr int SMEM_BYTES = OFF_BAR + 320 + 1024;  /* + barriers, scratch, alignment slack */
 constexpr int REG_PRODUCER = 24, REG_CONSUMER = NWG == 2 ? 240 : 160;
 constexpr bool PINGPONG = FJ_FA3_PINGPONG && NWG == 2 && FJ_FA3_OVERLAP;
 
@@ -622,6 +638,20 @@ FJ_DEVICE void tma_load4_kv(fj_u32 dst, const void *tmap, int c0, int c1, int c2
     tma_load4_mc(dst, tmap, c0, c1, c2, c3, bar);
 #else
     tma_load4(dst, tmap, c0, c1, c2, c3, bar);
+#endif
+}
+/* The dynamic order's hand-over of tile t (batch b, head h, query block mb) at `w` (Q_TILE):
+ * the index, and with FJ_FA3_TILEW its coordinates too. */
+template <int UNUSED = 0> FJ_DEVICE void put_tile(fj_u32 w, int t, int b, int h, int mb)
+{
+#if FJ_FA3_TILEW
+    asm volatile("st.shared.v4.b32 [%0], {%1, %2, %3, %4};\n" ::"r"(w), "r"(t), "r"(b), "r"(h), "r"(mb)
+                 : "memory");
+#else
+    (void)b;
+    (void)h;
+    (void)mb;
+    asm volatile("st.shared.b32 [%0], %1;\n" ::"r"(w), "r"(t) : "memory");
 #endif
 }
 FJ_DEVICE void tma_prefetch_desc(const void *tmap)
@@ -1270,14 +1300,18 @@ fj_attn_fwd_sm90(const __grid_constant__ fj_attn_params p, const __grid_constant
     /* The 256 bytes at bar: 0 qfull[0]; 8, 16 kfull; 24, 32 vfull; 40, 48 kempty; 56, 64
      * vempty; 72 qempty[0]; 80, 88 qfull[1], qempty[1]; 96, 104 qfull[2], qempty[2]; 112..128
      * Q_TILE words (dynamic order); 128..256 the anchor scratch, or with FA3_OCOPY 128..160
-     * the anchor, 160.. O_FULL, 184.. O_EMPTY, 208..256 O_WORDS. */
+     * the anchor, 160.. O_FULL, 184.. O_EMPTY, 208..256 O_WORDS; 256..320 FJ_FA3_TILEW's words. */
     const fj_u32 bar = base + OFF_BAR;
     const fj_u32 b_kf = bar + 8, b_vf = bar + 24, b_ke = bar + 40, b_ve = bar + 56;
     /* Q buffer qb: full barrier QF_BAR(qb), empty barrier QE_BAR(qb), data s_q + qb*Q_BYTES */
 #define QF_BAR(qb) (bar + ((qb) == 0 ? 0 : 64 + 16 * (qb)))
 #define QE_BAR(qb) (bar + 72 + 16 * (qb))
     /* dynamic schedule: the index of the tile whose Q goes into buffer qb (-1: no more) */
+#if FA3_DYN && FJ_FA3_TILEW
+#define Q_TILE(qb) (bar + 256 + 16 * (qb))  /* {index, batch, head, query block} */
+#else
 #define Q_TILE(qb) (bar + 112 + 4 * (qb))
+#endif
     static_assert(QST <= 3, "Q barriers end at bar + 112, where the Q_TILE words start");
 #if FA3_OCOPY
     /* O copy: per consumer warpgroup cw an "O full" mbarrier (one arrival per consumer thread),
@@ -1404,7 +1438,7 @@ fj_attn_fwd_sm90(const __grid_constant__ fj_attn_params p, const __grid_constant
                     /* no key: the consumers write its zeros; handed over without data */
                     const int qb = qi % QST;
                     mbar_wait(QE_BAR(qb), ((qi / QST) & 1) ^ 1);
-                    asm volatile("st.shared.b32 [%0], %1;\n" ::"r"(Q_TILE(qb)), "r"(t) : "memory");
+                    put_tile(Q_TILE(qb), t, b, h, mb);
                     mbar_arrive(QF_BAR(qb));
                     ++qi;
 #endif
@@ -1421,7 +1455,7 @@ fj_attn_fwd_sm90(const __grid_constant__ fj_attn_params p, const __grid_constant
                 mbar_wait(QE_BAR(qb), ((qi / QST) & 1) ^ 1);
 #endif
 #if FA3_DYN
-                asm volatile("st.shared.b32 [%0], %1;\n" ::"r"(Q_TILE(qb)), "r"(t) : "memory");
+                put_tile(Q_TILE(qb), t, b, h, mb);
 #endif
                 mbar_expect_tx(QF_BAR(qb), Q_BYTES);
 #pragma unroll
@@ -1796,17 +1830,29 @@ fj_attn_fwd_sm90(const __grid_constant__ fj_attn_params p, const __grid_constant
     for (;;) {  /* the tile the producer handed over with the next Q buffer */
         const int qb = qi % QST, qpar = (qi / QST) & 1;
         mbar_wait(QF_BAR(qb), qpar);
+#if FJ_FA3_TILEW
+        int t, b, h, mb;
+        asm volatile("ld.shared.v4.b32 {%0, %1, %2, %3}, [%4];\n"
+                     : "=r"(t), "=r"(b), "=r"(h), "=r"(mb)
+                     : "r"(Q_TILE(qb))
+                     : "memory");
+        if (t < 0)
+            break;
+#else
         const int t = ld_shared_s32(Q_TILE(qb));
         if (t < 0)
             break;
+        int b, h, mb;
+        tile_coords(p, sc, t, b, h, mb);
+#endif
 #else
     for (int r = 0; r * t_step < total; ++r) {
         const int t = FA3_TILE(r);
         if (t >= total)
             continue;
-#endif
         int b, h, mb;
         tile_coords(p, sc, t, b, h, mb);
+#endif
         const fj_seq sq = fj_seq_of(p, b);
         const int m0 = mb * BM;
         if (SKIP_PAST_END && m0 >= sq.sq)
@@ -1844,6 +1890,7 @@ fj_attn_fwd_sm90(const __grid_constant__ fj_attn_params p, const __grid_constant
 #else
         const fj_u64 qop = dq;
 #endif
+        (void)qop;  /* (the serial schedule takes dq) */
         /* After the last S = Q K^T of a work tile the producer may load the next Q (OQ: after
          * the epilogue, which stages O in the buffer). */
         auto release_q = [&]() {
