@@ -12,7 +12,7 @@ from concurrent.futures import ThreadPoolExecutor
 
 HERE = os.path.dirname(os.path.abspath(__file__))
 ROOT = os.path.join(HERE, "..", "..")
-OUT = os.path.join(HERE, "cubins")
+OUT = os.environ.get("FA3_CUBINS", os.path.join(HERE, "cubins"))  # FA3_CUBINS: another build (run_fa3.py reads it too)
 STAGE = os.path.join(HERE, "src_stage")
 NVDISASM = os.environ.get("NVDISASM", "/root/.pyenv/versions/3.11.7/lib/python3.11/site-packages/nvidia/cu13/bin/nvdisasm")
 CHECK_HD = [64, 96, 128, 192, 256]
