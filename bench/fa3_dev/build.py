@@ -598,6 +598,17 @@ def main():
         # run 38 (ncu source-level profile, run7.sh PROF=1): the hd64 defaults at 512, causal
         # 128x128D and unmasked 192x128P
         variants = [(1, 64, 1, 128, 128, 1, 1, 2, (), "bench"), (1, 64, 0, 192, 128, 1, 0, 1, (), "bench")]
+    if os.environ.get("FA3_SET") == "place":
+        # run 40: the harness's position effect (runs 38b, 39). Three copies of one kernel (the
+        # extras FJ_FA3_QREG 0 / FJ_FA3_FASTDIV 0 are no-ops: identical SASS, other modules and
+        # tags) for the shapes where it showed (hd256 causal 128x80 and 128x64 grids) and three
+        # defaults; PLACE_REV=1 builds them in the reverse order
+        copies = [(), (("FJ_FA3_QREG", 0),), (("FJ_FA3_FASTDIV", 0),)]
+        if os.environ.get("PLACE_REV") == "1":
+            copies = copies[::-1]
+        variants = [(1, hd, mask, bm, bn, 1, pp, ps, ex, "bench") for hd, mask, bm, bn, pp, ps in
+                    ((256, 1, 128, 80, 1, 0), (256, 1, 128, 64, 1, 0), (64, 1, 128, 128, 1, 2),
+                     (128, 0, 128, 128, 1, 1), (64, 0, 192, 128, 0, 1)) for ex in copies]
     if os.environ.get("FA3_SET") == "lazy":
         # runs 18-19: lazy rescaling (FJ_FA3_LAZY 8: the base moves only when a row's maximum grows
         # by more than 2^8, O rescaled only when some row of the warp moved), 0 against LAZY_T
