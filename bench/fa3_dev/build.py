@@ -539,6 +539,17 @@ def main():
             variants += [(1, hd, mask, 128, 128, 1, 1, ps, QR(v), "bench") for v in (0, 1)]
         variants += [(1, 64, 0, 192, 128, 1, 0, 1, (), "bench")]
 
+    if os.environ.get("FA3_SET") == "qregpow":
+        # run 43: Q in registers (FJ_FA3_QREG n) again, now timed as bench_attn.py does (FA3_REP_MS
+        # 300: the GPU at its power cap), on the defaults where it fits: whether fewer shared-memory
+        # reads pay where the clock is power-bound. QREG_REV=1: each pair in the other order.
+        QR = lambda v: (("FJ_FA3_QREG", v),)
+        for hd, mask, bm, bn, pp, ps, n in ((128, 0, 128, 128, 1, 1, 8), (128, 1, 128, 128, 1, 2, 8),
+                                             (256, 0, 128, 80, 1, 1, 4), (64, 0, 192, 128, 0, 1, 1)):
+            vals = (n, 0) if os.environ.get("QREG_REV") == "1" else (0, n)
+            variants_q = [(1, hd, mask, bm, bn, 1, pp, ps, QR(v), "bench") for v in vals]
+            variants = variants_q if hd == 128 and mask == 0 else variants + variants_q
+
     if os.environ.get("FA3_SET") == "qreg2":
         # run 34: FJ_FA3_QREG on 192-row tiles (192x128 spills 96 bytes with every step from
         # registers, 192x112 and 192x96 compile clean at hd 64). Checks with it: hd 32/48/64 192x112 and

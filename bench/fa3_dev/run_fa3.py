@@ -18,6 +18,7 @@ import torch
 HERE = os.path.dirname(os.path.abspath(__file__))
 CUBINS = os.environ.get("FA3_CUBINS", os.path.join(HERE, "cubins"))  # FA3_CUBINS: another build
 OUTDIR = os.environ.get("OUT") or "/tmp"
+REP_MS = int(os.environ.get("FA3_REP_MS", "40"))  # do_bench's rep per sample (bench_attn.py: 300)
 
 cuda = ctypes.CDLL("libcuda.so.1")
 cuda.cuLaunchKernel.argtypes = [ctypes.c_void_p] + [ctypes.c_uint] * 7 + [ctypes.c_void_p] * 3
@@ -422,7 +423,7 @@ def bench():
                                 f = lambda: torch.nn.functional.scaled_dot_product_attention(qt, kt, vt, is_causal=bool(causal))
                                 ref = f()
                                 samples.setdefault(name, []).append(
-                                    flops / tt.do_bench(f, warmup=10, rep=40, return_mode="median") / 1e9)
+                                    flops / tt.do_bench(f, warmup=10, rep=REP_MS, return_mode="median") / 1e9)
                         except Exception as e:  # noqa
                             samples.setdefault(name, []).append(float("nan"))
                     # odd rounds walk the variants backwards (no fixed position in the round)
@@ -451,7 +452,7 @@ def bench():
                                + ("R1:" if m.get("extra", {}).get("FJ_FA3_ONESUM_ORDER") == 1 else "")
                                + (f"Z{m['extra']['FJ_FA3_LAZY']}:" if m.get("extra", {}).get("FJ_FA3_LAZY") else "")
                                + "".join(f"{k[7:]}{v}:" for k, v in m.get("extra", {}).items()
-                                         if k in ("FJ_FA3_UCW", "FJ_FA3_WGSKIP", "FJ_FA3_WGSKIP_PP", "FJ_FA3_HALF", "FJ_FA3_QBUF2", "FJ_FA3_VISEXP", "FJ_FA3_ENDSKIP", "FJ_FA3_QREG", "FJ_FA3_PP3", "FJ_FA3_TILEW", "FJ_FA3_FASTDIV"))
+                                         if k in ("FJ_FA3_UCW", "FJ_FA3_WGSKIP", "FJ_FA3_WGSKIP_PP", "FJ_FA3_HALF", "FJ_FA3_QBUF2", "FJ_FA3_VISEXP", "FJ_FA3_ENDSKIP", "FJ_FA3_QREG", "FJ_FA3_PP3", "FJ_FA3_TILEW", "FJ_FA3_FASTDIV", "FJ_FA3_AHEAD"))
                                + f"{m['bm']}x{m['bn']}{'' if m['pingpong'] else 'np'}{['', 'P', 'D'][m['persistent']]}")
                         # one tag per cubin: a knob without a tag above would time one cubin twice
                         if owner.setdefault(tag, m["file"]) != m["file"]:
@@ -466,7 +467,7 @@ def bench():
                             err = (o.float() - ref.transpose(1, 2).float()).abs().max().item()
                             gos[tag] = (go, err)
                         go, err = gos[tag]
-                        t = tt.do_bench(go, warmup=10, rep=40, return_mode="median")
+                        t = tt.do_bench(go, warmup=10, rep=REP_MS, return_mode="median")
                         samples.setdefault(tag, []).append(flops / t / 1e9)
                         row["c"][tag] = dict(err=err, regs=kern.regs)
                 med = lambda xs: sorted(xs)[len(xs) // 2]

@@ -43,7 +43,10 @@
  *   FJ_FA3_TILEW     1 (default): the dynamic order's producer hands the consumers a tile's
  *                    (batch, head, query block) with its index; 0: they compute them
  *   FJ_FA3_QREG      n: the first n k16 steps of S = Q K^T with Q in registers (wgmma A from
- *                    registers; per-tile path with overlap; dev knob, default 0)
+ *                    registers; per-tile path with overlap; default: all of them for the
+ *                    dynamic order's masked 128-row tiles of hd 97..128, else 0)
+ *   FJ_FA3_AHEAD     1 (default with FJ_FA3_OQ): the producer loads the next tile's first K/V
+ *                    block (and prefetches its Q into L2) before it waits for the Q buffer
  *   FJ_FA3_OQ        persistent, no XTILE, no O slot: 1 O staged in the tile's own Q buffer,
  *                    freed after the epilogue (default: persistent, hd > 128, cluster 1)
  *   FJ_FA3_OCOPY     persistent variants that stage O in shared memory: 1 the producer
@@ -405,9 +408,14 @@
  * those steps take A from registers (wgmma RS) instead of reading Q from shared memory again for
  * every K block; n >= hd/16: every step. Per-tile path with overlap, without FJ_FA3_HALF
  * (elsewhere no effect); where the registers allow it (192x128 hd64: n = 1, hd256 128x80: 4-6).
- * 0 (the default): A from shared memory. */
+ * 0: A from shared memory. Default: every step for the dynamic order's masked 128-row tiles of
+ * hd 97..128 (the library's hd128 causal tiles), else 0. Timed as bench_attn.py times (300 ms per
+ * sample, the GPU at its power cap; run 43 of bench/fa3_dev/NOTES.md, medians of 5, both build
+ * orders) hd128 causal 128x128D gains +0.5..+2.5% at 2k-16k in all 8 pairs; unmasked 128x128P
+ * -0.6..+0.6%, 192x128P (n = 1) and hd256 128x80P (n = 4) within the spread. At 40 ms per sample
+ * (runs 33-37) it was neutral everywhere: what it saves is shared-memory reads, i.e. power. */
 #ifndef FJ_FA3_QREG
-#define FJ_FA3_QREG 0
+#define FJ_FA3_QREG (FA3_DYN && FA3_MASKED && FJ_BLOCK_M == 128 && FJ_HEAD_DIM > 96 && FJ_HEAD_DIM <= 128 ? 16 : 0)
 #endif
 #if FJ_FA3_QREG < 0 || FJ_FA3_QREG > 16
 #error "FJ_FA3_QREG is 0..16"
@@ -431,6 +439,22 @@
 #if FJ_FA3_TILEW != 0 && FJ_FA3_TILEW != 1
 #error "FJ_FA3_TILEW is 0 or 1"
 #endif
+/* FJ_FA3_AHEAD 1: the producer of a persistent variant loads the next tile's first K/V block
+ * right after this tile's last one, and prefetches its Q into L2 then, instead of waiting first
+ * for the Q buffer (which FJ_FA3_OQ frees only after this tile's epilogue): the next tile's first
+ * S waits for a Q load from L2 alone. Not with the cross-tile stream, whose consumers wait for
+ * the next Q before they release the slot that block goes into. 0: Q, then the K/V blocks.
+ * Default: with FJ_FA3_OQ. Run 42 (bench/fa3_dev/NOTES.md, medians of 7, both build orders):
+ * hd256 unmasked 128x64P +2.9/+3.1% at 512, +1.0/+3.3% at 1k, 128x80P +3.2/+3.4% at 512, within
+ * +-2% from 2k; hd256 causal 128x80D within +-1%; where the Q buffer is freed at the last S
+ * (hd64, hd128: the O slot) -1..-8%: the next Q waits for the block's slot. */
+#ifndef FJ_FA3_AHEAD
+#define FJ_FA3_AHEAD FA3_OQ_
+#endif
+#if FJ_FA3_AHEAD != 0 && FJ_FA3_AHEAD != 1
+#error "FJ_FA3_AHEAD is 0 or 1"
+#endif
+#define FA3_AHEAD (FJ_FA3_AHEAD && FJ_FA3_PERSISTENT && FJ_FA3_CLUSTER == 1 && !FJ_FA3_XTILE)
 #define FA3_QBUF2_ (FJ_FA3_QBUF2 && FJ_FA3_PERSISTENT && !FJ_FA3_XTILE && !FA3_OQ_ && \
                     (FA3_OSLOT_ ? FA3_QST3_FITS : FA3_QST2_FITS))
 #ifndef FJ_FA3_OCOPY
@@ -657,6 +681,13 @@ template <int UNUSED = 0> FJ_DEVICE void put_tile(fj_u32 w, int t, int b, int h,
 FJ_DEVICE void tma_prefetch_desc(const void *tmap)
 {
     asm volatile("prefetch.tensormap [%0];\n" ::"l"(tmap) : "memory");
+}
+/* One box of a 4-D tensor map into L2 (no shared memory, no barrier). */
+template <int UNUSED = 0> FJ_DEVICE void tma_prefetch_l2(const void *tmap, int c0, int c1, int c2, int c3)
+{
+    asm volatile("cp.async.bulk.prefetch.tensor.4d.L2.global.tile [%0, {%1, %2, %3, %4}];\n" ::"l"(tmap),
+                 "r"(c0), "r"(c1), "r"(c2), "r"(c3)
+                 : "memory");
 }
 template <int UNUSED = 0> FJ_DEVICE int ld_shared_s32(fj_u32 addr)
 {
@@ -1259,6 +1290,35 @@ FJ_DEVICE fa3_band key_blocks(const fj_attn_params &p, const fj_seq &sq, int m0)
     return r;
 }
 
+/* What the producer loads for work tile t: batch, head, query block, its first row m0; skip: a
+ * query block past a varlen sequence's end; its K/V blocks, n of them from nb_hi - 1 down (n <=
+ * 0: none). Then (load_rows) Q's first row qrow (the tensor map's row coordinate), K/V's row of
+ * key 0, KV head hk and batch coordinate bb. */
+struct fa3_load {
+    int b, h, mb, m0, n, nb_hi, qrow, krow, hk, bb;
+    bool skip;
+};
+FJ_DEVICE fa3_load load_plan(const fj_attn_params &p, const fa3_sched &sc, int t)
+{
+    fa3_load l;
+    tile_coords(p, sc, t, l.b, l.h, l.mb);
+    const fj_seq sq = fj_seq_of(p, l.b);
+    l.m0 = l.mb * fa3::BM;
+    l.skip = l.m0 >= sq.sq;
+    const fa3_band bd = key_blocks(p, sq, l.m0);
+    l.n = bd.nb_hi - bd.nb_lo;
+    l.nb_hi = bd.nb_hi;
+    return l;
+}
+FJ_DEVICE void load_rows(const fj_attn_params &p, fa3_load &l)
+{
+    const bool varlen = p.cu_seqlens_q != 0;
+    l.qrow = (varlen ? ((const int *)p.cu_seqlens_q)[l.b] : 0) + l.m0;
+    l.krow = varlen ? ((const int *)p.cu_seqlens_k)[l.b] : 0;
+    l.bb = varlen ? 0 : l.b;
+    l.hk = l.h / (p.heads_q / p.heads_kv);
+}
+
 #if FJ_FA3_CLUSTER == 2
 #define FA3_CLUSTER_DIMS __cluster_dims__(2, 1, 1) /* at compile time: a plain cuLaunchKernel */
 #else
@@ -1405,6 +1465,27 @@ fj_attn_fwd_sm90(const __grid_constant__ fj_attn_params p, const __grid_constant
             tma_prefetch_desc(&tk);
             tma_prefetch_desc(&tv);
             int g = 0, qi = 0;
+            /* K/V block gi (of all the CTA's blocks) into ring slot gi & 1 */
+            auto load_kv = [&](int gi, int row, int hk, int bb) {
+                const int st = gi & 1, ph = (gi >> 1) & 1;
+                /* (cluster: this CTA's boxes for both CTAs; its full barrier expects the
+                 * whole block, the peer's boxes included) */
+                mbar_wait(b_ke + 8 * st, ph ^ 1);
+                mbar_expect_tx(b_kf + 8 * st, KV_BYTES);
+#pragma unroll
+                for (int c = 0; c < DC; ++c)
+                    if (kv_mine(c, 0))
+                        tma_load4_kv(s_k + st * KV_BYTES + c * KV_CHUNK, &tk, c * 64, row, hk, bb, b_kf + 8 * st);
+                mbar_wait(b_ve + 8 * st, ph ^ 1);
+                mbar_expect_tx(b_vf + 8 * st, KV_BYTES);
+#pragma unroll
+                for (int c = 0; c < DC; ++c)
+                    if (kv_mine(c, 1))
+                        tma_load4_kv(s_v + st * KV_BYTES + c * KV_CHUNK, &tv, c * 64, row, hk, bb, b_vf + 8 * st);
+            };
+#if FA3_AHEAD
+            int ahead = -1;  /* the tile whose first K/V block is loaded already */
+#endif
 #if FA3_DYN
             /* claims: see "Dynamic schedule" in the header: a launch makes exactly `total`
              * claims (a CTA with blockIdx.x >= total, which fj_fa3_launch_shape never makes,
@@ -1416,78 +1497,83 @@ fj_attn_fwd_sm90(const __grid_constant__ fj_attn_params p, const __grid_constant
                     atomicExch(sched_ctr, 0);  /* the launch's last claim: reset for the next */
                 return v + (int)gridDim.x;
             };
-            int v = -1;
-            for (int t = blockIdx.x; t < total; t = next_tile(v)) {
+            int v = -1, tn = -1;  /* tn: the next tile when the look-ahead claimed it */
+            for (int t = blockIdx.x; t < total; t = tn >= 0 ? tn : next_tile(v)) {
                 v = -1;
+                tn = -1;
 #else
             for (int r = 0; r * t_step < total; ++r) {
                 const int t = FA3_TILE(r);
                 if (t >= total)
                     continue;
 #endif
-                int b, h, mb;
-                tile_coords(p, sc, t, b, h, mb);
-                const fj_seq sq = fj_seq_of(p, b);
-                const int m0 = mb * BM;
-                if (SKIP_PAST_END && m0 >= sq.sq)
+                fa3_load L = load_plan(p, sc, t);
+                if (SKIP_PAST_END && L.skip)
                     continue;
-                const fa3_band bd = key_blocks(p, sq, m0);
-                const int n = bd.nb_hi - bd.nb_lo;
+                const int n = L.n;
                 if (n <= 0) {
 #if FA3_DYN
                     /* no key: the consumers write its zeros; handed over without data */
                     const int qb = qi % QST;
                     mbar_wait(QE_BAR(qb), ((qi / QST) & 1) ^ 1);
-                    put_tile(Q_TILE(qb), t, b, h, mb);
+                    put_tile(Q_TILE(qb), t, L.b, L.h, L.mb);
                     mbar_arrive(QF_BAR(qb));
                     ++qi;
 #endif
                     continue;
                 }
-                const bool varlen = p.cu_seqlens_q != 0;
-                const int qrow = varlen ? ((const int *)p.cu_seqlens_q)[b] : 0;
-                const int krow = varlen ? ((const int *)p.cu_seqlens_k)[b] : 0;
-                const int bb = varlen ? 0 : b;
-                const int hk = h / (p.heads_q / p.heads_kv);
+                load_rows(p, L);
                 const int qb = qi % QST;
 #if FJ_FA3_PERSISTENT
                 /* the consumers' release of the tile that used this buffer before */
                 mbar_wait(QE_BAR(qb), ((qi / QST) & 1) ^ 1);
 #endif
 #if FA3_DYN
-                put_tile(Q_TILE(qb), t, b, h, mb);
+                put_tile(Q_TILE(qb), t, L.b, L.h, L.mb);
 #endif
                 mbar_expect_tx(QF_BAR(qb), Q_BYTES);
 #pragma unroll
                 for (int c = 0; c < DC; ++c)
-                    tma_load4(s_q + qb * Q_BYTES + c * Q_CHUNK, &tq, c * 64, qrow + m0, h, bb, QF_BAR(qb));
+                    tma_load4(s_q + qb * Q_BYTES + c * Q_CHUNK, &tq, c * 64, L.qrow, L.h, L.bb, QF_BAR(qb));
+#if FA3_AHEAD
+                const int it0 = ahead == t;  /* block 0 loaded ahead */
+#else
+                constexpr int it0 = 0;
+#endif
 #if FA3_DYN
 #pragma unroll 1  /* (unrolled, the claim's state spilled from the producer's 24 registers) */
 #endif
-                for (int it = 0; it < n; ++it) {
-                    const int gi = g + it, st = gi & 1, ph = (gi >> 1) & 1;
-                    const int row = krow + (bd.nb_hi - 1 - it) * BN;
+                for (int it = it0; it < n; ++it) {
 #if FA3_DYN
                     if (it == n - 1)  /* claim the next tile; used after this block's loads */
                         v = atomicAdd(sched_ctr, 1);
 #endif
-                    /* (cluster: this CTA's boxes for both CTAs; its full barrier expects the
-                     * whole block, the peer's boxes included) */
-                    mbar_wait(b_ke + 8 * st, ph ^ 1);
-                    mbar_expect_tx(b_kf + 8 * st, KV_BYTES);
-#pragma unroll
-                    for (int c = 0; c < DC; ++c)
-                        if (kv_mine(c, 0))
-                            tma_load4_kv(s_k + st * KV_BYTES + c * KV_CHUNK, &tk, c * 64, row, hk, bb, b_kf + 8 * st);
-                    mbar_wait(b_ve + 8 * st, ph ^ 1);
-                    mbar_expect_tx(b_vf + 8 * st, KV_BYTES);
-#pragma unroll
-                    for (int c = 0; c < DC; ++c)
-                        if (kv_mine(c, 1))
-                            tma_load4_kv(s_v + st * KV_BYTES + c * KV_CHUNK, &tv, c * 64, row, hk, bb, b_vf + 8 * st);
+                    load_kv(g + it, L.krow + (L.nb_hi - 1 - it) * BN, L.hk, L.bb);
                 }
                 g += n;
                 ++qi;
+#if FA3_AHEAD
+                /* the next tile's first K/V block now (its slot frees during this tile's last
+                 * block), its Q into L2 first; the Q load itself waits for the Q buffer */
+                ahead = -1;
+#if FA3_DYN
+                tn = next_tile(v);
+                const int t2 = tn;
+#else
+                const int t2 = FA3_TILE(r + 1);
+#endif
+                if (t2 < total) {
+                    fa3_load N = load_plan(p, sc, t2);
+                    if (!(SKIP_PAST_END && N.skip) && N.n > 0) {
+                        load_rows(p, N);
+#pragma unroll
+                        for (int c = 0; c < DC; ++c)
+                            tma_prefetch_l2(&tq, c * 64, N.qrow, N.h, N.bb);
+                        load_kv(g, N.krow + (N.nb_hi - 1) * BN, N.hk, N.bb);
+                        ahead = t2;
+                    }
+                }
+#endif
             }
 #if FJ_FA3_CLUSTER == 2
             /* The CTA stays until the consumers of both CTAs have released every slot (waits as
