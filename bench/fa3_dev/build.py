@@ -550,6 +550,15 @@ def main():
             variants_q = [(1, hd, mask, bm, bn, 1, pp, ps, QR(v), "bench") for v in vals]
             variants = variants_q if hd == 128 and mask == 0 else variants + variants_q
 
+    if os.environ.get("FA3_SET") == "libdev":
+        # run 44 (libvsdev.py): the library defaults (long class) of hd 64/128/256 none/causal as
+        # this harness's cubins, to time beside the library's own launch of the same kernel
+        variants = []
+        for hd in (64, 128, 256):
+            for mask in (0, 1):
+                c = lib.fj_fa3_default(hd, mask, 8192)
+                variants.append((1, hd, mask, c.block_m, c.block_n, c.overlap, c.pingpong, c.persistent, (), "bench"))
+
     if os.environ.get("FA3_SET") == "qreg2":
         # run 34: FJ_FA3_QREG on 192-row tiles (192x128 spills 96 bytes with every step from
         # registers, 192x112 and 192x96 compile clean at hd 64). Checks with it: hd 32/48/64 192x112 and
