@@ -92,8 +92,8 @@ def main():
     for f in os.listdir(OUT):
         os.remove(os.path.join(OUT, f))
     variants = []
-    # every (dtype, head_dim, mask): the default tile without and with persistence, and the
-    # tile with two Q buffers (cross-tile stream, FJ_FA3_XTILE) that may become the default
+    # every (dtype, head_dim, mask): the default tile without and with persistence, and (xt) the
+    # tile that had two Q buffers for the cross-tile stream (FJ_FA3_XTILE, removed in session 10)
     xt = {64: (192, 128, 0), 96: (128, 128, 1), 128: (128, 128, 1), 192: (128, 80, 1), 256: (128, 64, 1)}
     for ps in (0, 1):
         for dt in (1, 0):
@@ -111,20 +111,16 @@ def main():
             variants.append((1, 64, mask, 192, 128, 1, 0, ps, (), "check"))
         variants.append((1, 128, mask, 128, 128, 1, 1, 0, (("FJ_FA3_PV_SPLIT", 1),), "check"))
     variants.append((1, 96, 1, 128, 128, 1, 1, 0, (("FJ_FA3_PV_SPLIT", 1),), "check"))
-    # the cross-tile stream forced on without a mask, and off with one
-    variants.append((1, 128, 0, 128, 128, 1, 1, 1, (("FJ_FA3_XTILE", 1),), "check"))
-    variants.append((1, 64, 0, 192, 128, 1, 0, 1, (("FJ_FA3_XTILE", 1),), "check"))
-    variants.append((1, 128, 1, 128, 128, 1, 1, 1, (("FJ_FA3_XTILE", 0),), "check"))
     # bench (run 6, FA3_BENCH=all for the old wide set): per (head_dim, mask) the library
     # default, HEAD's kernel with HEAD's default (BASE: the before of the A/B), then the
     # candidates whose code changed, with the new macros set both ways
     head_default = {(64, 0): (192, 128, 1, 0, 1), (64, 1): (192, 128, 1, 0, 0), (128, 0): (128, 176, 1, 1, 1),
                     (128, 1): (128, 128, 1, 1, 0), (256, 0): (128, 80, 1, 1, 0), (256, 1): (128, 80, 1, 1, 0)}
     P128, P80 = (128, 128, 1, 1, 1), (128, 80, 1, 1, 1)
-    O0, G0 = ("FJ_FA3_OSMEM", 0), ("FJ_FA3_L2GROUP", 0)
-    bench = {(64, 1): [(P128, ()), (P128, (("BASE", 1),)), (P128, (O0,)), (P128, (O0, G0)), (P128, (G0,))],
-             (128, 1): [(P128, ()), (P128, (("BASE", 1),)), (P128, (O0,)), (P128, (O0, G0)), (P128, (G0,))],
-             (128, 0): [(P128, ()), (P128, (("FJ_FA3_XTILE", 0),)), (P128, (O0,))],
+    O0, G0 = ("FJ_FA3_OSMEM", 0), ("FJ_FA3_L2GROUP", 0)  # (O0: removed with the cross-tile stream)
+    bench = {(64, 1): [(P128, ()), (P128, (("BASE", 1),)), (P128, (G0,))],
+             (128, 1): [(P128, ()), (P128, (("BASE", 1),)), (P128, (G0,))],
+             (128, 0): [(P128, ())],
              (256, 1): [(P80, ()), (P80, (G0,))],
              (256, 0): []}
     if os.environ.get("FA3_BENCH") == "all":
@@ -141,13 +137,10 @@ def main():
             ok, why = check_cfg(Cfg(*c), hd)
             if ok:
                 variants.append((1, hd, mask) + c + (extra, "bench"))
-    # L2 groups forced on with a tiny budget, so the check cases cross group boundaries; the
-    # cross-tile stream with O from registers (FJ_FA3_OSMEM 0)
+    # L2 groups forced on with a tiny budget, so the check cases cross group boundaries
     for hd, mask, c in ((128, 1, P128), (64, 2, P128), (256, 1, P80)):
         variants.append((1, hd, mask) + c + ((("FJ_FA3_L2GROUP", 2), ("FJ_FA3_L2_BYTES", 300000),
                                               ("FJ_FA3_L2_BYTES_SHORT", 300000)), "check"))
-    for hd, mask in ((64, 1), (64, 2), (128, 1), (128, 0), (96, 1)):
-        variants.append((1, hd, mask) + P128 + ((O0,), "check"))
     def distinct_defaults(hd, mask, seqlens):
         """(seqlen, config tuple) of the library default for each length, once per config."""
         seen = []
@@ -756,6 +749,13 @@ def main():
         # index): hd64 unmasked 128x128P (ping-pong), hd256 unmasked 128x64 grid and 128x80P OQ
         variants += [(1, 64, 0, 128, 128, 1, 1, 1, (), "bench"), (1, 256, 0, 128, 64, 1, 1, 0, (), "bench"),
                      (1, 256, 0, 128, 80, 1, 1, 1, (("FJ_FA3_OQ", 1),), "bench")]
+    # The cross-tile stream is gone from the kernel (session 10; it #errors on FJ_FA3_XTILE and
+    # FJ_FA3_OSMEM): the older sets' variants with it on are dropped, "off" is every variant now.
+    gone = [v for v in variants if dict(v[8]).get("FJ_FA3_XTILE", 0) or "FJ_FA3_OSMEM" in dict(v[8])]
+    if gone:
+        print(f"dropped {len(gone)} variants with the removed cross-tile stream (FJ_FA3_XTILE / OSMEM)")
+    variants = [v[:8] + (tuple(kv for kv in v[8] if kv[0] != "FJ_FA3_XTILE"),) + v[9:]
+                for v in variants if v not in gone]
     variants = list(dict.fromkeys(variants))  # a diagnostic variant may be a default too
     with ThreadPoolExecutor(jobs) as ex:
         res = list(ex.map(build, variants))

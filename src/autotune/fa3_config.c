@@ -90,8 +90,8 @@ fj_fa3_config fj_fa3_default(int head_dim, int mask, int seqlen_q)
      * same run as CUDNN), TFLOP/s at 512/1k/2k/4k/8k/16k:
      * - hdim 128 128x128: 305/406/494/560/593/612 vs the grid's 274/368/464/518/564/603 (run
      *   10; static persistent 288/357/409/497/561/584 in run 9): every length;
-     * - hdim 64 128x128 (no cross-tile stream at hdim 64, see FJ_FA3_XTILE) at <= 1k: 222/300
-     *   vs 206/276 with it (the previous default); longer: 192x128 359/411/459/473 vs the
+     * - hdim 64 128x128 (without the cross-tile stream, since removed from the kernel) at <= 1k:
+     *   222/300 vs 206/276 with it (the previous default); longer: 192x128 359/411/459/473 vs the
      *   grid's 349/401/453/484 at 2k..16k;
      * - hdim 256 128x80 (O through the Q buffer, FJ_FA3_OQ) from 2k: 517/601/644/647 vs the
      *   grid's 509/566/619/701 (the 16k loss against 4k-8k, where the grid missed 1.10x CUDNN);

@@ -17,17 +17,14 @@
  *   FJ_FA3_PERSISTENT 1: a persistent grid (one CTA per SM) walks the work tiles in a static
  *                    round-robin (masked: longest tiles first, serpentine, see sched_tile);
  *                    the next tile's Q and K/V load under the current tile's last GEMMs and
- *                    epilogue (O then goes out through an O slot, the Q buffer (OQ) or
- *                    XTILE's Q buffer where shared memory allows, else from registers)
+ *                    epilogue (O then goes out through an O slot or the Q buffer (OQ)
+ *                    where shared memory allows, else from registers)
  *   FJ_FA3_SCHED     persistent only: 0 (default) the static order above; 1 dynamic: each CTA
  *                    takes its first tile by blockIdx.x and then the next free one from a
  *                    global atomic counter (the kernel's last argument), in the same tile order
  *                    (masked: longest first within L2-sized groups of heads, always grouped),
  *                    i.e. greedy LPT; see "Dynamic schedule" below. fj_fa3_config.persistent 2.
- *   FJ_FA3_XTILE     see below (default: masked persistent variants with room for two Q
- *                    buffers, except the dynamic order at hd <= 128)
- *   FJ_FA3_OSMEM     with XTILE: 1 (default) O staged in shared memory, 0 from registers
- *   FJ_FA3_OBUF      persistent without XTILE: 1 (default) O staged in an O slot of shared
+ *   FJ_FA3_OBUF      persistent: 1 (default) O staged in an O slot of shared
  *                    memory where it fits, 0 from registers
  *   FJ_FA3_FASTEPI   1 (default): rcp.approx / lg2.approx for 1/rowsum and the LSE
  *   FJ_FA3_LAZY      8 (default; 0 for persistent hdim <= 64 with a mask): lazy rescaling,
@@ -47,7 +44,7 @@
  *                    dynamic order's masked 128-row tiles of hd 97..128, else 0)
  *   FJ_FA3_AHEAD     1 (default with FJ_FA3_OQ): the producer loads the next tile's first K/V
  *                    block (and prefetches its Q into L2) before it waits for the Q buffer
- *   FJ_FA3_OQ        persistent, no XTILE, no O slot: 1 O staged in the tile's own Q buffer,
+ *   FJ_FA3_OQ        persistent, no O slot: 1 O staged in the tile's own Q buffer,
  *                    freed after the epilogue (default: persistent, hd > 128, cluster 1)
  *   FJ_FA3_OCOPY     persistent variants that stage O in shared memory: 1 the producer
  *                    warpgroup's idle warps 1..3 copy it to global memory (see "O copy" below;
@@ -91,7 +88,7 @@
  * so the blocks that need a mask (sequence end, diagonal, window edge) come first and the
  * rest run mask-free. Rows of a warpgroup that see no key of a tile stay exact (-inf max
  * handled). O is normalised once at the end and written through the warpgroup's own Q
- * rows in shared memory (stmatrix) as 16-byte stores (persistent without XTILE: through an O
+ * rows in shared memory (stmatrix) as 16-byte stores (persistent: through an O
  * slot after the Q buffer, as the next Q already loads into the only Q buffer; where no slot
  * fits, through the Q buffer freed after the epilogue (FJ_FA3_OQ) or straight from registers);
  * LSE (natural log) per row. ptxas quirk worked around: see the st.shared "anchor" below.
@@ -216,7 +213,7 @@
 #endif
 /* FJ_FA3_CLUSTER (see "Cluster of two" in the header): 1 (default) or 2. Unmasked only (masked
  * query blocks of one head see different key ranges); not with the dynamic order (its tiles are
- * claimed one at a time) nor the cross-tile stream (masked only anyway). Measured and OFF (runs
+ * claimed one at a time). Measured and OFF (runs
  * h3-1/h3-2, bench/fa3_dev/NOTES.md, medians of 5 interleaved, C1 vs C2): hd128 unmasked
  * 128x176P 574/597/622/639 vs 556/596/626/637 TFLOP/s at 2k/4k/8k/16k, 128x128 grid 566/593/609/615
  * vs 559/591/610/617; hd256 128x80 -0.2..-0.9%; hd64 192x128P -1..-9%. K/V supply is not the
@@ -232,18 +229,18 @@
 #error "FJ_FA3_CLUSTER 2: unmasked, grid or static persistent order only"
 #endif
 #define FA3_DYN (FJ_FA3_PERSISTENT && FJ_FA3_SCHED)
-/* FJ_FA3_XTILE 1 (default: see below): two or three Q buffers (the next tile's Q loads at any
- * time during this one), and the consumers run the blocks of all their work tiles as one
- * stream: the first S of tile t+1 and its softmax run with the last P V of tile t in flight,
- * and tile t's epilogue follows (no pipeline drain and refill between tiles); the epilogue
- * stages O in tile t's own Q buffer (stmatrix), stores it with 16-byte stores and only then
- * frees the buffer for the producer. */
-#ifndef FJ_FA3_XTILE
-#define FJ_FA3_XTILE (-1)
+/* (FJ_FA3_XTILE, the cross-tile stream, and its FJ_FA3_OSMEM were removed in session 10: the
+ * consumers ran the blocks of all their tiles as one stream, the next tile's first S and softmax
+ * under the last P V of the current one, with two or three Q buffers. It lost to the per-tile
+ * path with the dynamic order everywhere it was measured (bench/fa3_dev/NOTES.md runs 3-10, 20,
+ * 27) and was left only in the static persistent masked tuning candidates, which never won a
+ * tuning bucket (bench/results/2026-11-30-h200-session7-tune-table.txt).) */
+#if defined(FJ_FA3_XTILE) || defined(FJ_FA3_OSMEM)
+#error "FJ_FA3_XTILE / FJ_FA3_OSMEM: removed (the cross-tile stream; see above)"
 #endif
 
 #define FA3_MASKED (FJ_MASK != 0)
-/* FJ_FA3_WGSKIP 1 (default; takes effect masked, without the cross-tile stream, with ping-pong
+/* FJ_FA3_WGSKIP 1 (default; takes effect masked, with ping-pong
  * only as FJ_FA3_WGSKIP_PP says): a consumer warpgroup skips the top blocks of a tile's band
  * that none of its 64 rows sees (with 192-row tiles over 128-key blocks, the lower warpgroups of
  * two in three tiles; before, they computed QK, softmax and PV on them). Run 23 (medians of 5
@@ -294,11 +291,6 @@
 #else
 #define FA3_BN_HALF FJ_BLOCK_N  /* (no half: gemm_qk<true> is gemm_qk, never called) */
 #endif
-/* FJ_FA3_OSMEM (cross-tile stream only): 1 stage O in the finished tile's Q buffer, 0 store it
- * straight from registers (see the epilogue there) */
-#ifndef FJ_FA3_OSMEM
-#define FJ_FA3_OSMEM 1
-#endif
 /* FJ_FA3_L2GROUP default: static order: on for hd >= 128 only. Run 6 (medians of 3, masked
  * persistent): hd256 128x80 +17%/+6% at 512/1k, hd128 128x128 +1..+3% at 512-2k, but hd64
  * 128x128 -10%/-5%/-1% at 512/1k/2k (suspect then: the group arithmetic, a 64-bit division
@@ -325,25 +317,10 @@
 #define FJ_FA3_L2_SHORT_SEQ 1024
 #endif
 /* two / three Q buffers fit (the same tests as fj_fa3_smem_bytes, which reserves them for
- * every persistent config where they fit; only the cross-tile stream uses them) */
+ * every persistent config where they fit: the O slot, FJ_FA3_QBUF2) */
 #define FA3_QST2_FITS (FJ_FA3_PERSISTENT && ((FJ_HEAD_DIM + 63) / 64) * 128 * (2 * FJ_BLOCK_M + 4 * FJ_BLOCK_N) + 1344 <= 227 * 1024)
 #define FA3_QST3_FITS (FJ_FA3_PERSISTENT && ((FJ_HEAD_DIM + 63) / 64) * 128 * (3 * FJ_BLOCK_M + 4 * FJ_BLOCK_N) + 1344 <= 227 * 1024)
-/* Default: on for masked persistent variants only. Unmasked (runs 4-6, O staged through shared
- * memory): hd128 128x128 with it vs without it 463/533/572/607 vs 452/536/585/628 TFLOP/s at
- * 512/1k/2k/4k (run 6, medians of 3), +3/-3/0/+5/-2% in run 5: no clear gain; 192x128 hd64
- * 324 vs 354 at 512 (run 4). So unmasked variants keep one Q buffer and the per-tile path.
- * Dynamic order (run 10, causal): hd64 128x128 without it 222/300/354/402 vs 206/276/337/373 at
- * 512..4k (and 192x128 then fits its registers: 359/411/459 at 2k-8k); hd128 128x128 equal
- * (303/417/494/555 vs 305/406/494/560): off for hd <= 64 with the dynamic order. Since the O
- * copy (FJ_FA3_OCOPY, which the O slot of the variant without it takes) and lazy rescaling, hd128
- * 128x128 dynamic without it 310/424/517/573/603/622 vs 300/399/483/551/602/616 TFLOP/s at
- * 512..16k (run 20, medians of 5): off for hd <= 128 with the dynamic order. */
-#if FJ_FA3_XTILE < 0
-#undef FJ_FA3_XTILE
-#define FJ_FA3_XTILE (FJ_FA3_PERSISTENT && FJ_FA3_OVERLAP && FA3_MASKED && FA3_QST2_FITS && \
-                      !(FA3_DYN && FJ_HEAD_DIM <= 128))
-#endif
-/* FJ_FA3_OBUF 1: persistent variants without the cross-tile stream stage O in shared memory too,
+/* FJ_FA3_OBUF 1: persistent variants stage O in shared memory too,
  * in a slot of its own after the Q buffer (the second Q slot, which fj_fa3_smem_bytes reserves
  * wherever two fit), then store it as 16-byte rows; 0: O straight from the accumulators (4-byte
  * stores, 32 per thread at hd128). Run 8 (bench/fa3_dev/NOTES.md, medians of 3 interleaved):
@@ -361,7 +338,7 @@
 #ifndef FJ_FA3_FASTEPI
 #define FJ_FA3_FASTEPI 1
 #endif
-/* FJ_FA3_OQ 1: persistent without the cross-tile stream and without room for an O slot (hd 256,
+/* FJ_FA3_OQ 1: persistent without room for an O slot (hd 256,
  * hd 128 x 176): O staged in the tile's own Q buffer, as the non-persistent grid does, which is
  * then freed only after the epilogue (the next tile's Q load waits for it); 0: the Q buffer
  * freed at the tile's last S, O straight from the accumulators (4-byte stores). Default: 1 for
@@ -374,8 +351,8 @@
 #define FJ_FA3_OQ (FJ_FA3_PERSISTENT && FJ_HEAD_DIM > 128 && FJ_FA3_CLUSTER == 1)
 #endif
 /* FJ_FA3_OCOPY 1: the O copy to global memory by the producer warpgroup's idle warps (see "O
- * copy" above) in every persistent variant that stages O in shared memory (the O slot, FJ_FA3_OQ,
- * the cross-tile stream with FJ_FA3_OSMEM); elsewhere no effect. 0: the consumers copy
+ * copy" above) in every persistent variant that stages O in shared memory (the O slot,
+ * FJ_FA3_OQ); elsewhere no effect. 0: the consumers copy
  * their rows themselves before the next tile (the same code as before the knob). FA3_OCOPY: in
  * effect for this variant (FA3_OSLOT_, FA3_OQ_: the O slot and OQ tests as macros for #if;
  * fa3::OSLOT and fa3::OQ below are defined from them).
@@ -385,13 +362,12 @@
  *   +2.7%), hd64 causal dynamic 128x128 +2.3/+0.3% at 512/1k, 192x128 +2.0/+4.0% at 2k/8k.
  * - OQ (hd256 causal dynamic 128x80): -6/-4/-8/-2.5%: the next tile's Q load waits for the copy,
  *   which 96 store threads make one warpgroup's rows after the other (256 threads before).
- * - cross-tile stream (hd128 causal dynamic 128x128): -1/-3/+1/+1.4%: no gain.
  * So it pays where nothing waits for the staging buffer but the next handoff (the O slot):
  * the default there (not with FJ_FA3_CLUSTER 2, a dev knob whose combination with it is
  * unchecked), 0 elsewhere. */
-#define FA3_OSLOT_ (FJ_FA3_OBUF && FJ_FA3_PERSISTENT && !FJ_FA3_XTILE && FA3_QST2_FITS)
-#define FA3_OQ_ (FJ_FA3_OQ && FJ_FA3_PERSISTENT && !FJ_FA3_XTILE && !FA3_OSLOT_)
-/* FJ_FA3_QBUF2 1: persistent variants without the cross-tile stream (and without OQ) keep two
+#define FA3_OSLOT_ (FJ_FA3_OBUF && FJ_FA3_PERSISTENT && FA3_QST2_FITS)
+#define FA3_OQ_ (FJ_FA3_OQ && FJ_FA3_PERSISTENT && !FA3_OSLOT_)
+/* FJ_FA3_QBUF2 1: persistent variants without OQ keep two
  * Q buffers where they fit beside the O slot: the next tile's Q (and, in the dynamic order, its
  * claim's hand-over) loads during the whole current tile instead of after its last S. 0 (the
  * default): one. Run 27 (medians of 5, 512..16k): hd64 unmasked 192x128P -2.4..-4.3%, hd128
@@ -420,7 +396,7 @@
 #if FJ_FA3_QREG < 0 || FJ_FA3_QREG > 16
 #error "FJ_FA3_QREG is 0..16"
 #endif
-#if FJ_FA3_QREG && !FJ_FA3_XTILE && FJ_FA3_OVERLAP && !FA3_HALF
+#if FJ_FA3_QREG && FJ_FA3_OVERLAP && !FA3_HALF
 #define FA3_QREG (FJ_FA3_QREG < FJ_HEAD_DIM / 16 ? FJ_FA3_QREG : FJ_HEAD_DIM / 16)
 #else
 #define FA3_QREG 0
@@ -442,8 +418,8 @@
 /* FJ_FA3_AHEAD 1: the producer of a persistent variant loads the next tile's first K/V block
  * right after this tile's last one, and prefetches its Q into L2 then, instead of waiting first
  * for the Q buffer (which FJ_FA3_OQ frees only after this tile's epilogue): the next tile's first
- * S waits for a Q load from L2 alone. Not with the cross-tile stream, whose consumers wait for
- * the next Q before they release the slot that block goes into. 0: Q, then the K/V blocks.
+ * S waits for a Q load from L2 alone. (The consumers release that block's slot without waiting
+ * for the next Q: a stream across tiles that waited would deadlock.) 0: Q, then the K/V blocks.
  * Default: with FJ_FA3_OQ. Run 42 (bench/fa3_dev/NOTES.md, medians of 7, both build orders):
  * hd256 unmasked 128x64P +2.9/+3.1% at 512, +1.0/+3.3% at 1k, 128x80P +3.2/+3.4% at 512, within
  * +-2% from 2k; hd256 causal 128x80D within +-1%; where the Q buffer is freed at the last S
@@ -454,8 +430,8 @@
 #if FJ_FA3_AHEAD != 0 && FJ_FA3_AHEAD != 1
 #error "FJ_FA3_AHEAD is 0 or 1"
 #endif
-#define FA3_AHEAD (FJ_FA3_AHEAD && FJ_FA3_PERSISTENT && FJ_FA3_CLUSTER == 1 && !FJ_FA3_XTILE)
-#define FA3_QBUF2_ (FJ_FA3_QBUF2 && FJ_FA3_PERSISTENT && !FJ_FA3_XTILE && !FA3_OQ_ && \
+#define FA3_AHEAD (FJ_FA3_AHEAD && FJ_FA3_PERSISTENT && FJ_FA3_CLUSTER == 1)
+#define FA3_QBUF2_ (FJ_FA3_QBUF2 && FJ_FA3_PERSISTENT && !FA3_OQ_ && \
                     (FA3_OSLOT_ ? FA3_QST3_FITS : FA3_QST2_FITS))
 #ifndef FJ_FA3_OCOPY
 #define FJ_FA3_OCOPY (FA3_OSLOT_ && FJ_FA3_CLUSTER == 1)
@@ -464,13 +440,7 @@
 #elif FJ_FA3_OCOPY && FJ_FA3_CLUSTER == 2
 #error "FJ_FA3_OCOPY 1 with FJ_FA3_CLUSTER 2: never run together (untested)"
 #endif
-#define FA3_OCOPY (FJ_FA3_OCOPY && FJ_FA3_PERSISTENT && ((FJ_FA3_XTILE && FJ_FA3_OSMEM) || FA3_OSLOT_ || FA3_OQ_))
-#if FJ_FA3_XTILE && !(FJ_FA3_PERSISTENT && FJ_FA3_OVERLAP && FA3_QST2_FITS)
-#error "FJ_FA3_XTILE needs FJ_FA3_PERSISTENT, FJ_FA3_OVERLAP and room for two Q buffers"
-#endif
-#if FJ_FA3_XTILE && FJ_FA3_CLUSTER == 2
-#error "FJ_FA3_CLUSTER 2: not with the cross-tile stream"
-#endif
+#define FA3_OCOPY (FJ_FA3_OCOPY && FJ_FA3_PERSISTENT && (FA3_OSLOT_ || FA3_OQ_))
 #if FJ_DTYPE == FJ_DT_BF16
 #define FA3_AB "bf16"
 #else
@@ -493,12 +463,9 @@ template <bool B> struct bool_c {
     static constexpr bool value = B;
 };
 constexpr int Q_BYTES = DC * Q_CHUNK, KV_BYTES = DC * KV_CHUNK;
-/* Q buffers: one, freed at the tile's last S (two with FJ_FA3_QBUF2). The cross-tile stream
- * stages O in the finished tile's Q buffer and frees it after that, in the next tile's first
- * step; a third buffer (where it fits) lets the Q of the tile after next load during all of the
- * next tile, as it did when the buffer was freed at the tile's last S (without it, a run of
- * one-block tiles waits for each Q load). */
-constexpr int QST = FJ_FA3_XTILE ? (FJ_FA3_OSMEM && FA3_QST3_FITS ? 3 : 2) : FA3_QBUF2_ ? 2 : 1;
+/* Q buffers: one, freed at the tile's last S (FJ_FA3_OQ: after the epilogue), or two with
+ * FJ_FA3_QBUF2. */
+constexpr int QST = FA3_QBUF2_ ? 2 : 1;
 constexpr int OSLOT = FA3_OSLOT_;  /* O slot */
 constexpr bool OQ = FA3_OQ_;       /* O via Q buffer */
 static_assert(!OQ || QST == 1, "FJ_FA3_OQ: one Q buffer");
@@ -574,8 +541,8 @@ FJ_DEVICE void mbar_wait(fj_u32 bar, int parity)
 
 /* mbar_wait with a warp-uniform exit (every lane's try_wait succeeded): for waits inside the
  * consumers' GEMM stream, where a per-lane loop exit made ptxas move the wgmma descriptors
- * after it out of uniform registers (FJ_FA3_OCOPY's O empty wait in the cross-tile stream:
- * +74 instructions per K/V block at hd128). */
+ * after it out of uniform registers (FJ_FA3_OCOPY's O empty wait in the former cross-tile
+ * stream: +74 instructions per K/V block at hd128). */
 template <int UNUSED = 0> FJ_DEVICE void mbar_wait_warp(fj_u32 bar, int parity)
 {
     /* (no FJ_FA3_HANG_TRAP counter here: with one, the 24-register store warps of the 3-consumer
@@ -1376,8 +1343,7 @@ fj_attn_fwd_sm90(const __grid_constant__ fj_attn_params p, const __grid_constant
 #if FA3_OCOPY
     /* O copy: per consumer warpgroup cw an "O full" mbarrier (one arrival per consumer thread),
      * an "O empty" one (one per store warp) and 16 bytes of words: the global address of its
-     * first row (u64), the rows to copy (s32, < 0: the end), the Q buffer (s32, OQ / cross-tile
-     * stream). They take bar + 160 .. 256; the anchor scratch shrinks to bar + 128 .. 160. */
+     * first row (u64), the rows to copy (s32, < 0: the end), the Q buffer (s32, OQ). They take bar + 160 .. 256; the anchor scratch shrinks to bar + 128 .. 160. */
 #define O_FULL(cw) (bar + 160 + 8 * (cw))
 #define O_EMPTY(cw) (bar + 184 + 8 * (cw))
 #define O_WORDS(cw) (bar + 208 + 16 * (cw))
@@ -1643,8 +1609,8 @@ fj_attn_fwd_sm90(const __grid_constant__ fj_attn_params p, const __grid_constant
         if constexpr (!OSLOT)  /* (a Q buffer: its next writer is the producer's TMA load) */
             asm volatile("fence.proxy.async.shared::cta;\n" ::: "memory");
         /* every thread releases its own stmatrix (a __syncwarp and one arrival per warp here
-         * moved the cross-tile stream's wgmma descriptors out of uniform registers, as the
-         * per-lane wait did, see mbar_wait_warp) */
+         * moved the former cross-tile stream's wgmma descriptors out of uniform registers, as
+         * the per-lane wait did, see mbar_wait_warp) */
         mbar_arrive(O_FULL(cw));
         ++ko;
     };
@@ -1660,258 +1626,6 @@ fj_attn_fwd_sm90(const __grid_constant__ fj_attn_params p, const __grid_constant
     };
 #endif
 
-#if FJ_FA3_XTILE
-    /* One stream of K/V blocks over all work tiles of this CTA. pt: the tile whose last
-     * P V is still to be issued (-1: none); its P is in pr, its row state in mx, l, alpha. */
-    float o[OREG];
-#pragma unroll
-    for (int i = 0; i < OREG; ++i)
-        o[i] = 0.f;
-    float mx[2] = {-FJ_INF, -FJ_INF}, l[2] = {0.f, 0.f}, alpha[2] = {1.f, 1.f};
-    int pt = -1, ptq = 0;
-
-    /* ofresh: O holds a finished tile; the next P V overwrites it (scale-d 0) instead of
-     * adding (zeroing O here made ptxas serialize the wgmmas and spill). */
-    int ofresh = 1;
-    /* 1/rowsum, LSE and O of tile tt, whose Q was in buffer tq_b: O goes through this
-     * warpgroup's rows of that buffer (stmatrix, then 16-byte loads and stores), and the
-     * buffer is released to the producer only then (for the Q of the tile after next).
-     * zero: a tile with no key (no Q buffer): zeros straight from registers. FJ_FA3_OSMEM 0:
-     * O straight from the accumulators (each store 2 columns, the 4 lanes of a row fill 16
-     * contiguous bytes), the Q buffer freed at the tile's last S (release_q). */
-    auto epilogue = [&](int tt, const float (&l_)[2], const float (&m_)[2], bool zero, int tq_b) {
-        int b, h, mb;
-        tile_coords(p, sc, tt, b, h, mb);
-        const fj_seq sq = fj_seq_of(p, b);
-        const int row0 = mb * BM + 64 * cw + 16 * warp + (lane >> 2);
-        fj_u16 *go = (fj_u16 *)p.o + sq.o + (fj_i64)h * p.o_head_stride;
-        float *lse = (float *)p.lse;
-        float inv[2];
-#pragma unroll
-        for (int hf = 0; hf < 2; ++hf) {
-            float tl = l_[hf];
-            tl += __shfl_xor_sync(0xffffffffu, tl, 1);
-            tl += __shfl_xor_sync(0xffffffffu, tl, 2);
-            inv[hf] = row_inv(tl);
-            const int i = row0 + 8 * hf;
-            if (lse && (lane & 3) == 0 && i < sq.sq)
-                lse[sq.lse_head_stride * h + sq.lse_base + i] = row_lse(m_[hf], tl, p.scale);
-            if ((zero || !FJ_FA3_OSMEM) && i < sq.sq) {
-                fj_u16 *orow = go + (fj_i64)i * p.o_row_stride + col_lane;
-#pragma unroll
-                for (int nt = 0; nt < OREG / 4; ++nt)
-                    asm volatile("st.global.b32 [%0], %1;\n" ::"l"(orow + nt * 8),
-                                 "r"(zero ? 0u : pack2(o[4 * nt + 2 * hf] * inv[hf], o[4 * nt + 2 * hf + 1] * inv[hf]))
-                                 : "memory");
-            }
-        }
-        if (FJ_FA3_OSMEM && !zero) {
-            const fj_u32 buf = s_q + tq_b * Q_BYTES;
-#if FA3_OCOPY
-            /* (its O empty wait: for the words; the buffer is this tile's own) */
-            o_stage_handoff(o, inv, buf, go, mb * BM, sq.sq, tq_b);
-#else
-            stage_o(o, inv, buf, cw, warp, lane);
-            named_sync<128>(4 + cw);
-            copy_o_out(buf, cw, mb * BM, sq.sq, go, p.o_row_stride);
-            /* generic reads and writes of the buffer before the producer's next TMA write */
-            asm volatile("fence.proxy.async.shared::cta;\n" ::: "memory");
-            __syncwarp();
-            if (lane == 0)
-                mbar_arrive(QE_BAR(tq_b));
-#endif
-        }
-        ofresh = 1;
-    };
-    /* The last P V of tile pt, then its epilogue. */
-    auto drain = [&]() {
-        const int gl = g - 1, st = gl & 1, ph = (gl >> 1) & 1;
-        rescale_o(o, alpha);
-        mbar_wait(b_vf + 8 * st, ph);
-        pin(o);
-        pin(pr);
-        wg_fence();
-        gemm_pv(o, pr, dv0 + st * KV_STEP, !ofresh);
-        ofresh = 0;
-        wg_commit();
-        wg_wait<0>();
-        pin(o);
-        if (lane == 0)
-            kv_release(b_ve + 8 * st, peer);
-        epilogue(pt, l, mx, false, ptq);
-        pt = -1;
-    };
-
-    /* Ping-pong over the whole stream: warpgroup 0 goes first; every block's GEMM issue is
-     * gated once per warpgroup; warpgroup 0's last wait below takes warpgroup 1's last arrive. */
-    if (PINGPONG && cw == 0)
-        named_arrive<256>(2);
-#if FA3_DYN
-    for (;;) {  /* the tile the producer handed over with the next Q buffer */
-        mbar_wait(QF_BAR(qi % QST), (qi / QST) & 1);
-        const int t = ld_shared_s32(Q_TILE(qi % QST));
-        if (t < 0)
-            break;
-#else
-    for (int r = 0; r * t_step < total; ++r) {
-        const int t = FA3_TILE(r);
-        if (t >= total)
-            continue;
-#endif
-        int b, h, mb;
-        tile_coords(p, sc, t, b, h, mb);
-        const fj_seq sq = fj_seq_of(p, b);
-        const int m0 = mb * BM;
-        if (SKIP_PAST_END && m0 >= sq.sq)
-            continue;
-        const fa3_band bd = key_blocks(p, sq, m0);
-        const int n = bd.nb_hi - bd.nb_lo, shift = bd.shift, wl = bd.wl, wr = bd.wr;
-        const int row0 = m0 + 64 * cw + 16 * warp + (lane >> 2);  /* row of hf = 0 */
-        if (n <= 0) {  /* no key: O = 0, LSE = -inf (nothing was loaded for it) */
-#if FA3_DYN
-            __syncwarp();  /* the buffer held only the tile index */
-            if (lane == 0)
-                mbar_arrive(QE_BAR(qi % QST));
-            ++qi;
-#endif
-            if (pt >= 0)
-                drain();
-            const float z[2] = {0.f, 0.f}, mi[2] = {-FJ_INF, -FJ_INF};
-            epilogue(t, z, mi, true, 0);
-            continue;
-        }
-        auto need_mask = [&](int nb) -> bool {
-            const int k0 = nb * BN;
-            bool need = k0 + BN > sq.sk;
-            const int d = k0 - (m0 + shift);
-            if (wr >= 0)
-                need |= d + BN - 1 > wr;
-            if (wl >= 0)
-                need |= d < BM - 1 - wl;
-            return need;
-        };
-        const int qb = qi % QST, qu = qi / QST;
-        const fj_u64 dq = desc_kmajor(s_q + qb * Q_BYTES + cw * 64 * 128);
-        auto release_q = [&]() {
-            if (!FJ_FA3_OSMEM && lane == 0)
-                mbar_arrive(QE_BAR(qb));
-        };
-#if !FA3_DYN
-        mbar_wait(QF_BAR(qb), qu & 1);
-#else
-        (void)qu;
-#endif
-        {   /* the first block: S; with the previous tile's last P V in flight when pt >= 0 */
-            const int nb = bd.nb_hi - 1, st = g & 1, ph = (g >> 1) & 1;
-            mbar_wait(b_kf + 8 * st, ph);
-            if (PINGPONG)
-                named_sync<256>(2 + cw);
-            if (pt >= 0) {  /* each branch straight from its fence to its last wait */
-                const int gp = g - 1, pst = gp & 1, pph = (gp >> 1) & 1;
-                pin(s);
-                wg_fence();
-                gemm_qk(s, dq, dk0 + st * KV_STEP);
-                wg_commit();
-                rescale_o(o, alpha);
-                mbar_wait(b_vf + 8 * pst, pph);
-                pin(o);
-                pin(pr);
-                wg_fence();
-                gemm_pv(o, pr, dv0 + pst * KV_STEP, !ofresh);
-                ofresh = 0;
-                wg_commit();
-                if (PINGPONG)
-                    named_arrive<256>(3 - cw);
-                wg_wait<1>();  /* S done */
-                pin(s);
-                if (lane == 0)
-                    kv_release(b_ke + 8 * st, peer);
-                if (n == 1)
-                    release_q();
-                const float pl[2] = {l[0], l[1]}, pm[2] = {mx[0], mx[1]};
-                mx[0] = mx[1] = -FJ_INF;
-                l[0] = l[1] = 0.f;
-                if (need_mask(nb))
-                    apply_mask(s, nb * BN, row0, col_lane, sq.sk, shift, wl, wr);
-                softmax_tile(s, mx, l, alpha, sl2);
-                asm volatile("st.shared.f32 [%0], %1;\n" ::"r"(s_anchor), "f"(l[0] + l[1]) : "memory");
-                wg_wait<0>();  /* the previous tile's last P V done */
-                pin(o);
-                pin(pr);
-                pin(s);
-                if (lane == 0)
-                    kv_release(b_ve + 8 * pst, peer);
-                convert_p(s, pr);  /* first: S is dead during the epilogue */
-                epilogue(pt, pl, pm, false, ptq);
-            } else {
-                pin(s);
-                wg_fence();
-                gemm_qk(s, dq, dk0 + st * KV_STEP);
-                wg_commit();
-                if (PINGPONG)
-                    named_arrive<256>(3 - cw);
-                wg_wait<0>();
-                pin(s);
-                if (lane == 0)
-                    kv_release(b_ke + 8 * st, peer);
-                if (n == 1)
-                    release_q();
-                mx[0] = mx[1] = -FJ_INF;
-                l[0] = l[1] = 0.f;
-                if (need_mask(nb))
-                    apply_mask(s, nb * BN, row0, col_lane, sq.sk, shift, wl, wr);
-                softmax_tile(s, mx, l, alpha, sl2);
-                convert_p(s, pr);
-            }
-        }
-        for (int it = 1; it < n; ++it) {
-            const int nb = bd.nb_hi - 1 - it, gi = g + it, st = gi & 1, ph = (gi >> 1) & 1;
-            const int pst = st ^ 1, pph = ((gi - 1) >> 1) & 1;
-            mbar_wait(b_kf + 8 * st, ph);
-            if (PINGPONG)
-                named_sync<256>(2 + cw);
-            pin(s);
-            wg_fence();
-            gemm_qk(s, dq, dk0 + st * KV_STEP);
-            wg_commit();
-            rescale_o(o, alpha);
-            mbar_wait(b_vf + 8 * pst, pph);
-            pin(o);
-            pin(pr);
-            wg_fence();
-            gemm_pv(o, pr, dv0 + pst * KV_STEP, !ofresh);
-            ofresh = 0;
-            wg_commit();
-            if (PINGPONG)
-                named_arrive<256>(3 - cw);
-            wg_wait<1>();  /* S done */
-            pin(s);
-            if (lane == 0)
-                kv_release(b_ke + 8 * st, peer);
-            if (it == n - 1)
-                release_q();
-            if (need_mask(nb))
-                apply_mask(s, nb * BN, row0, col_lane, sq.sk, shift, wl, wr);
-            softmax_tile(s, mx, l, alpha, sl2);
-            asm volatile("st.shared.f32 [%0], %1;\n" ::"r"(s_anchor), "f"(l[0] + l[1]) : "memory");
-            wg_wait<0>();  /* P V done */
-            pin(o);
-            pin(pr);
-            pin(s);
-            if (lane == 0)
-                kv_release(b_ve + 8 * pst, peer);
-            convert_p(s, pr);
-        }
-        g += n;
-        ++qi;
-        pt = t;
-        ptq = qb;
-    }
-    if (pt >= 0)
-        drain();
-    if (PINGPONG && cw == 0)
-        named_sync<256>(2);
-#else
 #if FA3_DYN
     for (;;) {  /* the tile the producer handed over with the next Q buffer */
         const int qb = qi % QST, qpar = (qi / QST) & 1;
@@ -2244,7 +1958,6 @@ fj_attn_fwd_sm90(const __grid_constant__ fj_attn_params p, const __grid_constant
         copy_o_out(s_q, cw, m0, sq.sq, go, p.o_row_stride);
 #endif
     }
-#endif
 #if FA3_OCOPY
     o_wait_empty();  /* the end of the store warps' work */
     o_handoff(nullptr, -1, 0);
