@@ -552,6 +552,33 @@ def main():
                 c = lib.fj_fa3_default(hd, mask, 8192)
                 variants.append((1, hd, mask, c.block_m, c.block_n, c.overlap, c.pingpong, c.persistent, (), "bench"))
 
+    if os.environ.get("FA3_SET") == "qregpow2":
+        # run 46: FJ_FA3_QREG at the power cap (FA3_REP_MS 300) on the tiles run 43 left out: hd64
+        # causal 128x128D (all 4 steps) and 192x128D (n = 1), hd64 unmasked 128x128P (all) beside
+        # its 192x128P default, hd256 causal 128x80D and unmasked 128x80P (n = 4). QREG_REV=1: each
+        # pair in the other order. (Explicit n = 0 where the kernel's default would put it on.)
+        QR = lambda v: (("FJ_FA3_QREG", v),)
+        variants = [(1, 64, 0, 192, 128, 1, 0, 1, (), "bench")]
+        for hd, mask, bm, bn, pp, ps, n in ((64, 1, 128, 128, 1, 2, 4), (64, 1, 192, 128, 0, 2, 1),
+                                             (64, 0, 128, 128, 1, 1, 4), (256, 1, 128, 80, 1, 2, 4),
+                                             (256, 0, 128, 80, 1, 1, 4)):
+            vals = (n, 0) if os.environ.get("QREG_REV") == "1" else (0, n)
+            variants += [(1, hd, mask, bm, bn, 1, pp, ps, QR(v), "bench") for v in vals]
+
+    if os.environ.get("FA3_SET") == "ahead2":
+        # run 48: FJ_FA3_AHEAD 2 (the next tile's first two K/V blocks ahead; run 47's profile of
+        # hd256 128x80P at 2k: the consumers' K and V waits in the loop, 4% of the samples, and
+        # the Q wait, 3%). Needs results/ahead2.patch (not kept: neutral). Checks: the hd > 128 persistent variants (static and dynamic order,
+        # bf16 + f16, none / causal / window) with 2; bench: hd256 128x80P, 128x64P and causal
+        # 128x80D with 1 and 2 (AHEAD_REV=1: the other order)
+        A = lambda v: (("FJ_FA3_AHEAD", v),)
+        variants = [(dt, hd, mask, 128, bn, 1, 1, ps, A(2), "check") for dt in (1, 0) for hd in (192, 256)
+                    for bn in ((80,) if hd == 256 else (112,)) for mask in (0, 1, 2) for ps in (1, 2)
+                    if not (mask == 0 and ps == 2)]
+        vals = (2, 1) if os.environ.get("AHEAD_REV") == "1" else (1, 2)
+        for mask, bn, ps in ((0, 80, 1), (0, 64, 1), (1, 80, 2)):
+            variants += [(1, 256, mask, 128, bn, 1, 1, ps, A(v), "bench") for v in vals]
+
     if os.environ.get("FA3_SET") == "qreg2":
         # run 34: FJ_FA3_QREG on 192-row tiles (192x128 spills 96 bytes with every step from
         # registers, 192x112 and 192x96 compile clean at hd 64). Checks with it: hd 32/48/64 192x112 and
