@@ -391,7 +391,8 @@
  * -0.6..+0.6%, 192x128P (n = 1) and hd256 128x80P (n = 4) within the spread. At 40 ms per sample
  * (runs 33-37) it was neutral everywhere: what it saves is shared-memory reads, i.e. power. */
 #ifndef FJ_FA3_QREG
-#define FJ_FA3_QREG (FA3_DYN && FA3_MASKED && FJ_BLOCK_M == 128 && FJ_HEAD_DIM > 96 && FJ_HEAD_DIM <= 128 ? 16 : 0)
+#define FJ_FA3_QREG \
+    (FA3_DYN && FA3_MASKED && FJ_BLOCK_M == 128 && FJ_HEAD_DIM > 96 && FJ_HEAD_DIM <= 128 ? 16 : 0)
 #endif
 #if FJ_FA3_QREG < 0 || FJ_FA3_QREG > 16
 #error "FJ_FA3_QREG is 0..16"
@@ -1343,7 +1344,8 @@ fj_attn_fwd_sm90(const __grid_constant__ fj_attn_params p, const __grid_constant
 #if FA3_OCOPY
     /* O copy: per consumer warpgroup cw an "O full" mbarrier (one arrival per consumer thread),
      * an "O empty" one (one per store warp) and 16 bytes of words: the global address of its
-     * first row (u64), the rows to copy (s32, < 0: the end), the Q buffer (s32, OQ). They take bar + 160 .. 256; the anchor scratch shrinks to bar + 128 .. 160. */
+     * first row (u64), the rows to copy (s32, < 0: the end), the Q buffer (s32, OQ). They take
+     * bar + 160 .. 256; the anchor scratch shrinks to bar + 128 .. 160. */
 #define O_FULL(cw) (bar + 160 + 8 * (cw))
 #define O_EMPTY(cw) (bar + 184 + 8 * (cw))
 #define O_WORDS(cw) (bar + 208 + 16 * (cw))
