@@ -1777,6 +1777,18 @@ fj_attn_fwd_sm90(const __grid_constant__ fj_attn_params p, const __grid_constant
                 half = kend <= k0;
             }
 #endif
+            /* S of block nb (K slot st) is in the registers: the slot back to the producer, the
+             * Q buffer too after the tile's last S, then the block's mask where it needs one and
+             * the online softmax */
+            auto s_landed = [&](int nb, int st, bool last) {
+                if (lane == 0)
+                    kv_release(b_ke + 8 * st, peer);
+                if (last)
+                    release_q();
+                if (need_mask(nb))
+                    apply_mask(s, nb * BN, row0, col_lane, sq.sk, shift, wl, wr);
+                softmax_tile(s, mx, l, alpha, sl2);
+            };
             if (nw > 0) {
 #if FA3_QREG
                 load_q(qop.f, s_q + qb * Q_BYTES, cw, warp, lane);
@@ -1808,13 +1820,7 @@ fj_attn_fwd_sm90(const __grid_constant__ fj_attn_params p, const __grid_constant
                     else
 #endif
                         qk(fa3::bool_c<false>());
-                    if (lane == 0)
-                        kv_release(b_ke + 8 * st, peer);
-                    if (nw == 1)
-                        release_q();
-                    if (need_mask(nb))
-                        apply_mask(s, nb * BN, row0, col_lane, sq.sk, shift, wl, wr);
-                    softmax_tile(s, mx, l, alpha, sl2);
+                    s_landed(nb, st, nw == 1);
                     convert_p(s, pr);
                 }
                 for (int it = 1; it < nw; ++it) {
@@ -1838,13 +1844,7 @@ fj_attn_fwd_sm90(const __grid_constant__ fj_attn_params p, const __grid_constant
                         named_arrive<256>(3 - cw);
                     wg_wait<1>();  /* S done */
                     pin(s);
-                    if (lane == 0)
-                        kv_release(b_ke + 8 * st, peer);
-                    if (it == nw - 1)
-                        release_q();
-                    if (need_mask(nb))
-                        apply_mask(s, nb * BN, row0, col_lane, sq.sk, shift, wl, wr);
-                    softmax_tile(s, mx, l, alpha, sl2);
+                    s_landed(nb, st, it == nw - 1);
                     /* ptxas hoists a wgmma wait up to the previous memory operation, which would
                      * put the softmax after P V instead of under it. A shared store of the row
                      * sums (which depend on every exp of the block) anchors the wait below. */
@@ -1873,13 +1873,7 @@ fj_attn_fwd_sm90(const __grid_constant__ fj_attn_params p, const __grid_constant
                     wg_commit();
                     wg_wait<0>();
                     pin(s);
-                    if (lane == 0)
-                        kv_release(b_ke + 8 * st, peer);
-                    if (it == nw - 1)
-                        release_q();
-                    if (need_mask(nb))
-                        apply_mask(s, nb * BN, row0, col_lane, sq.sk, shift, wl, wr);
-                    softmax_tile(s, mx, l, alpha, sl2);
+                    s_landed(nb, st, it == nw - 1);
                     rescale_o(o, alpha);
                     convert_p(s, pr);
                     pv_now(st, ph);
