@@ -537,11 +537,11 @@ def main():
         # 300: the GPU at its power cap), on the defaults where it fits: whether fewer shared-memory
         # reads pay where the clock is power-bound. QREG_REV=1: each pair in the other order.
         QR = lambda v: (("FJ_FA3_QREG", v),)
+        variants = []
         for hd, mask, bm, bn, pp, ps, n in ((128, 0, 128, 128, 1, 1, 8), (128, 1, 128, 128, 1, 2, 8),
                                              (256, 0, 128, 80, 1, 1, 4), (64, 0, 192, 128, 0, 1, 1)):
             vals = (n, 0) if os.environ.get("QREG_REV") == "1" else (0, n)
-            variants_q = [(1, hd, mask, bm, bn, 1, pp, ps, QR(v), "bench") for v in vals]
-            variants = variants_q if hd == 128 and mask == 0 else variants + variants_q
+            variants += [(1, hd, mask, bm, bn, 1, pp, ps, QR(v), "bench") for v in vals]
 
     if os.environ.get("FA3_SET") == "libdev":
         # run 44 (libvsdev.py): the library defaults (long class) of hd 64/128/256 none/causal as

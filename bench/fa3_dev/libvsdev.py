@@ -25,10 +25,17 @@ def main():
     if len(sys.argv) != 2:
         sys.exit(__doc__)
     fj = Fajit(sys.argv[1])
-    reps, rep_ms = int(os.environ.get("FA3_REPS", "5")), int(os.environ.get("FA3_REP_MS", "300"))
+    try:
+        reps, rep_ms = int(os.environ.get("FA3_REPS", "5")), int(os.environ.get("FA3_REP_MS", "300"))
+        shapes = [tuple(int(f) for f in x.split(":"))
+                  for x in os.environ.get("SHAPES", "128:0:2048,128:0:16384").split(",")]
+    except ValueError as e:
+        sys.exit(f"libvsdev.py: FA3_REPS, FA3_REP_MS are integers, SHAPES hd:causal:seqlen,...: {e}")
+    if reps < 1 or rep_ms < 1 or any(len(x) != 3 or x[0] < 16 or x[1] not in (0, 1) or x[2] < 1
+                                     or 16384 % x[2] or 2048 % x[0] for x in shapes):
+        sys.exit("libvsdev.py: FA3_REPS and FA3_REP_MS >= 1; SHAPES hd:causal:seqlen with causal 0 or 1, "
+                 "seqlen dividing 16384 and hd dividing 2048")
     man = [m for m in json.load(open(os.path.join(R.CUBINS, "manifest.json"))) if m["ok"] and m["role"] == "bench"]
-    shapes = [(int(hd), int(c), int(s)) for hd, c, s in
-              (x.split(":") for x in os.environ.get("SHAPES", "128:0:2048,128:0:16384").split(","))]
     torch.manual_seed(0)
     for hd, causal, S in shapes:
         cands = [m for m in man if m["hd"] == hd and m["mask"] == causal and not m.get("extra")]
@@ -43,9 +50,12 @@ def main():
         lse = torch.empty(B, H, S, device="cuda")
         d = fj.desc(q, k, v, o_lib, causal)
         st = [q.stride(0), q.stride(1), q.stride(2)] * 3 + [o_dev.stride(0), o_dev.stride(1), o_dev.stride(2)]
-        prm = R.pack_params(q.data_ptr(), k.data_ptr(), v.data_ptr(), o_dev.data_ptr(), lse.data_ptr(), 0, 0,
-                            st, B, H, H, hd, S, S, -1, 0 if causal else -1, hd ** -0.5)
-        go = kern.prepare(prm, 0, 0)
+
+        def dev_with(o_ptr, lse_ptr, k2=kern):
+            """a launch of the harness's cubin (module k2) into o_ptr / lse_ptr (0: no LSE)"""
+            return k2.prepare(R.pack_params(q.data_ptr(), k.data_ptr(), v.data_ptr(), o_ptr, lse_ptr, 0, 0,
+                                            st, B, H, H, hd, S, S, -1, 0 if causal else -1, hd ** -0.5), 0, 0)
+        go = dev_with(o_dev.data_ptr(), lse.data_ptr())
         fj.fwd(d)
         R.ck(go(), "launch")
         torch.cuda.synchronize()
@@ -55,9 +65,6 @@ def main():
         if os.environ.get("MORE") == "1":
             # what differs between the two launches, one thing at a time: the LSE (the library's
             # call writes none), the output buffer (the library's), the module (a second copy)
-            def dev_with(o_ptr, lse_ptr, k2=kern):
-                return k2.prepare(R.pack_params(q.data_ptr(), k.data_ptr(), v.data_ptr(), o_ptr, lse_ptr, 0, 0,
-                                                st, B, H, H, hd, S, S, -1, 0 if causal else -1, hd ** -0.5), 0, 0)
             fns["dev_nolse"] = dev_with(o_dev.data_ptr(), 0)
             fns["dev_olib"] = dev_with(o_lib.data_ptr(), 0)
             fns["dev_mod2"] = dev_with(o_dev.data_ptr(), lse.data_ptr(), R.Kernel(cands[0]))

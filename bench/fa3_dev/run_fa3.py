@@ -18,7 +18,10 @@ import torch
 HERE = os.path.dirname(os.path.abspath(__file__))
 CUBINS = os.environ.get("FA3_CUBINS", os.path.join(HERE, "cubins"))  # FA3_CUBINS: another build
 OUTDIR = os.environ.get("OUT") or "/tmp"
-REP_MS = int(os.environ.get("FA3_REP_MS", "40"))  # do_bench's rep per sample (bench_attn.py: 300)
+REP_MS = os.environ.get("FA3_REP_MS", "40")  # do_bench's rep per sample in ms (bench_attn.py: 300)
+if not REP_MS.isdigit() or int(REP_MS) < 1:
+    sys.exit(f"run_fa3.py: FA3_REP_MS is a whole number of milliseconds >= 1, got {REP_MS!r}")
+REP_MS = int(REP_MS)
 
 cuda = ctypes.CDLL("libcuda.so.1")
 cuda.cuLaunchKernel.argtypes = [ctypes.c_void_p] + [ctypes.c_uint] * 7 + [ctypes.c_void_p] * 3
