@@ -516,6 +516,39 @@ def main():
                         out.append((1, hd, mask) + c + (((knob, val),), "bench"))
         return out
 
+    if os.environ.get("FA3_SET") == "tail":
+        # run 49 (needs results/tail.patch; refuted): FJ_FA3_TAIL 1 (unmasked, no ping-pong: a
+        # warpgroup with no row in the sequence skips its blocks through a uniform branch around the loop, and the static persistent
+        # order puts the short last query blocks after the full ones). Checks with it: hd 32/48/64
+        # unmasked 192x128 and 192x96, grid and static persistent, bf16 + f16, the 128-row
+        # schedules without ping-pong (serial, overlap), and every default; bench: hd64 unmasked
+        # 192x128P with 0 / 1 (TAIL_REV=1: the other order) beside 128x128P
+        T = lambda v: (("FJ_FA3_TAIL", v),)
+        variants = [(dt, hd, 0, 192, bn, 1, 0, ps, T(1), "check")
+                    for dt in (1, 0) for hd in (32, 48, 64) for bn in (128, 96) for ps in (0, 1)]
+        variants += [(dt, 128, 0, 128, 128, ov, 0, ps, T(1), "check") for dt in (1, 0) for ov in (0, 1) for ps in (0, 1)]
+        variants += [c + ((), "check") for c in defaults_of((0, 1, 2))]
+        vals = (1, 0) if os.environ.get("TAIL_REV") == "1" else (0, 1)
+        variants += [(1, 64, 0, 192, 128, 1, 0, 1, T(v), "bench") for v in vals]
+        variants += [(1, 64, 0, 128, 128, 1, 1, 1, (), "bench")]
+        # hd128 unmasked with 3 consumer warpgroups (192x80, the widest that fits) beside the default
+        variants += [(1, 128, 0, 192, 80, 1, 0, 1, T(1), "bench"), (1, 128, 0, 128, 128, 1, 1, 1, (), "bench")]
+
+    if os.environ.get("FA3_SET") == "qhalf":
+        # run 50 (needs results/qhalf.patch; refuted): FJ_FA3_QHALF 1 (OQ: each consumer
+        # warpgroup's Q rows on barriers of their own; the turns run on across tiles). Checks with it: every OQ variant (hd 192 / 256
+        # persistent: static unmasked, dynamic causal and window; bf16 + f16), and every default
+        # without it (Q's tensor map box is 64 rows now, for all); bench: hd256 unmasked 128x80P
+        # and 128x64P, causal 128x80D with 0 / 1 (QHALF_REV=1: the other order)
+        QH = lambda v: (("FJ_FA3_QHALF", v),)
+        variants = [(dt, hd, mask, 128, bn, 1, 1, ps, QH(1), "check") for dt in (1, 0)
+                    for hd, bns in ((192, (112,)), (256, (80, 64))) for bn in bns
+                    for mask in (0, 1, 2) for ps in (1, 2) if not (mask == 0 and ps == 2)]
+        variants += [c + ((), "check") for c in defaults_of((0, 1, 2))]
+        vals = (1, 0) if os.environ.get("QHALF_REV") == "1" else (0, 1)
+        for mask, bn, ps in ((0, 80, 1), (0, 64, 1), (1, 80, 2)):
+            variants += [(1, 256, mask, 128, bn, 1, 1, ps, QH(v), "bench") for v in vals]
+
     if os.environ.get("FA3_SET") == "qreg":
         # run 33: S = Q K^T with Q in registers (FJ_FA3_QREG 1: ldmatrix once per tile, wgmma RS with
         # a K-major B). Checks with it: every default of dtype x hd x mask x length class with
