@@ -409,6 +409,23 @@ def main():
                                (128, (128, 176, 1, 1, 0)), (128, (128, 176, 1, 1, 1)),
                                (128, (128, 192, 1, 1, 0)), (128, (128, 192, 1, 1, 1)),
                                (256, (128, 80, 1, 1, 0))))
+    if os.environ.get("FA3_SET") == "clpow":
+        # run 51: FJ_FA3_CLUSTER 2 (K/V multicast: half the L2 -> SM traffic) again, now timed at
+        # the power cap (FA3_REP_MS 300, as run 43's QREG), on the unmasked persistent defaults of
+        # hd 64/128/256. Checks: every unmasked default tile with it (grid and persistent, bf16 +
+        # f16); CL_REV=1: each pair in the other order
+        variants = []
+        C2 = (("FJ_FA3_CLUSTER", 2),)
+        for dt in (1, 0):
+            for hd in CHECK_HD:
+                c = lib.fj_fa3_default(hd, 0, 0)
+                for ps in (0, 1):
+                    variants.append((dt, hd, 0, c.block_m, c.block_n, 1, c.pingpong, ps, C2, "check"))
+        pairs = cluster_ab(((64, (192, 128, 1, 0, 1)), (128, (128, 128, 1, 1, 1)), (256, (128, 80, 1, 1, 1))))
+        if os.environ.get("CL_REV") == "1":
+            pairs = [pairs[i ^ 1] for i in range(len(pairs))]
+        variants += pairs
+
     if os.environ.get("FA3_SET") == "onesum":
         # run 13: the row sums on the tensor cores (FJ_FA3_ONESUM 1; the kernel part is not in the
         # tree: `git apply bench/fa3_dev/results/onesum.patch` first, refuted in runs 13-14). Checks: the hd64 library
