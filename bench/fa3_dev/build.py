@@ -303,6 +303,29 @@ def main():
             for sl, cc in distinct_defaults(hd, mask, (512, 2048, 16384)):
                 for n in ns:
                     variants.append((1, hd, mask) + cc + (PE(n), "bench"))
+    if os.environ.get("FA3_SET") == "polyexp2":
+        # run 52: FJ_FA3_POLYEXP again on today's kernel (lazy rescaling, uniform warpgroup index,
+        # O slot...): the profile of run 52a has hd64 unmasked 192x128P at 8k with the XU pipe
+        # (MUFU) 63.5% and the tensor pipe 61.5% busy, issue 50.7%, FMA pipe 18%. Checks: the hd64
+        # defaults of every mask and length class with n = 4 and n = 16 (every exponential by
+        # the polynomial, with lazy rescaling's P up to 2^8), bf16 + f16; bench: hd64 none
+        # 192x128P n = 0/2/4, hd64 causal 128x128D and 192x128D n = 0/2, hd128 none 128x128P n =
+        # 0/2 (PE_REV=1: each set in the other order)
+        PE = lambda n: ((("FJ_FA3_POLYEXP", n),) if n else ())
+        variants = []
+        for dt in (1, 0):
+            for mask in (0, 1, 2):
+                for sl in (512, 2048, 16384):
+                    c = lib.fj_fa3_default(64, mask, sl)
+                    cc = (c.block_m, c.block_n, c.overlap, c.pingpong, c.persistent)
+                    for n in (4, 16):
+                        variants.append((dt, 64, mask) + cc + (PE(n), "check"))
+        rev = os.environ.get("PE_REV") == "1"
+        for hd, mask, cc, ns in ((64, 0, (192, 128, 1, 0, 1), (0, 2, 4)), (64, 1, (128, 128, 1, 1, 2), (0, 2)),
+                                 (64, 1, (192, 128, 1, 0, 2), (0, 2)), (128, 0, (128, 128, 1, 1, 1), (0, 2))):
+            for n in (ns[::-1] if rev else ns):
+                variants.append((1, hd, mask) + cc + (PE(n), "bench"))
+
     if os.environ.get("FA3_SET") == "l2":
         # run 17: the L2 group size of the masked persistent order (FJ_FA3_L2_BYTES, default 32 MB
         # of K+V per group of heads): ncu (session 6) saw hd64 causal 512 read 225 MB from DRAM
