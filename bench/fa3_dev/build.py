@@ -403,6 +403,16 @@ def main():
         return [(1, hd, 0) + c + (extra, "bench") for hd, c in configs
                 for extra in ((), (("FJ_FA3_CLUSTER", 2),))]
 
+    def cluster_checks():
+        """cluster 2 checks: every (dtype, head_dim) unmasked default tile, grid and persistent"""
+        out = []
+        for dt in (1, 0):
+            for hd in CHECK_HD:
+                c = lib.fj_fa3_default(hd, 0, 0)
+                for ps in (0, 1):
+                    out.append((dt, hd, 0, c.block_m, c.block_n, 1, c.pingpong, ps, (("FJ_FA3_CLUSTER", 2),), "check"))
+        return out
+
     if os.environ.get("FA3_SET") == "cluster":
         # run h3-1: clusters of two CTAs with K/V multicast (FJ_FA3_CLUSTER 2), unmasked, grid and
         # static persistent. Checks: every (dtype, head_dim) unmasked default tile both ways (hd 64
@@ -410,15 +420,9 @@ def main():
         # hd128 128x128 both ways. Cluster 1 is SASS-identical to HEAD for every bench variant
         # below (compared with nvdisasm before the run), so not re-checked. Bench: cluster 2 vs 1,
         # same tile and order: hd128 128x128 / 128x176, hd256 128x80, hd64 192x128 (persistent).
-        variants = []
-        C2 = (("FJ_FA3_CLUSTER", 2),)
-        for dt in (1, 0):
-            for hd in CHECK_HD:
-                c = lib.fj_fa3_default(hd, 0, 0)
-                for ps in (0, 1):
-                    variants.append((dt, hd, 0, c.block_m, c.block_n, 1, c.pingpong, ps, C2, "check"))
-            for ps in (0, 1):
-                variants.append((dt, 128, 0, 128, 128, 1, 1, ps, C2, "check"))
+        variants = cluster_checks()
+        variants += [(dt, 128, 0, 128, 128, 1, 1, ps, (("FJ_FA3_CLUSTER", 2),), "check")
+                     for dt in (1, 0) for ps in (0, 1)]
         variants += cluster_ab(((128, (128, 128, 1, 1, 0)), (128, (128, 128, 1, 1, 1)),
                                 (128, (128, 176, 1, 1, 0)), (128, (128, 176, 1, 1, 1)),
                                 (256, (128, 80, 1, 1, 0)), (256, (128, 80, 1, 1, 1)),
@@ -437,13 +441,7 @@ def main():
         # the power cap (FA3_REP_MS 300, as run 43's QREG), on the unmasked persistent defaults of
         # hd 64/128/256. Checks: every unmasked default tile with it (grid and persistent, bf16 +
         # f16); CL_REV=1: each pair in the other order
-        variants = []
-        C2 = (("FJ_FA3_CLUSTER", 2),)
-        for dt in (1, 0):
-            for hd in CHECK_HD:
-                c = lib.fj_fa3_default(hd, 0, 0)
-                for ps in (0, 1):
-                    variants.append((dt, hd, 0, c.block_m, c.block_n, 1, c.pingpong, ps, C2, "check"))
+        variants = cluster_checks()
         pairs = cluster_ab(((64, (192, 128, 1, 0, 1)), (128, (128, 128, 1, 1, 1)), (256, (128, 80, 1, 1, 1))))
         if os.environ.get("CL_REV") == "1":
             pairs = [pairs[i ^ 1] for i in range(len(pairs))]
@@ -558,8 +556,9 @@ def main():
 
     if os.environ.get("FA3_SET") == "tail":
         # run 49 (needs results/tail.patch; refuted): FJ_FA3_TAIL 1 (unmasked, no ping-pong: a
-        # warpgroup with no row in the sequence skips its blocks through a uniform branch around the loop, and the static persistent
-        # order puts the short last query blocks after the full ones). Checks with it: hd 32/48/64
+        # warpgroup with no row in the sequence skips its blocks through a uniform branch around
+        # the loop, and the static persistent order puts the short last query blocks after the
+        # full ones). Checks with it: hd 32/48/64
         # unmasked 192x128 and 192x96, grid and static persistent, bf16 + f16, the 128-row
         # schedules without ping-pong (serial, overlap), and every default; bench: hd64 unmasked
         # 192x128P with 0 / 1 (TAIL_REV=1: the other order) beside 128x128P
@@ -576,8 +575,8 @@ def main():
 
     if os.environ.get("FA3_SET") == "qhalf":
         # run 50 (needs results/qhalf.patch; refuted): FJ_FA3_QHALF 1 (OQ: each consumer
-        # warpgroup's Q rows on barriers of their own; the turns run on across tiles). Checks with it: every OQ variant (hd 192 / 256
-        # persistent: static unmasked, dynamic causal and window; bf16 + f16), and every default
+        # warpgroup's Q rows on barriers of their own; the turns run on across tiles). Checks
+        # with it: every OQ variant (hd 192 / 256 persistent: static unmasked, dynamic causal and window; bf16 + f16), and every default
         # without it (Q's tensor map box is 64 rows now, for all); bench: hd256 unmasked 128x80P
         # and 128x64P, causal 128x80D with 0 / 1 (QHALF_REV=1: the other order)
         QH = lambda v: (("FJ_FA3_QHALF", v),)
