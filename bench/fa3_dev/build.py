@@ -554,6 +554,34 @@ def main():
                         out.append((1, hd, mask) + c + (((knob, val),), "bench"))
         return out
 
+    if os.environ.get("FA3_SET") == "splitsm":
+        # run 54: FJ_FA3_SPLITSM 1 (S = Q K^T in two column halves, the first half's softmax under
+        # the second's GEMM). Checks with it: unmasked 192x128 (hd 32/64), 128x128 and 128x64 (hd
+        # 64/96/128/256 where they fit), grid and static persistent, bf16 + f16, and every default
+        # (it is off there); bench: the unmasked defaults it reaches (hd64 192x128P, hd128
+        # 128x128P, hd256 128x64P) with 0 / 1 (SP_REV=1: the other order)
+        SP = lambda v: (("FJ_FA3_SPLITSM", v),)
+        variants = [(dt, hd, 0, 192, 128, 1, 0, ps, SP(1), "check") for dt in (1, 0) for hd in (32, 64) for ps in (0, 1)]
+        variants += [(dt, hd, 0, 128, bn, 1, 1, ps, SP(1), "check") for dt in (1, 0) for hd in (64, 96, 128, 256)
+                     for bn in (128, 64) for ps in (0, 1) if ok_cfg(Cfg(128, bn, 1, 1, ps), hd)]
+        variants += [c + ((), "check") for c in defaults_of((0, 1, 2))]
+        vals = (1, 0) if os.environ.get("SP_REV") == "1" else (0, 1)
+        for hd, cc in ((64, (192, 128, 1, 0, 1)), (128, (128, 128, 1, 1, 1)), (256, (128, 64, 1, 1, 1))):
+            variants += [(1, hd, 0) + cc + (SP(v), "bench") for v in vals]
+
+    if os.environ.get("FA3_SET") == "splitsm2":
+        # run 55: FJ_FA3_SPLITSM with Q in registers (FJ_FA3_QREG: run 54's m64n64 SS halves read
+        # Q from shared memory twice per k-step, 128 B/clk). Checks: hd128 / hd64 unmasked with
+        # both, grid and persistent, bf16 + f16; bench: hd128 128x128P QREG 16 with SPLITSM 0 / 1
+        # beside the default, hd64 192x128P QREG 1 both ways (SP_REV=1: the other order)
+        X = lambda v, q: (("FJ_FA3_QREG", q), ("FJ_FA3_SPLITSM", v))
+        variants = [(dt, 128, 0, 128, 128, 1, 1, ps, X(1, 16), "check") for dt in (1, 0) for ps in (0, 1)]
+        variants += [(dt, 64, 0, 192, 128, 1, 0, ps, X(1, 1), "check") for dt in (1, 0) for ps in (0, 1)]
+        vals = (1, 0) if os.environ.get("SP_REV") == "1" else (0, 1)
+        variants += [(1, 128, 0, 128, 128, 1, 1, 1, X(v, 16), "bench") for v in vals]
+        variants += [(1, 128, 0, 128, 128, 1, 1, 1, (), "bench")]
+        variants += [(1, 64, 0, 192, 128, 1, 0, 1, X(v, 1), "bench") for v in vals]
+
     if os.environ.get("FA3_SET") == "tail":
         # run 49 (needs results/tail.patch; refuted): FJ_FA3_TAIL 1 (unmasked, no ping-pong: a
         # warpgroup with no row in the sequence skips its blocks through a uniform branch around

@@ -455,7 +455,7 @@ def bench():
                                + ("R1:" if m.get("extra", {}).get("FJ_FA3_ONESUM_ORDER") == 1 else "")
                                + (f"Z{m['extra']['FJ_FA3_LAZY']}:" if m.get("extra", {}).get("FJ_FA3_LAZY") else "")
                                + "".join(f"{k[7:]}{v}:" for k, v in m.get("extra", {}).items()
-                                         if k in ("FJ_FA3_UCW", "FJ_FA3_WGSKIP", "FJ_FA3_WGSKIP_PP", "FJ_FA3_HALF", "FJ_FA3_QBUF2", "FJ_FA3_VISEXP", "FJ_FA3_ENDSKIP", "FJ_FA3_QREG", "FJ_FA3_PP3", "FJ_FA3_TILEW", "FJ_FA3_FASTDIV", "FJ_FA3_AHEAD", "FJ_FA3_TAIL", "FJ_FA3_QHALF", "FJ_FA3_POLYEXP", "FJ_FA3_TREEMAX"))
+                                         if k in ("FJ_FA3_UCW", "FJ_FA3_WGSKIP", "FJ_FA3_WGSKIP_PP", "FJ_FA3_HALF", "FJ_FA3_QBUF2", "FJ_FA3_VISEXP", "FJ_FA3_ENDSKIP", "FJ_FA3_QREG", "FJ_FA3_PP3", "FJ_FA3_TILEW", "FJ_FA3_FASTDIV", "FJ_FA3_AHEAD", "FJ_FA3_TAIL", "FJ_FA3_QHALF", "FJ_FA3_POLYEXP", "FJ_FA3_TREEMAX", "FJ_FA3_SPLITSM"))
                                + f"{m['bm']}x{m['bn']}{'' if m['pingpong'] else 'np'}{['', 'P', 'D'][m['persistent']]}")
                         # one tag per cubin: a knob without a tag above would time one cubin twice
                         if owner.setdefault(tag, m["file"]) != m["file"]:
