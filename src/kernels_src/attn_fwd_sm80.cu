@@ -88,7 +88,9 @@
 #ifndef FA2_P_STORE_LATE   /* split path: store P for the partner after the own half of PV */
 #define FA2_P_STORE_LATE 1
 #endif
-#ifndef FA2_NO_KV_LOAD     /* measurement only (wrong results): no K/V loads in the KV loop */
+/* FA2_NO_KV_LOAD: measurement only (wrong results): no K/V loads in the KV loop (kv_step's and the
+ * split path's K) */
+#ifndef FA2_NO_KV_LOAD
 #define FA2_NO_KV_LOAD 0
 #endif
 /* Swizzled shared rows, see FA2_SWZ_ON. 0: padded rows everywhere (A/B); 2: swizzled at
@@ -461,6 +463,83 @@ FJ_DEVICE const fj_u16 *kv_rows_at(const fj_attn_params &p, bool is_v, int kb, i
 }
 #endif
 
+/* ---- pieces both paths of the kernel share --------------------------------------------- */
+
+/* O, the running row maxima and sums at the start (M row tiles of 16, N d-tiles of 8) */
+template <int M, int N>
+FJ_DEVICE void zero_acc(float (&acc_o)[M][N][4], float (&row_max)[M][2], float (&row_sum)[M][2])
+{
+#pragma unroll
+    for (int mt = 0; mt < M; ++mt) {
+#pragma unroll
+        for (int nd = 0; nd < N; ++nd)
+#pragma unroll
+            for (int e = 0; e < 4; ++e)
+                acc_o[mt][nd][e] = 0.f;
+        row_max[mt][0] = row_max[mt][1] = -FJ_INF;
+        row_sum[mt][0] = row_sum[mt][1] = 0.f;
+    }
+}
+
+/* Row 0 of K or V inside the kernel: the split path from the KV sequence index it holds (x =
+ * kv_seq(p, b), kv_rows_at), the other from the batch (x = b, kv_rows); opaque() as there. */
+FJ_DEVICE const fj_u16 *kv(const fj_attn_params &p, bool is_v, int x, int hk)
+{
+#if FA2_SPLIT_ON
+    return kv_rows_at(p, is_v, opaque(x), opaque(hk));
+#else
+    return kv_rows(p, is_v, opaque(x), opaque(hk));
+#endif
+}
+
+/* Q and the first K/V tile (the last key block, nb_hi - 1) before the KV loop */
+FJ_DEVICE void load_first(const fj_attn_params &p, const fj_seq &sq, int x, int hk, fj_u32 s_q,
+                          fj_u32 s_k, fj_u32 s_v, const fj_u16 *gq, int m0, int nb_lo, int nb_hi,
+                          int tid)
+{
+    using namespace fa2;
+    if (nb_hi > nb_lo) {
+        load_rows<BM>(s_q, gq, p.q_row_stride, m0, sq.sq, tid);
+        load_rows<BN>(s_k, kv(p, false, x, hk), p.k_row_stride, (nb_hi - 1) * BN, sq.sk, tid);
+#if FJ_STAGES == 2
+        load_rows<BN>(s_v, kv(p, true, x, hk), p.v_row_stride, (nb_hi - 1) * BN, sq.sk, tid);
+#endif
+        cp_async_commit();
+    }
+}
+
+/* The head of step `it` of the KV loop (block nb): wait for its tiles, then issue the next
+ * copies (two stages: K and V of nb - 1 into the other stage; one stage: V of nb, K having
+ * come alone). Returns the stage offset of block nb's tiles. */
+FJ_DEVICE fj_u32 kv_step(const fj_attn_params &p, const fj_seq &sq, int x, int hk, fj_u32 s_k,
+                         fj_u32 s_v, int nb, int k0, int it, int nb_lo, int tid)
+{
+    using namespace fa2;  /* (k0 = nb * BN from the caller: computed here, it moved ptxas's
+                           * schedule of the one-stage hd 8-32 kernels) */
+#if FJ_STAGES == 2
+    const fj_u32 stage = (it & 1) * KV_BYTES;
+    cp_async_wait_all();
+    __syncthreads();  /* tile nb landed; every warp is done with the other stage */
+    if (!FA2_NO_KV_LOAD && nb > nb_lo) {
+        load_rows<BN>(s_k + (stage ^ KV_BYTES), kv(p, false, x, hk), p.k_row_stride, k0 - BN, sq.sk,
+                      tid);
+        load_rows<BN>(s_v + (stage ^ KV_BYTES), kv(p, true, x, hk), p.v_row_stride, k0 - BN, sq.sk,
+                      tid);
+    }
+    cp_async_commit();
+#else
+    (void)it;
+    (void)nb_lo;
+    const fj_u32 stage = 0;
+    cp_async_wait_all();
+    __syncthreads();  /* K_nb landed; every warp is done with V_{nb+1} (split path: and the P tiles) */
+    if (!FA2_NO_KV_LOAD)
+        load_rows<BN>(s_v, kv(p, true, x, hk), p.v_row_stride, k0, sq.sk, tid);
+    cp_async_commit();
+#endif
+    return stage;
+}
+
 /* ---- the kernel ---------------------------------------------------------------------- */
 
 extern "C" __global__ void __launch_bounds__(FJ_WARPS * 32)
@@ -527,49 +606,17 @@ fj_attn_fwd_sm80(const __grid_constant__ fj_attn_params p)
 
     float acc_o[2][NDS][4];
     float row_max[2][2], row_sum[2][2];
-#pragma unroll
-    for (int mt = 0; mt < 2; ++mt) {
-#pragma unroll
-        for (int nd = 0; nd < NDS; ++nd)
-#pragma unroll
-            for (int e = 0; e < 4; ++e)
-                acc_o[mt][nd][e] = 0.f;
-        row_max[mt][0] = row_max[mt][1] = -FJ_INF;
-        row_sum[mt][0] = row_sum[mt][1] = 0.f;
-    }
+    zero_acc(acc_o, row_max, row_sum);
 
 #if FA2_MASKED
     const fj_u32 slot = park_slot(s_q, tid);
     park(slot, m0 + shift);
 #endif
-    if (nb_hi > nb_lo) {
-        load_rows<BM>(s_q, gq, p.q_row_stride, m0, sq.sq, tid);
-        load_rows<BN>(s_k, kv_rows_at(p, false, opaque(kvb), opaque(hk)), p.k_row_stride, (nb_hi - 1) * BN, sq.sk, tid);
-#if FJ_STAGES == 2
-        load_rows<BN>(s_v, kv_rows_at(p, true, opaque(kvb), opaque(hk)), p.v_row_stride, (nb_hi - 1) * BN, sq.sk, tid);
-#endif
-        cp_async_commit();
-    }
+    load_first(p, sq, kvb, hk, s_q, s_k, s_v, gq, m0, nb_lo, nb_hi, tid);
 
     for (int nb = nb_hi - 1, it = 0; nb >= nb_lo; --nb, ++it) {
         const int k0 = nb * BN;
-#if FJ_STAGES == 2
-        const fj_u32 stage = (it & 1) * KV_BYTES;
-        cp_async_wait_all();
-        __syncthreads();  /* tile nb landed; every warp is done with the other stage */
-        if (!FA2_NO_KV_LOAD && nb > nb_lo) {
-            load_rows<BN>(s_k + (stage ^ KV_BYTES), kv_rows_at(p, false, opaque(kvb), opaque(hk)), p.k_row_stride, k0 - BN, sq.sk, tid);
-            load_rows<BN>(s_v + (stage ^ KV_BYTES), kv_rows_at(p, true, opaque(kvb), opaque(hk)), p.v_row_stride, k0 - BN, sq.sk, tid);
-        }
-        cp_async_commit();
-#else
-        const fj_u32 stage = 0;
-        cp_async_wait_all();
-        __syncthreads();  /* K_nb landed; every warp is done with V_{nb+1} and the P tiles */
-        if (!FA2_NO_KV_LOAD)
-            load_rows<BN>(s_v, kv_rows_at(p, true, opaque(kvb), opaque(hk)), p.v_row_stride, k0, sq.sk, tid);
-        cp_async_commit();
-#endif
+        const fj_u32 stage = kv_step(p, sq, kvb, hk, s_k, s_v, nb, k0, it, nb_lo, tid);
 
         /* S = Q K^T for 32 rows x this warp's HN keys */
         float acc_s[2][NTS][4];
@@ -653,7 +700,7 @@ fj_attn_fwd_sm80(const __grid_constant__ fj_attn_params p)
         cp_async_wait_all();
         __syncthreads();  /* V_nb landed; every warp is done with K_nb; maxima visible */
         if (!FA2_NO_KV_LOAD && nb > nb_lo)
-            load_rows<BN>(s_k, kv_rows_at(p, false, opaque(kvb), opaque(hk)), p.k_row_stride, k0 - BN,
+            load_rows<BN>(s_k, kv(p, false, kvb, hk), p.k_row_stride, k0 - BN,
                           sq.sk, tid);
         cp_async_commit();
 #else
@@ -839,48 +886,17 @@ fj_attn_fwd_sm80(const __grid_constant__ fj_attn_params p)
 
     float acc_o[MT][ND][4];
     float row_max[MT][2], row_sum[MT][2];
-#pragma unroll
-    for (int mt = 0; mt < MT; ++mt) {
-#pragma unroll
-        for (int nd = 0; nd < ND; ++nd)
-#pragma unroll
-            for (int e = 0; e < 4; ++e)
-                acc_o[mt][nd][e] = 0.f;
-        row_max[mt][0] = row_max[mt][1] = -FJ_INF;
-        row_sum[mt][0] = row_sum[mt][1] = 0.f;
-    }
+    zero_acc(acc_o, row_max, row_sum);
 
 #if FA2_MASKED
     const fj_u32 slot = park_slot(s_q, tid);
     park(slot, m0 + shift);
 #endif
-    if (nb_hi > nb_lo) {
-        load_rows<BM>(s_q, gq, p.q_row_stride, m0, sq.sq, tid);
-        load_rows<BN>(s_k, kv_rows(p, false, opaque(b), opaque(hk)), p.k_row_stride, (nb_hi - 1) * BN, sq.sk, tid);
-#if FJ_STAGES == 2
-        load_rows<BN>(s_v, kv_rows(p, true, opaque(b), opaque(hk)), p.v_row_stride, (nb_hi - 1) * BN, sq.sk, tid);
-#endif
-        cp_async_commit();
-    }
+    load_first(p, sq, b, hk, s_q, s_k, s_v, gq, m0, nb_lo, nb_hi, tid);
 
     for (int nb = nb_hi - 1, it = 0; nb >= nb_lo; --nb, ++it) {
         const int k0 = nb * BN;
-#if FJ_STAGES == 2
-        const fj_u32 stage = (it & 1) * KV_BYTES;
-        cp_async_wait_all();
-        __syncthreads();  /* tile nb landed; every warp is done with the other stage */
-        if (nb > nb_lo) {
-            load_rows<BN>(s_k + (stage ^ KV_BYTES), kv_rows(p, false, opaque(b), opaque(hk)), p.k_row_stride, k0 - BN, sq.sk, tid);
-            load_rows<BN>(s_v + (stage ^ KV_BYTES), kv_rows(p, true, opaque(b), opaque(hk)), p.v_row_stride, k0 - BN, sq.sk, tid);
-        }
-        cp_async_commit();
-#else
-        const fj_u32 stage = 0;
-        cp_async_wait_all();
-        __syncthreads();  /* K_nb landed; every warp is done with V_{nb+1} */
-        load_rows<BN>(s_v, kv_rows(p, true, opaque(b), opaque(hk)), p.v_row_stride, k0, sq.sk, tid);
-        cp_async_commit();
-#endif
+        const fj_u32 stage = kv_step(p, sq, b, hk, s_k, s_v, nb, k0, it, nb_lo, tid);
 
         /* S = Q K^T */
         float acc_s[MT][NT][4];
@@ -993,7 +1009,7 @@ fj_attn_fwd_sm80(const __grid_constant__ fj_attn_params p)
         cp_async_wait_all();
         __syncthreads();  /* V_nb landed; every warp is done with K_nb */
         if (nb > nb_lo)
-            load_rows<BN>(s_k, kv_rows(p, false, opaque(b), opaque(hk)), p.k_row_stride, k0 - BN,
+            load_rows<BN>(s_k, kv(p, false, b, hk), p.k_row_stride, k0 - BN,
                           sq.sk, tid);
         cp_async_commit();
 #endif
@@ -1020,7 +1036,7 @@ fj_attn_fwd_sm80(const __grid_constant__ fj_attn_params p)
         cp_async_wait_all();
         __syncthreads();  /* V_nb landed; every warp is done with K_nb */
         if (nb > nb_lo)
-            load_rows<BN>(s_k, kv_rows(p, false, opaque(b), opaque(hk)), p.k_row_stride, k0 - BN, sq.sk, tid);
+            load_rows<BN>(s_k, kv(p, false, b, hk), p.k_row_stride, k0 - BN, sq.sk, tid);
         cp_async_commit();
 #endif
 
