@@ -1436,20 +1436,19 @@ fj_attn_fwd_sm90(const __grid_constant__ fj_attn_params p, const __grid_constant
             /* K/V block gi (of all the CTA's blocks) into ring slot gi & 1 */
             auto load_kv = [&](int gi, int row, int hk, int bb) {
                 const int st = gi & 1, ph = (gi >> 1) & 1;
-                /* (cluster: this CTA's boxes for both CTAs; its full barrier expects the
-                 * whole block, the peer's boxes included) */
-                mbar_wait(b_ke + 8 * st, ph ^ 1);
-                mbar_expect_tx(b_kf + 8 * st, KV_BYTES);
+                /* K (v = 0) or V (v = 1) of the block, once its slot is empty. (cluster: this
+                 * CTA's boxes for both CTAs; its full barrier expects the whole block, the
+                 * peer's boxes included) */
+                auto one = [&](int v, fj_u32 empty, fj_u32 full, fj_u32 dst, const void *tm) {
+                    mbar_wait(empty + 8 * st, ph ^ 1);
+                    mbar_expect_tx(full + 8 * st, KV_BYTES);
 #pragma unroll
-                for (int c = 0; c < DC; ++c)
-                    if (kv_mine(c, 0))
-                        tma_load4_kv(s_k + st * KV_BYTES + c * KV_CHUNK, &tk, c * 64, row, hk, bb, b_kf + 8 * st);
-                mbar_wait(b_ve + 8 * st, ph ^ 1);
-                mbar_expect_tx(b_vf + 8 * st, KV_BYTES);
-#pragma unroll
-                for (int c = 0; c < DC; ++c)
-                    if (kv_mine(c, 1))
-                        tma_load4_kv(s_v + st * KV_BYTES + c * KV_CHUNK, &tv, c * 64, row, hk, bb, b_vf + 8 * st);
+                    for (int c = 0; c < DC; ++c)
+                        if (kv_mine(c, v))
+                            tma_load4_kv(dst + st * KV_BYTES + c * KV_CHUNK, tm, c * 64, row, hk, bb, full + 8 * st);
+                };
+                one(0, b_ke, b_kf, s_k, &tk);
+                one(1, b_ve, b_vf, s_v, &tv);
             };
 #if FA3_AHEAD
             int ahead = -1;  /* the tile whose first K/V block is loaded already */
