@@ -111,9 +111,20 @@ typedef void (*fajit_progress_fn)(void *user, int done, int total, double eta_s,
  * family that does not apply to a problem falls back to FA2 (for benchmarks and triage). */
 typedef enum fajit_family {
     FAJIT_FAMILY_AUTO = 0,
+    FAJIT_FAMILY_REF = 1,    /* the naive reference kernel (never chosen by AUTO) */
     FAJIT_FAMILY_FA2 = 2,
     FAJIT_FAMILY_FA3 = 3
 } fajit_family;
+/* "auto", "ref", "fa2", "fa3"; NULL for a value that names no family. */
+FAJIT_API const char *fajit_family_name(fajit_family f);
+
+/* What a kernel computes. One axis of every kernel key, tuning row and spec problem.
+ * Values are stable; later operations (paged decode, backward) take the next numbers. */
+typedef enum fajit_op {
+    FAJIT_OP_FWD = 0         /* attention forward (prefill; any seqlen_q) */
+} fajit_op;
+/* "fwd"; NULL for a value that names no operation. */
+FAJIT_API const char *fajit_op_name(fajit_op op);
 
 typedef struct fajit_ctx_opts {
     int device;              /* CUDA device ordinal, or FAJIT_DEVICE_NONE. Default 0. */
