@@ -111,7 +111,7 @@ typedef void (*fajit_progress_fn)(void *user, int done, int total, double eta_s,
  * family that does not apply to a problem falls back to FA2 (for benchmarks and triage). */
 typedef enum fajit_family {
     FAJIT_FAMILY_AUTO = 0,
-    FAJIT_FAMILY_REF = 1,    /* the naive reference kernel (never chosen by AUTO) */
+    FAJIT_FAMILY_REF = 1,    /* the naive reference kernel (AUTO: only where nothing else applies) */
     FAJIT_FAMILY_FA2 = 2,
     FAJIT_FAMILY_FA3 = 3
 } fajit_family;
@@ -205,6 +205,9 @@ typedef struct fajit_attn_desc {
                                       without them (0) the portable kernel serves */
     float *lse;                    /* natural-log LSE, fp32: [batch][heads_q][seqlen_q];
                                       varlen: [heads_q][total_q] */
+    fajit_op op;                   /* default FAJIT_OP_FWD */
+    void *workspace;               /* optional caller-owned device scratch (CUDA graphs) */
+    size_t workspace_bytes;
 } fajit_attn_desc;
 
 /* Sets the required fields and defaults for contiguous tensors ([batch, seq, heads, dim],
@@ -243,6 +246,15 @@ FAJIT_API fajit_status fajit_attn_fwd_reference(fajit_ctx *ctx, const fajit_attn
 FAJIT_API fajit_status fajit_dispatch_describe(fajit_ctx *ctx, const char *arch,
                                                const fajit_attn_desc *d, char *buf,
                                                size_t len);
+
+/* The device workspace one call of `d` needs on the context's device (the plan fajit_attn_fwd
+ * would run: tile counters, split-KV partial results), in bytes; 0 for most problems. A
+ * caller that captures launches into CUDA graphs may pass that much as d->workspace
+ * (256-byte aligned, zeroed once before its first use: fajit's kernels leave it as they found
+ * it) instead of the context's own; a smaller one is FAJIT_INVALID_ARGUMENT at launch.
+ * Compiles nothing. Errors as fajit_attn_check, plus NO_DEVICE. */
+FAJIT_API fajit_status fajit_attn_workspace_size(fajit_ctx *ctx, const fajit_attn_desc *d,
+                                                 size_t *bytes);
 
 /*======  4. Observability  ======*/
 

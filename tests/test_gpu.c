@@ -27,6 +27,7 @@
 #include <unistd.h>
 
 #include "../src/api/internal.h"
+#include "../src/families/fa3.h"
 #include "cpu_ref.h"
 
 static const fj_cuda *cu;
@@ -471,7 +472,7 @@ START_TEST(graph_capture)
         fajit_ctx_destroy(ctx);
         return;
     }
-    ck_assert_msg(atomic_load(&ctx->sched_ctr) != 0, "no tile counters after context creation");
+    ck_assert_msg(atomic_load(&ctx->counters) != 0, "no tile counters after context creation");
     ck_assert_msg(graph_api(), "libcuda lacks a graph entry point");
     tc c = {.batch = 2, .hq = 8, .hkv = 2, .sq = 1000, .sk = 1000, .d = 128,
             .dtype = FJ_DT_BF16, .mask = FAJIT_MASK_CAUSAL};
@@ -480,8 +481,9 @@ START_TEST(graph_capture)
     bufs B;
     setup(&c, &B);
     fj_kcfg cfg;
-    fj_kcfg_default(90, 1, &B.desc, &cfg);
-    ck_assert_msg(cfg.family == FJ_FAM_FA3 && cfg.fa3.persistent == 2,
+    const fj_target h200 = {90, 1, 132};
+    fj_kcfg_default(&B.desc, &h200, FAJIT_FAMILY_AUTO, &cfg);
+    ck_assert_msg(fj_fa3_of(&cfg) && fj_fa3_of(&cfg)->persistent == 2,
                   "the case no longer takes the dynamic schedule: pick another");
     size_t nq = (size_t)(B.rows_q * B.row_q) + 8, nl = (size_t)c.hq * c.batch * c.sq + 1;
     uint16_t *want = malloc(nq * 2), *got = malloc(nq * 2);
@@ -631,12 +633,12 @@ static void time_path(const char *label, fwd_fn fwd)
     for (int b = 0; b < FJ_PLAN_BUCKETS && !pl; b++)
         pl = ctx->plans[b];
     ck_assert_ptr_nonnull(pl);
-    const fj_launch *p = atomic_load(&pl->launch);
+    const fj_kplan *p = atomic_load(&pl->launch);
     double in_launch = 0;
     for (int r = 0; r < BATCHES; r++) {
         t0 = now_s();
         for (int i = 0; i < BATCH; i++)
-            fj_launch_desc(ctx, p, &d, NULL);
+            fj_kplan_launch(ctx, p, &d, NULL);
         in_launch += now_s() - t0;
         CU(cu->cuCtxSynchronize());
     }
@@ -770,9 +772,9 @@ START_TEST(use_tuned_test)
     fj_kcfg w;
     char name[32];
     ck_assert_int_eq(fj_kcfg_parse(winner, &w), 0);
-    fj_variant v;
-    fj_launch l;
-    fj_kcfg_variant(&w, &B.desc, &v, &l);
+    fj_kernels ks;
+    w.fam->kernels(&w, &B.desc, &ks);
+    const fj_variant v = ks.v[0];
     ck_assert_msg(strncmp(line, v.name, strlen(v.name)) == 0, "dispatch is not the winner %s",
                   winner);
     fj_kcfg_name(&w, name);
@@ -839,8 +841,9 @@ START_TEST(fallback_never_blocks)
     bufs B;
     setup(&c, &B);
     fj_kcfg dc, cand[48], other;
-    fj_kcfg_default(90, 1, &B.desc, &dc);
-    int n = fj_kcfg_candidates(90, 1, &B.desc, cand, 48);
+    const fj_target h200 = {90, 1, 132};
+    fj_kcfg_default(&B.desc, &h200, FAJIT_FAMILY_AUTO, &dc);
+    int n = fj_kcfg_candidates(&B.desc, &h200, cand, 48);
     ck_assert_int_ge(n, 2);
     other = cand[1];   /* candidate 0 is the default */
     fj_cache *cache;

@@ -9,6 +9,8 @@
 #include <unistd.h>
 
 #include "../src/api/internal.h"
+#include "../src/families/fa2.h"
+#include "../src/families/fa3.h"
 #include "../src/autotune/fa2_config.h"
 #include "embedded.h"
 
@@ -141,10 +143,15 @@ START_TEST(fa2_every_generation)
                 char why[256];
                 ck_assert_msg(fj_fa2_check(&c, hdims[h], fj_arch_sm(archs[a]), why, sizeof why) == 0,
                               "default config invalid for %s d%d: %s", archs[a], hdims[h], why);
-                fj_variant v;
-                fj_variant_fa2(&v, &c, FJ_DT_BF16, hdims[h], mask);
+                fj_kcfg k;
+                fj_kernels ks;
+                fajit_attn_desc d;
+                memset(&d, 0, sizeof d);
+                d.dtype = FAJIT_BF16, d.head_dim = hdims[h], d.mask = (fajit_mask)mask;
+                fj_fa2_kcfg(&c, &k);
+                k.fam->kernels(&k, &d, &ks);
                 int compiled = 0;
-                fajit_status st = fj_kernel_warm(ctx, &v, archs[a], &compiled);
+                fajit_status st = fj_kernel_warm(ctx, &ks.v[0], archs[a], &compiled);
                 ck_assert_msg(st == FAJIT_OK, "%s: %s", archs[a], fajit_errmsg(ctx));
                 n++;
             }
@@ -273,14 +280,14 @@ START_TEST(candidate_spaces)
                 memset(&d, 0, sizeof d);
                 d.dtype = FAJIT_BF16, d.head_dim = hdims[h], d.mask = (fajit_mask)mask;
                 fj_kcfg c[48];
-                int k = fj_kcfg_candidates(fj_arch_sm(archs[a]), fj_arch_is_a(archs[a]), &d, c, 48);
+                const fj_target t = {fj_arch_sm(archs[a]), fj_arch_is_a(archs[a]), 0};
+                int k = fj_kcfg_candidates(&d, &t, c, 48);
                 ck_assert_int_ge(k, 1);
                 for (int i = 0; i < k; i++) {
-                    fj_variant v;
-                    fj_launch l;
+                    fj_kernels ks;
                     int compiled;
-                    fj_kcfg_variant(&c[i], &d, &v, &l);
-                    fajit_status st = fj_kernel_warm(ctx, &v, archs[a], &compiled);
+                    c[i].fam->kernels(&c[i], &d, &ks);
+                    fajit_status st = fj_kernel_warm(ctx, &ks.v[0], archs[a], &compiled);
                     ck_assert_msg(st == FAJIT_OK, "%s: %s", archs[a], fajit_errmsg(ctx));
                     n++;
                 }
@@ -355,17 +362,18 @@ static CUresult fk_tmap(void *m, int t, unsigned r, void *a, const unsigned long
 static void expected_launch(const fj_kcfg *c, const fajit_attn_desc *d, unsigned *threads,
                             unsigned *grid_x)
 {
-    fj_variant v;
-    fj_launch l;
-    fj_kcfg_variant(c, d, &v, &l);
-    *threads = (unsigned)l.threads;
-    *grid_x = (unsigned)((d->seqlen_q + l.block_m - 1) / l.block_m);
-    if (c->family == FJ_FAM_FA3) {
+    fj_kernels ks;
+    c->fam->kernels(c, d, &ks);
+    *threads = (unsigned)ks.threads[0];
+    if (fj_fa3_of(c)) {
         fj_attn_params p;
         unsigned grid[3];
         fj_params_from_desc(d, &p);
-        fj_fa3_launch_shape(&c->fa3, &p, 132, grid, threads);
+        fj_fa3_launch_shape(fj_fa3_of(c), &p, 132, grid, threads);
         *grid_x = grid[0];
+    } else {
+        const int bm = fj_fa2_of(c) ? fj_fa2_of(c)->block_m : 1;
+        *grid_x = (unsigned)((d->seqlen_q + bm - 1) / bm);
     }
 }
 
@@ -420,9 +428,10 @@ START_TEST(policies_with_fake_driver)
     fajit_attn_desc_init(&d, p, p, p, p, 1, 16, 16, 4096, 4096, 128, FAJIT_BF16);
     d.mask = FAJIT_MASK_CAUSAL;
     fj_kcfg dc, cand[48], tuned;
-    fj_kcfg_default(90, 1, &d, &dc);
-    ck_assert_int_eq(dc.family, FJ_FAM_FA3);   /* sm_90a, hdim 128: the Hopper kernel */
-    int n = fj_kcfg_candidates(90, 1, &d, cand, 48);
+    const fj_target h200 = {90, 1, 132};
+    fj_kcfg_default(&d, &h200, FAJIT_FAMILY_AUTO, &dc);
+    ck_assert_ptr_nonnull(fj_fa3_of(&dc));   /* sm_90a, hdim 128: the Hopper kernel */
+    int n = fj_kcfg_candidates(&d, &h200, cand, 48);
     unsigned dt, dg, tt = 0, tg = 0;
     expected_launch(&dc, &d, &dt, &dg);
     tuned = dc;
@@ -518,9 +527,9 @@ START_TEST(policies_with_fake_driver)
     ds = dl;
     ds.seqlen_q = ds.seqlen_k = 512;
     fj_kcfg kl, ks;
-    fj_kcfg_default(90, 1, &dl, &kl);
-    fj_kcfg_default(90, 1, &ds, &ks);
-    ck_assert_msg(memcmp(&kl.fa3, &ks.fa3, sizeof kl.fa3) != 0, "one default for both lengths");
+    fj_kcfg_default(&dl, &h200, FAJIT_FAMILY_AUTO, &kl);
+    fj_kcfg_default(&ds, &h200, FAJIT_FAMILY_AUTO, &ks);
+    ck_assert_msg(!fj_kcfg_same(&kl, &ks), "one default for both lengths");
     ctx = policy_ctx(FAJIT_POLICY_BLOCKING);
     ck_assert_int_eq(fajit_attn_fwd(ctx, &dl, NULL), FAJIT_OK);
     unsigned long_smem = g_fake.smem;

@@ -13,6 +13,8 @@
 #include "../src/autotune/spec.h"
 #include "../src/autotune/tune.h"
 #include "../src/autotune/fa2_config.h"
+#include "../src/families/fa2.h"
+#include "../src/families/fa3.h"
 
 TCase *fj_tcase_cache(void);
 TCase *fj_tcase_spec(void);
@@ -362,7 +364,10 @@ START_TEST(ctx_options)
     unsetenv("FAJIT_POLICY");
     setenv("FAJIT_FAMILY", "fa4", 1);
     ck_assert_int_eq(fajit_ctx_create(&ctx, &o), FAJIT_INVALID_ARGUMENT);
-    ck_assert_ptr_nonnull(strstr(fajit_errmsg(ctx), "FAJIT_FAMILY must be auto, fa2 or fa3, got 'fa4'"));
+    ck_assert_ptr_nonnull(strstr(fajit_errmsg(ctx), "FAJIT_FAMILY must be auto, fa2, fa3, got 'fa4'"));
+    fajit_ctx_destroy(ctx);
+    setenv("FAJIT_FAMILY", "ref", 1);   /* the oracle is not a dispatch choice */
+    ck_assert_int_eq(fajit_ctx_create(&ctx, &o), FAJIT_INVALID_ARGUMENT);
     fajit_ctx_destroy(ctx);
     setenv("FAJIT_FAMILY", "FA2", 1);
     ck_assert_int_eq(fajit_ctx_create(&ctx, &o), FAJIT_OK);
@@ -570,37 +575,35 @@ START_TEST(sched_counters)
     fj_kernel k;
     memset(&k, 0, sizeof k);
     k.fn = (CUfunction)0x1;
-    fj_launch l;
+    fj_kplan l;
     memset(&l, 0, sizeof l);
-    l.k = &k;
-    l.family = FJ_FAM_FA3;
-    l.fa3 = (fj_fa3_config){128, 128, 1, 1, 2};
-    l.block_m = 128;
-    l.threads = 384;
-    l.dyn_smem = (int)fj_fa3_smem_bytes(&l.fa3, 128);
+    fj_fa3_kcfg(&(fj_fa3_config){128, 128, 1, 1, 2}, &l.cfg);
+    l.cfg.fam->kernels(&l.cfg, &d, &l.ks);
+    l.k[0] = &k;
+    fj_fa3_config *l_fa3 = (fj_fa3_config *)(void *)l.cfg.b;
 
     /* a driver table without cuMemAlloc: a clear error, no launch */
-    ck_assert_int_eq(fj_launch_desc(ctx, &l, &d, NULL), FAJIT_UNSUPPORTED);
+    ck_assert_int_eq(fj_kplan_launch(ctx, &l, &d, NULL), FAJIT_UNSUPPORTED);
     ck_assert_ptr_nonnull(strstr(fajit_errmsg(ctx), "cuMemAlloc"));
     ck_assert_int_eq(g_sc.launches, 0);
     fake.cuMemAlloc = f_alloc;
     fake.cuMemsetD8 = f_memset;
     fake.cuCtxSynchronize = f_sync;
     fake.cuMemFree = f_free;
-    for (int i = 0; i < FJ_SCHED_SLOTS + 2; i++)
-        ck_assert_int_eq(fj_launch_desc(ctx, &l, &d, NULL), FAJIT_OK);
-    ck_assert_uint_eq(g_sc.bytes, (FJ_SCHED_SLOTS + FJ_SCHED_GRAPH_SLOTS) * 128);
+    for (int i = 0; i < FJ_COUNTER_SLOTS + 2; i++)
+        ck_assert_int_eq(fj_kplan_launch(ctx, &l, &d, NULL), FAJIT_OK);
+    ck_assert_uint_eq(g_sc.bytes, (FJ_COUNTER_SLOTS + FJ_COUNTER_GRAPH_SLOTS) * 128);
     ck_assert_int_eq(g_sc.memsets, 1);   /* zeroed once, and synchronized */
     ck_assert_int_eq(g_sc.syncs, 1);
-    ck_assert_int_eq(g_sc.launches, FJ_SCHED_SLOTS + 2);
-    /* launches 0..FJ_SCHED_SLOTS+1: the ring wraps after FJ_SCHED_SLOTS */
+    ck_assert_int_eq(g_sc.launches, FJ_COUNTER_SLOTS + 2);
+    /* launches 0..FJ_COUNTER_SLOTS+1: the ring wraps after FJ_COUNTER_SLOTS */
     ck_assert_uint_eq(g_sc.arg[0], g_sc.alloc);
     ck_assert_uint_eq(g_sc.arg[1], g_sc.alloc + 128);
-    ck_assert_uint_eq(g_sc.arg[FJ_SCHED_SLOTS % 8], g_sc.alloc);
-    ck_assert_uint_eq(g_sc.arg[(FJ_SCHED_SLOTS + 1) % 8], g_sc.alloc + 128);
-    l.fa3.persistent = 1;   /* the static order: no counter */
-    ck_assert_int_eq(fj_launch_desc(ctx, &l, &d, NULL), FAJIT_OK);
-    ck_assert_uint_eq(g_sc.arg[(FJ_SCHED_SLOTS + 2) % 8], 0);
+    ck_assert_uint_eq(g_sc.arg[FJ_COUNTER_SLOTS % 8], g_sc.alloc);
+    ck_assert_uint_eq(g_sc.arg[(FJ_COUNTER_SLOTS + 1) % 8], g_sc.alloc + 128);
+    l_fa3->persistent = 1;   /* the static order: no counter */
+    ck_assert_int_eq(fj_kplan_launch(ctx, &l, &d, NULL), FAJIT_OK);
+    ck_assert_uint_eq(g_sc.arg[(FJ_COUNTER_SLOTS + 2) % 8], 0);
     fajit_ctx_destroy(ctx);
     ck_assert_uint_eq(g_sc.freed, g_sc.alloc);
 
@@ -610,18 +613,18 @@ START_TEST(sched_counters)
     ck_assert_int_eq(fajit_ctx_create(&ctx, &o), FAJIT_OK);
     ck_assert_int_eq(g_sc.memsets, 1);
     ck_assert_int_eq(g_sc.syncs, 1);
-    ck_assert_uint_eq(atomic_load(&ctx->sched_ctr), g_sc.alloc);
-    l.fa3.persistent = 2;
-    ck_assert_int_eq(fj_launch_desc(ctx, &l, &d, NULL), FAJIT_OK);
+    ck_assert_uint_eq(atomic_load(&ctx->counters), g_sc.alloc);
+    l_fa3->persistent = 2;
+    ck_assert_int_eq(fj_kplan_launch(ctx, &l, &d, NULL), FAJIT_OK);
     ck_assert_uint_eq(g_sc.arg[0], g_sc.alloc);
     ck_assert_int_eq(g_sc.syncs, 1);
     /* launches under graph capture get slots of their own, past the ring */
     fake.cuStreamIsCapturing = f_capturing;
-    ck_assert_int_eq(fj_launch_desc(ctx, &l, &d, F_CAPTURED), FAJIT_OK);
-    ck_assert_int_eq(fj_launch_desc(ctx, &l, &d, F_CAPTURED), FAJIT_OK);
-    ck_assert_int_eq(fj_launch_desc(ctx, &l, &d, NULL), FAJIT_OK);
-    ck_assert_uint_eq(g_sc.arg[1], g_sc.alloc + 128 * FJ_SCHED_SLOTS);
-    ck_assert_uint_eq(g_sc.arg[2], g_sc.alloc + 128 * (FJ_SCHED_SLOTS + 1));
+    ck_assert_int_eq(fj_kplan_launch(ctx, &l, &d, F_CAPTURED), FAJIT_OK);
+    ck_assert_int_eq(fj_kplan_launch(ctx, &l, &d, F_CAPTURED), FAJIT_OK);
+    ck_assert_int_eq(fj_kplan_launch(ctx, &l, &d, NULL), FAJIT_OK);
+    ck_assert_uint_eq(g_sc.arg[1], g_sc.alloc + 128 * FJ_COUNTER_SLOTS);
+    ck_assert_uint_eq(g_sc.arg[2], g_sc.alloc + 128 * (FJ_COUNTER_SLOTS + 1));
     ck_assert_uint_eq(g_sc.arg[3], g_sc.alloc + 128);
     fajit_ctx_destroy(ctx);
     ck_assert_uint_eq(g_sc.freed, g_sc.alloc);
@@ -827,14 +830,257 @@ END_TEST
 
 START_TEST(config_names)
 {
-    fj_fa2_config c = {128, 64, 4, 2}, d;
+    fj_fa2_config c = {128, 64, 4, 2};
+    fj_kcfg k, back;
     char name[32];
-    fj_config_name(&c, name);
-    ck_assert_str_eq(name, "128x64w4s2");
-    ck_assert_int_eq(fj_config_parse(name, &d), 0);
-    ck_assert_mem_eq(&c, &d, sizeof c);
-    ck_assert_int_eq(fj_config_parse("128x64w4", &d), -1);
-    ck_assert_int_eq(fj_config_parse("128x64w4s2x", &d), -1);
+    fj_fa2_kcfg(&c, &k);
+    fj_kcfg_name(&k, name);
+    ck_assert_str_eq(name, "128x64w4s2");   /* FA2 rows carry no prefix */
+    ck_assert_int_eq(fj_kcfg_parse(name, &back), 0);
+    ck_assert(fj_kcfg_same(&k, &back));
+    ck_assert_int_eq(fj_kcfg_parse("128x64w4", &back), -1);
+    ck_assert_int_eq(fj_kcfg_parse("128x64w4s2x", &back), -1);
+    fj_fa3_kcfg(&(fj_fa3_config){128, 176, 1, 1, 2}, &k);
+    fj_kcfg_name(&k, name);
+    ck_assert_str_eq(name, "fa3:128x176o1p1s2");
+    ck_assert_int_eq(fj_kcfg_parse(name, &back), 0);
+    ck_assert(fj_kcfg_same(&k, &back));
+    ck_assert_int_eq(fj_kcfg_parse("fa3:128x176o1p1", &back), -1);
+    ck_assert_int_eq(fj_kcfg_parse("ref", &back), 0);
+    ck_assert_str_eq(back.fam->name, "ref");
+    ck_assert_int_eq(fj_kcfg_parse("nope:1", &back), -1);
+    /* dense, stable family values and names */
+    ck_assert_str_eq(fajit_family_name(FAJIT_FAMILY_AUTO), "auto");
+    ck_assert_str_eq(fajit_family_name(FAJIT_FAMILY_REF), "ref");
+    ck_assert_str_eq(fajit_family_name(FAJIT_FAMILY_FA2), "fa2");
+    ck_assert_str_eq(fajit_family_name(FAJIT_FAMILY_FA3), "fa3");
+    ck_assert_ptr_null(fajit_family_name((fajit_family)77));
+    for (int i = 0; i < fj_family_count(); i++)
+        ck_assert_int_eq(fj_family_at(i)->id, i + 1);
+}
+END_TEST
+
+/*------ a family registered through the registry alone ------*/
+
+/* "dummy": head_dim 72 on sm_90a only, a main kernel and a combine kernel sharing scratch
+ * and a counter; rank above every shipped family. */
+static int dm_applies(const fajit_attn_desc *d, const fj_target *t)
+{
+    return d->head_dim == 72 && t->sm == 90 && t->arch_a;
+}
+static void dm_default(const fajit_attn_desc *d, const fj_target *t, fj_kcfg *out);
+static int dm_one(const fajit_attn_desc *d, const fj_target *t, fj_kcfg *out, int max)
+{
+    if (max < 1)
+        return 0;
+    dm_default(d, t, out);
+    return 1;
+}
+static int dm_check(const fj_kcfg *c, const fajit_attn_desc *d, const fj_target *t, char *w,
+                    size_t n)
+{
+    (void)c, (void)d, (void)w, (void)n;
+    return t->sm == 90 ? 0 : -1;
+}
+static void dm_name(const fj_kcfg *c, char *out, size_t n) { snprintf(out, n, "s%d", c->b[0]); }
+static int dm_parse(const char *s, fj_kcfg *c);
+static void dm_kernels(const fj_kcfg *c, const fajit_attn_desc *d, fj_kernels *out)
+{
+    memset(out, 0, sizeof *out);
+    out->n = 2;
+    for (int i = 0; i < 2; i++) {
+        out->v[i].op = FAJIT_OP_FWD;
+        out->v[i].source = "attn_ref.cu";
+        out->v[i].function = i ? "dummy_combine" : "dummy_main";
+        snprintf(out->v[i].preamble, sizeof out->v[i].preamble,
+                 "#define DUMMY %d\n#define S %d\n#define FJ_DTYPE %d\n", i, c->b[0],
+                 (int)d->dtype);
+        snprintf(out->v[i].name, sizeof out->v[i].name, "dummy %s d%d s%d",
+                 i ? "combine" : "main", d->head_dim, c->b[0]);
+        out->threads[i] = 64 * (i + 1);
+    }
+}
+static void dm_grid(const fj_kcfg *c, char *out, size_t n)
+{
+    (void)c;
+    snprintf(out, n, "grid (splits, heads_q, batch)");
+}
+static void dm_ws(const fj_kcfg *c, const fajit_attn_desc *d, fj_workspace *out)
+{
+    (void)c;
+    out->counter_bytes = 4;
+    out->scratch_bytes = (size_t)d->batch * 4096;
+}
+static fajit_status dm_args(const fj_kcfg *c, int i, const fajit_attn_desc *d,
+                            const fj_launch_env *env, fj_args *a, char *why, size_t n)
+{
+    (void)c, (void)why, (void)n;
+    a->grid[0] = 1, a->grid[1] = (unsigned)d->heads_q, a->grid[2] = (unsigned)d->batch;
+    long long mark = 100 + i;
+    fj_args_push(a, &mark, sizeof mark, 8);
+    fj_args_push(a, &env->scratch, sizeof env->scratch, 8);
+    fj_args_push(a, &env->counters, sizeof env->counters, 8);
+    return FAJIT_OK;
+}
+static const fj_family k_dummy = {
+    .name = "dummy", .id = 9, .op = FAJIT_OP_FWD, .rank = 100, .cfg_prefix = "dummy:",
+    .applies = dm_applies, .default_cfg = dm_default, .candidates = dm_one, .shipped = dm_one,
+    .check = dm_check, .cfg_name = dm_name, .cfg_parse = dm_parse, .kernels = dm_kernels,
+    .describe_grid = dm_grid, .workspace = dm_ws, .launch_args = dm_args,
+};
+static void dm_default(const fajit_attn_desc *d, const fj_target *t, fj_kcfg *out)
+{
+    (void)d, (void)t;
+    memset(out, 0, sizeof *out);
+    out->fam = &k_dummy;
+    out->b[0] = 3;
+}
+static int dm_parse(const char *s, fj_kcfg *c)
+{
+    int v;
+    char tail;
+    if (sscanf(s, "s%d%c", &v, &tail) != 1)
+        return -1;
+    c->fam = &k_dummy;
+    c->b[0] = (unsigned char)v;
+    return 0;
+}
+
+static struct {
+    long long mark[8];
+    CUdeviceptr scratch[8], counters[8], allocated, freed;
+    unsigned threads[8];
+    int launches;
+} g_dm;
+static CUresult dm_launch(CUfunction f, unsigned gx, unsigned gy, unsigned gz, unsigned bx,
+                          unsigned by, unsigned bz, unsigned smem, CUstream s, void **a, void **e)
+{
+    (void)f, (void)gx, (void)gy, (void)gz, (void)by, (void)bz, (void)smem, (void)s, (void)e;
+    int i = g_dm.launches++ % 8;
+    g_dm.mark[i] = *(long long *)a[0];
+    g_dm.scratch[i] = *(CUdeviceptr *)a[1];
+    g_dm.counters[i] = *(CUdeviceptr *)a[2];
+    g_dm.threads[i] = bx;
+    return 0;
+}
+static CUresult dm_alloc_async(CUdeviceptr *p, size_t n, CUstream s)
+{
+    (void)s;
+    *p = g_dm.allocated = 0x9000000 + n;
+    return 0;
+}
+static CUresult dm_free_async(CUdeviceptr p, CUstream s)
+{
+    (void)s;
+    g_dm.freed = p;
+    return 0;
+}
+
+START_TEST(registry_dummy_family)
+{
+    fj_family_register_for_testing(&k_dummy);
+    fajit_ctx_opts o;
+    fajit_ctx_opts_init(&o);
+    o.cache_dir = "";
+    o.device = FAJIT_DEVICE_NONE;
+    fajit_ctx *ctx;
+    ck_assert_int_eq(fajit_ctx_create(&ctx, &o), FAJIT_OK);
+    fajit_attn_desc d;
+    void *p = (void *)(uintptr_t)0x100000;
+    fajit_attn_desc_init(&d, p, p, p, p, 2, 8, 8, 1, 4096, 72, FAJIT_BF16);
+    char line[1024];
+
+    /* plan: dispatch picks it where it applies, and shows both launches */
+    ck_assert_int_eq(fajit_dispatch_describe(ctx, "sm_90a", &d, line, sizeof line), FAJIT_OK);
+    ck_assert_msg(strstr(line, "dummy main d72 s3 (default)") &&
+                  strstr(line, "; then dummy combine d72 s3") &&
+                  strstr(line, "entry dummy_combine"), "%s", line);
+    ck_assert_int_eq(fajit_dispatch_describe(ctx, "sm_80", &d, line, sizeof line), FAJIT_OK);
+    ck_assert_msg(strstr(line, "fa2 bf16 d72") && !strstr(line, "dummy"), "%s", line);
+    d.head_dim = 64;
+    ck_assert_int_eq(fajit_dispatch_describe(ctx, "sm_90a", &d, line, sizeof line), FAJIT_OK);
+    ck_assert_msg(!strstr(line, "dummy"), "%s", line);
+    d.head_dim = 72;
+    /* a forced family that applies wins over the dummy's rank */
+    fajit_ctx_destroy(ctx);
+    o.family = FAJIT_FAMILY_FA2;
+    ck_assert_int_eq(fajit_ctx_create(&ctx, &o), FAJIT_OK);
+    ck_assert_int_eq(fajit_dispatch_describe(ctx, "sm_90a", &d, line, sizeof line), FAJIT_OK);
+    ck_assert_msg(strstr(line, "fa2 bf16 d72"), "%s", line);
+    fajit_ctx_destroy(ctx);
+
+    /* warm: both kernels of the family, for sm_90a only */
+    static fj_variant vs[1200];
+    int n = fj_warm_variants("sm_90a", vs, 1200), mains = 0, combines = 0;
+    for (int i = 0; i < n; i++) {
+        mains += strncmp(vs[i].name, "dummy main d72", 14) == 0;
+        combines += strncmp(vs[i].name, "dummy combine d72", 17) == 0;
+    }
+    ck_assert_int_eq(mains, 2);      /* f16 and bf16 */
+    ck_assert_int_eq(combines, 2);
+    n = fj_warm_variants("sm_80", vs, 1200);
+    for (int i = 0; i < n; i++)
+        ck_assert_msg(strncmp(vs[i].name, "dummy", 5) != 0, "%s on sm_80", vs[i].name);
+    fj_kcfg k;
+    ck_assert_int_eq(fj_kcfg_parse("dummy:s5", &k), 0);
+    ck_assert_ptr_eq(k.fam, &k_dummy);
+
+    /* launch: a plan of two kernels on one stream, with context scratch (stream-ordered,
+     * given back after the launches) and a counter slot, or the caller's workspace */
+    fj_cuda fake = fake_device_table();
+    fake.cuLaunchKernel = dm_launch;
+    fake.cuMemAlloc = f_alloc;
+    fake.cuMemsetD8 = f_memset;
+    fake.cuCtxSynchronize = f_sync;
+    fake.cuMemFree = f_free;
+    fake.cuCtxSetCurrent = f_setcur;
+    fj_cuda_set_for_testing(&fake);
+    g_count = 1, g_fail_get = 0;
+    memset(&g_sc, 0, sizeof g_sc);
+    memset(&g_dm, 0, sizeof g_dm);
+    o.device = 0;
+    o.family = FAJIT_FAMILY_AUTO;
+    ck_assert_int_eq(fajit_ctx_create(&ctx, &o), FAJIT_OK);
+    fj_kernel kk[2];
+    memset(kk, 0, sizeof kk);
+    fj_kplan kp;
+    memset(&kp, 0, sizeof kp);
+    dm_default(&d, NULL, &kp.cfg);
+    k_dummy.kernels(&kp.cfg, &d, &kp.ks);
+    kp.k[0] = &kk[0], kp.k[1] = &kk[1];
+    ck_assert_int_eq(fj_kplan_launch(ctx, &kp, &d, NULL), FAJIT_UNSUPPORTED);  /* no async alloc */
+    ck_assert_ptr_nonnull(strstr(fajit_errmsg(ctx), "cuMemAllocAsync"));
+    ck_assert_int_eq(g_dm.launches, 0);
+    fake.cuMemAllocAsync = dm_alloc_async;
+    fake.cuMemFreeAsync = dm_free_async;
+    ck_assert_int_eq(fj_kplan_launch(ctx, &kp, &d, NULL), FAJIT_OK);
+    ck_assert_int_eq(g_dm.launches, 2);
+    ck_assert(g_dm.mark[0] == 100 && g_dm.mark[1] == 101);   /* main, then combine */
+    ck_assert_uint_eq(g_dm.threads[0], 64);
+    ck_assert_uint_eq(g_dm.threads[1], 128);
+    ck_assert_uint_eq(g_dm.allocated, 0x9000000 + 2 * 4096);
+    ck_assert_uint_eq(g_dm.scratch[0], g_dm.allocated);
+    ck_assert_uint_eq(g_dm.scratch[1], g_dm.allocated);
+    ck_assert_uint_eq(g_dm.freed, g_dm.allocated);
+    ck_assert_uint_eq(g_dm.counters[0], g_sc.alloc);   /* the ring's first slot */
+    ck_assert_uint_eq(g_dm.counters[1], g_sc.alloc);
+    /* the caller's workspace: counters first, scratch 256 bytes in */
+    size_t need;
+    ck_assert_int_eq(fajit_attn_workspace_size(ctx, &d, &need), FAJIT_OK);
+    ck_assert_uint_eq(need, 256 + 2 * 4096);
+    d.workspace = (void *)(uintptr_t)0x4000000;
+    d.workspace_bytes = need - 1;
+    g_dm.launches = 0;
+    ck_assert_int_eq(fj_kplan_launch(ctx, &kp, &d, NULL), FAJIT_INVALID_ARGUMENT);
+    ck_assert_ptr_nonnull(strstr(fajit_errmsg(ctx), "workspace_bytes must be at least 8448"));
+    ck_assert_int_eq(g_dm.launches, 0);
+    d.workspace_bytes = need;
+    ck_assert_int_eq(fj_kplan_launch(ctx, &kp, &d, NULL), FAJIT_OK);
+    ck_assert_uint_eq(g_dm.counters[0], 0x4000000);
+    ck_assert_uint_eq(g_dm.scratch[1], 0x4000000 + 256);
+    fajit_ctx_destroy(ctx);
+    fj_cuda_set_for_testing(NULL);
+    fj_family_register_for_testing(NULL);
 }
 END_TEST
 
@@ -864,6 +1110,7 @@ int main(void)
     tcase_add_test(tt, tune_stats);
     tcase_add_test(tt, bucket_index_matches_names);
     tcase_add_test(tt, config_names);
+    tcase_add_test(tt, registry_dummy_family);
     suite_add_tcase(s, tt);
     suite_add_tcase(s, fj_tcase_cache());
     suite_add_tcase(s, fj_tcase_spec());

@@ -1,12 +1,10 @@
-/* attn.c - the attention entry points: descriptor defaults and validation, the choice of
- * kernel family and configuration (dispatch), and the launch. */
+/* attn.c - the attention descriptor: its defaults and its validation. */
 #include <math.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 
 #include "internal.h"
-#include "../autotune/fa2_config.h"
 
 void fajit_attn_desc_init(fajit_attn_desc *d, const void *q, const void *k, const void *v,
                           void *o, int batch, int heads_q, int heads_kv, int seqlen_q,
@@ -122,112 +120,4 @@ fajit_status fajit_attn_check(fajit_ctx *ctx, const fajit_attn_desc *d)
     if (d->lse)
         FJ_CHECK(check_ptr(ctx, d->lse, "lse", 4));
     return FAJIT_OK;
-}
-
-void fj_params_from_desc(const fajit_attn_desc *d, fj_attn_params *p)
-{
-    memset(p, 0, sizeof *p);
-    p->q = (uintptr_t)d->q, p->k = (uintptr_t)d->k, p->v = (uintptr_t)d->v;
-    p->o = (uintptr_t)d->o, p->lse = (uintptr_t)d->lse;
-    p->cu_seqlens_q = (uintptr_t)d->cu_seqlens_q;
-    p->cu_seqlens_k = (uintptr_t)d->cu_seqlens_k;
-    p->q_batch_stride = d->q_batch_stride, p->q_row_stride = d->q_row_stride;
-    p->q_head_stride = d->q_head_stride;
-    p->k_batch_stride = d->k_batch_stride, p->k_row_stride = d->k_row_stride;
-    p->k_head_stride = d->k_head_stride;
-    p->v_batch_stride = d->v_batch_stride, p->v_row_stride = d->v_row_stride;
-    p->v_head_stride = d->v_head_stride;
-    p->o_batch_stride = d->o_batch_stride, p->o_row_stride = d->o_row_stride;
-    p->o_head_stride = d->o_head_stride;
-    p->batch = d->batch, p->heads_q = d->heads_q, p->heads_kv = d->heads_kv;
-    p->head_dim = d->head_dim, p->seqlen_q = d->seqlen_q, p->seqlen_k = d->seqlen_k;
-    switch (d->mask) {
-    case FAJIT_MASK_CAUSAL:
-        p->window_left = -1, p->window_right = 0;
-        break;
-    case FAJIT_MASK_WINDOW:
-        p->window_left = d->window_left, p->window_right = d->window_right;
-        break;
-    default:
-        p->window_left = p->window_right = -1;
-    }
-    p->scale = d->softmax_scale;
-    p->scale_log2 = d->softmax_scale * 1.4426950408889634f;
-}
-
-/*------ variants ------*/
-
-
-static const char *const k_dtype_name[] = {"f16", "bf16"};
-static const char *const k_mask_name[] = {"none", "causal", "window"};
-
-void fj_variant_ref(fj_variant *v, int dtype)
-{
-    v->source = "attn_ref.cu";
-    v->function = "fj_attn_ref";
-    snprintf(v->preamble, sizeof v->preamble, "#define FJ_DTYPE %d\n", dtype);
-    snprintf(v->name, sizeof v->name, "ref %s", k_dtype_name[dtype]);
-}
-
-void fj_variant_fa2(fj_variant *v, const fj_fa2_config *c, int dtype, int hdim, int mask)
-{
-    v->source = "attn_fwd_sm80.cu";
-    v->function = "fj_attn_fwd_sm80";
-    snprintf(v->preamble, sizeof v->preamble,
-             "#define FJ_DTYPE %d\n#define FJ_HEAD_DIM %d\n#define FJ_MASK %d\n"
-             "#define FJ_BLOCK_M %d\n#define FJ_BLOCK_N %d\n#define FJ_WARPS %d\n"
-             "#define FJ_STAGES %d\n",
-             dtype, hdim, mask, c->block_m, c->block_n, c->warps, c->stages);
-    snprintf(v->name, sizeof v->name, "fa2 %s d%d %s %dx%d w%d s%d", k_dtype_name[dtype], hdim,
-             k_mask_name[mask], c->block_m, c->block_n, c->warps, c->stages);
-}
-
-int fj_warm_variants(const char *arch, fj_variant *out, int max)
-{
-    /* Every head_dim the API accepts, for each family the target runs: FA2 everywhere
-     * (it also serves varlen and head_dims FA3 does not take), FA3 on sm_90a. A compile
-     * costs 0.3-0.6 s, so a target is a minute or two of one core, and a server never
-     * meets a cold variant. */
-    int sm = fj_arch_sm(arch), arch_a = fj_arch_is_a(arch), n = 0;
-    for (int dt = 0; dt < 2 && n < max; dt++)
-        fj_variant_ref(&out[n++], dt);
-    for (int dt = 0; dt < 2; dt++)
-        for (int hdim = 8; hdim <= 256; hdim += 8)
-            for (int m = 0; m < 3 && n < max; m++) {
-                fajit_attn_desc d;
-                fj_kcfg k;
-                fj_launch l;
-                memset(&d, 0, sizeof d);
-                d.dtype = (fajit_dtype)dt, d.head_dim = hdim, d.mask = (fajit_mask)m;
-                /* FA3's default depends on the length class: one kernel per distinct one */
-                fj_fa3_config seen[FJ_FA3_CLASSES];
-                int nseen = 0;
-                for (int cls = 0; cls < FJ_FA3_CLASSES; cls++) {
-                    d.seqlen_q = fj_fa3_class_seqlen(cls);
-                    fj_kcfg_default(sm, arch_a, &d, &k);
-                    int dup = k.family != FJ_FAM_FA3;
-                    for (int i = 0; i < nseen && !dup; i++)
-                        dup = memcmp(&seen[i], &k.fa3, sizeof k.fa3) == 0;
-                    if (!dup && n < max) {
-                        seen[nseen++] = k.fa3;
-                        fj_kcfg_variant(&k, &d, &out[n++], &l);
-                    }
-                }
-                fj_fa2_config c = fj_fa2_default(sm, hdim, m);
-                if (n < max)
-                    fj_variant_fa2(&out[n++], &c, dt, hdim, m);
-            }
-    return n;
-}
-
-void fj_config_name(const fj_fa2_config *c, char out[32])
-{
-    snprintf(out, 32, "%dx%dw%ds%d", c->block_m, c->block_n, c->warps, c->stages);
-}
-
-int fj_config_parse(const char *s, fj_fa2_config *c)
-{
-    char tail;
-    return sscanf(s, "%dx%dw%ds%d%c", &c->block_m, &c->block_n, &c->warps, &c->stages,
-                  &tail) == 4 ? 0 : -1;
 }

@@ -195,10 +195,13 @@ static fajit_status apply_env(fajit_ctx *ctx)
         ctx->opts.policy = (fajit_policy)i;
     }
     if ((e = getenv("FAJIT_FAMILY")) && *e) {
-        static const char *const fams[] = {"auto", "", "fa2", "fa3"};
-        int i = lookup(e, fams, 4);
-        FJ_RETURN_IF(i < 0 || i == 1, ctx, FAJIT_INVALID_ARGUMENT,
-                     "FAJIT_FAMILY must be auto, fa2 or fa3, got '%s'", e);
+        int i = fj_family_parse(e);
+        if (i < 0) {
+            char names[128];
+            fj_family_names(names, sizeof names);
+            return fj_fail(ctx, FAJIT_INVALID_ARGUMENT, "FAJIT_FAMILY must be %s, got '%s'",
+                           names, e);
+        }
         ctx->opts.family = (fajit_family)i;
     }
     if ((e = getenv("FAJIT_CACHE_MAX_MB")) && *e) {
@@ -283,25 +286,6 @@ static fajit_status bind_device(fajit_ctx *ctx)
     return FAJIT_OK;
 }
 
-static fajit_status sched_alloc(fajit_ctx *ctx);
-
-/* On a GPU that runs the dynamically scheduled sm_90a kernels (compute capability 9.0), the
- * tile-counter ring is allocated here, with the context: its allocation ends in a context
- * synchronize, which must not happen at a launch (that launch may be inside CUDA-graph stream
- * capture, or a server's latency-critical path). A driver table without the allocation
- * functions leaves it to the first such launch, which then reports them missing. */
-static fajit_status sched_alloc_early(fajit_ctx *ctx)
-{
-    const fj_cuda *cu = ctx->cu;
-    if (ctx->cc != 90 || !cu->cuMemAlloc || !cu->cuMemsetD8 || !cu->cuCtxSynchronize)
-        return FAJIT_OK;
-    char err[64];
-    CUresult r = cu->cuCtxSetCurrent(ctx->cuctx);
-    FJ_RETURN_IF(r, ctx, FAJIT_CUDA_ERROR, "cuCtxSetCurrent: %s",
-                 fj_cuda_errname(cu, r, err, sizeof err));
-    return sched_alloc(ctx);
-}
-
 fajit_status fajit_ctx_create(fajit_ctx **out, const fajit_ctx_opts *opts)
 {
     if (!out)
@@ -327,10 +311,12 @@ fajit_status fajit_ctx_create(fajit_ctx **out, const fajit_ctx_opts *opts)
                  (int)ctx->opts.policy);
     FJ_RETURN_IF((unsigned)ctx->opts.log_level > FAJIT_LOG_DEBUG, ctx, FAJIT_INVALID_ARGUMENT,
                  "log_level must be in [0, 3], got %d", (int)ctx->opts.log_level);
-    FJ_RETURN_IF(ctx->opts.family != FAJIT_FAMILY_AUTO && ctx->opts.family != FAJIT_FAMILY_FA2 &&
-                     ctx->opts.family != FAJIT_FAMILY_FA3,
-                 ctx, FAJIT_INVALID_ARGUMENT, "family must be AUTO (0), FA2 (2) or FA3 (3), got %d",
-                 (int)ctx->opts.family);
+    if (!fj_family_selectable((int)ctx->opts.family)) {
+        char names[128];
+        fj_family_names(names, sizeof names);
+        return fj_fail(ctx, FAJIT_INVALID_ARGUMENT, "family must be AUTO (0) or a family that "
+                       "dispatch may be forced to (%s), got %d", names, (int)ctx->opts.family);
+    }
     FJ_RETURN_IF(ctx->opts.cache_max_bytes < 0, ctx, FAJIT_INVALID_ARGUMENT,
                  "cache_max_bytes must be >= 0 (0: no cap), got %lld",
                  (long long)ctx->opts.cache_max_bytes);
@@ -347,66 +333,11 @@ fajit_status fajit_ctx_create(fajit_ctx **out, const fajit_ctx_opts *opts)
         return fj_fail(ctx, FAJIT_OUT_OF_MEMORY, "opening the cache");
     if (ctx->opts.device != FAJIT_DEVICE_NONE) {
         FJ_CHECK(bind_device(ctx));
-        FJ_CHECK(sched_alloc_early(ctx));
+        FJ_CHECK(fj_ws_counters_early(ctx));
     }
     fj_log(ctx, FAJIT_LOG_INFO, "context: device %d (%s, %d SMs), cache %s", ctx->opts.device,
            ctx->arch[0] ? ctx->arch : "none", ctx->sm_count,
            fj_cache_path(ctx->cache) ? fj_cache_path(ctx->cache) : "memory only");
-    return FAJIT_OK;
-}
-
-/* The counter ring, allocated and zeroed once per context (under `lock`): at creation on a
- * 9.0 device (sched_alloc_early), else at the first dynamically scheduled launch. */
-static fajit_status sched_alloc(fajit_ctx *ctx)
-{
-    char err[64];
-    const size_t bytes = (FJ_SCHED_SLOTS + FJ_SCHED_GRAPH_SLOTS) * 128;
-    CUresult r = 0;
-    pthread_mutex_lock(&ctx->lock);
-    if (!atomic_load(&ctx->sched_ctr)) {
-        CUdeviceptr p = 0;
-        if (!ctx->cu->cuMemAlloc || !ctx->cu->cuMemsetD8 || !ctx->cu->cuCtxSynchronize)
-            r = -1;
-        else if ((r = ctx->cu->cuMemAlloc(&p, bytes)) == 0 &&
-                 /* (a memset on the legacy stream: synchronized before any launch, which
-                  * might be on a non-blocking stream) */
-                 ((r = ctx->cu->cuMemsetD8(p, 0, bytes)) != 0 ||
-                  (r = ctx->cu->cuCtxSynchronize()) != 0)) {
-            ctx->cu->cuMemFree(p);
-            p = 0;
-        }
-        atomic_store(&ctx->sched_ctr, p);
-    }
-    pthread_mutex_unlock(&ctx->lock);
-    FJ_RETURN_IF(r == -1, ctx, FAJIT_UNSUPPORTED,
-                 "the driver table lacks cuMemAlloc/cuMemsetD8/cuCtxSynchronize (needed by the "
-                 "dynamically scheduled sm_90a kernel)");
-    FJ_RETURN_IF(r, ctx, FAJIT_CUDA_ERROR, "allocating the tile counters: %s",
-                 fj_cuda_errname(ctx->cu, r, err, sizeof err));
-    return FAJIT_OK;
-}
-
-fajit_status fj_sched_counter(fajit_ctx *ctx, void *stream, CUdeviceptr *out)
-{
-    if (!atomic_load(&ctx->sched_ctr))   /* the first such launch; later ones take no lock */
-        FJ_CHECK(sched_alloc(ctx));
-    int capturing = 0;
-    if (ctx->cu->cuStreamIsCapturing &&
-        ctx->cu->cuStreamIsCapturing((CUstream)stream, &capturing) != 0)
-        capturing = 0;   /* (the launch itself reports what is wrong with the stream) */
-    unsigned slot;
-    if (capturing == 1) {
-        unsigned n = atomic_fetch_add(&ctx->sched_graph_next, 1u);
-        if (n == FJ_SCHED_GRAPH_SLOTS)
-            fj_log(ctx, FAJIT_LOG_WARN, "more than %d dynamically scheduled launches captured "
-                   "into CUDA graphs: their tile counters are reused from now on; a graph "
-                   "captured before must not run while one captured now does",
-                   FJ_SCHED_GRAPH_SLOTS);
-        slot = FJ_SCHED_SLOTS + n % FJ_SCHED_GRAPH_SLOTS;
-    } else {
-        slot = atomic_fetch_add(&ctx->sched_next, 1u) % FJ_SCHED_SLOTS;
-    }
-    *out = atomic_load(&ctx->sched_ctr) + 128u * slot;
     return FAJIT_OK;
 }
 
@@ -418,10 +349,9 @@ void fajit_ctx_destroy(fajit_ctx *ctx)
     while (ctx->bg_running > 0)
         pthread_cond_wait(&ctx->bg_done, &ctx->bg_lock);
     pthread_mutex_unlock(&ctx->bg_lock);
+    fj_plans_free(ctx);
     fj_kernel_map_free(ctx);
-    CUdeviceptr ctr = atomic_load(&ctx->sched_ctr);
-    if (ctr && ctx->cu->cuCtxSetCurrent(ctx->cuctx) == 0)
-        ctx->cu->cuMemFree(ctr);
+    fj_ws_free(ctx);
     if (ctx->cuctx)
         ctx->cu->cuDevicePrimaryCtxRelease(ctx->dev);
     fj_cache_close(ctx->cache);

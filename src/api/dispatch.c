@@ -1,7 +1,8 @@
-/* dispatch.c - from a validated descriptor to a launch: the problem signature and shape
- * bucket, the choice of kernel family and configuration (a tuning row if the cache has
- * one for this GPU class, else the per-target default table), the plan cache that makes a
- * warm call one lookup, the compile policies, and the launch itself. */
+/* dispatch.c - from a validated descriptor to its launches: the problem signature and shape
+ * bucket, the choice of kernel family (the registry, src/families) and configuration (a
+ * tuning row if the cache has one for this GPU class, else the family's default), the plan
+ * cache that makes a warm call one lookup, the compile policies, the workspace, and the
+ * launches of a plan. */
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -45,10 +46,27 @@ int fj_bucket_index(int seqlen_q, int seqlen_k)
 
 /*------ choice ------*/
 
-/* The tuned configuration for d on this context's GPU class, if the cache has a valid one. */
-static int tuned_config(fajit_ctx *ctx, const fajit_attn_desc *d, fj_kcfg *c)
+int fj_arch_is_a(const char *arch)
 {
-    char sig[128], bucket[FJ_BUCKET_LEN];
+    size_t n = arch ? strlen(arch) : 0;
+    return n > 0 && arch[n - 1] == 'a';
+}
+
+fj_target fj_target_of(const fajit_ctx *ctx, const char *arch)
+{
+    fj_target t = {ctx->cc, fj_arch_is_a(ctx->arch), ctx->sm_count};
+    if (arch)
+        t = (fj_target){fj_arch_sm(arch), fj_arch_is_a(arch), 0};
+    return t;
+}
+
+/* The tuned configuration for d on this context's GPU class, if the cache has one that
+ * serves d. A row of a family that does not serve this problem (e.g. a Hopper winner asked
+ * for varlen without totals) is expected and passed over quietly; one that it serves but
+ * whose configuration fails the family's check is reported. */
+static int tuned_config(fajit_ctx *ctx, const fajit_attn_desc *d, const fj_target *t, fj_kcfg *c)
+{
+    char sig[128], bucket[FJ_BUCKET_LEN], why[160] = "";
     fj_tune_row row;
     if (!ctx->cu)
         return 0;
@@ -58,106 +76,154 @@ static int tuned_config(fajit_ctx *ctx, const fajit_attn_desc *d, fj_kcfg *c)
                            &row))
         return 0;
     int parsed = fj_kcfg_parse(row.config, c) == 0;
-    int ok = parsed && fj_kcfg_valid(c, ctx->cc, 1, d);
-    if (!ok && !(parsed && c->family == FJ_FAM_FA3 && d->cu_seqlens_q))
-        /* (an FA3 winner not serving varlen without totals is expected: no warning) */
-        fj_log(ctx, FAJIT_LOG_WARN, "ignoring tuning row %s/%s: config '%s' does not apply",
-               sig, bucket, row.config);
+    int serves = parsed && c->fam->op == (int)d->op && c->fam->applies(d, t);
+    int ok = serves && c->fam->check(c, d, t, why, sizeof why) == 0;
+    if (!ok && (!parsed || serves))
+        fj_log(ctx, FAJIT_LOG_WARN, "ignoring tuning row %s/%s: config '%s' does not apply%s%s",
+               sig, bucket, row.config, why[0] ? ": " : "", why);
     fj_tune_row_free(&row);
     return ok;
 }
 
-/* The dispatch decision for d on target sm: the exact variant (tuned if a row exists for
- * the context's own target) and the default one (equal when nothing is tuned). `ref`
- * forces the reference kernel. */
-static void choose(fajit_ctx *ctx, int sm, int arch_a, const fajit_attn_desc *d, int ref,
-                   fj_variant *exact, fj_launch *le, fj_variant *dflt, fj_launch *ld)
+/* The dispatch decision for d on target t: the exact configuration (tuned if a row exists for
+ * the context's own target) and the default one (equal when nothing is tuned). `ref` forces
+ * the reference family. */
+static fajit_status choose(fajit_ctx *ctx, const fj_target *t, const fajit_attn_desc *d,
+                           int ref, fj_kcfg *exact, fj_kcfg *dflt)
 {
-    fj_kcfg c, t;
-    fajit_family want = ctx->opts.family;
-    /* A forced FA2 hides the "a" target from the choice: FA3 never applies then. */
-    fj_kcfg_default(ref ? 0 : sm, want == FAJIT_FAMILY_FA2 ? 0 : arch_a, d, &c);
-    fj_kcfg_variant(&c, d, dflt, ld);
-    if (!ref && sm == ctx->cc && tuned_config(ctx, d, &t) &&
-        (want == FAJIT_FAMILY_AUTO || (int)want == t.family))
-        c = t;
-    fj_kcfg_variant(&c, d, exact, le);
+    fj_kcfg tc;
+    int want = ref ? FAJIT_FAMILY_REF : (int)ctx->opts.family;
+    const fj_family *f = fj_family_choose(d, t, want);
+    FJ_RETURN_IF(!f, ctx, FAJIT_UNSUPPORTED, "no kernel family computes %s for this problem "
+                 "on sm_%d", fajit_op_name(d->op) ? fajit_op_name(d->op) : "?", t->sm);
+    f->default_cfg(d, t, dflt);
+    *exact = *dflt;
+    if (!ref && t->sm == ctx->cc && tuned_config(ctx, d, t, &tc) &&
+        (want == FAJIT_FAMILY_AUTO || want == tc.fam->id))
+        *exact = tc;
+    return FAJIT_OK;
 }
 
 /* The describe/explain calls: checks a valid problem and a target (named, or the
  * context's device), then makes the dispatch decision for them. */
 static fajit_status describe_choice(fajit_ctx *ctx, const char *arch, const fajit_attn_desc *d,
-                                    const char *buf, size_t len, fj_variant *v, fj_launch *l,
-                                    fj_variant *dv)
+                                    const char *buf, size_t len, fj_target *t, fj_kcfg *c,
+                                    fj_kcfg *dc)
 {
-    int sm;
-    fj_launch dl;
     FJ_RETURN_IF(!ctx || !buf || !len, ctx, FAJIT_INVALID_ARGUMENT,
                  "ctx and buf must not be NULL, len must be > 0");
     FJ_CHECK(fajit_attn_check(ctx, d));
-    sm = arch ? fj_arch_sm(arch) : ctx->cc;
-    FJ_RETURN_IF(arch && sm < 0, ctx, FAJIT_INVALID_ARGUMENT,
+    *t = fj_target_of(ctx, arch);
+    FJ_RETURN_IF(arch && t->sm < 0, ctx, FAJIT_INVALID_ARGUMENT,
                  "arch must be a target like sm_80, sm_90a or sm_100a, got '%s'", arch);
     FJ_RETURN_IF(!arch && !ctx->cu, ctx, FAJIT_NO_DEVICE,
                  "the context has no device: name a target (arch)");
-    FJ_RETURN_IF(sm < 80, ctx, FAJIT_UNSUPPORTED, "fajit needs sm_80 or newer, got sm_%d", sm);
-    choose(ctx, sm, arch ? fj_arch_is_a(arch) : 1, d, 0, v, l, dv, &dl);
-    return FAJIT_OK;
+    FJ_RETURN_IF(t->sm < 80, ctx, FAJIT_UNSUPPORTED, "fajit needs sm_80 or newer, got sm_%d",
+                 t->sm);
+    return choose(ctx, t, d, 0, c, dc);
 }
 
 fajit_status fajit_dispatch_describe(fajit_ctx *ctx, const char *arch, const fajit_attn_desc *d,
                                      char *buf, size_t len)
 {
-    fj_variant v, dv;
-    fj_launch l;
-    FJ_CHECK(describe_choice(ctx, arch, d, buf, len, &v, &l, &dv));
-    char grid[64];
-    if (l.family == FJ_FAM_FA3 && l.fa3.persistent)
-        snprintf(grid, sizeof grid, "persistent grid (one CTA per SM%s)",
-                 l.fa3.persistent == 2 ? ", dynamic tile order" : "");
-    else
-        snprintf(grid, sizeof grid, "grid (ceil(seqlen_q/%d), heads_q, batch)", l.block_m);
-    snprintf(buf, len, "%s (%s): %s, %d threads, %d B dynamic shared memory, source %s, entry %s",
-             v.name, strcmp(v.name, dv.name) ? "tuned" : "default", grid, l.threads, l.dyn_smem,
-             v.source, v.function);
+    fj_target t;
+    fj_kcfg c, dc;
+    fj_kernels ks;
+    char grid[96];
+    FJ_CHECK(describe_choice(ctx, arch, d, buf, len, &t, &c, &dc));
+    c.fam->kernels(&c, d, &ks);
+    c.fam->describe_grid(&c, grid, sizeof grid);
+    size_t at = 0;
+    for (int i = 0; i < ks.n && at < len; i++)
+        at += (size_t)snprintf(buf + at, len - at, "%s%s (%s): %s, %d threads, %d B dynamic "
+                               "shared memory, source %s, entry %s", i ? "; then " : "",
+                               ks.v[i].name, fj_kcfg_same(&c, &dc) ? "default" : "tuned",
+                               grid, ks.threads[i], ks.dyn_smem[i], ks.v[i].source,
+                               ks.v[i].function);
     return FAJIT_OK;
 }
 
 fajit_status fajit_cache_explain(fajit_ctx *ctx, const char *arch, const fajit_attn_desc *d,
                                  char *buf, size_t len)
 {
-    fj_variant v, dv;
-    fj_launch l;
-    FJ_CHECK(describe_choice(ctx, arch, d, buf, len, &v, &l, &dv));
-    return fj_kernel_explain(ctx, &v, arch ? arch : ctx->arch, buf, len);
+    fj_target t;
+    fj_kcfg c, dc;
+    fj_kernels ks;
+    FJ_CHECK(describe_choice(ctx, arch, d, buf, len, &t, &c, &dc));
+    c.fam->kernels(&c, d, &ks);
+    size_t at = 0;
+    for (int i = 0; i < ks.n && at < len; i++) {
+        if (i)
+            at += (size_t)snprintf(buf + at, len - at, "\n");
+        FJ_CHECK(fj_kernel_explain(ctx, &ks.v[i], arch ? arch : ctx->arch, buf + at, len - at));
+        at += strlen(buf + at);
+    }
+    return FAJIT_OK;
+}
+
+static void workspace_of(const fj_kcfg *c, const fajit_attn_desc *d, fj_workspace *ws)
+{
+    memset(ws, 0, sizeof *ws);
+    if (c->fam->workspace)
+        c->fam->workspace(c, d, ws);
+}
+
+/* Caller workspace layout: the counters first, the scratch from the next 256 bytes. */
+static size_t ws_counter_span(const fj_workspace *ws)
+{
+    return (ws->counter_bytes + 255) / 256 * 256;
+}
+
+fajit_status fajit_attn_workspace_size(fajit_ctx *ctx, const fajit_attn_desc *d, size_t *bytes)
+{
+    FJ_RETURN_IF(!ctx || !bytes, ctx, FAJIT_INVALID_ARGUMENT, "ctx and bytes must not be NULL");
+    FJ_CHECK(fajit_attn_check(ctx, d));
+    FJ_RETURN_IF(!ctx->cu, ctx, FAJIT_NO_DEVICE, "the context has no device");
+    fj_target t = fj_target_of(ctx, NULL);
+    fj_kcfg c, dc;
+    fj_workspace ws, wd;
+    FJ_CHECK(choose(ctx, &t, d, 0, &c, &dc));
+    /* Under FALLBACK the default may serve first: enough for either. */
+    workspace_of(&c, d, &ws);
+    workspace_of(&dc, d, &wd);
+    size_t a = ws.scratch_bytes ? ws_counter_span(&ws) + ws.scratch_bytes : ws.counter_bytes;
+    size_t b = wd.scratch_bytes ? ws_counter_span(&wd) + wd.scratch_bytes : wd.counter_bytes;
+    *bytes = a > b ? a : b;
+    return FAJIT_OK;
 }
 
 /*------ plans ------*/
 
-static fajit_status set_smem(fajit_ctx *ctx, const fj_variant *v, fj_launch *l)
+static fajit_status load_one(fajit_ctx *ctx, fj_kplan *kp, int i, unsigned flags)
 {
-    if (l->dyn_smem <= 48 * 1024)
+    const fj_variant *v = &kp->ks.v[i];
+    FJ_CHECK(fj_kernel_get(ctx, v, flags, &kp->k[i]));
+    if (kp->ks.dyn_smem[i] <= 48 * 1024)
         return FAJIT_OK;
     char err[64];
-    CUresult r = ctx->cu->cuFuncSetAttribute(l->k->fn, FJ_CU_FUNC_ATTR_MAX_DYN_SMEM, l->dyn_smem);
+    CUresult r = ctx->cu->cuFuncSetAttribute(kp->k[i]->fn, FJ_CU_FUNC_ATTR_MAX_DYN_SMEM,
+                                             kp->ks.dyn_smem[i]);
     FJ_RETURN_IF(r, ctx, FAJIT_CUDA_ERROR, "raising the shared memory of %s to %d: %s", v->name,
-                 l->dyn_smem, fj_cuda_errname(ctx->cu, r, err, sizeof err));
+                 kp->ks.dyn_smem[i], fj_cuda_errname(ctx->cu, r, err, sizeof err));
     return FAJIT_OK;
 }
 
 /* Loading a module and raising a function's shared memory are not stream work, but while the
  * calling thread captures a stream (CUDA graphs) in global or thread-local mode the driver
  * refuses them and invalidates the capture. A kernel's first use may come inside an
- * application's capture: the thread is in relaxed mode for the load only. */
-fajit_status fj_get_launch(fajit_ctx *ctx, const fj_variant *v, unsigned flags, fj_launch *l)
+ * application's capture: the thread is in relaxed mode for the loads only. */
+fajit_status fj_kplan_load(fajit_ctx *ctx, fj_kplan *kp, const fajit_attn_desc *d,
+                           unsigned flags)
 {
     const fj_cuda *cu = ctx->cu;
+    kp->cfg.fam->kernels(&kp->cfg, d, &kp->ks);
+    memset(kp->k, 0, sizeof kp->k);
     int mode = FJ_CU_CAPTURE_MODE_RELAXED;
     int swapped = cu->cuThreadExchangeStreamCaptureMode &&
                   cu->cuThreadExchangeStreamCaptureMode(&mode) == 0;
-    fajit_status st = fj_kernel_get(ctx, v, flags, &l->k);
-    if (st == FAJIT_OK)
-        st = set_smem(ctx, v, l);
+    fajit_status st = FAJIT_OK;
+    for (int i = 0; i < kp->ks.n && st == FAJIT_OK; i++)
+        st = load_one(ctx, kp, i, flags);
     if (swapped)
         cu->cuThreadExchangeStreamCaptureMode(&mode);
     return st;
@@ -166,21 +232,21 @@ fajit_status fj_get_launch(fajit_ctx *ctx, const fj_variant *v, unsigned flags, 
 typedef struct bg_job {
     fajit_ctx *ctx;
     fj_plan *plan;
-    fj_variant v;
+    fajit_attn_desc d;
 } bg_job;
 
-/* FALLBACK: compiles the exact kernel off the caller's thread, then swaps it in. */
+/* FALLBACK: compiles the exact kernels off the caller's thread, then swaps them in. */
 static void *bg_compile(void *arg)
 {
     bg_job *j = arg;
     fajit_ctx *ctx = j->ctx;
-    fj_launch *better = &j->plan->better;
-    if (fj_get_launch(ctx, &j->v, FJ_KF_BACKGROUND, better) == FAJIT_OK) {
+    fj_kplan *better = &j->plan->better;
+    if (fj_kplan_load(ctx, better, &j->d, FJ_KF_BACKGROUND) == FAJIT_OK) {
         atomic_store(&j->plan->launch, better);
-        fj_log(ctx, FAJIT_LOG_INFO, "fallback: %s ready, swapped in", j->v.name);
+        fj_log(ctx, FAJIT_LOG_INFO, "fallback: %s ready, swapped in", better->ks.v[0].name);
     } else {
         fj_log(ctx, FAJIT_LOG_WARN, "fallback: background compile of %s failed: %s; the "
-               "default kernel stays", j->v.name, fajit_errmsg(ctx));
+               "default kernel stays", better->ks.v[0].name, fajit_errmsg(ctx));
     }
     free(j);
     pthread_mutex_lock(&ctx->bg_lock);
@@ -190,13 +256,13 @@ static void *bg_compile(void *arg)
     return NULL;
 }
 
-static void start_background(fajit_ctx *ctx, fj_plan *p, const fj_variant *v)
+static void start_background(fajit_ctx *ctx, fj_plan *p, const fajit_attn_desc *d)
 {
     bg_job *j = malloc(sizeof *j);
     pthread_t t;
     if (!j)
         return;   /* the default kernel simply stays */
-    *j = (bg_job){ctx, p, *v};
+    *j = (bg_job){ctx, p, *d};
     pthread_mutex_lock(&ctx->bg_lock);
     ctx->bg_running++;
     pthread_mutex_unlock(&ctx->bg_lock);
@@ -210,27 +276,40 @@ static void start_background(fajit_ctx *ctx, fj_plan *p, const fj_variant *v)
     pthread_detach(t);
 }
 
-/* FALLBACK: a kernel already in the cache that can serve d while `exact` compiles: the
- * default, the defaults of the other length classes, the portable kernel's default (it
- * takes every problem), in that order. 1 and *l, *used filled when one is found. */
-static int stand_in(fajit_ctx *ctx, const fajit_attn_desc *d, const fj_variant *exact,
-                    fj_launch *l, fj_variant *used)
+/* FALLBACK: a configuration already in the cache that can serve d while `exact` compiles:
+ * the chosen family's shipped configurations (its default first), then the defaults of the
+ * other families that serve d, highest rank first. 1 and *kp filled when one is found. */
+static int stand_in(fajit_ctx *ctx, const fajit_attn_desc *d, const fj_kcfg *exact,
+                    fj_kplan *kp)
 {
-    int arch_a = ctx->opts.family != FAJIT_FAMILY_FA2, own = fj_fa3_length_class(d->seqlen_q);
-    fj_kcfg c[FJ_FA3_CLASSES + 1];
+    enum { MAX = 16 };
+    const fj_target t = fj_target_of(ctx, NULL);
+    fj_kcfg c[MAX];
     int n = 0;
-    fj_kcfg_default(ctx->cc, arch_a, d, &c[n++]);
-    for (int cls = 0; cls < FJ_FA3_CLASSES; cls++) {
-        fajit_attn_desc other = *d;
-        other.seqlen_q = fj_fa3_class_seqlen(cls);
-        if (cls != own)
-            fj_kcfg_default(ctx->cc, arch_a, &other, &c[n++]);
+    exact->fam->default_cfg(d, &t, &c[n++]);
+    n += exact->fam->shipped(d, &t, c + n, MAX - 1 - fj_family_count());
+    const fj_family *done[8] = {exact->fam};
+    for (int nd = 1; nd < 8;) {   /* the other families, by rank */
+        const fj_family *best = NULL;
+        for (int i = 0; i < fj_family_count(); i++) {
+            const fj_family *f = fj_family_at(i);
+            int seen = 0;
+            for (int k = 0; k < nd; k++)
+                seen |= done[k] == f;
+            if (!seen && f->rank > FJ_RANK_ORACLE && f->op == (int)d->op && f->applies(d, &t) &&
+                (!best || f->rank > best->rank))
+                best = f;
+        }
+        if (!best)
+            break;
+        done[nd++] = best;
+        best->default_cfg(d, &t, &c[n++]);
     }
-    fj_kcfg_default(ctx->cc, 0, d, &c[n++]);
     for (int i = 0; i < n; i++) {
-        fj_kcfg_variant(&c[i], d, used, l);
-        if (strcmp(used->name, exact->name) != 0 &&
-            fj_get_launch(ctx, used, FJ_KF_NO_COMPILE, l) == FAJIT_OK)
+        if (fj_kcfg_same(&c[i], exact))
+            continue;
+        kp->cfg = c[i];
+        if (fj_kplan_load(ctx, kp, d, FJ_KF_NO_COMPILE) == FAJIT_OK)
             return 1;
     }
     return 0;
@@ -240,23 +319,23 @@ static int stand_in(fajit_ctx *ctx, const fajit_attn_desc *d, const fj_variant *
 static fajit_status make_plan(fajit_ctx *ctx, const fajit_attn_desc *d, int ref,
                               const fj_plan_key *key, fj_plan **out)
 {
-    fj_variant v, dv;
-    fj_launch le, ld;
+    const fj_target t = fj_target_of(ctx, NULL);
+    fj_kcfg c, dc;
+    FJ_CHECK(choose(ctx, &t, d, ref, &c, &dc));
     fj_plan *p = calloc(1, sizeof *p);
     FJ_RETURN_IF(!p, ctx, FAJIT_OUT_OF_MEMORY, "allocating a plan");
     p->key = *key;
-    choose(ctx, ctx->cc, 1, d, ref, &v, &le, &dv, &ld);
     unsigned flags = ctx->opts.policy == FAJIT_POLICY_BLOCKING ? FJ_KF_SERVING : FJ_KF_NO_COMPILE;
-    p->first = le;
-    fajit_status st = fj_get_launch(ctx, &v, flags, &p->first);
+    p->first.cfg = c;
+    fajit_status st = fj_kplan_load(ctx, &p->first, d, flags);
     if (st == FAJIT_CACHE_MISS && ctx->opts.policy == FAJIT_POLICY_FALLBACK) {
-        if (!ref && stand_in(ctx, d, &v, &p->first, &dv)) {
-            p->better = le;   /* a cached kernel now, the exact one when it is ready */
+        if (!ref && stand_in(ctx, d, &c, &p->first)) {
+            p->better.cfg = c;   /* a cached kernel now, the exact one when it is ready */
             p->pending = 1;
             st = FAJIT_OK;
         } else {          /* nothing cached could stand in: this call waits for the compile */
-            p->first = le;
-            st = fj_get_launch(ctx, &v, FJ_KF_SERVING, &p->first);
+            p->first.cfg = c;
+            st = fj_kplan_load(ctx, &p->first, d, FJ_KF_SERVING);
         }
     }
     if (st != FAJIT_OK) {
@@ -265,11 +344,14 @@ static fajit_status make_plan(fajit_ctx *ctx, const fajit_attn_desc *d, int ref,
     }
     atomic_store(&p->launch, &p->first);
     if (p->pending) {
-        fj_log(ctx, FAJIT_LOG_INFO, "fallback: %s for now, compiling %s", dv.name, v.name);
-        start_background(ctx, p, &v);
+        fj_kernels want;
+        c.fam->kernels(&c, d, &want);
+        fj_log(ctx, FAJIT_LOG_INFO, "fallback: %s for now, compiling %s",
+               p->first.ks.v[0].name, want.v[0].name);
+        start_background(ctx, p, d);
     }
-    fj_log(ctx, FAJIT_LOG_DEBUG, "dispatch: %s on %s (%d registers)",
-           p->pending ? dv.name : v.name, ctx->arch, p->first.k->regs);
+    fj_log(ctx, FAJIT_LOG_DEBUG, "dispatch: %s on %s (%d registers)", p->first.ks.v[0].name,
+           ctx->arch, p->first.k[0]->regs);
     *out = p;
     return FAJIT_OK;
 }
@@ -281,7 +363,8 @@ static fj_plan_key plan_key(int ref, const fajit_attn_desc *d)
     fj_plan_key k = {
         (uint64_t)ref | (uint64_t)varlen << 1 | (uint64_t)totals << 2 |
             (uint64_t)d->dtype << 4 | (uint64_t)d->mask << 6 | (uint64_t)d->head_dim << 8 |
-            (uint64_t)fj_bucket_index(d->seqlen_q, d->seqlen_k) << 20,
+            (uint64_t)fj_bucket_index(d->seqlen_q, d->seqlen_k) << 20 |
+            (uint64_t)d->op << 32,
         d->heads_q / d->heads_kv, win ? d->window_left : -1, win ? d->window_right : -1};
     return k;
 }
@@ -300,10 +383,25 @@ static int same_key(const fj_plan_key *a, const fj_plan_key *b)
            a->window_right == b->window_right;
 }
 
+void fj_plans_free(fajit_ctx *ctx)
+{
+    for (int i = 0; i < FJ_PLAN_BUCKETS; i++) {
+        fj_plan *p = ctx->plans[i];
+        while (p) {
+            fj_plan *next = p->next;
+            free(p);
+            p = next;
+        }
+        ctx->plans[i] = NULL;
+    }
+}
+
 static fajit_status run(fajit_ctx *ctx, const fajit_attn_desc *d, void *stream, int ref)
 {
     FJ_CHECK(fajit_attn_check(ctx, d));
     FJ_RETURN_IF(!ctx, ctx, FAJIT_INVALID_ARGUMENT, "ctx must not be NULL");
+    FJ_RETURN_IF(d->op != FAJIT_OP_FWD, ctx, FAJIT_INVALID_ARGUMENT,
+                 "fajit_attn_fwd computes op FAJIT_OP_FWD (0), got %d", (int)d->op);
     FJ_RETURN_IF(!ctx->cu, ctx, FAJIT_NO_DEVICE,
                  "the context has no device (FAJIT_DEVICE_NONE): it can only compile");
     char err[64];
@@ -327,47 +425,83 @@ static fajit_status run(fajit_ctx *ctx, const fajit_attn_desc *d, void *stream, 
         ctx->plans[b] = p;
         pthread_mutex_unlock(&ctx->lock);
     }
-    const fj_launch *l = atomic_load(&p->launch);
-    if (p->pending && l == &p->first)
+    const fj_kplan *kp = atomic_load(&p->launch);
+    if (p->pending && kp == &p->first)
         ctx->fallback_launches++;
-    FJ_CHECK(fj_launch_desc(ctx, l, d, stream));
+    FJ_CHECK(fj_kplan_launch(ctx, kp, d, stream));
     ctx->calls++;
     return FAJIT_OK;
 }
 
-fajit_status fj_launch_desc(fajit_ctx *ctx, const fj_launch *l, const fajit_attn_desc *d,
-                            void *stream)
+/* The workspace of one call: from the caller's desc->workspace, else the context's
+ * counter ring and stream-ordered scratch. */
+static fajit_status take_workspace(fajit_ctx *ctx, const fj_kplan *kp, const fajit_attn_desc *d,
+                                   void *stream, fj_launch_env *env, CUdeviceptr *to_free)
+{
+    fj_workspace ws;
+    char err[64];
+    workspace_of(&kp->cfg, d, &ws);
+    if (!ws.counter_bytes && !ws.scratch_bytes)
+        return FAJIT_OK;
+    if (d->workspace) {
+        size_t need = ws.scratch_bytes ? ws_counter_span(&ws) + ws.scratch_bytes
+                                       : ws.counter_bytes;
+        FJ_RETURN_IF(d->workspace_bytes < need, ctx, FAJIT_INVALID_ARGUMENT,
+                     "workspace_bytes must be at least %zu for %s (fajit_attn_workspace_size), "
+                     "got %zu", need, kp->ks.v[0].name, d->workspace_bytes);
+        env->counters = ws.counter_bytes ? (CUdeviceptr)(uintptr_t)d->workspace : 0;
+        env->scratch = ws.scratch_bytes
+                           ? (CUdeviceptr)(uintptr_t)d->workspace + ws_counter_span(&ws) : 0;
+        return FAJIT_OK;
+    }
+    const fj_cuda *cu = ctx->cu;
+    FJ_RETURN_IF(ws.scratch_bytes && (!cu->cuMemAllocAsync || !cu->cuMemFreeAsync), ctx,
+                 FAJIT_UNSUPPORTED, "%s needs %zu B of scratch and the driver lacks "
+                 "cuMemAllocAsync: pass desc->workspace", kp->ks.v[0].name, ws.scratch_bytes);
+    if (ws.counter_bytes)
+        FJ_CHECK(fj_ws_counters(ctx, stream, ws.counter_bytes, &env->counters));
+    if (ws.scratch_bytes) {
+        CUresult r = cu->cuMemAllocAsync(&env->scratch, ws.scratch_bytes, (CUstream)stream);
+        FJ_RETURN_IF(r, ctx, FAJIT_CUDA_ERROR, "cuMemAllocAsync(%zu): %s", ws.scratch_bytes,
+                     fj_cuda_errname(cu, r, err, sizeof err));
+        *to_free = env->scratch;
+    }
+    return FAJIT_OK;
+}
+
+fajit_status fj_kplan_launch(fajit_ctx *ctx, const fj_kplan *kp, const fajit_attn_desc *d,
+                             void *stream)
 {
     char err[256];
     if (d->seqlen_q == 0)   /* varlen batch whose sequences are all empty */
         return FAJIT_OK;
-    fj_attn_params params;
-    fj_params_from_desc(d, &params);
-    unsigned grid[3], threads = (unsigned)l->threads;
-    fj_fa3_tmap maps[3];
-    CUdeviceptr sched_ctr = 0;   /* the dynamic schedule's tile counter, else unused */
-    void *args[5] = {&params, &maps[0], &maps[1], &maps[2], &sched_ctr};
-    if (l->family == FJ_FAM_FA3) {
-        if (l->fa3.persistent == 2)
-            FJ_CHECK(fj_sched_counter(ctx, stream, &sched_ctr));
-        /* The TMA descriptors hold addresses and shapes: encoded for every call. */
-        FJ_RETURN_IF(!ctx->cu->cuTensorMapEncodeTiled, ctx, FAJIT_UNSUPPORTED,
-                     "the driver lacks cuTensorMapEncodeTiled (needed by the sm_90a kernel)");
-        FJ_RETURN_IF(fj_fa3_encode_tmaps(ctx->cu->cuTensorMapEncodeTiled, &params,
-                                         (int)d->dtype, &l->fa3, d->total_q, d->total_k, maps, err,
-                                         sizeof err) != 0,
-                     ctx, FAJIT_INVALID_ARGUMENT, "encoding TMA descriptors: %s", err);
-        fj_fa3_launch_shape(&l->fa3, &params, ctx->sm_count, grid, &threads);
-    } else {
-        grid[0] = (unsigned)((d->seqlen_q + l->block_m - 1) / l->block_m);
-        grid[1] = (unsigned)d->heads_q;
-        grid[2] = (unsigned)d->batch;
+    const fj_family *f = kp->cfg.fam;
+    fj_launch_env env = {ctx->cu, ctx->sm_count, 0, 0};
+    CUdeviceptr scratch = 0;   /* stream-ordered scratch to give back after the launches */
+    FJ_CHECK(take_workspace(ctx, kp, d, stream, &env, &scratch));
+    fajit_status st = FAJIT_OK;
+    for (int i = 0; i < kp->ks.n && st == FAJIT_OK; i++) {
+        fj_args a;
+        a.used = 0, a.n = 0;
+        err[0] = 0;
+        st = f->launch_args(&kp->cfg, i, d, &env, &a, err, sizeof err);
+        if (st != FAJIT_OK) {
+            st = fj_fail(ctx, st, "%s: %s", kp->ks.v[i].name, err);
+            break;
+        }
+        if (!a.grid[0] || !a.grid[1] || !a.grid[2])
+            continue;
+        CUresult r = ctx->cu->cuLaunchKernel(kp->k[i]->fn, a.grid[0], a.grid[1], a.grid[2],
+                                             (unsigned)kp->ks.threads[i], 1, 1,
+                                             (unsigned)kp->ks.dyn_smem[i], (CUstream)stream,
+                                             a.ptr, NULL);
+        if (r)
+            st = fj_fail(ctx, FAJIT_CUDA_ERROR, "cuLaunchKernel(%s): %s", kp->ks.v[i].name,
+                         fj_cuda_errname(ctx->cu, r, err, sizeof err));
     }
-    CUresult r = ctx->cu->cuLaunchKernel(l->k->fn, grid[0], grid[1], grid[2], threads, 1, 1,
-                                         (unsigned)l->dyn_smem, (CUstream)stream, args, NULL);
-    FJ_RETURN_IF(r, ctx, FAJIT_CUDA_ERROR, "cuLaunchKernel: %s",
-                 fj_cuda_errname(ctx->cu, r, err, sizeof err));
-    return FAJIT_OK;
+    if (scratch)
+        ctx->cu->cuMemFreeAsync(scratch, (CUstream)stream);
+    return st;
 }
 
 fajit_status fajit_attn_fwd(fajit_ctx *ctx, const fajit_attn_desc *d, void *stream)

@@ -11,16 +11,8 @@
 #include "../cache/cache.h"
 #include "../jit/jit.h"
 #include "../kernels_src/fajit_params.h"
-#include "../autotune/fa2_config.h"
-#include "../autotune/fa3_config.h"
-
-/* One kernel variant: which source, which entry point, which compile-time defines. */
-typedef struct fj_variant {
-    const char *source;     /* embedded file name, "attn_ref.cu" */
-    const char *function;   /* extern "C" entry point */
-    char preamble[512];     /* "#define FJ_DTYPE 1\n..." */
-    char name[96];          /* human readable, stored with the cache entry */
-} fj_variant;
+#include "../families/family.h"
+#include "../families/params.h"
 
 /* A loaded kernel, kept in the context's memory map for its whole life. */
 typedef struct fj_kernel {
@@ -32,37 +24,28 @@ typedef struct fj_kernel {
     struct fj_kernel *next; /* hash chain */
 } fj_kernel;
 
-/* Kernel families and one configuration of any of them (src/api/family.c). */
-enum { FJ_FAM_REF = 1, FJ_FAM_FA2 = 2, FJ_FAM_FA3 = 3 };
-typedef struct fj_kcfg {
-    int family;
-    fj_fa2_config fa2;
-    fj_fa3_config fa3;
-} fj_kcfg;
+/* A configuration made ready to launch: its kernels (fj_family.kernels) loaded. */
+typedef struct fj_kplan {
+    fj_kcfg cfg;
+    fj_kernels ks;
+    fj_kernel *k[FJ_MAX_LAUNCHES];
+} fj_kplan;
 
-/* How to launch one kernel. */
-typedef struct fj_launch {
-    fj_kernel *k;
-    int family;
-    int block_m, threads, dyn_smem;
-    fj_fa3_config fa3;      /* FA3: launch shape and TMA boxes */
-} fj_launch;
-
-/* A launch plan for one problem signature (family, dtype, head_dim, mask, shape bucket).
+/* A launch plan for one problem signature (op, dtype, head_dim, mask, shape bucket).
  * The fast path of fajit_attn_fwd is one plan lookup and one atomic load. Under FALLBACK a
  * plan starts on `first` (a kernel that was at hand) and a background compile swaps
  * `launch` to `better` (the exact kernel) when it is ready. */
 /* What a plan depends on: everything in the tuning signature and bucket, and what picks
  * the variant (reference or not, varlen and its totals). */
 typedef struct fj_plan_key {
-    uint64_t bits;                 /* ref, varlen, totals, dtype, mask, head_dim, bucket */
+    uint64_t bits;                 /* ref, varlen, totals, dtype, mask, head_dim, bucket, op */
     int gqa, window_left, window_right;
 } fj_plan_key;
 
 typedef struct fj_plan {
     fj_plan_key key;
-    fj_launch *_Atomic launch;
-    fj_launch first, better;
+    fj_kplan *_Atomic launch;
+    fj_kplan first, better;
     int pending;            /* a background compile of `better` was started */
     struct fj_plan *next;
 } fj_plan;
@@ -97,15 +80,17 @@ struct fajit_ctx {
     int bg_running;
     _Atomic uint64_t compile_us;
 
-    /* Tile counters of the sm_90a kernel's dynamic schedule (fj_fa3_config.persistent 2):
-     * FJ_SCHED_SLOTS + FJ_SCHED_GRAPH_SLOTS zeroed ints 128 bytes apart, allocated by
-     * fajit_ctx_create on a 9.0 device (else at the first such launch, under `lock`), freed by
-     * fajit_ctx_destroy; each launch takes the next slot of its part (fj_sched_counter). */
-    _Atomic CUdeviceptr sched_ctr;
-    _Atomic unsigned sched_next, sched_graph_next;
+    /* Counters of the families' workspaces (fj_workspace.counter_bytes, e.g. the tile
+     * counter of a dynamic schedule): FJ_COUNTER_SLOTS + FJ_COUNTER_GRAPH_SLOTS zeroed slots
+     * of FJ_COUNTER_SLOT_BYTES, allocated by fajit_ctx_create where a family on the device's
+     * target needs them (else at the first such launch, under `lock`), freed by
+     * fajit_ctx_destroy; each launch takes the next slot of its part (fj_ws_counters). */
+    _Atomic CUdeviceptr counters;
+    _Atomic unsigned counter_next, counter_graph_next;
 };
-#define FJ_SCHED_SLOTS 64          /* a ring for plain launches */
-#define FJ_SCHED_GRAPH_SLOTS 4096  /* one each for launches captured into CUDA graphs */
+#define FJ_COUNTER_SLOTS 64          /* a ring for plain launches */
+#define FJ_COUNTER_GRAPH_SLOTS 4096  /* one each for launches captured into CUDA graphs */
+#define FJ_COUNTER_SLOT_BYTES 128
 
 /* Records "fmt..." as the calling thread's last error on the context (ctx may be NULL)
  * and returns status. */
@@ -147,31 +132,17 @@ fajit_status fj_kernel_get(fajit_ctx *ctx, const fj_variant *v, unsigned flags, 
 /* Compiles `v` for `arch` into the cache unless present; *compiled says which. */
 fajit_status fj_kernel_warm(fajit_ctx *ctx, const fj_variant *v, const char *arch,
                             int *compiled);
-void fj_kernel_map_free(fajit_ctx *ctx);   /* kernels and plans */
+void fj_kernel_map_free(fajit_ctx *ctx);
+void fj_plans_free(fajit_ctx *ctx);
 /* The key of `v` for `arch`, its parts, and the cache's verdict on it, as text. */
 fajit_status fj_kernel_explain(fajit_ctx *ctx, const fj_variant *v, const char *arch,
                                char *buf, size_t len);
 
-/* Variants of the reference kernel, of the FA2 kernel, and the kernels `warm` compiles. */
-void fj_variant_ref(fj_variant *v, int dtype);
-void fj_variant_fa2(fj_variant *v, const fj_fa2_config *c, int dtype, int hdim, int mask);
-/* Fills up to `max` variants compiled by `fajit-tune warm` for target `arch`. */
+/* The kernels `fajit-tune warm` compiles for target `arch`: every family's shipped
+ * configurations for every dtype, head_dim and mask. Fills up to `max`; returns how many. */
 int fj_warm_variants(const char *arch, fj_variant *out, int max);
-
-/* Families: the default and the tuning candidates for d on a target (sm, and whether the
- * target is an "a" one), validity of a (tuned) configuration, its variant and launch
- * shape, and its name in tuning rows. */
-int fj_arch_is_a(const char *arch);
-void fj_kcfg_default(int sm, int arch_a, const fajit_attn_desc *d, fj_kcfg *out);
-int fj_kcfg_candidates(int sm, int arch_a, const fajit_attn_desc *d, fj_kcfg *out, int max);
-int fj_kcfg_valid(const fj_kcfg *c, int sm, int arch_a, const fajit_attn_desc *d);
-void fj_kcfg_variant(const fj_kcfg *c, const fajit_attn_desc *d, fj_variant *v, fj_launch *l);
-void fj_kcfg_name(const fj_kcfg *c, char out[32]);
-int fj_kcfg_parse(const char *s, fj_kcfg *c);
-
-/* FA2 tile configuration names in tuning rows: "128x64w4s1". parse returns 0 or -1. */
-void fj_config_name(const fj_fa2_config *c, char out[32]);
-int fj_config_parse(const char *s, fj_fa2_config *c);
+/* The target of a name ("sm_90a"), or of the context's device (arch NULL). */
+fj_target fj_target_of(const fajit_ctx *ctx, const char *arch);
 
 int fj_bucket_index(int seqlen_q, int seqlen_k);
 /* Tuning-row names of a problem: signature ("fwd.bf16.hd128.causal.gqa4") and bucket. */
@@ -185,25 +156,31 @@ fajit_status fj_warm_list(fajit_ctx *ctx, const char *arch, const fj_variant *vs
 struct fj_spec;
 fajit_status fj_spec_load(fajit_ctx *ctx, const char *spec, struct fj_spec *out);
 
-/* A loaded kernel with its launch shape (l's shape fields set by the caller), and the
- * launch of a validated descriptor with it (src/api/dispatch.c). */
-fajit_status fj_get_launch(fajit_ctx *ctx, const fj_variant *v, unsigned flags, fj_launch *l);
-fajit_status fj_launch_desc(fajit_ctx *ctx, const fj_launch *l, const fajit_attn_desc *d,
-                            void *stream);
+/* Makes kp ready for kp->cfg on the context's device: its kernels (memory, cache or
+ * compile, per `flags`), their shared memory raised. A thread capturing a stream is switched
+ * to relaxed capture mode for the loads (the driver refuses module loads otherwise). */
+fajit_status fj_kplan_load(fajit_ctx *ctx, fj_kplan *kp, const fajit_attn_desc *d,
+                           unsigned flags);
+/* Launches every kernel of kp for the validated d on `stream`, with its workspace. */
+fajit_status fj_kplan_launch(fajit_ctx *ctx, const fj_kplan *kp, const fajit_attn_desc *d,
+                             void *stream);
 
-/* A zeroed device int for one launch on `stream` of a dynamically scheduled kernel
- * (src/api/ctx.c). The kernel's last claim zeroes it again. Two launches that share a counter
- * must never run at the same time. A plain launch takes the next slot of a ring of
- * FJ_SCHED_SLOTS: at most that many plain launches of one context may run concurrently (on
- * different streams). A launch captured into a CUDA graph keeps its counter for every replay,
- * so it gets a slot of its own, never given to a plain launch: replays of different graphs
- * and plain launches may overlap. After FJ_SCHED_GRAPH_SLOTS captured launches those slots
- * are reused (logged once). The ring is allocated with the context on a 9.0 device, so no
- * launch synchronizes. */
-fajit_status fj_sched_counter(fajit_ctx *ctx, void *stream, CUdeviceptr *out);
+/* Counters for one launch on `stream` (src/api/workspace.c): `bytes` (at most
+ * FJ_COUNTER_SLOT_BYTES) of zeroed device memory that the launch leaves zeroed. Two
+ * launches that share counters must never run at the same time. A plain launch takes the
+ * next slot of a ring of FJ_COUNTER_SLOTS: at most that many plain launches of one context
+ * may run concurrently (on different streams). A launch captured into a CUDA graph keeps its
+ * counters for every replay, so it gets a slot of its own, never given to a plain launch:
+ * replays of different graphs and plain launches may overlap. After FJ_COUNTER_GRAPH_SLOTS
+ * captured launches those slots are reused (logged once). */
+fajit_status fj_ws_counters(fajit_ctx *ctx, void *stream, size_t bytes, CUdeviceptr *out);
+/* Allocates the counter ring now if a family on the context's target may need it (at
+ * creation, so that no launch synchronizes). */
+fajit_status fj_ws_counters_early(fajit_ctx *ctx);
+void fj_ws_free(fajit_ctx *ctx);
 
-/* Host copy of the parameter block from a validated descriptor. */
-void fj_params_from_desc(const fajit_attn_desc *d, fj_attn_params *p);
+/* Whether a target name is an "a" one (sm_90a: wgmma, setmaxnreg). */
+int fj_arch_is_a(const char *arch);
 /* Parses "sm_90a" -> 90; -1 if not a target name. */
 int fj_arch_sm(const char *arch);
 

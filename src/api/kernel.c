@@ -87,15 +87,6 @@ void fj_kernel_map_free(fajit_ctx *ctx)
         }
         ctx->kmap[i] = NULL;
     }
-    for (int i = 0; i < FJ_PLAN_BUCKETS; i++) {
-        fj_plan *p = ctx->plans[i];
-        while (p) {
-            fj_plan *next = p->next;
-            free(p);
-            p = next;
-        }
-        ctx->plans[i] = NULL;
-    }
 }
 
 /*------ compile ------*/

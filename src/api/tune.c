@@ -26,8 +26,7 @@ typedef struct tuner {
     fajit_ctx *ctx;
     const fajit_attn_desc *sets[MAX_SETS]; /* same problem, different inputs: rotated */
     int n_sets;
-    fj_kcfg cfg[MAX_CANDIDATES];
-    fj_launch launch[MAX_CANDIDATES];
+    fj_kplan plan[MAX_CANDIDATES];
     float *ref;            /* reference output, valid elements in order */
     float *out;            /* candidate output, same order */
     uint16_t *raw;         /* O as copied back */
@@ -94,27 +93,30 @@ static int prepare(void *user, int i, char *why, size_t n)
 {
     tuner *t = user;
     const fajit_attn_desc *d = t->sets[0];
-    fj_variant v;
-    fj_launch *l = &t->launch[i];
-    fj_kcfg_variant(&t->cfg[i], d, &v, l);
-    if (l->dyn_smem > t->ctx->smem_optin) {
-        snprintf(why, n, "needs %d B of shared memory, the device allows %d", l->dyn_smem,
-                 t->ctx->smem_optin);
-        return -1;
-    }
-    if (fj_get_launch(t->ctx, &v, 0, l) != FAJIT_OK) {
+    fj_kplan *kp = &t->plan[i];
+    kp->cfg.fam->kernels(&kp->cfg, d, &kp->ks);
+    for (int k = 0; k < kp->ks.n; k++)
+        if (kp->ks.dyn_smem[k] > t->ctx->smem_optin) {
+            snprintf(why, n, "needs %d B of shared memory, the device allows %d",
+                     kp->ks.dyn_smem[k], t->ctx->smem_optin);
+            return -1;
+        }
+    if (fj_kplan_load(t->ctx, kp, d, 0) != FAJIT_OK) {
         snprintf(why, n, "%s", fajit_errmsg(t->ctx));
         return -1;
     }
-    if (l->k->spill_bytes > 0 || l->k->local_bytes > 0) {
-        snprintf(why, n, "spills %d B, local memory %d B", l->k->spill_bytes,
-                 l->k->local_bytes);
-        return -1;
-    }
-    if (l->k->warning[0]) {
-        snprintf(why, n, "ptxas warning %s (serialized wgmma or ignored setmaxnreg)",
-                 l->k->warning);
-        return -1;
+    for (int k = 0; k < kp->ks.n; k++) {
+        const fj_kernel *kk = kp->k[k];
+        if (kk->spill_bytes > 0 || kk->local_bytes > 0) {
+            snprintf(why, n, "%s spills %d B, local memory %d B", kp->ks.v[k].name,
+                     kk->spill_bytes, kk->local_bytes);
+            return -1;
+        }
+        if (kk->warning[0]) {
+            snprintf(why, n, "%s: ptxas warning %s (serialized wgmma or ignored setmaxnreg)",
+                     kp->ks.v[k].name, kk->warning);
+            return -1;
+        }
     }
     return 0;
 }
@@ -125,7 +127,7 @@ static int check(void *user, int i, char *why, size_t n)
     const fajit_attn_desc *d = t->sets[0];
     fajit_ctx *ctx = t->ctx;
     ctx->cu->cuMemsetD8((CUdeviceptr)d->o, 0xff, t->raw_elems * 2);   /* poison: NaN */
-    if (fj_launch_desc(ctx, &t->launch[i], d, NULL) != FAJIT_OK ||
+    if (fj_kplan_launch(ctx, &t->plan[i], d, NULL) != FAJIT_OK ||
         read_o(t, d, t->out) != FAJIT_OK) {
         snprintf(why, n, "launch failed: %s", fajit_errmsg(ctx));
         return -1;
@@ -161,12 +163,12 @@ static int time_it(void *user, int i, double *samples, int reps, char *why, size
         goto done;
     }
     for (int w = 0; w < 3; w++)   /* warm-up: clocks up, instruction cache warm */
-        if (fj_launch_desc(ctx, &t->launch[i], t->sets[w % t->n_sets], NULL) != FAJIT_OK)
+        if (fj_kplan_launch(ctx, &t->plan[i], t->sets[w % t->n_sets], NULL) != FAJIT_OK)
             goto launch_failed;
     for (int k = 0; k < reps; k++) {
         cu->cuMemsetD8(t->flush, (unsigned char)k, FLUSH_BYTES);   /* evict L2 */
         cu->cuEventRecord(ev[2 * k], NULL);
-        if (fj_launch_desc(ctx, &t->launch[i], t->sets[k % t->n_sets], NULL) != FAJIT_OK)
+        if (fj_kplan_launch(ctx, &t->plan[i], t->sets[k % t->n_sets], NULL) != FAJIT_OK)
             goto launch_failed;
         cu->cuEventRecord(ev[2 * k + 1], NULL);
     }
@@ -212,8 +214,10 @@ static fajit_status tune_sets(fajit_ctx *ctx, const fajit_attn_desc *const *sets
     fj_desc_signature(d, out->signature, sizeof out->signature);
     fj_desc_bucket(d, out->bucket, sizeof out->bucket);
     out->seqlen_q = d->seqlen_q, out->seqlen_k = d->seqlen_k, out->batch = d->batch;
+    const fj_target tg = fj_target_of(ctx, NULL);
     fj_kcfg dc;
-    fj_kcfg_default(ctx->cc, 1, d, &dc);
+    FJ_RETURN_IF(fj_kcfg_default(d, &tg, FAJIT_FAMILY_AUTO, &dc) != 0, ctx, FAJIT_UNSUPPORTED,
+                 "no kernel family serves %s on %s", out->signature, ctx->arch);
     fj_kcfg_name(&dc, out->default_config);
 
     fj_tune_row row;
@@ -236,7 +240,10 @@ static fajit_status tune_sets(fajit_ctx *ctx, const fajit_attn_desc *const *sets
     t->n_sets = n_sets;
     for (int i = 0; i < n_sets; i++)
         t->sets[i] = sets[i];
-    int n = fj_kcfg_candidates(ctx->cc, 1, d, t->cfg, MAX_CANDIDATES);
+    fj_kcfg cfg[MAX_CANDIDATES];
+    int n = fj_kcfg_candidates(d, &tg, cfg, MAX_CANDIDATES);
+    for (int i = 0; i < n; i++)
+        t->plan[i].cfg = cfg[i];
     if (d->cu_seqlens_q) {
         t->cu_q = malloc(sizeof(int32_t) * (size_t)(d->batch + 1));
         if (!t->cu_q) {
@@ -265,7 +272,7 @@ static fajit_status tune_sets(fajit_ctx *ctx, const fajit_attn_desc *const *sets
         goto done;
 
     for (int i = 0; i < n; i++)
-        fj_kcfg_name(&t->cfg[i], e[i].config);
+        fj_kcfg_name(&t->plan[i].cfg, e[i].config);
     fj_tune_hooks h = {prepare, check, time_it, NULL, t};
     int w = fj_tune_run(e, n, &h, o->reps, o->noise_band);
     out->candidates = n;

@@ -8,8 +8,6 @@
 #include <unistd.h>
 
 #include "internal.h"
-#include "../autotune/fa2_config.h"
-#include "../autotune/fa3_config.h"
 #include "../autotune/spec.h"
 
 typedef struct warm_job {
@@ -130,16 +128,44 @@ fajit_status fj_warm_list(fajit_ctx *ctx, const char *arch, const fj_variant *vs
     return w.first_error;
 }
 
+int fj_warm_variants(const char *arch, fj_variant *out, int max)
+{
+    /* Every head_dim the API accepts, every dtype and mask, for each family the target runs
+     * (the shipped configurations: what dispatch picks untuned at any length). A compile
+     * costs 0.3-0.6 s, so a target is a minute or two of one core, and a server never meets
+     * a cold variant. */
+    const fj_target t = {fj_arch_sm(arch), fj_arch_is_a(arch), 0};
+    int n = 0;
+    for (int op = 0; fj_op_name(op); op++)
+        for (int dt = 0; dt < 2; dt++)
+            for (int hdim = 8; hdim <= 256; hdim += 8)
+                for (int m = 0; m < 3; m++) {
+                    fajit_attn_desc d;
+                    memset(&d, 0, sizeof d);
+                    d.op = (fajit_op)op, d.dtype = (fajit_dtype)dt, d.head_dim = hdim;
+                    d.mask = (fajit_mask)m;
+                    d.batch = d.heads_q = d.heads_kv = 1;
+                    if (fj_family_variants(&d, &t, 0, out, &n, max) != 0)
+                        return -1;
+                }
+    return n;
+}
+
 fajit_status fajit_warm(fajit_ctx *ctx, const char *arch, int jobs, int *n_compiled,
                         int *n_cached)
 {
-    enum { MAX_VARIANTS = 400 };
+    enum { MAX_VARIANTS = 1000 };
     int sm;
     FJ_RETURN_IF(!ctx, ctx, FAJIT_INVALID_ARGUMENT, "ctx must not be NULL");
     FJ_CHECK(check_arch(ctx, arch, &sm));
     fj_variant *vs = malloc(MAX_VARIANTS * sizeof *vs);
     FJ_RETURN_IF(!vs, ctx, FAJIT_OUT_OF_MEMORY, "allocating variants");
     int n = fj_warm_variants(arch, vs, MAX_VARIANTS);
+    if (n < 0) {
+        free(vs);
+        return fj_fail(ctx, FAJIT_OUT_OF_MEMORY, "more than %d kernel variants for %s",
+                       MAX_VARIANTS, arch);
+    }
     fajit_status st = fj_warm_list(ctx, arch, vs, n, jobs, n_compiled, n_cached);
     free(vs);
     return st;
@@ -167,49 +193,40 @@ fajit_status fj_spec_load(fajit_ctx *ctx, const char *spec, fj_spec *out)
 fajit_status fajit_warm_spec(fajit_ctx *ctx, const char *spec, const char *arch, int jobs,
                              int *n_compiled, int *n_cached)
 {
-    enum { MAX_CANDIDATES = 48 };
+    enum { MAX_CANDIDATES = 96 };   /* new variants per shape; most shapes add none */
     int sm;
     fj_spec sp;
     FJ_RETURN_IF(!ctx, ctx, FAJIT_INVALID_ARGUMENT, "ctx must not be NULL");
     FJ_CHECK(check_arch(ctx, arch, &sm));
     FJ_CHECK(fj_spec_load(ctx, spec, &sp));
-    size_t cap = sp.n_problems * (FJ_FA3_CLASSES * MAX_CANDIDATES + 1);
+    size_t cap = 0;
+    for (size_t i = 0; i < sp.n_problems; i++)
+        cap += sp.problems[i].n_shapes * MAX_CANDIDATES + 1;
     fj_variant *vs = malloc((cap ? cap : 1) * sizeof *vs);
     if (!vs) {
         fj_spec_free(&sp);
         return fj_fail(ctx, FAJIT_OUT_OF_MEMORY, "allocating variants");
     }
-    int n = 0;
+    /* Every candidate of every family (the defaults among them) for each shape, as the tuner
+     * and dispatch will ask; the same variant may serve several problems: compiled once. */
+    const fj_target t = {sm, fj_arch_is_a(arch), 0};
+    int m = 0;
     for (size_t i = 0; i < sp.n_problems; i++) {
         const fj_problem *p = &sp.problems[i];
         fajit_attn_desc d;
-        fj_kcfg c[MAX_CANDIDATES];
-        fj_launch l;
         memset(&d, 0, sizeof d);
-        d.dtype = p->dtype, d.head_dim = p->head_dim, d.mask = p->mask;
-        fj_variant_ref(&vs[n++], (int)p->dtype);
-        /* The candidates (the default first) depend on the length class of seqlen_q: those
-         * of every class among the problem's shapes, as the tuner and dispatch will ask. */
-        int seen[FJ_FA3_CLASSES] = {0};
-        for (size_t s = 0; s < p->n_shapes; s++)
-            seen[fj_fa3_length_class(p->shapes[s].seqlen_q)] = 1;
-        for (int cls = 0; cls < FJ_FA3_CLASSES; cls++) {
-            if (!seen[cls])
-                continue;
-            d.seqlen_q = d.seqlen_k = fj_fa3_class_seqlen(cls);
-            int nc = fj_kcfg_candidates(sm, fj_arch_is_a(arch), &d, c, MAX_CANDIDATES);
-            for (int k = 0; k < nc; k++)
-                fj_kcfg_variant(&c[k], &d, &vs[n++], &l);
+        d.op = FAJIT_OP_FWD /* TODO(merge): p->op */, d.dtype = p->dtype, d.head_dim = p->head_dim, d.mask = p->mask;
+        d.heads_q = p->heads_q, d.heads_kv = p->heads_kv, d.batch = 1;
+        d.window_left = p->window_left, d.window_right = p->window_right;
+        for (size_t s = 0; s < p->n_shapes; s++) {
+            d.seqlen_q = p->shapes[s].seqlen_q, d.seqlen_k = p->shapes[s].seqlen_k;
+            if (fj_family_variants(&d, &t, 1, vs, &m, (int)cap) != 0) {
+                free(vs);
+                fj_spec_free(&sp);
+                return fj_fail(ctx, FAJIT_OUT_OF_MEMORY, "more than %zu kernel variants for "
+                               "spec %s", cap, spec);
+            }
         }
-    }
-    /* The same variant may serve several problems: compile it once. */
-    int m = 0;
-    for (int i = 0; i < n; i++) {
-        int dup = 0;
-        for (int j = 0; j < m && !dup; j++)
-            dup = strcmp(vs[j].preamble, vs[i].preamble) == 0 && vs[j].source == vs[i].source;
-        if (!dup)
-            vs[m++] = vs[i];
     }
     fj_spec_free(&sp);
     fajit_status st = fj_warm_list(ctx, arch, vs, m, jobs, n_compiled, n_cached);

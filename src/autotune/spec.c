@@ -578,3 +578,17 @@ int fj_tune_signature(const fj_problem *pr, char *buf, size_t n)
                  pr->head_dim, mask, pr->heads_kv > 0 ? pr->heads_q / pr->heads_kv : 0);
     return r > 0 && (size_t)r < n ? 0 : -1;
 }
+
+const char *fj_op_name(int op)
+{
+    static const char *const names[] = {"fwd"};
+    return op >= 0 && op < (int)(sizeof names / sizeof names[0]) ? names[op] : NULL;
+}
+
+int fj_op_parse(const char *s)
+{
+    for (int op = 0; fj_op_name(op); op++)
+        if (strcmp(s, fj_op_name(op)) == 0)
+            return op;
+    return -1;
+}

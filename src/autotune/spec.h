@@ -75,4 +75,8 @@ int fj_shape_bucket(int seqlen_q, int seqlen_k, char *buf, size_t n);
  * Returns 0, or -1 when n is too small. */
 int fj_tune_signature(const fj_problem *p, char *buf, size_t n);
 
+/* Operation names ("fwd"; NULL for an unknown value) and their parse (-1 if unknown). */
+const char *fj_op_name(int op);
+int fj_op_parse(const char *s);
+
 #endif /* FJ_SPEC_H */

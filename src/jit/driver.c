@@ -76,6 +76,8 @@ static void load_once(void)
     *(void **)&c->cuThreadExchangeStreamCaptureMode =
         dlsym(c->handle, "cuThreadExchangeStreamCaptureMode");
     *(void **)&c->cuStreamIsCapturing = dlsym(c->handle, "cuStreamIsCapturing");
+    *(void **)&c->cuMemAllocAsync = dlsym(c->handle, "cuMemAllocAsync");
+    *(void **)&c->cuMemFreeAsync = dlsym(c->handle, "cuMemFreeAsync");
     CUresult r = c->cuInit(0);
     if (r != 0) {
         const char *name = "?";

@@ -1,5 +1,5 @@
 /* jit.h - the run-time layer: the CUDA driver loaded with dlopen into a function table,
- * NVRTC loaded the same way, CUBIN compilation, module load, launch and event timing.
+ * NVRTC loaded the same way, CUBIN compilation, TMA descriptors (tma.c).
  * Knows nothing of attention. No CUDA header is needed: the few driver types are
  * declared here with the driver's ABI.
  */
@@ -57,7 +57,7 @@ typedef struct fj_cuda {
     CUresult (*cuEventElapsedTime)(float *, CUevent, CUevent);
     CUresult (*cuGetErrorName)(CUresult, const char **);
     /* used by tests and benchmarks; cuMemAlloc, cuMemsetD8, cuCtxSynchronize and cuMemFree
-     * also by the library (the dynamic schedule's tile counters, src/api/ctx.c) */
+     * also by the library (the workspaces' counter ring, src/api/workspace.c) */
     CUresult (*cuCtxSynchronize)(void);
     CUresult (*cuMemAlloc)(CUdeviceptr *, size_t);
     CUresult (*cuMemFree)(CUdeviceptr);
@@ -74,7 +74,49 @@ typedef struct fj_cuda {
     CUresult (*cuThreadExchangeStreamCaptureMode)(int *);
     /* optional: whether a stream is being captured (status 1: active) */
     CUresult (*cuStreamIsCapturing)(CUstream, int *);
+    /* optional (CUDA 11.2+): stream-ordered scratch for a plan's launches */
+    CUresult (*cuMemAllocAsync)(CUdeviceptr *, size_t, CUstream);
+    CUresult (*cuMemFreeAsync)(CUdeviceptr, CUstream);
 } fj_cuda;
+
+/* A tiled TMA descriptor (CUtensorMap): 128 opaque bytes, 64-byte aligned, passed to a
+ * kernel by value. */
+typedef struct fj_tmap {
+    _Alignas(64) unsigned long long w[16];
+} fj_tmap;
+
+/* cuda.h enum values (CUtensorMapDataType, ...Swizzle, ...L2promotion), stable since 12.0 */
+enum {
+    FJ_TMA_F16 = 6,
+    FJ_TMA_BF16 = 9,
+    FJ_TMA_INTERLEAVE_NONE = 0,
+    FJ_TMA_SWIZZLE_NONE = 0,
+    FJ_TMA_SWIZZLE_128B = 3,
+    FJ_TMA_L2_NONE = 0,
+    FJ_TMA_L2_256B = 3,
+    FJ_TMA_OOB_ZERO = 0,
+};
+#define FJ_TMA_MAX_RANK 5
+
+/* A tensor of `rank` dimensions, innermost first, and the box one TMA copy moves. */
+typedef struct fj_tma_tile {
+    const char *name;          /* in messages: "Q" */
+    unsigned long long addr;   /* device address, 16-byte aligned */
+    int data_type;             /* FJ_TMA_F16, FJ_TMA_BF16 */
+    unsigned elem_bytes;       /* 2 */
+    unsigned rank;
+    long long dim[FJ_TMA_MAX_RANK];         /* entries; < 1 is encoded as 1 (never loaded) */
+    long long stride[FJ_TMA_MAX_RANK - 1];  /* elements between entries of dims 1..rank-1;
+                                               must be positive multiples of 16 bytes unless
+                                               the dimension has one entry */
+    unsigned box[FJ_TMA_MAX_RANK];
+    int swizzle, l2_promotion;              /* FJ_TMA_SWIZZLE_*, FJ_TMA_L2_* */
+} fj_tma_tile;
+
+/* Encodes `t` (zero fill out of bounds, no interleave, element strides 1). 0, or -1 with
+ * a reason in `why` (may be NULL): no encoder in the driver, misalignment, a bad stride, or
+ * the encoder's CUresult. */
+int fj_tma_encode(const fj_cuda *cu, const fj_tma_tile *t, fj_tmap *out, char *why, size_t n);
 
 /* Loads libcuda.so.1 (once per process) and calls cuInit. Returns NULL when there is no
  * driver; `why` (may be NULL) then says what failed. Thread-safe. */

@@ -1,0 +1,243 @@
+/* fa3.c - the Hopper family (src/kernels_src/attn_fwd_sm90.cu, FlashAttention-3 design):
+ * compute capability 9.0 exactly, the sm_90a target, f16/bf16, head_dim a multiple of 16;
+ * varlen only with total_q/total_k given (its TMA descriptors need them). Tile
+ * configurations, defaults per length class, checks and candidates are
+ * src/autotune/fa3_config.*; this file turns them into kernels and launches: the preamble,
+ * the launch shape, three TMA descriptors per call, and a tile counter for the dynamic
+ * (longest-first) schedule. Tuning-row name: "fa3:128x176o1p1s1". */
+#include <stdio.h>
+#include <string.h>
+
+#include "fa3.h"
+#include "params.h"
+
+_Static_assert(sizeof(fj_fa3_config) <= FJ_CFG_BYTES, "fj_fa3_config fits an fj_kcfg");
+
+const fj_fa3_config *fj_fa3_of(const fj_kcfg *c)
+{
+    return c->fam == &fj_family_fa3 ? (const fj_fa3_config *)(const void *)c->b : NULL;
+}
+
+void fj_fa3_kcfg(const fj_fa3_config *f, fj_kcfg *out)
+{
+    memset(out, 0, sizeof *out);
+    out->fam = &fj_family_fa3;
+    memcpy(out->b, f, sizeof *f);
+}
+
+static int target_ok(const fj_target *t) { return t->sm == 90 && t->arch_a; }
+
+static int applies(const fajit_attn_desc *d, const fj_target *t)
+{
+    fj_fa3_config c = fj_fa3_default(d->head_dim, (int)d->mask, d->seqlen_q);
+    int varlen_ok = !d->cu_seqlens_q || (d->total_q > 0 && d->total_k > 0);
+    return target_ok(t) && varlen_ok && fj_fa3_check(&c, d->head_dim, t->sm, NULL, 0) == 0;
+}
+
+static void default_cfg(const fajit_attn_desc *d, const fj_target *t, fj_kcfg *out)
+{
+    (void)t;
+    fj_fa3_config c = fj_fa3_default(d->head_dim, (int)d->mask, d->seqlen_q);
+    fj_fa3_kcfg(&c, out);
+}
+
+static int candidates(const fajit_attn_desc *d, const fj_target *t, fj_kcfg *out, int max)
+{
+    fj_fa3_config c[32];
+    (void)t;
+    int k = fj_fa3_candidates(d->head_dim, (int)d->mask, d->seqlen_q, c, 32), n = 0;
+    for (; n < k && n < max; n++)
+        fj_fa3_kcfg(&c[n], &out[n]);
+    return n;
+}
+
+/* The default depends on seqlen_q through its length class: one of each distinct one. */
+static int shipped(const fajit_attn_desc *d, const fj_target *t, fj_kcfg *out, int max)
+{
+    int n = 0;
+    (void)t;
+    for (int cls = 0; cls < FJ_FA3_CLASSES && n < max; cls++) {
+        fj_fa3_config c = fj_fa3_default(d->head_dim, (int)d->mask, fj_fa3_class_seqlen(cls));
+        int dup = fj_fa3_check(&c, d->head_dim, 90, NULL, 0) != 0;
+        for (int i = 0; i < n && !dup; i++)
+            dup = memcmp(fj_fa3_of(&out[i]), &c, sizeof c) == 0;
+        if (!dup)
+            fj_fa3_kcfg(&c, &out[n++]);
+    }
+    return n;
+}
+
+static int check(const fj_kcfg *c, const fajit_attn_desc *d, const fj_target *t, char *why,
+                 size_t n)
+{
+    if (!target_ok(t)) {
+        if (why && n)
+            snprintf(why, n, "the Hopper kernel needs sm_90a");
+        return -1;
+    }
+    return fj_fa3_check(fj_fa3_of(c), d->head_dim, t->sm, why, n);
+}
+
+static void cfg_name(const fj_kcfg *c, char *out, size_t n)
+{
+    const fj_fa3_config *f = fj_fa3_of(c);
+    snprintf(out, n, "%dx%do%dp%ds%d", f->block_m, f->block_n, f->overlap, f->pingpong,
+             f->persistent);
+}
+
+static int cfg_parse(const char *s, fj_kcfg *c)
+{
+    fj_fa3_config f;
+    char tail;
+    if (sscanf(s, "%dx%do%dp%ds%d%c", &f.block_m, &f.block_n, &f.overlap, &f.pingpong,
+               &f.persistent, &tail) != 5)
+        return -1;
+    fj_fa3_kcfg(&f, c);
+    return 0;
+}
+
+int fj_fa3_preamble(const fj_fa3_config *c, int dtype, int head_dim, int mask, char *buf,
+                    size_t n)
+{
+    int r = snprintf(buf, n,
+                     "#define FJ_DTYPE %d\n#define FJ_HEAD_DIM %d\n#define FJ_MASK %d\n"
+                     "#define FJ_BLOCK_M %d\n#define FJ_BLOCK_N %d\n#define FJ_FA3_OVERLAP %d\n"
+                     "#define FJ_FA3_PINGPONG %d\n#define FJ_FA3_PERSISTENT %d\n"
+                     "#define FJ_FA3_SCHED %d\n",
+                     dtype, head_dim, mask, c->block_m, c->block_n, c->overlap, c->pingpong,
+                     c->persistent != 0, c->persistent == 2);
+    return r < 0 || (size_t)r >= n ? -1 : r;
+}
+
+static void kernels(const fj_kcfg *c, const fajit_attn_desc *d, fj_kernels *out)
+{
+    const fj_fa3_config *f = fj_fa3_of(c);
+    const int dt = (int)d->dtype, hd = d->head_dim, mask = (int)d->mask;
+    memset(out, 0, sizeof *out);
+    fj_variant *v = &out->v[0];
+    v->op = FAJIT_OP_FWD;
+    v->source = "attn_fwd_sm90.cu";
+    v->function = "fj_attn_fwd_sm90";
+    fj_fa3_preamble(f, dt, hd, mask, v->preamble, sizeof v->preamble);
+    snprintf(v->name, sizeof v->name, "fa3 %s d%d %s %dx%d o%d p%d s%d", fj_dtype_name(dt), hd,
+             fj_mask_name(mask), f->block_m, f->block_n, f->overlap, f->pingpong,
+             f->persistent);
+    out->threads[0] = 128 * (f->block_m / 64 + 1);
+    out->dyn_smem[0] = (int)fj_fa3_smem_bytes(f, hd);
+    out->n = 1;
+}
+
+static void describe_grid(const fj_kcfg *c, char *out, size_t n)
+{
+    const fj_fa3_config *f = fj_fa3_of(c);
+    if (f->persistent)
+        snprintf(out, n, "persistent grid (one CTA per SM%s)",
+                 f->persistent == 2 ? ", dynamic tile order" : "");
+    else
+        snprintf(out, n, "grid (ceil(seqlen_q/%d), heads_q, batch)", f->block_m);
+}
+
+static void workspace(const fj_kcfg *c, const fajit_attn_desc *d, fj_workspace *out)
+{
+    (void)d;
+    out->counter_bytes = fj_fa3_of(c)->persistent == 2 ? sizeof(int) : 0;
+    out->scratch_bytes = 0;
+}
+
+void fj_fa3_launch_shape(const fj_fa3_config *c, const fj_attn_params *p, int num_sms,
+                         unsigned grid[3], unsigned *threads)
+{
+    const long long mb = (p->seqlen_q + c->block_m - 1) / c->block_m;
+    grid[0] = (unsigned)mb;
+    grid[1] = (unsigned)p->heads_q;
+    grid[2] = (unsigned)p->batch;
+    if (c->persistent) {
+        const long long tiles = mb * p->heads_q * p->batch;
+        grid[0] = (unsigned)(tiles < num_sms ? tiles : num_sms);
+        grid[1] = grid[2] = 1;
+    }
+    *threads = 128u * (unsigned)(c->block_m / 64 + 1);
+}
+
+static int encode_one(const fj_cuda *cu, fj_tmap *out, int data_type, fj_u64 addr, int head_dim,
+                      long long rows, long long heads, long long batch, long long row_stride,
+                      long long head_stride, long long batch_stride, unsigned box_rows,
+                      const char *name, char *why, size_t n)
+{
+    fj_tma_tile t = {
+        .name = name, .addr = addr, .data_type = data_type, .elem_bytes = 2, .rank = 4,
+        .dim = {head_dim, rows, heads, batch},
+        .stride = {row_stride, head_stride, batch_stride},
+        .box = {64, box_rows, 1, 1},
+        .swizzle = FJ_TMA_SWIZZLE_128B, .l2_promotion = FJ_TMA_L2_256B,
+    };
+    return fj_tma_encode(cu, &t, out, why, n);
+}
+
+int fj_fa3_encode_tmaps(const fj_cuda *cu, const fj_attn_params *p, int dtype,
+                        const fj_fa3_config *c, long long total_q, long long total_k,
+                        fj_tmap out[3], char *why, size_t n)
+{
+    const int dt = dtype == FJ_DT_BF16 ? FJ_TMA_BF16 : FJ_TMA_F16;
+    const int varlen = p->cu_seqlens_q != 0;
+    const long long rq = varlen ? total_q : p->seqlen_q, rk = varlen ? total_k : p->seqlen_k;
+    const long long nb = varlen ? 1 : p->batch;
+    if (encode_one(cu, &out[0], dt, p->q, p->head_dim, rq, p->heads_q, nb, p->q_row_stride,
+                   p->q_head_stride, p->q_batch_stride, (unsigned)c->block_m, "Q", why, n) ||
+        encode_one(cu, &out[1], dt, p->k, p->head_dim, rk, p->heads_kv, nb, p->k_row_stride,
+                   p->k_head_stride, p->k_batch_stride, (unsigned)c->block_n, "K", why, n) ||
+        encode_one(cu, &out[2], dt, p->v, p->head_dim, rk, p->heads_kv, nb, p->v_row_stride,
+                   p->v_head_stride, p->v_batch_stride, (unsigned)c->block_n, "V", why, n))
+        return -1;
+    return 0;
+}
+
+static fajit_status launch_args(const fj_kcfg *c, int i, const fajit_attn_desc *d,
+                                const fj_launch_env *env, fj_args *a, char *why, size_t n)
+{
+    const fj_fa3_config *f = fj_fa3_of(c);
+    fj_attn_params p;
+    fj_tmap maps[3];
+    unsigned threads;
+    (void)i;
+    if (!env->cu->cuTensorMapEncodeTiled) {
+        snprintf(why, n, "the driver lacks cuTensorMapEncodeTiled (needed by the sm_90a kernel)");
+        return FAJIT_UNSUPPORTED;
+    }
+    fj_params_from_desc(d, &p);
+    /* The TMA descriptors hold addresses and shapes: encoded for every call. */
+    if (fj_fa3_encode_tmaps(env->cu, &p, (int)d->dtype, f, d->total_q, d->total_k, maps, why,
+                            n) != 0)
+        return FAJIT_INVALID_ARGUMENT;
+    fj_fa3_launch_shape(f, &p, env->sm_count, a->grid, &threads);
+    CUdeviceptr ctr = env->counters;   /* the dynamic schedule's tile counter, else unused */
+    if (fj_args_push(a, &p, sizeof p, 8) || fj_args_push(a, &maps[0], sizeof maps[0], 64) ||
+        fj_args_push(a, &maps[1], sizeof maps[1], 64) ||
+        fj_args_push(a, &maps[2], sizeof maps[2], 64) || fj_args_push(a, &ctr, sizeof ctr, 8)) {
+        snprintf(why, n, "the kernel's arguments exceed %d bytes", FJ_ARGS_BYTES);
+        return FAJIT_UNSUPPORTED;
+    }
+    return FAJIT_OK;
+}
+
+static int needs_counters(const fj_target *t) { return t->sm == 90; }
+
+const fj_family fj_family_fa3 = {
+    .name = "fa3",
+    .id = FAJIT_FAMILY_FA3,
+    .op = FAJIT_OP_FWD,
+    .rank = 20,
+    .cfg_prefix = "fa3:",
+    .applies = applies,
+    .default_cfg = default_cfg,
+    .candidates = candidates,
+    .shipped = shipped,
+    .check = check,
+    .cfg_name = cfg_name,
+    .cfg_parse = cfg_parse,
+    .kernels = kernels,
+    .describe_grid = describe_grid,
+    .workspace = workspace,
+    .launch_args = launch_args,
+    .needs_counters = needs_counters,
+};

@@ -1,0 +1,34 @@
+/* fa3.h - the Hopper family's configuration inside an fj_kcfg, its launch shape and its
+ * TMA descriptors (for tests and tools). */
+#ifndef FJ_FAMILY_FA3_H
+#define FJ_FAMILY_FA3_H
+
+#include "family.h"
+#include "../autotune/fa3_config.h"
+#include "../kernels_src/fajit_params.h"
+
+const fj_fa3_config *fj_fa3_of(const fj_kcfg *c);   /* NULL when c is not of this family */
+void fj_fa3_kcfg(const fj_fa3_config *f, fj_kcfg *out);
+
+/* The NVRTC preamble: FJ_DTYPE, FJ_HEAD_DIM, FJ_MASK, FJ_BLOCK_M, FJ_BLOCK_N,
+ * FJ_FA3_OVERLAP, FJ_FA3_PINGPONG, FJ_FA3_PERSISTENT (persistent != 0), FJ_FA3_SCHED
+ * (persistent == 2). Returns the length written, or -1 when `n` is too small. */
+int fj_fa3_preamble(const fj_fa3_config *c, int dtype, int head_dim, int mask, char *buf,
+                    size_t n);
+
+/* grid = (ceil(seqlen_q / block_m), heads_q, batch), or for a persistent config
+ * (min(num_sms, that product), 1, 1); threads = 128 * (block_m/64 + 1). For varlen,
+ * seqlen_q is the longest sequence (as in fj_attn_params). */
+void fj_fa3_launch_shape(const fj_fa3_config *c, const fj_attn_params *p, int num_sms,
+                         unsigned grid[3], unsigned *threads);
+
+/* The Q, K, V tensor maps of `p` into out[0..2]: 4-D {head_dim, rows, heads, batch},
+ * 16-bit elements, box {64, block_m (Q) or block_n (K, V), 1, 1}, 128-byte swizzle, zero
+ * fill. Fixed length: rows = seqlen_q / seqlen_k. Varlen (p->cu_seqlens_q != 0): rows =
+ * total_q / total_k (the packed row counts, which the host must pass), batch 1. 0, or -1
+ * with a reason (fj_tma_encode's). */
+int fj_fa3_encode_tmaps(const fj_cuda *cu, const fj_attn_params *p, int dtype,
+                        const fj_fa3_config *c, long long total_q, long long total_k,
+                        fj_tmap out[3], char *why, size_t n);
+
+#endif /* FJ_FAMILY_FA3_H */

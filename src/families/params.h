@@ -1,0 +1,17 @@
+/* params.h - what the attention families share on the host: the kernels' parameter block
+ * (fj_attn_params, src/kernels_src/fajit_params.h) from a validated descriptor, and the
+ * common launch of one CTA per (query tile, head, batch) with that block as its only
+ * argument. */
+#ifndef FJ_FAMILY_PARAMS_H
+#define FJ_FAMILY_PARAMS_H
+
+#include "family.h"
+#include "../kernels_src/fajit_params.h"
+
+/* Host copy of the parameter block from a validated descriptor. */
+void fj_params_from_desc(const fajit_attn_desc *d, fj_attn_params *p);
+/* grid (ceil(seqlen_q / block_m), heads_q, batch) and the parameter block as the only
+ * argument. */
+fajit_status fj_grid_args(const fajit_attn_desc *d, int block_m, fj_args *a);
+
+#endif /* FJ_FAMILY_PARAMS_H */
