@@ -4,10 +4,11 @@
  *   fajit-tune info
  *   fajit-tune warm --arch sm_80,sm_90a,sm_100a [--spec SPEC] [-j N]
  *   fajit-tune tune --spec SPEC [--reps N] [--pin] [--force]
- *   fajit-tune plan [--arch sm_90a] [--hdim 128] [--dtype bf16] [--mask causal] [--seqlen 4096]
+ *   fajit-tune plan [--arch sm_90a] [--op fwd] [--hdim 128] [--dtype bf16] [--mask causal]
+ *                   [--seqlen 4096]
  *   fajit-tune cache ls|stats|verify|clear | prune --max-mb N
  *   fajit-tune cache export FILE [--arch A] | import FILE... | merge OUT IN...
- *   fajit-tune cache explain [--arch A] [--hdim D] [--dtype T] [--mask M] [--seqlen S]
+ *   fajit-tune cache explain [--arch A] [--op O] [--hdim D] [--dtype T] [--mask M] [--seqlen S]
  * Global options: --cache-dir DIR, -v (debug log), -q (no progress).
  * SPEC is a spec file (docs/spec-format.md) or a preset: llama-3-8b, llama-3-70b,
  * qwen2.5-7b, mistral-7b.
@@ -36,7 +37,7 @@ static void usage(FILE *f)
             "                            time every candidate configuration of SPEC's shapes on\n"
             "                            GPU 0 and store the winners (kept rows are reused\n"
             "                            unless --force; --pin protects the new winners)\n"
-            "  plan [--arch A] [--hdim D] [--dtype f16|bf16] [--mask none|causal|window]\n"
+            "  plan [--arch A] [--op fwd] [--hdim D] [--dtype f16|bf16] [--mask none|causal|window]\n"
             "       [--seqlen S]         which kernel serves that problem (default: device 0,\n"
             "                            hdim 128, bf16, causal, 4096 tokens)\n"
             "  cache ls                  one line per cached kernel\n"
@@ -48,7 +49,7 @@ static void usage(FILE *f)
             "  cache export FILE [--arch A]  one bundle file with kernels and tuning rows\n"
             "  cache import FILE...      add bundles into the cache\n"
             "  cache merge OUT IN...     merge bundles IN into a new bundle OUT\n"
-            "  cache explain [--arch A] [--hdim D] [--dtype T] [--mask M] [--seqlen S]\n"
+            "  cache explain [--arch A] [--op O] [--hdim D] [--dtype T] [--mask M] [--seqlen S]\n"
             "                            the key of the kernel that problem needs; for a miss,\n"
             "                            the nearest entry and what differs\n"
             "SPEC: a spec file (docs/spec-format.md) or a preset: llama-3-8b, llama-3-70b,\n"
@@ -123,7 +124,7 @@ static int cmd_info(fajit_ctx *ctx)
 
 /* What follows the command on the line. */
 typedef struct args {
-    const char *arch, *spec, *dtype, *mask;
+    const char *arch, *spec, *dtype, *mask, *op;
     int jobs, hdim, reps, pin, force, seqlen;
     long long max_mb;      /* cache prune --max-mb; -1 = not given */
     const char *pos[64];   /* positional words */
@@ -230,6 +231,17 @@ static int shape_desc(const args *a, fajit_attn_desc *d)
         if (strcmp(a->mask, masks[i]) == 0)
             d->mask = (fajit_mask)i;
     d->window_left = d->window_right = d->mask == FAJIT_MASK_WINDOW ? 256 : -1;
+    d->op = (fajit_op)-1;
+    for (int i = 0; fajit_op_name((fajit_op)i); i++)
+        if (strcmp(a->op, fajit_op_name((fajit_op)i)) == 0)
+            d->op = (fajit_op)i;
+    if ((int)d->op < 0) {
+        fprintf(stderr, "fajit-tune: --op must be one of:");
+        for (int i = 0; fajit_op_name((fajit_op)i); i++)
+            fprintf(stderr, " %s", fajit_op_name((fajit_op)i));
+        fprintf(stderr, "; got '%s'\n", a->op);
+        return -1;
+    }
     return 0;
 }
 
@@ -256,7 +268,7 @@ static int cmd_plan(fajit_ctx *ctx, const args *a)
     fajit_status st = fajit_dispatch_describe(ctx, arch, &d, line, sizeof line);
     if (st)
         return fail(ctx, st, "plan");
-    printf("%s hdim %d %s %s -> %s\n", arch, a->hdim, a->dtype, a->mask, line);
+    printf("%s %s hdim %d %s %s -> %s\n", arch, a->op, a->hdim, a->dtype, a->mask, line);
     return 0;
 }
 
@@ -400,7 +412,8 @@ int main(int argc, char **argv)
         return 2;
     }
     const char *cmd = argv[i++];
-    args a = {.dtype = "bf16", .mask = "causal", .hdim = 128, .seqlen = 4096, .max_mb = -1};
+    args a = {.dtype = "bf16", .mask = "causal", .op = "fwd", .hdim = 128, .seqlen = 4096,
+              .max_mb = -1};
     for (; i < argc; i++) {
         const char *o = argv[i], *val = i + 1 < argc ? argv[i + 1] : NULL;
         if (strcmp(o, "--pin") == 0)
@@ -418,6 +431,8 @@ int main(int argc, char **argv)
             a.dtype = argv[++i];
         else if (strcmp(o, "--mask") == 0)
             a.mask = argv[++i];
+        else if (strcmp(o, "--op") == 0)
+            a.op = argv[++i];
         else if (strcmp(o, "-j") == 0)
             a.jobs = atoi(argv[++i]);
         else if (strcmp(o, "--hdim") == 0)
