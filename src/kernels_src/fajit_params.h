@@ -61,6 +61,42 @@ typedef struct fj_attn_params {
     float scale_log2;               /* 188: scale * log2(e) */
 } fj_attn_params;                   /* 192 */
 
+
+/* The paged decode / chunked-prefill kernels' parameters (attn_decode.cu: the split step and
+ * the combine step). Sequence b has q_len_b query rows (q_len each, or cu_seqlens_q[b+1] -
+ * cu_seqlens_q[b]; rows packed then) and len_b keys (seqused_k[b], or seqlen_k). Key j of
+ * sequence b is row j % page_size of page block_table[b * bt_stride + j / page_size]; without
+ * a block table, page = b and page_size = seqlen_k (contiguous K/V, page stride = batch
+ * stride). Query i sees key j when j - (i + len_b - q_len_b) lies in [-window_left,
+ * window_right] (-1 = unbounded; causal: window_right = 0).
+ * Split step: CTA (x = split * q_tiles + q_tile, y = kv head, z = b) covers keys
+ * [split * split_keys, (split + 1) * split_keys) of its sequence for the packed rows
+ * r = i * G + g (G = heads_q / heads_kv, head = kv_head * G + g) of its q tile. With splits 1
+ * it writes O and LSE; otherwise fp32 partials part_o [splits][rows][heads_q][head_dim] and
+ * part_lse [splits][rows][heads_q] (rows = batch * q_len, or total rows when varlen;
+ * an empty split writes LSE -inf), which the combine step merges into O and LSE. */
+#define FJ_DECODE_PARAMS_SIZE 256
+typedef struct fj_decode_params {
+    fj_u64 q, k, v, o;              /*   0 */
+    fj_u64 lse;                     /*  32: float*, 0 when not wanted (layout as fj_attn_params) */
+    fj_u64 block_table;             /*  40: const int*, 0 = contiguous K/V */
+    fj_u64 seqused_k;               /*  48: const int* [batch], 0 = seqlen_k for every sequence */
+    fj_u64 cu_seqlens_q;            /*  56: const int* [batch + 1], 0 = q_len rows each */
+    fj_u64 part_o, part_lse;        /*  64: float* scratch, 0 when splits == 1 */
+    fj_u64 err;                     /*  80: int* [4], checked mode: the first bad page id or
+                                               length as {code, batch, index, value}; 0 = off */
+    fj_i64 q_batch_stride, q_row_stride, q_head_stride;   /*  88 */
+    fj_i64 o_batch_stride, o_row_stride, o_head_stride;   /* 112 */
+    fj_i64 k_page_stride, k_row_stride, k_head_stride;    /* 136 */
+    fj_i64 v_page_stride, v_row_stride, v_head_stride;    /* 160 */
+    fj_i32 batch, heads_q, heads_kv, head_dim;            /* 184 */
+    fj_i32 q_len, seqlen_k, page_size, bt_stride;         /* 200: q_len = the most rows */
+    fj_i32 num_pages, splits, split_keys, q_tiles;        /* 216: num_pages bounds page ids */
+    fj_i32 window_left, window_right;                     /* 232 */
+    float scale, scale_log2;                              /* 240 */
+    fj_i32 total_rows, pad_;                              /* 248: rows of the partials */
+} fj_decode_params;                                       /* 256 */
+
 /* Layout check. NVRTC has no offsetof, so the device side checks the widths and the total:
  * the 8-byte fields come first and the 4-byte ones after, so with these widths there is no
  * padding and the total fixes every offset. The host checks the offsets themselves
@@ -69,8 +105,10 @@ typedef struct fj_attn_params {
 static_assert(sizeof(fj_u64) == 8 && sizeof(fj_i64) == 8 && sizeof(fj_i32) == 4 &&
                   sizeof(float) == 4, "fajit_params.h: field widths");
 static_assert(sizeof(fj_attn_params) == FJ_PARAMS_SIZE, "fajit_params.h: size");
+static_assert(sizeof(fj_decode_params) == FJ_DECODE_PARAMS_SIZE, "fajit_params.h: decode size");
 #else
 _Static_assert(sizeof(fj_attn_params) == FJ_PARAMS_SIZE, "fajit_params.h: size");
+_Static_assert(sizeof(fj_decode_params) == FJ_DECODE_PARAMS_SIZE, "fajit_params.h: decode size");
 #endif
 
 #endif /* FAJIT_PARAMS_H */
