@@ -49,7 +49,7 @@ def main():
     args = ap.parse_args()
     if args.ncu_pairs:
         import sys
-        sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
+        sys.path.insert(0, os.path.join(os.path.dirname(os.path.abspath(__file__)), "..", "..", "bench"))
         from bench_attn import Fajit
         fj = Fajit(args.ncu_pairs)
         for s in args.shapes.split(","):

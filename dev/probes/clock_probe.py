@@ -15,6 +15,7 @@ time x clock (kilocycles per call): level kilocycles with unequal times mean the
 usage: clock_probe.py --lib build/libfajit.so [--out probe.md] [--shapes 128:causal:512,...]
 """
 import argparse
+import os
 import statistics
 import subprocess
 import sys
@@ -23,7 +24,8 @@ import time
 import torch
 from torch.nn.attention import SDPBackend
 
-from bench_attn import ClockSampler, Fajit, sdpa
+sys.path.insert(0, os.path.join(os.path.dirname(os.path.abspath(__file__)), "..", "..", "bench"))
+from bench_attn import ClockSampler, Fajit, sdpa  # noqa: E402
 
 FIELDS = ["clocks.sm", "power.draw.instant", "clocks_event_reasons.active", "temperature.gpu"]
 OLD_FIELDS = ["clocks.sm", "power.draw", "clocks_throttle_reasons.active", "temperature.gpu"]
@@ -149,7 +151,7 @@ def main():
               "%.0f W 0x%x %.1f kcyc (%d)" % tuple(row), flush=True)
         del q, k, v, o
     smp.close()
-    cmd = "python3 bench/clock_probe.py " + " ".join(sys.argv[1:])
+    cmd = "python3 dev/probes/clock_probe.py " + " ".join(sys.argv[1:])
     lines = [f"# Clocks while fajit and CUDNN run, {torch.cuda.get_device_name()}", "",
              f"Command: `{cmd}`  ", f"nvidia-smi fields: {', '.join(smp.fields)}; bursts of "
              f"{args.burst} s " + ("of calls each after an L2 flush (median per call)" if args.flush

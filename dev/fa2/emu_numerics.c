@@ -1,4 +1,4 @@
-/* bench/fa2_dev/emu_numerics.c - cc -O2 -o /tmp/emu emu_numerics.c -lm && /tmp/emu HDIM SEQ TRIALS SLACK
+/* dev/fa2/emu_numerics.c - cc -O2 -o /tmp/emu emu_numerics.c -lm && /tmp/emu HDIM SEQ TRIALS SLACK
  * (no GPU). */
 /* Emulates the FA2 kernel's numerics (64-key blocks last-to-first, conditional rescale with
  * slack 8 in log2 units, bf16 P relative to the running max, fp32 row sum of unrounded P,

@@ -1,7 +1,7 @@
 #!/bin/bash
 # device.sh - everything one GPU call does for the sm90 kernel: build the host helper
 # (fa3_config.c), check every cubin (restarting after a crash or hang, skipping what ran),
-# then time against SDPA FLASH/CUDNN. Needs bench/fa3_dev/cubins (build.py, here) carried.
+# then time against SDPA FLASH/CUDNN. Needs dev/fa3/cubins (build.py, here) carried.
 # Logs under $OUT; the summary and the table are printed last.
 set -u
 cd "$(dirname "$0")"

@@ -1,6 +1,6 @@
 #!/usr/bin/env python3
 """build_cubins.py - compile the sm_90 cubins the GPU harness (run_gpu.py) needs, here,
-with NVRTC (nvrtc_build), into bench/fa2_dev/cubins/ plus manifest.json.
+with NVRTC (nvrtc_build), into dev/fa2/cubins/ plus manifest.json.
 
   check: the default config (fa2_config.c) of each head_dim in CHECK_HD x dtype x mask
   alt:   ALT for each head_dim > 128 in CHECK_HD x dtype x mask (checked like the defaults)

@@ -1,6 +1,6 @@
 #!/usr/bin/env python3
 """build.py - compile the sm_90a cubins the GPU harness (run_fa3.py) needs, here, with NVRTC
-(nvrtc_build), into bench/fa3_dev/cubins/ plus manifest.json, and check each compile log
+(nvrtc_build), into dev/fa3/cubins/ plus manifest.json, and check each compile log
 (no spills, no local memory, no C75xx warnings) and its SASS (HGMMA present, no LDL/STL).
 
   check: fj_fa3_default of each (dtype, head_dim, mask) + diagnostic variants (FJ_FA3_HANG_TRAP=1)
@@ -449,7 +449,7 @@ def main():
 
     if os.environ.get("FA3_SET") == "onesum":
         # run 13: the row sums on the tensor cores (FJ_FA3_ONESUM 1; the kernel part is not in the
-        # tree: `git apply bench/fa3_dev/results/onesum.patch` first, refuted in runs 13-14). Checks: the hd64 library
+        # tree: `git apply dev/fa3/results/onesum.patch` first, refuted in runs 13-14). Checks: the hd64 library
         # defaults of every length class and mask (bf16, f16) with it on, the serial schedule and
         # the P V split with it, and the hd128 unmasked long default; bench: the hd64 defaults
         # (unmasked; causal of each length class) and hd128 unmasked 128x176P, off / on
@@ -712,7 +712,7 @@ def main():
         # 192x128 and 192x96, none/causal/window, grid / static / dynamic, bf16 + f16, and every
         # 192-row default; bench: hd64 none 192x128P, hd64 causal 192x128D and grid without /
         # with, and the 128x128D default of <= 1k. Refuted and not in the kernel:
-        # `git apply bench/fa3_dev/results/pp3.patch` on 86c9651's kernel brings it back
+        # `git apply dev/fa3/results/pp3.patch` on 86c9651's kernel brings it back
         PP = lambda v: (("FJ_FA3_PP3", v),)
         cands = [c for c in defaults_of((0, 1, 2)) if c[3] == 192]
         cands += [(dt, hd, mask, 192, bn, 1, 0, ps) for dt in (1, 0) for hd in (32, 64) for bn in (128, 96)

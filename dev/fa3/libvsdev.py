@@ -16,7 +16,7 @@ import triton.testing as tt
 from torch.nn.attention import SDPBackend
 
 HERE = os.path.dirname(os.path.abspath(__file__))
-sys.path.insert(0, os.path.join(HERE, ".."))
+sys.path.insert(0, os.path.join(HERE, "..", "..", "bench"))  # bench_attn
 import run_fa3 as R  # noqa: E402
 from bench_attn import Fajit, sdpa  # noqa: E402
 
