@@ -110,7 +110,7 @@ class ClockSampler:
     the clock-event reasons, as ints); timed(name, fn) records the window of one timing,
     mean(name) averages the samples that arrived inside the name's windows. The GPU's own clocks
     move with power and temperature, so two kernels level per cycle (ncu locks the clocks) can
-    differ in time at the clocks they run at. Also bench/clock_probe.py's sampler."""
+    differ in time at the clocks they run at. Also dev/probes/clock_probe.py's sampler."""
 
     def __init__(self, ms, fields=("clocks.sm", "power.draw", "temperature.gpu")):
         self.fields, self.samples, self.windows = list(fields), [], {}
