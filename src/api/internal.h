@@ -118,6 +118,18 @@ void fj_keep_compile_log(fajit_ctx *ctx, const char *log);
 void fj_error_carry(fajit_ctx *ctx, const char *msg, const char *log);
 void fj_log(fajit_ctx *ctx, fajit_log_level level, const char *fmt, ...)
     __attribute__((format(printf, 3, 4)));
+/* Drops the calling thread's message and log of `ctx` (fajit_ctx_destroy). */
+void fj_errors_forget(const fajit_ctx *ctx);
+
+/* Options (src/api/options.c): validates ctx->opts and applies the FAJIT_* overrides;
+ * resolves the cache directory of `o` (malloc'd, NULL = memory only). */
+fajit_status fj_opts_check(fajit_ctx *ctx);
+char *fj_resolve_cache_dir(const fajit_ctx_opts *o);
+
+/* The device (src/api/info.c): binds ctx to ctx->opts.device (driver, attributes, primary
+ * context); the exact target name of a compute capability ("sm_90a"). */
+fajit_status fj_bind_device(fajit_ctx *ctx);
+void fj_arch_of(int major, int minor, char *out, size_t n);
 
 /* Return the status of `expr` when it is not FAJIT_OK. */
 #define FJ_CHECK(expr)                       \
