@@ -15,7 +15,14 @@
  *   5. Offline work: compiling for named targets, cache maintenance, system info
  *
  * Thread safety: every function taking a context may be called from many threads at once
- * on the same context, except fajit_ctx_destroy. Strings returned by the library are owned
+ * on the same context, except fajit_ctx_destroy.
+ *
+ * Context pointers: every function taking a context returns FAJIT_INVALID_ARGUMENT for a
+ * pointer that is not a live context (destroyed, or never returned by fajit_ctx_create)
+ * without reading through it (a lock-free registry of live contexts, ~2 ns a call);
+ * fajit_errmsg and fajit_compile_log return a fixed message for it, fajit_counters_get
+ * zeros, fajit_ctx_destroy nothing. An address that a later fajit_ctx_create happens to
+ * reuse names that new context. Strings returned by the library are owned
  * by it; each function says how long they stay valid.
  */
 #ifndef FAJIT_H
@@ -158,8 +165,9 @@ FAJIT_API void fajit_ctx_opts_init(fajit_ctx_opts *opts);
  * Errors: NO_DRIVER, NO_DEVICE, CUDA_ERROR, INVALID_ARGUMENT, OUT_OF_MEMORY. */
 FAJIT_API fajit_status fajit_ctx_create(fajit_ctx **out, const fajit_ctx_opts *opts);
 
-/* Releases everything the context owns. Accepts NULL. Not concurrently with other calls
- * on the same context. */
+/* Releases everything the context owns. Accepts NULL; a pointer that is not a live
+ * context (destroyed already) is ignored. Not concurrently with other calls on the same
+ * context. */
 FAJIT_API void fajit_ctx_destroy(fajit_ctx *ctx);
 
 /*======  3. Attention forward  ======*/

@@ -55,6 +55,7 @@ static fajit_status check_strides(fajit_ctx *ctx, char t, int64_t b, int64_t r, 
 
 fajit_status fajit_attn_check(fajit_ctx *ctx, const fajit_attn_desc *d)
 {
+    FJ_CTX_CHECK_NULL_OK(ctx);
     FJ_RETURN_IF(!d, ctx, FAJIT_INVALID_ARGUMENT, "desc must not be NULL");
     FJ_CHECK(check_ptr(ctx, d->q, "q", 16));
     FJ_CHECK(check_ptr(ctx, d->k, "k", 16));

@@ -27,6 +27,7 @@ static int list_one(void *user, const fj_entry *e)
 
 fajit_status fajit_cache_list(fajit_ctx *ctx, fajit_cache_entry_fn fn, void *user)
 {
+    FJ_CTX_CHECK(ctx);
     FJ_RETURN_IF(!ctx || !fn, ctx, FAJIT_INVALID_ARGUMENT, "ctx and fn must not be NULL");
     list_ctx lc = {fn, user};
     FJ_RETURN_IF(fj_cache_list(ctx->cache, list_one, &lc) < 0, ctx, FAJIT_CACHE_ERROR,
@@ -36,6 +37,7 @@ fajit_status fajit_cache_list(fajit_ctx *ctx, fajit_cache_entry_fn fn, void *use
 
 fajit_status fajit_cache_verify(fajit_ctx *ctx, int *n_checked, int *n_bad)
 {
+    FJ_CTX_CHECK(ctx);
     FJ_RETURN_IF(!ctx, ctx, FAJIT_INVALID_ARGUMENT, "ctx must not be NULL");
     int checked = 0, bad = fj_cache_verify(ctx->cache, &checked);
     FJ_RETURN_IF(bad < 0, ctx, FAJIT_CACHE_ERROR, "verifying the cache failed");
@@ -48,6 +50,7 @@ fajit_status fajit_cache_verify(fajit_ctx *ctx, int *n_checked, int *n_bad)
 
 fajit_status fajit_cache_clear(fajit_ctx *ctx)
 {
+    FJ_CTX_CHECK(ctx);
     FJ_RETURN_IF(!ctx, ctx, FAJIT_INVALID_ARGUMENT, "ctx must not be NULL");
     FJ_RETURN_IF(fj_cache_clear(ctx->cache) < 0, ctx, FAJIT_CACHE_ERROR,
                  "clearing the cache failed");
@@ -57,6 +60,7 @@ fajit_status fajit_cache_clear(fajit_ctx *ctx)
 fajit_status fajit_cache_stats(fajit_ctx *ctx, int64_t *entries, int64_t *bytes,
                                int64_t *file_bytes)
 {
+    FJ_CTX_CHECK(ctx);
     FJ_RETURN_IF(!ctx, ctx, FAJIT_INVALID_ARGUMENT, "ctx must not be NULL");
     fj_cache_stats st;
     FJ_RETURN_IF(fj_cache_stats_get(ctx->cache, &st) < 0, ctx, FAJIT_CACHE_ERROR,
@@ -73,6 +77,7 @@ fajit_status fajit_cache_stats(fajit_ctx *ctx, int64_t *entries, int64_t *bytes,
 fajit_status fajit_cache_prune(fajit_ctx *ctx, int64_t max_bytes, int64_t *n_removed,
                                int64_t *bytes_freed)
 {
+    FJ_CTX_CHECK(ctx);
     FJ_RETURN_IF(!ctx, ctx, FAJIT_INVALID_ARGUMENT, "ctx must not be NULL");
     FJ_RETURN_IF(max_bytes < 0, ctx, FAJIT_INVALID_ARGUMENT, "max_bytes must be >= 0, got %lld",
                  (long long)max_bytes);
@@ -86,6 +91,7 @@ fajit_status fajit_cache_prune(fajit_ctx *ctx, int64_t max_bytes, int64_t *n_rem
 fajit_status fajit_cache_export(fajit_ctx *ctx, const char *path, const char *arch,
                                 int *n_kernels, int *n_rows)
 {
+    FJ_CTX_CHECK(ctx);
     FJ_RETURN_IF(!ctx || !path, ctx, FAJIT_INVALID_ARGUMENT, "ctx and path must not be NULL");
     fj_bundle_stats st;
     FJ_RETURN_IF(fj_cache_export(ctx->cache, path, arch, &st) != 0, ctx, FAJIT_CACHE_ERROR,
@@ -100,6 +106,7 @@ fajit_status fajit_cache_export(fajit_ctx *ctx, const char *path, const char *ar
 fajit_status fajit_cache_import(fajit_ctx *ctx, const char *path, int *n_kernels, int *n_rows,
                                 int *n_corrupt)
 {
+    FJ_CTX_CHECK(ctx);
     FJ_RETURN_IF(!ctx || !path, ctx, FAJIT_INVALID_ARGUMENT, "ctx and path must not be NULL");
     fj_bundle_stats st;
     FJ_RETURN_IF(fj_cache_import(ctx->cache, path, &st) != 0, ctx, FAJIT_CACHE_ERROR,

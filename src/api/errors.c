@@ -151,16 +151,22 @@ void fj_errors_forget(const fajit_ctx *ctx)
     }
 }
 
+#define NOT_LIVE "not a live fajit context (destroyed, or never created by fajit_ctx_create)"
+
 const char *fajit_errmsg(fajit_ctx *ctx)
 {
     if (!ctx)
         return "no context";
+    if (!fj_ctx_live(ctx))
+        return NOT_LIVE;
     const tl_slot *s = tl_find(ctx, 0);
     return s ? s->msg : "";
 }
 
 const char *fajit_compile_log(fajit_ctx *ctx)
 {
+    if (ctx && !fj_ctx_live(ctx))
+        return NOT_LIVE;
     const tl_slot *s = ctx ? tl_find(ctx, 0) : NULL;
     return s && s->log ? s->log : "";
 }

@@ -56,7 +56,7 @@ fajit_status fj_bind_device(fajit_ctx *ctx)
 void fajit_counters_get(fajit_ctx *ctx, fajit_counters *out)
 {
     memset(out, 0, sizeof *out);
-    if (!ctx)
+    if (!fj_ctx_live(ctx))
         return;
     fj_cache_counters cc;
     fj_cache_counters_get(ctx->cache, &cc);
@@ -75,6 +75,7 @@ void fajit_counters_get(fajit_ctx *ctx, fajit_counters *out)
 
 fajit_status fajit_sysinfo_get(fajit_ctx *ctx, fajit_sysinfo *out)
 {
+    FJ_CTX_CHECK(ctx);
     FJ_RETURN_IF(!ctx || !out, ctx, FAJIT_INVALID_ARGUMENT, "ctx and out must not be NULL");
     memset(out, 0, sizeof *out);
     const fj_cuda *cu = fj_cuda_get(NULL, 0);
@@ -93,6 +94,7 @@ fajit_status fajit_sysinfo_get(fajit_ctx *ctx, fajit_sysinfo *out)
 
 fajit_status fajit_device_info_get(fajit_ctx *ctx, int ordinal, fajit_device_info *out)
 {
+    FJ_CTX_CHECK_NULL_OK(ctx);
     char why[256], err[64];
     FJ_RETURN_IF(!out, ctx, FAJIT_INVALID_ARGUMENT, "out must not be NULL");
     memset(out, 0, sizeof *out);

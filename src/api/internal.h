@@ -72,6 +72,7 @@ typedef struct fj_plan {
 #define FJ_ERRMSG_LEN 2048
 
 struct fajit_ctx {
+    uint32_t magic;             /* FJ_CTX_MAGIC while alive (fj_ctx_live's second check) */
     fajit_ctx_opts opts;
     char *cache_dir;            /* resolved; NULL = memory only */
     const fj_cuda *cu;          /* NULL: no driver (FAJIT_DEVICE_NONE or none found) */
@@ -130,6 +131,23 @@ char *fj_resolve_cache_dir(const fajit_ctx_opts *o);
  * context); the exact target name of a compute capability ("sm_90a"). */
 fajit_status fj_bind_device(fajit_ctx *ctx);
 void fj_arch_of(int major, int minor, char *out, size_t n);
+
+/* 1 when ctx is a context fajit_ctx_create returned and fajit_ctx_destroy has not yet
+ * released: its address is in the registry of live contexts (src/api/ctx.c; no read
+ * through ctx before that), and then its magic word matches. 0 for NULL. Lock-free. */
+int fj_ctx_live(const fajit_ctx *ctx);
+/* First line of a public entry point: return FAJIT_INVALID_ARGUMENT unless ctx is live
+ * (FJ_CTX_CHECK) or NULL or live (FJ_CTX_CHECK_NULL_OK). No message can be recorded. */
+#define FJ_CTX_CHECK(ctx)                    \
+    do {                                     \
+        if (!fj_ctx_live(ctx))               \
+            return FAJIT_INVALID_ARGUMENT;   \
+    } while (0)
+#define FJ_CTX_CHECK_NULL_OK(ctx)            \
+    do {                                     \
+        if ((ctx) && !fj_ctx_live(ctx))      \
+            return FAJIT_INVALID_ARGUMENT;   \
+    } while (0)
 
 /* Return the status of `expr` when it is not FAJIT_OK. */
 #define FJ_CHECK(expr)                       \

@@ -340,6 +340,7 @@ static fajit_status check_opts(fajit_ctx *ctx, const fajit_tune_opts *o)
 fajit_status fajit_tune(fajit_ctx *ctx, const fajit_attn_desc *d, const fajit_tune_opts *o,
                         fajit_tune_result *out)
 {
+    FJ_CTX_CHECK(ctx);
     FJ_RETURN_IF(!ctx || !out, ctx, FAJIT_INVALID_ARGUMENT, "ctx and out must not be NULL");
     FJ_CHECK(fajit_attn_check(ctx, d));
     FJ_RETURN_IF(!ctx->cu, ctx, FAJIT_NO_DEVICE, "tuning needs a device");
@@ -399,6 +400,7 @@ static void free_problem(const fj_cuda *cu, dev_problem *dp)
 fajit_status fajit_tune_spec(fajit_ctx *ctx, const char *spec, const fajit_tune_opts *o,
                              fajit_tune_result_fn fn, void *user)
 {
+    FJ_CTX_CHECK(ctx);
     FJ_RETURN_IF(!ctx, ctx, FAJIT_INVALID_ARGUMENT, "ctx must not be NULL");
     FJ_RETURN_IF(!ctx->cu, ctx, FAJIT_NO_DEVICE, "tuning needs a device");
     FJ_CHECK(check_opts(ctx, o));

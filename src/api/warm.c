@@ -133,6 +133,7 @@ fajit_status fj_warm_list(fajit_ctx *ctx, const char *arch, const fj_variant *vs
 fajit_status fajit_warm(fajit_ctx *ctx, const char *arch, int jobs, int *n_compiled,
                         int *n_cached)
 {
+    FJ_CTX_CHECK(ctx);
     enum { MAX_VARIANTS = 400 };
     int sm;
     FJ_RETURN_IF(!ctx, ctx, FAJIT_INVALID_ARGUMENT, "ctx must not be NULL");
@@ -167,6 +168,7 @@ fajit_status fj_spec_load(fajit_ctx *ctx, const char *spec, fj_spec *out)
 fajit_status fajit_warm_spec(fajit_ctx *ctx, const char *spec, const char *arch, int jobs,
                              int *n_compiled, int *n_cached)
 {
+    FJ_CTX_CHECK(ctx);
     enum { MAX_CANDIDATES = 48 };
     int sm;
     fj_spec sp;
