@@ -1,5 +1,6 @@
-/* test_abi.c - the binary interface, in the `unit` suite: context pointers that are not
- * live contexts (destroyed, garbage, NULL) are refused at every entry point. */
+/* test_abi.c - the binary interface, in the `unit` suite: structs that grow (a caller built
+ * against the first sized layouts of tests/abi_v1.h, or against a newer header), and
+ * context pointers that are not live contexts (destroyed, garbage, NULL). */
 #include <check.h>
 #include <pthread.h>
 #include <stdio.h>
@@ -8,6 +9,7 @@
 #include <time.h>
 
 #include "../src/api/internal.h"
+#include "abi_v1.h"
 
 TCase *fj_tcase_abi(void);
 
@@ -36,6 +38,277 @@ static double now_s(void)
     clock_gettime(CLOCK_MONOTONIC, &t);
     return (double)t.tv_sec + (double)t.tv_nsec * 1e-9;
 }
+
+/*------ structs that grow ------*/
+
+_Static_assert(sizeof(abi_v1_attn_desc) == FAJIT_ATTN_DESC_SIZE_V1, "desc v1 size");
+_Static_assert(sizeof(abi_v1_ctx_opts) == FAJIT_CTX_OPTS_SIZE_V1, "opts v1 size");
+_Static_assert(sizeof(abi_v1_tune_opts) == FAJIT_TUNE_OPTS_SIZE_V1, "tune opts v1 size");
+_Static_assert(offsetof(fajit_attn_desc, op) == sizeof(abi_v1_attn_desc), "appended");
+_Static_assert(offsetof(abi_v1_attn_desc, lse) == offsetof(fajit_attn_desc, lse), "lse");
+_Static_assert(offsetof(abi_v1_attn_desc, softmax_scale) ==
+                   offsetof(fajit_attn_desc, softmax_scale), "scale");
+_Static_assert(offsetof(abi_v1_ctx_opts, family) == offsetof(fajit_ctx_opts, family), "fam");
+
+/* A descriptor of `size` bytes in a heap block of exactly that size (ASan sees any read
+ * past it), filled as a caller's fajit_attn_desc_init does: with its own size. */
+static fajit_attn_desc *desc_of_size(size_t size)
+{
+    fajit_attn_desc *d = malloc(size);
+    void *p = (void *)(uintptr_t)0x10000;
+    fajit_attn_desc_init_sized(d, size, p, p, p, p, 2, 8, 2, 100, 130, 64, FAJIT_BF16);
+    ck_assert_uint_eq(d->struct_size, size);
+    return d;
+}
+
+/* The answers of check, describe (two targets), explain and fwd for a descriptor. */
+typedef struct answers {
+    fajit_status check, d90, d80, explain, fwd;
+    char msg[512], s90[512], s80[512];
+} answers;
+
+static void ask(fajit_ctx *ctx, const fajit_attn_desc *d, answers *a)
+{
+    char buf[4096];
+    a->check = fajit_attn_check(ctx, d);
+    snprintf(a->msg, sizeof a->msg, "%s", fajit_errmsg(ctx));
+    a->d90 = fajit_dispatch_describe(ctx, "sm_90a", d, a->s90, sizeof a->s90);
+    a->d80 = fajit_dispatch_describe(ctx, "sm_80", d, a->s80, sizeof a->s80);
+    a->explain = fajit_cache_explain(ctx, "sm_90a", d, buf, sizeof buf);
+    a->fwd = fajit_attn_fwd(ctx, d, NULL);
+}
+
+static void same_answers(const answers *a, const answers *b)
+{
+    ck_assert_int_eq(a->check, b->check);
+    if (a->check != FAJIT_OK)   /* (after a success the message is an older one's) */
+        ck_assert_str_eq(a->msg, b->msg);
+    ck_assert_int_eq(a->d90, b->d90);
+    ck_assert_int_eq(a->d80, b->d80);
+    if (a->d90 == FAJIT_OK)
+        ck_assert_str_eq(a->s90, b->s90);
+    if (a->d80 == FAJIT_OK)
+        ck_assert_str_eq(a->s80, b->s80);
+    ck_assert_int_eq(a->explain, b->explain);
+    ck_assert_int_eq(a->fwd, b->fwd);
+}
+
+/* A caller built against the first sized header: its shorter struct, in a block of
+ * exactly its size, gets the answers the full struct gets, good and bad. */
+START_TEST(desc_older_caller)
+{
+    fajit_ctx *ctx = none_ctx();
+    for (int variant = 0; variant < 4; variant++) {
+        abi_v1_attn_desc *old = (abi_v1_attn_desc *)desc_of_size(sizeof *old);
+        fajit_attn_desc *full = desc_of_size(sizeof *full);
+        ck_assert_uint_eq(full->op, FAJIT_OP_FWD);
+        ck_assert_ptr_null(full->workspace);
+        ck_assert_int_eq(memcmp(old, full, sizeof *old) != 0, 1);   /* (struct_size differs) */
+        ck_assert_int_eq(memcmp((char *)old + sizeof(size_t), (char *)full + sizeof(size_t),
+                                sizeof *old - sizeof(size_t)), 0);
+        switch (variant) {
+        case 1: old->mask = full->mask = FAJIT_MASK_CAUSAL; old->seqlen_q = full->seqlen_q = 8192;
+                break;
+        case 2: old->head_dim = full->head_dim = 100; break;          /* UNSUPPORTED */
+        case 3: old->lse = full->lse = (float *)(uintptr_t)0x2002; break;   /* misaligned */
+        }
+        answers a, b;
+        ask(ctx, (const fajit_attn_desc *)old, &a);
+        ask(ctx, full, &b);
+        same_answers(&a, &b);
+        if (variant < 2) {
+            ck_assert_int_eq(a.check, FAJIT_OK);
+            ck_assert_int_eq(a.d90, FAJIT_OK);
+            ck_assert_int_eq(a.d80, FAJIT_OK);
+            ck_assert_ptr_nonnull(strstr(a.s90, "fa3"));
+            ck_assert_ptr_nonnull(strstr(a.s80, "fa2"));
+            ck_assert_int_eq(a.fwd, FAJIT_NO_DEVICE);   /* validated, then: no device */
+        } else {
+            ck_assert_int_ne(a.check, FAJIT_OK);
+        }
+        free(old);
+        free(full);
+    }
+    fajit_ctx_destroy(ctx);
+}
+END_TEST
+
+START_TEST(desc_too_small)
+{
+    fajit_ctx *ctx = none_ctx();
+    fajit_attn_desc d = fake_desc();
+    const size_t sizes[] = {0, 8, FAJIT_ATTN_DESC_SIZE_V1 - 8};
+    char want[256];
+    for (int i = 0; i < 3; i++) {
+        d.struct_size = sizes[i];
+        ck_assert_int_eq(fajit_attn_check(ctx, &d), FAJIT_INVALID_ARGUMENT);
+        snprintf(want, sizeof want,
+                 "fajit_attn_desc.struct_size must be at least %zu (the first sized "
+                 "fajit_attn_desc; this library's is %zu), got %zu: fill it with "
+                 "fajit_attn_desc_init", (size_t)FAJIT_ATTN_DESC_SIZE_V1, sizeof d, sizes[i]);
+        ck_assert_msg(strstr(fajit_errmsg(ctx), want), "'%s'", fajit_errmsg(ctx));
+        char buf[256];
+        ck_assert_int_eq(fajit_dispatch_describe(ctx, "sm_90a", &d, buf, sizeof buf),
+                         FAJIT_INVALID_ARGUMENT);
+        ck_assert_int_eq(fajit_attn_fwd(ctx, &d, NULL), FAJIT_INVALID_ARGUMENT);
+    }
+    d.struct_size = (size_t)1 << 40;
+    ck_assert_int_eq(fajit_attn_check(ctx, &d), FAJIT_INVALID_ARGUMENT);
+    ck_assert_ptr_nonnull(strstr(fajit_errmsg(ctx), "must be at most 4096"));
+    fajit_ctx_destroy(ctx);
+}
+END_TEST
+
+/* A caller built against a newer header: a larger struct is taken when the bytes this
+ * library does not know are zero, refused (naming the byte) when one is not. */
+START_TEST(desc_newer_caller)
+{
+    fajit_ctx *ctx = none_ctx();
+    const size_t big = sizeof(fajit_attn_desc) + 40;
+    fajit_attn_desc *d = desc_of_size(big), *full = desc_of_size(sizeof *full);
+    for (size_t i = sizeof *full; i < big; i++)
+        ck_assert_uint_eq(((unsigned char *)d)[i], 0);   /* init zeroed the newer fields */
+    answers a, b;
+    ask(ctx, d, &a);
+    ask(ctx, full, &b);
+    same_answers(&a, &b);
+    ck_assert_int_eq(a.check, FAJIT_OK);
+    const size_t at = sizeof *full + 13;
+    ((unsigned char *)d)[at] = 1;
+    ck_assert_int_eq(fajit_attn_check(ctx, d), FAJIT_INVALID_ARGUMENT);
+    char want[256];
+    snprintf(want, sizeof want, "fajit_attn_desc.struct_size is %zu, larger than this "
+             "library's %zu, and byte %zu is not zero", big, sizeof *full, at);
+    ck_assert_msg(strstr(fajit_errmsg(ctx), want), "'%s'", fajit_errmsg(ctx));
+    char buf[256];
+    ck_assert_int_eq(fajit_dispatch_describe(ctx, "sm_80", d, buf, sizeof buf),
+                     FAJIT_INVALID_ARGUMENT);
+    ck_assert_int_eq(fajit_attn_fwd(ctx, d, NULL), FAJIT_INVALID_ARGUMENT);
+    free(d);
+    free(full);
+    fajit_ctx_destroy(ctx);
+}
+END_TEST
+
+START_TEST(desc_appended_fields)
+{
+    fajit_ctx *ctx = none_ctx();
+    fajit_attn_desc d = fake_desc();
+    d.op = (fajit_op)7;
+    ck_assert_int_eq(fajit_attn_check(ctx, &d), FAJIT_INVALID_ARGUMENT);
+    ck_assert_ptr_nonnull(strstr(fajit_errmsg(ctx), "op must be FAJIT_OP_FWD (0), got 7"));
+    d.op = FAJIT_OP_FWD;
+    d.workspace = (void *)(uintptr_t)0x40000;
+    ck_assert_int_eq(fajit_attn_check(ctx, &d), FAJIT_INVALID_ARGUMENT);
+    ck_assert_ptr_nonnull(strstr(fajit_errmsg(ctx), "workspace and workspace_bytes must be "
+                                                    "given together"));
+    d.workspace = NULL, d.workspace_bytes = 4096;
+    ck_assert_int_eq(fajit_attn_check(ctx, &d), FAJIT_INVALID_ARGUMENT);
+    ck_assert_ptr_nonnull(strstr(fajit_errmsg(ctx), "workspace_bytes 4096"));
+    d.workspace = (void *)(uintptr_t)0x40080;
+    ck_assert_int_eq(fajit_attn_check(ctx, &d), FAJIT_INVALID_ARGUMENT);
+    ck_assert_ptr_nonnull(strstr(fajit_errmsg(ctx), "workspace must be 256-byte aligned, got 0x40080"));
+    d.workspace = (void *)(uintptr_t)0x40100;
+    ck_assert_int_eq(fajit_attn_check(ctx, &d), FAJIT_OK);
+    fajit_ctx_destroy(ctx);
+}
+END_TEST
+
+static fajit_status create_with(void *opts, fajit_ctx **ctx)
+{
+    return fajit_ctx_create(ctx, (const fajit_ctx_opts *)opts);
+}
+
+START_TEST(ctx_opts_sizes)
+{
+    fajit_ctx *ctx = NULL;
+    /* The first sized layout, in a block of exactly its size. */
+    abi_v1_ctx_opts *old = malloc(sizeof *old);
+    fajit_ctx_opts_init_sized((fajit_ctx_opts *)old, sizeof *old);
+    ck_assert_uint_eq(old->struct_size, sizeof *old);
+    ck_assert_int_eq(old->log_level, FAJIT_LOG_WARN);
+    old->device = FAJIT_DEVICE_NONE;
+    old->cache_dir = "";
+    old->family = FAJIT_FAMILY_FA2;
+    ck_assert_int_eq(create_with(old, &ctx), FAJIT_OK);
+    ck_assert_int_eq(ctx->opts.family, FAJIT_FAMILY_FA2);
+    ck_assert_uint_eq(ctx->opts.struct_size, sizeof(fajit_ctx_opts));
+    fajit_ctx_destroy(ctx);
+    /* Too small. */
+    old->struct_size = FAJIT_CTX_OPTS_SIZE_V1 - 4;
+    ck_assert_int_eq(create_with(old, &ctx), FAJIT_INVALID_ARGUMENT);
+    char want[256];
+    snprintf(want, sizeof want, "fajit_ctx_opts.struct_size must be at least %zu (the first "
+             "sized fajit_ctx_opts; this library's is %zu), got %zu",
+             (size_t)FAJIT_CTX_OPTS_SIZE_V1, sizeof(fajit_ctx_opts),
+             (size_t)FAJIT_CTX_OPTS_SIZE_V1 - 4);
+    ck_assert_msg(strstr(fajit_errmsg(ctx), want), "'%s'", fajit_errmsg(ctx));
+    fajit_ctx_destroy(ctx);
+    free(old);
+    /* Larger, zero tail: taken; a nonzero byte past this library's size: refused. */
+    const size_t big = sizeof(fajit_ctx_opts) + 24;
+    fajit_ctx_opts *o = malloc(big);
+    fajit_ctx_opts_init_sized(o, big);
+    o->device = FAJIT_DEVICE_NONE;
+    o->cache_dir = "";
+    ck_assert_int_eq(create_with(o, &ctx), FAJIT_OK);
+    fajit_ctx_destroy(ctx);
+    ((unsigned char *)o)[big - 1] = 0x80;
+    ck_assert_int_eq(create_with(o, &ctx), FAJIT_INVALID_ARGUMENT);
+    snprintf(want, sizeof want, "and byte %zu is not zero", big - 1);
+    ck_assert_msg(strstr(fajit_errmsg(ctx), want), "'%s'", fajit_errmsg(ctx));
+    fajit_ctx_destroy(ctx);
+    free(o);
+}
+END_TEST
+
+START_TEST(tune_opts_sizes)
+{
+    fajit_ctx *ctx = none_ctx();
+    fajit_attn_desc d = fake_desc();
+    fajit_tune_result r;
+    abi_v1_tune_opts *old = malloc(sizeof *old);
+    fajit_tune_opts_init_sized((fajit_tune_opts *)old, sizeof *old);
+    ck_assert_int_eq(old->reps, 20);
+    /* Accepted (the context has no device, so tuning then stops there). */
+    ck_assert_int_eq(fajit_tune(ctx, &d, (fajit_tune_opts *)old, &r), FAJIT_NO_DEVICE);
+    ck_assert_int_eq(fajit_tune_spec(ctx, "llama-3-8b", (fajit_tune_opts *)old, NULL, NULL),
+                     FAJIT_NO_DEVICE);
+    ck_assert_int_eq(fajit_tune(ctx, &d, NULL, &r), FAJIT_NO_DEVICE);
+    old->struct_size = 16;
+    ck_assert_int_eq(fajit_tune(ctx, &d, (fajit_tune_opts *)old, &r), FAJIT_INVALID_ARGUMENT);
+    ck_assert_ptr_nonnull(strstr(fajit_errmsg(ctx), "fajit_tune_opts.struct_size must be at least"));
+    ck_assert_int_eq(fajit_tune_spec(ctx, "llama-3-8b", (fajit_tune_opts *)old, NULL, NULL),
+                     FAJIT_INVALID_ARGUMENT);
+    free(old);
+    const size_t big = sizeof(fajit_tune_opts) + 8;
+    fajit_tune_opts *o = malloc(big);
+    fajit_tune_opts_init_sized(o, big);
+    ck_assert_int_eq(fajit_tune(ctx, &d, o, &r), FAJIT_NO_DEVICE);
+    ((unsigned char *)o)[sizeof(fajit_tune_opts)] = 1;
+    ck_assert_int_eq(fajit_tune(ctx, &d, o, &r), FAJIT_INVALID_ARGUMENT);
+    ck_assert_ptr_nonnull(strstr(fajit_errmsg(ctx), "is not zero"));
+    free(o);
+    fajit_ctx_destroy(ctx);
+}
+END_TEST
+
+/* The init functions take NULL (they used to write through it). */
+START_TEST(init_null)
+{
+    fajit_ctx_opts_init(NULL);
+    fajit_attn_desc_init(NULL, NULL, NULL, NULL, NULL, 1, 1, 1, 1, 1, 64, FAJIT_F16);
+    fajit_tune_opts_init(NULL);
+    fajit_ctx_opts_init_sized(NULL, sizeof(fajit_ctx_opts));
+    fajit_attn_desc_init_sized(NULL, sizeof(fajit_attn_desc), NULL, NULL, NULL, NULL, 1, 1, 1,
+                               1, 1, 64, FAJIT_F16);
+    fajit_tune_opts_init_sized(NULL, sizeof(fajit_tune_opts));
+    /* A size too small to hold struct_size writes nothing. */
+    unsigned char four[4] = {7, 7, 7, 7};
+    fajit_ctx_opts_init_sized((fajit_ctx_opts *)(void *)four, sizeof four);
+    ck_assert_int_eq(four[0] + four[1] + four[2] + four[3], 28);
+}
+END_TEST
 
 /*------ context pointers that are not live contexts ------*/
 
@@ -246,6 +519,13 @@ TCase *fj_tcase_abi(void)
 {
     TCase *tc = tcase_create("abi");
     tcase_set_timeout(tc, 120);
+    tcase_add_test(tc, desc_older_caller);
+    tcase_add_test(tc, desc_too_small);
+    tcase_add_test(tc, desc_newer_caller);
+    tcase_add_test(tc, desc_appended_fields);
+    tcase_add_test(tc, ctx_opts_sizes);
+    tcase_add_test(tc, tune_opts_sizes);
+    tcase_add_test(tc, init_null);
     tcase_add_test(tc, ctx_destroyed);
     tcase_add_test(tc, ctx_garbage);
     tcase_add_test(tc, ctx_null);

@@ -128,21 +128,20 @@ fajit_status fajit_ctx_create(fajit_ctx **out, const fajit_ctx_opts *opts)
         return FAJIT_OUT_OF_MEMORY;   /* REG_SLOTS / 2 contexts are alive */
     }
     ctx->id = ++g_ctx_ids;
-    if (opts)
-        ctx->opts = *opts;
-    else
-        fajit_ctx_opts_init(&ctx->opts);
-    ctx->opts.cache_dir = NULL;  /* not kept: copied into cache_dir below */
+    fajit_ctx_opts_init(&ctx->opts);
     pthread_mutex_init(&ctx->lock, NULL);
     pthread_mutex_init(&ctx->compile_lock, NULL);
     pthread_mutex_init(&ctx->bg_lock, NULL);
     pthread_cond_init(&ctx->bg_done, NULL);
     *out = ctx;
 
+    FJ_CHECK(fj_opts_import(ctx, opts));   /* opts->struct_size bytes, defaults past them */
+    const char *opt_dir = ctx->opts.cache_dir;
+    ctx->opts.cache_dir = NULL;  /* not kept: copied into cache_dir below */
     FJ_CHECK(fj_opts_check(ctx));
 
-    ctx->cache_dir = fj_resolve_cache_dir(opts ? opts : &ctx->opts);
-    if (!ctx->cache_dir && !(opts && opts->cache_dir && !*opts->cache_dir))
+    ctx->cache_dir = fj_resolve_cache_dir(opt_dir);
+    if (!ctx->cache_dir && !(opt_dir && !*opt_dir))
         fj_log(ctx, FAJIT_LOG_WARN, "no cache directory (no FAJIT_CACHE_DIR, XDG_CACHE_HOME "
                                     "or HOME): kernels are kept in memory only");
     fj_cache_open(&ctx->cache, ctx->cache_dir, cache_log, ctx);

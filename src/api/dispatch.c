@@ -108,7 +108,10 @@ static fajit_status describe_choice(fajit_ctx *ctx, const char *arch, const faji
 fajit_status fajit_dispatch_describe(fajit_ctx *ctx, const char *arch, const fajit_attn_desc *d,
                                      char *buf, size_t len)
 {
+    fajit_attn_desc ld;
     FJ_CTX_CHECK(ctx);
+    FJ_CHECK(fj_desc_import(ctx, d, &ld));
+    d = &ld;
     fj_variant v, dv;
     fj_launch l;
     FJ_CHECK(describe_choice(ctx, arch, d, buf, len, &v, &l, &dv));
@@ -127,7 +130,10 @@ fajit_status fajit_dispatch_describe(fajit_ctx *ctx, const char *arch, const faj
 fajit_status fajit_cache_explain(fajit_ctx *ctx, const char *arch, const fajit_attn_desc *d,
                                  char *buf, size_t len)
 {
+    fajit_attn_desc ld;
     FJ_CTX_CHECK(ctx);
+    FJ_CHECK(fj_desc_import(ctx, d, &ld));
+    d = &ld;
     fj_variant v, dv;
     fj_launch l;
     FJ_CHECK(describe_choice(ctx, arch, d, buf, len, &v, &l, &dv));
@@ -374,12 +380,14 @@ fajit_status fj_launch_desc(fajit_ctx *ctx, const fj_launch *l, const fajit_attn
 
 fajit_status fajit_attn_fwd(fajit_ctx *ctx, const fajit_attn_desc *d, void *stream)
 {
-    FJ_CTX_CHECK_NULL_OK(ctx);   /* (NULL: validation, then INVALID_ARGUMENT) */
-    return run(ctx, d, stream, 0);
+    fajit_attn_desc ld;   /* (NULL ctx: validation, then INVALID_ARGUMENT) */
+    FJ_CHECK(fj_desc_import(ctx, d, &ld));
+    return run(ctx, &ld, stream, 0);
 }
 
 fajit_status fajit_attn_fwd_reference(fajit_ctx *ctx, const fajit_attn_desc *d, void *stream)
 {
-    FJ_CTX_CHECK_NULL_OK(ctx);   /* (NULL: validation, then INVALID_ARGUMENT) */
-    return run(ctx, d, stream, 1);
+    fajit_attn_desc ld;   /* (NULL ctx: validation, then INVALID_ARGUMENT) */
+    FJ_CHECK(fj_desc_import(ctx, d, &ld));
+    return run(ctx, &ld, stream, 1);
 }

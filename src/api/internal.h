@@ -125,7 +125,26 @@ void fj_errors_forget(const fajit_ctx *ctx);
 /* Options (src/api/options.c): validates ctx->opts and applies the FAJIT_* overrides;
  * resolves the cache directory of `o` (malloc'd, NULL = memory only). */
 fajit_status fj_opts_check(fajit_ctx *ctx);
-char *fj_resolve_cache_dir(const fajit_ctx_opts *o);
+char *fj_resolve_cache_dir(const char *opt_dir);
+
+/* Structs that grow (fajit.h, "Growing structs"; src/api/options.c). export: the first n
+ * bytes of `defaults` (`size` bytes) into the caller's struct, zeros past `size`,
+ * struct_size = n. import: checks the caller's struct_size against the first sized
+ * layout (size_v1) and, when larger than `size`, that the bytes past it are zero; then
+ * copies its first min(struct_size, size) bytes into `local` and the rest from
+ * `defaults`; local's struct_size becomes `size`. `type` names the struct in messages. */
+void fj_struct_export(void *user, size_t n, const void *defaults, size_t size);
+fajit_status fj_struct_import(fajit_ctx *ctx, const char *type, const void *user,
+                              size_t size_v1, size_t size, const void *defaults, void *local);
+/* ctx->opts from the caller's options (NULL: defaults). */
+fajit_status fj_opts_import(fajit_ctx *ctx, const fajit_ctx_opts *user);
+/* A full-size copy of the caller's tuning options (NULL: defaults). */
+fajit_status fj_tune_opts_import(fajit_ctx *ctx, const fajit_tune_opts *user,
+                                 fajit_tune_opts *local);
+/* The first line of a public entry point taking a descriptor: ctx NULL or live, `user`
+ * not NULL and its struct_size valid; `local` becomes its full-size copy, the one the
+ * entry point works on (src/api/attn.c). */
+fajit_status fj_desc_import(fajit_ctx *ctx, const fajit_attn_desc *user, fajit_attn_desc *local);
 
 /* The device (src/api/info.c): binds ctx to ctx->opts.device (driver, attributes, primary
  * context); the exact target name of a compute capability ("sm_90a"). */

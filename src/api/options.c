@@ -8,12 +8,71 @@
 
 #include "internal.h"
 
-void fajit_ctx_opts_init(fajit_ctx_opts *o)
+/*------ structs that grow (fajit.h, "Growing structs") ------*/
+
+enum { STRUCT_MAX = 4096 };   /* no sized struct grows past a page */
+
+void fj_struct_export(void *user, size_t n, const void *defaults, size_t size)
+{
+    if (!user || n < sizeof(size_t) || n > STRUCT_MAX)
+        return;   /* (the struct_size check of the call that takes it reports the size) */
+    memcpy(user, defaults, n < size ? n : size);
+    if (n > size)   /* fields of a newer header: zero is the default of every one */
+        memset((char *)user + size, 0, n - size);
+    memcpy(user, &n, sizeof n);
+}
+
+fajit_status fj_struct_import(fajit_ctx *ctx, const char *type, const void *user,
+                              size_t size_v1, size_t size, const void *defaults, void *local)
+{
+    size_t n;
+    memcpy(&n, user, sizeof n);
+    FJ_RETURN_IF(n < size_v1, ctx, FAJIT_INVALID_ARGUMENT,
+                 "%s.struct_size must be at least %zu (the first sized %s; this library's is "
+                 "%zu), got %zu: fill it with %s_init", type, size_v1, type, size, n, type);
+    FJ_RETURN_IF(n > STRUCT_MAX, ctx, FAJIT_INVALID_ARGUMENT,
+                 "%s.struct_size must be at most %d (this library's is %zu), got %zu: fill it "
+                 "with %s_init", type, STRUCT_MAX, size, n, type);
+    const unsigned char *tail = user;
+    for (size_t i = size; i < n; i++)   /* a caller built against a newer header */
+        FJ_RETURN_IF(tail[i], ctx, FAJIT_INVALID_ARGUMENT,
+                     "%s.struct_size is %zu, larger than this library's %zu, and byte %zu is "
+                     "not zero: a field this version of fajit does not know is set",
+                     type, n, size, i);
+    memcpy(local, user, n < size ? n : size);
+    if (n < size)   /* a caller built against an older header: defaults for the rest */
+        memcpy((char *)local + n, (const char *)defaults + n, size - n);
+    memcpy(local, &size, sizeof size);
+    return FAJIT_OK;
+}
+
+/*------ context options ------*/
+
+static void opts_defaults(fajit_ctx_opts *o)
 {
     memset(o, 0, sizeof *o);
+    o->struct_size = sizeof *o;
     o->device = 0;
     o->policy = FAJIT_POLICY_BLOCKING;
     o->log_level = FAJIT_LOG_WARN;
+}
+
+void fajit_ctx_opts_init_sized(fajit_ctx_opts *o, size_t struct_size)
+{
+    fajit_ctx_opts d;
+    opts_defaults(&d);
+    fj_struct_export(o, struct_size, &d, sizeof d);
+}
+
+fajit_status fj_opts_import(fajit_ctx *ctx, const fajit_ctx_opts *user)
+{
+    opts_defaults(&ctx->opts);
+    if (!user)
+        return FAJIT_OK;
+    fajit_ctx_opts d;
+    opts_defaults(&d);
+    return fj_struct_import(ctx, "fajit_ctx_opts", user, FAJIT_CTX_OPTS_SIZE_V1, sizeof d, &d,
+                            &ctx->opts);
 }
 
 /* Index of `s` in `names` (case-insensitive), or -1. */
@@ -62,12 +121,12 @@ static fajit_status apply_env(fajit_ctx *ctx)
 }
 
 /* option > FAJIT_CACHE_DIR > $XDG_CACHE_HOME/fajit > $HOME/.cache/fajit > memory. */
-char *fj_resolve_cache_dir(const fajit_ctx_opts *o)
+char *fj_resolve_cache_dir(const char *opt_dir)
 {
     const char *e;
     char buf[4096];
-    if (o->cache_dir)
-        return *o->cache_dir ? strdup(o->cache_dir) : NULL;
+    if (opt_dir)
+        return *opt_dir ? strdup(opt_dir) : NULL;
     if ((e = getenv("FAJIT_CACHE_DIR")) && *e)
         return strdup(e);
     if ((e = getenv("XDG_CACHE_HOME")) && *e) {
@@ -98,4 +157,33 @@ fajit_status fj_opts_check(fajit_ctx *ctx)
     FJ_RETURN_IF(ctx->opts.device < FAJIT_DEVICE_NONE, ctx, FAJIT_INVALID_ARGUMENT,
                  "device must be >= 0 or FAJIT_DEVICE_NONE (-1), got %d", ctx->opts.device);
     return apply_env(ctx);
+}
+
+/*------ tuning options ------*/
+
+static void tune_defaults(fajit_tune_opts *o)
+{
+    memset(o, 0, sizeof *o);
+    o->struct_size = sizeof *o;
+    o->reps = 20;
+    o->noise_band = 0.03;
+}
+
+void fajit_tune_opts_init_sized(fajit_tune_opts *o, size_t struct_size)
+{
+    fajit_tune_opts d;
+    tune_defaults(&d);
+    fj_struct_export(o, struct_size, &d, sizeof d);
+}
+
+fajit_status fj_tune_opts_import(fajit_ctx *ctx, const fajit_tune_opts *user,
+                                 fajit_tune_opts *local)
+{
+    fajit_tune_opts d;
+    tune_defaults(&d);
+    *local = d;
+    if (!user)
+        return FAJIT_OK;
+    return fj_struct_import(ctx, "fajit_tune_opts", user, FAJIT_TUNE_OPTS_SIZE_V1, sizeof d, &d,
+                            local);
 }
