@@ -159,7 +159,9 @@ typedef struct fajit_ctx_opts {
     fajit_progress_fn progress; /* default NULL */
     void *progress_user;
     fajit_family family;     /* kernel family; default AUTO (the fastest that applies);
-                                FAJIT_FAMILY=auto|fa2|fa3 overrides */
+                                FAJIT_FAMILY=auto|fa2|fa3 overrides. REF is refused: the
+                                reference kernel is fajit_attn_fwd_reference's, not a
+                                dispatch choice */
     int64_t cache_max_bytes; /* cap on the cached kernels' bytes: after each new kernel, the
                                 least recently loaded ones go (fajit_cache_prune); tuning
                                 rows stay. 0 = no cap (default). FAJIT_CACHE_MAX_MB=N
@@ -325,6 +327,7 @@ typedef struct fajit_counters {
     uint64_t fallback_launches;   /* FALLBACK: launches of a stand-in kernel */
 } fajit_counters;
 
+/* Fills `out` (NULL: does nothing); zeros when ctx is NULL or not a live context. */
 FAJIT_API void fajit_counters_get(fajit_ctx *ctx, fajit_counters *out);
 
 /*======  5. Offline work and system information  ======*/

@@ -2,11 +2,13 @@
  * against the first sized layouts of tests/abi_v1.h, or against a newer header), and
  * context pointers that are not live contexts (destroyed, garbage, NULL). */
 #include <check.h>
+#include <dlfcn.h>
 #include <pthread.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 #include <time.h>
+#include <unistd.h>
 
 #include "../src/api/internal.h"
 #include "abi_v1.h"
@@ -310,6 +312,108 @@ START_TEST(init_null)
 }
 END_TEST
 
+/*------ small contracts ------*/
+
+START_TEST(counters_null)
+{
+    fajit_ctx *ctx = none_ctx();
+    fajit_counters_get(ctx, NULL);   /* wrote through NULL before */
+    fajit_counters_get(NULL, NULL);
+    fajit_ctx_destroy(ctx);
+}
+END_TEST
+
+/* NVRTC is loaded once per process: these run only in Check's forked test processes. */
+static int forked(void) { return !getenv("CK_FORK") || strcmp(getenv("CK_FORK"), "no") != 0; }
+
+/* An explicit FAJIT_NVRTC_PATH that does not load is FAJIT_NO_NVRTC with the path and
+ * the loader's reason, never a silent fall back to the default NVRTC. */
+START_TEST(nvrtc_path_not_a_library)
+{
+    if (!forked())
+        return;
+    char path[] = "/tmp/fajit-abi-nvrtc-XXXXXX";
+    int fd = mkstemp(path);
+    ck_assert_int_ge(fd, 0);
+    ck_assert_int_eq(write(fd, "not a shared object\n", 20), 20);
+    close(fd);
+    ck_assert_ptr_null(dlopen(path, RTLD_NOW | RTLD_LOCAL));
+    char want[1024], why[1024] = "";
+    snprintf(want, sizeof want, "FAJIT_NVRTC_PATH=%s could not be loaded: %s", path, dlerror());
+    setenv("FAJIT_NVRTC_PATH", path, 1);
+    ck_assert_ptr_null(fj_nvrtc_get(why, sizeof why));
+    ck_assert_msg(strstr(why, want), "'%s' lacks '%s'", why, want);
+    fajit_ctx *ctx = none_ctx();
+    fajit_sysinfo si;
+    ck_assert_int_eq(fajit_sysinfo_get(ctx, &si), FAJIT_OK);
+    ck_assert_int_eq(si.nvrtc_loaded, 0);
+    int compiled = -1, cached = -1;
+    ck_assert_int_eq(fajit_warm(ctx, "sm_80", 1, &compiled, &cached), FAJIT_NO_NVRTC);
+    ck_assert_msg(strstr(fajit_errmsg(ctx), path), "'%s'", fajit_errmsg(ctx));
+    fajit_ctx_destroy(ctx);
+    unsetenv("FAJIT_NVRTC_PATH");
+    unlink(path);
+}
+END_TEST
+
+START_TEST(nvrtc_path_not_nvrtc)
+{
+    if (!forked())
+        return;
+    char why[1024] = "";
+    setenv("FAJIT_NVRTC_PATH", "libm.so.6", 1);   /* loads, but is no NVRTC */
+    ck_assert_ptr_null(fj_nvrtc_get(why, sizeof why));
+    ck_assert_msg(strstr(why, "FAJIT_NVRTC_PATH=libm.so.6 is not NVRTC: it lacks nvrtc"), "'%s'",
+                  why);
+    unsetenv("FAJIT_NVRTC_PATH");
+}
+END_TEST
+
+START_TEST(family_names)
+{
+    ck_assert_str_eq(fajit_family_name(FAJIT_FAMILY_AUTO), "auto");
+    ck_assert_str_eq(fajit_family_name(FAJIT_FAMILY_REF), "ref");
+    ck_assert_str_eq(fajit_family_name(FAJIT_FAMILY_FA2), "fa2");
+    ck_assert_str_eq(fajit_family_name(FAJIT_FAMILY_FA3), "fa3");
+    ck_assert_ptr_null(fajit_family_name((fajit_family)4));
+    ck_assert_ptr_null(fajit_family_name((fajit_family)-1));
+}
+END_TEST
+
+/* REF is a family name, not a dispatch choice: refused with the reason, by option and by
+ * FAJIT_FAMILY; the others are taken as before. */
+START_TEST(family_ref_refused)
+{
+    fajit_ctx_opts o;
+    fajit_ctx_opts_init(&o);
+    o.device = FAJIT_DEVICE_NONE;
+    o.cache_dir = "";
+    fajit_ctx *ctx = NULL;
+    o.family = FAJIT_FAMILY_REF;
+    ck_assert_int_eq(fajit_ctx_create(&ctx, &o), FAJIT_INVALID_ARGUMENT);
+    ck_assert_msg(strstr(fajit_errmsg(ctx), "family must be AUTO (0), FA2 (2) or FA3 (3), got "
+                                            "REF (1): the reference kernel is not a dispatch "
+                                            "choice"), "'%s'", fajit_errmsg(ctx));
+    fajit_ctx_destroy(ctx);
+    o.family = FAJIT_FAMILY_AUTO;
+    setenv("FAJIT_FAMILY", "ref", 1);
+    ck_assert_int_eq(fajit_ctx_create(&ctx, &o), FAJIT_INVALID_ARGUMENT);
+    ck_assert_msg(strstr(fajit_errmsg(ctx), "FAJIT_FAMILY must be auto, fa2 or fa3, got 'ref': "
+                                            "the reference kernel is not a dispatch choice"),
+                  "'%s'", fajit_errmsg(ctx));
+    fajit_ctx_destroy(ctx);
+    const char *ok[] = {"auto", "fa2", "FA3"};
+    const fajit_family want[] = {FAJIT_FAMILY_AUTO, FAJIT_FAMILY_FA2, FAJIT_FAMILY_FA3};
+    for (int i = 0; i < 3; i++) {
+        setenv("FAJIT_FAMILY", ok[i], 1);
+        ck_assert_int_eq(fajit_ctx_create(&ctx, &o), FAJIT_OK);
+        ck_assert_int_eq(ctx->opts.family, want[i]);
+        fajit_ctx_destroy(ctx);
+    }
+    unsetenv("FAJIT_FAMILY");
+}
+END_TEST
+
 /*------ context pointers that are not live contexts ------*/
 
 static int on_entry(void *user, const fajit_cache_entry *e)
@@ -526,6 +630,11 @@ TCase *fj_tcase_abi(void)
     tcase_add_test(tc, ctx_opts_sizes);
     tcase_add_test(tc, tune_opts_sizes);
     tcase_add_test(tc, init_null);
+    tcase_add_test(tc, counters_null);
+    tcase_add_test(tc, nvrtc_path_not_a_library);
+    tcase_add_test(tc, nvrtc_path_not_nvrtc);
+    tcase_add_test(tc, family_names);
+    tcase_add_test(tc, family_ref_refused);
     tcase_add_test(tc, ctx_destroyed);
     tcase_add_test(tc, ctx_garbage);
     tcase_add_test(tc, ctx_null);

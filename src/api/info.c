@@ -55,6 +55,8 @@ fajit_status fj_bind_device(fajit_ctx *ctx)
 
 void fajit_counters_get(fajit_ctx *ctx, fajit_counters *out)
 {
+    if (!out)
+        return;
     memset(out, 0, sizeof *out);
     if (!fj_ctx_live(ctx))
         return;

@@ -48,6 +48,17 @@ fajit_status fj_struct_import(fajit_ctx *ctx, const char *type, const void *user
 
 /*------ context options ------*/
 
+const char *fajit_family_name(fajit_family f)
+{
+    switch (f) {
+    case FAJIT_FAMILY_AUTO: return "auto";
+    case FAJIT_FAMILY_REF: return "ref";
+    case FAJIT_FAMILY_FA2: return "fa2";
+    case FAJIT_FAMILY_FA3: return "fa3";
+    }
+    return NULL;
+}
+
 static void opts_defaults(fajit_ctx_opts *o)
 {
     memset(o, 0, sizeof *o);
@@ -96,9 +107,12 @@ static fajit_status apply_env(fajit_ctx *ctx)
         ctx->opts.policy = (fajit_policy)i;
     }
     if ((e = getenv("FAJIT_FAMILY")) && *e) {
-        static const char *const fams[] = {"auto", "", "fa2", "fa3"};
+        static const char *const fams[] = {"auto", "ref", "fa2", "fa3"};
         int i = lookup(e, fams, 4);
-        FJ_RETURN_IF(i < 0 || i == 1, ctx, FAJIT_INVALID_ARGUMENT,
+        FJ_RETURN_IF(i == FAJIT_FAMILY_REF, ctx, FAJIT_INVALID_ARGUMENT,
+                     "FAJIT_FAMILY must be auto, fa2 or fa3, got '%s': the reference kernel "
+                     "is not a dispatch choice (fajit_attn_fwd_reference runs it)", e);
+        FJ_RETURN_IF(i < 0, ctx, FAJIT_INVALID_ARGUMENT,
                      "FAJIT_FAMILY must be auto, fa2 or fa3, got '%s'", e);
         ctx->opts.family = (fajit_family)i;
     }
@@ -147,6 +161,9 @@ fajit_status fj_opts_check(fajit_ctx *ctx)
                  (int)ctx->opts.policy);
     FJ_RETURN_IF((unsigned)ctx->opts.log_level > FAJIT_LOG_DEBUG, ctx, FAJIT_INVALID_ARGUMENT,
                  "log_level must be in [0, 3], got %d", (int)ctx->opts.log_level);
+    FJ_RETURN_IF(ctx->opts.family == FAJIT_FAMILY_REF, ctx, FAJIT_INVALID_ARGUMENT,
+                 "family must be AUTO (0), FA2 (2) or FA3 (3), got REF (1): the reference "
+                 "kernel is not a dispatch choice (fajit_attn_fwd_reference runs it)");
     FJ_RETURN_IF(ctx->opts.family != FAJIT_FAMILY_AUTO && ctx->opts.family != FAJIT_FAMILY_FA2 &&
                      ctx->opts.family != FAJIT_FAMILY_FA3,
                  ctx, FAJIT_INVALID_ARGUMENT, "family must be AUTO (0), FA2 (2) or FA3 (3), got %d",
