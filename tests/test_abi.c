@@ -609,9 +609,17 @@ START_TEST(ctx_check_cost)
     for (long i = 0; i < m; i++)   /* (no ck_assert inside: each one writes to a pipe) */
         fails += fajit_attn_check(ctx, &d) != FAJIT_OK;
     double ns_check = (now_s() - t0) / (double)m * 1e9;
+    fajit_attn_desc local;
+    t0 = now_s();
+    for (long i = 0; i < m; i++) {
+        fails += fj_desc_import(ctx, &d, &local) != FAJIT_OK;
+        __asm__ volatile("" : : "r"(&local) : "memory");
+    }
+    double ns_import = (now_s() - t0) / (double)m * 1e9;
     ck_assert_int_eq(fails, 0);
-    printf("test_abi: fj_ctx_live %.2f ns/call (10M calls, 17 live contexts); "
-           "fajit_attn_check (ctx + descriptor) %.1f ns/call\n", ns, ns_check);
+    printf("test_abi: fj_ctx_live %.2f ns/call (10M calls, 17 live contexts); fj_desc_import "
+           "(ctx check + struct_size copy) %.1f ns/call; fajit_attn_check (import + rules) "
+           "%.1f ns/call\n", ns, ns_import, ns_check);
     ck_assert_msg(ns < 500, "fj_ctx_live takes %.1f ns", ns);
     for (int i = 0; i < 16; i++)
         fajit_ctx_destroy(others[i]);
