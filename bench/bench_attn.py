@@ -27,23 +27,26 @@ from torch.nn.attention import SDPBackend, sdpa_kernel
 import triton.testing
 
 
-# These two mirror fajit_ctx_opts and fajit_attn_desc of include/fajit.h field by field;
-# check_layout() compares their sizes with the C ones before anything is called.
+# These two mirror fajit_ctx_opts and fajit_attn_desc of include/fajit.h field by field.
+# They are filled by the *_init_sized functions with their own size (struct_size, first),
+# so a library built from a newer header still reads them right; check_layout() checks
+# the fields' places against what the C init functions write.
 class CtxOpts(C.Structure):
-    _fields_ = [("device", C.c_int), ("cache_dir", C.c_char_p), ("policy", C.c_int),
+    _fields_ = [("struct_size", C.c_size_t), ("device", C.c_int), ("cache_dir", C.c_char_p), ("policy", C.c_int),
                 ("log", C.c_void_p), ("log_user", C.c_void_p), ("log_level", C.c_int),
                 ("progress", C.c_void_p), ("progress_user", C.c_void_p), ("family", C.c_int),
                 ("cache_max_bytes", C.c_int64)]
 
 
 class AttnDesc(C.Structure):
-    _fields_ = [("q", C.c_void_p), ("k", C.c_void_p), ("v", C.c_void_p), ("o", C.c_void_p)] + \
+    _fields_ = [("struct_size", C.c_size_t), ("q", C.c_void_p), ("k", C.c_void_p), ("v", C.c_void_p), ("o", C.c_void_p)] + \
         [(f"{t}_{s}_stride", C.c_int64) for t in "qkvo" for s in ("batch", "row", "head")] + \
         [(n, C.c_int) for n in ("batch", "heads_q", "heads_kv", "seqlen_q", "seqlen_k",
                                 "head_dim", "dtype", "mask", "window_left", "window_right")] + \
         [("softmax_scale", C.c_float), ("cu_seqlens_q", C.c_void_p),
          ("cu_seqlens_k", C.c_void_p), ("total_q", C.c_int), ("total_k", C.c_int),
-         ("lse", C.c_void_p)]
+         ("lse", C.c_void_p), ("op", C.c_int), ("workspace", C.c_void_p),
+         ("workspace_bytes", C.c_size_t)]
 
 
 class Fajit:
@@ -51,16 +54,17 @@ class Fajit:
         self.lib = C.CDLL(path)
         L = self.lib
         L.fajit_ctx_create.argtypes = [C.POINTER(C.c_void_p), C.POINTER(CtxOpts)]
-        L.fajit_ctx_opts_init.argtypes = [C.POINTER(CtxOpts)]
+        L.fajit_ctx_opts_init_sized.argtypes = [C.POINTER(CtxOpts), C.c_size_t]
         L.fajit_errmsg.restype = C.c_char_p
         L.fajit_errmsg.argtypes = [C.c_void_p]
-        L.fajit_attn_desc_init.argtypes = [C.POINTER(AttnDesc)] + [C.c_void_p] * 4 + [C.c_int] * 7
+        L.fajit_attn_desc_init_sized.argtypes = [C.POINTER(AttnDesc), C.c_size_t] + \
+            [C.c_void_p] * 4 + [C.c_int] * 7
         L.fajit_attn_fwd.argtypes = [C.c_void_p, C.POINTER(AttnDesc), C.c_void_p]
         L.fajit_version_string.restype = C.c_char_p
         L.fajit_ctx_destroy.argtypes = [C.c_void_p]
         self.check_layout()
         opts = CtxOpts()
-        L.fajit_ctx_opts_init(C.byref(opts))
+        L.fajit_ctx_opts_init_sized(C.byref(opts), C.sizeof(opts))
         opts.device = torch.cuda.current_device()
         self.ctx = C.c_void_p()
         st = L.fajit_ctx_create(C.byref(self.ctx), C.byref(opts))
@@ -71,7 +75,7 @@ class Fajit:
         """q, o: [b, s, hq, d]; k, v: [b, s, hkv, d]; bf16, last dim contiguous."""
         d = AttnDesc()
         b, s, hq, hd = q.shape
-        self.lib.fajit_attn_desc_init(C.byref(d), q.data_ptr(), k.data_ptr(), v.data_ptr(),
+        self.lib.fajit_attn_desc_init_sized(C.byref(d), C.sizeof(d), q.data_ptr(), k.data_ptr(), v.data_ptr(),
                                       o.data_ptr(), b, hq, k.shape[2], s, k.shape[1], hd, 1)
         for name, t in (("q", q), ("k", k), ("v", v), ("o", o)):
             st = t.stride()
@@ -82,15 +86,19 @@ class Fajit:
         return d
 
     def check_layout(self):
-        """The C init functions clear their whole struct: if the C struct were larger than
-        the Python mirror, bytes past the mirror would change. Refuse to run then."""
-        for T, init, args in ((CtxOpts, self.lib.fajit_ctx_opts_init, ()),
-                              (AttnDesc, self.lib.fajit_attn_desc_init, (0,) * 4 + (1,) * 6 + (0,))):
-            buf = (C.c_ubyte * (C.sizeof(T) + 64))()
-            C.memset(buf, 0xAB, len(buf))
-            init(C.cast(buf, C.POINTER(T)), *args)
-            if any(b != 0xAB for b in buf[C.sizeof(T):]):
-                sys.exit(f"bench_attn.py: {T.__name__} does not match include/fajit.h")
+        """The C init functions write struct_size bytes and known defaults: a mirror whose
+        fields are out of place reads them back wrong. Refuse to run then."""
+        o = CtxOpts()
+        self.lib.fajit_ctx_opts_init_sized(C.byref(o), C.sizeof(o))
+        d = AttnDesc()
+        self.lib.fajit_attn_desc_init_sized(C.byref(d), C.sizeof(d), *(0,) * 4, 3, 8, 2, 16,
+                                            32, 64, 1)
+        ok = (o.struct_size == C.sizeof(o) and o.log_level == 1 and o.device == 0 and
+              d.struct_size == C.sizeof(d) and d.window_left == -1 and d.dtype == 1 and
+              d.head_dim == 64 and d.k_batch_stride == 64 * 2 * 32 and
+              abs(d.softmax_scale - 0.125) < 1e-7 and d.op == 0 and d.workspace_bytes == 0)
+        if not ok:
+            sys.exit("bench_attn.py: CtxOpts/AttnDesc do not match include/fajit.h")
 
     def close(self):
         """Destroys the context (kernels unloaded, cache closed) before Python tears down."""

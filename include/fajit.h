@@ -15,7 +15,14 @@
  *   5. Offline work: compiling for named targets, cache maintenance, system info
  *
  * Thread safety: every function taking a context may be called from many threads at once
- * on the same context, except fajit_ctx_destroy. Strings returned by the library are owned
+ * on the same context, except fajit_ctx_destroy.
+ *
+ * Context pointers: every function taking a context returns FAJIT_INVALID_ARGUMENT for a
+ * pointer that is not a live context (destroyed, or never returned by fajit_ctx_create)
+ * without reading through it (a lock-free registry of live contexts, ~2 ns a call);
+ * fajit_errmsg and fajit_compile_log return a fixed message for it, fajit_counters_get
+ * zeros, fajit_ctx_destroy nothing. An address that a later fajit_ctx_create happens to
+ * reuse names that new context. Strings returned by the library are owned
  * by it; each function says how long they stay valid.
  */
 #ifndef FAJIT_H
@@ -126,7 +133,20 @@ typedef enum fajit_op {
 /* "fwd"; NULL for a value that names no operation. */
 FAJIT_API const char *fajit_op_name(fajit_op op);
 
+/*------ Growing structs ------
+ * fajit_ctx_opts, fajit_attn_desc and fajit_tune_opts start with `struct_size`: the
+ * sizeof of the struct in the header the caller was compiled against, set by the
+ * header's *_init (static inline: it passes the caller's sizeof to the library's
+ * *_init_sized, which an FFI calls directly with its own struct size). A library newer
+ * than the caller's header reads only struct_size bytes and gives the fields after them
+ * their defaults; one older than the caller's header accepts the larger struct when every
+ * byte past its own size is zero (a field it does not know is unset: defaults are zero
+ * for every appended field), else FAJIT_INVALID_ARGUMENT naming the offset. A
+ * struct_size below the first sized layout (FAJIT_*_SIZE_V1) is FAJIT_INVALID_ARGUMENT.
+ * So: fill these structs with their *_init, never by hand; new fields are appended. */
+
 typedef struct fajit_ctx_opts {
+    size_t struct_size;      /* set by fajit_ctx_opts_init: see "Growing structs" */
     int device;              /* CUDA device ordinal, or FAJIT_DEVICE_NONE. Default 0. */
     const char *cache_dir;   /* cache directory; NULL: FAJIT_CACHE_DIR, then
                                 $XDG_CACHE_HOME/fajit, then $HOME/.cache/fajit, then
@@ -139,15 +159,24 @@ typedef struct fajit_ctx_opts {
     fajit_progress_fn progress; /* default NULL */
     void *progress_user;
     fajit_family family;     /* kernel family; default AUTO (the fastest that applies);
-                                FAJIT_FAMILY=auto|fa2|fa3 overrides */
+                                FAJIT_FAMILY=auto|fa2|fa3 overrides. REF is refused: the
+                                reference kernel is fajit_attn_fwd_reference's, not a
+                                dispatch choice */
     int64_t cache_max_bytes; /* cap on the cached kernels' bytes: after each new kernel, the
                                 least recently loaded ones go (fajit_cache_prune); tuning
                                 rows stay. 0 = no cap (default). FAJIT_CACHE_MAX_MB=N
                                 overrides (MiB) */
 } fajit_ctx_opts;
+/* The first sized layout: the smallest struct_size fajit_ctx_create accepts. */
+#define FAJIT_CTX_OPTS_SIZE_V1 (offsetof(fajit_ctx_opts, cache_max_bytes) + sizeof(int64_t))
 
-/* Fills `opts` with the defaults above. */
-FAJIT_API void fajit_ctx_opts_init(fajit_ctx_opts *opts);
+/* Fills the first `struct_size` bytes of `opts` with the defaults above and sets
+ * opts->struct_size. NULL: does nothing. For FFIs; C and C++ call fajit_ctx_opts_init. */
+FAJIT_API void fajit_ctx_opts_init_sized(fajit_ctx_opts *opts, size_t struct_size);
+static inline void fajit_ctx_opts_init(fajit_ctx_opts *opts)
+{
+    fajit_ctx_opts_init_sized(opts, sizeof *opts);
+}
 
 /* Creates a context for opts->device (opts may be NULL: defaults). Loads the CUDA driver
  * (unless device is FAJIT_DEVICE_NONE) and opens the cache; NVRTC is loaded on first
@@ -155,11 +184,14 @@ FAJIT_API void fajit_ctx_opts_init(fajit_ctx_opts *opts);
  * sets *out so fajit_errmsg(*out) explains the failure; destroy it either way. On a
  * Hopper (9.0) device it allocates a small device buffer (the dynamic tile scheduler's
  * counters, ~520 KB) and synchronizes the context once, so that no launch has to.
+ * opts->struct_size is checked as "Growing structs" says. At most 2048 contexts live at
+ * once (OUT_OF_MEMORY beyond, with *out NULL).
  * Errors: NO_DRIVER, NO_DEVICE, CUDA_ERROR, INVALID_ARGUMENT, OUT_OF_MEMORY. */
 FAJIT_API fajit_status fajit_ctx_create(fajit_ctx **out, const fajit_ctx_opts *opts);
 
-/* Releases everything the context owns. Accepts NULL. Not concurrently with other calls
- * on the same context. */
+/* Releases everything the context owns. Accepts NULL; a pointer that is not a live
+ * context (destroyed already) is ignored. Not concurrently with other calls on the same
+ * context. */
 FAJIT_API void fajit_ctx_destroy(fajit_ctx *ctx);
 
 /*======  3. Attention forward  ======*/
@@ -182,6 +214,7 @@ typedef enum fajit_mask {
  * A query row that sees no key gets O = 0 and LSE = -inf.
  * All pointers are device pointers, 16-byte aligned; all strides multiples of 8. */
 typedef struct fajit_attn_desc {
+    size_t struct_size;            /* set by fajit_attn_desc_init: see "Growing structs" */
     const void *q, *k, *v;
     void *o;
     int64_t q_batch_stride, q_row_stride, q_head_stride;
@@ -205,20 +238,39 @@ typedef struct fajit_attn_desc {
                                       without them (0) the portable kernel serves */
     float *lse;                    /* natural-log LSE, fp32: [batch][heads_q][seqlen_q];
                                       varlen: [heads_q][total_q] */
-    fajit_op op;                   /* default FAJIT_OP_FWD */
-    void *workspace;               /* optional caller-owned device scratch (CUDA graphs) */
-    size_t workspace_bytes;
+    /* Appended after the first sized layout (a caller built against it gets the defaults). */
+    fajit_op op;                   /* what to compute; default FAJIT_OP_FWD */
+    void *workspace;               /* optional caller-owned device scratch, 256-byte
+                                      aligned, for launches captured into CUDA graphs (the
+                                      graph then owns no fajit memory); NULL (default): the
+                                      context owns the workspace. Given with
+                                      workspace_bytes, or neither. FAJIT_INVALID_ARGUMENT at
+                                      launch if smaller than the plan needs */
+    size_t workspace_bytes;        /* its size; 0 with workspace NULL */
 } fajit_attn_desc;
+/* The first sized layout (up to lse): the smallest struct_size accepted. */
+#define FAJIT_ATTN_DESC_SIZE_V1 (offsetof(fajit_attn_desc, lse) + sizeof(float *))
 
 /* Sets the required fields and defaults for contiguous tensors ([batch, seq, heads, dim],
- * strides derived), mask NONE, scale 1/sqrt(head_dim), no varlen, no LSE. Validates
- * nothing; fajit_attn_fwd does. */
-FAJIT_API void fajit_attn_desc_init(fajit_attn_desc *d, const void *q, const void *k,
-                                    const void *v, void *o, int batch, int heads_q,
-                                    int heads_kv, int seqlen_q, int seqlen_k, int head_dim,
-                                    fajit_dtype dtype);
+ * strides derived), mask NONE, scale 1/sqrt(head_dim), no varlen, no LSE, op FWD, no
+ * workspace, and struct_size. Validates nothing; fajit_attn_fwd does. NULL: does nothing.
+ * _sized fills the first `struct_size` bytes, for FFIs; C and C++ call the inline one. */
+FAJIT_API void fajit_attn_desc_init_sized(fajit_attn_desc *d, size_t struct_size,
+                                          const void *q, const void *k, const void *v, void *o,
+                                          int batch, int heads_q, int heads_kv, int seqlen_q,
+                                          int seqlen_k, int head_dim, fajit_dtype dtype);
+static inline void fajit_attn_desc_init(fajit_attn_desc *d, const void *q, const void *k,
+                                        const void *v, void *o, int batch, int heads_q,
+                                        int heads_kv, int seqlen_q, int seqlen_k, int head_dim,
+                                        fajit_dtype dtype)
+{
+    fajit_attn_desc_init_sized(d, sizeof *d, q, k, v, o, batch, heads_q, heads_kv, seqlen_q,
+                               seqlen_k, head_dim, dtype);
+}
 
-/* Checks `d` against every rule without touching the GPU. FAJIT_INVALID_ARGUMENT or
+/* Checks `d` (its struct_size first) against every rule without touching the GPU: also
+ * op (a known fajit_op) and workspace (both or neither, 256-byte aligned; its size is
+ * checked at launch). FAJIT_INVALID_ARGUMENT or
  * FAJIT_UNSUPPORTED with a message naming the rule and the value in fajit_errmsg(ctx)
  * (ctx may be NULL: then only the status is reported). */
 FAJIT_API fajit_status fajit_attn_check(fajit_ctx *ctx, const fajit_attn_desc *d);
@@ -284,6 +336,7 @@ typedef struct fajit_counters {
     uint64_t fallback_launches;   /* FALLBACK: launches of a stand-in kernel */
 } fajit_counters;
 
+/* Fills `out` (NULL: does nothing); zeros when ctx is NULL or not a live context. */
 FAJIT_API void fajit_counters_get(fajit_ctx *ctx, fajit_counters *out);
 
 /*======  5. Offline work and system information  ======*/
@@ -340,13 +393,21 @@ FAJIT_API fajit_status fajit_warm_spec(fajit_ctx *ctx, const char *spec, const c
  * fajit_attn_fwd. A `spec` is a file path or a built-in preset name (docs/spec-format.md:
  * llama-3-8b, llama-3-70b, qwen2.5-7b, mistral-7b). */
 typedef struct fajit_tune_opts {
+    size_t struct_size;   /* set by fajit_tune_opts_init: see "Growing structs" */
     int reps;             /* timed repetitions per candidate; default 20 */
     double noise_band;    /* relative band in which medians tie; default 0.03 */
     int pin;              /* store winners pinned: later unpinned tuning keeps them */
     int force;            /* re-measure even when a row exists (default: keep it) */
 } fajit_tune_opts;
+/* The first sized layout: the smallest struct_size accepted. */
+#define FAJIT_TUNE_OPTS_SIZE_V1 (offsetof(fajit_tune_opts, force) + sizeof(int))
 
-FAJIT_API void fajit_tune_opts_init(fajit_tune_opts *o);
+/* Fills `o` with the defaults above (NULL: does nothing); _sized as for fajit_ctx_opts. */
+FAJIT_API void fajit_tune_opts_init_sized(fajit_tune_opts *o, size_t struct_size);
+static inline void fajit_tune_opts_init(fajit_tune_opts *o)
+{
+    fajit_tune_opts_init_sized(o, sizeof *o);
+}
 
 typedef struct fajit_tune_result {
     char signature[128];
@@ -359,7 +420,8 @@ typedef struct fajit_tune_result {
     int from_cache;           /* 1: a stored row was kept, nothing was measured */
 } fajit_tune_result;
 
-/* Tunes the problem `d` on the caller's buffers (O and LSE are overwritten; Q, K, V are
+/* `o` may be NULL (defaults); its struct_size is checked as "Growing structs" says.
+ * Tunes the problem `d` on the caller's buffers (O and LSE are overwritten; Q, K, V are
  * only read) and stores the winner. Blocking; needs a device. */
 FAJIT_API fajit_status fajit_tune(fajit_ctx *ctx, const fajit_attn_desc *d,
                                   const fajit_tune_opts *o, fajit_tune_result *out);

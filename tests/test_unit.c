@@ -18,6 +18,7 @@
 
 TCase *fj_tcase_cache(void);
 TCase *fj_tcase_spec(void);
+TCase *fj_tcase_abi(void);
 
 /*------ status table ------*/
 
@@ -1114,6 +1115,7 @@ int main(void)
     suite_add_tcase(s, tt);
     suite_add_tcase(s, fj_tcase_cache());
     suite_add_tcase(s, fj_tcase_spec());
+    suite_add_tcase(s, fj_tcase_abi());
     SRunner *sr = srunner_create(s);
     srunner_run_all(sr, CK_NORMAL);
     int failed = srunner_ntests_failed(sr);

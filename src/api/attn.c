@@ -6,11 +6,14 @@
 
 #include "internal.h"
 
-void fajit_attn_desc_init(fajit_attn_desc *d, const void *q, const void *k, const void *v,
-                          void *o, int batch, int heads_q, int heads_kv, int seqlen_q,
-                          int seqlen_k, int head_dim, fajit_dtype dtype)
+void fajit_attn_desc_init_sized(fajit_attn_desc *user, size_t struct_size, const void *q,
+                                const void *k, const void *v, void *o, int batch, int heads_q,
+                                int heads_kv, int seqlen_q, int seqlen_k, int head_dim,
+                                fajit_dtype dtype)
 {
+    fajit_attn_desc full, *d = &full;
     memset(d, 0, sizeof *d);
+    d->struct_size = sizeof *d;
     d->q = q, d->k = k, d->v = v, d->o = o;
     d->batch = batch, d->heads_q = heads_q, d->heads_kv = heads_kv;
     d->seqlen_q = seqlen_q, d->seqlen_k = seqlen_k, d->head_dim = head_dim;
@@ -25,6 +28,20 @@ void fajit_attn_desc_init(fajit_attn_desc *d, const void *q, const void *k, cons
     d->k_head_stride = d->v_head_stride = hd;
     d->k_row_stride = d->v_row_stride = hd * heads_kv;
     d->k_batch_stride = d->v_batch_stride = hd * heads_kv * seqlen_k;
+    d->op = FAJIT_OP_FWD;
+    d->workspace = NULL, d->workspace_bytes = 0;
+    fj_struct_export(user, struct_size, d, sizeof *d);
+}
+
+/* The defaults of the fields past a shorter (older) caller's struct. */
+static const fajit_attn_desc k_desc_defaults = {.op = FAJIT_OP_FWD};
+
+fajit_status fj_desc_import(fajit_ctx *ctx, const fajit_attn_desc *user, fajit_attn_desc *local)
+{
+    FJ_CTX_CHECK_NULL_OK(ctx);
+    FJ_RETURN_IF(!user, ctx, FAJIT_INVALID_ARGUMENT, "desc must not be NULL");
+    return fj_struct_import(ctx, "fajit_attn_desc", user, FAJIT_ATTN_DESC_SIZE_V1, sizeof *local,
+                            &k_desc_defaults, local);
 }
 
 /*------ validation ------*/
@@ -51,9 +68,11 @@ static fajit_status check_strides(fajit_ctx *ctx, char t, int64_t b, int64_t r, 
     return FAJIT_OK;
 }
 
-fajit_status fajit_attn_check(fajit_ctx *ctx, const fajit_attn_desc *d)
+/* The rules, on a full-size descriptor. */
+fajit_status fj_desc_check(fajit_ctx *ctx, const fajit_attn_desc *d)
 {
-    FJ_RETURN_IF(!d, ctx, FAJIT_INVALID_ARGUMENT, "desc must not be NULL");
+    FJ_RETURN_IF(d->op != FAJIT_OP_FWD, ctx, FAJIT_INVALID_ARGUMENT,
+                 "op must be FAJIT_OP_FWD (0), got %d", (int)d->op);
     FJ_CHECK(check_ptr(ctx, d->q, "q", 16));
     FJ_CHECK(check_ptr(ctx, d->k, "k", 16));
     FJ_CHECK(check_ptr(ctx, d->v, "v", 16));
@@ -119,5 +138,17 @@ fajit_status fajit_attn_check(fajit_ctx *ctx, const fajit_attn_desc *d)
     }
     if (d->lse)
         FJ_CHECK(check_ptr(ctx, d->lse, "lse", 4));
+    FJ_RETURN_IF(!d->workspace != !d->workspace_bytes, ctx, FAJIT_INVALID_ARGUMENT,
+                 "workspace and workspace_bytes must be given together, got workspace %p, "
+                 "workspace_bytes %zu", d->workspace, d->workspace_bytes);
+    FJ_RETURN_IF((uintptr_t)d->workspace % 256, ctx, FAJIT_INVALID_ARGUMENT,
+                 "workspace must be 256-byte aligned, got %p", d->workspace);
     return FAJIT_OK;
+}
+
+fajit_status fajit_attn_check(fajit_ctx *ctx, const fajit_attn_desc *user)
+{
+    fajit_attn_desc d;
+    FJ_CHECK(fj_desc_import(ctx, user, &d));
+    return fj_desc_check(ctx, &d);
 }

@@ -112,7 +112,7 @@ static fajit_status describe_choice(fajit_ctx *ctx, const char *arch, const faji
 {
     FJ_RETURN_IF(!ctx || !buf || !len, ctx, FAJIT_INVALID_ARGUMENT,
                  "ctx and buf must not be NULL, len must be > 0");
-    FJ_CHECK(fajit_attn_check(ctx, d));
+    FJ_CHECK(fj_desc_check(ctx, d));
     *t = fj_target_of(ctx, arch);
     FJ_RETURN_IF(arch && t->sm < 0, ctx, FAJIT_INVALID_ARGUMENT,
                  "arch must be a target like sm_80, sm_90a or sm_100a, got '%s'", arch);
@@ -126,6 +126,10 @@ static fajit_status describe_choice(fajit_ctx *ctx, const char *arch, const faji
 fajit_status fajit_dispatch_describe(fajit_ctx *ctx, const char *arch, const fajit_attn_desc *d,
                                      char *buf, size_t len)
 {
+    fajit_attn_desc ld;
+    FJ_CTX_CHECK(ctx);
+    FJ_CHECK(fj_desc_import(ctx, d, &ld));
+    d = &ld;
     fj_target t;
     fj_kcfg c, dc;
     fj_kernels ks;
@@ -146,6 +150,10 @@ fajit_status fajit_dispatch_describe(fajit_ctx *ctx, const char *arch, const faj
 fajit_status fajit_cache_explain(fajit_ctx *ctx, const char *arch, const fajit_attn_desc *d,
                                  char *buf, size_t len)
 {
+    fajit_attn_desc ld;
+    FJ_CTX_CHECK(ctx);
+    FJ_CHECK(fj_desc_import(ctx, d, &ld));
+    d = &ld;
     fj_target t;
     fj_kcfg c, dc;
     fj_kernels ks;
@@ -176,8 +184,12 @@ static size_t ws_counter_span(const fj_workspace *ws)
 
 fajit_status fajit_attn_workspace_size(fajit_ctx *ctx, const fajit_attn_desc *d, size_t *bytes)
 {
-    FJ_RETURN_IF(!ctx || !bytes, ctx, FAJIT_INVALID_ARGUMENT, "ctx and bytes must not be NULL");
-    FJ_CHECK(fajit_attn_check(ctx, d));
+    fajit_attn_desc ld;
+    FJ_CTX_CHECK(ctx);
+    FJ_CHECK(fj_desc_import(ctx, d, &ld));
+    d = &ld;
+    FJ_RETURN_IF(!bytes, ctx, FAJIT_INVALID_ARGUMENT, "bytes must not be NULL");
+    FJ_CHECK(fj_desc_check(ctx, d));
     FJ_RETURN_IF(!ctx->cu, ctx, FAJIT_NO_DEVICE, "the context has no device");
     fj_target t = fj_target_of(ctx, NULL);
     fj_kcfg c, dc;
@@ -398,7 +410,7 @@ void fj_plans_free(fajit_ctx *ctx)
 
 static fajit_status run(fajit_ctx *ctx, const fajit_attn_desc *d, void *stream, int ref)
 {
-    FJ_CHECK(fajit_attn_check(ctx, d));
+    FJ_CHECK(fj_desc_check(ctx, d));
     FJ_RETURN_IF(!ctx, ctx, FAJIT_INVALID_ARGUMENT, "ctx must not be NULL");
     FJ_RETURN_IF(d->op != FAJIT_OP_FWD, ctx, FAJIT_INVALID_ARGUMENT,
                  "fajit_attn_fwd computes op FAJIT_OP_FWD (0), got %d", (int)d->op);
@@ -506,10 +518,14 @@ fajit_status fj_kplan_launch(fajit_ctx *ctx, const fj_kplan *kp, const fajit_att
 
 fajit_status fajit_attn_fwd(fajit_ctx *ctx, const fajit_attn_desc *d, void *stream)
 {
-    return run(ctx, d, stream, 0);
+    fajit_attn_desc ld;   /* (NULL ctx: validation, then INVALID_ARGUMENT) */
+    FJ_CHECK(fj_desc_import(ctx, d, &ld));
+    return run(ctx, &ld, stream, 0);
 }
 
 fajit_status fajit_attn_fwd_reference(fajit_ctx *ctx, const fajit_attn_desc *d, void *stream)
 {
-    return run(ctx, d, stream, 1);
+    fajit_attn_desc ld;   /* (NULL ctx: validation, then INVALID_ARGUMENT) */
+    FJ_CHECK(fj_desc_import(ctx, d, &ld));
+    return run(ctx, &ld, stream, 1);
 }

@@ -55,6 +55,7 @@ typedef struct fj_plan {
 #define FJ_ERRMSG_LEN 2048
 
 struct fajit_ctx {
+    uint32_t magic;             /* FJ_CTX_MAGIC while alive (fj_ctx_live's second check) */
     fajit_ctx_opts opts;
     char *cache_dir;            /* resolved; NULL = memory only */
     const fj_cuda *cu;          /* NULL: no driver (FAJIT_DEVICE_NONE or none found) */
@@ -103,6 +104,56 @@ void fj_keep_compile_log(fajit_ctx *ctx, const char *log);
 void fj_error_carry(fajit_ctx *ctx, const char *msg, const char *log);
 void fj_log(fajit_ctx *ctx, fajit_log_level level, const char *fmt, ...)
     __attribute__((format(printf, 3, 4)));
+/* Drops the calling thread's message and log of `ctx` (fajit_ctx_destroy). */
+void fj_errors_forget(const fajit_ctx *ctx);
+
+/* Options (src/api/options.c): validates ctx->opts and applies the FAJIT_* overrides;
+ * resolves the cache directory of `o` (malloc'd, NULL = memory only). */
+fajit_status fj_opts_check(fajit_ctx *ctx);
+char *fj_resolve_cache_dir(const char *opt_dir);
+
+/* Structs that grow (fajit.h, "Growing structs"; src/api/options.c). export: the first n
+ * bytes of `defaults` (`size` bytes) into the caller's struct, zeros past `size`,
+ * struct_size = n. import: checks the caller's struct_size against the first sized
+ * layout (size_v1) and, when larger than `size`, that the bytes past it are zero; then
+ * copies its first min(struct_size, size) bytes into `local` and the rest from
+ * `defaults`; local's struct_size becomes `size`. `type` names the struct in messages. */
+void fj_struct_export(void *user, size_t n, const void *defaults, size_t size);
+fajit_status fj_struct_import(fajit_ctx *ctx, const char *type, const void *user,
+                              size_t size_v1, size_t size, const void *defaults, void *local);
+/* ctx->opts from the caller's options (NULL: defaults). */
+fajit_status fj_opts_import(fajit_ctx *ctx, const fajit_ctx_opts *user);
+/* A full-size copy of the caller's tuning options (NULL: defaults). */
+fajit_status fj_tune_opts_import(fajit_ctx *ctx, const fajit_tune_opts *user,
+                                 fajit_tune_opts *local);
+/* The first line of a public entry point taking a descriptor: ctx NULL or live, `user`
+ * not NULL and its struct_size valid; `local` becomes its full-size copy, the one the
+ * entry point works on (src/api/attn.c). */
+/* The rules of fajit_attn_check on an imported (full-size) descriptor. */
+fajit_status fj_desc_check(fajit_ctx *ctx, const fajit_attn_desc *d);
+fajit_status fj_desc_import(fajit_ctx *ctx, const fajit_attn_desc *user, fajit_attn_desc *local);
+
+/* The device (src/api/info.c): binds ctx to ctx->opts.device (driver, attributes, primary
+ * context); the exact target name of a compute capability ("sm_90a"). */
+fajit_status fj_bind_device(fajit_ctx *ctx);
+void fj_arch_of(int major, int minor, char *out, size_t n);
+
+/* 1 when ctx is a context fajit_ctx_create returned and fajit_ctx_destroy has not yet
+ * released: its address is in the registry of live contexts (src/api/ctx.c; no read
+ * through ctx before that), and then its magic word matches. 0 for NULL. Lock-free. */
+int fj_ctx_live(const fajit_ctx *ctx);
+/* First line of a public entry point: return FAJIT_INVALID_ARGUMENT unless ctx is live
+ * (FJ_CTX_CHECK) or NULL or live (FJ_CTX_CHECK_NULL_OK). No message can be recorded. */
+#define FJ_CTX_CHECK(ctx)                    \
+    do {                                     \
+        if (!fj_ctx_live(ctx))               \
+            return FAJIT_INVALID_ARGUMENT;   \
+    } while (0)
+#define FJ_CTX_CHECK_NULL_OK(ctx)            \
+    do {                                     \
+        if ((ctx) && !fj_ctx_live(ctx))      \
+            return FAJIT_INVALID_ARGUMENT;   \
+    } while (0)
 
 /* Return the status of `expr` when it is not FAJIT_OK. */
 #define FJ_CHECK(expr)                       \

@@ -15,13 +15,6 @@
 #define MAX_SETS 2
 #define FLUSH_BYTES ((size_t)256 << 20)   /* > 4x the 50-60 MB L2 of an H100/H200 */
 
-void fajit_tune_opts_init(fajit_tune_opts *o)
-{
-    memset(o, 0, sizeof *o);
-    o->reps = 20;
-    o->noise_band = 0.03;
-}
-
 typedef struct tuner {
     fajit_ctx *ctx;
     const fajit_attn_desc *sets[MAX_SETS]; /* same problem, different inputs: rotated */
@@ -347,6 +340,12 @@ static fajit_status check_opts(fajit_ctx *ctx, const fajit_tune_opts *o)
 fajit_status fajit_tune(fajit_ctx *ctx, const fajit_attn_desc *d, const fajit_tune_opts *o,
                         fajit_tune_result *out)
 {
+    fajit_attn_desc ld;
+    fajit_tune_opts lo;
+    FJ_CTX_CHECK(ctx);
+    FJ_CHECK(fj_desc_import(ctx, d, &ld));
+    FJ_CHECK(fj_tune_opts_import(ctx, o, &lo));
+    d = &ld, o = &lo;
     FJ_RETURN_IF(!ctx || !out, ctx, FAJIT_INVALID_ARGUMENT, "ctx and out must not be NULL");
     FJ_CHECK(fajit_attn_check(ctx, d));
     FJ_RETURN_IF(!ctx->cu, ctx, FAJIT_NO_DEVICE, "tuning needs a device");
@@ -406,6 +405,10 @@ static void free_problem(const fj_cuda *cu, dev_problem *dp)
 fajit_status fajit_tune_spec(fajit_ctx *ctx, const char *spec, const fajit_tune_opts *o,
                              fajit_tune_result_fn fn, void *user)
 {
+    fajit_tune_opts lo;
+    FJ_CTX_CHECK(ctx);
+    FJ_CHECK(fj_tune_opts_import(ctx, o, &lo));
+    o = &lo;
     FJ_RETURN_IF(!ctx, ctx, FAJIT_INVALID_ARGUMENT, "ctx must not be NULL");
     FJ_RETURN_IF(!ctx->cu, ctx, FAJIT_NO_DEVICE, "tuning needs a device");
     FJ_CHECK(check_opts(ctx, o));

@@ -154,6 +154,7 @@ int fj_warm_variants(const char *arch, fj_variant *out, int max)
 fajit_status fajit_warm(fajit_ctx *ctx, const char *arch, int jobs, int *n_compiled,
                         int *n_cached)
 {
+    FJ_CTX_CHECK(ctx);
     enum { MAX_VARIANTS = 1000 };
     int sm;
     FJ_RETURN_IF(!ctx, ctx, FAJIT_INVALID_ARGUMENT, "ctx must not be NULL");
@@ -193,6 +194,7 @@ fajit_status fj_spec_load(fajit_ctx *ctx, const char *spec, fj_spec *out)
 fajit_status fajit_warm_spec(fajit_ctx *ctx, const char *spec, const char *arch, int jobs,
                              int *n_compiled, int *n_cached)
 {
+    FJ_CTX_CHECK(ctx);
     enum { MAX_CANDIDATES = 96 };   /* new variants per shape; most shapes add none */
     int sm;
     fj_spec sp;

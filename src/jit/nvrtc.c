@@ -52,8 +52,16 @@ static void load_once(void)
         snprintf(g_why, sizeof g_why, "NVRTC disabled (FAJIT_NVRTC_PATH=none)");
         return;
     }
-    if (env && *env)
-        found = try_open(env);
+    if (env && *env) {
+        /* An explicit path is an instruction, not a hint: when it fails, nothing else is
+         * tried (a silent fallback would compile with another NVRTC than the one named). */
+        if (!(found = try_open(env))) {
+            const char *err = dlerror();
+            snprintf(g_why, sizeof g_why, "FAJIT_NVRTC_PATH=%s could not be loaded: %s", env,
+                     err ? err : "dlopen failed");
+            return;
+        }
+    }
     for (int v = 13; !found && v >= 12; v--) {
         snprintf(path, sizeof path, "libnvrtc.so.%d", v);
         found = try_open(path);
@@ -87,7 +95,11 @@ static void load_once(void)
     for (size_t i = 0; i < sizeof syms / sizeof syms[0]; i++) {
         *syms[i].slot = dlsym(g_nv.handle, syms[i].name);
         if (!*syms[i].slot) {
-            snprintf(g_why, sizeof g_why, "NVRTC library lacks %s", syms[i].name);
+            if (env && *env)
+                snprintf(g_why, sizeof g_why, "FAJIT_NVRTC_PATH=%s is not NVRTC: it lacks %s",
+                         env, syms[i].name);
+            else
+                snprintf(g_why, sizeof g_why, "NVRTC library lacks %s", syms[i].name);
             return;
         }
     }
