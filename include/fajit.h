@@ -166,6 +166,12 @@ typedef struct fajit_ctx_opts {
                                 least recently loaded ones go (fajit_cache_prune); tuning
                                 rows stay. 0 = no cap (default). FAJIT_CACHE_MAX_MB=N
                                 overrides (MiB) */
+    /* Appended after the first sized layout. */
+    int checked;             /* 1: kernels that read device-side indices (page ids, used
+                                lengths) test each one and the call reports the first bad
+                                one as FAJIT_INVALID_ARGUMENT (it synchronizes the stream);
+                                0 (default): out-of-range values are undefined behaviour.
+                                FAJIT_CHECKED=0|1 overrides */
 } fajit_ctx_opts;
 /* The first sized layout: the smallest struct_size fajit_ctx_create accepts. */
 #define FAJIT_CTX_OPTS_SIZE_V1 (offsetof(fajit_ctx_opts, cache_max_bytes) + sizeof(int64_t))
@@ -247,7 +253,28 @@ typedef struct fajit_attn_desc {
                                       workspace_bytes, or neither. FAJIT_INVALID_ARGUMENT at
                                       launch if smaller than the plan needs */
     size_t workspace_bytes;        /* its size; 0 with workspace NULL */
+    /* Paged K/V (optional): a KV cache in pages addressed through a block table, as vLLM,
+     * SGLang and FlashInfer keep it. K and V are then [num_pages][page_size][heads_kv]
+     * [head_dim] each (any strides: one combined [2][num_pages]... tensor works), k/v point
+     * at page 0, and key j of sequence b is row j % page_size of page
+     * block_table[b * block_table_stride + j / page_size]. Page ids are device values: one
+     * out of [0, num_pages) is undefined behaviour, unless the context runs checked
+     * (fajit_ctx_opts.checked, FAJIT_CHECKED=1), which tests every page id and length in the
+     * kernel and returns FAJIT_INVALID_ARGUMENT naming the first bad one. seqlen_k is then
+     * the longest sequence's key count, at most block_table_stride * page_size. */
+    const int32_t *block_table;    /* device int32 [batch][block_table_stride] */
+    int64_t block_table_stride;    /* elements between rows (max pages per sequence) */
+    int page_size;                 /* keys per page, >= 1 */
+    int num_pages;                 /* pages in the K and V caches, >= 1 */
+    int64_t k_page_stride, v_page_stride; /* elements between pages; 0 = page_size times
+                                      the row stride (dense pages) */
+    const int32_t *seqused_k;      /* device int32 [batch], optional: keys in use per
+                                      sequence, each <= seqlen_k (paged or contiguous K/V);
+                                      default: seqlen_k for every sequence */
+    int num_splits;                /* split-KV of the decode kernels: 0 = chosen by fajit,
+                                      1 = none, up to FAJIT_MAX_SPLITS */
 } fajit_attn_desc;
+#define FAJIT_MAX_SPLITS 128
 /* The first sized layout (up to lse): the smallest struct_size accepted. */
 #define FAJIT_ATTN_DESC_SIZE_V1 (offsetof(fajit_attn_desc, lse) + sizeof(float *))
 

@@ -159,6 +159,76 @@ START_TEST(validation_accepts)
 }
 END_TEST
 
+/* Paged K/V: every rule the host can check, each refused with the rule and the value. */
+START_TEST(validation_paged)
+{
+    fajit_ctx *ctx = memory_ctx();
+    fajit_attn_desc d = valid_desc(), p;
+    d.seqlen_q = 1, d.seqlen_k = 1000;
+    d.block_table = (const int32_t *)(uintptr_t)0x3000;
+    d.block_table_stride = 64, d.page_size = 16, d.num_pages = 4096;
+    ck_assert_int_eq(fajit_attn_check(ctx, &d), FAJIT_OK);
+    d.seqused_k = (const int32_t *)(uintptr_t)0x4000;
+    d.cu_seqlens_q = (const int32_t *)(uintptr_t)0x5000;   /* varlen queries, no cu_seqlens_k */
+    d.k_page_stride = 16 * 1024, d.v_page_stride = 0;
+    d.num_splits = FAJIT_MAX_SPLITS;
+    ck_assert_int_eq(fajit_attn_check(ctx, &d), FAJIT_OK);
+    static const struct { int field; long long value; const char *msg; } bad[] = {
+        {0, 0, "a block_table needs page_size >= 1, got 0"},
+        {1, 0, "a block_table needs num_pages >= 1"},
+        {2, 0, "block_table_stride must be in [1, 2^30], got 0"},
+        {3, 1025, "seqlen_k (1025) exceeds block_table_stride * page_size (1024)"},
+        {4, 12, "k_page_stride must be >= 0 and a multiple of 8"},
+        {5, -1, "num_splits must be in [0, 128]"},
+        {5, 129, "num_splits must be in [0, 128]"},
+        {6, 2, "seqused_k must be 4-byte aligned"},
+        {7, 0x6000, "not cu_seqlens_k"},
+    };
+    for (size_t i = 0; i < sizeof bad / sizeof bad[0]; i++) {
+        p = d;
+        switch (bad[i].field) {
+        case 0: p.page_size = (int)bad[i].value; break;
+        case 1: p.num_pages = (int)bad[i].value; break;
+        case 2: p.block_table_stride = bad[i].value; break;
+        case 3: p.seqlen_k = (int)bad[i].value; break;
+        case 4: p.k_page_stride = bad[i].value; break;
+        case 5: p.num_splits = (int)bad[i].value; break;
+        case 6: p.seqused_k = (const int32_t *)(uintptr_t)(0x4000 + bad[i].value); break;
+        case 7: p.cu_seqlens_k = (const int32_t *)(uintptr_t)bad[i].value; break;
+        }
+        ck_assert_int_eq(fajit_attn_check(ctx, &p), FAJIT_INVALID_ARGUMENT);
+        ck_assert_msg(strstr(fajit_errmsg(ctx), bad[i].msg), "case %zu: '%s'", i,
+                      fajit_errmsg(ctx));
+    }
+    /* the paged fields without a block table */
+    p = valid_desc();
+    p.page_size = 16;
+    ck_assert_int_eq(fajit_attn_check(ctx, &p), FAJIT_INVALID_ARGUMENT);
+    ck_assert_ptr_nonnull(strstr(fajit_errmsg(ctx), "need a block_table, got page_size 16"));
+    p = valid_desc();
+    p.seqused_k = (const int32_t *)(uintptr_t)0x4000;
+    ck_assert_int_eq(fajit_attn_check(ctx, &p), FAJIT_INVALID_ARGUMENT);
+    ck_assert_ptr_nonnull(strstr(fajit_errmsg(ctx), "seqused_k needs a block_table"));
+    /* the checked mode: an option and a variable */
+    fajit_ctx_destroy(ctx);
+    fajit_ctx_opts o;
+    fajit_ctx_opts_init(&o);
+    o.device = FAJIT_DEVICE_NONE, o.cache_dir = "", o.checked = 2;
+    ck_assert_int_eq(fajit_ctx_create(&ctx, &o), FAJIT_INVALID_ARGUMENT);
+    ck_assert_ptr_nonnull(strstr(fajit_errmsg(ctx), "checked must be 0 or 1, got 2"));
+    fajit_ctx_destroy(ctx);
+    o.checked = 0;
+    setenv("FAJIT_CHECKED", "1", 1);
+    ck_assert_int_eq(fajit_ctx_create(&ctx, &o), FAJIT_OK);
+    ck_assert_int_eq(ctx->opts.checked, 1);
+    fajit_ctx_destroy(ctx);
+    setenv("FAJIT_CHECKED", "yes", 1);
+    ck_assert_int_eq(fajit_ctx_create(&ctx, &o), FAJIT_INVALID_ARGUMENT);
+    fajit_ctx_destroy(ctx);
+    unsetenv("FAJIT_CHECKED");
+}
+END_TEST
+
 /* Threads sharing a context each read their own last error, never another thread's. */
 typedef struct {
     fajit_ctx *ctx;
@@ -1092,6 +1162,7 @@ int main(void)
     tcase_add_test(tc, status_table);
     tcase_add_loop_test(tc, validation_rules, 0, (int)(sizeof k_bad / sizeof k_bad[0]));
     tcase_add_test(tc, validation_accepts);
+    tcase_add_test(tc, validation_paged);
     tcase_add_test(tc, errmsg_per_thread);
     tcase_add_test(tc, desc_init_strides);
     tcase_add_test(tc, params_layout);

@@ -69,6 +69,49 @@ static fajit_status check_strides(fajit_ctx *ctx, char t, int64_t b, int64_t r, 
 }
 
 /* The rules, on a full-size descriptor. */
+/* The paged K/V fields: all of them with a block table, none without one. Page ids and
+ * used lengths are device values: only the checked mode can test them. */
+static fajit_status check_paged(fajit_ctx *ctx, const fajit_attn_desc *d)
+{
+    FJ_RETURN_IF(d->num_splits < 0 || d->num_splits > FAJIT_MAX_SPLITS, ctx,
+                 FAJIT_INVALID_ARGUMENT, "num_splits must be in [0, %d] (0: chosen by fajit), "
+                 "got %d", FAJIT_MAX_SPLITS, d->num_splits);
+    if (!d->block_table) {
+        FJ_RETURN_IF(d->page_size || d->num_pages || d->block_table_stride || d->k_page_stride ||
+                         d->v_page_stride, ctx, FAJIT_INVALID_ARGUMENT,
+                     "page_size, num_pages, block_table_stride and the page strides need a "
+                     "block_table, got page_size %d, num_pages %d without one", d->page_size,
+                     d->num_pages);
+        FJ_RETURN_IF(d->seqused_k != NULL, ctx, FAJIT_INVALID_ARGUMENT,
+                     "seqused_k needs a block_table (paged K/V)");
+        return FAJIT_OK;
+    }
+    FJ_CHECK(check_ptr(ctx, d->block_table, "block_table", 4));
+    FJ_RETURN_IF(d->page_size < 1, ctx, FAJIT_INVALID_ARGUMENT,
+                 "a block_table needs page_size >= 1, got %d", d->page_size);
+    FJ_RETURN_IF(d->num_pages < 1, ctx, FAJIT_INVALID_ARGUMENT,
+                 "a block_table needs num_pages >= 1 (the pages of the K/V caches), got %d",
+                 d->num_pages);
+    FJ_RETURN_IF(d->block_table_stride < 1 || d->block_table_stride > (1 << 30), ctx,
+                 FAJIT_INVALID_ARGUMENT, "block_table_stride must be in [1, 2^30], got %lld",
+                 (long long)d->block_table_stride);
+    FJ_RETURN_IF((int64_t)d->seqlen_k > d->block_table_stride * d->page_size, ctx,
+                 FAJIT_INVALID_ARGUMENT, "seqlen_k (%d) exceeds block_table_stride * page_size "
+                 "(%lld): the block table cannot address that many keys", d->seqlen_k,
+                 (long long)(d->block_table_stride * d->page_size));
+    FJ_RETURN_IF(d->cu_seqlens_k != NULL, ctx, FAJIT_INVALID_ARGUMENT,
+                 "with a block_table the key counts come from seqused_k (or seqlen_k), not "
+                 "cu_seqlens_k");
+    const int64_t ps[2] = {d->k_page_stride, d->v_page_stride};
+    for (int i = 0; i < 2; i++)
+        FJ_RETURN_IF(ps[i] < 0 || ps[i] % 8, ctx, FAJIT_INVALID_ARGUMENT,
+                     "%c_page_stride must be >= 0 and a multiple of 8 elements (0: dense "
+                     "pages), got %lld", "kv"[i], (long long)ps[i]);
+    if (d->seqused_k)
+        FJ_CHECK(check_ptr(ctx, d->seqused_k, "seqused_k", 4));
+    return FAJIT_OK;
+}
+
 fajit_status fj_desc_check(fajit_ctx *ctx, const fajit_attn_desc *d)
 {
     FJ_RETURN_IF(d->op != FAJIT_OP_FWD, ctx, FAJIT_INVALID_ARGUMENT,
@@ -120,12 +163,15 @@ fajit_status fj_desc_check(fajit_ctx *ctx, const fajit_attn_desc *d)
     FJ_RETURN_IF(!(d->softmax_scale > 0.f) || isinf(d->softmax_scale), ctx,
                  FAJIT_INVALID_ARGUMENT, "softmax_scale must be finite and > 0, got %g",
                  (double)d->softmax_scale);
-    FJ_RETURN_IF(!d->cu_seqlens_q != !d->cu_seqlens_k, ctx, FAJIT_INVALID_ARGUMENT,
+    FJ_CHECK(check_paged(ctx, d));
+    FJ_RETURN_IF(!d->block_table && !d->cu_seqlens_q != !d->cu_seqlens_k, ctx,
+                 FAJIT_INVALID_ARGUMENT,
                  "cu_seqlens_q and cu_seqlens_k must be given together (varlen), got %s only",
                  d->cu_seqlens_q ? "cu_seqlens_q" : "cu_seqlens_k");
     if (varlen) {
         FJ_CHECK(check_ptr(ctx, d->cu_seqlens_q, "cu_seqlens_q", 4));
-        FJ_CHECK(check_ptr(ctx, d->cu_seqlens_k, "cu_seqlens_k", 4));
+        if (!d->block_table)
+            FJ_CHECK(check_ptr(ctx, d->cu_seqlens_k, "cu_seqlens_k", 4));
         FJ_RETURN_IF(d->total_q < 0 || d->total_k < 0, ctx, FAJIT_INVALID_ARGUMENT,
                      "total_q and total_k must be >= 0 (0 = unknown), got %d and %d",
                      d->total_q, d->total_k);

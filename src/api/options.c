@@ -121,6 +121,11 @@ static fajit_status apply_env(fajit_ctx *ctx)
                      "FAJIT_LOG_LEVEL must be error, warn, info or debug, got '%s'", e);
         ctx->opts.log_level = (fajit_log_level)i;
     }
+    if ((e = getenv("FAJIT_CHECKED")) && *e) {
+        FJ_RETURN_IF(strcmp(e, "0") != 0 && strcmp(e, "1") != 0, ctx, FAJIT_INVALID_ARGUMENT,
+                     "FAJIT_CHECKED must be 0 or 1, got '%s'", e);
+        ctx->opts.checked = e[0] == '1';
+    }
     return FAJIT_OK;
 }
 
@@ -159,6 +164,8 @@ fajit_status fj_opts_check(fajit_ctx *ctx)
                        ctx->opts.family == FAJIT_FAMILY_REF ? " (REF: the reference kernel is "
                        "not a dispatch choice; fajit_attn_fwd_reference runs it)" : "");
     }
+    FJ_RETURN_IF(ctx->opts.checked != 0 && ctx->opts.checked != 1, ctx, FAJIT_INVALID_ARGUMENT,
+                 "checked must be 0 or 1, got %d", ctx->opts.checked);
     FJ_RETURN_IF(ctx->opts.cache_max_bytes < 0, ctx, FAJIT_INVALID_ARGUMENT,
                  "cache_max_bytes must be >= 0 (0: no cap), got %lld",
                  (long long)ctx->opts.cache_max_bytes);

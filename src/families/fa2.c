@@ -24,8 +24,7 @@ void fj_fa2_kcfg(const fj_fa2_config *f, fj_kcfg *out)
 
 static int applies(const fajit_attn_desc *d, const fj_target *t)
 {
-    (void)d;
-    return t->sm >= 80;
+    return t->sm >= 80 && !d->block_table;
 }
 
 static void default_cfg(const fajit_attn_desc *d, const fj_target *t, fj_kcfg *out)

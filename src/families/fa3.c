@@ -31,7 +31,8 @@ static int applies(const fajit_attn_desc *d, const fj_target *t)
 {
     fj_fa3_config c = fj_fa3_default(d->head_dim, (int)d->mask, d->seqlen_q);
     int varlen_ok = !d->cu_seqlens_q || (d->total_q > 0 && d->total_k > 0);
-    return target_ok(t) && varlen_ok && fj_fa3_check(&c, d->head_dim, t->sm, NULL, 0) == 0;
+    return target_ok(t) && varlen_ok && !d->block_table &&
+           fj_fa3_check(&c, d->head_dim, t->sm, NULL, 0) == 0;
 }
 
 static void default_cfg(const fajit_attn_desc *d, const fj_target *t, fj_kcfg *out)

@@ -12,8 +12,8 @@
 
 static int applies(const fajit_attn_desc *d, const fj_target *t)
 {
-    (void)d, (void)t;
-    return 1;
+    (void)t;
+    return !d->block_table;   /* every problem but paged K/V */
 }
 
 static void default_cfg(const fajit_attn_desc *d, const fj_target *t, fj_kcfg *out)
