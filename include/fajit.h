@@ -113,14 +113,17 @@ typedef void (*fajit_progress_fn)(void *user, int done, int total, double eta_s,
 
 #define FAJIT_DEVICE_NONE (-1) /* a context with no GPU: compile for named targets only */
 
-/* Which kernel family serves fajit_attn_fwd. AUTO: the Hopper kernel (FA3 design) on
- * compute capability 9.0 where it applies, else the portable one (FA2 design). Forcing a
- * family that does not apply to a problem falls back to FA2 (for benchmarks and triage). */
+/* Which kernel family serves fajit_attn_fwd. AUTO: the decode kernel for paged K/V and for
+ * decode steps (few query rows per KV head), else the Hopper kernel (FA3 design) on compute
+ * capability 9.0 where it applies, else the portable one (FA2 design). Forcing a family
+ * that does not apply to a problem falls back to the AUTO choice (for benchmarks and
+ * triage). */
 typedef enum fajit_family {
     FAJIT_FAMILY_AUTO = 0,
     FAJIT_FAMILY_REF = 1,    /* the naive reference kernel (AUTO: only where nothing else applies) */
     FAJIT_FAMILY_FA2 = 2,
-    FAJIT_FAMILY_FA3 = 3
+    FAJIT_FAMILY_FA3 = 3,
+    FAJIT_FAMILY_DECODE = 4  /* paged / split-KV decode and chunked prefill, every target */
 } fajit_family;
 /* "auto", "ref", "fa2", "fa3"; NULL for a value that names no family. */
 FAJIT_API const char *fajit_family_name(fajit_family f);

@@ -435,7 +435,7 @@ START_TEST(ctx_options)
     unsetenv("FAJIT_POLICY");
     setenv("FAJIT_FAMILY", "fa4", 1);
     ck_assert_int_eq(fajit_ctx_create(&ctx, &o), FAJIT_INVALID_ARGUMENT);
-    ck_assert_ptr_nonnull(strstr(fajit_errmsg(ctx), "FAJIT_FAMILY must be auto, fa2, fa3, got 'fa4'"));
+    ck_assert_ptr_nonnull(strstr(fajit_errmsg(ctx), "FAJIT_FAMILY must be auto, fa2, fa3, decode, got 'fa4'"));
     fajit_ctx_destroy(ctx);
     setenv("FAJIT_FAMILY", "ref", 1);   /* the oracle is not a dispatch choice */
     ck_assert_int_eq(fajit_ctx_create(&ctx, &o), FAJIT_INVALID_ARGUMENT);
@@ -976,9 +976,10 @@ static void dm_grid(const fj_kcfg *c, char *out, size_t n)
     (void)c;
     snprintf(out, n, "grid (splits, heads_q, batch)");
 }
-static void dm_ws(const fj_kcfg *c, const fajit_attn_desc *d, fj_workspace *out)
+static void dm_ws(const fj_kcfg *c, const fajit_attn_desc *d, const fj_target *t,
+                  fj_workspace *out)
 {
-    (void)c;
+    (void)c, (void)t;
     out->counter_bytes = 4;
     out->scratch_bytes = (size_t)d->batch * 4096;
 }
@@ -1047,6 +1048,120 @@ static CUresult dm_free_async(CUdeviceptr p, CUstream s)
     return 0;
 }
 
+/*------ the decode family's host half ------*/
+
+static struct {
+    fj_decode_params p[4];
+    unsigned grid[4][3], threads[4];
+    int launches;
+} g_dec;
+static CUresult dec_launch(CUfunction f, unsigned gx, unsigned gy, unsigned gz, unsigned bx,
+                           unsigned by, unsigned bz, unsigned smem, CUstream s, void **a, void **e)
+{
+    (void)f, (void)by, (void)bz, (void)smem, (void)s, (void)e;
+    int i = g_dec.launches++ % 4;
+    memcpy(&g_dec.p[i], a[0], sizeof g_dec.p[i]);
+    g_dec.grid[i][0] = gx, g_dec.grid[i][1] = gy, g_dec.grid[i][2] = gz;
+    g_dec.threads[i] = bx;
+    return 0;
+}
+
+START_TEST(decode_family_host)
+{
+    fajit_ctx_opts o;
+    fajit_ctx_opts_init(&o);
+    o.cache_dir = "";
+    o.device = FAJIT_DEVICE_NONE;
+    fajit_ctx *ctx;
+    ck_assert_int_eq(fajit_ctx_create(&ctx, &o), FAJIT_OK);
+    fajit_attn_desc d;
+    void *p = (void *)(uintptr_t)0x100000;
+    /* decode step: 32 query heads over 8 KV heads, one new token, paged K/V */
+    fajit_attn_desc_init(&d, p, p, p, p, 1, 32, 8, 1, 32768, 128, FAJIT_BF16);
+    d.block_table = (const int32_t *)(uintptr_t)0x3000;
+    d.block_table_stride = 2048, d.page_size = 16, d.num_pages = 1 << 20;
+    char line[1024];
+    const char *archs[] = {"sm_80", "sm_86", "sm_90a", "sm_100a"};
+    for (int a = 0; a < 4; a++) {
+        ck_assert_int_eq(fajit_dispatch_describe(ctx, archs[a], &d, line, sizeof line), FAJIT_OK);
+        ck_assert_msg(strstr(line, "dec bf16 d128") && strstr(line, "then dec combine bf16 d128"),
+                      "%s: %s", archs[a], line);
+    }
+    /* contiguous decode goes to the decode family too; prefill does not */
+    fajit_attn_desc c = d;
+    c.block_table = NULL, c.block_table_stride = 0, c.page_size = 0, c.num_pages = 0;
+    ck_assert_int_eq(fajit_dispatch_describe(ctx, "sm_90a", &c, line, sizeof line), FAJIT_OK);
+    ck_assert_msg(strstr(line, "dec bf16 d128"), "%s", line);
+    c.seqlen_q = c.seqlen_k = 512;
+    ck_assert_int_eq(fajit_dispatch_describe(ctx, "sm_90a", &c, line, sizeof line), FAJIT_OK);
+    ck_assert_msg(strstr(line, "fa3 bf16 d128"), "%s", line);
+    /* the reference kernel does not read paged K/V */
+    fajit_ctx_destroy(ctx);
+
+    /* launches through a fake 132-SM device: splits where batch * heads_kv cannot fill it */
+    fj_cuda fake = fake_device_table();
+    fake.cuLaunchKernel = dec_launch;
+    fake.cuMemAlloc = f_alloc, fake.cuMemsetD8 = f_memset, fake.cuCtxSynchronize = f_sync;
+    fake.cuMemFree = f_free, fake.cuCtxSetCurrent = f_setcur;
+    fake.cuMemAllocAsync = dm_alloc_async, fake.cuMemFreeAsync = dm_free_async;
+    fj_cuda_set_for_testing(&fake);
+    g_count = 1, g_fail_get = 0;
+    o.device = 0;
+    ck_assert_int_eq(fajit_ctx_create(&ctx, &o), FAJIT_OK);
+    const fj_target t = fj_target_of(ctx, NULL);
+    fj_kernel kk[2];
+    memset(kk, 0, sizeof kk);
+    fj_kplan kp;
+    memset(&kp, 0, sizeof kp);
+    ck_assert_int_eq(fj_kcfg_default(&d, &t, FAJIT_FAMILY_AUTO, &kp.cfg), 0);
+    ck_assert_ptr_eq(kp.cfg.fam, &fj_family_decode);
+    kp.cfg.fam->kernels(&kp.cfg, &d, &kp.ks);
+    kp.k[0] = &kk[0], kp.k[1] = &kk[1];
+    memset(&g_dec, 0, sizeof g_dec);
+    memset(&g_dm, 0, sizeof g_dm);
+    ck_assert_int_eq(fj_kplan_launch(ctx, &kp, &d, NULL), FAJIT_OK);
+    ck_assert_int_eq(g_dec.launches, 2);   /* split step, then combine */
+    const fj_decode_params *q = &g_dec.p[0];
+    ck_assert_int_gt(q->splits, 16);       /* 8 CTAs alone would leave 124 SMs idle */
+    ck_assert_uint_eq(g_dec.grid[0][0], (unsigned)(q->splits * q->q_tiles));
+    ck_assert_uint_eq(g_dec.grid[0][1], 8);
+    ck_assert_uint_eq(g_dec.grid[0][2], 1);
+    ck_assert_int_eq(q->split_keys % 64, 0);
+    ck_assert_int_ge((long long)q->split_keys * q->splits, 32768);
+    ck_assert_int_lt((long long)q->split_keys * (q->splits - 1), 32768);
+    ck_assert_int_eq(q->k_page_stride, 16 * 8 * 128);   /* dense pages by default */
+    ck_assert_int_eq(q->page_size, 16);
+    ck_assert_int_eq(q->bt_stride, 2048);
+    ck_assert_int_eq(q->window_left, -1);
+    ck_assert_int_eq(q->window_right, -1);
+    ck_assert_uint_eq(q->part_o, g_dm.allocated & ~0ull);
+    ck_assert(q->part_lse > q->part_o && (q->part_lse - q->part_o) % 256 == 0);
+    ck_assert_uint_eq(g_dm.freed, g_dm.allocated);
+    ck_assert_uint_eq(g_dec.grid[1][0], (32 + 3) / 4);   /* 1 row x 32 heads, 4 per CTA */
+    ck_assert_uint_eq(g_dec.threads[1], 128);
+    /* a full batch needs no split and no combine; a forced count is obeyed */
+    d.batch = 64, d.seqlen_k = 16384;
+    memset(&g_dec, 0, sizeof g_dec);
+    ck_assert_int_eq(fj_kplan_launch(ctx, &kp, &d, NULL), FAJIT_OK);
+    ck_assert_int_eq(g_dec.launches, 1);
+    ck_assert_int_eq(g_dec.p[0].splits, 1);
+    ck_assert_uint_eq(g_dec.p[0].part_o, 0);
+    d.num_splits = 3;
+    memset(&g_dec, 0, sizeof g_dec);
+    ck_assert_int_eq(fj_kplan_launch(ctx, &kp, &d, NULL), FAJIT_OK);
+    ck_assert_int_eq(g_dec.launches, 2);
+    ck_assert_int_eq(g_dec.p[0].splits, 3);
+    size_t need;
+    ck_assert_int_eq(fajit_attn_workspace_size(ctx, &d, &need), FAJIT_OK);
+    ck_assert_uint_eq(need, (3ull * 64 * 32 * 128 * 4 + 255) / 256 * 256 + 3ull * 64 * 32 * 4);
+    /* the reference kernel does not read paged K/V */
+    ck_assert_int_eq(fajit_attn_fwd_reference(ctx, &d, NULL), FAJIT_UNSUPPORTED);
+    ck_assert_ptr_nonnull(strstr(fajit_errmsg(ctx), "no kernel family computes fwd"));
+    fajit_ctx_destroy(ctx);
+    fj_cuda_set_for_testing(NULL);
+}
+END_TEST
+
 START_TEST(registry_dummy_family)
 {
     fj_family_register_for_testing(&k_dummy);
@@ -1058,7 +1173,7 @@ START_TEST(registry_dummy_family)
     ck_assert_int_eq(fajit_ctx_create(&ctx, &o), FAJIT_OK);
     fajit_attn_desc d;
     void *p = (void *)(uintptr_t)0x100000;
-    fajit_attn_desc_init(&d, p, p, p, p, 2, 8, 8, 1, 4096, 72, FAJIT_BF16);
+    fajit_attn_desc_init(&d, p, p, p, p, 2, 8, 8, 128, 4096, 72, FAJIT_BF16);   /* prefill */
     char line[1024];
 
     /* plan: dispatch picks it where it applies, and shows both launches */
@@ -1183,6 +1298,7 @@ int main(void)
     tcase_add_test(tt, bucket_index_matches_names);
     tcase_add_test(tt, config_names);
     tcase_add_test(tt, registry_dummy_family);
+    tcase_add_test(tt, decode_family_host);
     suite_add_tcase(s, tt);
     suite_add_tcase(s, fj_tcase_cache());
     suite_add_tcase(s, fj_tcase_spec());

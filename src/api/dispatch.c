@@ -54,9 +54,9 @@ int fj_arch_is_a(const char *arch)
 
 fj_target fj_target_of(const fajit_ctx *ctx, const char *arch)
 {
-    fj_target t = {ctx->cc, fj_arch_is_a(ctx->arch), ctx->sm_count};
+    fj_target t = {ctx->cc, fj_arch_is_a(ctx->arch), ctx->sm_count, ctx->opts.checked};
     if (arch)
-        t = (fj_target){fj_arch_sm(arch), fj_arch_is_a(arch), 0};
+        t = (fj_target){fj_arch_sm(arch), fj_arch_is_a(arch), 0, ctx->opts.checked};
     return t;
 }
 
@@ -94,8 +94,11 @@ static fajit_status choose(fajit_ctx *ctx, const fj_target *t, const fajit_attn_
     fj_kcfg tc;
     int want = ref ? FAJIT_FAMILY_REF : (int)ctx->opts.family;
     const fj_family *f = fj_family_choose(d, t, want);
+    if (ref && f && f->id != FAJIT_FAMILY_REF)
+        f = NULL;   /* the oracle or nothing */
     FJ_RETURN_IF(!f, ctx, FAJIT_UNSUPPORTED, "no kernel family computes %s for this problem "
-                 "on sm_%d", fajit_op_name(d->op) ? fajit_op_name(d->op) : "?", t->sm);
+                 "on sm_%d%s", fajit_op_name(d->op) ? fajit_op_name(d->op) : "?", t->sm,
+                 ref ? " with the reference kernel (it does not read paged K/V)" : "");
     f->default_cfg(d, t, dflt);
     *exact = *dflt;
     if (!ref && t->sm == ctx->cc && tuned_config(ctx, d, t, &tc) &&
@@ -169,11 +172,12 @@ fajit_status fajit_cache_explain(fajit_ctx *ctx, const char *arch, const fajit_a
     return FAJIT_OK;
 }
 
-static void workspace_of(const fj_kcfg *c, const fajit_attn_desc *d, fj_workspace *ws)
+static void workspace_of(const fj_kcfg *c, const fajit_attn_desc *d, const fj_target *t,
+                         fj_workspace *ws)
 {
     memset(ws, 0, sizeof *ws);
     if (c->fam->workspace)
-        c->fam->workspace(c, d, ws);
+        c->fam->workspace(c, d, t, ws);
 }
 
 /* Caller workspace layout: the counters first, the scratch from the next 256 bytes. */
@@ -196,8 +200,8 @@ fajit_status fajit_attn_workspace_size(fajit_ctx *ctx, const fajit_attn_desc *d,
     fj_workspace ws, wd;
     FJ_CHECK(choose(ctx, &t, d, 0, &c, &dc));
     /* Under FALLBACK the default may serve first: enough for either. */
-    workspace_of(&c, d, &ws);
-    workspace_of(&dc, d, &wd);
+    workspace_of(&c, d, &t, &ws);
+    workspace_of(&dc, d, &t, &wd);
     size_t a = ws.scratch_bytes ? ws_counter_span(&ws) + ws.scratch_bytes : ws.counter_bytes;
     size_t b = wd.scratch_bytes ? ws_counter_span(&wd) + wd.scratch_bytes : wd.counter_bytes;
     *bytes = a > b ? a : b;
@@ -448,37 +452,75 @@ static fajit_status run(fajit_ctx *ctx, const fajit_attn_desc *d, void *stream, 
 /* The workspace of one call: from the caller's desc->workspace, else the context's
  * counter ring and stream-ordered scratch. */
 static fajit_status take_workspace(fajit_ctx *ctx, const fj_kplan *kp, const fajit_attn_desc *d,
-                                   void *stream, fj_launch_env *env, CUdeviceptr *to_free)
+                                   const fj_workspace *ws, void *stream, fj_launch_env *env,
+                                   CUdeviceptr *to_free)
 {
-    fj_workspace ws;
     char err[64];
-    workspace_of(&kp->cfg, d, &ws);
-    if (!ws.counter_bytes && !ws.scratch_bytes)
+    if (!ws->counter_bytes && !ws->scratch_bytes)
         return FAJIT_OK;
     if (d->workspace) {
-        size_t need = ws.scratch_bytes ? ws_counter_span(&ws) + ws.scratch_bytes
-                                       : ws.counter_bytes;
+        size_t need = ws->scratch_bytes ? ws_counter_span(ws) + ws->scratch_bytes
+                                        : ws->counter_bytes;
         FJ_RETURN_IF(d->workspace_bytes < need, ctx, FAJIT_INVALID_ARGUMENT,
                      "workspace_bytes must be at least %zu for %s (fajit_attn_workspace_size), "
                      "got %zu", need, kp->ks.v[0].name, d->workspace_bytes);
-        env->counters = ws.counter_bytes ? (CUdeviceptr)(uintptr_t)d->workspace : 0;
-        env->scratch = ws.scratch_bytes
-                           ? (CUdeviceptr)(uintptr_t)d->workspace + ws_counter_span(&ws) : 0;
+        env->counters = ws->counter_bytes ? (CUdeviceptr)(uintptr_t)d->workspace : 0;
+        env->scratch = ws->scratch_bytes
+                           ? (CUdeviceptr)(uintptr_t)d->workspace + ws_counter_span(ws) : 0;
         return FAJIT_OK;
     }
     const fj_cuda *cu = ctx->cu;
-    FJ_RETURN_IF(ws.scratch_bytes && (!cu->cuMemAllocAsync || !cu->cuMemFreeAsync), ctx,
+    FJ_RETURN_IF(ws->scratch_bytes && (!cu->cuMemAllocAsync || !cu->cuMemFreeAsync), ctx,
                  FAJIT_UNSUPPORTED, "%s needs %zu B of scratch and the driver lacks "
-                 "cuMemAllocAsync: pass desc->workspace", kp->ks.v[0].name, ws.scratch_bytes);
-    if (ws.counter_bytes)
-        FJ_CHECK(fj_ws_counters(ctx, stream, ws.counter_bytes, &env->counters));
-    if (ws.scratch_bytes) {
-        CUresult r = cu->cuMemAllocAsync(&env->scratch, ws.scratch_bytes, (CUstream)stream);
-        FJ_RETURN_IF(r, ctx, FAJIT_CUDA_ERROR, "cuMemAllocAsync(%zu): %s", ws.scratch_bytes,
+                 "cuMemAllocAsync: pass desc->workspace", kp->ks.v[0].name, ws->scratch_bytes);
+    if (ws->counter_bytes)
+        FJ_CHECK(fj_ws_counters(ctx, stream, ws->counter_bytes, &env->counters));
+    if (ws->scratch_bytes) {
+        CUresult r = cu->cuMemAllocAsync(&env->scratch, ws->scratch_bytes, (CUstream)stream);
+        FJ_RETURN_IF(r, ctx, FAJIT_CUDA_ERROR, "cuMemAllocAsync(%zu): %s", ws->scratch_bytes,
                      fj_cuda_errname(cu, r, err, sizeof err));
         *to_free = env->scratch;
     }
     return FAJIT_OK;
+}
+
+/* Checked mode: zeroed report memory before the launches (synchronous: this mode is for
+ * finding bad device-side indices, not for speed). */
+static fajit_status take_report(fajit_ctx *ctx, const fj_workspace *ws, fj_launch_env *env)
+{
+    const fj_cuda *cu = ctx->cu;
+    char err[64];
+    if (!ws->report_bytes)
+        return FAJIT_OK;
+    FJ_RETURN_IF(!cu->cuMemAlloc || !cu->cuMemsetD8 || !cu->cuMemcpyDtoH || !cu->cuMemFree ||
+                     !cu->cuCtxSynchronize, ctx, FAJIT_UNSUPPORTED,
+                 "the checked mode needs cuMemAlloc, cuMemsetD8, cuMemcpyDtoH and "
+                 "cuCtxSynchronize in the driver table");
+    CUresult r = cu->cuMemAlloc(&env->report, ws->report_bytes);
+    if (!r && (r = cu->cuMemsetD8(env->report, 0, ws->report_bytes)) != 0)
+        cu->cuMemFree(env->report), env->report = 0;
+    FJ_RETURN_IF(r, ctx, FAJIT_CUDA_ERROR, "allocating the checked mode's report: %s",
+                 fj_cuda_errname(cu, r, err, sizeof err));
+    return FAJIT_OK;
+}
+
+/* Checked mode: waits for the launches, reads the report back and asks the family. */
+static fajit_status read_report(fajit_ctx *ctx, const fj_kplan *kp, const fajit_attn_desc *d,
+                                const fj_workspace *ws, CUdeviceptr report)
+{
+    const fj_cuda *cu = ctx->cu;
+    unsigned char buf[256];
+    char err[256];
+    CUresult r = cu->cuCtxSynchronize();
+    if (!r)
+        r = cu->cuMemcpyDtoH(buf, report, ws->report_bytes < sizeof buf ? ws->report_bytes
+                                                                         : sizeof buf);
+    cu->cuMemFree(report);
+    FJ_RETURN_IF(r, ctx, FAJIT_CUDA_ERROR, "checked mode: waiting for %s: %s",
+                 kp->ks.v[0].name, fj_cuda_errname(cu, r, err, sizeof err));
+    err[0] = 0;
+    fajit_status st = kp->cfg.fam->report(&kp->cfg, d, buf, err, sizeof err);
+    return st == FAJIT_OK ? st : fj_fail(ctx, st, "checked mode: %s", err);
 }
 
 fajit_status fj_kplan_launch(fajit_ctx *ctx, const fj_kplan *kp, const fajit_attn_desc *d,
@@ -488,10 +530,13 @@ fajit_status fj_kplan_launch(fajit_ctx *ctx, const fj_kplan *kp, const fajit_att
     if (d->seqlen_q == 0)   /* varlen batch whose sequences are all empty */
         return FAJIT_OK;
     const fj_family *f = kp->cfg.fam;
-    fj_launch_env env = {ctx->cu, ctx->sm_count, 0, 0};
+    const fj_target t = fj_target_of(ctx, NULL);
+    fj_workspace ws;
+    workspace_of(&kp->cfg, d, &t, &ws);
+    fj_launch_env env = {ctx->cu, ctx->sm_count, 0, 0, 0};
     CUdeviceptr scratch = 0;   /* stream-ordered scratch to give back after the launches */
-    FJ_CHECK(take_workspace(ctx, kp, d, stream, &env, &scratch));
-    fajit_status st = FAJIT_OK;
+    FJ_CHECK(take_workspace(ctx, kp, d, &ws, stream, &env, &scratch));
+    fajit_status st = take_report(ctx, &ws, &env);
     for (int i = 0; i < kp->ks.n && st == FAJIT_OK; i++) {
         fj_args a;
         a.used = 0, a.n = 0;
@@ -513,6 +558,9 @@ fajit_status fj_kplan_launch(fajit_ctx *ctx, const fj_kplan *kp, const fajit_att
     }
     if (scratch)
         ctx->cu->cuMemFreeAsync(scratch, (CUstream)stream);
+    if (env.report)
+        st = st == FAJIT_OK ? read_report(ctx, kp, d, &ws, env.report)
+                            : (ctx->cu->cuMemFree(env.report), st);
     return st;
 }
 

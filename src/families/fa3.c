@@ -138,11 +138,11 @@ static void describe_grid(const fj_kcfg *c, char *out, size_t n)
         snprintf(out, n, "grid (ceil(seqlen_q/%d), heads_q, batch)", f->block_m);
 }
 
-static void workspace(const fj_kcfg *c, const fajit_attn_desc *d, fj_workspace *out)
+static void workspace(const fj_kcfg *c, const fajit_attn_desc *d, const fj_target *t,
+                      fj_workspace *out)
 {
-    (void)d;
+    (void)d, (void)t;
     out->counter_bytes = fj_fa3_of(c)->persistent == 2 ? sizeof(int) : 0;
-    out->scratch_bytes = 0;
 }
 
 void fj_fa3_launch_shape(const fj_fa3_config *c, const fj_attn_params *p, int num_sms,

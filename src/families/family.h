@@ -22,6 +22,8 @@
  * (sm_90a: wgmma, setmaxnreg). sm_count is 0 when not known (compiling for a named target). */
 typedef struct fj_target {
     int sm, arch_a, sm_count;
+    int checked;   /* the context runs checked (fajit_ctx_opts.checked): kernels that read
+                      device-side indices test them and report the first bad one */
 } fj_target;
 
 /* One configuration of some family: the family and its own bytes (a family casts them to
@@ -56,6 +58,9 @@ typedef struct fj_kernels {
  * value before or after. The context provides both, or the caller's desc->workspace. */
 typedef struct fj_workspace {
     size_t counter_bytes, scratch_bytes;
+    size_t report_bytes;   /* checked mode: zeroed device memory the kernels report into;
+                              after the launches the call waits for them, reads it back and
+                              hands it to fj_family.report */
 } fj_workspace;
 
 /* What a launch gets from its surroundings. */
@@ -64,6 +69,7 @@ typedef struct fj_launch_env {
     int sm_count;
     CUdeviceptr counters;    /* fj_workspace.counter_bytes, or 0 when none were asked for */
     CUdeviceptr scratch;     /* fj_workspace.scratch_bytes, or 0 */
+    CUdeviceptr report;      /* fj_workspace.report_bytes, or 0 */
 } fj_launch_env;
 
 /* The arguments of one launch: copies of the kernel's parameters (fj_args_push) and the
@@ -113,8 +119,13 @@ typedef struct fj_family {
     void (*kernels)(const fj_kcfg *c, const fajit_attn_desc *d, fj_kernels *out);
     /* The grid, in words, for fajit_dispatch_describe ("grid (ceil(seqlen_q/128), ...)"). */
     void (*describe_grid)(const fj_kcfg *c, char *out, size_t n);
-    /* The workspace one call of d with c needs (NULL: none). */
-    void (*workspace)(const fj_kcfg *c, const fajit_attn_desc *d, fj_workspace *out);
+    /* The workspace one call of d with c needs on t (NULL: none). */
+    void (*workspace)(const fj_kcfg *c, const fajit_attn_desc *d, const fj_target *t,
+                      fj_workspace *out);
+    /* Checked mode: FAJIT_OK, or the status and the reason of what the kernels reported
+     * in `report` (fj_workspace.report_bytes of it). NULL when report_bytes is always 0. */
+    fajit_status (*report)(const fj_kcfg *c, const fajit_attn_desc *d, const void *report,
+                           char *why, size_t n);
     /* Grid and arguments of launch `i` of c for d: FAJIT_OK, or a status with a reason. */
     fajit_status (*launch_args)(const fj_kcfg *c, int i, const fajit_attn_desc *d,
                                 const fj_launch_env *env, fj_args *a, char *why, size_t n);
@@ -162,6 +173,6 @@ int fj_family_variants(const fajit_attn_desc *d, const fj_target *t, int tune,
 const char *fj_dtype_name(int dtype);
 const char *fj_mask_name(int mask);
 
-extern const fj_family fj_family_ref, fj_family_fa2, fj_family_fa3;
+extern const fj_family fj_family_ref, fj_family_fa2, fj_family_fa3, fj_family_decode;
 
 #endif /* FJ_FAMILY_H */

@@ -1,0 +1,356 @@
+/* decode.c - the paged decode / chunked-prefill family (src/kernels_src/attn_decode.cu,
+ * FlashDecoding design): every target from sm_80. It serves every problem with a paged K/V
+ * cache (block_table: decode, speculative decode, chunked prefill and mixed batches through
+ * cu_seqlens_q), and contiguous problems with few query rows per KV head (seqlen_q <= 16 and
+ * seqlen_q * heads_q/heads_kv <= 64: a decode step), where the prefill families would
+ * waste their query tiles. The G query heads of a KV head are packed into the rows of one
+ * tile, so every K/V row is read once per CTA; the keys of a sequence are split over up to
+ * FAJIT_MAX_SPLITS CTAs when batch * heads_kv cannot fill the GPU, and a combine kernel
+ * merges the splits by their LSE. Tuning-row name: "dec:64x3m1n4s0" (keys per tile, stages,
+ * warps along rows and keys, forced splits: 0 = chosen per call). */
+#include <stdio.h>
+#include <string.h>
+
+#include "family.h"
+#include "params.h"
+#include "../autotune/fa2_config.h"   /* fj_fa2_smem_limit: the per-target shared memory */
+
+typedef struct fj_dec_config {
+    int bn;        /* keys per K/V tile */
+    int stages;    /* cp.async pipeline depth */
+    int wm, wn;    /* warps along the packed rows and along the keys of a tile */
+    int splits;    /* 0: chosen per call (dec_splits); else forced (a tuning winner) */
+    int checked;   /* FJ_DEC_CHECKED */
+} fj_dec_config;
+_Static_assert(sizeof(fj_dec_config) <= FJ_CFG_BYTES, "fj_dec_config fits an fj_kcfg");
+
+#define COMBINE_WARPS 4   /* FJ_DEC_COMBINE_WARPS in attn_decode.cu */
+
+static const fj_dec_config *of(const fj_kcfg *c) { return (const fj_dec_config *)(const void *)c->b; }
+
+static void to_kcfg(const fj_dec_config *f, fj_kcfg *out)
+{
+    memset(out, 0, sizeof *out);
+    out->fam = &fj_family_decode;
+    memcpy(out->b, f, sizeof *f);
+}
+
+static int group(const fajit_attn_desc *d) { return d->heads_q / d->heads_kv; }
+/* The most packed rows (query rows times heads per KV head) of one sequence. */
+static int packed_rows(const fajit_attn_desc *d) { return d->seqlen_q * group(d); }
+
+static int applies(const fajit_attn_desc *d, const fj_target *t)
+{
+    if (t->sm < 80 || d->head_dim % 8)
+        return 0;
+    if (d->block_table)
+        return 1;
+    return !d->cu_seqlens_q && d->seqlen_q <= 16 && packed_rows(d) <= 64;
+}
+
+/* Dynamic shared memory of the split step (attn_decode.cu's formula). */
+static size_t smem_bytes(const fj_dec_config *c, int head_dim)
+{
+    const size_t dp = (size_t)(head_dim + 15) / 16 * 16;
+    const size_t ldb = dp % 64 == 0 ? 2 * dp : 2 * dp + 16;
+    const size_t main = 16u * c->wm * ldb + 2u * c->stages * c->bn * ldb;
+    const size_t red = (size_t)c->wm * c->wn * 16 * (dp + 8) * 4 + (size_t)c->wm * c->wn * 16 * 8;
+    return main > red ? main : red;
+}
+
+static int check(const fj_kcfg *k, const fajit_attn_desc *d, const fj_target *t, char *why,
+                 size_t n)
+{
+    const fj_dec_config *c = of(k);
+    const char *bad = NULL;
+    if (c->wm < 1 || c->wm > 4 || c->wn < 1 || c->wn > 8 || c->wm * c->wn > 8)
+        bad = "warps along rows must be 1..4 and along keys 1..8, at most 8 in all";
+    else if (c->bn < 16 || c->bn > 256 || c->bn % (16 * c->wn))
+        bad = "keys per tile must be a multiple of 16 per key warp, 16..256";
+    else if (c->stages < 2 || c->stages > 4)
+        bad = "stages must be 2..4";
+    else if (c->splits < 0 || c->splits > FAJIT_MAX_SPLITS)
+        bad = "forced splits out of range";
+    else if (smem_bytes(c, d->head_dim) > fj_fa2_smem_limit(t->sm))
+        bad = "the tile does not fit the target's shared memory";
+    if (bad && why && n)
+        snprintf(why, n, "%s (dec %dx%d m%d n%d)", bad, c->bn, c->stages, c->wm, c->wn);
+    return bad ? -1 : 0;
+}
+
+/* The default: warps along the keys while the packed rows fit 16 (the FlashDecoding layout:
+ * every warp streams its own quarter of each tile), along the rows beyond; 64-key tiles three
+ * deep, shallower or narrower where the target's shared memory is smaller. */
+static void default_cfg(const fajit_attn_desc *d, const fj_target *t, fj_kcfg *out)
+{
+    const int rows = packed_rows(d);
+    fj_dec_config c = {64, 3, 1, 4, 0, t->checked};
+    if (rows > 16)
+        c.wm = rows > 32 ? 4 : 2, c.wn = 4 / c.wm;
+    while (smem_bytes(&c, d->head_dim) > fj_fa2_smem_limit(t->sm) && c.stages > 2)
+        c.stages--;
+    while (smem_bytes(&c, d->head_dim) > fj_fa2_smem_limit(t->sm) && c.bn > 16 * c.wn)
+        c.bn /= 2;
+    to_kcfg(&c, out);
+}
+
+static int candidates(const fajit_attn_desc *d, const fj_target *t, fj_kcfg *out, int max)
+{
+    static const int tiles[][2] = {{64, 2}, {64, 4}, {32, 3}, {32, 4}, {128, 2}, {128, 3}};
+    int n = 0;
+    if (max < 1)
+        return 0;
+    default_cfg(d, t, &out[n++]);
+    const fj_dec_config base = *of(&out[0]);
+    for (size_t i = 0; i < sizeof tiles / sizeof tiles[0] && n < max; i++) {
+        fj_dec_config c = base;
+        c.bn = tiles[i][0], c.stages = tiles[i][1];
+        to_kcfg(&c, &out[n]);
+        if (check(&out[n], d, t, NULL, 0) == 0 && !fj_kcfg_same(&out[n], &out[0]))
+            n++;
+    }
+    return n;
+}
+
+/* The defaults for problems like d at any length: the row layouts of every q_len <= 16. */
+static int shipped(const fajit_attn_desc *d, const fj_target *t, fj_kcfg *out, int max)
+{
+    int n = 0;
+    fajit_attn_desc e = *d;
+    for (int rows = 16; rows <= 64 && n < max; rows *= 2) {
+        e.heads_kv = 1, e.heads_q = rows, e.seqlen_q = 1;
+        default_cfg(&e, t, &out[n]);
+        int dup = 0;
+        for (int i = 0; i < n && !dup; i++)
+            dup = fj_kcfg_same(&out[i], &out[n]);
+        n += !dup;
+    }
+    return n;
+}
+
+static void cfg_name(const fj_kcfg *k, char *out, size_t n)
+{
+    const fj_dec_config *c = of(k);
+    snprintf(out, n, "%dx%dm%dn%ds%d", c->bn, c->stages, c->wm, c->wn, c->splits);
+}
+
+static int cfg_parse(const char *s, fj_kcfg *k)
+{
+    fj_dec_config c = {0};
+    char tail;
+    if (sscanf(s, "%dx%dm%dn%ds%d%c", &c.bn, &c.stages, &c.wm, &c.wn, &c.splits, &tail) != 5)
+        return -1;
+    to_kcfg(&c, k);
+    return 0;
+}
+
+static void kernels(const fj_kcfg *k, const fajit_attn_desc *d, fj_kernels *out)
+{
+    const fj_dec_config *c = of(k);
+    const int dt = (int)d->dtype, hd = d->head_dim;
+    memset(out, 0, sizeof *out);
+    fj_variant *v = &out->v[0];
+    v->op = FAJIT_OP_FWD;
+    v->source = "attn_decode.cu";
+    v->function = "fj_attn_decode";
+    snprintf(v->preamble, sizeof v->preamble,
+             "#define FJ_DTYPE %d\n#define FJ_HEAD_DIM %d\n#define FJ_DEC_BN %d\n"
+             "#define FJ_DEC_STAGES %d\n#define FJ_DEC_WM %d\n#define FJ_DEC_WN %d\n"
+             "#define FJ_DEC_CHECKED %d\n",
+             dt, hd, c->bn, c->stages, c->wm, c->wn, c->checked);
+    snprintf(v->name, sizeof v->name, "dec %s d%d %dx%d m%d n%d%s", fj_dtype_name(dt), hd, c->bn,
+             c->stages, c->wm, c->wn, c->checked ? " checked" : "");
+    out->threads[0] = 32 * c->wm * c->wn;
+    out->dyn_smem[0] = (int)smem_bytes(c, hd);
+    /* one combine kernel per dtype and head_dim serves every split configuration */
+    v = &out->v[1];
+    v->op = FAJIT_OP_FWD;
+    v->source = "attn_decode.cu";
+    v->function = "fj_attn_decode_combine";
+    snprintf(v->preamble, sizeof v->preamble, "#define FJ_DTYPE %d\n#define FJ_HEAD_DIM %d\n",
+             dt, hd);
+    snprintf(v->name, sizeof v->name, "dec combine %s d%d", fj_dtype_name(dt), hd);
+    out->threads[1] = 32 * COMBINE_WARPS;
+    out->n = 2;
+}
+
+static int q_tiles(const fj_dec_config *c, const fajit_attn_desc *d)
+{
+    const int mt = 16 * c->wm;
+    return (packed_rows(d) + mt - 1) / mt;
+}
+
+/* Splits of the keys: the caller's num_splits, a tuned forced count, else FlashAttention's
+ * wave-efficiency rule over twice the SM count (a CTA per SM pair of slots): none when the
+ * CTAs already fill 80% of that, else the fewest splits within 85% of the best wave
+ * efficiency, each split at least one key tile. Depends only on host-known maxima (batch,
+ * heads, seqlen_q, seqlen_k), so a CUDA graph captured once stays valid while seqused_k and
+ * the block table change. */
+static int dec_splits(const fj_dec_config *c, const fajit_attn_desc *d, int sm_count)
+{
+    const int tiles_k = (d->seqlen_k + c->bn - 1) / c->bn;
+    int want = d->num_splits ? d->num_splits : c->splits;
+    if (want)
+        return want < tiles_k ? want : tiles_k > 0 ? tiles_k : 1;
+    const long long ctas = (long long)d->batch * d->heads_kv * q_tiles(c, d);
+    const int slots = 2 * (sm_count > 0 ? sm_count : 132);
+    if (ctas >= 0.8 * slots || tiles_k <= 1)
+        return 1;
+    int max_s = tiles_k < FAJIT_MAX_SPLITS ? tiles_k : FAJIT_MAX_SPLITS;
+    double eff[FAJIT_MAX_SPLITS + 1], best = 0;
+    for (int s = 1; s <= max_s; s++) {
+        double waves = (double)(ctas * s) / slots;
+        eff[s] = waves / (double)(long long)(waves + 0.999999);
+        best = eff[s] > best ? eff[s] : best;
+    }
+    for (int s = 1; s <= max_s; s++) {
+        int distinct = s == 1 || (tiles_k + s - 1) / s != (tiles_k + s - 2) / (s - 1);
+        if (distinct && eff[s] >= 0.85 * best)
+            return s;
+    }
+    return 1;
+}
+
+/* Rows of the partials: the packed query rows of the whole batch (an upper bound when
+ * varlen without total_q). */
+static long long total_rows(const fajit_attn_desc *d)
+{
+    if (d->cu_seqlens_q && d->total_q > 0)
+        return d->total_q;
+    return (long long)d->batch * d->seqlen_q;
+}
+
+static size_t lse_offset(const fajit_attn_desc *d, int splits)
+{
+    size_t o = (size_t)splits * (size_t)total_rows(d) * d->heads_q * d->head_dim * 4;
+    return (o + 255) / 256 * 256;
+}
+
+static void workspace(const fj_kcfg *k, const fajit_attn_desc *d, const fj_target *t,
+                      fj_workspace *out)
+{
+    const fj_dec_config *c = of(k);
+    int s = dec_splits(c, d, t->sm_count);
+    if (s > 1)
+        out->scratch_bytes = lse_offset(d, s) + (size_t)s * (size_t)total_rows(d) * d->heads_q * 4;
+    out->report_bytes = c->checked ? 4 * sizeof(int) : 0;
+}
+
+static fajit_status report(const fj_kcfg *k, const fajit_attn_desc *d, const void *rep,
+                           char *why, size_t n)
+{
+    int e[4];
+    (void)k;
+    memcpy(e, rep, sizeof e);
+    if (e[0] == 1) {
+        snprintf(why, n, "block_table[%d][%d] = %d is not a page id in [0, %d)", e[1], e[2],
+                 e[3], d->num_pages);
+        return FAJIT_INVALID_ARGUMENT;
+    }
+    if (e[0] == 2) {
+        snprintf(why, n, "seqused_k[%d] = %d is not in [0, %d]%s", e[1], e[3], e[2],
+                 d->block_table ? " (block_table_stride * page_size)" : " (seqlen_k)");
+        return FAJIT_INVALID_ARGUMENT;
+    }
+    if (e[0] != 0) {
+        snprintf(why, n, "the decode kernel reported code %d", e[0]);
+        return FAJIT_INVALID_ARGUMENT;
+    }
+    return FAJIT_OK;
+}
+
+static void describe_grid(const fj_kcfg *k, char *out, size_t n)
+{
+    const fj_dec_config *c = of(k);
+    if (c->splits)
+        snprintf(out, n, "grid (%d splits * q tiles, heads_kv, batch)", c->splits);
+    else
+        snprintf(out, n, "grid (splits * q tiles, heads_kv, batch), splits chosen per call");
+}
+
+static void fill_params(const fj_dec_config *c, const fajit_attn_desc *d, const fj_launch_env *env,
+                        int splits, fj_decode_params *p)
+{
+    memset(p, 0, sizeof *p);
+    p->q = (uintptr_t)d->q, p->k = (uintptr_t)d->k, p->v = (uintptr_t)d->v;
+    p->o = (uintptr_t)d->o, p->lse = (uintptr_t)d->lse;
+    p->block_table = (uintptr_t)d->block_table;
+    p->seqused_k = (uintptr_t)d->seqused_k;
+    p->cu_seqlens_q = (uintptr_t)d->cu_seqlens_q;
+    p->err = env->report;
+    p->q_batch_stride = d->q_batch_stride, p->q_row_stride = d->q_row_stride;
+    p->q_head_stride = d->q_head_stride;
+    p->o_batch_stride = d->o_batch_stride, p->o_row_stride = d->o_row_stride;
+    p->o_head_stride = d->o_head_stride;
+    p->k_row_stride = d->k_row_stride, p->k_head_stride = d->k_head_stride;
+    p->v_row_stride = d->v_row_stride, p->v_head_stride = d->v_head_stride;
+    if (d->block_table) {
+        p->k_page_stride = d->k_page_stride ? d->k_page_stride
+                                            : (int64_t)d->page_size * d->k_row_stride;
+        p->v_page_stride = d->v_page_stride ? d->v_page_stride
+                                            : (int64_t)d->page_size * d->v_row_stride;
+        p->page_size = d->page_size, p->num_pages = d->num_pages;
+        p->bt_stride = (int)d->block_table_stride;
+    } else {   /* contiguous: sequence b is page b */
+        p->k_page_stride = d->k_batch_stride, p->v_page_stride = d->v_batch_stride;
+        p->page_size = d->seqlen_k, p->num_pages = d->batch;
+    }
+    p->batch = d->batch, p->heads_q = d->heads_q, p->heads_kv = d->heads_kv;
+    p->head_dim = d->head_dim, p->q_len = d->seqlen_q, p->seqlen_k = d->seqlen_k;
+    p->splits = splits;
+    const int per = (d->seqlen_k + splits - 1) / splits;
+    p->split_keys = (per + c->bn - 1) / c->bn * c->bn;
+    p->q_tiles = q_tiles(c, d);
+    p->total_rows = (int)total_rows(d);
+    fj_attn_params ap;   /* the window convention of every attention kernel */
+    fj_params_from_desc(d, &ap);
+    p->window_left = ap.window_left, p->window_right = ap.window_right;
+    p->scale = ap.scale, p->scale_log2 = ap.scale_log2;
+    if (splits > 1) {
+        p->part_o = env->scratch;
+        p->part_lse = env->scratch + lse_offset(d, splits);
+    }
+}
+
+static fajit_status launch_args(const fj_kcfg *k, int i, const fajit_attn_desc *d,
+                                const fj_launch_env *env, fj_args *a, char *why, size_t n)
+{
+    const fj_dec_config *c = of(k);
+    const int splits = dec_splits(c, d, env->sm_count);
+    fj_decode_params p;
+    fill_params(c, d, env, splits, &p);
+    if (i == 0) {
+        a->grid[0] = (unsigned)(splits * p.q_tiles);
+        a->grid[1] = (unsigned)d->heads_kv;
+        a->grid[2] = (unsigned)d->batch;
+    } else {   /* the combine step, only after a split */
+        long long pairs = (long long)p.total_rows * d->heads_q;
+        a->grid[0] = splits > 1 ? (unsigned)((pairs + COMBINE_WARPS - 1) / COMBINE_WARPS) : 0;
+        a->grid[1] = a->grid[2] = 1;
+    }
+    if (fj_args_push(a, &p, sizeof p, 8) != 0) {
+        snprintf(why, n, "the decode parameters exceed the argument block");
+        return FAJIT_UNSUPPORTED;
+    }
+    return FAJIT_OK;
+}
+
+const fj_family fj_family_decode = {
+    .name = "decode",
+    .id = FAJIT_FAMILY_DECODE,
+    .op = FAJIT_OP_FWD,
+    .rank = 30,
+    .cfg_prefix = "dec:",
+    .applies = applies,
+    .default_cfg = default_cfg,
+    .candidates = candidates,
+    .shipped = shipped,
+    .check = check,
+    .cfg_name = cfg_name,
+    .cfg_parse = cfg_parse,
+    .kernels = kernels,
+    .describe_grid = describe_grid,
+    .workspace = workspace,
+    .report = report,
+    .launch_args = launch_args,
+};
