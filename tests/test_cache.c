@@ -185,6 +185,15 @@ int wait_child(pid_t pid)
 
 const unsigned char k_digest[16] = { 1, 2, 3, 4, 5, 6, 7, 8, 9, 10, 11, 12, 13, 14, 15, 16 };
 
+char *test_parts(const unsigned char *digest, const char *function, const char *preamble,
+                 const char *options, const char *arch, int nvrtc_version, int format_version)
+{
+    fj_key_inputs in = { .digest = digest, .op = "fwd", .function = function,
+                         .preamble = preamble, .options = options, .arch = arch,
+                         .nvrtc_version = nvrtc_version, .format_version = format_version };
+    return fj_key_parts(&in);
+}
+
 void make_row(fj_tune_row *r, const char *arch, const char *sig, const char *bucket,
                      const char *config, double ms, int pinned, int64_t created)
 {
@@ -223,6 +232,47 @@ int file_user_version(const char *path)
     ck_assert_int_eq(pread(fd, v, 4, 60), 4);
     close(fd);
     return v[0] << 24 | v[1] << 16 | v[2] << 8 | v[3];
+}
+
+/* Swaps blob, blob_size and checksum of kernels `a` and `b` in the file at `path` (closed
+ * by every cache), as someone editing a bundle would. */
+void swap_blobs(const char *path, const fj_key *a, const fj_key *b)
+{
+    sqlite3 *db = NULL;
+    sqlite3_stmt *get = NULL, *set = NULL;
+    void *blob[2] = { NULL, NULL };
+    int n[2] = { 0, 0 };
+    sqlite3_int64 sum[2] = { 0, 0 };
+    const fj_key *k[2] = { a, b };
+    ck_assert_int_eq(sqlite3_open(path, &db), SQLITE_OK);
+    ck_assert_int_eq(sqlite3_prepare_v2(db, "SELECT blob, checksum FROM kernels WHERE key = ?1",
+                                        -1, &get, NULL), SQLITE_OK);
+    for (int i = 0; i < 2; i++) {
+        sqlite3_bind_blob(get, 1, k[i]->b, 16, SQLITE_STATIC);
+        ck_assert_int_eq(sqlite3_step(get), SQLITE_ROW);
+        n[i] = sqlite3_column_bytes(get, 0);
+        blob[i] = malloc((size_t)n[i] + 1);
+        memcpy(blob[i], sqlite3_column_blob(get, 0), (size_t)n[i]);
+        sum[i] = sqlite3_column_int64(get, 1);
+        sqlite3_reset(get);
+    }
+    ck_assert_int_eq(sqlite3_prepare_v2(db, "UPDATE kernels SET blob = ?2, blob_size = ?3,"
+                                        " checksum = ?4 WHERE key = ?1", -1, &set, NULL),
+                     SQLITE_OK);
+    for (int i = 0; i < 2; i++) {
+        sqlite3_bind_blob(set, 1, k[i]->b, 16, SQLITE_STATIC);
+        sqlite3_bind_blob(set, 2, blob[1 - i], n[1 - i], SQLITE_STATIC);
+        sqlite3_bind_int(set, 3, n[1 - i]);
+        sqlite3_bind_int64(set, 4, sum[1 - i]);
+        ck_assert_int_eq(sqlite3_step(set), SQLITE_DONE);
+        ck_assert_int_eq(sqlite3_changes(db), 1);
+        sqlite3_reset(set);
+    }
+    sqlite3_finalize(get);
+    sqlite3_finalize(set);
+    ck_assert_int_eq(sqlite3_close(db), SQLITE_OK);
+    free(blob[0]);
+    free(blob[1]);
 }
 
 TCase *fj_tcase_cache(void)

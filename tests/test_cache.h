@@ -39,6 +39,9 @@ struct test_log {
 };
 extern struct test_log g_log;   /* what log_cb saw, per level, since the test began */
 extern const unsigned char k_digest[16];
+/* fj_key_parts of these inputs with op "fwd". */
+char *test_parts(const unsigned char *digest, const char *function, const char *preamble,
+                 const char *options, const char *arch, int nvrtc_version, int format_version);
 
 void log_cb(void *user, int level, const char *msg);
 int log_count(int level);
@@ -59,6 +62,7 @@ void make_row(fj_tune_row *r, const char *arch, const char *sig, const char *buc
                          const char *config, double ms, int pinned, int64_t created);
 const char *config_of(fj_cache *c, const char *sig, const char *bucket);
 int file_user_version(const char *path);
+void swap_blobs(const char *path, const fj_key *a, const fj_key *b);
 
 void fj_cache_tests_open(TCase *tc);
 void fj_cache_tests_lease(TCase *tc);

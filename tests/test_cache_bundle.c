@@ -1,4 +1,5 @@
-/* test_cache_bundle.c - unit tests of src/cache/bundle.c: export, import, merge, immutable open, corrupt and foreign bundles. */
+/* test_cache_bundle.c - unit tests of src/cache/bundle.c: export, import, merge, immutable
+ * open, corrupt, tampered and foreign bundles. */
 #include "test_cache.h"
 
 /* ---- bundles ---------------------------------------------------------------------- */
@@ -13,7 +14,7 @@ static void fill_source(fj_cache *c)
     for (int s = 1; s <= 3; s++) {
         make_entry(&e, s, 1000 * (size_t)s);
         if (s == 2)
-            e.parts = fj_key_parts(k_digest, "f", "P", "O", "sm_90a", 12082, 1);
+            e.parts = test_parts(k_digest, "f", "P", "O", "sm_90a", 12082, 1);
         ck_assert_int_eq(fj_cache_put(c, &e), 0);
         fj_entry_free(&e);
     }
@@ -401,8 +402,51 @@ START_TEST(test_bundle_errors)
 }
 END_TEST
 
+/* Swapping blob and checksum between two rows of a bundle is corruption: import skips
+ * both, an immutable open misses both. */
+START_TEST(test_bundle_swapped_blobs)
+{
+    char dir[128], bundle[160];
+    fj_bundle_stats st;
+    fj_entry got;
+    fj_cache_counters k;
+    fj_key k1 = key_of(1), k3 = key_of(3), k5 = key_of(5);
+    make_dir(dir, sizeof dir);
+    snprintf(bundle, sizeof bundle, "%s/b.fjb", dir);
+    fj_cache *a = open_ok(NULL);
+    put_seed(a, 1, 1500);
+    put_seed(a, 3, 1500);
+    put_seed(a, 5, 1500);
+    ck_assert_int_eq(fj_cache_export(a, bundle, NULL, &st), 0);
+    fj_cache_close(a);
+    swap_blobs(bundle, &k1, &k3);
+
+    fj_cache *b = open_ok(NULL);
+    ck_assert_int_eq(fj_cache_import(b, bundle, &st), 0);
+    ck_assert_int_eq(st.corrupt, 2);
+    ck_assert_int_eq(st.kernels, 1);
+    ck_assert_int_eq(fj_cache_has(b, &k1) + fj_cache_has(b, &k3), 0);
+    ck_assert_int_eq(fj_cache_has(b, &k5), 1);
+    fj_cache_close(b);
+
+    ck_assert_int_eq(fj_cache_open_bundle(&b, bundle, log_cb, NULL), 0);
+    ck_assert_int_eq(fj_cache_get(b, &k1, &got), 0);
+    ck_assert_int_eq(fj_cache_get(b, &k3, &got), 0);
+    ck_assert_int_eq(fj_cache_get(b, &k5, &got), 1);
+    fj_entry_free(&got);
+    fj_cache_counters_get(b, &k);
+    ck_assert_uint_eq(k.corrupt, 2);
+    int checked = 0;
+    ck_assert_int_eq(fj_cache_verify(b, &checked), 2);   /* read-only: reported, kept */
+    ck_assert_int_eq(checked, 3);
+    fj_cache_close(b);
+    rm_rf(dir);
+}
+END_TEST
+
 void fj_cache_tests_bundle(TCase *tc)
 {
+    tcase_add_test(tc, test_bundle_swapped_blobs);
     tcase_add_test(tc, test_export_import);
     tcase_add_test(tc, test_import_corrupt);
     tcase_add_test(tc, test_bundle_readonly);

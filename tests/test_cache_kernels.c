@@ -1,5 +1,6 @@
-/* test_cache_kernels.c - unit tests of src/cache/kernels.c: round trip, misses, persistence, a corrupt entry, verify, clear, prune,
- * stats, list, key parts stored with entries. */
+/* test_cache_kernels.c - unit tests of src/cache/kernels.c: round trip, misses,
+ * persistence, a corrupt entry, checksums bound to keys, verify, clear, prune, stats, list,
+ * key parts stored with entries. */
 #include "test_cache.h"
 
 /* ---- basics ----------------------------------------------------------------------- */
@@ -297,7 +298,7 @@ START_TEST(test_parts_round_trip)
     make_dir(dir, sizeof dir);
     fj_cache *c = open_ok(dir);
     make_entry(&e, 21, 100);
-    e.parts = fj_key_parts(k_digest, "f", "P", "-O3", "sm_90a", 13000, 1);
+    e.parts = test_parts(k_digest, "f", "P", "-O3", "sm_90a", 13000, 1);
     ck_assert_int_eq(fj_cache_put(c, &e), 0);
     make_entry(&plain, 22, 100);   /* parts NULL: accepted, read back as NULL */
     ck_assert_int_eq(fj_cache_put(c, &plain), 0);
@@ -320,8 +321,42 @@ START_TEST(test_parts_round_trip)
 }
 END_TEST
 
+/* A blob's checksum covers its key: blob and checksum moved together to another row of
+ * the file read as corrupt (get misses, verify finds both), not as the other kernel. */
+START_TEST(test_checksum_binds_key)
+{
+    char dir[128], path[160];
+    fj_entry got;
+    fj_cache_counters k;
+    fj_key k1 = key_of(1), k3 = key_of(3);
+    int checked = 0;
+    make_dir(dir, sizeof dir);
+    snprintf(path, sizeof path, "%s/kernels.db", dir);
+    fj_cache *c = open_ok(dir);
+    put_seed(c, 1, 2048);
+    put_seed(c, 3, 2048);
+    put_seed(c, 5, 2048);
+    fj_cache_close(c);
+    swap_blobs(path, &k1, &k3);
+
+    c = open_ok(dir);
+    ck_assert_int_eq(fj_cache_get(c, &k1, &got), 0);
+    fj_cache_counters_get(c, &k);
+    ck_assert_uint_eq(k.corrupt, 1);
+    ck_assert_int_eq(fj_cache_verify(c, &checked), 1);   /* k3; k1 went at the get */
+    ck_assert_int_eq(checked, 2);
+    ck_assert_int_eq(fj_cache_has(c, &k3), 0);
+    fj_key k5 = key_of(5);
+    ck_assert_int_eq(fj_cache_get(c, &k5, &got), 1);
+    fj_entry_free(&got);
+    fj_cache_close(c);
+    rm_rf(dir);
+}
+END_TEST
+
 void fj_cache_tests_kernels(TCase *tc)
 {
+    tcase_add_test(tc, test_checksum_binds_key);
     tcase_add_test(tc, test_round_trip);
     tcase_add_test(tc, test_miss);
     tcase_add_test(tc, test_persistence);

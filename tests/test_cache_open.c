@@ -1,5 +1,6 @@
-/* test_cache_open.c - unit tests of src/cache/cache.c: corrupt and foreign files, newer schemas, read-only and memory-only modes,
- * schema migration (the test speaks SQL itself to build a file of the old schema). */
+/* test_cache_open.c - unit tests of src/cache/cache.c: corrupt and foreign files, newer
+ * schemas, read-only and memory-only modes, schema
+ * migration (the test speaks SQL itself to build files of the old schemas). */
 #include "test_cache.h"
 
 START_TEST(test_corrupt_file)
@@ -266,9 +267,9 @@ START_TEST(test_memory_only)
 END_TEST
 
 
-/* The file layout of schema 1 (fajit 0.1.0), as it shipped. */
+/* The file layout of schema 1 (fajit 0.1.0), as it shipped; schema 2 added kernels.parts.
+ * Both held kernels of cache format 1 (checksum of the blob alone). */
 static const char v1_schema[] =
-    "PRAGMA journal_mode = WAL;"
     "CREATE TABLE meta (k TEXT PRIMARY KEY, v TEXT);"
     "CREATE TABLE kernels ("
     " key BLOB PRIMARY KEY, arch TEXT NOT NULL, nvrtc_version INTEGER NOT NULL,"
@@ -286,14 +287,36 @@ static const char v1_schema[] =
     " key BLOB PRIMARY KEY, pid INTEGER, host TEXT, token INTEGER, heartbeat INTEGER);"
     "INSERT INTO meta VALUES ('format', '1'), ('created', '0');"
     "PRAGMA user_version = 1;";
+static const char v2_delta[] =
+    "ALTER TABLE kernels ADD COLUMN parts TEXT;"
+    "UPDATE meta SET v = '2' WHERE k = 'format';"
+    "PRAGMA user_version = 2;";
 
-static void write_v1_file(const char *path, const fj_entry *e)
+/* The tuning rows of an old file: signature, bucket, config, pinned. */
+static const char *const old_rows[][4] = {
+    { "fwd.bf16.hd128.causal.gqa4", "sq<=1k", "128x64w4s1", "1" },
+    { "fwd.f16.hd64.none.gqa1", "sq=1,sk<=4k", "64x64w4s2", "0" },
+    { "fwd", "sq<=512", "64x32w4s1", "0" },   /* no dot: the whole signature is the op */
+};
+#define N_OLD_ROWS 3
+
+/* A cache file (wal = 1) or bundle (journal DELETE) of schema `ver` (1 or 2) holding
+ * kernel `e` and old_rows, as that fajit wrote them. */
+static void write_old_file(const char *path, int ver, int wal, const fj_entry *e)
 {
     sqlite3 *db = NULL;
     sqlite3_stmt *st = NULL;
     ck_assert_int_eq(sqlite3_open(path, &db), SQLITE_OK);
+    if (wal)
+        ck_assert_int_eq(sqlite3_exec(db, "PRAGMA journal_mode = WAL", NULL, NULL, NULL),
+                         SQLITE_OK);
     ck_assert_int_eq(sqlite3_exec(db, v1_schema, NULL, NULL, NULL), SQLITE_OK);
-    ck_assert_int_eq(sqlite3_prepare_v2(db, "INSERT INTO kernels VALUES (?1, ?2, ?3, ?4, ?5,"
+    if (ver >= 2)
+        ck_assert_int_eq(sqlite3_exec(db, v2_delta, NULL, NULL, NULL), SQLITE_OK);
+    ck_assert_int_eq(sqlite3_prepare_v2(db, "INSERT INTO kernels (key, arch, nvrtc_version,"
+                                        " name, options, blob, blob_size, checksum, log,"
+                                        " compile_ms, regs, smem, spill_bytes, created,"
+                                        " last_used, hits) VALUES (?1, ?2, ?3, ?4, ?5,"
                                         " ?6, ?7, ?8, ?9, ?10, ?11, ?12, ?13, 7, 7, 0)",
                                         -1, &st, NULL), SQLITE_OK);
     sqlite3_bind_blob(st, 1, e->key.b, 16, SQLITE_STATIC);
@@ -311,47 +334,118 @@ static void write_v1_file(const char *path, const fj_entry *e)
     sqlite3_bind_int(st, 13, e->spill_bytes);
     ck_assert_int_eq(sqlite3_step(st), SQLITE_DONE);
     sqlite3_finalize(st);
+    ck_assert_int_eq(sqlite3_prepare_v2(db, "INSERT INTO tuning VALUES ('NVIDIA H200',"
+                                        " 'sm_90a', 132, ?1, ?2, ?3, 0.5, '[]', ?4, '0.1.0',"
+                                        " 12080, 100)", -1, &st, NULL), SQLITE_OK);
+    for (int i = 0; i < N_OLD_ROWS; i++) {
+        for (int j = 0; j < 4; j++)
+            sqlite3_bind_text(st, j + 1, old_rows[i][j], -1, SQLITE_STATIC);
+        ck_assert_int_eq(sqlite3_step(st), SQLITE_DONE);
+        sqlite3_reset(st);
+    }
+    sqlite3_finalize(st);
     ck_assert_int_eq(sqlite3_close(db), SQLITE_OK);
 }
 
-/* An old file is read as it is when read-only, and migrated (not set aside) when
- * writable; its entries keep hitting: the kernel keys did not change. */
-START_TEST(test_migrate_v1)
+/* Every row of old_rows is in `c`, with its op and pin. */
+static void check_old_rows(fj_cache *c)
 {
-    char dir[128], path[160], bundle[160];
+    for (int i = 0; i < N_OLD_ROWS; i++) {
+        fj_tune_row r;
+        ck_assert_int_eq(fj_cache_tune_get(c, "NVIDIA H200", "sm_90a", 132, old_rows[i][0],
+                                           old_rows[i][1], &r), 1);
+        ck_assert_str_eq(r.config, old_rows[i][2]);
+        ck_assert_str_eq(r.op, "fwd");
+        ck_assert_int_eq(r.pinned, old_rows[i][3][0] == '1');
+        ck_assert_int_eq(r.created, 100);
+        fj_tune_row_free(&r);
+    }
+}
+
+static int count_rows_cb(void *user, const fj_tune_row *r)
+{
+    ck_assert_str_eq(r->op, "fwd");
+    ++*(int *)user;
+    return 0;
+}
+
+/* The op column as stored in the file (not as derived on reading). */
+static int stored_ops_fwd(const char *path)
+{
+    sqlite3 *db = NULL;
+    sqlite3_stmt *st = NULL;
+    int n = -1;
+    if (sqlite3_open_v2(path, &db, SQLITE_OPEN_READONLY, NULL) == SQLITE_OK
+        && sqlite3_prepare_v2(db, "SELECT count(*) FROM tuning WHERE op = 'fwd'", -1, &st,
+                              NULL) == SQLITE_OK && sqlite3_step(st) == SQLITE_ROW)
+        n = sqlite3_column_int(st, 0);
+    sqlite3_finalize(st);
+    sqlite3_close(db);
+    return n;
+}
+
+/* A file of schema 1 or 2 (_i): read as it is when read-only (its format-1 kernel left in
+ * place, verified by the old checksum rule, not exported; tuning rows read with their op
+ * taken from the signature); an old bundle imports its tuning rows and skips its kernel;
+ * a writable file is migrated in place (not set aside): every tuning row kept with its op
+ * stored, the format-1 kernel deleted. */
+START_TEST(test_migrate_old)
+{
+    const int ver = _i;
+    char dir[128], path[160], bundle[160], old_bundle[160];
     fj_entry e, e2, got;
-    fj_tune_row row;
     fj_bundle_stats st;
+    fj_cache_stats cs;
+    int n = 0, checked = 0;
     make_dir(dir, sizeof dir);
     snprintf(path, sizeof path, "%s/kernels.db", dir);
-    snprintf(bundle, sizeof bundle, "%s/old.fjb", dir);
+    snprintf(bundle, sizeof bundle, "%s/new.fjb", dir);
+    snprintf(old_bundle, sizeof old_bundle, "%s/old.fjb", dir);
     make_entry(&e, 23, 3000);
-    write_v1_file(path, &e);
-    ck_assert_int_eq(file_user_version(path), 1);
+    write_old_file(path, ver, 1, &e);
+    write_old_file(old_bundle, ver, 0, &e);
+    ck_assert_int_eq(file_user_version(path), ver);
 
     fj_cache_debug_force_readonly = 1;
     fj_cache *c = open_ok(dir);
     fj_cache_debug_force_readonly = 0;
     ck_assert_int_eq(fj_cache_readonly(c), 1);
-    ck_assert_int_eq(fj_cache_get(c, &e.key, &got), 1);
+    ck_assert_int_eq(fj_cache_get(c, &e.key, &got), 1);   /* no key of format 2 is e.key */
     assert_same(&got, &e);
     ck_assert_ptr_null(got.parts);
     fj_entry_free(&got);
-    ck_assert_int_eq(fj_cache_tune_get(c, "g", "sm_90a", 1, "s", "b", &row), 0);
-    /* An old read-only file exports (without parts); an old file imports as it is. */
+    ck_assert_int_eq(fj_cache_verify(c, &checked), 0);
+    ck_assert_int_eq(checked, 1);
+    ck_assert_int_eq(fj_cache_stats_get(c, &cs), 0);
+    ck_assert_int_eq(cs.entries, 1);
+    check_old_rows(c);
+    ck_assert_int_eq(fj_cache_tune_list(c, count_rows_cb, &n), 0);
+    ck_assert_int_eq(n, N_OLD_ROWS);
     ck_assert_int_eq(fj_cache_export(c, bundle, NULL, &st), 0);
-    ck_assert_int_eq(st.kernels, 1);
+    ck_assert_int_eq(st.kernels, 0);
+    ck_assert_int_eq(st.kernels_stale, 1);
+    ck_assert_int_eq(st.rows, N_OLD_ROWS);
     fj_cache_close(c);
+
+    /* Imports: the exported bundle, an old bundle, the old cache file itself. */
     fj_cache *m = open_ok(NULL);
-    ck_assert_int_eq(fj_cache_import(m, bundle, &st), 0);
-    ck_assert_int_eq(st.kernels, 1);
+    ck_assert_int_eq(fj_cache_import(m, old_bundle, &st), 0);
+    ck_assert_int_eq(st.kernels, 0);
+    ck_assert_int_eq(st.kernels_stale, 1);
+    ck_assert_int_eq(st.rows, N_OLD_ROWS);
+    check_old_rows(m);
+    ck_assert_int_eq(fj_cache_has(m, &e.key), 0);
     ck_assert_int_eq(fj_cache_import(m, path, &st), 0);
-    ck_assert_int_eq(st.kernels_present, 1);
-    ck_assert_int_eq(fj_cache_get(m, &e.key, &got), 1);
-    assert_same(&got, &e);
-    fj_entry_free(&got);
+    ck_assert_int_eq(st.kernels_stale, 1);
+    ck_assert_int_eq(st.rows_kept, N_OLD_ROWS);
     fj_cache_close(m);
-    ck_assert_int_eq(file_user_version(path), 1);
+    m = open_ok(NULL);
+    ck_assert_int_eq(fj_cache_import(m, bundle, &st), 0);
+    ck_assert_int_eq(st.rows, N_OLD_ROWS);
+    ck_assert_int_eq(st.kernels + st.kernels_stale, 0);
+    check_old_rows(m);
+    fj_cache_close(m);
+    ck_assert_int_eq(file_user_version(path), ver);
 
     c = open_ok(dir);
     ck_assert_int_eq(fj_cache_readonly(c), 0);
@@ -359,22 +453,24 @@ START_TEST(test_migrate_v1)
     ck_assert_int_eq(count_aside(dir), 0);
     ck_assert_int_eq(log_count(FJ_LOG_WARN), 0);
     ck_assert_ptr_nonnull(strstr(g_log.last[FJ_LOG_INFO], "migrated"));
-    ck_assert_int_eq(fj_cache_get(c, &e.key, &got), 1);
-    assert_same(&got, &e);
-    ck_assert_ptr_null(got.parts);
-    fj_entry_free(&got);
+    ck_assert_ptr_nonnull(strstr(g_log.last[FJ_LOG_INFO], "1 kernels of cache format 1 "
+                                                          "dropped"));
+    ck_assert_int_eq(fj_cache_get(c, &e.key, &got), 0);
+    ck_assert_int_eq(fj_cache_stats_get(c, &cs), 0);
+    ck_assert_int_eq(cs.entries, 0);
+    check_old_rows(c);
     make_entry(&e2, 24, 500);
-    e2.parts = fj_key_parts(k_digest, "f", "P", "O", "sm_90a", 13000, 1);
+    e2.parts = test_parts(k_digest, "f", "P", "O", "sm_90a", 13000, FJ_CACHE_FORMAT_VERSION);
     ck_assert_int_eq(fj_cache_put(c, &e2), 0);
     fj_cache_close(c);   /* checkpoints the WAL into the file */
     ck_assert_int_eq(file_user_version(path), FJ_CACHE_SCHEMA_VERSION);
+    ck_assert_int_eq(stored_ops_fwd(path), N_OLD_ROWS);
 
-    c = open_ok(dir);   /* a second open finds schema 2: nothing more to do */
+    c = open_ok(dir);   /* a second open finds the current schema: nothing more to do */
     ck_assert_int_eq(fj_cache_get(c, &e2.key, &got), 1);
     ck_assert_str_eq(got.parts, e2.parts);
     fj_entry_free(&got);
-    ck_assert_int_eq(fj_cache_get(c, &e.key, &got), 1);
-    fj_entry_free(&got);
+    check_old_rows(c);
     fj_cache_close(c);
     fj_entry_free(&e);
     fj_entry_free(&e2);
@@ -390,5 +486,5 @@ void fj_cache_tests_open(TCase *tc)
     tcase_add_test(tc, test_readonly);
     tcase_add_test(tc, test_readonly_modes);
     tcase_add_test(tc, test_memory_only);
-    tcase_add_test(tc, test_migrate_v1);
+    tcase_add_loop_test(tc, test_migrate_old, 1, 3);
 }

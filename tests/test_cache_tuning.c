@@ -1,4 +1,5 @@
-/* test_cache_tuning.c - unit tests of src/cache/tuning.c: tuning rows round trip and pinning. */
+/* test_cache_tuning.c - unit tests of src/cache/tuning.c: tuning rows round trip and
+ * pinning. */
 #include "test_cache.h"
 
 /* ---- tuning rows ------------------------------------------------------------------ */

@@ -133,12 +133,6 @@ void fj_log(fajit_ctx *ctx, fajit_log_level level, const char *fmt, ...)
             return fj_fail(ctx, st, __VA_ARGS__); \
     } while (0)
 
-/* Kernel key: XXH3-128 over the serialization documented in kernel.c. */
-void fj_kernel_key(const unsigned char src_digest[16], const char *preamble,
-                   const char *options, const char *arch, int nvrtc_version,
-                   int format_version, const char *function, fj_key *out);
-void fj_key_hex(const fj_key *k, char out[33]);
-
 /* The kernel for `v` on the context's device: memory, then cache, then compile.
  * Flags: FJ_KF_NO_COMPILE (a miss returns FAJIT_CACHE_MISS), FJ_KF_SERVING / _BACKGROUND
  * (which counter a compile goes to). */

@@ -18,23 +18,27 @@
 
 /* ---- bundles ---------------------------------------------------------------------- */
 
-enum { COPY_OK, COPY_PRESENT, COPY_CORRUPT, COPY_ERROR };
+enum { COPY_OK, COPY_PRESENT, COPY_CORRUPT, COPY_STALE, COPY_ERROR };
 
-/* Copies the kernel row at `src` (COPY_SELECT's columns) through `dst` (COPY_INSERT),
- * after checking its key and blob. */
-static int copy_kernel(sqlite3_stmt *src, sqlite3_stmt *dst)
+/* Copies the kernel row at `src` (COPY_SELECT's columns, from a file of `schema`) through
+ * `dst` (COPY_INSERT), after checking its key and blob. A kernel of a file of schema < 3
+ * is of cache format 1: never hit again, not copied (COPY_STALE). */
+static int copy_kernel(sqlite3_stmt *src, int schema, sqlite3_stmt *dst)
 {
     const void *blob;
     size_t n;
     int rc;
 
+    if (schema < 3)
+        return COPY_STALE;
     if (sqlite3_column_type(src, 0) != SQLITE_BLOB || sqlite3_column_bytes(src, 0) != 16)
         return COPY_CORRUPT;
     blob = sqlite3_column_blob(src, 5);
     n = (size_t)sqlite3_column_bytes(src, 5);
     if (n && !blob)
         return COPY_ERROR;   /* out of memory */
-    if (!fj_blob_ok(blob, n, sqlite3_column_int64(src, 6), sqlite3_column_int64(src, 7)))
+    if (!fj_blob_ok(schema, sqlite3_column_blob(src, 0), blob, n, sqlite3_column_int64(src, 6),
+                    sqlite3_column_int64(src, 7)))
         return COPY_CORRUPT;
     for (int i = 0; i < N_COPY_COLS; i++)
         sqlite3_bind_value(dst, i + 1, sqlite3_column_value(src, i));
@@ -61,8 +65,8 @@ static int is_cache_file(const fj_cache *c, const char *path)
 
 /* Copies every row of `src` (bound, stepped and reset here) into the bundle: kernels
  * through copy_kernel, tuning rows as they are. Returns the last step's code. */
-static int export_rows(sqlite3_stmt *src, const char *arch, sqlite3_stmt *ins, int kernels,
-                       fj_bundle_stats *st)
+static int export_rows(sqlite3_stmt *src, int schema, const char *arch, sqlite3_stmt *ins,
+                       int kernels, fj_bundle_stats *st)
 {
     int step;
     if (arch)
@@ -70,7 +74,7 @@ static int export_rows(sqlite3_stmt *src, const char *arch, sqlite3_stmt *ins, i
     while ((step = sqlite3_step(src)) == SQLITE_ROW) {
         int r = COPY_OK;
         if (kernels) {
-            r = copy_kernel(src, ins);
+            r = copy_kernel(src, schema, ins);
         } else {
             for (int i = 0; i < N_TUNE_COLS; i++)
                 sqlite3_bind_value(ins, i + 1, sqlite3_column_value(src, i));
@@ -81,6 +85,7 @@ static int export_rows(sqlite3_stmt *src, const char *arch, sqlite3_stmt *ins, i
         if (r == COPY_ERROR)
             break;   /* step stays SQLITE_ROW: the bundle's side failed */
         st->corrupt += r == COPY_CORRUPT;
+        st->kernels_stale += r == COPY_STALE;
         *(kernels ? &st->kernels : &st->rows) += r == COPY_OK;
     }
     done(src);
@@ -130,9 +135,9 @@ int fj_cache_export(fj_cache *c, const char *path, const char *arch, fj_bundle_s
         note_err(why, sizeof why, tmp, db);
         goto out;
     }
-    step = export_rows(c->st[ST_EXPORT_K], arch, ins_k, 1, &st);
+    step = export_rows(c->st[ST_EXPORT_K], c->schema, arch, ins_k, 1, &st);
     if (step == SQLITE_DONE)
-        step = export_rows(c->st[ST_TUNE_LIST], arch, ins_t, 0, &st);
+        step = export_rows(c->st[ST_TUNE_LIST], c->schema, arch, ins_t, 0, &st);
     if (step != SQLITE_DONE) {
         if (step == SQLITE_ROW)
             note_err(why, sizeof why, tmp, db);
@@ -155,9 +160,13 @@ int fj_cache_export(fj_cache *c, const char *path, const char *arch, fj_bundle_s
     }
     rc = 0;
     if (st.corrupt)
-        fj_cache_say(c, FJ_LOG_WARN, "export to %s: %d corrupt kernels skipped", path, st.corrupt);
-    fj_cache_say(c, FJ_LOG_INFO, "exported %d kernels and %d tuning rows to %s", st.kernels, st.rows,
-        path);
+        fj_cache_say(c, FJ_LOG_WARN, "export to %s: %d corrupt kernels skipped", path,
+                     st.corrupt);
+    if (st.kernels_stale)
+        fj_cache_say(c, FJ_LOG_INFO, "export to %s: %d kernels of an older cache format "
+                     "skipped", path, st.kernels_stale);
+    fj_cache_say(c, FJ_LOG_INFO, "exported %d kernels and %d tuning rows to %s", st.kernels,
+                 st.rows, path);
 out:
     if (rc != 0)
         fj_cache_say(c, FJ_LOG_WARN, "export to %s failed (%s)", path, why);
@@ -211,7 +220,7 @@ int fj_cache_import(fj_cache *c, const char *path, fj_bundle_stats *st_out)
     fj_bundle_stats st;
     sqlite3 *db = NULL;
     sqlite3_stmt *sel_k = NULL, *sel_t = NULL;
-    char *sql = NULL, why[512] = "";
+    char *sql = NULL, *sql_t = NULL, why[512] = "";
     int64_t ver = 0;
     int rc = -1, step = SQLITE_DONE, locked = 0, in_txn = 0;
 
@@ -229,7 +238,8 @@ int fj_cache_import(fj_cache *c, const char *path, fj_bundle_stats *st_out)
                  "%lld)", path, FJ_CACHE_SCHEMA_VERSION, (long long)ver);
     else if (!(sql = sqlite3_mprintf(COPY_SELECT, ver >= 2 ? "parts" : "NULL"))
              || sqlite3_prepare_v2(db, sql, -1, &sel_k, NULL) != SQLITE_OK
-             || sqlite3_prepare_v2(db, TUNE_LIST, -1, &sel_t, NULL) != SQLITE_OK)
+             || !(sql_t = sqlite3_mprintf(TUNE_LIST, ver >= 3 ? OP_COL : OP_FROM_SIGNATURE))
+             || sqlite3_prepare_v2(db, sql_t, -1, &sel_t, NULL) != SQLITE_OK)
         note_err(why, sizeof why, path, db);
     if (why[0])
         goto out;
@@ -246,9 +256,10 @@ int fj_cache_import(fj_cache *c, const char *path, fj_bundle_stats *st_out)
     }
     in_txn = 1;
     while ((step = sqlite3_step(sel_k)) == SQLITE_ROW) {
-        int r = copy_kernel(sel_k, c->st[ST_IMPORT_K]);
+        int r = copy_kernel(sel_k, (int)ver, c->st[ST_IMPORT_K]);
         if (r == COPY_ERROR)
             break;
+        st.kernels_stale += r == COPY_STALE;
         st.kernels += r == COPY_OK;
         st.kernels_present += r == COPY_PRESENT;
         st.corrupt += r == COPY_CORRUPT;
@@ -279,10 +290,14 @@ int fj_cache_import(fj_cache *c, const char *path, fj_bundle_stats *st_out)
     in_txn = 0;
     rc = 0;
     if (st.corrupt)
-        fj_cache_say(c, FJ_LOG_WARN, "import of %s: %d corrupt kernels skipped", path, st.corrupt);
-    fj_cache_say(c, FJ_LOG_INFO, "imported from %s: %d kernels (%d already here), %d tuning rows "
-        "(%d kept as they were)", path, st.kernels, st.kernels_present, st.rows,
-        st.rows_kept);
+        fj_cache_say(c, FJ_LOG_WARN, "import of %s: %d corrupt kernels skipped", path,
+                     st.corrupt);
+    if (st.kernels_stale)
+        fj_cache_say(c, FJ_LOG_INFO, "import of %s: %d kernels of an older cache format "
+                     "skipped (they compile again when needed)", path, st.kernels_stale);
+    fj_cache_say(c, FJ_LOG_INFO, "imported from %s: %d kernels (%d already here), %d tuning "
+                 "rows (%d kept as they were)", path, st.kernels, st.kernels_present, st.rows,
+                 st.rows_kept);
 out:
     if (in_txn)
         exec1(c, ST_ROLLBACK);
@@ -293,6 +308,7 @@ out:
     sqlite3_finalize(sel_k);
     sqlite3_finalize(sel_t);
     sqlite3_free(sql);
+    sqlite3_free(sql_t);
     sqlite3_close(db);
     if (st_out && rc == 0)
         *st_out = st;

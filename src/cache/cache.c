@@ -67,7 +67,7 @@ static const char *const sql_text[ST_COUNT] = {
                  " FROM kernels) WHERE running > ?1 AND key IS NOT ?2)",
     [ST_NVRTC_VERSIONS] = "SELECT DISTINCT nvrtc_version FROM kernels WHERE arch = ?1"
                           " ORDER BY nvrtc_version DESC",
-    [ST_TUNE_GET] = "SELECT " TUNE_COLS " FROM tuning WHERE " TUNE_KEY,
+    [ST_TUNE_GET] = "SELECT " TUNE_SEL " FROM tuning WHERE " TUNE_KEY,
     [ST_TUNE_PUT] = TUNE_PUT,
     [ST_TUNE_PIN] = "UPDATE tuning SET pinned = ?6 WHERE " TUNE_KEY,
     [ST_TUNE_LIST] = TUNE_LIST,
@@ -76,9 +76,19 @@ static const char *const sql_text[ST_COUNT] = {
     [ST_IMPORT_K] = COPY_INSERT,
 };
 
-static int writes_parts(int id) { return id == ST_PUT || id == ST_IMPORT_K; }
+/* The oldest schema a statement can be prepared on: the ones that write a column an older
+ * file lacks (kernels.parts: 2, tuning.op: 3). */
+static int min_schema(int id)
+{
+    return id == ST_TUNE_PUT ? 3 : id == ST_PUT || id == ST_IMPORT_K ? 2 : 1;
+}
 
-/* Schema FJ_CACHE_SCHEMA_VERSION (2). Older files are brought up to it by migrations[]. */
+static int is_tuning_stmt(int id)
+{
+    return id == ST_TUNE_GET || id == ST_TUNE_PUT || id == ST_TUNE_PIN || id == ST_TUNE_LIST;
+}
+
+/* Schema FJ_CACHE_SCHEMA_VERSION (3). Older files are brought up to it by migrations[]. */
 static const char schema_sql[] =
     "CREATE TABLE meta (k TEXT PRIMARY KEY, v TEXT);"
     "CREATE TABLE kernels ("
@@ -91,14 +101,19 @@ static const char schema_sql[] =
     "CREATE TABLE tuning ("
     " gpu_name TEXT, arch TEXT, sm_count INTEGER, signature TEXT, bucket TEXT,"
     " config TEXT, time_ms REAL, table_json TEXT, pinned INTEGER, fajit_version TEXT,"
-    " nvrtc_version INTEGER, created INTEGER,"
+    " nvrtc_version INTEGER, created INTEGER, op TEXT NOT NULL DEFAULT '',"
     " PRIMARY KEY (gpu_name, arch, sm_count, signature, bucket));"
     "CREATE TABLE leases ("
     " key BLOB PRIMARY KEY, pid INTEGER, host TEXT, token INTEGER, heartbeat INTEGER);";
 
-/* migrations[v] takes a file from schema v to v + 1 (user_version and meta are set after). */
+/* migrations[v] takes a file from schema v to v + 1 (user_version and meta are set after).
+ * 2 -> 3 also deletes every kernel: they are all of cache format 1, whose keys can no
+ * longer be made and whose checksums do not cover their keys (cache.h). */
 static const char *const migrations[FJ_CACHE_SCHEMA_VERSION] = {
     [1] = "ALTER TABLE kernels ADD COLUMN parts TEXT;",
+    [2] = "ALTER TABLE tuning ADD COLUMN op TEXT NOT NULL DEFAULT '';"
+          "UPDATE tuning SET op = " OP_FROM_SIGNATURE ";"
+          "DELETE FROM kernels; DELETE FROM leases;",
 };
 
 /* ---- small helpers ---------------------------------------------------------------- */
@@ -240,12 +255,24 @@ int fj_cache_write_schema(sqlite3 *db)
     return rc == SQLITE_OK ? stamp_version(db) : rc;
 }
 
+/* Kernel rows in the file, inside the caller's transaction; -1 on error. */
+static int64_t count_kernels(sqlite3 *db)
+{
+    sqlite3_stmt *st = NULL;
+    int64_t n = -1;
+    if (sqlite3_prepare_v2(db, "SELECT count(*) FROM kernels", -1, &st, NULL) == SQLITE_OK
+        && sqlite3_step(st) == SQLITE_ROW)
+        n = sqlite3_column_int64(st, 0);
+    sqlite3_finalize(st);
+    return n;
+}
+
 /* Creates the schema in an empty file, or migrates a file of an older schema. Under
  * BEGIN IMMEDIATE, reading the version again inside, so that of two processes opening
  * the same file at once only one creates or migrates it. */
 static int create_or_migrate(fj_cache *c)
 {
-    int64_t ver = 0, objects = 0;
+    int64_t ver = 0, objects = 0, dropped = 0;
     int rc = sqlite3_exec(c->db, "BEGIN IMMEDIATE", NULL, NULL, NULL);
     if (rc != SQLITE_OK)
         return rc;
@@ -253,6 +280,7 @@ static int create_or_migrate(fj_cache *c)
     if (rc == SQLITE_OK && ver == 0 && objects == 0) {
         rc = fj_cache_write_schema(c->db);
     } else if (rc == SQLITE_OK && ver >= 1 && ver < FJ_CACHE_SCHEMA_VERSION) {
+        dropped = ver < 3 ? count_kernels(c->db) : 0;
         for (int64_t v = ver; rc == SQLITE_OK && v < FJ_CACHE_SCHEMA_VERSION; v++)
             rc = sqlite3_exec(c->db, migrations[v], NULL, NULL, NULL);
         if (rc == SQLITE_OK)
@@ -263,17 +291,21 @@ static int create_or_migrate(fj_cache *c)
     if (rc != SQLITE_OK)
         sqlite3_exec(c->db, "ROLLBACK", NULL, NULL, NULL);
     else if (ver >= 1 && ver < FJ_CACHE_SCHEMA_VERSION)
-        fj_cache_say(c, FJ_LOG_INFO, "cache file migrated from schema %lld to %d", (long long)ver,
-            FJ_CACHE_SCHEMA_VERSION);
+        fj_cache_say(c, FJ_LOG_INFO, "cache file migrated from schema %lld to %d; %lld "
+                     "kernels of cache format 1 dropped (every key changed: they compile "
+                     "again when needed), tuning rows kept", (long long)ver,
+                     FJ_CACHE_SCHEMA_VERSION, (long long)dropped);
     return rc;
 }
 
 static int prepare_all(fj_cache *c)
 {
     for (int i = 0; i < ST_COUNT; i++) {
-        if (!c->has_parts && writes_parts(i))
+        if (c->schema < min_schema(i))
             continue;
-        char *sql = sqlite3_mprintf(sql_text[i], c->has_parts ? "parts" : "NULL");
+        const char *col = is_tuning_stmt(i) ? (c->schema >= 3 ? OP_COL : OP_FROM_SIGNATURE)
+                                            : (c->schema >= 2 ? "parts" : "NULL");
+        char *sql = sqlite3_mprintf(sql_text[i], col);
         if (!sql)
             return SQLITE_NOMEM;
         int rc = sqlite3_prepare_v3(c->db, sql, -1, SQLITE_PREPARE_PERSISTENT, &c->st[i],
@@ -304,7 +336,7 @@ static int check_schema(fj_cache *c, int writable)
         return OPEN_NEWER;
     if (ver < 1)
         return OPEN_CORRUPT;
-    c->has_parts = ver >= 2;
+    c->schema = (int)ver;
     rc = prepare_all(c);
     if (rc != SQLITE_OK)
         return rc == SQLITE_ERROR || is_corrupt_rc(rc) ? OPEN_CORRUPT : OPEN_FAIL;
@@ -358,7 +390,7 @@ static int set_aside(fj_cache *c, const char *dir, const char *path, const struc
     snprintf(side, sizeof side, "%s-shm", path);
     unlink(side);
     fj_cache_say(c, FJ_LOG_WARN, "%s is corrupt or not a fajit cache; moved to %s, "
-        "starting a fresh cache", path, aside);
+                 "starting a fresh cache", path, aside);
     rc = 0;
 out:
     if (fd != -1)
@@ -401,7 +433,7 @@ static void warn_unread_wal(const fj_cache *c, const char *path)
     snprintf(wal, sizeof wal, "%s-wal", path);
     if (file_size(wal) > 0)
         fj_cache_say(c, FJ_LOG_WARN, "%s is read-only and its -wal is ignored; "
-            "entries not checkpointed into the file are not seen", path);
+                     "entries not checkpointed into the file are not seen", path);
 }
 
 /* Leaves c->db open on the file (c->path set), or closed (memory only, warning said). */
@@ -418,7 +450,7 @@ static void open_dir(fj_cache *c, const char *dir)
     snprintf(path, n + sizeof "/kernels.db", "%s/kernels.db", dir);
     if (n == 0 || mkdir_p(dir) == -1) {
         fj_cache_say(c, FJ_LOG_WARN, "cannot use directory '%s' (%s); using memory only",
-            dir, n ? strerror(errno) : "empty path");
+                     dir, n ? strerror(errno) : "empty path");
         goto out;
     }
     exists = access(path, F_OK) == 0;
@@ -431,7 +463,7 @@ static void open_dir(fj_cache *c, const char *dir)
             warn_unread_wal(c, path);
         } else {
             fj_cache_say(c, FJ_LOG_WARN, "%s is not writable and %s; using memory only",
-                exists ? path : dir, exists ? why[r] : "holds no cache");
+                         exists ? path : dir, exists ? why[r] : "holds no cache");
         }
         goto out;
     }
@@ -446,13 +478,13 @@ static void open_dir(fj_cache *c, const char *dir)
         close_db(c);
         if (set_aside(c, dir, path, &sb) == -1) {
             fj_cache_say(c, FJ_LOG_WARN, "%s is corrupt and cannot be moved aside (%s); "
-                "using memory only", path, strerror(errno));
+                         "using memory only", path, strerror(errno));
             goto out;
         }
     }
     if (r != OPEN_OK)
         fj_cache_say(c, FJ_LOG_WARN, "%s is %s%s; using memory only", path, why[r],
-            r == OPEN_NEWER ? " (left untouched)" : "");
+                     r == OPEN_NEWER ? " (left untouched)" : "");
 out:
     if (c->db && r == OPEN_OK) {
         c->path = path;
@@ -519,7 +551,7 @@ int fj_cache_open_bundle(fj_cache **out, const char *path, fj_cache_log_fn log,
         err = ENOMEM;
     if (err || r != OPEN_OK) {
         fj_cache_say(c, FJ_LOG_WARN, "cannot open bundle %s: %s", path,
-            err ? strerror(err) : open_why[r]);
+                     err ? strerror(err) : open_why[r]);
         fj_cache_close(c);
         return -1;
     }

@@ -17,9 +17,11 @@
 
 /* Statements prepared once per handle. Preparing them all at open doubles as a schema
  * check: a file whose tables do not match fails here and is treated as unknown.
- * "%s" stands for the kernels.parts column: "parts", or "NULL" in a read-only file of
- * schema 1 (which cannot be migrated); statements that write parts are then not
- * prepared (a read-only handle never writes). */
+ * In a read-only file of an older schema (which cannot be migrated) columns it lacks are
+ * read as expressions and statements that write them are not prepared (a read-only
+ * handle never writes): "%s" stands for kernels.parts ("parts", or "NULL" before schema
+ * 2) in kernel statements, for tuning.op (OP_COL, or OP_FROM_SIGNATURE before schema 3)
+ * in tuning statements. */
 enum {
     ST_BEGIN, ST_COMMIT, ST_ROLLBACK,
     ST_GET, ST_TOUCH, ST_PUT, ST_DEL, ST_EXISTS, ST_CORRUPT,
@@ -39,16 +41,22 @@ enum {
                     " VALUES (?1, ?2, ?3, ?4, ?5, ?6, ?7, ?8, ?9, ?10, ?11, ?12, ?13, ?14," \
                     " ?14, 0, ?15)"
 #define N_COPY_COLS 15
-/* Tuning columns, in the order of fj_tune_row. */
-#define TUNE_COLS "gpu_name, arch, sm_count, signature, bucket, config, time_ms, table_json," \
+/* Tuning columns, in the order of fj_tune_row (op last, column 12): TUNE_COLS for
+ * writing, TUNE_SEL (with "%s" for op) for reading. */
+#define TUNE_BASE "gpu_name, arch, sm_count, signature, bucket, config, time_ms, table_json," \
                   " pinned, fajit_version, nvrtc_version, created"
+#define TUNE_COLS TUNE_BASE ", op"
+#define TUNE_SEL TUNE_BASE ", %s"
+#define OP_COL "op"
+/* The signature's first dot-separated component: "fwd.bf16.hd128.causal" -> "fwd". */
+#define OP_FROM_SIGNATURE "substr(signature, 1, instr(signature || '.', '.') - 1)"
 #define TUNE_KEY "gpu_name = ?1 AND arch = ?2 AND sm_count = ?3 AND signature = ?4" \
                  " AND bucket = ?5"
-#define TUNE_LIST "SELECT " TUNE_COLS " FROM tuning WHERE ?1 IS NULL OR arch = ?1" \
+#define TUNE_LIST "SELECT " TUNE_SEL " FROM tuning WHERE ?1 IS NULL OR arch = ?1" \
                   " ORDER BY gpu_name, arch, sm_count, signature, bucket"
 #define TUNE_PUT "INSERT OR REPLACE INTO tuning (" TUNE_COLS ")" \
-                 " VALUES (?1, ?2, ?3, ?4, ?5, ?6, ?7, ?8, ?9, ?10, ?11, ?12)"
-#define N_TUNE_COLS 12
+                 " VALUES (?1, ?2, ?3, ?4, ?5, ?6, ?7, ?8, ?9, ?10, ?11, ?12, ?13)"
+#define N_TUNE_COLS 13
 
 typedef struct held_lease {
     fj_key key;
@@ -62,7 +70,8 @@ struct fj_cache {
     sqlite3_stmt *st[ST_COUNT];
     char *path;           /* "<dir>/kernels.db"; NULL = memory only */
     int readonly;
-    int has_parts;        /* kernels.parts exists (schema >= 2) */
+    int schema;           /* the file's schema (user_version): FJ_CACHE_SCHEMA_VERSION,
+                             or older in a read-only file */
     int told_readonly;    /* the INFO line about skipped puts is said once */
     fj_cache_log_fn log;
     void *log_user;
@@ -99,10 +108,15 @@ int fj_cache_read_version(sqlite3 *db, int64_t *ver, int64_t *objects);
 /* The current schema, in the caller's transaction on an empty database. */
 int fj_cache_write_schema(sqlite3 *db);
 
-/* kernels.c: a blob matches its stored size and checksum. */
-int fj_blob_ok(const void *blob, size_t n, int64_t size, int64_t sum);
+/* kernels.c: the checksum of a kernel row of the current format: XXH3-64 of the 16 key
+ * bytes followed by the blob, so that a blob moved to another key does not verify. */
+uint64_t fj_blob_sum(const uint8_t key[16], const void *blob, size_t n);
+/* kernels.c: a blob matches its stored size and checksum, by the rule of a file of
+ * `schema` (before 3: XXH3-64 of the blob alone). key: its 16 bytes. */
+int fj_blob_ok(int schema, const void *key, const void *blob, size_t n, int64_t size,
+               int64_t sum);
 
-/* tuning.c: reads a row of TUNE_COLS (columns 0..11); 0, or -1 when out of memory. */
+/* tuning.c: reads a row of TUNE_SEL (columns 0..12); 0, or -1 when out of memory. */
 int fj_tune_read(sqlite3_stmt *st, fj_tune_row *r);
 /* tuning.c: stores `r` inside the caller's transaction unless the row there wins
  * (merge = 1: import's rule). 0 stored, 1 kept, -1 error. */

@@ -9,6 +9,7 @@
 #include <time.h>
 
 #include <sqlite3.h>
+#define XXH_STATIC_LINKING_ONLY /* XXH3_state_t on the stack */
 #include <xxhash.h>
 
 #include "cache_int.h"
@@ -29,10 +30,23 @@ void fj_entry_free(fj_entry *e)
     e->blob = NULL;
 }
 
-int fj_blob_ok(const void *blob, size_t n, int64_t size, int64_t sum)
+uint64_t fj_blob_sum(const uint8_t key[16], const void *blob, size_t n)
 {
-    return (int64_t)n == size && (blob || !n)
-           && XXH3_64bits(n ? blob : "", n) == (uint64_t)sum;
+    XXH3_state_t st;
+    XXH3_64bits_reset(&st);
+    XXH3_64bits_update(&st, key, 16);
+    XXH3_64bits_update(&st, n ? blob : "", n);
+    return XXH3_64bits_digest(&st);
+}
+
+int fj_blob_ok(int schema, const void *key, const void *blob, size_t n, int64_t size,
+               int64_t sum)
+{
+    if ((int64_t)n != size || (!blob && n))
+        return 0;
+    if (schema < 3)   /* cache format 1: the blob alone */
+        return XXH3_64bits(n ? blob : "", n) == (uint64_t)sum;
+    return key && fj_blob_sum(key, blob, n) == (uint64_t)sum;
 }
 
 /* Fills the metadata columns shared by ST_GET and ST_LIST (column numbers differ);
@@ -87,8 +101,8 @@ int fj_cache_get(fj_cache *c, const fj_key *key, fj_entry *out)
         size_t n = (size_t)sqlite3_column_bytes(st, 4);
         if (n && !blob) {
             /* out of memory: a plain miss */
-        } else if (!fj_blob_ok(blob, n, sqlite3_column_int64(st, 5),
-                                sqlite3_column_int64(st, 6))) {
+        } else if (!fj_blob_ok(c->schema, key->b, blob, n, sqlite3_column_int64(st, 5),
+                               sqlite3_column_int64(st, 6))) {
             bad = 1;
         } else if ((out->blob = malloc(n ? n : 1)) != NULL
                    && fill_meta(out, st, 0, 2, 3, 7, 8) == 0) {
@@ -101,7 +115,7 @@ int fj_cache_get(fj_cache *c, const fj_key *key, fj_entry *out)
     } else if (rc != SQLITE_DONE) {
         bad = is_corrupt_rc(rc);
         fj_cache_say(c, bad ? FJ_LOG_WARN : FJ_LOG_DEBUG, "reading an entry failed (%s); a miss",
-            sqlite3_errmsg(c->db));
+                     sqlite3_errmsg(c->db));
     }
     done(st);
 
@@ -171,7 +185,7 @@ int fj_cache_put(fj_cache *c, const fj_entry *e)
         c->ctr.put_skipped++;
         if (!c->told_readonly)
             fj_cache_say(c, FJ_LOG_INFO, "%s is read-only; new kernels are not saved",
-                c->path);
+                         c->path);
         c->told_readonly = 1;
         rc = 0;
         goto out;
@@ -187,7 +201,7 @@ int fj_cache_put(fj_cache *c, const fj_entry *e)
     sqlite3_bind_text(st, 5, e->options ? e->options : "", -1, SQLITE_STATIC);
     sqlite3_bind_blob64(st, 6, blob, e->blob_size, SQLITE_STATIC);
     sqlite3_bind_int64(st, 7, (sqlite3_int64)e->blob_size);
-    sqlite3_bind_int64(st, 8, (sqlite3_int64)XXH3_64bits(blob, e->blob_size));
+    sqlite3_bind_int64(st, 8, (sqlite3_int64)fj_blob_sum(e->key.b, blob, e->blob_size));
     sqlite3_bind_text(st, 9, e->log ? e->log : "", -1, SQLITE_STATIC);
     sqlite3_bind_double(st, 10, e->compile_ms);
     sqlite3_bind_int(st, 11, e->regs);
@@ -209,7 +223,7 @@ int fj_cache_put(fj_cache *c, const fj_entry *e)
 out:
     if (rc != 0) {
         fj_cache_say(c, FJ_LOG_WARN, "cannot save kernel '%s' (%s)",
-            e->name ? e->name : "", sqlite3_errmsg(c->db));
+                     e->name ? e->name : "", sqlite3_errmsg(c->db));
         if (in_txn)
             exec1(c, ST_ROLLBACK);
     }
@@ -277,8 +291,11 @@ int fj_cache_verify(fj_cache *c, int *n_checked)
         const void *blob = sqlite3_column_blob(st, 1);
         size_t n = (size_t)sqlite3_column_bytes(st, 1);
         checked++;
+        const void *key = sqlite3_column_bytes(st, 0) == 16 ? sqlite3_column_blob(st, 0)
+                                                            : NULL;
         if ((n && !blob)   /* out of memory: not the entry's fault */
-            || fj_blob_ok(blob, n, sqlite3_column_int64(st, 2), sqlite3_column_int64(st, 3)))
+            || fj_blob_ok(c->schema, key, blob, n, sqlite3_column_int64(st, 2),
+                          sqlite3_column_int64(st, 3)))
             continue;
         if (n_bad == cap) {
             fj_key *nb = realloc(bad, (cap = cap ? 2 * cap : 16) * sizeof *bad);
@@ -369,9 +386,9 @@ int fj_cache_prune(fj_cache *c, int64_t max_bytes, const fj_key *keep, int64_t *
         goto out;
     }
     if (before.entries > after.entries)
-        fj_cache_say(c, FJ_LOG_INFO, "pruned %lld least recently used kernels (%lld bytes) to stay under "
-            "%lld bytes", (long long)(before.entries - after.entries),
-            (long long)(before.bytes - after.bytes), (long long)max_bytes);
+        fj_cache_say(c, FJ_LOG_INFO, "pruned %lld least recently used kernels (%lld bytes) "
+                     "to stay under %lld bytes", (long long)(before.entries - after.entries),
+                     (long long)(before.bytes - after.bytes), (long long)max_bytes);
     if (removed)
         *removed = before.entries - after.entries;
     if (freed)

@@ -1,5 +1,15 @@
-/* key.c - the kernel key: its inputs as text (stored with each entry) and explaining
- * why a key misses, by comparing those texts with the nearest entry's. */
+/* key.c - the kernel key, in one place: the key itself (XXH3-128), its inputs as text
+ * (stored with each entry), its hex spelling, and explaining why a key misses by comparing
+ * those texts with the nearest entry's.
+ *
+ * The key is XXH3-128 (canonical, big-endian bytes) over this byte string, fields
+ * separated by one NUL byte and none after the last:
+ *   "fajit-kernel-key" \0 hex(digest) \0 op \0 function \0 preamble \0 options \0 arch \0
+ *   nvrtc version (decimal) \0 format version (decimal)
+ * where hex(digest) is 32 lowercase hex digits of the 16-byte digest of every embedded
+ * source and header, op is the operation's name ("fwd"), options are NVRTC's options as
+ * one sorted text and arch is the exact target ("sm_90a"). No field may contain a NUL, so
+ * the string splits into its fields one way only. Format 1 had no op field. */
 #ifndef _GNU_SOURCE
 #define _GNU_SOURCE
 #endif
@@ -10,6 +20,7 @@
 #include <string.h>
 
 #include <sqlite3.h>
+#define XXH_STATIC_LINKING_ONLY /* XXH3_state_t on the stack */
 #include <xxhash.h>
 
 #include "cache_int.h"
@@ -73,29 +84,62 @@ static char *sb_take(sbuf *b)
     return b->p ? b->p : dup_str("");
 }
 
-char *fj_key_parts(const unsigned char src_digest[16], const char *function,
-                   const char *preamble, const char *options, const char *arch,
-                   int nvrtc_version, int format_version)
+static const char *str_or_empty(const char *s) { return s ? s : ""; }
+
+void fj_key_make(const fj_key_inputs *in, fj_key *out)
+{
+    static const unsigned char zero[16];
+    const unsigned char *d = in->digest ? in->digest : zero;
+    const char *text[] = { in->op, in->function, in->preamble, in->options, in->arch };
+    char hex[33], num[32];
+    XXH3_state_t st;
+    XXH128_canonical_t c;
+    int n;
+
+    XXH3_128bits_reset(&st);
+    XXH3_128bits_update(&st, "fajit-kernel-key", 17);   /* with its NUL */
+    for (int i = 0; i < 16; i++)
+        snprintf(hex + 2 * i, 3, "%02x", d[i]);
+    XXH3_128bits_update(&st, hex, 33);
+    for (size_t i = 0; i < sizeof text / sizeof text[0]; i++)
+        XXH3_128bits_update(&st, str_or_empty(text[i]), strlen(str_or_empty(text[i])) + 1);
+    n = snprintf(num, sizeof num, "%d", in->nvrtc_version);
+    XXH3_128bits_update(&st, num, (size_t)n + 1);
+    n = snprintf(num, sizeof num, "%d", in->format_version);
+    XXH3_128bits_update(&st, num, (size_t)n);
+    XXH128_canonicalFromHash(&c, XXH3_128bits_digest(&st));
+    memcpy(out->b, c.digest, 16);
+}
+
+void fj_key_hex(const fj_key *k, char out[33])
+{
+    for (int i = 0; i < 16; i++)
+        snprintf(out + 2 * i, 3, "%02x", k->b[i]);
+}
+
+char *fj_key_parts(const fj_key_inputs *in)
 {
     sbuf b = { 0 };
     char num[40];
-    const char *pre = preamble ? preamble : "";
+    const char *pre = str_or_empty(in->preamble);
 
     sb_str(&b, "digest=");
     for (int i = 0; i < 16; i++) {
-        snprintf(num, sizeof num, "%02x", src_digest ? src_digest[i] : 0);
+        snprintf(num, sizeof num, "%02x", in->digest ? in->digest[i] : 0);
         sb_str(&b, num);
     }
+    sb_str(&b, ";op=");
+    sb_esc(&b, in->op);
     sb_str(&b, ";function=");
-    sb_esc(&b, function);
+    sb_esc(&b, in->function);
     snprintf(num, sizeof num, ";preamble_hash=%016llx",
              (unsigned long long)XXH3_64bits(pre, strlen(pre)));
     sb_str(&b, num);
     sb_str(&b, ";options=");
-    sb_esc(&b, options);
+    sb_esc(&b, in->options);
     sb_str(&b, ";arch=");
-    sb_esc(&b, arch);
-    snprintf(num, sizeof num, ";nvrtc=%d;format=%d", nvrtc_version, format_version);
+    sb_esc(&b, in->arch);
+    snprintf(num, sizeof num, ";nvrtc=%d;format=%d", in->nvrtc_version, in->format_version);
     sb_str(&b, num);
     return sb_take(&b);
 }
@@ -104,7 +148,8 @@ static const struct {
     const char *name;
     unsigned bit;
 } part_names[] = {
-    { "digest", FJ_PART_DIGEST },   { "function", FJ_PART_FUNCTION },
+    { "digest", FJ_PART_DIGEST },   { "op", FJ_PART_OP },
+    { "function", FJ_PART_FUNCTION },
     { "preamble_hash", FJ_PART_PREAMBLE }, { "options", FJ_PART_OPTIONS },
     { "arch", FJ_PART_ARCH },       { "nvrtc", FJ_PART_NVRTC },
     { "format", FJ_PART_FORMAT },
@@ -222,7 +267,7 @@ static void describe(fj_explain *out, const nearest *b, const char *want, int n_
         sep = ", ";
     }
     if (b->differs & FJ_PART_UNRECORDED)
-        text_add(out, "%sa part the entry did not record: digest, function or preamble "
+        text_add(out, "%sa part the entry did not record: digest, op, function or preamble "
                  "(stored without key parts)", sep);
     if (!b->differs)
         text_add(out, "nothing recorded (the key derivation itself changed)");
@@ -266,7 +311,8 @@ int fj_cache_explain(fj_cache *c, const fj_key *key, const char *name, const cha
         if (!rparts && !d)
             d = FJ_PART_UNRECORDED;
         int same_variant = (name && rname && strcmp(name, rname) == 0)
-                           || (rparts && !(d & (FJ_PART_FUNCTION | FJ_PART_PREAMBLE)));
+                           || (rparts && !(d & (FJ_PART_OP | FJ_PART_FUNCTION
+                                                | FJ_PART_PREAMBLE)));
         int tier = same_variant ? 2 : !(d & FJ_PART_ARCH);
         int nd = n_bits(d);
         if (tier && (tier > best.tier || (tier == best.tier && (nd < best.n_diff

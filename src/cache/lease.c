@@ -119,7 +119,7 @@ static void start_heartbeat(fj_cache *c)
         c->hb_started = 1;
     else
         fj_cache_say(c, FJ_LOG_WARN, "no heartbeat thread; leases may be taken over "
-            "after %d s", FJ_LEASE_STALE_S);
+                     "after %d s", FJ_LEASE_STALE_S);
 }
 
 /* Decides, inside the caller's transaction, what the lease row of `key` means for us. */
@@ -196,7 +196,7 @@ static int try_lease(fj_cache *c, const fj_key *key)
         if (takeover) {
             c->ctr.lease_takeovers++;
             fj_cache_say(c, FJ_LOG_INFO, "took over the compile lease of a dead or "
-                "silent owner");
+                         "silent owner");
         }
         start_heartbeat(c);
         pthread_cond_signal(&c->hb_cv);
@@ -204,7 +204,7 @@ static int try_lease(fj_cache *c, const fj_key *key)
 out:
     if (r == LEASE_ERROR)
         fj_cache_say(c, FJ_LOG_WARN, "lease failed (%s); compiling without it",
-            sqlite3_errmsg(c->db));
+                     sqlite3_errmsg(c->db));
     pthread_mutex_unlock(&c->mu);
     return r;
 }
@@ -241,7 +241,7 @@ int fj_cache_lease(fj_cache *c, const fj_key *key, int timeout_ms, fj_entry *out
         }
         if (now_ms() >= deadline) {
             fj_cache_say(c, FJ_LOG_WARN, "waited %d ms for another compile of the "
-                "same kernel; compiling anyway", timeout_ms);
+                         "same kernel; compiling anyway", timeout_ms);
             return 0;
         }
         sleep_ms(POLL_MS);
@@ -261,7 +261,7 @@ void fj_cache_lease_release(fj_cache *c, const fj_key *key)
         sqlite3_bind_int64(st, 2, (sqlite3_int64)c->held[i].token);
         if (exec1(c, ST_LEASE_DEL) != SQLITE_DONE)
             fj_cache_say(c, FJ_LOG_WARN, "cannot release a lease (%s); it expires in "
-                "%d s", sqlite3_errmsg(c->db), FJ_LEASE_STALE_S);
+                         "%d s", sqlite3_errmsg(c->db), FJ_LEASE_STALE_S);
         drop_held(c, (size_t)i);
     }
     pthread_mutex_unlock(&c->mu);

@@ -48,7 +48,7 @@ static void bind_row_key(sqlite3_stmt *st, const fj_tune_row *r)
     bind_fixed(st, 5, r->bucket, sizeof r->bucket);
 }
 
-/* Binds ?1..?12 of TUNE_PUT. */
+/* Binds ?1..?13 of TUNE_PUT; an empty op as the signature's first component. */
 static void bind_tune_row(sqlite3_stmt *st, const fj_tune_row *r, int64_t created)
 {
     bind_row_key(st, r);
@@ -59,6 +59,14 @@ static void bind_tune_row(sqlite3_stmt *st, const fj_tune_row *r, int64_t create
     bind_fixed(st, 10, r->fajit_version, sizeof r->fajit_version);
     sqlite3_bind_int(st, 11, r->nvrtc_version);
     sqlite3_bind_int64(st, 12, (sqlite3_int64)created);
+    if (r->op[0]) {
+        bind_fixed(st, 13, r->op, sizeof r->op);
+    } else {
+        size_t n = strnlen(r->signature, sizeof r->signature);
+        const char *dot = memchr(r->signature, '.', n);
+        sqlite3_bind_text(st, 13, r->signature, (int)(dot ? (size_t)(dot - r->signature) : n),
+                          SQLITE_STATIC);
+    }
 }
 
 static void column_to(char *dst, size_t cap, sqlite3_stmt *st, int col)
@@ -67,7 +75,7 @@ static void column_to(char *dst, size_t cap, sqlite3_stmt *st, int col)
     snprintf(dst, cap, "%s", s ? s : "");
 }
 
-/* Reads a row of TUNE_COLS, columns 0..11. Returns 0, or -1 when out of memory. */
+/* Reads a row of TUNE_SEL, columns 0..12. Returns 0, or -1 when out of memory. */
 int fj_tune_read(sqlite3_stmt *st, fj_tune_row *r)
 {
     memset(r, 0, sizeof *r);
@@ -83,6 +91,7 @@ int fj_tune_read(sqlite3_stmt *st, fj_tune_row *r)
     column_to(r->fajit_version, sizeof r->fajit_version, st, 9);
     r->nvrtc_version = sqlite3_column_int(st, 10);
     r->created = sqlite3_column_int64(st, 11);
+    column_to(r->op, sizeof r->op, st, 12);
     return r->table_json ? 0 : -1;
 }
 
@@ -135,8 +144,8 @@ int fj_cache_tune_put(fj_cache *c, const fj_tune_row *r)
         }
     }
     if (rc < 0)
-        fj_cache_say(c, FJ_LOG_WARN, "cannot save the tuning row %s/%s (%s)", r->signature, r->bucket,
-            sqlite3_errmsg(c->db));
+        fj_cache_say(c, FJ_LOG_WARN, "cannot save the tuning row %s/%s (%s)", r->signature,
+                     r->bucket, sqlite3_errmsg(c->db));
 out:
     pthread_mutex_unlock(&c->mu);
     return rc;
