@@ -1,5 +1,5 @@
 /* test_cache_bundle.c - unit tests of src/cache/bundle.c: export, import, merge, immutable
- * open, corrupt, tampered and foreign bundles. */
+ * open, corrupt, tampered and foreign bundles, never exporting over a live cache. */
 #include "test_cache.h"
 
 /* ---- bundles ---------------------------------------------------------------------- */
@@ -444,9 +444,58 @@ START_TEST(test_bundle_swapped_blobs)
 }
 END_TEST
 
+/* Export (and so merge, which ends in one) never replaces a live cache: its own file or
+ * -wal by any name, another handle's file, another process's (WAL mode) file. */
+START_TEST(test_export_not_over_live_cache)
+{
+    char dir[128], sub[160], path[200], wal[210], alias[200], bundle[160];
+    fj_bundle_stats st;
+    fj_entry got;
+    make_dir(dir, sizeof dir);
+    snprintf(sub, sizeof sub, "%s/live", dir);
+    snprintf(path, sizeof path, "%s/kernels.db", sub);
+    snprintf(wal, sizeof wal, "%s-wal", path);
+    snprintf(alias, sizeof alias, "%s/alias.db", dir);
+    snprintf(bundle, sizeof bundle, "%s/b.fjb", dir);
+    fj_cache *live = open_ok(sub);
+    put_seed(live, 1, 700);
+    ck_assert_int_eq(access(wal, F_OK), 0);
+    ck_assert_int_eq(link(path, alias), 0);
+
+    /* A merge's cache (a fresh one elsewhere) exporting onto the live file. */
+    fj_cache *m = open_ok(NULL);
+    put_seed(m, 2, 700);
+    ck_assert_int_eq(fj_cache_export(m, path, NULL, &st), -1);
+    ck_assert_ptr_nonnull(strstr(g_log.last[FJ_LOG_WARN], "live cache"));
+    ck_assert_int_eq(fj_cache_export(m, alias, NULL, &st), -1);
+    /* The cache onto its own file, its -wal, a hard link to it. */
+    ck_assert_int_eq(fj_cache_export(live, path, NULL, &st), -1);
+    ck_assert_ptr_nonnull(strstr(g_log.last[FJ_LOG_WARN], "own file"));
+    ck_assert_int_eq(fj_cache_export(live, wal, NULL, &st), -1);
+    ck_assert_int_eq(fj_cache_export(live, alias, NULL, &st), -1);
+    /* A bundle may be replaced. */
+    ck_assert_int_eq(fj_cache_export(live, bundle, NULL, &st), 0);
+    ck_assert_int_eq(fj_cache_export(m, bundle, NULL, &st), 0);
+    ck_assert_int_eq(st.kernels, 1);
+    fj_cache_close(m);
+
+    fj_key k1 = key_of(1), k2 = key_of(2);
+    ck_assert_int_eq(fj_cache_get(live, &k1, &got), 1);
+    fj_entry_free(&got);
+    ck_assert_int_eq(fj_cache_has(live, &k2), 0);
+    fj_cache_close(live);
+    live = open_ok(sub);
+    ck_assert_int_eq(fj_cache_get(live, &k1, &got), 1);
+    fj_entry_free(&got);
+    fj_cache_close(live);
+    rm_rf(dir);
+}
+END_TEST
+
 void fj_cache_tests_bundle(TCase *tc)
 {
     tcase_add_test(tc, test_bundle_swapped_blobs);
+    tcase_add_test(tc, test_export_not_over_live_cache);
     tcase_add_test(tc, test_export_import);
     tcase_add_test(tc, test_import_corrupt);
     tcase_add_test(tc, test_bundle_readonly);

@@ -1,5 +1,5 @@
 /* test_cache_open.c - unit tests of src/cache/cache.c: corrupt and foreign files, newer
- * schemas, read-only and memory-only modes, schema
+ * schemas, read-only and memory-only modes, symbolic links, directory modes, schema
  * migration (the test speaks SQL itself to build files of the old schemas). */
 #include "test_cache.h"
 
@@ -478,8 +478,87 @@ START_TEST(test_migrate_old)
 }
 END_TEST
 
+/* A kernels.db (or -wal) that is a symbolic link, dangling or not, is not followed: memory
+ * only, with a warning naming it, and nothing created where it points. */
+START_TEST(test_symlink_db)
+{
+    char dir[128], sub[160], db[200], target[200], other[160], side[210];
+    make_dir(dir, sizeof dir);
+    snprintf(sub, sizeof sub, "%s/c", dir);
+    snprintf(db, sizeof db, "%s/kernels.db", sub);
+    snprintf(target, sizeof target, "%s/elsewhere.db", dir);
+    ck_assert_int_eq(mkdir(sub, 0700), 0);
+    ck_assert_int_eq(symlink(target, db), 0);   /* dangling */
+
+    fj_cache *c = open_ok(sub);
+    ck_assert_ptr_null(fj_cache_path(c));
+    ck_assert_ptr_nonnull(strstr(g_log.last[FJ_LOG_WARN], "symbolic link"));
+    ck_assert_ptr_nonnull(strstr(g_log.last[FJ_LOG_WARN], db));
+    put_seed(c, 1, 100);   /* memory only still works */
+    fj_cache_close(c);
+    ck_assert_int_eq(access(target, F_OK), -1);
+
+    /* A link to a real cache file: not followed either, also when read-only. */
+    snprintf(other, sizeof other, "%s/o", dir);
+    c = open_ok(other);
+    put_seed(c, 2, 100);
+    fj_cache_close(c);
+    unlink(db);
+    snprintf(target, sizeof target, "%s/kernels.db", other);
+    ck_assert_int_eq(symlink(target, db), 0);
+    c = open_ok(sub);
+    ck_assert_ptr_null(fj_cache_path(c));
+    fj_cache_close(c);
+    fj_cache_debug_force_readonly = 1;
+    c = open_ok(sub);
+    fj_cache_debug_force_readonly = 0;
+    ck_assert_ptr_null(fj_cache_path(c));
+    fj_cache_close(c);
+
+    /* The -wal beside a plain file. */
+    unlink(db);
+    snprintf(side, sizeof side, "%s-wal", db);
+    ck_assert_int_eq(symlink("/nonexistent/fj-wal", side), 0);
+    c = open_ok(sub);
+    ck_assert_ptr_null(fj_cache_path(c));
+    ck_assert_ptr_nonnull(strstr(g_log.last[FJ_LOG_WARN], side));
+    fj_cache_close(c);
+    unlink(side);
+    c = open_ok(sub);
+    ck_assert_str_eq(fj_cache_path(c), db);
+    fj_cache_close(c);
+    rm_rf(dir);
+}
+END_TEST
+
+/* Directories the cache creates are private (0700); existing ones keep their mode. */
+START_TEST(test_dir_mode)
+{
+    char dir[128], a[160], b[200];
+    struct stat sb;
+    make_dir(dir, sizeof dir);
+    ck_assert_int_eq(chmod(dir, 0755), 0);
+    snprintf(a, sizeof a, "%s/new", dir);
+    snprintf(b, sizeof b, "%s/new/fajit", dir);
+    mode_t old = umask(0);   /* the mode must not depend on a permissive umask */
+    fj_cache *c = open_ok(b);
+    umask(old);
+    ck_assert_ptr_nonnull(fj_cache_path(c));
+    fj_cache_close(c);
+    ck_assert_int_eq(stat(a, &sb), 0);
+    ck_assert_int_eq(sb.st_mode & 07777, 0700);
+    ck_assert_int_eq(stat(b, &sb), 0);
+    ck_assert_int_eq(sb.st_mode & 07777, 0700);
+    ck_assert_int_eq(stat(dir, &sb), 0);
+    ck_assert_int_eq(sb.st_mode & 07777, 0755);
+    rm_rf(dir);
+}
+END_TEST
+
 void fj_cache_tests_open(TCase *tc)
 {
+    tcase_add_test(tc, test_symlink_db);
+    tcase_add_test(tc, test_dir_mode);
     tcase_add_test(tc, test_corrupt_file);
     tcase_add_test(tc, test_corrupt_page);
     tcase_add_test(tc, test_newer_version);

@@ -5,6 +5,7 @@
 #define _GNU_SOURCE
 #endif
 #include <errno.h>
+#include <fcntl.h>
 #include <pthread.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -55,12 +56,33 @@ static void note_err(char *why, size_t n, const char *what, sqlite3 *db)
         snprintf(why, n, "%s: %s", what, db ? sqlite3_errmsg(db) : strerror(errno));
 }
 
-/* Same file as the cache's own (which export would replace under its users)? */
-static int is_cache_file(const fj_cache *c, const char *path)
+/* Why export must not replace `path`, or NULL: it is the cache's own file, -wal or -shm
+ * (the same inode, however it is spelled or linked), or a live cache of anyone's, which
+ * is an SQLite file in WAL mode (header bytes 18 and 19 are 2; a bundle never is). */
+static const char *unsafe_target(const fj_cache *c, const char *path)
 {
+    static const char *const suffix[] = { "", "-wal", "-shm" };
+    static const char magic[16] = "SQLite format 3";
+    unsigned char head[20];
     struct stat a, b;
-    return c->path && stat(c->path, &a) == 0 && stat(path, &b) == 0
-           && a.st_dev == b.st_dev && a.st_ino == b.st_ino;
+    int fd;
+
+    if (stat(path, &b) == -1)
+        return NULL;   /* nothing there to replace */
+    for (int i = 0; c->path && i < 3; i++) {
+        char own[4200];
+        snprintf(own, sizeof own, "%s%s", c->path, suffix[i]);
+        if (stat(own, &a) == 0 && a.st_dev == b.st_dev && a.st_ino == b.st_ino)
+            return "it is this cache's own file";
+    }
+    if ((fd = open(path, O_RDONLY | O_CLOEXEC)) == -1)
+        return NULL;
+    ssize_t got = read(fd, head, sizeof head);
+    close(fd);
+    if (got == (ssize_t)sizeof head && memcmp(head, magic, 16) == 0 && head[18] == 2
+        && head[19] == 2)
+        return "it is a live cache (an SQLite file in WAL mode; bundles never are)";
+    return NULL;
 }
 
 /* Copies every row of `src` (bound, stepped and reset here) into the bundle: kernels
@@ -98,6 +120,7 @@ int fj_cache_export(fj_cache *c, const char *path, const char *arch, fj_bundle_s
     sqlite3 *db = NULL;
     sqlite3_stmt *ins_k = NULL, *ins_t = NULL;
     char *tmp = NULL, *journal = NULL, why[512] = "";
+    const char *unsafe;
     int rc = -1, step;
     size_t n;
 
@@ -106,8 +129,8 @@ int fj_cache_export(fj_cache *c, const char *path, const char *arch, fj_bundle_s
         *st_out = st;
     if (!c || !path || !*path)
         return -1;
-    if (is_cache_file(c, path)) {
-        fj_cache_say(c, FJ_LOG_WARN, "not exporting onto the cache's own file %s", path);
+    if ((unsafe = unsafe_target(c, path)) != NULL) {
+        fj_cache_say(c, FJ_LOG_WARN, "not exporting onto %s: %s", path, unsafe);
         return -1;
     }
     /* Written beside the target, then renamed over it. */

@@ -152,7 +152,8 @@ uint64_t fj_cache_token(void)
     return t ? t : 1;
 }
 
-/* mkdir -p with mode 0755; an existing directory is fine. */
+/* mkdir -p with mode 0700 (the cache is private to its user unless made otherwise); an
+ * existing directory is fine and keeps its mode. */
 static int mkdir_p(const char *dir)
 {
     char *p, *tmp = dup_str(dir);
@@ -163,7 +164,7 @@ static int mkdir_p(const char *dir)
         if (*p == '/' || *p == '\0') {
             char was = *p;
             *p = '\0';
-            if (mkdir(tmp, 0755) == -1 && errno != EEXIST)
+            if (mkdir(tmp, 0700) == -1 && errno != EEXIST)
                 goto out;
             *p = was;
             if (was == '\0')
@@ -436,6 +437,33 @@ static void warn_unread_wal(const fj_cache *c, const char *path)
                      "entries not checkpointed into the file are not seen", path);
 }
 
+/* The first of `path`, its -wal and its -shm that is a symbolic link (dangling or not),
+ * written to buf; 0 when none is. SQLite would follow it and create or write the file
+ * wherever it points. */
+static int find_link(const char *path, char *buf, size_t n)
+{
+    static const char *const suffix[] = { "", "-wal", "-shm" };
+    struct stat sb;
+    for (int i = 0; i < 3; i++) {
+        snprintf(buf, n, "%s%s", path, suffix[i]);
+        if (lstat(buf, &sb) == 0 && S_ISLNK(sb.st_mode))
+            return 1;
+    }
+    return 0;
+}
+
+/* Creates `path` as an empty file if there is none, never through a symbolic link (one
+ * put there after find_link looked: ELOOP). SQLite then opens a plain file. 0, or -1 for
+ * a link; other errors are left for SQLite to report. */
+static int create_nofollow(const char *path)
+{
+    int fd = open(path, O_RDWR | O_CREAT | O_NOFOLLOW | O_CLOEXEC, 0644);
+    if (fd == -1)
+        return errno == ELOOP ? -1 : 0;
+    close(fd);
+    return 0;
+}
+
 /* Leaves c->db open on the file (c->path set), or closed (memory only, warning said). */
 static void open_dir(fj_cache *c, const char *dir)
 {
@@ -443,7 +471,7 @@ static void open_dir(fj_cache *c, const char *dir)
     struct stat sb;
     size_t n = strlen(dir);
     int exists, writable, r = OPEN_FAIL;
-    char *path = malloc(n + sizeof "/kernels.db");
+    char *path = malloc(n + sizeof "/kernels.db"), link[4200];
 
     if (!path)
         return;
@@ -451,6 +479,11 @@ static void open_dir(fj_cache *c, const char *dir)
     if (n == 0 || mkdir_p(dir) == -1) {
         fj_cache_say(c, FJ_LOG_WARN, "cannot use directory '%s' (%s); using memory only",
                      dir, n ? strerror(errno) : "empty path");
+        goto out;
+    }
+    if (find_link(path, link, sizeof link)) {
+        fj_cache_say(c, FJ_LOG_WARN, "%s is a symbolic link, which the cache does not "
+                     "follow; using memory only", link);
         goto out;
     }
     exists = access(path, F_OK) == 0;
@@ -471,6 +504,12 @@ static void open_dir(fj_cache *c, const char *dir)
      * another process raced us with another bad file). */
     for (int attempt = 0; attempt < 3; attempt++) {
         memset(&sb, 0, sizeof sb);
+        if (create_nofollow(path) == -1) {
+            fj_cache_say(c, FJ_LOG_WARN, "%s is a symbolic link, which the cache does not "
+                         "follow; using memory only", path);
+            r = OPEN_FAIL;
+            goto out;
+        }
         stat(path, &sb);
         r = open_writable(c, path);
         if (r != OPEN_CORRUPT)

@@ -105,7 +105,9 @@ typedef struct fj_cache fj_cache;
 /* Opens (creating the directory and the file when needed) the cache in `dir`.
  * dir == NULL opens a memory-only cache. Never fails for an unusable directory or
  * file: it falls back to memory only and logs a warning; *out is always set unless
- * out of memory (returns -1). Returns 0. */
+ * out of memory (returns -1). Returns 0. Directories it creates are made 0700. A
+ * "kernels.db" (or its -wal or -shm) that is a symbolic link is not followed, dangling
+ * or not: the cache is then memory only, with a warning naming the path. */
 int fj_cache_open(fj_cache **out, const char *dir, fj_cache_log_fn log, void *log_user);
 void fj_cache_close(fj_cache *c);  /* accepts NULL */
 
@@ -222,7 +224,10 @@ typedef struct fj_bundle_stats {
  * so it can be opened immutable on read-only media). Every blob is verified first; bad
  * ones are skipped and counted. Leases, hit counts and last-use times are not exported.
  * The file is written beside `path` and renamed over it, so readers never see half a
- * bundle. Refuses to overwrite the cache's own file. st may be NULL. Returns 0 or -1. */
+ * bundle. Refuses (-1, logged) to replace the cache's own file or its -wal/-shm (same
+ * inode, whatever the path's spelling or links) or any live cache: an SQLite file in WAL
+ * mode, which no bundle is (so `fajit-tune cache merge` cannot clobber a cache either).
+ * st may be NULL. Returns 0 or -1. */
 int fj_cache_export(fj_cache *c, const char *path, const char *arch, fj_bundle_stats *st);
 
 /* Copies the kernels and tuning rows of the bundle (or cache file) at `path` into `c`, in
