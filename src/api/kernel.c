@@ -185,10 +185,9 @@ static fajit_status fetch_or_compile(fajit_ctx *ctx, const fj_nvrtc *nv, const f
                        "policy STRICT forbids compiling; run fajit-tune warm", v->name, arch, hex);
     }
     int r = fj_cache_lease(ctx->cache, key, 600 * 1000, e);
-    if (r == 1) {   /* another thread or process published it while we waited */
-        ctx->lease_waits++;
+    if (r == 1)   /* another thread or process published it while we waited; the cache
+                     counted the wait (counters.lease_waits), once */
         return FAJIT_OK;
-    }
     fajit_status st = compile_variant(ctx, nv, v, arch, key, opts, e);
     if (st != FAJIT_OK)
         fj_cache_lease_release(ctx->cache, key);
