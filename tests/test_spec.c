@@ -43,7 +43,8 @@ static const char k_good[] =
     "head_dim = 256\n"
     "heads_q = 8\n"
     "heads_kv = 8\n"
-    "prefill = 512\n";
+    "prefill = 512\n"
+    "op = fwd\n";
 
 START_TEST(spec_good)
 {
@@ -56,6 +57,7 @@ START_TEST(spec_good)
     const fj_problem *p = &s.problems[0];
     ck_assert_str_eq(p->name, "tiny-gqa");
     ck_assert_int_eq(p->line, 2);
+    ck_assert_int_eq(p->op, FAJIT_OP_FWD);   /* the default */
     ck_assert_int_eq(p->dtype, FAJIT_F16);
     ck_assert_int_eq(p->head_dim, 64);
     ck_assert_int_eq(p->heads_q, 16);
@@ -76,6 +78,7 @@ START_TEST(spec_good)
     p = &s.problems[1];
     ck_assert_str_eq(p->name, "win.x_1");
     ck_assert_int_eq(p->line, 13);
+    ck_assert_int_eq(p->op, FAJIT_OP_FWD);   /* op = fwd */
     ck_assert_int_eq(p->dtype, FAJIT_BF16);
     ck_assert_int_eq(p->mask, FAJIT_MASK_WINDOW);
     ck_assert_int_eq(p->window_left, 4096);
@@ -136,7 +139,7 @@ static const struct {
     const char *text, *error;   /* error: the exact message */
 } k_bad[] = {
     { "head_dim = 128\n", "spec.txt:1: head_dim is outside a [model NAME] section" },
-    { "[model a]\nfoo = 1\n", "spec.txt:2: unknown key 'foo' (known: dtype, head_dim, "
+    { "[model a]\nfoo = 1\n", "spec.txt:2: unknown key 'foo' (known: op, dtype, head_dim, "
       "heads_q, heads_kv, mask, window, batch, prefill, decode, shapes)" },
     { "[model a]\nhead_dim 128\n", "spec.txt:2: expected '[model NAME]' or 'key = value', "
       "got 'head_dim 128'" },
@@ -148,6 +151,11 @@ static const struct {
       "spec.txt:8: model 'a' is already defined at line 1" },
     { "[model a]\nhead_dim = 64\nhead_dim = 64\n",
       "spec.txt:3: head_dim is already set at line 2" },
+    { "[model a]\nop = bwd\n", "spec.txt:2: op must be one of fwd, got 'bwd'" },
+    { "[model a]\n\nop = FWD\n", "spec.txt:3: op must be one of fwd, got 'FWD'" },
+    { "[model a]\nop = fwd.bf16\n", "spec.txt:2: op must be one of fwd, got 'fwd.bf16'" },
+    { "[model a]\nop = fwd\nop = fwd\n", "spec.txt:3: op is already set at line 2" },
+    { "op = fwd\n", "spec.txt:1: op is outside a [model NAME] section" },
     { "[model a]\nprefill =\n", "spec.txt:2: prefill has no value" },
     { "[model a]\nhead_dim = abc\n", "spec.txt:2: head_dim: expected a number (N or Nk), "
       "got 'abc'" },
@@ -336,7 +344,28 @@ START_TEST(signature_forms)
     ck_assert_int_eq(fj_tune_signature(&s.problems[1], sig, sizeof sig), 0);
     ck_assert_str_eq(sig, "fwd.bf16.hd256.win4096-0.gqa1");
     ck_assert_int_eq(fj_tune_signature(&s.problems[1], sig, 8), -1);
+    /* The first component is the operation's name; an unknown op has no signature. */
+    fj_problem q = s.problems[0];
+    q.op = 1;
+    ck_assert_int_eq(fj_tune_signature(&q, sig, sizeof sig), -1);
+    q.op = -1;
+    ck_assert_int_eq(fj_tune_signature(&q, sig, sizeof sig), -1);
     fj_spec_free(&s);
+}
+END_TEST
+
+START_TEST(op_names)
+{
+    ck_assert_str_eq(fj_op_name(FAJIT_OP_FWD), "fwd");
+    ck_assert_ptr_null(fj_op_name(1));
+    ck_assert_ptr_null(fj_op_name(-1));
+    ck_assert_int_eq(fj_op_parse("fwd"), FAJIT_OP_FWD);
+    ck_assert_int_eq(fj_op_parse("bwd"), -1);
+    ck_assert_int_eq(fj_op_parse("FWD"), -1);
+    ck_assert_int_eq(fj_op_parse(""), -1);
+    ck_assert_int_eq(fj_op_parse(NULL), -1);
+    for (int i = 0; fj_op_name(i); i++)
+        ck_assert_int_eq(fj_op_parse(fj_op_name(i)), i);
 }
 END_TEST
 
@@ -351,5 +380,6 @@ TCase *fj_tcase_spec(void)
     tcase_add_test(tc, spec_preset_names);
     tcase_add_test(tc, bucket_known_answers);
     tcase_add_test(tc, signature_forms);
+    tcase_add_test(tc, op_names);
     return tc;
 }

@@ -1,13 +1,12 @@
 /* test_unit.c - the `unit` suite: no GPU, no NVRTC. Status table, descriptor validation,
- * kernel-key known answers, context options and fallbacks, error paths through a fake
- * driver table, plus the cache tests of test_cache.c. */
+ * context options and fallbacks, error paths through a fake driver table, plus the cache
+ * tests of test_cache*.c (kernel-key known answers: test_cache_key.c). */
 #include <check.h>
 #include <pthread.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 #include <unistd.h>
-#include <xxhash.h>
 
 #include "../src/api/internal.h"
 #include "../src/autotune/spec.h"
@@ -312,65 +311,6 @@ START_TEST(params_layout)
     ck_assert_uint_eq(offsetof(fj_attn_params, scale), 184);
     ck_assert_uint_eq(offsetof(fj_attn_params, lse), 32);
     ck_assert_uint_eq(offsetof(fj_attn_params, k_batch_stride), 80);
-}
-END_TEST
-
-/*------ kernel keys ------*/
-
-#define KEY_PINNED "2a148d8424cce1c880bfa81b5b99d2f2"
-static const unsigned char k_digest[16] = {1, 2, 3, 4, 5, 6, 7, 8, 9, 10, 11, 12, 13, 14, 15, 16};
-
-START_TEST(key_known_answer)
-{
-    fj_key k;
-    char hex[33];
-    fj_kernel_key(k_digest, "#define FJ_DTYPE 1\n", "-arch=sm_90a -std=c++17", "sm_90a", 13000,
-                  1, "fj_attn_ref", &k);
-    fj_key_hex(&k, hex);
-    /* Independent recomputation of the documented serialization. */
-    const char ser[] = "fajit-kernel-key\0" "0102030405060708090a0b0c0d0e0f10\0"
-                       "fj_attn_ref\0" "#define FJ_DTYPE 1\n\0" "-arch=sm_90a -std=c++17\0"
-                       "sm_90a\0" "13000\0" "1";
-    XXH128_canonical_t c;
-    XXH128_canonicalFromHash(&c, XXH3_128bits(ser, sizeof ser - 1));
-    ck_assert_mem_eq(k.b, c.digest, 16);
-    /* Pinned: a change here invalidates every cache in the field. */
-    ck_assert_str_eq(hex, KEY_PINNED);
-    /* XXH3-128 of "" (xxHash's published test vector) */
-    XXH128_canonicalFromHash(&c, XXH3_128bits("", 0));
-    ck_assert_uint_eq(c.digest[0], 0x99);
-    ck_assert_uint_eq(c.digest[15], 0x7f);
-}
-END_TEST
-
-START_TEST(key_every_part_matters)
-{
-    fj_key base, k;
-    fj_kernel_key(k_digest, "P", "O", "sm_90a", 13000, 1, "F", &base);
-    unsigned char d2[16];
-    memcpy(d2, k_digest, 16);
-    d2[7] ^= 1;
-    fj_kernel_key(d2, "P", "O", "sm_90a", 13000, 1, "F", &k);
-    ck_assert_mem_ne(base.b, k.b, 16);
-    fj_kernel_key(k_digest, "P2", "O", "sm_90a", 13000, 1, "F", &k);
-    ck_assert_mem_ne(base.b, k.b, 16);
-    fj_kernel_key(k_digest, "P", "O2", "sm_90a", 13000, 1, "F", &k);
-    ck_assert_mem_ne(base.b, k.b, 16);
-    fj_kernel_key(k_digest, "P", "O", "sm_90", 13000, 1, "F", &k);
-    ck_assert_mem_ne(base.b, k.b, 16);
-    fj_kernel_key(k_digest, "P", "O", "sm_90a", 12090, 1, "F", &k);
-    ck_assert_mem_ne(base.b, k.b, 16);
-    fj_kernel_key(k_digest, "P", "O", "sm_90a", 13000, 2, "F", &k);
-    ck_assert_mem_ne(base.b, k.b, 16);
-    fj_kernel_key(k_digest, "P", "O", "sm_90a", 13000, 1, "G", &k);
-    ck_assert_mem_ne(base.b, k.b, 16);
-    /* field boundaries are unambiguous: moving a byte between fields changes the key */
-    fj_key a, b;
-    fj_kernel_key(k_digest, "PO", "", "sm_90a", 13000, 1, "F", &a);
-    fj_kernel_key(k_digest, "P", "O", "sm_90a", 13000, 1, "F", &b);
-    ck_assert_mem_ne(a.b, b.b, 16);
-    fj_kernel_key(k_digest, "P", "O", "sm_90a", 13000, 1, "F", &k);
-    ck_assert_mem_eq(base.b, k.b, 16);
 }
 END_TEST
 
@@ -1281,8 +1221,6 @@ int main(void)
     tcase_add_test(tc, errmsg_per_thread);
     tcase_add_test(tc, desc_init_strides);
     tcase_add_test(tc, params_layout);
-    tcase_add_test(tc, key_known_answer);
-    tcase_add_test(tc, key_every_part_matters);
     tcase_add_test(tc, arch_names);
     tcase_add_test(tc, ctx_options);
     tcase_add_test(tc, ctx_cache_location);

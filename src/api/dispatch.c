@@ -16,6 +16,7 @@ void fj_desc_signature(const fajit_attn_desc *d, char *sig, size_t n)
 {
     fj_problem p;
     memset(&p, 0, sizeof p);
+    p.op = (int)d->op;
     p.dtype = d->dtype;
     p.head_dim = d->head_dim;
     p.heads_q = d->heads_q;

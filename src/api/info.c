@@ -69,7 +69,7 @@ void fajit_counters_get(fajit_ctx *ctx, fajit_counters *out)
     out->compiles = ctx->compiles;
     out->compile_seconds = ctx->compile_us / 1e6;
     out->corrupt_entries = cc.corrupt;
-    out->lease_waits = ctx->lease_waits + cc.lease_waits;
+    out->lease_waits = cc.lease_waits;   /* the cache counts each wait once */
     out->serving_compiles = ctx->serving_compiles;
     out->background_compiles = ctx->background_compiles;
     out->fallback_launches = ctx->fallback_launches;

@@ -72,7 +72,7 @@ struct fajit_ctx {
     fj_plan *plans[FJ_PLAN_BUCKETS];
 
     _Atomic uint64_t calls, hits_memory, hits_disk, misses, compiles, serving_compiles,
-        background_compiles, lease_waits, fallback_launches;
+        background_compiles, fallback_launches;
     char gpu_name[128];
 
     /* FALLBACK's background compiles: destroy waits for them */
@@ -168,12 +168,6 @@ int fj_ctx_live(const fajit_ctx *ctx);
         if (cond)                              \
             return fj_fail(ctx, st, __VA_ARGS__); \
     } while (0)
-
-/* Kernel key: XXH3-128 over the serialization documented in kernel.c. */
-void fj_kernel_key(const unsigned char src_digest[16], const char *preamble,
-                   const char *options, const char *arch, int nvrtc_version,
-                   int format_version, const char *function, fj_key *out);
-void fj_key_hex(const fj_key *k, char out[33]);
 
 /* The kernel for `v` on the context's device: memory, then cache, then compile.
  * Flags: FJ_KF_NO_COMPILE (a miss returns FAJIT_CACHE_MISS), FJ_KF_SERVING / _BACKGROUND

@@ -1,58 +1,19 @@
 /* kernel.c - the kernel store of a context: memory map -> SQLite cache -> NVRTC compile.
  *
- * Kernel key = XXH3-128 over this byte string (fields separated by NUL bytes):
- *   "fajit-kernel-key" \0 hex(source digest) \0 function \0 preamble \0 options \0 arch \0
- *   nvrtc version (decimal) \0 format version (decimal)
- * where the source digest covers every embedded source and header, options are NVRTC's
- * options as one sorted text, and arch is the exact target. Nothing else: no paths,
- * hostnames or times, so a cache copied to an identical machine hits.
+ * Kernel key: fj_key_make (src/cache/key.c documents its serialization) over the digest of
+ * every embedded source and header, the operation, the entry point, the preamble, NVRTC's
+ * options as one sorted text, the exact target, NVRTC's version and the cache format.
+ * Nothing else: no paths, hostnames or times, so a cache copied to an identical machine
+ * hits.
  */
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 #include <time.h>
-#define XXH_STATIC_LINKING_ONLY /* XXH3_state_t on the stack */
-#include <xxhash.h>
 
 #include "internal.h"
 #include "../kernels_src/embedded.h"
-
-void fj_kernel_key(const unsigned char src_digest[16], const char *preamble,
-                   const char *options, const char *arch, int nvrtc_version,
-                   int format_version, const char *function, fj_key *out)
-{
-    char num[32];
-    XXH3_state_t st;
-    XXH3_128bits_reset(&st);
-#define PART(s, n)                       \
-    do {                                 \
-        XXH3_128bits_update(&st, s, n);  \
-        XXH3_128bits_update(&st, "", 1); \
-    } while (0)
-    PART("fajit-kernel-key", 16);
-    char hex[33];
-    for (int i = 0; i < 16; i++)
-        sprintf(hex + 2 * i, "%02x", src_digest[i]);
-    PART(hex, 32);
-    PART(function, strlen(function));
-    PART(preamble, strlen(preamble));
-    PART(options, strlen(options));
-    PART(arch, strlen(arch));
-    int n = snprintf(num, sizeof num, "%d", nvrtc_version);
-    PART(num, (size_t)n);
-    n = snprintf(num, sizeof num, "%d", format_version);
-    XXH3_128bits_update(&st, num, (size_t)n);
-#undef PART
-    XXH128_canonical_t c;
-    XXH128_canonicalFromHash(&c, XXH3_128bits_digest(&st));
-    memcpy(out->b, c.digest, 16);
-}
-
-void fj_key_hex(const fj_key *k, char out[33])
-{
-    for (int i = 0; i < 16; i++)
-        sprintf(out + 2 * i, "%02x", k->b[i]);
-}
+#include "../autotune/spec.h"
 
 const fj_embedded *fj_embedded_find(const char *name)
 {
@@ -105,6 +66,23 @@ static int nvrtc_version_of(const fj_nvrtc *nv)
     return major * 1000 + minor * 10;
 }
 
+/* The inputs of the key of `v` for `arch`, NVRTC `nvrtc_version`, options `opts`. */
+static fj_key_inputs key_inputs(const fj_variant *v, const char *arch, int nvrtc_version,
+                                const char *opts)
+{
+    fj_key_inputs in = {
+        .digest = fj_embedded_digest,
+        .op = fj_op_name(v->op),
+        .function = v->function,
+        .preamble = v->preamble,
+        .options = opts,
+        .arch = arch,
+        .nvrtc_version = nvrtc_version,
+        .format_version = FJ_CACHE_FORMAT_VERSION,
+    };
+    return in;
+}
+
 /* Key of `v` for `arch` as compiled by NVRTC `nvrtc_version` (major*1000 + minor*10), and
  * the NVRTC options text it covers. */
 static fajit_status variant_key(fajit_ctx *ctx, const fj_variant *v, const char *arch,
@@ -113,8 +91,8 @@ static fajit_status variant_key(fajit_ctx *ctx, const fj_variant *v, const char 
     fj_nvrtc_options_text(arch, opts, opts_len);
     FJ_RETURN_IF(!fj_embedded_find(v->source), ctx, FAJIT_UNSUPPORTED,
                  "no embedded source named %s", v->source);
-    fj_kernel_key(fj_embedded_digest, v->preamble, opts, arch, nvrtc_version,
-                  FJ_CACHE_FORMAT_VERSION, v->function, key);
+    fj_key_inputs in = key_inputs(v, arch, nvrtc_version, opts);
+    fj_key_make(&in, key);
     return FAJIT_OK;
 }
 
@@ -173,8 +151,8 @@ static fajit_status compile_variant(fajit_ctx *ctx, const fj_nvrtc *nv, const fj
     e->regs = co.regs;
     e->smem = co.smem;
     e->spill_bytes = co.spill_bytes;
-    e->parts = fj_key_parts(fj_embedded_digest, v->function, v->preamble, opts, arch,
-                            e->nvrtc_version, FJ_CACHE_FORMAT_VERSION);
+    fj_key_inputs in = key_inputs(v, arch, e->nvrtc_version, opts);
+    e->parts = fj_key_parts(&in);
     if (fj_cache_put(ctx->cache, e) != 0)
         fj_log(ctx, FAJIT_LOG_WARN, "could not store %s in the cache; kept in memory", v->name);
     else if (ctx->opts.cache_max_bytes > 0)   /* the new kernel stays even if over the cap */
@@ -198,10 +176,9 @@ static fajit_status fetch_or_compile(fajit_ctx *ctx, const fj_nvrtc *nv, const f
                        "policy STRICT forbids compiling; run fajit-tune warm", v->name, arch, hex);
     }
     int r = fj_cache_lease(ctx->cache, key, 600 * 1000, e);
-    if (r == 1) {   /* another thread or process published it while we waited */
-        ctx->lease_waits++;
+    if (r == 1)   /* another thread or process published it while we waited; the cache
+                     counted the wait (counters.lease_waits), once */
         return FAJIT_OK;
-    }
     fajit_status st = compile_variant(ctx, nv, v, arch, key, opts, e);
     if (st != FAJIT_OK)
         fj_cache_lease_release(ctx->cache, key);
@@ -344,8 +321,8 @@ fajit_status fj_kernel_explain(fajit_ctx *ctx, const fj_variant *v, const char *
     const fj_nvrtc *nv = fj_nvrtc_get(why, sizeof why);
     FJ_RETURN_IF(!nv, ctx, FAJIT_NO_NVRTC, "%s (the key includes NVRTC's version)", why);
     FJ_CHECK(variant_key(ctx, v, arch, nvrtc_version_of(nv), &key, opts, sizeof opts));
-    char *parts = fj_key_parts(fj_embedded_digest, v->function, v->preamble, opts, arch,
-                               nvrtc_version_of(nv), FJ_CACHE_FORMAT_VERSION);
+    fj_key_inputs in = key_inputs(v, arch, nvrtc_version_of(nv), opts);
+    char *parts = fj_key_parts(&in);
     FJ_RETURN_IF(!parts, ctx, FAJIT_OUT_OF_MEMORY, "explaining a key");
     fj_explain x;
     int r = fj_cache_explain(ctx->cache, &key, v->name, parts, &x);

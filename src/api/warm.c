@@ -217,7 +217,7 @@ fajit_status fajit_warm_spec(fajit_ctx *ctx, const char *spec, const char *arch,
         const fj_problem *p = &sp.problems[i];
         fajit_attn_desc d;
         memset(&d, 0, sizeof d);
-        d.op = FAJIT_OP_FWD /* TODO(merge): p->op */, d.dtype = p->dtype, d.head_dim = p->head_dim, d.mask = p->mask;
+        d.op = (fajit_op)p->op, d.dtype = p->dtype, d.head_dim = p->head_dim, d.mask = p->mask;
         d.heads_q = p->heads_q, d.heads_kv = p->heads_kv, d.batch = 1;
         d.window_left = p->window_left, d.window_right = p->window_right;
         for (size_t s = 0; s < p->n_shapes; s++) {

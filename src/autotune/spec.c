@@ -15,13 +15,32 @@
 #include <string.h>
 #include <strings.h>
 
+/* Names of fajit_op values, indexed by value. */
+static const char *const op_names[] = {
+    [FAJIT_OP_FWD] = "fwd",
+};
+#define N_OPS (int)(sizeof op_names / sizeof op_names[0])
+
+const char *fj_op_name(int op)
+{
+    return op >= 0 && op < N_OPS ? op_names[op] : NULL;
+}
+
+int fj_op_parse(const char *s)
+{
+    for (int i = 0; s && i < N_OPS; i++)
+        if (op_names[i] && strcmp(s, op_names[i]) == 0)
+            return i;
+    return -1;
+}
+
 enum {
-    K_DTYPE, K_HEAD_DIM, K_HEADS_Q, K_HEADS_KV, K_MASK, K_WINDOW, K_BATCH, K_PREFILL,
+    K_OP, K_DTYPE, K_HEAD_DIM, K_HEADS_Q, K_HEADS_KV, K_MASK, K_WINDOW, K_BATCH, K_PREFILL,
     K_DECODE, K_SHAPES, N_KEYS
 };
 
 static const char *const key_names[N_KEYS] = {
-    "dtype", "head_dim", "heads_q", "heads_kv", "mask", "window", "batch", "prefill",
+    "op", "dtype", "head_dim", "heads_q", "heads_kv", "mask", "window", "batch", "prefill",
     "decode", "shapes",
 };
 
@@ -35,7 +54,7 @@ typedef struct section {
     char name[64];
     int line;            /* of its header */
     int at[N_KEYS];      /* line where each key was set; 0 = not set */
-    int dtype, head_dim, heads_q, heads_kv, mask, window;
+    int op, dtype, head_dim, heads_q, heads_kv, mask, window;
     ivec lists[N_KEYS];  /* batch, prefill, decode; shapes as sq, sk pairs */
 } section;
 
@@ -294,6 +313,7 @@ static int finish_section(parser *p)
     p->out->n_problems++;
     memcpy(pr->name, s->name, sizeof pr->name);
     pr->line = s->line;
+    pr->op = s->op;
     pr->dtype = (fajit_dtype)s->dtype;
     pr->head_dim = s->head_dim;
     pr->heads_q = s->heads_q;
@@ -369,8 +389,8 @@ static int assignment(parser *p, int line, const char *s, size_t n)
         if (strlen(key_names[i]) == nk && strncmp(key_names[i], k, nk) == 0)
             key = i;
     if (key < 0)
-        return fail(p, line, "unknown key '%.*s' (known: dtype, head_dim, heads_q, heads_kv, "
-                    "mask, window, batch, prefill, decode, shapes)", (int)nk, k);
+        return fail(p, line, "unknown key '%.*s' (known: op, dtype, head_dim, heads_q, "
+                    "heads_kv, mask, window, batch, prefill, decode, shapes)", (int)nk, k);
     if (!p->open)
         return fail(p, line, "%s is outside a [model NAME] section", key_names[key]);
     if (sec->at[key])
@@ -380,6 +400,24 @@ static int assignment(parser *p, int line, const char *s, size_t n)
     sec->at[key] = line;
 
     switch (key) {
+    case K_OP: {
+        char name[16];
+        int op = -1;
+        if (nv < sizeof name) {
+            memcpy(name, v, nv);
+            name[nv] = '\0';
+            op = fj_op_parse(name);
+        }
+        if (op < 0) {
+            char known[64] = "";
+            for (int i = 0; fj_op_name(i); i++)
+                snprintf(known + strlen(known), sizeof known - strlen(known), "%s%s",
+                         i ? ", " : "", fj_op_name(i));
+            return fail(p, line, "op must be one of %s, got '%.*s'", known, (int)nv, v);
+        }
+        sec->op = op;
+        return 0;
+    }
     case K_DTYPE:
         if (nv == 3 && strncasecmp(v, "f16", 3) == 0)
             sec->dtype = FAJIT_F16;
@@ -567,28 +605,15 @@ int fj_shape_bucket(int seqlen_q, int seqlen_k, char *buf, size_t n)
 int fj_tune_signature(const fj_problem *pr, char *buf, size_t n)
 {
     char mask[40];
+    const char *op = pr ? fj_op_name(pr->op) : NULL;
     int r;
-    if (!pr || !buf || n == 0)
+    if (!pr || !buf || n == 0 || !op)
         return -1;
     if (pr->mask == FAJIT_MASK_WINDOW)
         snprintf(mask, sizeof mask, "win%d-%d", pr->window_left, pr->window_right);
     else
         snprintf(mask, sizeof mask, "%s", pr->mask == FAJIT_MASK_CAUSAL ? "causal" : "none");
-    r = snprintf(buf, n, "fwd.%s.hd%d.%s.gqa%d", pr->dtype == FAJIT_BF16 ? "bf16" : "f16",
+    r = snprintf(buf, n, "%s.%s.hd%d.%s.gqa%d", op, pr->dtype == FAJIT_BF16 ? "bf16" : "f16",
                  pr->head_dim, mask, pr->heads_kv > 0 ? pr->heads_q / pr->heads_kv : 0);
     return r > 0 && (size_t)r < n ? 0 : -1;
-}
-
-const char *fj_op_name(int op)
-{
-    static const char *const names[] = {"fwd"};
-    return op >= 0 && op < (int)(sizeof names / sizeof names[0]) ? names[op] : NULL;
-}
-
-int fj_op_parse(const char *s)
-{
-    for (int op = 0; fj_op_name(op); op++)
-        if (strcmp(s, fj_op_name(op)) == 0)
-            return op;
-    return -1;
 }

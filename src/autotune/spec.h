@@ -21,10 +21,17 @@ typedef struct fj_shape {
     int seqlen_q, seqlen_k, batch;
 } fj_shape;
 
+/* Operations (fajit_op values), by name: one table in spec.c. fj_op_name: "fwd" for
+ * FAJIT_OP_FWD, NULL for a value that names none. fj_op_parse: the value of a name (exact
+ * case), -1 if unknown. */
+const char *fj_op_name(int op);
+int fj_op_parse(const char *s);
+
 /* One attention problem: a [model NAME] section. */
 typedef struct fj_problem {
     char name[64];
     int line;                        /* line of the section header in its text */
+    int op;                          /* fajit_op; key `op`, default FAJIT_OP_FWD */
     fajit_dtype dtype;
     int head_dim, heads_q, heads_kv;
     fajit_mask mask;
@@ -71,12 +78,9 @@ void fj_spec_free(fj_spec *s);   /* frees the contents, not s; accepts NULL */
 int fj_shape_bucket(int seqlen_q, int seqlen_k, char *buf, size_t n);
 
 /* The problem signature of a tuning row: what selects a kernel apart from the target and
- * the lengths. "fwd.bf16.hd128.causal.gqa4"; masks "none", "causal", "win<left>-<right>".
- * Returns 0, or -1 when n is too small. */
+ * the lengths. "fwd.bf16.hd128.causal.gqa4": the operation (fj_op_name), dtype, head_dim,
+ * mask ("none", "causal", "win<left>-<right>"), heads_q / heads_kv. Returns 0, or -1 when
+ * n is too small or p->op names no operation. */
 int fj_tune_signature(const fj_problem *p, char *buf, size_t n);
-
-/* Operation names ("fwd"; NULL for an unknown value) and their parse (-1 if unknown). */
-const char *fj_op_name(int op);
-int fj_op_parse(const char *s);
 
 #endif /* FJ_SPEC_H */

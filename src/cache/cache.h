@@ -1,5 +1,5 @@
 /* cache.h - the persistent kernel cache (SQLite). The only code that includes sqlite3.h
- * is src/cache/cache.c.
+ * is src/cache/ (file by file in its README.md).
  *
  * One cache = one SQLite file "<dir>/kernels.db" (WAL, busy timeout), or memory only,
  * holding compiled kernels and tuning winners; or a bundle (one self-contained file made
@@ -20,11 +20,29 @@
  * - FJ_CACHE_FORMAT_VERSION is part of every kernel key. Bump it only when what is stored
  *   for a key changes meaning; a bump orphans every entry in the field.
  * - FJ_CACHE_SCHEMA_VERSION is the file layout (PRAGMA user_version). Files of an older
- *   layout are migrated in place when writable (1 -> 2: ALTER TABLE kernels ADD COLUMN
- *   parts) and read as they are when read-only; newer files are left alone (memory only).
- *   Adding a column keeps every key, so no entry is lost to a migration. */
-#define FJ_CACHE_FORMAT_VERSION 1
-#define FJ_CACHE_SCHEMA_VERSION 2
+ *   layout are migrated in place when writable and read as they are when read-only;
+ *   newer files are left alone (memory only). Migrations:
+ *     1 -> 2: ALTER TABLE kernels ADD COLUMN parts (every key kept).
+ *     2 -> 3: tuning gains an `op` column, filled from the signature's first dot-separated
+ *             component ("fwd.bf16.hd128.causal" -> "fwd"); every tuning row is kept.
+ *             Kernel rows are deleted (see below).
+ *
+ * Format 2 (with schema 3): the operation is a part of the key (fj_key_inputs.op), and a
+ * blob's checksum covers its key (XXH3-64 of the 16 key bytes, then the blob), so a blob
+ * and checksum moved to another key read as corrupt. Every key changed, so the kernels of
+ * format 1 (all the kernels of a file of schema 1 or 2) can never hit again. They are
+ * cleanly ignored this way:
+ *   - a writable old file: deleted by the migration to schema 3, in its transaction (the
+ *     count is logged; the pages are reused); they compile again on demand;
+ *   - a read-only old file (schema 1 or 2, opened immutable): left in place, read with the
+ *     checksum rule of format 1 (so list/stats count them and verify does not call them
+ *     corrupt), never hit by a key of format 2; explain names the difference (format, op);
+ *     export skips them (counted in fj_bundle_stats.kernels_stale);
+ *   - an old bundle or cache file given to fj_cache_import: its kernels are skipped and
+ *     counted in kernels_stale, its tuning rows are imported (op filled from the signature).
+ */
+#define FJ_CACHE_FORMAT_VERSION 2
+#define FJ_CACHE_SCHEMA_VERSION 3
 
 typedef struct fj_key { uint8_t b[16]; } fj_key;   /* XXH3-128, big-endian bytes */
 
@@ -52,15 +70,31 @@ typedef struct fj_entry {
 
 void fj_entry_free(fj_entry *e);   /* frees the members, not e; accepts NULL */
 
-/* The inputs of a kernel key as one text, stored with the entry so that a miss can be
- * explained (the key itself is a hash). Fields in this order, separated by ';':
- *   digest=<32 hex>;function=<name>;preamble_hash=<16 hex: XXH3-64 of the preamble>;
- *   options=<text>;arch=<target>;nvrtc=<version>;format=<FJ_CACHE_FORMAT_VERSION>
+/* ---- the kernel key (key.c) ---------------------------------------------------------
+ * Everything a compiled kernel depends on, and nothing else (no paths, hostnames, times):
+ * the digest of every embedded source and header, the operation ("fwd", fj_op_name), the
+ * entry point, the generated preamble, the NVRTC options as one sorted text, the exact
+ * target ("sm_90a"), NVRTC's version (major*1000 + minor*10) and the cache format
+ * (FJ_CACHE_FORMAT_VERSION). A NULL string reads as "", a NULL digest as 16 zero bytes. */
+typedef struct fj_key_inputs {
+    const unsigned char *digest;   /* 16 bytes */
+    const char *op, *function, *preamble, *options, *arch;
+    int nvrtc_version, format_version;
+} fj_key_inputs;
+
+/* The key: XXH3-128 of the serialization documented in key.c. */
+void fj_key_make(const fj_key_inputs *in, fj_key *out);
+
+/* The inputs of a key as one text, stored with the entry so that a miss can be explained
+ * (the key itself is a hash). Fields in this order, separated by ';':
+ *   digest=<32 hex>;op=<op>;function=<name>;preamble_hash=<16 hex: XXH3-64 of the
+ *   preamble>;options=<text>;arch=<target>;nvrtc=<version>;format=<format version>
  * In values, '%', ';' and control characters are written %XX. Returns a malloc'd string
  * (free it, or hand it to an fj_entry), NULL when out of memory. */
-char *fj_key_parts(const unsigned char src_digest[16], const char *function,
-                   const char *preamble, const char *options, const char *arch,
-                   int nvrtc_version, int format_version);
+char *fj_key_parts(const fj_key_inputs *in);
+
+/* 32 lowercase hex digits and a NUL. */
+void fj_key_hex(const fj_key *k, char out[33]);
 
 typedef struct fj_cache_counters {
     uint64_t hits, misses, corrupt, puts, put_skipped, lease_waits, lease_takeovers;
@@ -71,7 +105,9 @@ typedef struct fj_cache fj_cache;
 /* Opens (creating the directory and the file when needed) the cache in `dir`.
  * dir == NULL opens a memory-only cache. Never fails for an unusable directory or
  * file: it falls back to memory only and logs a warning; *out is always set unless
- * out of memory (returns -1). Returns 0. */
+ * out of memory (returns -1). Returns 0. Directories it creates are made 0700. A
+ * "kernels.db" (or its -wal or -shm) that is a symbolic link is not followed, dangling
+ * or not: the cache is then memory only, with a warning naming the path. */
 int fj_cache_open(fj_cache **out, const char *dir, fj_cache_log_fn log, void *log_user);
 void fj_cache_close(fj_cache *c);  /* accepts NULL */
 
@@ -138,6 +174,8 @@ typedef struct fj_tune_row {
     char arch[16];           /* "sm_90a" */
     int sm_count;
     char signature[128];     /* fj_tune_signature (src/autotune/spec.h) */
+    char op[16];             /* the operation, fj_op_name: the signature's first
+                                dot-separated component; put: "" = take it from there */
     char bucket[64];         /* fj_shape_bucket */
     char config[128];        /* the winner, e.g. "128x64w4s1" */
     double time_ms;          /* the winner's time */
@@ -152,7 +190,8 @@ typedef struct fj_tune_row {
 void fj_tune_row_free(fj_tune_row *r);   /* frees table_json, not r; accepts NULL */
 
 /* Stores `r` in one transaction, replacing the row of the same key, except that a pinned
- * row is kept when `r` is not pinned. Returns 0 stored, 1 kept the pinned row, -1 error
+ * row is kept when `r` is not pinned. An empty r->op is stored as the signature's first
+ * dot-separated component. Returns 0 stored, 1 kept the pinned row, -1 error
  * (logged; a read-only cache is an error: nothing would persist). */
 int fj_cache_tune_put(fj_cache *c, const fj_tune_row *r);
 
@@ -176,6 +215,8 @@ typedef struct fj_bundle_stats {
     int rows;             /* tuning rows written (export) or added/replaced (import) */
     int rows_kept;        /* import: rows where the cache's row won (see fj_cache_import) */
     int corrupt;          /* kernels whose blob failed its checksum: skipped */
+    int kernels_stale;    /* kernels of an older cache format (a file of schema < 3):
+                             never hit, skipped (see FJ_CACHE_FORMAT_VERSION) */
 } fj_bundle_stats;
 
 /* Writes the kernels and tuning rows of target `arch` ("sm_90a"; NULL = all) to one
@@ -183,7 +224,10 @@ typedef struct fj_bundle_stats {
  * so it can be opened immutable on read-only media). Every blob is verified first; bad
  * ones are skipped and counted. Leases, hit counts and last-use times are not exported.
  * The file is written beside `path` and renamed over it, so readers never see half a
- * bundle. Refuses to overwrite the cache's own file. st may be NULL. Returns 0 or -1. */
+ * bundle. Refuses (-1, logged) to replace the cache's own file or its -wal/-shm (same
+ * inode, whatever the path's spelling or links) or any live cache: an SQLite file in WAL
+ * mode, which no bundle is (so `fajit-tune cache merge` cannot clobber a cache either).
+ * st may be NULL. Returns 0 or -1. */
 int fj_cache_export(fj_cache *c, const char *path, const char *arch, fj_bundle_stats *st);
 
 /* Copies the kernels and tuning rows of the bundle (or cache file) at `path` into `c`, in
@@ -192,8 +236,10 @@ int fj_cache_export(fj_cache *c, const char *path, const char *arch, fj_bundle_s
  * one; otherwise the newer (created) wins, then the faster; otherwise the cache's row is
  * kept. The result does not depend on the order in which bundles are imported, so a
  * merge is: open a fresh cache, import each bundle, export. Reads files of every schema
- * version up to ours. st may be NULL. Returns 0, or -1 (not a bundle, corrupt file,
- * read-only cache, SQLite error; logged, nothing changed). */
+ * version up to ours; from a file of schema < 3 it takes the tuning rows (op filled from
+ * the signature) and skips the kernels (st->kernels_stale). st may be NULL. Returns 0,
+ * or -1 (not a bundle, corrupt file, read-only cache, SQLite error; logged, nothing
+ * changed). */
 int fj_cache_import(fj_cache *c, const char *path, fj_bundle_stats *st);
 
 /* ---- explain ----------------------------------------------------------------------- */
@@ -205,8 +251,10 @@ enum {
     FJ_PART_ARCH = 1 << 4,
     FJ_PART_NVRTC = 1 << 5,
     FJ_PART_FORMAT = 1 << 6,
-    FJ_PART_UNRECORDED = 1 << 7  /* the nearest entry has no parts and what it records
-                                    matches: the difference is in digest/function/preamble */
+    FJ_PART_UNRECORDED = 1 << 7, /* the nearest entry has no parts and what it records
+                                    matches: the difference is in digest/op/function/
+                                    preamble */
+    FJ_PART_OP = 1 << 8          /* the operation (fwd, ...) */
 };
 
 typedef struct fj_explain {
