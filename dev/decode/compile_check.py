@@ -23,7 +23,9 @@ CONFIGS = [
     ("dec", 64, 64, 4, 1, 4, 0),
     ("dec", 128, 64, 3, 1, 4, 0),
     ("dec", 128, 64, 4, 1, 4, 0),
-    ("dec", 128, 128, 2, 1, 4, 0),
+    ("dec", 128, 128, 2, 1, 4, 0),   # not recommended: 4 B spill on sm_100a
+    ("dec", 128, 64, 2, 1, 4, 0),
+    ("dec", 256, 32, 2, 1, 2, 0),
     ("dec", 256, 32, 3, 1, 2, 0),
     ("dec", 256, 64, 2, 1, 4, 0),
     ("dec", 96, 64, 3, 1, 4, 0),
@@ -32,12 +34,15 @@ CONFIGS = [
     ("dec+chk", 128, 64, 3, 1, 4, 1),
     # speculative, q_len*G <= 32
     ("spec", 128, 64, 3, 2, 2, 0),
-    ("spec", 256, 32, 3, 2, 1, 0),
+    ("spec", 256, 32, 3, 2, 1, 0),   # not recommended: spills on sm_100a
+    ("spec", 256, 32, 3, 2, 2, 0),
     # chunked prefill
     ("prefill", 64, 64, 3, 4, 1, 0),
     ("prefill", 128, 64, 3, 4, 1, 0),
     ("prefill", 128, 64, 2, 4, 1, 0),
-    ("prefill", 256, 32, 3, 4, 1, 0),
+    ("prefill", 256, 32, 3, 4, 1, 0),  # not recommended: spills on sm_100a
+    ("prefill", 256, 16, 4, 4, 1, 0),
+    ("prefill", 256, 32, 3, 2, 2, 0),
     ("prefill+chk", 128, 64, 3, 4, 1, 1),
 ]
 QUICK = [CONFIGS[1], CONFIGS[4], CONFIGS[10], CONFIGS[13]]
@@ -106,11 +111,11 @@ def local_ops(cubin, nd):
     return res
 
 
-def one(cfg, arch, nd):
+def one(cfg, arch, nd, dt=1):
     name, hd, bn, st, wm, wn, chk = cfg
-    pre = ("#define FJ_DTYPE 1\n#define FJ_HEAD_DIM %d\n#define FJ_DEC_BN %d\n#define FJ_DEC_STAGES %d\n"
-           "#define FJ_DEC_WM %d\n#define FJ_DEC_WN %d\n#define FJ_DEC_CHECKED %d\n" % (hd, bn, st, wm, wn, chk))
-    cubin = os.path.join(TMP, "%s_%d_%d_%d_%d_%d_%d_%s.cubin" % (name, hd, bn, st, wm, wn, chk, arch))
+    pre = ("#define FJ_DTYPE %d\n#define FJ_HEAD_DIM %d\n#define FJ_DEC_BN %d\n#define FJ_DEC_STAGES %d\n"
+           "#define FJ_DEC_WM %d\n#define FJ_DEC_WN %d\n#define FJ_DEC_CHECKED %d\n" % (dt, hd, bn, st, wm, wn, chk))
+    cubin = os.path.join(TMP, "%s_%d_%d_%d_%d_%d_%d_%d_%s.cubin" % (name, dt, hd, bn, st, wm, wn, chk, arch))
     r = subprocess.run(["nice", TOOL, arch, os.path.join(SRC, "attn_decode.cu"), SRC, pre, cubin],
                        capture_output=True, text=True)
     if r.returncode != 0:
@@ -123,20 +128,21 @@ def main():
     ap.add_argument("--quick", action="store_true")
     ap.add_argument("--jobs", type=int, default=2)
     ap.add_argument("--out")
-    ap.add_argument("--f16", action="store_true", help="also FJ_DTYPE f16 (the table shows bf16)")
+    ap.add_argument("--f16", action="store_true", help="also FJ_DTYPE f16 (rows tagged f16; default bf16 only)")
     a = ap.parse_args()
     build_tool()
     nd = nvdisasm()
     cfgs = QUICK if a.quick else CONFIGS
-    jobs = [(c, arch) for c in cfgs for arch in ARCHS]
+    dts = [1, 0] if a.f16 else [1]
+    jobs = [(c, arch, dt) for dt in dts for c in cfgs for arch in ARCHS]
     with ThreadPoolExecutor(a.jobs) as ex:
-        res = list(ex.map(lambda j: one(j[0], j[1], nd), jobs))
+        res = list(ex.map(lambda j: one(j[0], j[1], nd, j[2]), jobs))
     lines = ["| config (hd bn stages wm wn chk) | target | kernel | regs | spill st/ld | stack | LDL/STL | dyn smem |",
              "|---|---|---|---|---|---|---|---|"]
     bad = 0
-    for cfg, arch, r, log in res:
+    for (cfg, arch, r, log), job in zip(res, jobs):
         name, hd, bn, st, wm, wn, chk = cfg
-        tag = "%s %d %d %d %d %d %d" % (name, hd, bn, st, wm, wn, chk)
+        tag = "%s%s %d %d %d %d %d %d" % (name, "" if job[2] else " f16", hd, bn, st, wm, wn, chk)
         if r is None:
             lines.append("| %s | %s | COMPILE ERROR | | | | | |" % (tag, arch))
             print(log, file=sys.stderr)
