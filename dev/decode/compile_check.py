@@ -45,7 +45,8 @@ CONFIGS = [
     ("prefill", 256, 32, 3, 2, 2, 0),
     ("prefill+chk", 128, 64, 3, 4, 1, 1),
 ]
-QUICK = [CONFIGS[1], CONFIGS[4], CONFIGS[10], CONFIGS[13]]
+QUICK = [c for c in CONFIGS if c in (("dec", 128, 64, 3, 1, 4, 0), ("dec", 256, 32, 3, 1, 2, 0),
+                                    ("spec", 128, 64, 3, 2, 2, 0), ("prefill", 128, 64, 3, 4, 1, 0))]
 
 
 def smem_formula(hd, bn, st, wm, wn):

@@ -54,11 +54,11 @@
  *
  * Combine step fj_attn_decode_combine (only when splits > 1): one warp per (R, h) pair,
  *   grid (total_rows, ceil(heads_q / FJ_DEC_COMBINE_WARPS), 1), FJ_DEC_COMBINE_WARPS*32 = 128
- *   threads (CTA x = R, warp w: head y*4 + w), no dynamic shared memory. Pairs with R past the real rows
- *   (R >= batch*q_len, or >= cu_seqlens_q[batch] when varlen) are skipped, so total_rows may
- *   be an upper bound. O = sum_s w_s O_s with w_s = exp(lse_s - M) / sum exp(lse_s - M),
- *   M = max lse_s; all splits empty: O = 0, LSE = -inf. Each lane holds 4 columns
- *   (16-byte loads), 4 splits' loads in flight per step.
+ *   threads (CTA x = R, warp w: head y*4 + w), no dynamic shared memory. Rows R past the
+ *   real rows (R >= batch*q_len, or >= cu_seqlens_q[batch] when varlen) are skipped, so
+ *   total_rows may be an upper bound. O = sum_s w_s O_s with
+ *   w_s = exp(lse_s - M) / sum exp(lse_s - M), M = max lse_s; all splits empty: O = 0,
+ *   LSE = -inf. Each lane holds 4 columns (16-byte loads), 4 splits' loads in flight per step.
  *
  * Limits: scale > 0 (row maxima are taken on raw scores); Q/K/V/O strides multiples of 8
  *   elements, pointers 16-byte aligned (cp.async / vector stores; host-checked); page
@@ -284,8 +284,10 @@ FJ_DEVICE void dec_issue(const fj_decode_params &p, const fj_u16 *gk, const fj_u
         const int r = r0 + it * RSTEP;
         if (BN % RSTEP == 0 || r < BN) {
             const bool ok = rip[it] >= 0;
-            const fj_u16 *srck = gk + ((fj_i64)pg[it] * p.k_page_stride + (fj_i64)rip[it] * p.k_row_stride);
-            const fj_u16 *srcv = gv + ((fj_i64)pg[it] * p.v_page_stride + (fj_i64)rip[it] * p.v_row_stride);
+            const fj_u16 *srck =
+                gk + ((fj_i64)pg[it] * p.k_page_stride + (fj_i64)rip[it] * p.k_row_stride);
+            const fj_u16 *srcv =
+                gv + ((fj_i64)pg[it] * p.v_page_stride + (fj_i64)rip[it] * p.v_row_stride);
 #pragma unroll
             for (int sg = 0; sg < SEGS; ++sg) {
                 const int cc = c + 8 * sg;
@@ -684,7 +686,8 @@ fj_attn_decode_combine(const __grid_constant__ fj_decode_params p)
     if (L > 0.f) {
         for (int s0 = 0; s0 < S; s0 += 32) {
             const int n = min(32, S - s0);
-            const float my_w = lane < n ? dec_ex2((pl[(s0 + lane) * sstride] - M) * LOG2E) * inv : 0.f;
+            const float my_w =
+                lane < n ? dec_ex2((pl[(s0 + lane) * sstride] - M) * LOG2E) * inv : 0.f;
             /* Empty splits wrote O = 0 and weigh 0: no branch. Four splits' rows per step are
              * loaded before any is used (loads in flight; ptxas spilled the plain loop at
              * unroll 8 on sm_90a/sm_100a). */
