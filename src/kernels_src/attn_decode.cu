@@ -1,0 +1,739 @@
+/* attn_decode.cu - paged decode / chunked-prefill attention (FlashDecoding layout): the split
+ * step fj_attn_decode and the combine step fj_attn_decode_combine. Portable: mma.sync
+ * m16n8k16, ldmatrix, cp.async; plain code for sm_80 and every later target (sm_90a,
+ * sm_100a included). Parameters: fj_decode_params (fajit_params.h), whose comment defines the
+ * semantics (paging, seqused_k, varlen rows, mask, partials).
+ *
+ * Macros. The combine step needs only FJ_DTYPE and FJ_HEAD_DIM, so one combine kernel serves
+ * every split configuration: a translation unit without FJ_DEC_BN holds fj_attn_decode_combine
+ * alone; with FJ_DEC_BN it holds both kernels (every split-step macro is then required).
+ *   FJ_DTYPE        FJ_DT_F16 | FJ_DT_BF16 (Q, K, V, O; fp32 accumulation, fp32 partials)
+ *   FJ_HEAD_DIM     8..256, a multiple of 8 (padded to DP = roundup16 inside: zero columns)
+ *   FJ_DEC_BN       keys per K/V tile: 16..256, a multiple of 16*FJ_DEC_WN
+ *   FJ_DEC_STAGES   cp.async pipeline depth, 2..4 (tiles in flight: STAGES - 1)
+ *   FJ_DEC_WM       warps along M, 1..4: the M tile is MT = 16*FJ_DEC_WM packed rows
+ *   FJ_DEC_WN       warps along the keys, 1..8: warp (wm, wn) takes keys
+ *                   [wn*BN/WN, (wn+1)*BN/WN) of every tile with its own m, l, O; the warps'
+ *                   results are merged through shared memory at the end
+ *   FJ_DEC_CHECKED  0 | 1: validate seqused_k and page ids (below)
+ *
+ * Split step fj_attn_decode. G = heads_q / heads_kv (heads_q % heads_kv == 0, any G).
+ *   Packed row r = i*G + g (query position i of the sequence, head hk*G + g); sequence b
+ *   has nrows_b = q_len_b * G packed rows, tile qt the rows [qt*MT, qt*MT + MT).
+ *   Grid (splits * q_tiles, heads_kv, batch) with q_tiles = ceil(q_len * G / MT) (q_len =
+ *   the most rows of any sequence), CTA x = split * q_tiles + qt; threads 32*WM*WN.
+ *   Dynamic shared memory, bytes (all integer arithmetic):
+ *     DP   = (FJ_HEAD_DIM + 15) / 16 * 16
+ *     LDB  = DP % 64 == 0 ? 2*DP : 2*DP + 16                       (shared row, bytes)
+ *     MAIN = 16*WM*LDB + 2*FJ_DEC_STAGES*FJ_DEC_BN*LDB              (Q tile + K/V ring)
+ *     RED  = WM*WN*16*(DP + 8)*4 + WM*WN*16*8                       (epilogue, overlays MAIN)
+ *     smem = max(MAIN, RED)
+ *   (above 48 KiB the host sets CU_FUNC_ATTRIBUTE_MAX_DYNAMIC_SHARED_SIZE_BYTES).
+ *   A CTA walks the BN-aligned key tiles that meet [kb, ke): its split's keys
+ *   [split*split_keys, (split+1)*split_keys) intersected with [0, len_b) and with the union
+ *   of the visible ranges of its valid rows; an empty range writes the empty result (O = 0,
+ *   LSE = -inf; partials O = 0, LSE = -inf). Keys outside [kb, ke) are zero-filled in shared
+ *   memory (never read: no NaN from unused page slots can leak in) and masked, so split_keys
+ *   need not be a multiple of BN (it should be: edge tiles cost a whole tile's time).
+ *   K/V rows: key j of sequence b at element page*page_stride + (j % page_size)*row_stride +
+ *   hk*head_stride with page = block_table[b*bt_stride + j/page_size], or page = b and
+ *   row j without a block table. Page ids are read one tile ahead into registers (their
+ *   latency hides behind a tile of math); one id per tile when page_size % BN == 0 (and no
+ *   lookup at all without a table), one per row otherwise. Every row is copied with 16-byte
+ *   cp.async.cg, 8 threads per 128 bytes of the row.
+ *   Output: splits == 1: O (dtype, o strides) and LSE (if p.lse: natural log; fixed length
+ *   lse[(b*heads_q + h)*q_len + i], varlen lse[h*cu_seqlens_q[batch] + cu_seqlens_q[b] + i],
+ *   as attn_ref.cu); splits > 1: part_o[split][R][h][0..head_dim) (O already divided by its
+ *   row sum) and part_lse[split][R][h], R = b*q_len + i or cu_seqlens_q[b] + i, row count
+ *   p.total_rows (>= every R + 1). Packed rows past nrows_b are never written.
+ *   Checked mode (FJ_DEC_CHECKED 1): len_b must lie in [0, bt_stride*page_size] with a block
+ *   table and in [0, seqlen_k] without; every page id of the CTA's key range in
+ *   [0, num_pages). The first violation goes to p.err (if set) by atomicCAS on err[0]:
+ *   {1, b, block-table index, page id} or {2, b, the bound, len_b}; the CTA then reads
+ *   nothing from K/V and writes the empty result.
+ *
+ * Combine step fj_attn_decode_combine (only when splits > 1): one warp per (R, h) pair,
+ *   grid (total_rows, ceil(heads_q / FJ_DEC_COMBINE_WARPS), 1), FJ_DEC_COMBINE_WARPS*32 = 128
+ *   threads (CTA x = R, warp w: head y*4 + w), no dynamic shared memory. Rows R past the
+ *   real rows (R >= batch*q_len, or >= cu_seqlens_q[batch] when varlen) are skipped, so
+ *   total_rows may be an upper bound. O = sum_s w_s O_s with
+ *   w_s = exp(lse_s - M) / sum exp(lse_s - M), M = max lse_s; all splits empty: O = 0,
+ *   LSE = -inf. Each lane holds 4 columns (16-byte loads), 4 splits' loads in flight per step.
+ *
+ * Limits: scale > 0 (row maxima are taken on raw scores); Q/K/V/O strides multiples of 8
+ *   elements, pointers 16-byte aligned (cp.async / vector stores; host-checked); page
+ *   strides, row strides and page ids make 64-bit offsets (all address math is 64-bit);
+ *   keys, rows and split_keys*splits below 2^31.
+ * Algorithm per warp and tile: S = Q K^T (Q and K by ldmatrix), a mask for keys outside the
+ *   row's [lo, hi) (split, sequence, window, causal bottom-right: shift = i + len_b - q_len_b),
+ *   online softmax in log2 units (exp2(s*scale_log2 - m*scale_log2)), P in registers as the A
+ *   operand of O += P V (V by ldmatrix.trans). Epilogue: every warp puts m, l and its raw O
+ *   (fp32) into shared memory; all threads then merge the WN warps of each row and store 16
+ *   bytes per thread. Shared rows: 16-byte chunk c of row r at c ^ (r & 7) when DP % 64 == 0
+ *   (whole 128-byte segments), else an odd number of chunks per row (LDB above); both keep
+ *   the 8 row addresses of every ldmatrix on 8 different bank groups.
+ */
+#include "fj_common.cuh"
+
+#if !defined(FJ_DTYPE) || !defined(FJ_HEAD_DIM)
+#error "attn_decode.cu needs FJ_DTYPE and FJ_HEAD_DIM"
+#endif
+#if defined(FJ_DEC_BN) && (!defined(FJ_DEC_STAGES) || !defined(FJ_DEC_WM) || \
+                           !defined(FJ_DEC_WN) || !defined(FJ_DEC_CHECKED))
+#error "attn_decode.cu split step needs FJ_DEC_BN FJ_DEC_STAGES FJ_DEC_WM FJ_DEC_WN FJ_DEC_CHECKED"
+#endif
+#define FJ_DEC_COMBINE_WARPS 4
+
+#define DEC_BF16 (FJ_DTYPE == FJ_DT_BF16)
+
+namespace dec {
+constexpr int HD = FJ_HEAD_DIM;
+constexpr int DP = (HD + 15) / 16 * 16;  /* head_dim padded to the k16 of the MMA */
+constexpr int CH = DP / 8;               /* 16-byte chunks per shared row */
+constexpr int CHG = HD / 8;              /* chunks that exist in global memory */
+static_assert(FJ_DTYPE == FJ_DT_F16 || FJ_DTYPE == FJ_DT_BF16, "FJ_DTYPE");
+static_assert(HD % 8 == 0 && HD >= 8 && HD <= 256, "FJ_HEAD_DIM: a multiple of 8 in 8..256");
+#ifdef FJ_DEC_BN
+constexpr int BN = FJ_DEC_BN, STAGES = FJ_DEC_STAGES, WM = FJ_DEC_WM, WN = FJ_DEC_WN;
+constexpr int WARPS = WM * WN, THREADS = 32 * WARPS;
+constexpr int MT = 16 * WM;               /* packed rows per CTA */
+constexpr int KW = BN / WN;               /* keys per warp and tile */
+constexpr bool SWZ = DP % 64 == 0;
+constexpr int LDB = SWZ ? 2 * DP : 2 * DP + 16;  /* shared row stride, bytes */
+constexpr int Q_BYTES = MT * LDB, KV_BYTES = BN * LDB;  /* one K (or V) tile */
+constexpr int MAIN_BYTES = Q_BYTES + 2 * STAGES * KV_BYTES;
+constexpr int RLD = DP + 8;               /* epilogue O row stride, floats */
+constexpr int RED_O_BYTES = WARPS * 16 * RLD * 4, RED_BYTES = RED_O_BYTES + WARPS * 16 * 8;
+constexpr int SMEM_BYTES = MAIN_BYTES > RED_BYTES ? MAIN_BYTES : RED_BYTES;
+constexpr int NT = KW / 8;                /* n8 tiles of a warp's S */
+constexpr int KD = DP / 16;               /* k16 steps of S = Q K^T */
+constexpr int ND = DP / 8;                /* n8 tiles of O */
+constexpr int KN = KW / 16;               /* k16 steps of O += P V */
+constexpr int SEGS = (CH + 7) / 8;        /* 8-chunk groups per row (one chunk per thread) */
+constexpr int RSTEP = THREADS / 8;        /* rows copied per pass (8 threads per row) */
+constexpr int ITERS = (BN + RSTEP - 1) / RSTEP;   /* K/V rows per thread and tile */
+constexpr int QITERS = (MT + RSTEP - 1) / RSTEP;  /* Q rows per thread */
+static_assert(WM >= 1 && WM <= 4, "FJ_DEC_WM: 1..4");
+static_assert(WN >= 1 && WN <= 8 && WARPS <= 16, "FJ_DEC_WN: 1..8, WM*WN <= 16");
+static_assert(BN % (16 * WN) == 0 && BN >= 16 && BN <= 256, "FJ_DEC_BN: multiple of 16*WN, <= 256");
+static_assert(STAGES >= 2 && STAGES <= 4, "FJ_DEC_STAGES: 2..4");
+static_assert(FJ_DEC_CHECKED == 0 || FJ_DEC_CHECKED == 1, "FJ_DEC_CHECKED: 0 or 1");
+static_assert((ND + NT) * 4 + 2 * KN * 4 <= 200, "accumulators exceed the register file");
+static_assert(SMEM_BYTES <= 227 * 1024, "shared memory over 227 KiB");
+#endif
+}  // namespace dec
+
+/* ---- inline PTX ---------------------------------------------------------------------- */
+
+FJ_DEVICE fj_u32 dec_smem_addr(const void *p)
+{
+    fj_u32 r;
+    asm("{ .reg .u64 t; cvta.to.shared.u64 t, %1; cvt.u32.u64 %0, t; }" : "=r"(r) : "l"(p));
+    return r;
+}
+/* 16-byte copy; src_bytes 0 zero-fills the destination and reads nothing. */
+FJ_DEVICE void dec_cp16(fj_u32 dst, const void *src, int src_bytes)
+{
+    asm volatile("cp.async.cg.shared.global [%0], [%1], 16, %2;\n" ::"r"(dst), "l"(src),
+                 "r"(src_bytes)
+                 : "memory");
+}
+FJ_DEVICE void dec_commit() { asm volatile("cp.async.commit_group;\n" ::: "memory"); }
+template <int N>
+FJ_DEVICE void dec_wait() { asm volatile("cp.async.wait_group %0;\n" ::"n"(N) : "memory"); }
+
+FJ_DEVICE void dec_ldsm4(fj_u32 a, fj_u32 &r0, fj_u32 &r1, fj_u32 &r2, fj_u32 &r3)
+{
+    asm volatile("ldmatrix.sync.aligned.m8n8.x4.shared.b16 {%0,%1,%2,%3}, [%4];\n"
+                 : "=r"(r0), "=r"(r1), "=r"(r2), "=r"(r3)
+                 : "r"(a));
+}
+FJ_DEVICE void dec_ldsm4_t(fj_u32 a, fj_u32 &r0, fj_u32 &r1, fj_u32 &r2, fj_u32 &r3)
+{
+    asm volatile("ldmatrix.sync.aligned.m8n8.x4.trans.shared.b16 {%0,%1,%2,%3}, [%4];\n"
+                 : "=r"(r0), "=r"(r1), "=r"(r2), "=r"(r3)
+                 : "r"(a));
+}
+/* c += a * b for one m16n8k16 tile, fp32 accumulation. */
+FJ_DEVICE void dec_mma(float *c, const fj_u32 *a, fj_u32 b0, fj_u32 b1)
+{
+#if DEC_BF16
+    asm("mma.sync.aligned.m16n8k16.row.col.f32.bf16.bf16.f32 "
+#else
+    asm("mma.sync.aligned.m16n8k16.row.col.f32.f16.f16.f32 "
+#endif
+        "{%0,%1,%2,%3}, {%4,%5,%6,%7}, {%8,%9}, {%0,%1,%2,%3};\n"
+        : "+f"(c[0]), "+f"(c[1]), "+f"(c[2]), "+f"(c[3])
+        : "r"(a[0]), "r"(a[1]), "r"(a[2]), "r"(a[3]), "r"(b0), "r"(b1));
+}
+/* Two floats into one register of two 16-bit values, `lo` in the low half. */
+FJ_DEVICE fj_u32 dec_pack2(float lo, float hi)
+{
+    fj_u32 r;
+#if DEC_BF16
+    asm("cvt.rn.bf16x2.f32 %0, %1, %2;\n" : "=r"(r) : "f"(hi), "f"(lo));
+#else
+    asm("cvt.rn.f16x2.f32 %0, %1, %2;\n" : "=r"(r) : "f"(hi), "f"(lo));
+#endif
+    return r;
+}
+FJ_DEVICE float dec_ex2(float x)
+{
+    float y;
+    asm("ex2.approx.ftz.f32 %0, %1;\n" : "=f"(y) : "f"(x));
+    return y;
+}
+FJ_DEVICE void dec_st16(void *g, fj_u32 x0, fj_u32 x1, fj_u32 x2, fj_u32 x3)
+{
+    asm volatile("st.global.v4.b32 [%0], {%1,%2,%3,%4};\n" ::"l"(g), "r"(x0), "r"(x1), "r"(x2),
+                 "r"(x3)
+                 : "memory");
+}
+
+/* ---- the split step ------------------------------------------------------------------ */
+#ifdef FJ_DEC_BN
+
+/* Byte offset of 16-byte chunk `c` of shared row `r` (Q, K, V tiles). */
+FJ_DEVICE int dec_off(int r, int c) { return r * dec::LDB + ((dec::SWZ ? c ^ (r & 7) : c) << 4); }
+
+/* Where the rows of sequence b live and how many there are. */
+struct dec_seq {
+    fj_i64 q, o;       /* element offsets of row 0 (head 0) in Q and O */
+    int row0;          /* R of row 0: b*q_len, or cu_seqlens_q[b] (partials) */
+    int qlen;          /* query rows q_len_b */
+};
+FJ_DEVICE dec_seq dec_seq_of(const fj_decode_params &p, int b)
+{
+    dec_seq s;
+    if (p.cu_seqlens_q) {
+        const int *cq = (const int *)p.cu_seqlens_q;
+        const int q0 = cq[b];
+        s.q = (fj_i64)q0 * p.q_row_stride;
+        s.o = (fj_i64)q0 * p.o_row_stride;
+        s.row0 = q0;
+        s.qlen = cq[b + 1] - q0;
+    } else {
+        s.q = (fj_i64)b * p.q_batch_stride;
+        s.o = (fj_i64)b * p.o_batch_stride;
+        s.row0 = b * p.q_len;
+        s.qlen = p.q_len;
+    }
+    return s;
+}
+
+#if FJ_DEC_CHECKED
+FJ_DEVICE void dec_report(const fj_decode_params &p, int code, int b, int index, int value)
+{
+    if (!p.err)
+        return;
+    int *e = (int *)p.err;
+    if (atomicCAS(e, 0, code) == 0) {
+        e[1] = b;
+        e[2] = index;
+        e[3] = value;
+    }
+}
+#endif
+
+/* The page id and row within the page of each row this thread copies in the tile at key k0
+ * (rip = -1: outside [kb, ke), zero-filled). Without a block table the "page" is b and the
+ * row is j (page_stride = batch stride). */
+FJ_DEVICE void dec_fetch(const fj_decode_params &p, const int *bt, int b, int k0, int kb, int ke,
+                         int tid, int (&pg)[dec::ITERS], int (&rip)[dec::ITERS])
+{
+    using namespace dec;
+    const int r0 = tid >> 3;
+    if (!bt) {
+#pragma unroll
+        for (int it = 0; it < ITERS; ++it) {
+            const int j = k0 + r0 + it * RSTEP;
+            pg[it] = b;
+            rip[it] = j >= kb && j < ke ? j : -1;
+        }
+    } else if (p.page_size % BN == 0) {  /* the tile lies in one page */
+        const int pidx = (unsigned)k0 / (unsigned)p.page_size;
+        const int page = bt[pidx];
+        const int in0 = k0 - pidx * p.page_size;
+#pragma unroll
+        for (int it = 0; it < ITERS; ++it) {
+            const int j = k0 + r0 + it * RSTEP;
+            pg[it] = page;
+            rip[it] = j >= kb && j < ke ? in0 + r0 + it * RSTEP : -1;
+        }
+    } else {
+#pragma unroll
+        for (int it = 0; it < ITERS; ++it) {
+            const int j = k0 + r0 + it * RSTEP;
+            const bool ok = j >= kb && j < ke;
+            const int pidx = ok ? (unsigned)j / (unsigned)p.page_size : 0;
+            pg[it] = ok ? bt[pidx] : 0;
+            rip[it] = ok ? j - pidx * p.page_size : -1;
+        }
+    }
+}
+
+/* K and V rows of one tile into stage buffers sk/sv (rows from dec_fetch). */
+FJ_DEVICE void dec_issue(const fj_decode_params &p, const fj_u16 *gk, const fj_u16 *gv, fj_u32 sk,
+                         fj_u32 sv, int tid, const int (&pg)[dec::ITERS],
+                         const int (&rip)[dec::ITERS])
+{
+    using namespace dec;
+    const int r0 = tid >> 3, c = tid & 7;
+#pragma unroll
+    for (int it = 0; it < ITERS; ++it) {
+        const int r = r0 + it * RSTEP;
+        if (BN % RSTEP == 0 || r < BN) {
+            const bool ok = rip[it] >= 0;
+            const fj_u16 *srck =
+                gk + ((fj_i64)pg[it] * p.k_page_stride + (fj_i64)rip[it] * p.k_row_stride);
+            const fj_u16 *srcv =
+                gv + ((fj_i64)pg[it] * p.v_page_stride + (fj_i64)rip[it] * p.v_row_stride);
+#pragma unroll
+            for (int sg = 0; sg < SEGS; ++sg) {
+                const int cc = c + 8 * sg;
+                if (CH % 8 == 0 || cc < CH) {
+                    const bool in = ok && (CHG == CH || cc < CHG);
+                    const fj_u32 d = dec_off(r, cc);
+                    dec_cp16(sk + d, in ? srck + cc * 8 : gk, in ? 16 : 0);
+                    dec_cp16(sv + d, in ? srcv + cc * 8 : gv, in ? 16 : 0);
+                }
+            }
+        }
+    }
+}
+
+extern "C" __global__ void __launch_bounds__(dec::THREADS)
+fj_attn_decode(const __grid_constant__ fj_decode_params p)
+{
+    using namespace dec;
+    extern __shared__ __align__(128) unsigned char smem[];
+
+    const int tid = threadIdx.x, lane = tid & 31, warp = tid >> 5;
+    const int wm = warp / WN, wn = warp % WN;
+    const int hk = blockIdx.y, b = blockIdx.z;
+    const int split = blockIdx.x / p.q_tiles, qt = blockIdx.x - split * p.q_tiles;
+    const int G = p.heads_q / p.heads_kv;
+    const dec_seq sq = dec_seq_of(p, b);
+    const int nrows = sq.qlen * G;
+    const int r0 = qt * MT;  /* first packed row of this CTA */
+    if (r0 >= nrows)
+        return;  /* whole CTA: no barrier passed yet */
+
+    /* Keys of the sequence, checked where asked. */
+    int len = p.seqused_k ? ((const int *)p.seqused_k)[b] : p.seqlen_k;
+    const int *bt = p.block_table ? (const int *)p.block_table + (fj_i64)b * p.bt_stride : nullptr;
+#if FJ_DEC_CHECKED
+    {
+        const long long bound = bt ? (long long)p.bt_stride * p.page_size : (long long)p.seqlen_k;
+        if (len < 0 || len > bound) {
+            if (tid == 0)
+                dec_report(p, 2, b, (int)(bound < 0x7fffffff ? bound : 0x7fffffff), len);
+            len = 0;
+        }
+    }
+#endif
+
+    /* The CTA's key range [kb, ke): the split's keys within [0, len) seen by some row.
+     * Rows see monotone ranges in i, so the union is lo(first row) .. hi(last row). */
+    const int shift = len - sq.qlen;  /* row i's diagonal: key i + shift */
+    const int i_first = r0 / G, i_last = (min(r0 + MT, nrows) - 1) / G;
+    long long kb = (long long)split * p.split_keys, ke = kb + p.split_keys;
+    if (ke > len) ke = len;
+    if (kb < 0) kb = 0;
+    if (p.window_left >= 0) kb = max(kb, (long long)i_first + shift - p.window_left);
+    if (p.window_right >= 0) ke = min(ke, (long long)i_last + shift + p.window_right + 1);
+    const int k_lo = (int)kb, k_hi = ke > kb ? (int)ke : (int)kb;  /* empty: k_hi == k_lo */
+    const int kt0 = k_lo / BN * BN;
+    int ntiles = k_hi > k_lo ? (k_hi - kt0 + BN - 1) / BN : 0;
+
+#if FJ_DEC_CHECKED
+    if (bt && ntiles > 0) {  /* every page id the CTA will read, before reading any */
+        bool bad = false;
+        for (int x = k_lo / p.page_size + tid; x <= (k_hi - 1) / p.page_size; x += THREADS) {
+            const int page = bt[x];
+            if (page < 0 || page >= p.num_pages) {
+                bad = true;
+                dec_report(p, 1, b, x, page);
+            }
+        }
+        if (__syncthreads_or(bad))
+            ntiles = 0;
+    }
+#endif
+
+    const fj_u32 s_q = dec_smem_addr(smem);
+    const fj_u32 s_kv = s_q + Q_BYTES;  /* stage s: K at s*2*KV_BYTES, V after it */
+    const fj_u16 *gk = (const fj_u16 *)p.k + (fj_i64)hk * p.k_head_stride;
+    const fj_u16 *gv = (const fj_u16 *)p.v + (fj_i64)hk * p.v_head_stride;
+
+    /* Per-row key limits of this thread's two rows (lane>>2 and +8 of the warp's 16): key j
+     * counts iff lo <= j < hi. Rows past nrows get an empty range. */
+    int row_lo[2], row_hi[2];
+#pragma unroll
+    for (int hf = 0; hf < 2; ++hf) {
+        const int r = r0 + wm * 16 + (lane >> 2) + hf * 8;
+        const int i = r / G;
+        long long lo = k_lo, hi = k_hi;
+        if (p.window_left >= 0) lo = max(lo, (long long)i + shift - p.window_left);
+        if (p.window_right >= 0) hi = min(hi, (long long)i + shift + p.window_right + 1);
+        const bool ok = r < nrows && hi > lo;
+        row_lo[hf] = ok ? (int)lo : 0;
+        row_hi[hf] = ok ? (int)hi : 0;
+    }
+
+    float acc_o[ND][4];
+    float row_max[2] = {-FJ_INF, -FJ_INF}, row_sum[2] = {0.f, 0.f};
+#pragma unroll
+    for (int nd = 0; nd < ND; ++nd)
+#pragma unroll
+        for (int e = 0; e < 4; ++e)
+            acc_o[nd][e] = 0.f;
+
+    int pg[ITERS], rip[ITERS];
+    if (ntiles > 0) {
+        /* Q tile: packed row r -> (i = r / G, head hk*G + r % G); rows past nrows zero. */
+        const fj_u16 *gq = (const fj_u16 *)p.q + sq.q;
+#pragma unroll
+        for (int it = 0; it < QITERS; ++it) {
+            const int rl = (tid >> 3) + it * RSTEP;
+            if (MT % RSTEP == 0 || rl < MT) {
+                const int r = r0 + rl, i = r / G, h = hk * G + (r - i * G);
+                const bool ok = r < nrows;
+                const fj_u16 *src = gq + ((fj_i64)i * p.q_row_stride + (fj_i64)h * p.q_head_stride);
+#pragma unroll
+                for (int sg = 0; sg < SEGS; ++sg) {
+                    const int cc = (tid & 7) + 8 * sg;
+                    if (CH % 8 == 0 || cc < CH) {
+                        const bool in = ok && (CHG == CH || cc < CHG);
+                        dec_cp16(s_q + dec_off(rl, cc), in ? src + cc * 8 : gq, in ? 16 : 0);
+                    }
+                }
+            }
+        }
+        /* Prologue: tiles 0 .. STAGES-2 (their page ids fetched together), then the ids of
+         * tile STAGES-1 for the loop's first copy. Q goes with tile 0's group. */
+        int ppg[STAGES - 1][ITERS], prip[STAGES - 1][ITERS];
+#pragma unroll
+        for (int s = 0; s < STAGES - 1; ++s)
+            if (s < ntiles)
+                dec_fetch(p, bt, b, kt0 + s * BN, k_lo, k_hi, tid, ppg[s], prip[s]);
+#pragma unroll
+        for (int s = 0; s < STAGES - 1; ++s) {
+            if (s < ntiles)
+                dec_issue(p, gk, gv, s_kv + s * 2 * KV_BYTES, s_kv + s * 2 * KV_BYTES + KV_BYTES,
+                          tid, ppg[s], prip[s]);
+            dec_commit();
+        }
+        if (STAGES - 1 < ntiles)
+            dec_fetch(p, bt, b, kt0 + (STAGES - 1) * BN, k_lo, k_hi, tid, pg, rip);
+    }
+
+    /* Per-lane ldmatrix rows and chunk halves (FA2's fragment layouts). Q: rows lane & 15
+     * at chunk hi = lane >> 4 -> a0..a3. K: keys (lane & 7) + 8*(lane >> 4) at chunk
+     * (lane >> 3) & 1 -> b0, b1 of n-tile 2np, b2, b3 of 2np+1. V (trans): keys lane & 15 at
+     * chunk lane >> 4 -> b0, b1 of d-tile 2dp, b2, b3 of 2dp+1. */
+    const int q_row = wm * 16 + (lane & 15), q_half = lane >> 4;
+    const int k_row = wn * KW + (lane & 7) + ((lane >> 4) << 3), k_half = (lane >> 3) & 1;
+    const int v_row = wn * KW + (lane & 15), v_half = lane >> 4;
+    const float sl2 = p.scale_log2;
+    const int key_lane = wn * KW + 2 * (lane & 3);  /* + nt*8 + e, + k0 */
+
+    for (int t = 0; t < ntiles; ++t) {
+        dec_wait<STAGES - 2>();
+        __syncthreads();  /* tile t landed for all; every warp is done with tile t - 1 */
+        {
+            const int u = t + STAGES - 1;
+            const fj_u32 st = s_kv + (u % STAGES) * 2 * KV_BYTES;
+            if (u < ntiles)
+                dec_issue(p, gk, gv, st, st + KV_BYTES, tid, pg, rip);
+            dec_commit();
+            if (u + 1 < ntiles)  /* ids for the next copy: their latency hides behind this tile */
+                dec_fetch(p, bt, b, kt0 + (u + 1) * BN, k_lo, k_hi, tid, pg, rip);
+        }
+        const fj_u32 s_k = s_kv + (t % STAGES) * 2 * KV_BYTES, s_v = s_k + KV_BYTES;
+        const int k0 = kt0 + t * BN;
+
+        /* S = Q K^T for the warp's 16 rows and KW keys */
+        float acc_s[NT][4];
+#pragma unroll
+        for (int nt = 0; nt < NT; ++nt)
+#pragma unroll
+            for (int e = 0; e < 4; ++e)
+                acc_s[nt][e] = 0.f;
+#pragma unroll
+        for (int kk = 0; kk < KD; ++kk) {
+            fj_u32 a[4];
+            dec_ldsm4(s_q + dec_off(q_row, 2 * kk + q_half), a[0], a[1], a[2], a[3]);
+#pragma unroll
+            for (int np = 0; np < NT / 2; ++np) {
+                fj_u32 b0, b1, b2, b3;
+                dec_ldsm4(s_k + dec_off(k_row + np * 16, 2 * kk + k_half), b0, b1, b2, b3);
+                dec_mma(acc_s[2 * np], a, b0, b1);
+                dec_mma(acc_s[2 * np + 1], a, b2, b3);
+            }
+        }
+
+        /* Mask: key j = k0 + key_lane + nt*8 + e counts for row hf iff lo <= j < hi. Covers the
+         * split and sequence ends, the keys zero-filled outside [kb, ke), window and causal. */
+#pragma unroll
+        for (int hf = 0; hf < 2; ++hf) {
+            const int lo = row_lo[hf] - k0 - key_lane, hi = row_hi[hf] - k0 - key_lane;
+#pragma unroll
+            for (int nt = 0; nt < NT; ++nt)
+#pragma unroll
+                for (int e = 0; e < 2; ++e) {
+                    const int x = nt * 8 + e;
+                    if (x < lo || x >= hi)
+                        acc_s[nt][2 * hf + e] = -FJ_INF;
+                }
+        }
+
+        /* Online softmax (log2 units). A row with no visible key so far keeps m = -inf and
+         * uses base 0, so its P is exp2(-inf) = 0 and nothing moves. */
+        fj_u32 pa[KN][4];
+#pragma unroll
+        for (int hf = 0; hf < 2; ++hf) {
+            float m = row_max[hf];
+#pragma unroll
+            for (int nt = 0; nt < NT; ++nt)
+                m = fmaxf(m, fmaxf(acc_s[nt][2 * hf], acc_s[nt][2 * hf + 1]));
+            m = fmaxf(m, __shfl_xor_sync(0xffffffffu, m, 1));
+            m = fmaxf(m, __shfl_xor_sync(0xffffffffu, m, 2));
+            const float base = m == -FJ_INF ? 0.f : m * sl2;
+            const float alpha = dec_ex2(row_max[hf] * sl2 - base);  /* 0 from -inf */
+            row_max[hf] = m;
+            float sum = row_sum[hf] * alpha;
+#pragma unroll
+            for (int nd = 0; nd < ND; ++nd) {
+                acc_o[nd][2 * hf] *= alpha;
+                acc_o[nd][2 * hf + 1] *= alpha;
+            }
+#pragma unroll
+            for (int nt = 0; nt < NT; ++nt) {
+                const float p0 = dec_ex2(fmaf(acc_s[nt][2 * hf], sl2, -base));
+                const float p1 = dec_ex2(fmaf(acc_s[nt][2 * hf + 1], sl2, -base));
+                sum += p0 + p1;
+                /* A operand of k16 step nt/2: a0/a1 from n-tile 2k, a2/a3 from 2k+1 */
+                pa[nt >> 1][(nt & 1) * 2 + hf] = dec_pack2(p0, p1);
+            }
+            row_sum[hf] = sum;
+        }
+
+        /* O += P V */
+#pragma unroll
+        for (int kk = 0; kk < KN; ++kk)
+#pragma unroll
+            for (int dp = 0; dp < ND / 2; ++dp) {
+                fj_u32 b0, b1, b2, b3;
+                dec_ldsm4_t(s_v + dec_off(v_row + kk * 16, 2 * dp + v_half), b0, b1, b2, b3);
+                dec_mma(acc_o[2 * dp], pa[kk], b0, b1);
+                dec_mma(acc_o[2 * dp + 1], pa[kk], b2, b3);
+            }
+    }
+    dec_wait<0>();
+    __syncthreads();  /* every warp is done with Q and K/V: the epilogue overlays them */
+
+    /* Epilogue 1: each warp's m, l (quad-summed) and raw O into shared memory. */
+    float *red_o = (float *)smem;                       /* [warp][16][RLD] */
+    float *red_m = (float *)(smem + RED_O_BYTES);       /* [warp][16] */
+    float *red_l = red_m + WARPS * 16;                  /* [warp][16] */
+#pragma unroll
+    for (int hf = 0; hf < 2; ++hf) {
+        float l = row_sum[hf];
+        l += __shfl_xor_sync(0xffffffffu, l, 1);
+        l += __shfl_xor_sync(0xffffffffu, l, 2);
+        const int rr = (lane >> 2) + hf * 8;
+        if ((lane & 3) == 0) {
+            red_m[warp * 16 + rr] = row_max[hf];
+            red_l[warp * 16 + rr] = l;
+        }
+        float *dst = red_o + (warp * 16 + rr) * RLD + 2 * (lane & 3);
+#pragma unroll
+        for (int nd = 0; nd < ND; ++nd)
+            *(float2 *)(dst + nd * 8) = make_float2(acc_o[nd][2 * hf], acc_o[nd][2 * hf + 1]);
+    }
+    __syncthreads();
+
+    /* Epilogue 2: row rl, chunk cc (8 columns) per item: merge the WN warps of the row. */
+    const dec_seq so = dec_seq_of(p, b);
+    constexpr int ITEMS = MT * CHG;
+#pragma unroll 1
+    for (int item = tid; item < ITEMS; item += THREADS) {
+        const int rl = item / CHG, cc = item - rl * CHG;
+        const int r = r0 + rl;
+        if (r >= nrows)
+            continue;
+        const int w0 = (rl >> 4) * WN, rr = rl & 15;
+        float M = -FJ_INF;
+#pragma unroll
+        for (int w = 0; w < WN; ++w)
+            M = fmaxf(M, red_m[(w0 + w) * 16 + rr]);
+        float wt[WN], L = 0.f;
+#pragma unroll
+        for (int w = 0; w < WN; ++w) {
+            const float mw = red_m[(w0 + w) * 16 + rr];
+            wt[w] = mw == -FJ_INF ? 0.f : dec_ex2((mw - M) * sl2);
+            L += red_l[(w0 + w) * 16 + rr] * wt[w];
+        }
+        const float inv = L > 0.f ? 1.f / L : 0.f;
+        float o[8];
+#pragma unroll
+        for (int e = 0; e < 8; ++e)
+            o[e] = 0.f;
+#pragma unroll
+        for (int w = 0; w < WN; ++w) {
+            const float4 *src = (const float4 *)(red_o + ((w0 + w) * 16 + rr) * RLD + cc * 8);
+            const float4 x = src[0], y = src[1];
+            const float f = wt[w] * inv;
+            o[0] += f * x.x; o[1] += f * x.y; o[2] += f * x.z; o[3] += f * x.w;
+            o[4] += f * y.x; o[5] += f * y.y; o[6] += f * y.z; o[7] += f * y.w;
+        }
+        const float lse = L > 0.f ? M * p.scale + logf(L) : -FJ_INF;
+        const int i = r / G, h = hk * G + (r - i * G);
+        if (p.splits == 1) {
+            fj_u16 *go = (fj_u16 *)p.o + so.o + (fj_i64)i * p.o_row_stride +
+                         (fj_i64)h * p.o_head_stride + cc * 8;
+            dec_st16(go, dec_pack2(o[0], o[1]), dec_pack2(o[2], o[3]), dec_pack2(o[4], o[5]),
+                     dec_pack2(o[6], o[7]));
+            if (p.lse && cc == 0) {
+                float *gl = (float *)p.lse;
+                if (p.cu_seqlens_q)
+                    gl[(fj_i64)((const int *)p.cu_seqlens_q)[p.batch] * h + so.row0 + i] = lse;
+                else
+                    gl[((fj_i64)b * p.heads_q + h) * p.q_len + i] = lse;
+            }
+        } else {
+            const fj_i64 prow = ((fj_i64)split * p.total_rows + so.row0 + i) * p.heads_q + h;
+            float *po = (float *)p.part_o + prow * HD + cc * 8;
+            dec_st16(po, __float_as_uint(o[0]), __float_as_uint(o[1]), __float_as_uint(o[2]),
+                     __float_as_uint(o[3]));
+            dec_st16(po + 4, __float_as_uint(o[4]), __float_as_uint(o[5]), __float_as_uint(o[6]),
+                     __float_as_uint(o[7]));
+            if (cc == 0)
+                ((float *)p.part_lse)[prow] = lse;
+        }
+    }
+}
+#endif /* FJ_DEC_BN */
+
+/* ---- the combine step ---------------------------------------------------------------- */
+
+/* Where row R, head h of the combine goes: element offset of O, index of LSE; false for R
+ * past the real rows. Called again after the merge loop, so that the 64-bit offsets are not
+ * held through it (ptxas spilled one on sm_100a at head_dim 256). */
+FJ_DEVICE bool dec_cmb_row(const fj_decode_params &p, int R, int h, fj_i64 *o_off, fj_i64 *lse_at)
+{
+    if (p.cu_seqlens_q) {
+        const int total = ((const int *)p.cu_seqlens_q)[p.batch];
+        if (R >= total)
+            return false;
+        if (o_off) {
+            *o_off = (fj_i64)R * p.o_row_stride + (fj_i64)h * p.o_head_stride;
+            *lse_at = (fj_i64)h * total + R;
+        }
+    } else {  /* 32-bit division: a 64-bit one is a call with a stack frame */
+        const int b = (unsigned)R / (unsigned)p.q_len, i = R - b * p.q_len;
+        if (b >= p.batch)
+            return false;
+        if (o_off) {
+            *o_off = (fj_i64)b * p.o_batch_stride + (fj_i64)i * p.o_row_stride +
+                     (fj_i64)h * p.o_head_stride;
+            *lse_at = ((fj_i64)b * p.heads_q + h) * p.q_len + i;
+        }
+    }
+    return true;
+}
+
+/* The minimum of 4 CTAs per SM (a cap of 128 registers, never reached) is there for ptxas:
+ * with the thread count alone it spilled 4-16 bytes at 48-72 registers on sm_100a. */
+extern "C" __global__ void __launch_bounds__(FJ_DEC_COMBINE_WARPS * 32, 4)
+fj_attn_decode_combine(const __grid_constant__ fj_decode_params p)
+{
+    constexpr int HD = dec::HD, C4 = HD / 4;           /* 4-column chunks of a row */
+    constexpr int PER_LANE = (C4 + 31) / 32;
+    constexpr float LOG2E = 1.4426950408889634f;
+    const int lane = threadIdx.x & 31;
+    const int R = blockIdx.x, h = blockIdx.y * FJ_DEC_COMBINE_WARPS + (threadIdx.x >> 5);
+    if (h >= p.heads_q || R >= p.total_rows)
+        return;
+    if (!dec_cmb_row(p, R, h, nullptr, nullptr))
+        return;
+    const int S = p.splits;
+    const fj_i64 sstride = (fj_i64)p.total_rows * p.heads_q;  /* one split, in rows x heads */
+    const float *pl = (const float *)p.part_lse + (fj_i64)R * p.heads_q + h;
+    const float *po = (const float *)p.part_o + ((fj_i64)R * p.heads_q + h) * HD;
+
+    float M = -FJ_INF;
+    for (int s = lane; s < S; s += 32)
+        M = fmaxf(M, pl[s * sstride]);
+#pragma unroll
+    for (int x = 16; x > 0; x >>= 1)
+        M = fmaxf(M, __shfl_xor_sync(0xffffffffu, M, x));
+    float L = 0.f;
+    if (M != -FJ_INF) {  /* warp-uniform */
+        for (int s = lane; s < S; s += 32)
+            L += dec_ex2((pl[s * sstride] - M) * LOG2E);  /* exp2(-inf) = 0 */
+#pragma unroll
+        for (int x = 16; x > 0; x >>= 1)
+            L += __shfl_xor_sync(0xffffffffu, L, x);
+    }
+    const float inv = L > 0.f ? 1.f / L : 0.f;
+
+    float acc[PER_LANE][4];
+#pragma unroll
+    for (int k = 0; k < PER_LANE; ++k)
+        acc[k][0] = acc[k][1] = acc[k][2] = acc[k][3] = 0.f;
+    if (L > 0.f) {
+        for (int s0 = 0; s0 < S; s0 += 32) {
+            const int n = min(32, S - s0);
+            const float my_w =
+                lane < n ? dec_ex2((pl[(s0 + lane) * sstride] - M) * LOG2E) * inv : 0.f;
+            /* Empty splits wrote O = 0 and weigh 0: no branch. Four splits' rows per step are
+             * loaded before any is used (loads in flight; ptxas spilled the plain loop at
+             * unroll 8 on sm_90a/sm_100a). */
+            for (int k = 0; k < n; k += 4) {
+                float4 x[4][PER_LANE];
+                float w[4];
+#pragma unroll
+                for (int u = 0; u < 4; ++u) {
+                    const int ku = k + u < n ? k + u : k;  /* uniform; in range */
+                    w[u] = __shfl_sync(0xffffffffu, my_w, ku);
+                    if (k + u >= n)
+                        w[u] = 0.f;
+                    const float *src = po + (fj_i64)(s0 + ku) * sstride * HD;
+#pragma unroll
+                    for (int q = 0; q < PER_LANE; ++q) {
+                        const int c4 = lane + 32 * q;
+                        if (C4 % 32 == 0 || c4 < C4)
+                            x[u][q] = *(const float4 *)(src + c4 * 4);
+                        else
+                            x[u][q] = make_float4(0.f, 0.f, 0.f, 0.f);
+                    }
+                }
+#pragma unroll
+                for (int u = 0; u < 4; ++u)
+#pragma unroll
+                    for (int q = 0; q < PER_LANE; ++q) {
+                        acc[q][0] += w[u] * x[u][q].x;
+                        acc[q][1] += w[u] * x[u][q].y;
+                        acc[q][2] += w[u] * x[u][q].z;
+                        acc[q][3] += w[u] * x[u][q].w;
+                    }
+            }
+        }
+    }
+    fj_i64 o_off, lse_at;
+    dec_cmb_row(p, R, h, &o_off, &lse_at);
+    fj_u16 *go = (fj_u16 *)p.o + o_off;
+#pragma unroll
+    for (int q = 0; q < PER_LANE; ++q) {
+        const int c4 = lane + 32 * q;
+        if (C4 % 32 == 0 || c4 < C4) {
+            const fj_u32 x0 = dec_pack2(acc[q][0], acc[q][1]), x1 = dec_pack2(acc[q][2], acc[q][3]);
+            asm volatile("st.global.v2.b32 [%0], {%1,%2};\n" ::"l"(go + c4 * 4), "r"(x0), "r"(x1)
+                         : "memory");
+        }
+    }
+    if (p.lse && lane == 0)
+        ((float *)p.lse)[lse_at] = L > 0.f ? M + logf(L) : -FJ_INF;
+}
