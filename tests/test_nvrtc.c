@@ -85,10 +85,10 @@ START_TEST(warm_three_targets)
     static const char *const archs[] = {"sm_80", "sm_90a", "sm_100a"};
     make_dir();
     fajit_ctx *ctx = compile_ctx();
-    static fj_variant vs[400];
+    static fj_variant vs[1000];
     int per_arch[3];
     for (int i = 0; i < 3; i++)
-        per_arch[i] = fj_warm_variants(archs[i], vs, 400);
+        per_arch[i] = fj_warm_variants(archs[i], vs, 1000);
     struct timespec t0, t1;
     clock_gettime(CLOCK_MONOTONIC, &t0);
     for (int i = 0; i < 3; i++) {
@@ -246,8 +246,8 @@ static int classify(void *user, const fj_entry *e)
  * recently used go. */
 START_TEST(cache_cap_prunes)
 {
-    static fj_variant vs[400];
-    ck_assert_int_ge(fj_warm_variants("sm_80", vs, 400), 3);
+    static fj_variant vs[1000];
+    ck_assert_int_ge(fj_warm_variants("sm_80", vs, 1000), 3);
     make_dir();
     /* a cap below any kernel: only the newest stays */
     fajit_ctx *ctx = test_ctx(FAJIT_DEVICE_NONE, FAJIT_POLICY_BLOCKING, 1);

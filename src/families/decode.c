@@ -78,18 +78,31 @@ static int check(const fj_kcfg *k, const fajit_attn_desc *d, const fj_target *t,
     return bad ? -1 : 0;
 }
 
-/* The default: warps along the keys while the packed rows fit 16 (the FlashDecoding layout:
- * every warp streams its own quarter of each tile), along the rows beyond; 64-key tiles three
- * deep, shallower or narrower where the target's shared memory is smaller. */
+/* The defaults (dev/decode/NOTES.md): warps along the keys while the packed rows fit 16
+ * (the FlashDecoding layout: every warp streams its own part of each tile), along the rows
+ * beyond; 16-32 keys per warp (16 at head_dim > 128, where O takes most registers); 64-key
+ * tiles 3 deep (4 at head_dim <= 64); fewer stages where two CTAs would not fit an SM, and
+ * narrower tiles where one would not. */
 static void default_cfg(const fajit_attn_desc *d, const fj_target *t, fj_kcfg *out)
 {
-    const int rows = packed_rows(d);
+    const int rows = packed_rows(d), wide = d->head_dim > 128;
     fj_dec_config c = {64, 3, 1, 4, 0, t->checked};
-    if (rows > 16)
-        c.wm = rows > 32 ? 4 : 2, c.wn = 4 / c.wm;
-    while (smem_bytes(&c, d->head_dim) > fj_fa2_smem_limit(t->sm) && c.stages > 2)
+    if (rows <= 16) {
+        if (wide)
+            c.wn = 2, c.bn = 32;
+        else if (d->head_dim <= 64)
+            c.stages = 4;
+    } else if (rows <= 32) {
+        c.wm = 2, c.wn = 2, c.bn = wide ? 32 : 64;
+    } else {
+        c.wm = 4, c.wn = 1;
+        if (wide)
+            c.bn = 16, c.stages = 4;
+    }
+    const size_t limit = fj_fa2_smem_limit(t->sm);
+    while (smem_bytes(&c, d->head_dim) > limit / 2 && c.stages > 2)
         c.stages--;
-    while (smem_bytes(&c, d->head_dim) > fj_fa2_smem_limit(t->sm) && c.bn > 16 * c.wn)
+    while (smem_bytes(&c, d->head_dim) > limit && c.bn > 16 * c.wn)
         c.bn /= 2;
     to_kcfg(&c, out);
 }
@@ -323,10 +336,10 @@ static fajit_status launch_args(const fj_kcfg *k, int i, const fajit_attn_desc *
         a->grid[0] = (unsigned)(splits * p.q_tiles);
         a->grid[1] = (unsigned)d->heads_kv;
         a->grid[2] = (unsigned)d->batch;
-    } else {   /* the combine step, only after a split */
-        long long pairs = (long long)p.total_rows * d->heads_q;
-        a->grid[0] = splits > 1 ? (unsigned)((pairs + COMBINE_WARPS - 1) / COMBINE_WARPS) : 0;
-        a->grid[1] = a->grid[2] = 1;
+    } else {   /* the combine step, only after a split: a warp per (row, head) */
+        a->grid[0] = splits > 1 ? (unsigned)p.total_rows : 0;
+        a->grid[1] = (unsigned)((d->heads_q + COMBINE_WARPS - 1) / COMBINE_WARPS);
+        a->grid[2] = 1;
     }
     if (fj_args_push(a, &p, sizeof p, 8) != 0) {
         snprintf(why, n, "the decode parameters exceed the argument block");

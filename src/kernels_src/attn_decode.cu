@@ -6,7 +6,8 @@
  *
  * Macros. The combine step needs only FJ_DTYPE and FJ_HEAD_DIM, so one combine kernel serves
  * every split configuration: a translation unit without FJ_DEC_BN holds fj_attn_decode_combine
- * alone; with FJ_DEC_BN it holds both kernels (every split-step macro is then required).
+ * alone; with FJ_DEC_BN it holds fj_attn_decode alone (every split-step macro is then
+ * required), so each compile log reports one kernel's registers and spills.
  *   FJ_DTYPE        FJ_DT_F16 | FJ_DT_BF16 (Q, K, V, O; fp32 accumulation, fp32 partials)
  *   FJ_HEAD_DIM     8..256, a multiple of 8 (padded to DP = roundup16 inside: zero columns)
  *   FJ_DEC_BN       keys per K/V tile: 16..256, a multiple of 16*FJ_DEC_WN
@@ -617,6 +618,7 @@ fj_attn_decode(const __grid_constant__ fj_decode_params p)
 #endif /* FJ_DEC_BN */
 
 /* ---- the combine step ---------------------------------------------------------------- */
+#ifndef FJ_DEC_BN   /* a translation unit of its own: its ptxas report is its own */
 
 /* Where row R, head h of the combine goes: element offset of O, index of LSE; false for R
  * past the real rows. Called again after the merge loop, so that the 64-bit offsets are not
@@ -737,3 +739,4 @@ fj_attn_decode_combine(const __grid_constant__ fj_decode_params p)
     if (p.lse && lane == 0)
         ((float *)p.lse)[lse_at] = L > 0.f ? M + logf(L) : -FJ_INF;
 }
+#endif /* !FJ_DEC_BN */

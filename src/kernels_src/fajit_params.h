@@ -74,7 +74,10 @@ typedef struct fj_attn_params {
  * r = i * G + g (G = heads_q / heads_kv, head = kv_head * G + g) of its q tile. With splits 1
  * it writes O and LSE; otherwise fp32 partials part_o [splits][rows][heads_q][head_dim] and
  * part_lse [splits][rows][heads_q] (rows = batch * q_len, or total rows when varlen;
- * an empty split writes LSE -inf), which the combine step merges into O and LSE. */
+ * total_rows may be any upper bound of cu_seqlens_q[batch] when varlen (e.g. batch * q_len:
+ * the host cannot read it); it is the row count of the partials and the combine's grid x,
+ * and the combine skips rows >= cu_seqlens_q[batch]; an empty split writes LSE -inf), which
+ * the combine step merges into O and LSE. */
 #define FJ_DECODE_PARAMS_SIZE 256
 typedef struct fj_decode_params {
     fj_u64 q, k, v, o;              /*   0 */
@@ -94,7 +97,8 @@ typedef struct fj_decode_params {
     fj_i32 num_pages, splits, split_keys, q_tiles;        /* 216: num_pages bounds page ids */
     fj_i32 window_left, window_right;                     /* 232 */
     float scale, scale_log2;                              /* 240 */
-    fj_i32 total_rows, pad_;                              /* 248: rows of the partials */
+    fj_i32 total_rows, pad_;                              /* 248: rows of the partials
+                                                             (>= every R + 1) */
 } fj_decode_params;                                       /* 256 */
 
 /* Layout check. NVRTC has no offsetof, so the device side checks the widths and the total:
