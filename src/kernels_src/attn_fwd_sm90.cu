@@ -45,20 +45,15 @@
  *   FJ_FA3_AHEAD     1 (default with FJ_FA3_OQ): the producer loads the next tile's first K/V
  *                    block (and prefetches its Q into L2) before it waits for the Q buffer
  *   FJ_FA3_OQ        persistent, no O slot: 1 O staged in the tile's own Q buffer,
- *                    freed after the epilogue (default: persistent, hd > 128, cluster 1)
+ *                    freed after the epilogue (default: persistent, hd > 128)
  *   FJ_FA3_OCOPY     persistent variants that stage O in shared memory: 1 the producer
  *                    warpgroup's idle warps 1..3 copy it to global memory (see "O copy" below;
- *                    default with an O slot and cluster 1), 0 the consumers do (default
+ *                    default with an O slot), 0 the consumers do (default
  *                    otherwise)
  *   FJ_FA3_L2GROUP   masked persistent order: 1 longest-first within L2-sized groups of heads
  *                    when batch*heads >= SMs/2, 0 never (default for hd < 128), 2 always
  *                    (the dynamic order's default); a group holds FJ_FA3_L2_BYTES of K/V (32
  *                    MB), in the dynamic order at <= 1k keys FJ_FA3_L2_BYTES_SHORT (4 MB)
- *   FJ_FA3_CLUSTER   1 (default): one CTA per work tile; 2: clusters of two CTAs on adjacent
- *                    query tiles of one (batch, head) share every K/V block: each loads half of
- *                    it for both (TMA multicast). Unmasked, grid or static persistent only,
- *                    without OCOPY; see "Cluster of two" below. Measured no gain on the H200
- *                    (NOTES.md runs h3-1/h3-2): a dev knob, not a library configuration
  *   FJ_FA3_HANG_TRAP 1: an mbarrier wait that spins 2^22 times traps (dev builds)
  *   FJ_FA3_PV_SPLIT  1: O += P V as one wgmma per 64-column chunk of V (dev/diagnosis)
  * Run-time: batch, heads (GQA/MQA), seqlen_q/k (any), varlen (cu_seqlens), strides, LSE,
@@ -92,22 +87,6 @@
  * slot after the Q buffer, as the next Q already loads into the only Q buffer; where no slot
  * fits, through the Q buffer freed after the epilogue (FJ_FA3_OQ) or straight from registers);
  * LSE (natural log) per row. ptxas quirk worked around: see the st.shared "anchor" below.
- *
- * Cluster of two (FJ_FA3_CLUSTER 2, FA3's cluster along M). The two CTAs of a cluster (ranks 0
- * and 1: grid x 2k and 2k+1, or in persistent mode the work tiles 2u and 2u+1 of each round,
- * the query blocks of one (batch, head) counted up to an even number) walk the same K/V blocks
- * (unmasked: every query block sees all keys). Each producer loads its half of every K and V
- * block (kv_mine) with a multicast TMA into the same offsets of both CTAs, completing on each
- * CTA's own full barrier, and arms its own full barrier for the whole block; a slot is refilled
- * only after the consumers of both CTAs released it: every consumer warp arrives on the empty
- * barrier of its own CTA and of the peer (count doubled). So L2->SM traffic for K/V halves. A
- * tile past the end of its sequence (the padding tile of an odd query block count, varlen) is
- * computed like any other (its half of K/V is needed by the peer) and stores nothing. A
- * cluster barrier after the barrier init (the peer's multicasts and arrivals land on
- * initialised barriers); at the end the producer thread waits until both CTAs' consumers have
- * released every slot (the peer arrives remotely on this CTA's empty barriers until then).
- * Host: grid x even (non-persistent: the query blocks rounded up to even), persistent grid
- * even and at most twice the co-resident clusters.
  *
  * O copy (FJ_FA3_OCOPY 1). The consumers only stage O (stmatrix into the O slot or the Q buffer,
  * as without it), write the global address of their first row and the count of rows inside
@@ -192,23 +171,6 @@
 #endif
 #if FJ_FA3_SCHED && !FJ_FA3_PERSISTENT
 #error "FJ_FA3_SCHED 1 (dynamic tile schedule) needs FJ_FA3_PERSISTENT"
-#endif
-/* FJ_FA3_CLUSTER (see "Cluster of two" in the header): 1 (default) or 2. Unmasked only (masked
- * query blocks of one head see different key ranges); not with the dynamic order (its tiles are
- * claimed one at a time). Measured and OFF (runs
- * h3-1/h3-2, bench/fa3_dev/NOTES.md, medians of 5 interleaved, C1 vs C2): hd128 unmasked
- * 128x176P 574/597/622/639 vs 556/596/626/637 TFLOP/s at 2k/4k/8k/16k, 128x128 grid 566/593/609/615
- * vs 559/591/610/617; hd256 128x80 -0.2..-0.9%; hd64 192x128P -1..-9%. K/V supply is not the
- * limit (run 7), and a slot now waits for the slower CTA's release. A dev knob; 1 compiles to
- * the same SASS as before it existed. */
-#ifndef FJ_FA3_CLUSTER
-#define FJ_FA3_CLUSTER 1
-#endif
-#if FJ_FA3_CLUSTER != 1 && FJ_FA3_CLUSTER != 2
-#error "FJ_FA3_CLUSTER is 1 or 2"
-#endif
-#if FJ_FA3_CLUSTER == 2 && (FJ_MASK != 0 || FJ_FA3_SCHED)
-#error "FJ_FA3_CLUSTER 2: unmasked, grid or static persistent order only"
 #endif
 #define FA3_DYN (FJ_FA3_PERSISTENT && FJ_FA3_SCHED)
 /* (FJ_FA3_XTILE, the cross-tile stream, and its FJ_FA3_OSMEM were removed in session 10: the
@@ -330,7 +292,7 @@
  * runs (10, 20, 22; the last two with lazy rescaling), 512/1k/2k/4k/8k/16k:
  * +1.3/+1.7/+2.7/0/0/-0.7, +1.5/+0.3/+1.7/-0.9/+1.0/+1.0, +2.9/+1.5/+0.4/+1.4/+0.3/+0.3%. */
 #ifndef FJ_FA3_OQ
-#define FJ_FA3_OQ (FJ_FA3_PERSISTENT && FJ_HEAD_DIM > 128 && FJ_FA3_CLUSTER == 1)
+#define FJ_FA3_OQ (FJ_FA3_PERSISTENT && FJ_HEAD_DIM > 128)
 #endif
 /* FJ_FA3_OCOPY 1: the O copy to global memory by the producer warpgroup's idle warps (see "O
  * copy" above) in every persistent variant that stages O in shared memory (the O slot,
@@ -345,8 +307,7 @@
  * - OQ (hd256 causal dynamic 128x80): -6/-4/-8/-2.5%: the next tile's Q load waits for the copy,
  *   which 96 store threads make one warpgroup's rows after the other (256 threads before).
  * So it pays where nothing waits for the staging buffer but the next handoff (the O slot):
- * the default there (not with FJ_FA3_CLUSTER 2, a dev knob whose combination with it is
- * unchecked), 0 elsewhere. */
+ * the default there, 0 elsewhere. */
 #define FA3_OSLOT_ (FJ_FA3_OBUF && FJ_FA3_PERSISTENT && FA3_QST2_FITS)
 #define FA3_OQ_ (FJ_FA3_OQ && FJ_FA3_PERSISTENT && !FA3_OSLOT_)
 /* FJ_FA3_QBUF2 1: persistent variants without OQ keep two
@@ -413,15 +374,13 @@
 #if FJ_FA3_AHEAD != 0 && FJ_FA3_AHEAD != 1
 #error "FJ_FA3_AHEAD is 0 or 1"
 #endif
-#define FA3_AHEAD (FJ_FA3_AHEAD && FJ_FA3_PERSISTENT && FJ_FA3_CLUSTER == 1)
+#define FA3_AHEAD (FJ_FA3_AHEAD && FJ_FA3_PERSISTENT)
 #define FA3_QBUF2_ (FJ_FA3_QBUF2 && FJ_FA3_PERSISTENT && !FA3_OQ_ && \
                     (FA3_OSLOT_ ? FA3_QST3_FITS : FA3_QST2_FITS))
 #ifndef FJ_FA3_OCOPY
-#define FJ_FA3_OCOPY (FA3_OSLOT_ && FJ_FA3_CLUSTER == 1)
+#define FJ_FA3_OCOPY FA3_OSLOT_
 #elif FJ_FA3_OCOPY != 0 && FJ_FA3_OCOPY != 1
 #error "FJ_FA3_OCOPY is 0 or 1"
-#elif FJ_FA3_OCOPY && FJ_FA3_CLUSTER == 2
-#error "FJ_FA3_OCOPY 1 with FJ_FA3_CLUSTER 2: never run together (untested)"
 #endif
 #define FA3_OCOPY (FJ_FA3_OCOPY && FJ_FA3_PERSISTENT && (FA3_OSLOT_ || FA3_OQ_))
 
@@ -460,41 +419,6 @@ static_assert(BN % 16 == 0 && BN >= 16 && BN <= 256, "FJ_BLOCK_N: multiple of 16
 static_assert(SMEM_BYTES <= 227 * 1024, "shared memory over 227 KiB");
 static_assert(128 * (REG_PRODUCER + NWG * REG_CONSUMER) <= 65536, "setmaxnreg budget");
 }  // namespace fa3
-
-/* The consumers' release of a K/V slot (one arrival per warp): with a cluster on the empty
- * barrier of both CTAs, as the peer's producer refills this CTA's half of the slot too. */
-FJ_DEVICE void kv_release(fj_u32 bar, fj_u32 peer)
-{
-    mbar_arrive(bar);
-#if FJ_FA3_CLUSTER == 2
-    mbar_arrive_remote(bar, peer);
-#else
-    (void)peer;
-#endif
-}
-/* Cluster of two: whether this CTA loads box c (a 64-column chunk) of the K (is_v 0) or V (1)
- * block for both CTAs: the chunks of its rank's parity where a block has an even number of them
- * (hd 128, 256), else all of K (rank 0) or all of V (rank 1). One CTA: every box. */
-FJ_DEVICE bool kv_mine(int c, int is_v)
-{
-#if FJ_FA3_CLUSTER == 2
-    const fj_u32 rank = cluster_ctarank();
-    return fa3::DC % 2 == 0 ? (fj_u32)(c & 1) == rank : (fj_u32)is_v == rank;
-#else
-    (void)c;
-    (void)is_v;
-    return true;
-#endif
-}
-/* One box of a K/V block: multicast to both CTAs of a cluster, or a plain load. */
-FJ_DEVICE void tma_load4_kv(fj_u32 dst, const void *tmap, int c0, int c1, int c2, int c3, fj_u32 bar)
-{
-#if FJ_FA3_CLUSTER == 2
-    tma_load4_mc(dst, tmap, c0, c1, c2, c3, bar);
-#else
-    tma_load4(dst, tmap, c0, c1, c2, c3, bar);
-#endif
-}
 
 #include "fj_sm90_sched.cuh"
 #include "fj_sm90_consumer.cuh"
@@ -567,12 +491,7 @@ FJ_DEVICE void load_rows(const fj_attn_params &p, fa3_load &l)
     l.hk = l.h / (p.heads_q / p.heads_kv);
 }
 
-#if FJ_FA3_CLUSTER == 2
-#define FA3_CLUSTER_DIMS __cluster_dims__(2, 1, 1) /* at compile time: a plain cuLaunchKernel */
-#else
-#define FA3_CLUSTER_DIMS
-#endif
-extern "C" __global__ void __launch_bounds__(fa3::THREADS, 1) FA3_CLUSTER_DIMS
+extern "C" __global__ void __launch_bounds__(fa3::THREADS, 1)
 fj_attn_fwd_sm90(const __grid_constant__ fj_attn_params p, const __grid_constant__ fj_tmap tq,
                  const __grid_constant__ fj_tmap tk, const __grid_constant__ fj_tmap tv,
                  int *sched_ctr)
@@ -591,7 +510,6 @@ fj_attn_fwd_sm90(const __grid_constant__ fj_attn_params p, const __grid_constant
 #define FA3_TOTAL(sc) 1
     const int t_step = 1;
 #define FA3_TILE(r) 0
-#if FJ_FA3_CLUSTER == 1
     {   /* nothing to do (varlen: this sequence is shorter): leave before any setup */
         int b, h, mb;
         tile_coords(p, fa3_sched{}, 0, b, h, mb);
@@ -599,9 +517,6 @@ fj_attn_fwd_sm90(const __grid_constant__ fj_attn_params p, const __grid_constant
             return;
     }
 #endif
-#endif
-    /* a CTA of a cluster of two works through such a tile too: the peer needs its K/V loads */
-    constexpr bool SKIP_PAST_END = FJ_FA3_CLUSTER == 1;
 
     const fj_u32 base = (smem_u32(smem_raw) + 1023u) & ~1023u;
     const fj_u32 s_q = base, s_k = base + OFF_K, s_v = base + OFF_V;
@@ -644,9 +559,9 @@ fj_attn_fwd_sm90(const __grid_constant__ fj_attn_params p, const __grid_constant
         for (int i = 0; i < 2; ++i) {
             mbar_init(b_kf + 8 * i, 1);
             mbar_init(b_vf + 8 * i, 1);
-            /* one arrival per consumer warp of each CTA of the cluster */
-            mbar_init(b_ke + 8 * i, NWG * 4 * FJ_FA3_CLUSTER);
-            mbar_init(b_ve + 8 * i, NWG * 4 * FJ_FA3_CLUSTER);
+            /* one arrival per consumer warp */
+            mbar_init(b_ke + 8 * i, NWG * 4);
+            mbar_init(b_ve + 8 * i, NWG * 4);
         }
 #if FA3_OCOPY
         for (int i = 0; i < NWG; ++i) {
@@ -657,12 +572,7 @@ fj_attn_fwd_sm90(const __grid_constant__ fj_attn_params p, const __grid_constant
         asm volatile("fence.mbarrier_init.release.cluster;\n" ::: "memory");
         asm volatile("fence.proxy.async.shared::cta;\n" ::: "memory");
     }
-#if FJ_FA3_CLUSTER == 2
-    cluster_arrive();  /* both CTAs' barriers initialised before any multicast or remote arrival */
-    cluster_wait();
-#else
     __syncthreads();
-#endif
 
     const int wg = threadIdx.x >> 7;
     if (wg == 0) {
@@ -716,19 +626,16 @@ fj_attn_fwd_sm90(const __grid_constant__ fj_attn_params p, const __grid_constant
             /* K/V block gi (of all the CTA's blocks) into ring slot gi & 1 */
             auto load_kv = [&](int gi, int row, int hk, int bb) {
                 const int st = gi & 1, ph = (gi >> 1) & 1;
-                /* K (v = 0) or V (v = 1) of the block, once its slot is empty. (cluster: this
-                 * CTA's boxes for both CTAs; its full barrier expects the whole block, the
-                 * peer's boxes included) */
-                auto one = [&](int v, fj_u32 empty, fj_u32 full, fj_u32 dst, const void *tm) {
+                /* K or V of the block, once its slot is empty */
+                auto one = [&](fj_u32 empty, fj_u32 full, fj_u32 dst, const void *tm) {
                     mbar_wait(empty + 8 * st, ph ^ 1);
                     mbar_expect_tx(full + 8 * st, KV_BYTES);
 #pragma unroll
                     for (int c = 0; c < DC; ++c)
-                        if (kv_mine(c, v))
-                            tma_load4_kv(dst + st * KV_BYTES + c * KV_CHUNK, tm, c * 64, row, hk, bb, full + 8 * st);
+                        tma_load4(dst + st * KV_BYTES + c * KV_CHUNK, tm, c * 64, row, hk, bb, full + 8 * st);
                 };
-                one(0, b_ke, b_kf, s_k, &tk);
-                one(1, b_ve, b_vf, s_v, &tv);
+                one(b_ke, b_kf, s_k, &tk);
+                one(b_ve, b_vf, s_v, &tv);
             };
 #if FA3_AHEAD
             int ahead = -1;  /* the tile whose first K/V block is loaded already */
@@ -755,7 +662,7 @@ fj_attn_fwd_sm90(const __grid_constant__ fj_attn_params p, const __grid_constant
                     continue;
 #endif
                 fa3_load L = load_plan(p, sc, t);
-                if (SKIP_PAST_END && L.skip)
+                if (L.skip)
                     continue;
                 const int n = L.n;
                 if (n <= 0) {
@@ -811,7 +718,7 @@ fj_attn_fwd_sm90(const __grid_constant__ fj_attn_params p, const __grid_constant
 #endif
                 if (t2 < total) {
                     fa3_load N = load_plan(p, sc, t2);
-                    if (!(SKIP_PAST_END && N.skip) && N.n > 0) {
+                    if (!N.skip && N.n > 0) {
                         load_rows(p, N);
 #pragma unroll
                         for (int c = 0; c < DC; ++c)
@@ -822,17 +729,6 @@ fj_attn_fwd_sm90(const __grid_constant__ fj_attn_params p, const __grid_constant
                 }
 #endif
             }
-#if FJ_FA3_CLUSTER == 2
-            /* The CTA stays until the consumers of both CTAs have released every slot (waits as
-             * for two more refills): the peer arrives on this CTA's empty barriers until then;
-             * CUTLASS's producer_tail. (A cluster barrier before exit instead: the producer
-             * warps' arrive after this branch spilled the producer's registers.) */
-            for (int i = 0; i < 2; ++i) {
-                const int gi = g + i, st = gi & 1, ph = (gi >> 1) & 1;
-                mbar_wait(b_ke + 8 * st, ph ^ 1);
-                mbar_wait(b_ve + 8 * st, ph ^ 1);
-            }
-#endif
 #if FA3_DYN
             {   /* no more tiles: -1 to the consumers through the next Q buffer's word */
                 const int qb = qi % QST;
@@ -861,11 +757,6 @@ fj_attn_fwd_sm90(const __grid_constant__ fj_attn_params p, const __grid_constant
     const float sl2 = p.scale_log2;
     const fj_u64 dk0 = desc_kmajor(s_k);
     const fj_u64 dv0 = desc_nmajor(s_v, KV_CHUNK);
-#if FJ_FA3_CLUSTER == 2
-    const fj_u32 peer = cluster_ctarank() ^ 1;  /* the other CTA of the cluster */
-#else
-    const fj_u32 peer = 0;
-#endif
     constexpr fj_u64 KV_STEP = KV_BYTES >> 4;
 #if FJ_FA3_OVERLAP
     const fj_u32 s_anchor = bar + 128 + 4 * (FA3_OCOPY ? lane & 7 : lane);  /* write-only scratch, see below */
@@ -936,7 +827,7 @@ fj_attn_fwd_sm90(const __grid_constant__ fj_attn_params p, const __grid_constant
 #endif
         const fj_seq sq = fj_seq_of(p, b);
         const int m0 = mb * BM;
-        if (SKIP_PAST_END && m0 >= sq.sq)
+        if (m0 >= sq.sq)
             continue;
         const fa3_band bd = key_blocks(p, sq, m0);
         const int n = bd.nb_hi - bd.nb_lo, shift = bd.shift, wl = bd.wl, wr = bd.wr;
@@ -994,7 +885,7 @@ fj_attn_fwd_sm90(const __grid_constant__ fj_attn_params p, const __grid_constant
             wg_wait<0>();
             pin(o);
             if (lane == 0)
-                kv_release(b_ve + 8 * st, peer);
+                mbar_arrive(b_ve + 8 * st);
         };
 #if FA3_DYN
         if (n <= 0) {  /* handed over without data: free the buffer at once */
@@ -1034,10 +925,10 @@ fj_attn_fwd_sm90(const __grid_constant__ fj_attn_params p, const __grid_constant
                         named_arrive<256>(3 - cw);
                 }
                 if (lane == 0)
-                    kv_release(b_ke + 8 * st, peer);
+                    mbar_arrive(b_ke + 8 * st);
                 mbar_wait(b_vf + 8 * st, ph);
                 if (lane == 0)
-                    kv_release(b_ve + 8 * st, peer);
+                    mbar_arrive(b_ve + 8 * st);
             }
             if (skip == n)
                 release_q();
@@ -1061,7 +952,7 @@ fj_attn_fwd_sm90(const __grid_constant__ fj_attn_params p, const __grid_constant
              * the online softmax */
             auto s_landed = [&](int nb, int st, bool last) {
                 if (lane == 0)
-                    kv_release(b_ke + 8 * st, peer);
+                    mbar_arrive(b_ke + 8 * st);
                 if (last)
                     release_q();
                 if (need_mask(nb))
@@ -1134,7 +1025,7 @@ fj_attn_fwd_sm90(const __grid_constant__ fj_attn_params p, const __grid_constant
                     pin(pr);
                     pin(s);
                     if (lane == 0)
-                        kv_release(b_ve + 8 * pst, peer);
+                        mbar_arrive(b_ve + 8 * pst);
                     convert_p(s, pr);
                 }
                 {   /* the last P V */

@@ -112,43 +112,6 @@ FJ_DEVICE void tma_load4(fj_u32 dst, const void *tmap, int c0, int c1, int c2, i
         "l"(tmap), "r"(c0), "r"(c1), "r"(c2), "r"(c3), "r"(bar)
         : "memory");
 }
-#if FJ_FA3_CLUSTER == 2
-/* ---- cluster of two (FJ_FA3_CLUSTER 2) ---- */
-/* (volatile: read where used; a rank kept live across the producer's loop spilled from its 24
- * registers in the HANG_TRAP builds) */
-FJ_DEVICE fj_u32 cluster_ctarank()
-{
-    fj_u32 r;
-    asm volatile("mov.u32 %0, %%cluster_ctarank;\n" : "=r"(r));
-    return r;
-}
-/* Every thread of the cluster: arrive (release: its earlier memory operations are ordered
- * before), then wait for the others (acquire). */
-FJ_DEVICE void cluster_arrive() { asm volatile("barrier.cluster.arrive.release.aligned;\n" ::: "memory"); }
-FJ_DEVICE void cluster_wait() { asm volatile("barrier.cluster.wait.acquire.aligned;\n" ::: "memory"); }
-/* Arrive on the mbarrier at the same offset of CTA `rank` of the cluster. The default (cta)
- * scope, as CUTLASS's ClusterBarrier: what it orders are this warp's reads of a K/V slot by
- * wgmmas already waited for, before the peer producer's TMA refill; .release.cluster compiled to
- * MEMBAR.ALL.GPU + ERRBAR + CGAERRBAR before every arrival (in the loop), and the producer's
- * .acquire.cluster wait to a CCTL.IVALL after every empty-slot wait. */
-FJ_DEVICE void mbar_arrive_remote(fj_u32 bar, fj_u32 rank)
-{
-    asm volatile("{ .reg .b32 ra; mapa.shared::cluster.u32 ra, %0, %1;\n"
-                 "mbarrier.arrive.shared::cluster.b64 _, [ra]; }\n" ::"r"(bar),
-                 "r"(rank)
-                 : "memory");
-}
-/* tma_load4 into the same offset of both CTAs of the cluster (ctaMask 0b11), completing on the
- * barrier at `bar`'s offset in each of them. */
-FJ_DEVICE void tma_load4_mc(fj_u32 dst, const void *tmap, int c0, int c1, int c2, int c3, fj_u32 bar)
-{
-    asm volatile(
-        "cp.async.bulk.tensor.4d.shared::cluster.global.tile.mbarrier::complete_tx::bytes.multicast::cluster"
-        " [%0], [%1, {%2, %3, %4, %5}], [%6], %7;\n" ::"r"(dst),
-        "l"(tmap), "r"(c0), "r"(c1), "r"(c2), "r"(c3), "r"(bar), "h"((unsigned short)3)
-        : "memory");
-}
-#endif
 FJ_DEVICE void tma_prefetch_desc(const void *tmap)
 {
     asm volatile("prefetch.tensormap [%0];\n" ::"l"(tmap) : "memory");

@@ -61,9 +61,6 @@ FJ_DEVICE fa3_sched sched_of(const fj_attn_params &p)
 {
     fa3_sched s;
     s.num_mb = (p.seqlen_q + fa3::BM - 1) / fa3::BM;
-#if FJ_FA3_CLUSTER == 2
-    s.num_mb += s.num_mb & 1;  /* whole pairs of query blocks: a pair never spans two heads */
-#endif
     s.bhn = p.heads_q * p.batch;
     s.gsz = s.bhn;
 #if FJ_FA3_PERSISTENT && FA3_MASKED
