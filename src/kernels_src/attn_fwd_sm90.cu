@@ -54,7 +54,6 @@
  *                    when batch*heads >= SMs/2, 0 never (default for hd < 128), 2 always
  *                    (the dynamic order's default); a group holds FJ_FA3_L2_BYTES of K/V (32
  *                    MB), in the dynamic order at <= 1k keys FJ_FA3_L2_BYTES_SHORT (4 MB)
- *   FJ_FA3_HANG_TRAP 1: an mbarrier wait that spins 2^22 times traps (dev builds)
  *   FJ_FA3_PV_SPLIT  1: O += P V as one wgmma per 64-column chunk of V (dev/diagnosis)
  * Run-time: batch, heads (GQA/MQA), seqlen_q/k (any), varlen (cu_seqlens), strides, LSE,
  *   scale. Limits: scale > 0 (row maxima are taken on raw scores); 16-byte aligned
@@ -117,9 +116,6 @@
 #endif
 #ifndef FJ_FA3_PINGPONG
 #define FJ_FA3_PINGPONG (FJ_BLOCK_M == 128 && FJ_FA3_OVERLAP)
-#endif
-#ifndef FJ_FA3_HANG_TRAP
-#define FJ_FA3_HANG_TRAP 0
 #endif
 /* FJ_FA3_POLYEXP n (0..16): n of every 16 exponentials of the softmax (per thread and row half)
  * are computed on the FMA pipe (ex2_poly, FA4's trick) instead of MUFU.EX2 (16/clk/SM).

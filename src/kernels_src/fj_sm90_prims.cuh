@@ -74,21 +74,8 @@ FJ_DEVICE void mbar_arrive(fj_u32 bar)
 /* Waits for the phase of `bar` with parity `parity` to complete. */
 FJ_DEVICE void mbar_wait(fj_u32 bar, int parity)
 {
-#if !FJ_FA3_HANG_TRAP
     while (!mbar_try(bar, parity)) {
     }
-#else
-    /* 2^22 try_waits (each may suspend for a while): far longer than any legal wait */
-    asm volatile("{ .reg .pred p; .reg .u32 n; mov.u32 n, 0;\n"
-                 "W: mbarrier.try_wait.parity.shared::cta.b64 p, [%0], %1;\n"
-                 "@p bra.uni D;\n"
-                 "add.u32 n, n, 1;\n"
-                 "setp.lt.u32 p, n, 4194304;\n"
-                 "@p bra.uni W;\n"
-                 "trap;\n"
-                 "D: }\n" ::"r"(bar), "r"(parity)
-                 : "memory");
-#endif
 }
 
 /* mbar_wait with a warp-uniform exit (every lane's try_wait succeeded): for waits inside the
@@ -97,8 +84,6 @@ FJ_DEVICE void mbar_wait(fj_u32 bar, int parity)
  * stream: +74 instructions per K/V block at hd128). */
 template <int UNUSED = 0> FJ_DEVICE void mbar_wait_warp(fj_u32 bar, int parity)
 {
-    /* (no FJ_FA3_HANG_TRAP counter here: with one, the 24-register store warps of the 3-consumer
-     * dynamic variant spilled 336 bytes in the trap build) */
     while (!__all_sync(0xffffffffu, mbar_try(bar, parity))) {
     }
 }
