@@ -117,18 +117,6 @@
 #ifndef FJ_FA3_PINGPONG
 #define FJ_FA3_PINGPONG (FJ_BLOCK_M == 128 && FJ_FA3_OVERLAP)
 #endif
-/* FJ_FA3_POLYEXP n (0..16): n of every 16 exponentials of the softmax (per thread and row half)
- * are computed on the FMA pipe (ex2_poly, FA4's trick) instead of MUFU.EX2 (16/clk/SM).
- * Measured and OFF (run 12, bench/fa3_dev/NOTES.md): slower everywhere, about -4% per 2/16 at
- * hd64 (unmasked 192x128P 16k: 508 / 486 / 463 / 444 TFLOP/s at n = 0 / 2 / 4 / 6), hd128 n=4
- * -2..-9%: the softmax is bound by its instruction issue, not by MUFU, and each software
- * exponential adds ~8 instructions. Kept as a dev knob only; 0 compiles to the same SASS. */
-#ifndef FJ_FA3_POLYEXP
-#define FJ_FA3_POLYEXP 0
-#endif
-#if FJ_FA3_POLYEXP < 0 || FJ_FA3_POLYEXP > 16
-#error "FJ_FA3_POLYEXP is 0..16"
-#endif
 /* FJ_FA3_LAZY t (0..15): lazy rescaling (FA4's conditional rescaling). A row keeps its running
  * maximum (the exponent base) until a block's maximum exceeds it by more than t in log2 units,
  * so P <= 2^t (exact in fp32 sums, in range for bf16/fp16 P); O is rescaled only when some row

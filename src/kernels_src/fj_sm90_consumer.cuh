@@ -22,24 +22,6 @@
 #ifndef FJ_SM90_CONSUMER_CUH
 #define FJ_SM90_CONSUMER_CUH
 
-/* 2^x on the FMA pipe (FJ_FA3_POLYEXP, the FA4 trick): x = j + f, j = floor(x), f in [0, 1);
- * 2^f by a degree-3 polynomial (FA4's coefficients, max relative error 8.8e-5: below half an
- * fp16 ulp), 2^j built as float bits (j + 127) << 23 and multiplied in. x is clamped at -127,
- * where 2^j's bits are 0: the result is exactly 0 for x < -126 (masked -inf scores, empty
- * rows), as ex2.approx.ftz flushes there. floor: x + (1.5 * 2^23 + 127) rounded down leaves
- * j + 127 in the low mantissa bits. 9 instructions (FMNMX, 3 FADD, 3 FFMA, SHL, FMUL) for one
- * MUFU.EX2. For x <= ~0 (scores minus the row maximum). */
-FJ_DEVICE float ex2_poly(float x)
-{
-    const float magic = 12583039.f;  /* 1.5 * 2^23 + 127 */
-    x = fmaxf(x, -127.f);
-    float t;
-    asm("add.rm.f32 %0, %1, %2;\n" : "=f"(t) : "f"(x), "f"(magic));
-    const float f = x - (t - magic);
-    const float p = fmaf(fmaf(fmaf(0.077119089663028717041015625f, f, 0.227564394474029541015625f), f,
-                              0.695146143436431884765625f), f, 1.f);
-    return p * __int_as_float(__float_as_int(t) << 23);
-}
 /* 1/rowsum (0 for an empty row) and the natural-log LSE of a row: m * scale + ln(l). */
 FJ_DEVICE float row_inv(float l)
 {
@@ -217,8 +199,7 @@ FJ_DEVICE void softmax_tile(float (&s)[fa3::SREG], float (&mx)[2], float (&l)[2]
 #pragma unroll
             for (int e = 0; e < 2; ++e) {
                 const float xv = fmaf(s[4 * nt + 2 * hf + e], sl2, -base);
-                /* FJ_FA3_POLYEXP of every 16 values of this thread's row half in software */
-                const float pv = ((2 * nt + e) & 15) < FJ_FA3_POLYEXP ? ex2_poly(xv) : ex2(xv);
+                const float pv = ex2(xv);
                 s[4 * nt + 2 * hf + e] = pv;
                 sum += pv;
             }
