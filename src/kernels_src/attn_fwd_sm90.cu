@@ -54,7 +54,6 @@
  *                    when batch*heads >= SMs/2, 0 never (default for hd < 128), 2 always
  *                    (the dynamic order's default); a group holds FJ_FA3_L2_BYTES of K/V (32
  *                    MB), in the dynamic order at <= 1k keys FJ_FA3_L2_BYTES_SHORT (4 MB)
- *   FJ_FA3_PV_SPLIT  1: O += P V as one wgmma per 64-column chunk of V (dev/diagnosis)
  * Run-time: batch, heads (GQA/MQA), seqlen_q/k (any), varlen (cu_seqlens), strides, LSE,
  *   scale. Limits: scale > 0 (row maxima are taken on raw scores); 16-byte aligned
  *   pointers and strides that are multiples of 8 elements (TMA); compute capability 9.0.
@@ -143,9 +142,6 @@
  * -1..-3% in every length: off there. */
 #ifndef FJ_FA3_UCW
 #define FJ_FA3_UCW (FJ_BLOCK_M == 128 || FJ_MASK != 0)
-#endif
-#ifndef FJ_FA3_PV_SPLIT
-#define FJ_FA3_PV_SPLIT 0
 #endif
 #ifndef FJ_FA3_PERSISTENT
 #define FJ_FA3_PERSISTENT 0

@@ -105,28 +105,6 @@ FJ_DEVICE void load_q(fj_u32 (&qf)[FA3_QREG][4], fj_u32 buf, int cw, int warp, i
 }
 #endif
 
-#if FJ_FA3_PV_SPLIT
-/* One wgmma per 64-column chunk of V (the last one 16..64 wide): no LBO involved. */
-template <int C>
-FJ_DEVICE void pv_split(float (&o)[fa3::OREG], const fj_u32 (&a)[4], fj_u64 dv, int acc)
-{
-    using namespace fa3;
-    if constexpr (C < DC) {
-        constexpr int NC = HD - 64 * C < 64 ? HD - 64 * C : 64;
-        const fj_u64 d = dv + (fj_u64)((C * KV_CHUNK) >> 4);
-        if constexpr (NC == 64)
-            wgmma_rs_64<32 * C>(o, a, d, acc);
-        else if constexpr (NC == 48)
-            wgmma_rs_48<32 * C>(o, a, d, acc);
-        else if constexpr (NC == 32)
-            wgmma_rs_32<32 * C>(o, a, d, acc);
-        else
-            wgmma_rs_16<32 * C>(o, a, d, acc);
-        pv_split<C + 1>(o, a, dv, acc);
-    }
-}
-#endif
-
 /* O += P V (acc0 = 0: O = P V, the old O ignored): k16 step kk reads keys 16kk.. at
  * +2048*kk bytes; N spans the chunks via LBO. */
 FJ_DEVICE void gemm_pv(float (&o)[fa3::OREG], const fj_u32 (&pr)[fa3::PSTEPS][4], fj_u64 dv, int acc0 = 1)
@@ -134,11 +112,7 @@ FJ_DEVICE void gemm_pv(float (&o)[fa3::OREG], const fj_u32 (&pr)[fa3::PSTEPS][4]
     using namespace fa3;
 #pragma unroll
     for (int kk = 0; kk < PSTEPS; ++kk) {
-#if !FJ_FA3_PV_SPLIT
         FA3_CAT(wgmma_rs_, FJ_HEAD_DIM)<0>(o, pr[kk], dv + (fj_u64)((kk * 2048) >> 4), kk > 0 || acc0);
-#else
-        pv_split<0>(o, pr[kk], dv + (fj_u64)((kk * 2048) >> 4), kk > 0 || acc0);
-#endif
     }
 }
 

@@ -275,7 +275,7 @@ FA3_DEF_RS(160, 10, 80, 81, 82, 83, 84, 85)
 FA3_DEF_RS(192, 12, 96, 97, 98, 99, 100, 101)
 FA3_DEF_RS(224, 14, 112, 113, 114, 115, 116, 117)
 FA3_DEF_RS(256, 16, 128, 129, 130, 131, 132, 133)
-/* head dims not multiple of 32 (16, 48, ...) use the split path's n16/n48 forms */
+/* odd multiples of 16 (P V of head dims 16, 48, 80, ...) */
 FA3_DEF_RS(16, 1, 8, 9, 10, 11, 12, 13)
 FA3_DEF_RS(48, 3, 24, 25, 26, 27, 28, 29)
 FA3_DEF_RS(80, 5, 40, 41, 42, 43, 44, 45)
