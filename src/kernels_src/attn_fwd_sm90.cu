@@ -26,7 +26,6 @@
  *                    i.e. greedy LPT; see "Dynamic schedule" below. fj_fa3_config.persistent 2.
  *   FJ_FA3_OBUF      persistent: 1 (default) O staged in an O slot of shared
  *                    memory where it fits, 0 from registers
- *   FJ_FA3_FASTEPI   1 (default): rcp.approx / lg2.approx for 1/rowsum and the LSE
  *   FJ_FA3_LAZY      8 (default; 0 for persistent hdim <= 64 with a mask): lazy rescaling,
  *                    the row maximum moves only by more than 2^8 and O is rescaled only then
  *   FJ_FA3_UCW       1 (default with block_m 128 or a mask): the consumers' warpgroup index in a
@@ -253,14 +252,6 @@
  * (long-scoreboard waits on registers they held, the next tile's S2UR behind them). */
 #ifndef FJ_FA3_OBUF
 #define FJ_FA3_OBUF 1
-#endif
-/* FJ_FA3_FASTEPI 1: the epilogue's 1/rowsum and log use rcp.approx / lg2.approx (about 1 ulp;
- * rowsums are >= 1 wherever a key is visible) instead of IEEE division and logf (software,
- * with slow-path branches). Run 8: +1..+3.5% at 512-1k on every default (hd64/128 causal
- * +2.8/+3.3% at 512), mixed at 2k, -0.5..-2% at 8k in each pair, where it always ran right
- * after its baseline (the harness now alternates the order; to be confirmed). */
-#ifndef FJ_FA3_FASTEPI
-#define FJ_FA3_FASTEPI 1
 #endif
 /* FJ_FA3_OQ 1: persistent without room for an O slot (hd 256,
  * hd 128 x 176): O staged in the tile's own Q buffer, as the non-persistent grid does, which is

@@ -22,26 +22,20 @@
 #ifndef FJ_SM90_CONSUMER_CUH
 #define FJ_SM90_CONSUMER_CUH
 
-/* 1/rowsum (0 for an empty row) and the natural-log LSE of a row: m * scale + ln(l). */
+/* 1/rowsum (0 for an empty row) and the natural-log LSE of a row: m * scale + ln(l), with
+ * rcp.approx / lg2.approx (about 1 ulp; rowsums are >= 1 wherever a key is visible) instead of
+ * IEEE division and logf (run 8 of bench/fa3_dev/NOTES.md: +1..+3.5% at 512-1k). */
 FJ_DEVICE float row_inv(float l)
 {
-#if FJ_FA3_FASTEPI
     float r;
     asm("rcp.approx.ftz.f32 %0, %1;\n" : "=f"(r) : "f"(l));
     return l > 0.f ? r : 0.f;
-#else
-    return l > 0.f ? 1.f / l : 0.f;
-#endif
 }
 FJ_DEVICE float row_lse(float m, float l, float scale)
 {
-#if FJ_FA3_FASTEPI
     float r;
     asm("lg2.approx.ftz.f32 %0, %1;\n" : "=f"(r) : "f"(l));
     return l > 0.f ? fmaf(r, 0.6931471805599453f, m * scale) : -FJ_INF;
-#else
-    return l > 0.f ? m * scale + logf(l) : -FJ_INF;
-#endif
 }
 
 /* ---- consumer pieces ---------------------------------------------------------------------- */
