@@ -24,8 +24,6 @@
  *                    global atomic counter (the kernel's last argument), in the same tile order
  *                    (masked: longest first within L2-sized groups of heads, always grouped),
  *                    i.e. greedy LPT; see "Dynamic schedule" below. fj_fa3_config.persistent 2.
- *   FJ_FA3_OBUF      persistent: 1 (default) O staged in an O slot of shared
- *                    memory where it fits, 0 from registers
  *   FJ_FA3_LAZY      8 (default; 0 for persistent hdim <= 64 with a mask): lazy rescaling,
  *                    the row maximum moves only by more than 2^8 and O is rescaled only then
  *   FJ_FA3_UCW       1 (default with block_m 128 or a mask): the consumers' warpgroup index in a
@@ -243,16 +241,12 @@
  * every persistent config where they fit: the O slot, FJ_FA3_QBUF2) */
 #define FA3_QST2_FITS (FJ_FA3_PERSISTENT && ((FJ_HEAD_DIM + 63) / 64) * 128 * (2 * FJ_BLOCK_M + 4 * FJ_BLOCK_N) + 1344 <= 227 * 1024)
 #define FA3_QST3_FITS (FJ_FA3_PERSISTENT && ((FJ_HEAD_DIM + 63) / 64) * 128 * (3 * FJ_BLOCK_M + 4 * FJ_BLOCK_N) + 1344 <= 227 * 1024)
-/* FJ_FA3_OBUF 1: persistent variants stage O in shared memory too,
- * in a slot of its own after the Q buffer (the second Q slot, which fj_fa3_smem_bytes reserves
- * wherever two fit), then store it as 16-byte rows; 0: O straight from the accumulators (4-byte
+/* The O slot: persistent variants stage O in shared memory too, in a slot of its own after the Q buffer (the second Q slot, which fj_fa3_smem_bytes reserves
+ * wherever two fit), then store it as 16-byte rows, rather than from the accumulators (4-byte
  * stores, 32 per thread at hd128). Run 8 (bench/fa3_dev/NOTES.md, medians of 3 interleaved):
  * hd128 unmasked 128x128P 469/537 vs 422/515 TFLOP/s at 512/1k; hd64 192x128P +2% at 512, +-1%
  * from 1k. ncu at 512: the epilogue's 32 scattered 4-byte stores per thread backed up the LSU
  * (long-scoreboard waits on registers they held, the next tile's S2UR behind them). */
-#ifndef FJ_FA3_OBUF
-#define FJ_FA3_OBUF 1
-#endif
 /* FJ_FA3_OQ 1: persistent without room for an O slot (hd 256,
  * hd 128 x 176): O staged in the tile's own Q buffer, as the non-persistent grid does, which is
  * then freed only after the epilogue (the next tile's Q load waits for it); 0: the Q buffer
@@ -279,7 +273,7 @@
  *   which 96 store threads make one warpgroup's rows after the other (256 threads before).
  * So it pays where nothing waits for the staging buffer but the next handoff (the O slot):
  * the default there, 0 elsewhere. */
-#define FA3_OSLOT_ (FJ_FA3_OBUF && FJ_FA3_PERSISTENT && FA3_QST2_FITS)
+#define FA3_OSLOT_ (FJ_FA3_PERSISTENT && FA3_QST2_FITS)
 #define FA3_OQ_ (FJ_FA3_OQ && FJ_FA3_PERSISTENT && !FA3_OSLOT_)
 /* FJ_FA3_QBUF2 1: persistent variants without OQ keep two
  * Q buffers where they fit beside the O slot: the next tile's Q (and, in the dynamic order, its
