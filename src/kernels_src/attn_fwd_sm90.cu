@@ -34,8 +34,6 @@
  *   FJ_FA3_HALF      1: S of the first block on its lower half only where no row of the
  *                    warpgroup sees the upper half (dev knob, default 0)
  *   FJ_FA3_QBUF2     1: two Q buffers in the per-tile persistent path (dev knob, default 0)
- *   FJ_FA3_TILEW     1 (default): the dynamic order's producer hands the consumers a tile's
- *                    (batch, head, query block) with its index; 0: they compute them
  *   FJ_FA3_QREG      n: the first n k16 steps of S = Q K^T with Q in registers (wgmma A from
  *                    registers; per-tile path with overlap; default: all of them for the
  *                    dynamic order's masked 128-row tiles of hd 97..128, else 0)
@@ -310,20 +308,14 @@
 #else
 #define FA3_QREG 0
 #endif
-/* FJ_FA3_TILEW 1 (the default; dynamic order): the producer, which works out every tile's (batch,
+/* The dynamic order's tile words: the producer, which works out every tile's (batch,
  * head, query block) for its loads anyway, stores them beside the tile index (16 bytes at bar +
  * 256 + 16 qb) and the consumers read them with one load instead of repeating tile_coords (three
  * integer divisions, ~110 instructions of one dependent chain at the top of every tile: 12% of
  * the consumers' stall samples in hd64 causal 128x128D at 512, run 38 of bench/fa3_dev/NOTES.md).
  * Run 38 (medians of 7, causal, TFLOP/s without / with at 512 / 1k): hd64 128x128D 234/246
  * 313/323, hd64 192x128D 232/241 308/317, hd128 128x128D 325/333 433/440, hd256 128x80D
- * 303/306 429/432; from 2k within +-1.6%. 0: the consumers compute them from the index. */
-#ifndef FJ_FA3_TILEW
-#define FJ_FA3_TILEW 1
-#endif
-#if FJ_FA3_TILEW != 0 && FJ_FA3_TILEW != 1
-#error "FJ_FA3_TILEW is 0 or 1"
-#endif
+ * 303/306 429/432; from 2k within +-1.6%. */
 /* FJ_FA3_AHEAD 1: the producer of a persistent variant loads the next tile's first K/V block
  * right after this tile's last one, and prefetches its Q into L2 then, instead of waiting first
  * for the Q buffer (which FJ_FA3_OQ frees only after this tile's epilogue): the next tile's first
@@ -488,14 +480,14 @@ fj_attn_fwd_sm90(const __grid_constant__ fj_attn_params p, const __grid_constant
     /* The 320 bytes at bar: 0 qfull[0]; 8, 16 kfull; 24, 32 vfull; 40, 48 kempty; 56, 64
      * vempty; 72 qempty[0]; 80, 88 qfull[1], qempty[1]; 96, 104 qfull[2], qempty[2]; 112..128
      * Q_TILE words (dynamic order); 128..256 the anchor scratch, or with FA3_OCOPY 128..160
-     * the anchor, 160.. O_FULL, 184.. O_EMPTY, 208..256 O_WORDS; 256..320 FJ_FA3_TILEW's words. */
+     * the anchor, 160.. O_FULL, 184.. O_EMPTY, 208..256 O_WORDS; 256..320 the dynamic order's tile words. */
     const fj_u32 bar = base + OFF_BAR;
     const fj_u32 b_kf = bar + 8, b_vf = bar + 24, b_ke = bar + 40, b_ve = bar + 56;
     /* Q buffer qb: full barrier QF_BAR(qb), empty barrier QE_BAR(qb), data s_q + qb*Q_BYTES */
 #define QF_BAR(qb) (bar + ((qb) == 0 ? 0 : 64 + 16 * (qb)))
 #define QE_BAR(qb) (bar + 72 + 16 * (qb))
     /* dynamic schedule: the index of the tile whose Q goes into buffer qb (-1: no more) */
-#if FA3_DYN && FJ_FA3_TILEW
+#if FA3_DYN
 #define Q_TILE(qb) (bar + 256 + 16 * (qb))  /* {index, batch, head, query block} */
 #else
 #define Q_TILE(qb) (bar + 112 + 4 * (qb))
@@ -767,7 +759,6 @@ fj_attn_fwd_sm90(const __grid_constant__ fj_attn_params p, const __grid_constant
     for (;;) {  /* the tile the producer handed over with the next Q buffer */
         const int qb = qi % QST, qpar = (qi / QST) & 1;
         mbar_wait(QF_BAR(qb), qpar);
-#if FJ_FA3_TILEW
         int t, b, h, mb;
         asm volatile("ld.shared.v4.b32 {%0, %1, %2, %3}, [%4];\n"
                      : "=r"(t), "=r"(b), "=r"(h), "=r"(mb)
@@ -775,13 +766,6 @@ fj_attn_fwd_sm90(const __grid_constant__ fj_attn_params p, const __grid_constant
                      : "memory");
         if (t < 0)
             break;
-#else
-        const int t = ld_shared_s32(Q_TILE(qb));
-        if (t < 0)
-            break;
-        int b, h, mb;
-        tile_coords(p, sc, t, b, h, mb);
-#endif
 #else
     for (int r = 0; r * t_step < total; ++r) {
         const int t = FA3_TILE(r);

@@ -38,18 +38,11 @@
 #define FJ_SM90_SCHED_CUH
 
 /* The dynamic order's hand-over of tile t (batch b, head h, query block mb) at `w` (Q_TILE):
- * the index, and with FJ_FA3_TILEW its coordinates too. */
+ * the index and its coordinates, one 16-byte store (the consumers skip tile_coords). */
 template <int UNUSED = 0> FJ_DEVICE void put_tile(fj_u32 w, int t, int b, int h, int mb)
 {
-#if FJ_FA3_TILEW
     asm volatile("st.shared.v4.b32 [%0], {%1, %2, %3, %4};\n" ::"r"(w), "r"(t), "r"(b), "r"(h), "r"(mb)
                  : "memory");
-#else
-    (void)b;
-    (void)h;
-    (void)mb;
-    asm volatile("st.shared.b32 [%0], %1;\n" ::"r"(w), "r"(t) : "memory");
-#endif
 }
 
 /* What the persistent order needs of the problem, computed once per CTA: query blocks per
