@@ -28,9 +28,6 @@
  *                    the row maximum moves only by more than 2^8 and O is rescaled only then
  *   FJ_FA3_UCW       1 (default with block_m 128 or a mask): the consumers' warpgroup index in a
  *                    uniform register (Q's wgmma descriptors without vector arithmetic)
- *   FJ_FA3_WGSKIP    1 (default): with a mask, a consumer warpgroup skips the band's top blocks
- *                    that none of its rows sees (with ping-pong: FJ_FA3_WGSKIP_PP, grids with
- *                    block_n < block_m by default)
  *   FJ_FA3_HALF      1: S of the first block on its lower half only where no row of the
  *                    warpgroup sees the upper half (dev knob, default 0)
  *   FJ_FA3_QBUF2     1: two Q buffers in the per-tile persistent path (dev knob, default 0)
@@ -159,15 +156,12 @@
 #endif
 
 #define FA3_MASKED (FJ_MASK != 0)
-/* FJ_FA3_WGSKIP 1 (default; takes effect masked, with ping-pong
+/* FA3_WGSKIP (masked; with ping-pong
  * only as FJ_FA3_WGSKIP_PP says): a consumer warpgroup skips the top blocks of a tile's band
  * that none of its 64 rows sees (with 192-row tiles over 128-key blocks, the lower warpgroups of
  * two in three tiles; before, they computed QK, softmax and PV on them). Run 23 (medians of 5
  * interleaved, hd64 causal, 512/1k/2k/4k/8k/16k): 192x128 dynamic order +14.1/+13.7/+7.2/+7.4/
- * +3.6/+2.5%, 192x128 grid +18.9/+20.6/+9.3/+6.6/+2.3/+2.5%. 0: the kernel before it. */
-#ifndef FJ_FA3_WGSKIP
-#define FJ_FA3_WGSKIP 1
-#endif
+ * +3.6/+2.5%, 192x128 grid +18.9/+20.6/+9.3/+6.6/+2.3/+2.5%. */
 /* FJ_FA3_WGSKIP_PP 1: the skip with ping-pong too (an empty turn per skipped block keeps the
  * other warpgroup's turns in step); with block_n < block_m the top block can be invisible to
  * warpgroup 0 (128x80: most tiles). Run 24 (medians of 5, causal, 512..16k): hd256 128x80 grid
@@ -177,7 +171,7 @@
 #ifndef FJ_FA3_WGSKIP_PP
 #define FJ_FA3_WGSKIP_PP (!FJ_FA3_PERSISTENT && FJ_BLOCK_N < FJ_BLOCK_M)
 #endif
-#define FA3_WGSKIP (FJ_FA3_WGSKIP && FA3_MASKED && (!FJ_FA3_PINGPONG || FJ_FA3_WGSKIP_PP))
+#define FA3_WGSKIP (FA3_MASKED && (!FJ_FA3_PINGPONG || FJ_FA3_WGSKIP_PP))
 /* FJ_FA3_HALF 1 (masked, per-tile path with overlap, block_n a multiple of 32): a warpgroup
  * whose rows see none of the upper half of its first block's keys (the causal diagonal:
  * warpgroup 0 of a 128x128 tile) computes S on the lower half only (m64n(BN/2) wgmmas; the mask
