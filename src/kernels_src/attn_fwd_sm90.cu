@@ -157,21 +157,19 @@
 
 #define FA3_MASKED (FJ_MASK != 0)
 /* FA3_WGSKIP (masked; with ping-pong
- * only as FJ_FA3_WGSKIP_PP says): a consumer warpgroup skips the top blocks of a tile's band
+ * only as FA3_WGSKIP_PP says): a consumer warpgroup skips the top blocks of a tile's band
  * that none of its 64 rows sees (with 192-row tiles over 128-key blocks, the lower warpgroups of
  * two in three tiles; before, they computed QK, softmax and PV on them). Run 23 (medians of 5
  * interleaved, hd64 causal, 512/1k/2k/4k/8k/16k): 192x128 dynamic order +14.1/+13.7/+7.2/+7.4/
  * +3.6/+2.5%, 192x128 grid +18.9/+20.6/+9.3/+6.6/+2.3/+2.5%. */
-/* FJ_FA3_WGSKIP_PP 1: the skip with ping-pong too (an empty turn per skipped block keeps the
+/* FA3_WGSKIP_PP: the skip with ping-pong too (an empty turn per skipped block keeps the
  * other warpgroup's turns in step); with block_n < block_m the top block can be invisible to
  * warpgroup 0 (128x80: most tiles). Run 24 (medians of 5, causal, 512..16k): hd256 128x80 grid
  * +4.0/+4.0/+3.5/+2.3/+4.6/+1.8%, 128x64 grid +3.9/+1.8/+1.1/-2.3/-0.4/+0.1%, but the dynamic
  * order lost (hd256 128x80 -0..-4%, and where nothing is skipped, 128x128: hd128 -0.5..-3.8%,
  * hd64 -0.8..-3.6%). Default: grids with block_n < block_m. */
-#ifndef FJ_FA3_WGSKIP_PP
-#define FJ_FA3_WGSKIP_PP (!FJ_FA3_PERSISTENT && FJ_BLOCK_N < FJ_BLOCK_M)
-#endif
-#define FA3_WGSKIP (FA3_MASKED && (!FJ_FA3_PINGPONG || FJ_FA3_WGSKIP_PP))
+#define FA3_WGSKIP_PP (!FJ_FA3_PERSISTENT && FJ_BLOCK_N < FJ_BLOCK_M)
+#define FA3_WGSKIP (FA3_MASKED && (!FJ_FA3_PINGPONG || FA3_WGSKIP_PP))
 /* FJ_FA3_HALF 1 (masked, per-tile path with overlap, block_n a multiple of 32): a warpgroup
  * whose rows see none of the upper half of its first block's keys (the causal diagonal:
  * warpgroup 0 of a 128x128 tile) computes S on the lower half only (m64n(BN/2) wgmmas; the mask
