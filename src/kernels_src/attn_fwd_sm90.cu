@@ -26,8 +26,6 @@
  *                    i.e. greedy LPT; see "Dynamic schedule" below. fj_fa3_config.persistent 2.
  *   FJ_FA3_LAZY      8 (default; 0 for persistent hdim <= 64 with a mask): lazy rescaling,
  *                    the row maximum moves only by more than 2^8 and O is rescaled only then
- *   FJ_FA3_UCW       1 (default with block_m 128 or a mask): the consumers' warpgroup index in a
- *                    uniform register (Q's wgmma descriptors without vector arithmetic)
  *   FJ_FA3_HALF      1: S of the first block on its lower half only where no row of the
  *                    warpgroup sees the upper half (dev knob, default 0)
  *   FJ_FA3_QBUF2     1: two Q buffers in the per-tile persistent path (dev knob, default 0)
@@ -117,7 +115,7 @@
  * interleaved, 512..16k): hdim 128 unmasked 128x128P +4/+6/+5/+7/+8/+7% (657 TFLOP/s at 16k),
  * hdim 256 unmasked +3..+5%, causal +1..+10%, hdim 128 causal 128x128D -0.4..+2%, hdim 64
  * unmasked 192x128P -0.6..+3%; hdim 64 causal -0..-3% (128x128D, 192x128D): off there. Run 22
- * (with FJ_FA3_UCW): the same, but the hdim 64 causal 192x128 grid +1.8/+3.5/+2.9% at 4k/8k/16k
+ * (with FA3_UCW): the same, but the hdim 64 causal 192x128 grid +1.8/+3.5/+2.9% at 4k/8k/16k
  * (-2..-4% at <= 2k, where it is no default): on for the grid. */
 #ifndef FJ_FA3_LAZY
 #define FJ_FA3_LAZY (FJ_HEAD_DIM <= 64 && FJ_MASK != 0 && FJ_FA3_PERSISTENT ? 0 : 8)
@@ -125,16 +123,14 @@
 #if FJ_FA3_LAZY < 0 || FJ_FA3_LAZY > 15
 #error "FJ_FA3_LAZY is 0..15"
 #endif
-/* FJ_FA3_UCW 1: the consumer warpgroup index through a shuffle (warp-uniform for ptxas), so Q's
+/* FA3_UCW: the consumer warpgroup index through a shuffle (warp-uniform for ptxas), so Q's
  * wgmma descriptors live in uniform registers: no R2UR / 64-bit vector adds between the QK
  * HGMMAs, i.e. inside the ping-pong turn. Default: block_m 128 or a mask. Run 21 (medians of 5
  * interleaved, 512..16k): hd64 causal 128x128D +0.7/+1.4/+3.0/+1.8/+1.8/+3.6%, hd64 causal
  * 192x128 grid +1..+3%, hd128 unmasked 128x128P and causal 128x128D -0.7..+2.4% (mostly
  * +0..1%), hd256 -3..+5% (mixed); hd64 unmasked 192x128P (3 consumer warpgroups, no ping-pong)
  * -1..-3% in every length: off there. */
-#ifndef FJ_FA3_UCW
-#define FJ_FA3_UCW (FJ_BLOCK_M == 128 || FJ_MASK != 0)
-#endif
+#define FA3_UCW (FJ_BLOCK_M == 128 || FJ_MASK != 0)
 #ifndef FJ_FA3_PERSISTENT
 #define FJ_FA3_PERSISTENT 0
 #endif
@@ -695,7 +691,7 @@ fj_attn_fwd_sm90(const __grid_constant__ fj_attn_params p, const __grid_constant
     const fa3_sched sc = sched_of(p);
     const int total = FA3_TOTAL(sc);
     (void)total;
-#if FJ_FA3_UCW
+#if FA3_UCW
     /* warp-uniform for ptxas (a shuffle from lane 0): Q's descriptors in uniform registers */
     const int cw = __shfl_sync(0xffffffffu, wg - 1, 0);
 #else
