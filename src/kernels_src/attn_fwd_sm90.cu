@@ -24,8 +24,6 @@
  *                    global atomic counter (the kernel's last argument), in the same tile order
  *                    (masked: longest first within L2-sized groups of heads, always grouped),
  *                    i.e. greedy LPT; see "Dynamic schedule" below. fj_fa3_config.persistent 2.
- *   FJ_FA3_LAZY      8 (default; 0 for persistent hdim <= 64 with a mask): lazy rescaling,
- *                    the row maximum moves only by more than 2^8 and O is rescaled only then
  *   FJ_FA3_HALF      1: S of the first block on its lower half only where no row of the
  *                    warpgroup sees the upper half (dev knob, default 0)
  *   FJ_FA3_QBUF2     1: two Q buffers in the per-tile persistent path (dev knob, default 0)
@@ -106,7 +104,7 @@
 #ifndef FJ_FA3_PINGPONG
 #define FJ_FA3_PINGPONG (FJ_BLOCK_M == 128 && FJ_FA3_OVERLAP)
 #endif
-/* FJ_FA3_LAZY t (0..15): lazy rescaling (FA4's conditional rescaling). A row keeps its running
+/* FA3_LAZY t: lazy rescaling (FA4's conditional rescaling). A row keeps its running
  * maximum (the exponent base) until a block's maximum exceeds it by more than t in log2 units,
  * so P <= 2^t (exact in fp32 sums, in range for bf16/fp16 P); O is rescaled only when some row
  * of the warp moved its base (a warp-uniform branch over the OREG multiplies). 0: the base
@@ -117,12 +115,7 @@
  * unmasked 192x128P -0.6..+3%; hdim 64 causal -0..-3% (128x128D, 192x128D): off there. Run 22
  * (with FA3_UCW): the same, but the hdim 64 causal 192x128 grid +1.8/+3.5/+2.9% at 4k/8k/16k
  * (-2..-4% at <= 2k, where it is no default): on for the grid. */
-#ifndef FJ_FA3_LAZY
-#define FJ_FA3_LAZY (FJ_HEAD_DIM <= 64 && FJ_MASK != 0 && FJ_FA3_PERSISTENT ? 0 : 8)
-#endif
-#if FJ_FA3_LAZY < 0 || FJ_FA3_LAZY > 15
-#error "FJ_FA3_LAZY is 0..15"
-#endif
+#define FA3_LAZY (FJ_HEAD_DIM <= 64 && FJ_MASK != 0 && FJ_FA3_PERSISTENT ? 0 : 8)
 /* FA3_UCW: the consumer warpgroup index through a shuffle (warp-uniform for ptxas), so Q's
  * wgmma descriptors live in uniform registers: no R2UR / 64-bit vector adds between the QK
  * HGMMAs, i.e. inside the ping-pong turn. Default: block_m 128 or a mask. Run 21 (medians of 5

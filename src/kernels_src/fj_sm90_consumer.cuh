@@ -148,14 +148,14 @@ FJ_DEVICE void softmax_tile(float (&s)[fa3::SREG], float (&mx)[2], float (&l)[2]
             m = fmaxf(m, fmaxf(s[4 * nt + 2 * hf], s[4 * nt + 2 * hf + 1]));
         m = fmaxf(m, __shfl_xor_sync(0xffffffffu, m, 1));
         m = fmaxf(m, __shfl_xor_sync(0xffffffffu, m, 2));
-#if FJ_FA3_LAZY
+#if FA3_LAZY
         /* keep the base while the new maximum is within 2^t of it (false from -inf) */
-        const bool keep = (m - mx[hf]) * sl2 <= (float)FJ_FA3_LAZY;
+        const bool keep = (m - mx[hf]) * sl2 <= (float)FA3_LAZY;
         if (keep)
             m = mx[hf];
 #endif
         const float base = m == -FJ_INF ? 0.f : m * sl2;  /* no visible key yet */
-#if FJ_FA3_LAZY
+#if FA3_LAZY
         alpha[hf] = keep ? 1.f : ex2(mx[hf] * sl2 - base);
 #else
         alpha[hf] = ex2(mx[hf] * sl2 - base);              /* 0 from -inf */
@@ -177,7 +177,7 @@ FJ_DEVICE void softmax_tile(float (&s)[fa3::SREG], float (&mx)[2], float (&l)[2]
 
 FJ_DEVICE void rescale_o(float (&o)[fa3::OREG], const float (&alpha)[2])
 {
-#if FJ_FA3_LAZY
+#if FA3_LAZY
     if (!__any_sync(0xffffffffu, alpha[0] != 1.f || alpha[1] != 1.f))
         return;  /* no row of this warp moved its base */
 #endif
