@@ -24,8 +24,6 @@
  *                    global atomic counter (the kernel's last argument), in the same tile order
  *                    (masked: longest first within L2-sized groups of heads, always grouped),
  *                    i.e. greedy LPT; see "Dynamic schedule" below. fj_fa3_config.persistent 2.
- *   FJ_FA3_HALF      1: S of the first block on its lower half only where no row of the
- *                    warpgroup sees the upper half (dev knob, default 0)
  *   FJ_FA3_QBUF2     1: two Q buffers in the per-tile persistent path (dev knob, default 0)
  *   FJ_FA3_QREG      n: the first n k16 steps of S = Q K^T with Q in registers (wgmma A from
  *                    registers; per-tile path with overlap; default: all of them for the
@@ -159,38 +157,6 @@
  * hd64 -0.8..-3.6%). Default: grids with block_n < block_m. */
 #define FA3_WGSKIP_PP (!FJ_FA3_PERSISTENT && FJ_BLOCK_N < FJ_BLOCK_M)
 #define FA3_WGSKIP (FA3_MASKED && (!FJ_FA3_PINGPONG || FA3_WGSKIP_PP))
-/* FJ_FA3_HALF 1 (masked, per-tile path with overlap, block_n a multiple of 32): a warpgroup
- * whose rows see none of the upper half of its first block's keys (the causal diagonal:
- * warpgroup 0 of a 128x128 tile) computes S on the lower half only (m64n(BN/2) wgmmas; the mask
- * sets the rest to -inf; P V still takes the whole block: a second P V sequence for the half,
- * in the first step of the steady loop or the last P V, made ptxas serialize every wgmma
- * (C7511) even with both sequences alike). 0: off. Measured in run 25 (+1.3% hd128 causal
- * 512/1k); since the 4 MB L2 groups (run 30) hd128 causal 128x128 dynamic with it draws C7511
- * too: read the compile log before using it. */
-#ifndef FJ_FA3_HALF
-#define FJ_FA3_HALF 0
-#endif
-#if FJ_FA3_HALF != 0 && FJ_FA3_HALF != 1
-#error "FJ_FA3_HALF is 0 or 1"
-#endif
-#define FA3_HALF (FJ_FA3_HALF && FA3_MASKED && FJ_FA3_OVERLAP && FJ_BLOCK_N % 32 == 0)
-#if FJ_BLOCK_N == 64
-#define FA3_BN_HALF 32
-#elif FJ_BLOCK_N == 96
-#define FA3_BN_HALF 48
-#elif FJ_BLOCK_N == 128
-#define FA3_BN_HALF 64
-#elif FJ_BLOCK_N == 160
-#define FA3_BN_HALF 80
-#elif FJ_BLOCK_N == 192
-#define FA3_BN_HALF 96
-#elif FJ_BLOCK_N == 224
-#define FA3_BN_HALF 112
-#elif FJ_BLOCK_N == 256
-#define FA3_BN_HALF 128
-#else
-#define FA3_BN_HALF FJ_BLOCK_N  /* (no half: gemm_qk<true> is gemm_qk, never called) */
-#endif
 /* FJ_FA3_L2GROUP default: static order: on for hd >= 128 only. Run 6 (medians of 3, masked
  * persistent): hd256 128x80 +17%/+6% at 512/1k, hd128 128x128 +1..+3% at 512-2k, but hd64
  * 128x128 -10%/-5%/-1% at 512/1k/2k (suspect then: the group arithmetic, a 64-bit division
@@ -269,7 +235,7 @@
 /* FJ_FA3_QREG n: each consumer thread loads its warpgroup's Q fragments for the first n k16 steps
  * of S = Q K^T once per tile (ldmatrix from the swizzled Q buffer, 4 registers per step) and
  * those steps take A from registers (wgmma RS) instead of reading Q from shared memory again for
- * every K block; n >= hd/16: every step. Per-tile path with overlap, without FJ_FA3_HALF
+ * every K block; n >= hd/16: every step. Per-tile path with overlap
  * (elsewhere no effect); where the registers allow it (192x128 hd64: n = 1, hd256 128x80: 4-6).
  * 0: A from shared memory. Default: every step for the dynamic order's masked 128-row tiles of
  * hd 97..128 (the library's hd128 causal tiles), else 0. Timed as bench_attn.py times (300 ms per
@@ -284,7 +250,7 @@
 #if FJ_FA3_QREG < 0 || FJ_FA3_QREG > 16
 #error "FJ_FA3_QREG is 0..16"
 #endif
-#if FJ_FA3_QREG && FJ_FA3_OVERLAP && !FA3_HALF
+#if FJ_FA3_QREG && FJ_FA3_OVERLAP
 #define FA3_QREG (FJ_FA3_QREG < FJ_HEAD_DIM / 16 ? FJ_FA3_QREG : FJ_HEAD_DIM / 16)
 #else
 #define FA3_QREG 0
@@ -331,10 +297,6 @@ constexpr int KSTEPS = HD / 16;              /* k16 steps of S = Q K^T */
 constexpr int PSTEPS = BN / 16;              /* k16 steps of O += P V */
 constexpr int SREG = BN / 2, OREG = HD / 2;  /* fp32 accumulators per thread */
 constexpr int Q_CHUNK = BM * 128, KV_CHUNK = BN * 128;
-/* a compile-time flag passed to generic lambdas (no <type_traits> under NVRTC) */
-template <bool B> struct bool_c {
-    static constexpr bool value = B;
-};
 constexpr int Q_BYTES = DC * Q_CHUNK, KV_BYTES = DC * KV_CHUNK;
 /* Q buffers: one, freed at the tile's last S (FJ_FA3_OQ: after the epilogue), or two with
  * FJ_FA3_QBUF2. */
@@ -866,17 +828,6 @@ fj_attn_fwd_sm90(const __grid_constant__ fj_attn_params p, const __grid_constant
             constexpr int skip = 0;
 #endif
             const int nw = n - skip, g0 = g + skip, nbh = bd.nb_hi - skip;
-#if FA3_HALF
-            /* no row of this warpgroup (valid or not) sees the upper half of its first block */
-            bool half;
-            {
-                const int k0 = (nbh - 1) * BN + BN / 2;
-                int kend = sq.sk;
-                if (wr >= 0)
-                    kend = min(kend, m0 + 64 * cw + 64 + shift + wr);
-                half = kend <= k0;
-            }
-#endif
             /* S of block nb (K slot st) is in the registers: the slot back to the producer, the
              * Q buffer too after the tile's last S, then the block's mask where it needs one and
              * the online softmax */
@@ -899,27 +850,14 @@ fj_attn_fwd_sm90(const __grid_constant__ fj_attn_params p, const __grid_constant
                     mbar_wait(b_kf + 8 * st, ph);
                     if (PINGPONG)
                         named_sync<256>(2 + cw);
-                    /* (each branch from its fence to its wait: ptxas would otherwise guard the
-                     * registers with warpgroup.arrive) */
-                    auto qk = [&](auto half_qk) {
-                        pin(s);
-                        wg_fence();
-                        if constexpr (decltype(half_qk)::value)
-                            gemm_qk<true>(s, dq, dk0 + st * KV_STEP);
-                        else
-                            gemm_qk(s, qop, dk0 + st * KV_STEP);
-                        wg_commit();
-                        if (PINGPONG && !(cw == 1 && nw == 1))
-                            named_arrive<256>(3 - cw);
-                        wg_wait<0>();
-                        pin(s);
-                    };
-#if FA3_HALF
-                    if (half)
-                        qk(fa3::bool_c<true>());
-                    else
-#endif
-                        qk(fa3::bool_c<false>());
+                    pin(s);
+                    wg_fence();
+                    gemm_qk(s, qop, dk0 + st * KV_STEP);
+                    wg_commit();
+                    if (PINGPONG && !(cw == 1 && nw == 1))
+                        named_arrive<256>(3 - cw);
+                    wg_wait<0>();
+                    pin(s);
                     s_landed(nb, st, nw == 1);
                     convert_p(s, pr);
                 }

@@ -40,9 +40,8 @@ FJ_DEVICE float row_lse(float m, float l, float scale)
 
 /* ---- consumer pieces ---------------------------------------------------------------------- */
 
-/* S = Q K^T over the head dim: k16 step kk reads chunk kk/4 at byte 32*(kk%4). HALF: over the
- * block's first BN/2 keys only, into s[0 .. SREG/2) (the rest left as it was; FJ_FA3_HALF). */
-template <bool HALF = false>
+/* S = Q K^T over the head dim: k16 step kk reads chunk kk/4 at byte 32*(kk%4). */
+template <int UNUSED = 0>
 FJ_DEVICE void gemm_qk(float (&s)[fa3::SREG], fj_u64 dq, fj_u64 dk)
 {
     using namespace fa3;
@@ -50,10 +49,7 @@ FJ_DEVICE void gemm_qk(float (&s)[fa3::SREG], fj_u64 dq, fj_u64 dk)
     for (int kk = 0; kk < KSTEPS; ++kk) {
         const fj_u64 a = dq + (fj_u64)(((kk >> 2) * Q_CHUNK + (kk & 3) * 32) >> 4);
         const fj_u64 b = dk + (fj_u64)(((kk >> 2) * KV_CHUNK + (kk & 3) * 32) >> 4);
-        if constexpr (HALF)
-            FA3_CAT(wgmma_ss_, FA3_BN_HALF)<0>(s, a, b, kk > 0);
-        else
-            FA3_CAT(wgmma_ss_, FJ_BLOCK_N)<0>(s, a, b, kk > 0);
+        FA3_CAT(wgmma_ss_, FJ_BLOCK_N)<0>(s, a, b, kk > 0);
     }
 }
 
