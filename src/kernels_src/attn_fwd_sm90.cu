@@ -24,7 +24,6 @@
  *                    global atomic counter (the kernel's last argument), in the same tile order
  *                    (masked: longest first within L2-sized groups of heads, always grouped),
  *                    i.e. greedy LPT; see "Dynamic schedule" below. fj_fa3_config.persistent 2.
- *   FJ_FA3_QBUF2     1: two Q buffers in the per-tile persistent path (dev knob, default 0)
  *   FJ_FA3_QREG      n: the first n k16 steps of S = Q K^T with Q in registers (wgmma A from
  *                    registers; per-tile path with overlap; default: all of them for the
  *                    dynamic order's masked 128-row tiles of hd 97..128, else 0)
@@ -182,10 +181,8 @@
 #ifndef FJ_FA3_L2_SHORT_SEQ
 #define FJ_FA3_L2_SHORT_SEQ 1024
 #endif
-/* two / three Q buffers fit (the same tests as fj_fa3_smem_bytes, which reserves them for
- * every persistent config where they fit: the O slot, FJ_FA3_QBUF2) */
+/* a second Q-sized buffer (the O slot) fits (the same test as fj_fa3_smem_bytes) */
 #define FA3_QST2_FITS (FJ_FA3_PERSISTENT && ((FJ_HEAD_DIM + 63) / 64) * 128 * (2 * FJ_BLOCK_M + 4 * FJ_BLOCK_N) + 1344 <= 227 * 1024)
-#define FA3_QST3_FITS (FJ_FA3_PERSISTENT && ((FJ_HEAD_DIM + 63) / 64) * 128 * (3 * FJ_BLOCK_M + 4 * FJ_BLOCK_N) + 1344 <= 227 * 1024)
 /* The O slot: persistent variants stage O in shared memory too, in a slot of its own after the Q buffer (the second Q slot, which fj_fa3_smem_bytes reserves
  * wherever two fit), then store it as 16-byte rows, rather than from the accumulators (4-byte
  * stores, 32 per thread at hd128). Run 8 (bench/fa3_dev/NOTES.md, medians of 3 interleaved):
@@ -220,18 +217,6 @@
  * the default there, 0 elsewhere. */
 #define FA3_OSLOT_ (FJ_FA3_PERSISTENT && FA3_QST2_FITS)
 #define FA3_OQ_ (FJ_FA3_OQ && FJ_FA3_PERSISTENT && !FA3_OSLOT_)
-/* FJ_FA3_QBUF2 1: persistent variants without OQ keep two
- * Q buffers where they fit beside the O slot: the next tile's Q (and, in the dynamic order, its
- * claim's hand-over) loads during the whole current tile instead of after its last S. 0 (the
- * default): one. Run 27 (medians of 5, 512..16k): hd64 unmasked 192x128P -2.4..-4.3%, hd128
- * unmasked 128x128P and causal 128x128D +1.3% at 512 and -0.5..-2.5% from 2k, hd64 causal
- * within +-3%: the Q load after the last S was not what the tiles wait for. */
-#ifndef FJ_FA3_QBUF2
-#define FJ_FA3_QBUF2 0
-#endif
-#if FJ_FA3_QBUF2 != 0 && FJ_FA3_QBUF2 != 1
-#error "FJ_FA3_QBUF2 is 0 or 1"
-#endif
 /* FJ_FA3_QREG n: each consumer thread loads its warpgroup's Q fragments for the first n k16 steps
  * of S = Q K^T once per tile (ldmatrix from the swizzled Q buffer, 4 registers per step) and
  * those steps take A from registers (wgmma RS) instead of reading Q from shared memory again for
@@ -279,8 +264,6 @@
 #error "FJ_FA3_AHEAD is 0 or 1"
 #endif
 #define FA3_AHEAD (FJ_FA3_AHEAD && FJ_FA3_PERSISTENT)
-#define FA3_QBUF2_ (FJ_FA3_QBUF2 && FJ_FA3_PERSISTENT && !FA3_OQ_ && \
-                    (FA3_OSLOT_ ? FA3_QST3_FITS : FA3_QST2_FITS))
 #ifndef FJ_FA3_OCOPY
 #define FJ_FA3_OCOPY FA3_OSLOT_
 #elif FJ_FA3_OCOPY != 0 && FJ_FA3_OCOPY != 1
@@ -298,9 +281,8 @@ constexpr int PSTEPS = BN / 16;              /* k16 steps of O += P V */
 constexpr int SREG = BN / 2, OREG = HD / 2;  /* fp32 accumulators per thread */
 constexpr int Q_CHUNK = BM * 128, KV_CHUNK = BN * 128;
 constexpr int Q_BYTES = DC * Q_CHUNK, KV_BYTES = DC * KV_CHUNK;
-/* Q buffers: one, freed at the tile's last S (FJ_FA3_OQ: after the epilogue), or two with
- * FJ_FA3_QBUF2. */
-constexpr int QST = FA3_QBUF2_ ? 2 : 1;
+/* Q buffers: one, freed at the tile's last S (FJ_FA3_OQ: after the epilogue) */
+constexpr int QST = 1;
 constexpr int OSLOT = FA3_OSLOT_;  /* O slot */
 constexpr bool OQ = FA3_OQ_;       /* O via Q buffer */
 static_assert(!OQ || QST == 1, "FJ_FA3_OQ: one Q buffer");
