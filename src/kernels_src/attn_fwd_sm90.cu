@@ -131,15 +131,6 @@
 #error "FJ_FA3_SCHED 1 (dynamic tile schedule) needs FJ_FA3_PERSISTENT"
 #endif
 #define FA3_DYN (FJ_FA3_PERSISTENT && FJ_FA3_SCHED)
-/* (FJ_FA3_XTILE, the cross-tile stream, and its FJ_FA3_OSMEM were removed in session 10: the
- * consumers ran the blocks of all their tiles as one stream, the next tile's first S and softmax
- * under the last P V of the current one, with two or three Q buffers. It lost to the per-tile
- * path with the dynamic order everywhere it was measured (bench/fa3_dev/NOTES.md runs 3-10, 20,
- * 27) and was left only in the static persistent masked tuning candidates, which never won a
- * tuning bucket (bench/results/2026-11-30-h200-session7-tune-table.txt).) */
-#if defined(FJ_FA3_XTILE) || defined(FJ_FA3_OSMEM)
-#error "FJ_FA3_XTILE / FJ_FA3_OSMEM: removed (the cross-tile stream; see above)"
-#endif
 
 #define FA3_MASKED (FJ_MASK != 0)
 /* FA3_WGSKIP (masked; with ping-pong
