@@ -35,10 +35,6 @@
  *                    warpgroup's idle warps 1..3 copy it to global memory (see "O copy" below;
  *                    default with an O slot), 0 the consumers do (default
  *                    otherwise)
- *   FJ_FA3_L2GROUP   masked persistent order: 1 longest-first within L2-sized groups of heads
- *                    when batch*heads >= SMs/2, 0 never (default for hd < 128), 2 always
- *                    (the dynamic order's default); a group holds FJ_FA3_L2_BYTES of K/V (32
- *                    MB), in the dynamic order at <= 1k keys FJ_FA3_L2_BYTES_SHORT (4 MB)
  * Run-time: batch, heads (GQA/MQA), seqlen_q/k (any), varlen (cu_seqlens), strides, LSE,
  *   scale. Limits: scale > 0 (row maxima are taken on raw scores); 16-byte aligned
  *   pointers and strides that are multiples of 8 elements (TMA); compute capability 9.0.
@@ -147,14 +143,12 @@
  * hd64 -0.8..-3.6%). Default: grids with block_n < block_m. */
 #define FA3_WGSKIP_PP (!FJ_FA3_PERSISTENT && FJ_BLOCK_N < FJ_BLOCK_M)
 #define FA3_WGSKIP (FA3_MASKED && (!FJ_FA3_PINGPONG || FA3_WGSKIP_PP))
-/* FJ_FA3_L2GROUP default: static order: on for hd >= 128 only. Run 6 (medians of 3, masked
+/* FA3_L2GROUP (1: L2 groups when batch*heads >= SMs/2, 0 never, 2 always): static order: on for hd >= 128 only. Run 6 (medians of 3, masked
  * persistent): hd256 128x80 +17%/+6% at 512/1k, hd128 128x128 +1..+3% at 512-2k, but hd64
  * 128x128 -10%/-5%/-1% at 512/1k/2k (suspect then: the group arithmetic, a 64-bit division
  * per tile_coords call; now computed once per CTA, see fa3_sched). Dynamic order: always (2):
  * the groups' sawtooth only unbalanced the static round robin. */
-#ifndef FJ_FA3_L2GROUP
-#define FJ_FA3_L2GROUP (FA3_DYN ? 2 : FJ_HEAD_DIM >= 128)
-#endif
+#define FA3_L2GROUP (FA3_DYN ? 2 : FJ_HEAD_DIM >= 128)
 #ifndef FJ_FA3_L2_BYTES
 #define FJ_FA3_L2_BYTES (32ll << 20)  /* K+V bytes of one L2 group (H100/H200: 50/60 MB of L2) */
 #endif

@@ -59,14 +59,14 @@ FJ_DEVICE fa3_sched sched_of(const fj_attn_params &p)
 #if FJ_FA3_PERSISTENT && FA3_MASKED
     /* Longest first within groups of (batch, head) whose K+V fit in about 32 MB of L2 (the
      * dynamic order with at most 1k keys: 4 MB, FJ_FA3_L2_BYTES_SHORT). Static
-     * order (FJ_FA3_L2GROUP 1): only when there are at least half as many (batch, head) as
+     * order (FA3_L2GROUP 1): only when there are at least half as many (batch, head) as
      * CTAs: then a round of tiles holds at most about two query blocks of a head, the blocks of
      * one head run rounds apart, and over all heads at once their K/V (134 MB in the 16k-token
      * bench shapes) has left L2 by then. With fewer (batch, head) the query blocks of a head
      * that share K/V run in the same round, and the groups' sawtooth order only unbalances the
      * static round robin (run 4: -7..-36% at 4k-16k with groups always on, +9..+17% at
-     * 512-1k). FJ_FA3_L2GROUP 0: never, 2: always (the dynamic order's default). */
-    if (FJ_FA3_L2GROUP == 2 || (FJ_FA3_L2GROUP == 1 && 2 * s.bhn >= (int)gridDim.x)) {
+     * 512-1k). FA3_L2GROUP 0: never, 2: always (the dynamic order's default). */
+    if (FA3_L2GROUP == 2 || (FA3_L2GROUP == 1 && 2 * s.bhn >= (int)gridDim.x)) {
         const int grp_ratio = p.heads_q / p.heads_kv;
         const long long kv_head = 4ll * p.seqlen_k * fa3::HD;  /* K+V bytes of one KV head */
         const long long bytes = FA3_DYN && p.seqlen_k <= FJ_FA3_L2_SHORT_SEQ
