@@ -149,9 +149,7 @@
  * per tile_coords call; now computed once per CTA, see fa3_sched). Dynamic order: always (2):
  * the groups' sawtooth only unbalanced the static round robin. */
 #define FA3_L2GROUP (FA3_DYN ? 2 : FJ_HEAD_DIM >= 128)
-#ifndef FJ_FA3_L2_BYTES
-#define FJ_FA3_L2_BYTES (32ll << 20)  /* K+V bytes of one L2 group (H100/H200: 50/60 MB of L2) */
-#endif
+#define FA3_L2_BYTES (32ll << 20)  /* K+V bytes of one L2 group (H100/H200: 50/60 MB of L2) */
 /* The dynamic order's groups for keys of at most FJ_FA3_L2_SHORT_SEQ: FJ_FA3_L2_BYTES_SHORT (the
  * query blocks of a head then run close together in time). Run 29 (bench/fa3_dev/NOTES.md,
  * medians of 5, causal, TFLOP/s with 32 / 4 / 1 MB / one head per group at 512 and 1k): hd128
