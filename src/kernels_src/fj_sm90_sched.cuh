@@ -58,7 +58,7 @@ FJ_DEVICE fa3_sched sched_of(const fj_attn_params &p)
     s.gsz = s.bhn;
 #if FJ_FA3_PERSISTENT && FA3_MASKED
     /* Longest first within groups of (batch, head) whose K+V fit in about 32 MB of L2 (the
-     * dynamic order with at most 1k keys: 4 MB, FJ_FA3_L2_BYTES_SHORT). Static
+     * dynamic order with at most 1k keys: 4 MB, FA3_L2_BYTES_SHORT). Static
      * order (FA3_L2GROUP 1): only when there are at least half as many (batch, head) as
      * CTAs: then a round of tiles holds at most about two query blocks of a head, the blocks of
      * one head run rounds apart, and over all heads at once their K/V (134 MB in the 16k-token
@@ -70,7 +70,7 @@ FJ_DEVICE fa3_sched sched_of(const fj_attn_params &p)
         const int grp_ratio = p.heads_q / p.heads_kv;
         const long long kv_head = 4ll * p.seqlen_k * fa3::HD;  /* K+V bytes of one KV head */
         const long long bytes = FA3_DYN && p.seqlen_k <= FJ_FA3_L2_SHORT_SEQ
-                                    ? (long long)FJ_FA3_L2_BYTES_SHORT : (long long)FA3_L2_BYTES;
+                                    ? (long long)FA3_L2_BYTES_SHORT : (long long)FA3_L2_BYTES;
         int g = (int)(bytes / (kv_head > 0 ? kv_head : 1));
         g = g < 1 ? grp_ratio : g * grp_ratio;  /* whole GQA groups */
         s.gsz = g > s.bhn ? s.bhn : g;
