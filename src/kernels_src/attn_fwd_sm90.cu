@@ -150,7 +150,7 @@
  * the groups' sawtooth only unbalanced the static round robin. */
 #define FA3_L2GROUP (FA3_DYN ? 2 : FJ_HEAD_DIM >= 128)
 #define FA3_L2_BYTES (32ll << 20)  /* K+V bytes of one L2 group (H100/H200: 50/60 MB of L2) */
-/* The dynamic order's groups for keys of at most FJ_FA3_L2_SHORT_SEQ: FA3_L2_BYTES_SHORT (the
+/* The dynamic order's groups for keys of at most FA3_L2_SHORT_SEQ: FA3_L2_BYTES_SHORT (the
  * query blocks of a head then run close together in time). Run 29 (bench/fa3_dev/NOTES.md,
  * medians of 5, causal, TFLOP/s with 32 / 4 / 1 MB / one head per group at 512 and 1k): hd128
  * 128x128D 314/332/328/327 and 441/441/436/437, hd64 128x128D 227/232/231/230 and
@@ -159,9 +159,7 @@
  * -5..-8% at 2k-8k: the longest-first order is then only per group and the last tiles of the
  * launch are long ones). */
 #define FA3_L2_BYTES_SHORT (4ll << 20)
-#ifndef FJ_FA3_L2_SHORT_SEQ
-#define FJ_FA3_L2_SHORT_SEQ 1024
-#endif
+#define FA3_L2_SHORT_SEQ 1024
 /* a second Q-sized buffer (the O slot) fits (the same test as fj_fa3_smem_bytes) */
 #define FA3_QST2_FITS (FJ_FA3_PERSISTENT && ((FJ_HEAD_DIM + 63) / 64) * 128 * (2 * FJ_BLOCK_M + 4 * FJ_BLOCK_N) + 1344 <= 227 * 1024)
 /* The O slot: persistent variants stage O in shared memory too, in a slot of its own after the Q buffer (the second Q slot, which fj_fa3_smem_bytes reserves

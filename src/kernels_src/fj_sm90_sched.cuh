@@ -69,7 +69,7 @@ FJ_DEVICE fa3_sched sched_of(const fj_attn_params &p)
     if (FA3_L2GROUP == 2 || (FA3_L2GROUP == 1 && 2 * s.bhn >= (int)gridDim.x)) {
         const int grp_ratio = p.heads_q / p.heads_kv;
         const long long kv_head = 4ll * p.seqlen_k * fa3::HD;  /* K+V bytes of one KV head */
-        const long long bytes = FA3_DYN && p.seqlen_k <= FJ_FA3_L2_SHORT_SEQ
+        const long long bytes = FA3_DYN && p.seqlen_k <= FA3_L2_SHORT_SEQ
                                     ? (long long)FA3_L2_BYTES_SHORT : (long long)FA3_L2_BYTES;
         int g = (int)(bytes / (kv_head > 0 ? kv_head : 1));
         g = g < 1 ? grp_ratio : g * grp_ratio;  /* whole GQA groups */
