@@ -177,9 +177,6 @@
  * -1..-4% (not on there). hd256 unmasked 128x80 static persistent with it vs the grid, three
  * runs (10, 20, 22; the last two with lazy rescaling), 512/1k/2k/4k/8k/16k:
  * +1.3/+1.7/+2.7/0/0/-0.7, +1.5/+0.3/+1.7/-0.9/+1.0/+1.0, +2.9/+1.5/+0.4/+1.4/+0.3/+0.3%. */
-#ifndef FJ_FA3_OQ
-#define FJ_FA3_OQ (FJ_FA3_PERSISTENT && FJ_HEAD_DIM > 128)
-#endif
 /* FJ_FA3_OCOPY 1: the O copy to global memory by the producer warpgroup's idle warps (see "O
  * copy" above) in every persistent variant that stages O in shared memory (the O slot,
  * FJ_FA3_OQ); elsewhere no effect. 0: the consumers copy
@@ -195,7 +192,7 @@
  * So it pays where nothing waits for the staging buffer but the next handoff (the O slot):
  * the default there, 0 elsewhere. */
 #define FA3_OSLOT_ (FJ_FA3_PERSISTENT && FA3_QST2_FITS)
-#define FA3_OQ_ (FJ_FA3_OQ && FJ_FA3_PERSISTENT && !FA3_OSLOT_)
+#define FA3_OQ_ (FJ_FA3_PERSISTENT && FJ_HEAD_DIM > 128 && !FA3_OSLOT_)
 /* FJ_FA3_QREG n: each consumer thread loads its warpgroup's Q fragments for the first n k16 steps
  * of S = Q K^T once per tile (ldmatrix from the swizzled Q buffer, 4 registers per step) and
  * those steps take A from registers (wgmma RS) instead of reading Q from shared memory again for
