@@ -240,12 +240,7 @@
 #error "FJ_FA3_AHEAD is 0 or 1"
 #endif
 #define FA3_AHEAD (FJ_FA3_AHEAD && FJ_FA3_PERSISTENT)
-#ifndef FJ_FA3_OCOPY
-#define FJ_FA3_OCOPY FA3_OSLOT_
-#elif FJ_FA3_OCOPY != 0 && FJ_FA3_OCOPY != 1
-#error "FJ_FA3_OCOPY is 0 or 1"
-#endif
-#define FA3_OCOPY (FJ_FA3_OCOPY && FJ_FA3_PERSISTENT && (FA3_OSLOT_ || FA3_OQ_))
+#define FA3_OCOPY FA3_OSLOT_
 
 namespace fa3 {
 constexpr int BM = FJ_BLOCK_M, BN = FJ_BLOCK_N, HD = FJ_HEAD_DIM;
