@@ -233,13 +233,7 @@
  * hd256 unmasked 128x64P +2.9/+3.1% at 512, +1.0/+3.3% at 1k, 128x80P +3.2/+3.4% at 512, within
  * +-2% from 2k; hd256 causal 128x80D within +-1%; where the Q buffer is freed at the last S
  * (hd64, hd128: the O slot) -1..-8%: the next Q waits for the block's slot. */
-#ifndef FJ_FA3_AHEAD
-#define FJ_FA3_AHEAD FA3_OQ_
-#endif
-#if FJ_FA3_AHEAD != 0 && FJ_FA3_AHEAD != 1
-#error "FJ_FA3_AHEAD is 0 or 1"
-#endif
-#define FA3_AHEAD (FJ_FA3_AHEAD && FJ_FA3_PERSISTENT)
+#define FA3_AHEAD FA3_OQ_
 #define FA3_OCOPY FA3_OSLOT_
 
 namespace fa3 {
