@@ -204,15 +204,8 @@
  * orders) hd128 causal 128x128D gains +0.5..+2.5% at 2k-16k in all 8 pairs; unmasked 128x128P
  * -0.6..+0.6%, 192x128P (n = 1) and hd256 128x80P (n = 4) within the spread. At 40 ms per sample
  * (runs 33-37) it was neutral everywhere: what it saves is shared-memory reads, i.e. power. */
-#ifndef FJ_FA3_QREG
-#define FJ_FA3_QREG \
-    (FA3_DYN && FA3_MASKED && FJ_BLOCK_M == 128 && FJ_HEAD_DIM > 96 && FJ_HEAD_DIM <= 128 ? 16 : 0)
-#endif
-#if FJ_FA3_QREG < 0 || FJ_FA3_QREG > 16
-#error "FJ_FA3_QREG is 0..16"
-#endif
-#if FJ_FA3_QREG && FJ_FA3_OVERLAP
-#define FA3_QREG (FJ_FA3_QREG < FJ_HEAD_DIM / 16 ? FJ_FA3_QREG : FJ_HEAD_DIM / 16)
+#if FA3_DYN && FA3_MASKED && FJ_BLOCK_M == 128 && FJ_HEAD_DIM > 96 && FJ_HEAD_DIM <= 128 && FJ_FA3_OVERLAP
+#define FA3_QREG (FJ_HEAD_DIM / 16)
 #else
 #define FA3_QREG 0
 #endif
