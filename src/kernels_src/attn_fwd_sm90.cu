@@ -24,17 +24,14 @@
  *                    global atomic counter (the kernel's last argument), in the same tile order
  *                    (masked: longest first within L2-sized groups of heads, always grouped),
  *                    i.e. greedy LPT; see "Dynamic schedule" below. fj_fa3_config.persistent 2.
- *   FJ_FA3_QREG      n: the first n k16 steps of S = Q K^T with Q in registers (wgmma A from
- *                    registers; per-tile path with overlap; default: all of them for the
- *                    dynamic order's masked 128-row tiles of hd 97..128, else 0)
- *   FJ_FA3_AHEAD     1 (default with FJ_FA3_OQ): the producer loads the next tile's first K/V
- *                    block (and prefetches its Q into L2) before it waits for the Q buffer
- *   FJ_FA3_OQ        persistent, no O slot: 1 O staged in the tile's own Q buffer,
- *                    freed after the epilogue (default: persistent, hd > 128)
- *   FJ_FA3_OCOPY     persistent variants that stage O in shared memory: 1 the producer
- *                    warpgroup's idle warps 1..3 copy it to global memory (see "O copy" below;
- *                    default with an O slot), 0 the consumers do (default
- *                    otherwise)
+ * Variant features derived from the macros above (no overrides; each removed dev knob's code
+ * is a patch in dev/fa3/patches/FJ_FA3_<name>.patch, with its measurements):
+ *   FA3_LAZY (lazy rescaling), FA3_UCW (uniform warpgroup index), FA3_WGSKIP / FA3_WGSKIP_PP
+ *   (skip of blocks a warpgroup does not see), FA3_OQ_ (O through the Q buffer), FA3_OCOPY (O
+ *   copied out by the producer's idle warps), FA3_AHEAD (next tile's first K/V block ahead),
+ *   FA3_QREG (Q in registers), FA3_L2GROUP / FA3_L2_BYTES* (L2 groups of the masked order).
+ * Sources: this file (knobs, traits, the kernel), fj_sm90_prims.cuh (PTX primitives),
+ * fj_sm90_sched.cuh (tile order), fj_sm90_consumer.cuh (per-tile consumer pieces).
  * Run-time: batch, heads (GQA/MQA), seqlen_q/k (any), varlen (cu_seqlens), strides, LSE,
  *   scale. Limits: scale > 0 (row maxima are taken on raw scores); 16-byte aligned
  *   pointers and strides that are multiples of 8 elements (TMA); compute capability 9.0.
@@ -64,10 +61,10 @@
  * handled). O is normalised once at the end and written through the warpgroup's own Q
  * rows in shared memory (stmatrix) as 16-byte stores (persistent: through an O
  * slot after the Q buffer, as the next Q already loads into the only Q buffer; where no slot
- * fits, through the Q buffer freed after the epilogue (FJ_FA3_OQ) or straight from registers);
+ * fits, through the Q buffer freed after the epilogue (FA3_OQ_) or straight from registers);
  * LSE (natural log) per row. ptxas quirk worked around: see the st.shared "anchor" below.
  *
- * O copy (FJ_FA3_OCOPY 1). The consumers only stage O (stmatrix into the O slot or the Q buffer,
+ * O copy (FA3_OCOPY 1). The consumers only stage O (stmatrix into the O slot or the Q buffer,
  * as without it), write the global address of their first row and the count of rows inside
  * the sequence into shared words, and arrive on their warpgroup's "O full" mbarrier; then they
  * go on with the next tile. Warps 1..3 of the producer warpgroup (otherwise idle) take the
@@ -168,7 +165,7 @@
  * hd128 unmasked 128x128P 469/537 vs 422/515 TFLOP/s at 512/1k; hd64 192x128P +2% at 512, +-1%
  * from 1k. ncu at 512: the epilogue's 32 scattered 4-byte stores per thread backed up the LSU
  * (long-scoreboard waits on registers they held, the next tile's S2UR behind them). */
-/* FJ_FA3_OQ 1: persistent without room for an O slot (hd 256,
+/* FA3_OQ_ 1: persistent without room for an O slot (hd 256,
  * hd 128 x 176): O staged in the tile's own Q buffer, as the non-persistent grid does, which is
  * then freed only after the epilogue (the next tile's Q load waits for it); 0: the Q buffer
  * freed at the tile's last S, O straight from the accumulators (4-byte stores). Default: 1 for
@@ -177,9 +174,9 @@
  * -1..-4% (not on there). hd256 unmasked 128x80 static persistent with it vs the grid, three
  * runs (10, 20, 22; the last two with lazy rescaling), 512/1k/2k/4k/8k/16k:
  * +1.3/+1.7/+2.7/0/0/-0.7, +1.5/+0.3/+1.7/-0.9/+1.0/+1.0, +2.9/+1.5/+0.4/+1.4/+0.3/+0.3%. */
-/* FJ_FA3_OCOPY 1: the O copy to global memory by the producer warpgroup's idle warps (see "O
+/* FA3_OCOPY 1: the O copy to global memory by the producer warpgroup's idle warps (see "O
  * copy" above) in every persistent variant that stages O in shared memory (the O slot,
- * FJ_FA3_OQ); elsewhere no effect. 0: the consumers copy
+ * FA3_OQ_); elsewhere no effect. 0: the consumers copy
  * their rows themselves before the next tile (the same code as before the knob). FA3_OCOPY: in
  * effect for this variant (FA3_OSLOT_, FA3_OQ_: the O slot and OQ tests as macros for #if;
  * fa3::OSLOT and fa3::OQ below are defined from them).
@@ -193,7 +190,7 @@
  * the default there, 0 elsewhere. */
 #define FA3_OSLOT_ (FJ_FA3_PERSISTENT && FA3_QST2_FITS)
 #define FA3_OQ_ (FJ_FA3_PERSISTENT && FJ_HEAD_DIM > 128 && !FA3_OSLOT_)
-/* FJ_FA3_QREG n: each consumer thread loads its warpgroup's Q fragments for the first n k16 steps
+/* FA3_QREG n: each consumer thread loads its warpgroup's Q fragments for the first n k16 steps
  * of S = Q K^T once per tile (ldmatrix from the swizzled Q buffer, 4 registers per step) and
  * those steps take A from registers (wgmma RS) instead of reading Q from shared memory again for
  * every K block; n >= hd/16: every step. Per-tile path with overlap
@@ -217,12 +214,12 @@
  * Run 38 (medians of 7, causal, TFLOP/s without / with at 512 / 1k): hd64 128x128D 234/246
  * 313/323, hd64 192x128D 232/241 308/317, hd128 128x128D 325/333 433/440, hd256 128x80D
  * 303/306 429/432; from 2k within +-1.6%. */
-/* FJ_FA3_AHEAD 1: the producer of a persistent variant loads the next tile's first K/V block
+/* FA3_AHEAD 1: the producer of a persistent variant loads the next tile's first K/V block
  * right after this tile's last one, and prefetches its Q into L2 then, instead of waiting first
- * for the Q buffer (which FJ_FA3_OQ frees only after this tile's epilogue): the next tile's first
+ * for the Q buffer (which FA3_OQ_ frees only after this tile's epilogue): the next tile's first
  * S waits for a Q load from L2 alone. (The consumers release that block's slot without waiting
  * for the next Q: a stream across tiles that waited would deadlock.) 0: Q, then the K/V blocks.
- * Default: with FJ_FA3_OQ. Run 42 (bench/fa3_dev/NOTES.md, medians of 7, both build orders):
+ * Default: with FA3_OQ_. Run 42 (bench/fa3_dev/NOTES.md, medians of 7, both build orders):
  * hd256 unmasked 128x64P +2.9/+3.1% at 512, +1.0/+3.3% at 1k, 128x80P +3.2/+3.4% at 512, within
  * +-2% from 2k; hd256 causal 128x80D within +-1%; where the Q buffer is freed at the last S
  * (hd64, hd128: the O slot) -1..-8%: the next Q waits for the block's slot. */
@@ -239,11 +236,11 @@ constexpr int PSTEPS = BN / 16;              /* k16 steps of O += P V */
 constexpr int SREG = BN / 2, OREG = HD / 2;  /* fp32 accumulators per thread */
 constexpr int Q_CHUNK = BM * 128, KV_CHUNK = BN * 128;
 constexpr int Q_BYTES = DC * Q_CHUNK, KV_BYTES = DC * KV_CHUNK;
-/* Q buffers: one, freed at the tile's last S (FJ_FA3_OQ: after the epilogue) */
+/* Q buffers: one, freed at the tile's last S (FA3_OQ_: after the epilogue) */
 constexpr int QST = 1;
 constexpr int OSLOT = FA3_OSLOT_;  /* O slot */
 constexpr bool OQ = FA3_OQ_;       /* O via Q buffer */
-static_assert(!OQ || QST == 1, "FJ_FA3_OQ: one Q buffer");
+static_assert(!OQ || QST == 1, "FA3_OQ_: one Q buffer");
 static_assert((QST + OSLOT) * Q_BYTES + 4 * KV_BYTES + 320 + 1024 <= 227 * 1024, "QST");
 constexpr int OFF_K = (QST + OSLOT) * Q_BYTES, OFF_V = OFF_K + 2 * KV_BYTES, OFF_BAR = OFF_V + 2 * KV_BYTES;
 constexpr int SMEM_BYTES = OFF_BAR + 320 + 1024;  /* + barriers, scratch, alignment slack */

@@ -17,7 +17,7 @@
  * Limits: one consumer warpgroup = 64 query rows; the fp32 accumulator layouts of wgmma
  * m64nNk16 (SREG = BN/2, OREG = HD/2 registers per thread).
  * Expects: namespace fa3 (BM, BN, HD, DC, KSTEPS, PSTEPS, SREG, OREG, Q_CHUNK, KV_CHUNK),
- * FJ_BLOCK_N, FJ_HEAD_DIM, and the kernel's variant macros used below.
+ * FJ_BLOCK_N, FJ_HEAD_DIM, FJ_DTYPE, and the kernel's FA3_LAZY, FA3_QREG.
  */
 #ifndef FJ_SM90_CONSUMER_CUH
 #define FJ_SM90_CONSUMER_CUH
@@ -54,7 +54,7 @@ FJ_DEVICE void gemm_qk(float (&s)[fa3::SREG], fj_u64 dq, fj_u64 dk)
 }
 
 #if FA3_QREG
-/* Q as the A operand of S = Q K^T with FJ_FA3_QREG: the fragments of the first FA3_QREG k16
+/* Q as the A operand of S = Q K^T with FA3_QREG: the fragments of the first FA3_QREG k16
  * steps (load_q), and the descriptor of the buffer for the rest. */
 struct fa3_qop {
     fj_u32 f[FA3_QREG][4];
@@ -74,7 +74,7 @@ FJ_DEVICE void gemm_qk(float (&s)[fa3::SREG], const fa3_qop &q, fj_u64 dk)
     }
 }
 
-/* This warpgroup's Q fragments (FJ_FA3_QREG): k16 step kk of each warp's 16 rows as the four
+/* This warpgroup's Q fragments (FA3_QREG): k16 step kk of each warp's 16 rows as the four
  * 8x8 matrices of the wgmma A layout (rows 0-7 / 8-15 by columns 0-7 / 8-15 of the step), one
  * ldmatrix x4 from the swizzled Q buffer `buf` (the layout stage_o writes: lane 8j+i gives row i
  * of matrix j). */

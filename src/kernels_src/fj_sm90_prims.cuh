@@ -80,7 +80,7 @@ FJ_DEVICE void mbar_wait(fj_u32 bar, int parity)
 
 /* mbar_wait with a warp-uniform exit (every lane's try_wait succeeded): for waits inside the
  * consumers' GEMM stream, where a per-lane loop exit made ptxas move the wgmma descriptors
- * after it out of uniform registers (FJ_FA3_OCOPY's O empty wait in the former cross-tile
+ * after it out of uniform registers (FA3_OCOPY's O empty wait in the former cross-tile
  * stream: +74 instructions per K/V block at hd128). */
 template <int UNUSED = 0> FJ_DEVICE void mbar_wait_warp(fj_u32 bar, int parity)
 {
@@ -115,7 +115,7 @@ template <int UNUSED = 0> FJ_DEVICE int ld_shared_s32(fj_u32 addr)
     return v;
 }
 
-/* FJ_FA3_OCOPY's handoff words and the count form of mbarrier.arrive */
+/* FA3_OCOPY's handoff words and the count form of mbarrier.arrive */
 template <int UNUSED = 0> FJ_DEVICE fj_u64 ld_shared_u64(fj_u32 addr)
 {
     fj_u64 v;
@@ -247,7 +247,7 @@ FJ_DEVICE fj_u64 desc_nmajor(fj_u32 addr, fj_u32 lbo)
                      : "r"(a[0]), "r"(a[1]), "r"(a[2]), "r"(a[3]), "l"(db), "r"(acc)             \
                      : "memory");                                                                 \
     }
-/* RS with B N-major (V: wgmma_rs_N) and K-major (K, for FJ_FA3_QREG: wgmma_rsk_N) */
+/* RS with B N-major (V: wgmma_rs_N) and K-major (K, for FA3_QREG: wgmma_rsk_N) */
 #define FA3_DEF_RS(N, G, A0, A1, A2, A3, B, F)                                                    \
     FA3_DEF_RS_(wgmma_rs_##N, N, G, A0, A1, A2, A3, B, F, 1)                                      \
     FA3_DEF_RS_(wgmma_rsk_##N, N, G, A0, A1, A2, A3, B, F, 0)

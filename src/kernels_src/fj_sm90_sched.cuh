@@ -13,7 +13,7 @@
  * Limits: the dynamic order needs the zeroed counter argument (see below); tile indices are
  * int (batch * heads * query blocks < 2^31).
  * Expects: fa3::BM, fa3::HD (traits); FJ_MASK, FJ_FA3_PERSISTENT, FJ_FA3_SCHED (preamble); the
- * kernel's FA3_MASKED, FA3_DYN.
+ * kernel's FA3_MASKED, FA3_DYN, FA3_L2GROUP, FA3_L2_BYTES, FA3_L2_BYTES_SHORT, FA3_L2_SHORT_SEQ.
  *
  * Dynamic schedule (FJ_FA3_SCHED 1). The producer thread claims tiles: its CTA's first is
  * blockIdx.x (the longest ones, no atomic), every next one atomicAdd(sched_ctr, 1) + gridDim.x
