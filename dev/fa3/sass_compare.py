@@ -87,7 +87,7 @@ def main():
         print(f"only in base: {n}")
     for n in only_n:
         print(f"only in new: {n}")
-    same = diff = keydiff = 0
+    same = diff = keydiff = sass_only = 0
     by_kind = {}
     with tempfile.TemporaryDirectory() as tmp:
         for name in sorted(set(base) & set(new)):
@@ -107,12 +107,16 @@ def main():
                 t[0] += 1
             else:
                 diff += 1
+                pb, pn = ptxas_lines(lb), ptxas_lines(ln)
+                what = [f"{x!r} -> {y!r}" for x, y in zip(pb, pn) if x != y] if len(pb) == len(pn) else []
                 print(f"DIFFERS: {name}: sass {'same' if ok else 'differs'}, ptxas log "
-                      f"{'same' if log_ok else 'differs'}")
+                      f"{'same' if log_ok else 'differs'}" + (f": {'; '.join(what)}" if what else ""))
+                sass_only += ok
     total = same + diff
     for kind, (s, t) in sorted(by_kind.items()):
         print(f"{kind}: {s} of {t} identical")
-    print(f"{a.arch}: {same} of {total} identical (SASS and ptxas lines), {keydiff} with other key "
+    print(f"{a.arch}: SASS {same + sass_only} of {total} identical; SASS and ptxas lines {same} of {total}; "
+          f"{keydiff} with other key "
           f"differences, {len(only_b)} only in base, {len(only_n)} only in new")
     return 0 if diff == 0 and keydiff == 0 and not only_b and not only_n else 1
 
