@@ -24,43 +24,14 @@
  *                    global atomic counter (the kernel's last argument), in the same tile order
  *                    (masked: longest first within L2-sized groups of heads, always grouped),
  *                    i.e. greedy LPT; see "Dynamic schedule" below. fj_fa3_config.persistent 2.
- *   FJ_FA3_OBUF      persistent: 1 (default) O staged in an O slot of shared
- *                    memory where it fits, 0 from registers
- *   FJ_FA3_FASTEPI   1 (default): rcp.approx / lg2.approx for 1/rowsum and the LSE
- *   FJ_FA3_LAZY      8 (default; 0 for persistent hdim <= 64 with a mask): lazy rescaling,
- *                    the row maximum moves only by more than 2^8 and O is rescaled only then
- *   FJ_FA3_UCW       1 (default with block_m 128 or a mask): the consumers' warpgroup index in a
- *                    uniform register (Q's wgmma descriptors without vector arithmetic)
- *   FJ_FA3_WGSKIP    1 (default): with a mask, a consumer warpgroup skips the band's top blocks
- *                    that none of its rows sees (with ping-pong: FJ_FA3_WGSKIP_PP, grids with
- *                    block_n < block_m by default)
- *   FJ_FA3_HALF      1: S of the first block on its lower half only where no row of the
- *                    warpgroup sees the upper half (dev knob, default 0)
- *   FJ_FA3_QBUF2     1: two Q buffers in the per-tile persistent path (dev knob, default 0)
- *   FJ_FA3_TILEW     1 (default): the dynamic order's producer hands the consumers a tile's
- *                    (batch, head, query block) with its index; 0: they compute them
- *   FJ_FA3_QREG      n: the first n k16 steps of S = Q K^T with Q in registers (wgmma A from
- *                    registers; per-tile path with overlap; default: all of them for the
- *                    dynamic order's masked 128-row tiles of hd 97..128, else 0)
- *   FJ_FA3_AHEAD     1 (default with FJ_FA3_OQ): the producer loads the next tile's first K/V
- *                    block (and prefetches its Q into L2) before it waits for the Q buffer
- *   FJ_FA3_OQ        persistent, no O slot: 1 O staged in the tile's own Q buffer,
- *                    freed after the epilogue (default: persistent, hd > 128, cluster 1)
- *   FJ_FA3_OCOPY     persistent variants that stage O in shared memory: 1 the producer
- *                    warpgroup's idle warps 1..3 copy it to global memory (see "O copy" below;
- *                    default with an O slot and cluster 1), 0 the consumers do (default
- *                    otherwise)
- *   FJ_FA3_L2GROUP   masked persistent order: 1 longest-first within L2-sized groups of heads
- *                    when batch*heads >= SMs/2, 0 never (default for hd < 128), 2 always
- *                    (the dynamic order's default); a group holds FJ_FA3_L2_BYTES of K/V (32
- *                    MB), in the dynamic order at <= 1k keys FJ_FA3_L2_BYTES_SHORT (4 MB)
- *   FJ_FA3_CLUSTER   1 (default): one CTA per work tile; 2: clusters of two CTAs on adjacent
- *                    query tiles of one (batch, head) share every K/V block: each loads half of
- *                    it for both (TMA multicast). Unmasked, grid or static persistent only,
- *                    without OCOPY; see "Cluster of two" below. Measured no gain on the H200
- *                    (NOTES.md runs h3-1/h3-2): a dev knob, not a library configuration
- *   FJ_FA3_HANG_TRAP 1: an mbarrier wait that spins 2^22 times traps (dev builds)
- *   FJ_FA3_PV_SPLIT  1: O += P V as one wgmma per 64-column chunk of V (dev/diagnosis)
+ * Variant features derived from the macros above (no overrides; each removed dev knob's code
+ * is a patch in dev/fa3/patches/FJ_FA3_<name>.patch, with its measurements):
+ *   FA3_LAZY (lazy rescaling), FA3_UCW (uniform warpgroup index), FA3_WGSKIP / FA3_WGSKIP_PP
+ *   (skip of blocks a warpgroup does not see), FA3_OQ_ (O through the Q buffer), FA3_OCOPY (O
+ *   copied out by the producer's idle warps), FA3_AHEAD (next tile's first K/V block ahead),
+ *   FA3_QREG (Q in registers), FA3_L2GROUP / FA3_L2_BYTES* (L2 groups of the masked order).
+ * Sources: this file (knobs, traits, the kernel), fj_sm90_prims.cuh (PTX primitives),
+ * fj_sm90_sched.cuh (tile order), fj_sm90_consumer.cuh (per-tile consumer pieces).
  * Run-time: batch, heads (GQA/MQA), seqlen_q/k (any), varlen (cu_seqlens), strides, LSE,
  *   scale. Limits: scale > 0 (row maxima are taken on raw scores); 16-byte aligned
  *   pointers and strides that are multiples of 8 elements (TMA); compute capability 9.0.
@@ -90,45 +61,10 @@
  * handled). O is normalised once at the end and written through the warpgroup's own Q
  * rows in shared memory (stmatrix) as 16-byte stores (persistent: through an O
  * slot after the Q buffer, as the next Q already loads into the only Q buffer; where no slot
- * fits, through the Q buffer freed after the epilogue (FJ_FA3_OQ) or straight from registers);
+ * fits, through the Q buffer freed after the epilogue (FA3_OQ_) or straight from registers);
  * LSE (natural log) per row. ptxas quirk worked around: see the st.shared "anchor" below.
  *
- * Dynamic schedule (FJ_FA3_SCHED 1). The producer thread claims tiles: its CTA's first is
- * blockIdx.x (the longest ones, no atomic), every next one atomicAdd(sched_ctr, 1) + gridDim.x
- * (issued before the current tile's last K/V load, so its latency hides under that wait),
- * until the value passes the tile count. It hands each tile index to the consumers in a word
- * next to the Q buffer it loads into, written before the arrive.expect_tx of that buffer's
- * full barrier (the arrive releases, the consumers' wait acquires; the word is rewritten only
- * after the buffer's empty barrier, i.e. after every consumer warp read it). A tile with no
- * visible key is handed over without data (plain arrive; its zeros are written like any O,
- * and the buffer freed after them); a tile past a varlen sequence's end is skipped; index -1
- * ends the work.
- * Every CTA with a first tile claims until it fails once, so a launch makes exactly `tiles`
- * claims; the claim that returns tiles - 1 is the launch's last and resets the counter
- * to 0 for the next launch (nothing else touches it after that). The host (fj_sched_counter,
- * src/api/ctx.c) gives plain launches counters from a ring of 64 and each launch captured
- * into a CUDA graph one of its own (4096, then reused, logged). Unsafe: two launches that
- * share a counter running at the same time (more than 64 plain launches executing at once,
- * or graphs captured more than 4096 captures apart running together), and a launch that
- * traps (its context is lost anyway).
- *
- * Cluster of two (FJ_FA3_CLUSTER 2, FA3's cluster along M). The two CTAs of a cluster (ranks 0
- * and 1: grid x 2k and 2k+1, or in persistent mode the work tiles 2u and 2u+1 of each round,
- * the query blocks of one (batch, head) counted up to an even number) walk the same K/V blocks
- * (unmasked: every query block sees all keys). Each producer loads its half of every K and V
- * block (kv_mine) with a multicast TMA into the same offsets of both CTAs, completing on each
- * CTA's own full barrier, and arms its own full barrier for the whole block; a slot is refilled
- * only after the consumers of both CTAs released it: every consumer warp arrives on the empty
- * barrier of its own CTA and of the peer (count doubled). So L2->SM traffic for K/V halves. A
- * tile past the end of its sequence (the padding tile of an odd query block count, varlen) is
- * computed like any other (its half of K/V is needed by the peer) and stores nothing. A
- * cluster barrier after the barrier init (the peer's multicasts and arrivals land on
- * initialised barriers); at the end the producer thread waits until both CTAs' consumers have
- * released every slot (the peer arrives remotely on this CTA's empty barriers until then).
- * Host: grid x even (non-persistent: the query blocks rounded up to even), persistent grid
- * even and at most twice the co-resident clusters.
- *
- * O copy (FJ_FA3_OCOPY 1). The consumers only stage O (stmatrix into the O slot or the Q buffer,
+ * O copy (FA3_OCOPY 1). The consumers only stage O (stmatrix into the O slot or the Q buffer,
  * as without it), write the global address of their first row and the count of rows inside
  * the sequence into shared words, and arrive on their warpgroup's "O full" mbarrier; then they
  * go on with the next tile. Warps 1..3 of the producer warpgroup (otherwise idle) take the
@@ -146,6 +82,7 @@
  * SBO 1024 (8-key groups), LBO = chunk size (next 64 columns), k16 step = +2048 bytes.
  */
 #include "fj_common.cuh"
+#include "fj_sm90_prims.cuh"
 
 #if !defined(FJ_DTYPE) || !defined(FJ_HEAD_DIM) || !defined(FJ_MASK) || !defined(FJ_BLOCK_M) || \
     !defined(FJ_BLOCK_N)
@@ -157,22 +94,7 @@
 #ifndef FJ_FA3_PINGPONG
 #define FJ_FA3_PINGPONG (FJ_BLOCK_M == 128 && FJ_FA3_OVERLAP)
 #endif
-#ifndef FJ_FA3_HANG_TRAP
-#define FJ_FA3_HANG_TRAP 0
-#endif
-/* FJ_FA3_POLYEXP n (0..16): n of every 16 exponentials of the softmax (per thread and row half)
- * are computed on the FMA pipe (ex2_poly, FA4's trick) instead of MUFU.EX2 (16/clk/SM).
- * Measured and OFF (run 12, bench/fa3_dev/NOTES.md): slower everywhere, about -4% per 2/16 at
- * hd64 (unmasked 192x128P 16k: 508 / 486 / 463 / 444 TFLOP/s at n = 0 / 2 / 4 / 6), hd128 n=4
- * -2..-9%: the softmax is bound by its instruction issue, not by MUFU, and each software
- * exponential adds ~8 instructions. Kept as a dev knob only; 0 compiles to the same SASS. */
-#ifndef FJ_FA3_POLYEXP
-#define FJ_FA3_POLYEXP 0
-#endif
-#if FJ_FA3_POLYEXP < 0 || FJ_FA3_POLYEXP > 16
-#error "FJ_FA3_POLYEXP is 0..16"
-#endif
-/* FJ_FA3_LAZY t (0..15): lazy rescaling (FA4's conditional rescaling). A row keeps its running
+/* FA3_LAZY t: lazy rescaling (FA4's conditional rescaling). A row keeps its running
  * maximum (the exponent base) until a block's maximum exceeds it by more than t in log2 units,
  * so P <= 2^t (exact in fp32 sums, in range for bf16/fp16 P); O is rescaled only when some row
  * of the warp moved its base (a warp-uniform branch over the OREG multiplies). 0: the base
@@ -181,27 +103,17 @@
  * interleaved, 512..16k): hdim 128 unmasked 128x128P +4/+6/+5/+7/+8/+7% (657 TFLOP/s at 16k),
  * hdim 256 unmasked +3..+5%, causal +1..+10%, hdim 128 causal 128x128D -0.4..+2%, hdim 64
  * unmasked 192x128P -0.6..+3%; hdim 64 causal -0..-3% (128x128D, 192x128D): off there. Run 22
- * (with FJ_FA3_UCW): the same, but the hdim 64 causal 192x128 grid +1.8/+3.5/+2.9% at 4k/8k/16k
+ * (with FA3_UCW): the same, but the hdim 64 causal 192x128 grid +1.8/+3.5/+2.9% at 4k/8k/16k
  * (-2..-4% at <= 2k, where it is no default): on for the grid. */
-#ifndef FJ_FA3_LAZY
-#define FJ_FA3_LAZY (FJ_HEAD_DIM <= 64 && FJ_MASK != 0 && FJ_FA3_PERSISTENT ? 0 : 8)
-#endif
-#if FJ_FA3_LAZY < 0 || FJ_FA3_LAZY > 15
-#error "FJ_FA3_LAZY is 0..15"
-#endif
-/* FJ_FA3_UCW 1: the consumer warpgroup index through a shuffle (warp-uniform for ptxas), so Q's
+#define FA3_LAZY (FJ_HEAD_DIM <= 64 && FJ_MASK != 0 && FJ_FA3_PERSISTENT ? 0 : 8)
+/* FA3_UCW: the consumer warpgroup index through a shuffle (warp-uniform for ptxas), so Q's
  * wgmma descriptors live in uniform registers: no R2UR / 64-bit vector adds between the QK
  * HGMMAs, i.e. inside the ping-pong turn. Default: block_m 128 or a mask. Run 21 (medians of 5
  * interleaved, 512..16k): hd64 causal 128x128D +0.7/+1.4/+3.0/+1.8/+1.8/+3.6%, hd64 causal
  * 192x128 grid +1..+3%, hd128 unmasked 128x128P and causal 128x128D -0.7..+2.4% (mostly
  * +0..1%), hd256 -3..+5% (mixed); hd64 unmasked 192x128P (3 consumer warpgroups, no ping-pong)
  * -1..-3% in every length: off there. */
-#ifndef FJ_FA3_UCW
-#define FJ_FA3_UCW (FJ_BLOCK_M == 128 || FJ_MASK != 0)
-#endif
-#ifndef FJ_FA3_PV_SPLIT
-#define FJ_FA3_PV_SPLIT 0
-#endif
+#define FA3_UCW (FJ_BLOCK_M == 128 || FJ_MASK != 0)
 #ifndef FJ_FA3_PERSISTENT
 #define FJ_FA3_PERSISTENT 0
 #endif
@@ -211,98 +123,31 @@
 #if FJ_FA3_SCHED && !FJ_FA3_PERSISTENT
 #error "FJ_FA3_SCHED 1 (dynamic tile schedule) needs FJ_FA3_PERSISTENT"
 #endif
-/* FJ_FA3_CLUSTER (see "Cluster of two" in the header): 1 (default) or 2. Unmasked only (masked
- * query blocks of one head see different key ranges); not with the dynamic order (its tiles are
- * claimed one at a time). Measured and OFF (runs
- * h3-1/h3-2, bench/fa3_dev/NOTES.md, medians of 5 interleaved, C1 vs C2): hd128 unmasked
- * 128x176P 574/597/622/639 vs 556/596/626/637 TFLOP/s at 2k/4k/8k/16k, 128x128 grid 566/593/609/615
- * vs 559/591/610/617; hd256 128x80 -0.2..-0.9%; hd64 192x128P -1..-9%. K/V supply is not the
- * limit (run 7), and a slot now waits for the slower CTA's release. A dev knob; 1 compiles to
- * the same SASS as before it existed. */
-#ifndef FJ_FA3_CLUSTER
-#define FJ_FA3_CLUSTER 1
-#endif
-#if FJ_FA3_CLUSTER != 1 && FJ_FA3_CLUSTER != 2
-#error "FJ_FA3_CLUSTER is 1 or 2"
-#endif
-#if FJ_FA3_CLUSTER == 2 && (FJ_MASK != 0 || FJ_FA3_SCHED)
-#error "FJ_FA3_CLUSTER 2: unmasked, grid or static persistent order only"
-#endif
 #define FA3_DYN (FJ_FA3_PERSISTENT && FJ_FA3_SCHED)
-/* (FJ_FA3_XTILE, the cross-tile stream, and its FJ_FA3_OSMEM were removed in session 10: the
- * consumers ran the blocks of all their tiles as one stream, the next tile's first S and softmax
- * under the last P V of the current one, with two or three Q buffers. It lost to the per-tile
- * path with the dynamic order everywhere it was measured (bench/fa3_dev/NOTES.md runs 3-10, 20,
- * 27) and was left only in the static persistent masked tuning candidates, which never won a
- * tuning bucket (bench/results/2026-11-30-h200-session7-tune-table.txt).) */
-#if defined(FJ_FA3_XTILE) || defined(FJ_FA3_OSMEM)
-#error "FJ_FA3_XTILE / FJ_FA3_OSMEM: removed (the cross-tile stream; see above)"
-#endif
 
 #define FA3_MASKED (FJ_MASK != 0)
-/* FJ_FA3_WGSKIP 1 (default; takes effect masked, with ping-pong
- * only as FJ_FA3_WGSKIP_PP says): a consumer warpgroup skips the top blocks of a tile's band
+/* FA3_WGSKIP (masked; with ping-pong
+ * only as FA3_WGSKIP_PP says): a consumer warpgroup skips the top blocks of a tile's band
  * that none of its 64 rows sees (with 192-row tiles over 128-key blocks, the lower warpgroups of
  * two in three tiles; before, they computed QK, softmax and PV on them). Run 23 (medians of 5
  * interleaved, hd64 causal, 512/1k/2k/4k/8k/16k): 192x128 dynamic order +14.1/+13.7/+7.2/+7.4/
- * +3.6/+2.5%, 192x128 grid +18.9/+20.6/+9.3/+6.6/+2.3/+2.5%. 0: the kernel before it. */
-#ifndef FJ_FA3_WGSKIP
-#define FJ_FA3_WGSKIP 1
-#endif
-/* FJ_FA3_WGSKIP_PP 1: the skip with ping-pong too (an empty turn per skipped block keeps the
+ * +3.6/+2.5%, 192x128 grid +18.9/+20.6/+9.3/+6.6/+2.3/+2.5%. */
+/* FA3_WGSKIP_PP: the skip with ping-pong too (an empty turn per skipped block keeps the
  * other warpgroup's turns in step); with block_n < block_m the top block can be invisible to
  * warpgroup 0 (128x80: most tiles). Run 24 (medians of 5, causal, 512..16k): hd256 128x80 grid
  * +4.0/+4.0/+3.5/+2.3/+4.6/+1.8%, 128x64 grid +3.9/+1.8/+1.1/-2.3/-0.4/+0.1%, but the dynamic
  * order lost (hd256 128x80 -0..-4%, and where nothing is skipped, 128x128: hd128 -0.5..-3.8%,
  * hd64 -0.8..-3.6%). Default: grids with block_n < block_m. */
-#ifndef FJ_FA3_WGSKIP_PP
-#define FJ_FA3_WGSKIP_PP (!FJ_FA3_PERSISTENT && FJ_BLOCK_N < FJ_BLOCK_M)
-#endif
-#define FA3_WGSKIP (FJ_FA3_WGSKIP && FA3_MASKED && (!FJ_FA3_PINGPONG || FJ_FA3_WGSKIP_PP))
-/* FJ_FA3_HALF 1 (masked, per-tile path with overlap, block_n a multiple of 32): a warpgroup
- * whose rows see none of the upper half of its first block's keys (the causal diagonal:
- * warpgroup 0 of a 128x128 tile) computes S on the lower half only (m64n(BN/2) wgmmas; the mask
- * sets the rest to -inf; P V still takes the whole block: a second P V sequence for the half,
- * in the first step of the steady loop or the last P V, made ptxas serialize every wgmma
- * (C7511) even with both sequences alike). 0: off. Measured in run 25 (+1.3% hd128 causal
- * 512/1k); since the 4 MB L2 groups (run 30) hd128 causal 128x128 dynamic with it draws C7511
- * too: read the compile log before using it. */
-#ifndef FJ_FA3_HALF
-#define FJ_FA3_HALF 0
-#endif
-#if FJ_FA3_HALF != 0 && FJ_FA3_HALF != 1
-#error "FJ_FA3_HALF is 0 or 1"
-#endif
-#define FA3_HALF (FJ_FA3_HALF && FA3_MASKED && FJ_FA3_OVERLAP && FJ_BLOCK_N % 32 == 0)
-#if FJ_BLOCK_N == 64
-#define FA3_BN_HALF 32
-#elif FJ_BLOCK_N == 96
-#define FA3_BN_HALF 48
-#elif FJ_BLOCK_N == 128
-#define FA3_BN_HALF 64
-#elif FJ_BLOCK_N == 160
-#define FA3_BN_HALF 80
-#elif FJ_BLOCK_N == 192
-#define FA3_BN_HALF 96
-#elif FJ_BLOCK_N == 224
-#define FA3_BN_HALF 112
-#elif FJ_BLOCK_N == 256
-#define FA3_BN_HALF 128
-#else
-#define FA3_BN_HALF FJ_BLOCK_N  /* (no half: gemm_qk<true> is gemm_qk, never called) */
-#endif
-/* FJ_FA3_L2GROUP default: static order: on for hd >= 128 only. Run 6 (medians of 3, masked
+#define FA3_WGSKIP_PP (!FJ_FA3_PERSISTENT && FJ_BLOCK_N < FJ_BLOCK_M)
+#define FA3_WGSKIP (FA3_MASKED && (!FJ_FA3_PINGPONG || FA3_WGSKIP_PP))
+/* FA3_L2GROUP (1: L2 groups when batch*heads >= SMs/2, 0 never, 2 always): static order: on for hd >= 128 only. Run 6 (medians of 3, masked
  * persistent): hd256 128x80 +17%/+6% at 512/1k, hd128 128x128 +1..+3% at 512-2k, but hd64
  * 128x128 -10%/-5%/-1% at 512/1k/2k (suspect then: the group arithmetic, a 64-bit division
  * per tile_coords call; now computed once per CTA, see fa3_sched). Dynamic order: always (2):
  * the groups' sawtooth only unbalanced the static round robin. */
-#ifndef FJ_FA3_L2GROUP
-#define FJ_FA3_L2GROUP (FA3_DYN ? 2 : FJ_HEAD_DIM >= 128)
-#endif
-#ifndef FJ_FA3_L2_BYTES
-#define FJ_FA3_L2_BYTES (32ll << 20)  /* K+V bytes of one L2 group (H100/H200: 50/60 MB of L2) */
-#endif
-/* The dynamic order's groups for keys of at most FJ_FA3_L2_SHORT_SEQ: FJ_FA3_L2_BYTES_SHORT (the
+#define FA3_L2GROUP (FA3_DYN ? 2 : FJ_HEAD_DIM >= 128)
+#define FA3_L2_BYTES (32ll << 20)  /* K+V bytes of one L2 group (H100/H200: 50/60 MB of L2) */
+/* The dynamic order's groups for keys of at most FA3_L2_SHORT_SEQ: FA3_L2_BYTES_SHORT (the
  * query blocks of a head then run close together in time). Run 29 (bench/fa3_dev/NOTES.md,
  * medians of 5, causal, TFLOP/s with 32 / 4 / 1 MB / one head per group at 512 and 1k): hd128
  * 128x128D 314/332/328/327 and 441/441/436/437, hd64 128x128D 227/232/231/230 and
@@ -310,35 +155,17 @@
  * 295/307/305/304 and 444/439/436/438; from 2k smaller groups lose (hd128 -4..-9%, hd256
  * -5..-8% at 2k-8k: the longest-first order is then only per group and the last tiles of the
  * launch are long ones). */
-#ifndef FJ_FA3_L2_BYTES_SHORT
-#define FJ_FA3_L2_BYTES_SHORT (4ll << 20)
-#endif
-#ifndef FJ_FA3_L2_SHORT_SEQ
-#define FJ_FA3_L2_SHORT_SEQ 1024
-#endif
-/* two / three Q buffers fit (the same tests as fj_fa3_smem_bytes, which reserves them for
- * every persistent config where they fit: the O slot, FJ_FA3_QBUF2) */
+#define FA3_L2_BYTES_SHORT (4ll << 20)
+#define FA3_L2_SHORT_SEQ 1024
+/* a second Q-sized buffer (the O slot) fits (the same test as fj_fa3_smem_bytes) */
 #define FA3_QST2_FITS (FJ_FA3_PERSISTENT && ((FJ_HEAD_DIM + 63) / 64) * 128 * (2 * FJ_BLOCK_M + 4 * FJ_BLOCK_N) + 1344 <= 227 * 1024)
-#define FA3_QST3_FITS (FJ_FA3_PERSISTENT && ((FJ_HEAD_DIM + 63) / 64) * 128 * (3 * FJ_BLOCK_M + 4 * FJ_BLOCK_N) + 1344 <= 227 * 1024)
-/* FJ_FA3_OBUF 1: persistent variants stage O in shared memory too,
- * in a slot of its own after the Q buffer (the second Q slot, which fj_fa3_smem_bytes reserves
- * wherever two fit), then store it as 16-byte rows; 0: O straight from the accumulators (4-byte
+/* The O slot: persistent variants stage O in shared memory too, in a slot of its own after the Q buffer (the second Q slot, which fj_fa3_smem_bytes reserves
+ * wherever two fit), then store it as 16-byte rows, rather than from the accumulators (4-byte
  * stores, 32 per thread at hd128). Run 8 (bench/fa3_dev/NOTES.md, medians of 3 interleaved):
  * hd128 unmasked 128x128P 469/537 vs 422/515 TFLOP/s at 512/1k; hd64 192x128P +2% at 512, +-1%
  * from 1k. ncu at 512: the epilogue's 32 scattered 4-byte stores per thread backed up the LSU
  * (long-scoreboard waits on registers they held, the next tile's S2UR behind them). */
-#ifndef FJ_FA3_OBUF
-#define FJ_FA3_OBUF 1
-#endif
-/* FJ_FA3_FASTEPI 1: the epilogue's 1/rowsum and log use rcp.approx / lg2.approx (about 1 ulp;
- * rowsums are >= 1 wherever a key is visible) instead of IEEE division and logf (software,
- * with slow-path branches). Run 8: +1..+3.5% at 512-1k on every default (hd64/128 causal
- * +2.8/+3.3% at 512), mixed at 2k, -0.5..-2% at 8k in each pair, where it always ran right
- * after its baseline (the harness now alternates the order; to be confirmed). */
-#ifndef FJ_FA3_FASTEPI
-#define FJ_FA3_FASTEPI 1
-#endif
-/* FJ_FA3_OQ 1: persistent without room for an O slot (hd 256,
+/* FA3_OQ_ 1: persistent without room for an O slot (hd 256,
  * hd 128 x 176): O staged in the tile's own Q buffer, as the non-persistent grid does, which is
  * then freed only after the epilogue (the next tile's Q load waits for it); 0: the Q buffer
  * freed at the tile's last S, O straight from the accumulators (4-byte stores). Default: 1 for
@@ -347,12 +174,9 @@
  * -1..-4% (not on there). hd256 unmasked 128x80 static persistent with it vs the grid, three
  * runs (10, 20, 22; the last two with lazy rescaling), 512/1k/2k/4k/8k/16k:
  * +1.3/+1.7/+2.7/0/0/-0.7, +1.5/+0.3/+1.7/-0.9/+1.0/+1.0, +2.9/+1.5/+0.4/+1.4/+0.3/+0.3%. */
-#ifndef FJ_FA3_OQ
-#define FJ_FA3_OQ (FJ_FA3_PERSISTENT && FJ_HEAD_DIM > 128 && FJ_FA3_CLUSTER == 1)
-#endif
-/* FJ_FA3_OCOPY 1: the O copy to global memory by the producer warpgroup's idle warps (see "O
+/* FA3_OCOPY 1: the O copy to global memory by the producer warpgroup's idle warps (see "O
  * copy" above) in every persistent variant that stages O in shared memory (the O slot,
- * FJ_FA3_OQ); elsewhere no effect. 0: the consumers copy
+ * FA3_OQ_); elsewhere no effect. 0: the consumers copy
  * their rows themselves before the next tile (the same code as before the knob). FA3_OCOPY: in
  * effect for this variant (FA3_OSLOT_, FA3_OQ_: the O slot and OQ tests as macros for #if;
  * fa3::OSLOT and fa3::OQ below are defined from them).
@@ -363,26 +187,13 @@
  * - OQ (hd256 causal dynamic 128x80): -6/-4/-8/-2.5%: the next tile's Q load waits for the copy,
  *   which 96 store threads make one warpgroup's rows after the other (256 threads before).
  * So it pays where nothing waits for the staging buffer but the next handoff (the O slot):
- * the default there (not with FJ_FA3_CLUSTER 2, a dev knob whose combination with it is
- * unchecked), 0 elsewhere. */
-#define FA3_OSLOT_ (FJ_FA3_OBUF && FJ_FA3_PERSISTENT && FA3_QST2_FITS)
-#define FA3_OQ_ (FJ_FA3_OQ && FJ_FA3_PERSISTENT && !FA3_OSLOT_)
-/* FJ_FA3_QBUF2 1: persistent variants without OQ keep two
- * Q buffers where they fit beside the O slot: the next tile's Q (and, in the dynamic order, its
- * claim's hand-over) loads during the whole current tile instead of after its last S. 0 (the
- * default): one. Run 27 (medians of 5, 512..16k): hd64 unmasked 192x128P -2.4..-4.3%, hd128
- * unmasked 128x128P and causal 128x128D +1.3% at 512 and -0.5..-2.5% from 2k, hd64 causal
- * within +-3%: the Q load after the last S was not what the tiles wait for. */
-#ifndef FJ_FA3_QBUF2
-#define FJ_FA3_QBUF2 0
-#endif
-#if FJ_FA3_QBUF2 != 0 && FJ_FA3_QBUF2 != 1
-#error "FJ_FA3_QBUF2 is 0 or 1"
-#endif
-/* FJ_FA3_QREG n: each consumer thread loads its warpgroup's Q fragments for the first n k16 steps
+ * the default there, 0 elsewhere. */
+#define FA3_OSLOT_ (FJ_FA3_PERSISTENT && FA3_QST2_FITS)
+#define FA3_OQ_ (FJ_FA3_PERSISTENT && FJ_HEAD_DIM > 128 && !FA3_OSLOT_)
+/* FA3_QREG n: each consumer thread loads its warpgroup's Q fragments for the first n k16 steps
  * of S = Q K^T once per tile (ldmatrix from the swizzled Q buffer, 4 registers per step) and
  * those steps take A from registers (wgmma RS) instead of reading Q from shared memory again for
- * every K block; n >= hd/16: every step. Per-tile path with overlap, without FJ_FA3_HALF
+ * every K block; n >= hd/16: every step. Per-tile path with overlap
  * (elsewhere no effect); where the registers allow it (192x128 hd64: n = 1, hd256 128x80: 4-6).
  * 0: A from shared memory. Default: every step for the dynamic order's masked 128-row tiles of
  * hd 97..128 (the library's hd128 causal tiles), else 0. Timed as bench_attn.py times (300 ms per
@@ -390,65 +201,30 @@
  * orders) hd128 causal 128x128D gains +0.5..+2.5% at 2k-16k in all 8 pairs; unmasked 128x128P
  * -0.6..+0.6%, 192x128P (n = 1) and hd256 128x80P (n = 4) within the spread. At 40 ms per sample
  * (runs 33-37) it was neutral everywhere: what it saves is shared-memory reads, i.e. power. */
-#ifndef FJ_FA3_QREG
-#define FJ_FA3_QREG \
-    (FA3_DYN && FA3_MASKED && FJ_BLOCK_M == 128 && FJ_HEAD_DIM > 96 && FJ_HEAD_DIM <= 128 ? 16 : 0)
-#endif
-#if FJ_FA3_QREG < 0 || FJ_FA3_QREG > 16
-#error "FJ_FA3_QREG is 0..16"
-#endif
-#if FJ_FA3_QREG && FJ_FA3_OVERLAP && !FA3_HALF
-#define FA3_QREG (FJ_FA3_QREG < FJ_HEAD_DIM / 16 ? FJ_FA3_QREG : FJ_HEAD_DIM / 16)
+#if FA3_DYN && FA3_MASKED && FJ_BLOCK_M == 128 && FJ_HEAD_DIM > 96 && FJ_HEAD_DIM <= 128 && FJ_FA3_OVERLAP
+#define FA3_QREG (FJ_HEAD_DIM / 16)
 #else
 #define FA3_QREG 0
 #endif
-/* FJ_FA3_TILEW 1 (the default; dynamic order): the producer, which works out every tile's (batch,
+/* The dynamic order's tile words: the producer, which works out every tile's (batch,
  * head, query block) for its loads anyway, stores them beside the tile index (16 bytes at bar +
  * 256 + 16 qb) and the consumers read them with one load instead of repeating tile_coords (three
  * integer divisions, ~110 instructions of one dependent chain at the top of every tile: 12% of
  * the consumers' stall samples in hd64 causal 128x128D at 512, run 38 of bench/fa3_dev/NOTES.md).
  * Run 38 (medians of 7, causal, TFLOP/s without / with at 512 / 1k): hd64 128x128D 234/246
  * 313/323, hd64 192x128D 232/241 308/317, hd128 128x128D 325/333 433/440, hd256 128x80D
- * 303/306 429/432; from 2k within +-1.6%. 0: the consumers compute them from the index. */
-#ifndef FJ_FA3_TILEW
-#define FJ_FA3_TILEW 1
-#endif
-#if FJ_FA3_TILEW != 0 && FJ_FA3_TILEW != 1
-#error "FJ_FA3_TILEW is 0 or 1"
-#endif
-/* FJ_FA3_AHEAD 1: the producer of a persistent variant loads the next tile's first K/V block
+ * 303/306 429/432; from 2k within +-1.6%. */
+/* FA3_AHEAD 1: the producer of a persistent variant loads the next tile's first K/V block
  * right after this tile's last one, and prefetches its Q into L2 then, instead of waiting first
- * for the Q buffer (which FJ_FA3_OQ frees only after this tile's epilogue): the next tile's first
+ * for the Q buffer (which FA3_OQ_ frees only after this tile's epilogue): the next tile's first
  * S waits for a Q load from L2 alone. (The consumers release that block's slot without waiting
  * for the next Q: a stream across tiles that waited would deadlock.) 0: Q, then the K/V blocks.
- * Default: with FJ_FA3_OQ. Run 42 (bench/fa3_dev/NOTES.md, medians of 7, both build orders):
+ * Default: with FA3_OQ_. Run 42 (bench/fa3_dev/NOTES.md, medians of 7, both build orders):
  * hd256 unmasked 128x64P +2.9/+3.1% at 512, +1.0/+3.3% at 1k, 128x80P +3.2/+3.4% at 512, within
  * +-2% from 2k; hd256 causal 128x80D within +-1%; where the Q buffer is freed at the last S
  * (hd64, hd128: the O slot) -1..-8%: the next Q waits for the block's slot. */
-#ifndef FJ_FA3_AHEAD
-#define FJ_FA3_AHEAD FA3_OQ_
-#endif
-#if FJ_FA3_AHEAD != 0 && FJ_FA3_AHEAD != 1
-#error "FJ_FA3_AHEAD is 0 or 1"
-#endif
-#define FA3_AHEAD (FJ_FA3_AHEAD && FJ_FA3_PERSISTENT && FJ_FA3_CLUSTER == 1)
-#define FA3_QBUF2_ (FJ_FA3_QBUF2 && FJ_FA3_PERSISTENT && !FA3_OQ_ && \
-                    (FA3_OSLOT_ ? FA3_QST3_FITS : FA3_QST2_FITS))
-#ifndef FJ_FA3_OCOPY
-#define FJ_FA3_OCOPY (FA3_OSLOT_ && FJ_FA3_CLUSTER == 1)
-#elif FJ_FA3_OCOPY != 0 && FJ_FA3_OCOPY != 1
-#error "FJ_FA3_OCOPY is 0 or 1"
-#elif FJ_FA3_OCOPY && FJ_FA3_CLUSTER == 2
-#error "FJ_FA3_OCOPY 1 with FJ_FA3_CLUSTER 2: never run together (untested)"
-#endif
-#define FA3_OCOPY (FJ_FA3_OCOPY && FJ_FA3_PERSISTENT && (FA3_OSLOT_ || FA3_OQ_))
-#if FJ_DTYPE == FJ_DT_BF16
-#define FA3_AB "bf16"
-#else
-#define FA3_AB "f16"
-#endif
-#define FA3_CAT_(a, b) a##b
-#define FA3_CAT(a, b) FA3_CAT_(a, b)
+#define FA3_AHEAD FA3_OQ_
+#define FA3_OCOPY FA3_OSLOT_
 
 namespace fa3 {
 constexpr int BM = FJ_BLOCK_M, BN = FJ_BLOCK_N, HD = FJ_HEAD_DIM;
@@ -459,17 +235,12 @@ constexpr int KSTEPS = HD / 16;              /* k16 steps of S = Q K^T */
 constexpr int PSTEPS = BN / 16;              /* k16 steps of O += P V */
 constexpr int SREG = BN / 2, OREG = HD / 2;  /* fp32 accumulators per thread */
 constexpr int Q_CHUNK = BM * 128, KV_CHUNK = BN * 128;
-/* a compile-time flag passed to generic lambdas (no <type_traits> under NVRTC) */
-template <bool B> struct bool_c {
-    static constexpr bool value = B;
-};
 constexpr int Q_BYTES = DC * Q_CHUNK, KV_BYTES = DC * KV_CHUNK;
-/* Q buffers: one, freed at the tile's last S (FJ_FA3_OQ: after the epilogue), or two with
- * FJ_FA3_QBUF2. */
-constexpr int QST = FA3_QBUF2_ ? 2 : 1;
+/* Q buffers: one, freed at the tile's last S (FA3_OQ_: after the epilogue) */
+constexpr int QST = 1;
 constexpr int OSLOT = FA3_OSLOT_;  /* O slot */
 constexpr bool OQ = FA3_OQ_;       /* O via Q buffer */
-static_assert(!OQ || QST == 1, "FJ_FA3_OQ: one Q buffer");
+static_assert(!OQ || QST == 1, "FA3_OQ_: one Q buffer");
 static_assert((QST + OSLOT) * Q_BYTES + 4 * KV_BYTES + 320 + 1024 <= 227 * 1024, "QST");
 constexpr int OFF_K = (QST + OSLOT) * Q_BYTES, OFF_V = OFF_K + 2 * KV_BYTES, OFF_BAR = OFF_V + 2 * KV_BYTES;
 constexpr int SMEM_BYTES = OFF_BAR + 320 + 1024;  /* + barriers, scratch, alignment slack */
@@ -486,657 +257,8 @@ static_assert(SMEM_BYTES <= 227 * 1024, "shared memory over 227 KiB");
 static_assert(128 * (REG_PRODUCER + NWG * REG_CONSUMER) <= 65536, "setmaxnreg budget");
 }  // namespace fa3
 
-/* ---- PTX wrappers ----------------------------------------------------------------------- */
-
-FJ_DEVICE fj_u32 smem_u32(const void *p)
-{
-    fj_u32 r;
-    asm("{ .reg .u64 t; cvta.to.shared.u64 t, %1; cvt.u32.u64 %0, t; }" : "=r"(r) : "l"(p));
-    return r;
-}
-
-FJ_DEVICE void mbar_init(fj_u32 bar, int count)
-{
-    asm volatile("mbarrier.init.shared::cta.b64 [%0], %1;\n" ::"r"(bar), "r"(count) : "memory");
-}
-FJ_DEVICE void mbar_expect_tx(fj_u32 bar, fj_u32 bytes)
-{
-    asm volatile("{ .reg .b64 st; mbarrier.arrive.expect_tx.shared::cta.b64 st, [%0], %1; }\n" ::"r"(bar),
-                 "r"(bytes)
-                 : "memory");
-}
-FJ_DEVICE void mbar_arrive(fj_u32 bar)
-{
-    asm volatile("{ .reg .b64 st; mbarrier.arrive.shared::cta.b64 st, [%0]; }\n" ::"r"(bar) : "memory");
-}
-/* One try_wait on the phase of `bar` with parity `parity`: 1 when it has completed. */
-[[maybe_unused]] FJ_DEVICE fj_u32 mbar_try(fj_u32 bar, int parity)
-{
-    fj_u32 ok;
-    asm volatile("{ .reg .pred p; mbarrier.try_wait.parity.shared::cta.b64 p, [%1], %2;\n"
-                 "selp.u32 %0, 1, 0, p; }\n"
-                 : "=r"(ok)
-                 : "r"(bar), "r"(parity)
-                 : "memory");
-    return ok;
-}
-/* Waits for the phase of `bar` with parity `parity` to complete. */
-FJ_DEVICE void mbar_wait(fj_u32 bar, int parity)
-{
-#if !FJ_FA3_HANG_TRAP
-    while (!mbar_try(bar, parity)) {
-    }
-#else
-    /* 2^22 try_waits (each may suspend for a while): far longer than any legal wait */
-    asm volatile("{ .reg .pred p; .reg .u32 n; mov.u32 n, 0;\n"
-                 "W: mbarrier.try_wait.parity.shared::cta.b64 p, [%0], %1;\n"
-                 "@p bra.uni D;\n"
-                 "add.u32 n, n, 1;\n"
-                 "setp.lt.u32 p, n, 4194304;\n"
-                 "@p bra.uni W;\n"
-                 "trap;\n"
-                 "D: }\n" ::"r"(bar), "r"(parity)
-                 : "memory");
-#endif
-}
-
-/* mbar_wait with a warp-uniform exit (every lane's try_wait succeeded): for waits inside the
- * consumers' GEMM stream, where a per-lane loop exit made ptxas move the wgmma descriptors
- * after it out of uniform registers (FJ_FA3_OCOPY's O empty wait in the former cross-tile
- * stream: +74 instructions per K/V block at hd128). */
-template <int UNUSED = 0> FJ_DEVICE void mbar_wait_warp(fj_u32 bar, int parity)
-{
-    /* (no FJ_FA3_HANG_TRAP counter here: with one, the 24-register store warps of the 3-consumer
-     * dynamic variant spilled 336 bytes in the trap build) */
-    while (!__all_sync(0xffffffffu, mbar_try(bar, parity))) {
-    }
-}
-
-/* One TMA box of a 4-D tensor map into shared memory, completing on `bar`. */
-FJ_DEVICE void tma_load4(fj_u32 dst, const void *tmap, int c0, int c1, int c2, int c3, fj_u32 bar)
-{
-    asm volatile(
-        "cp.async.bulk.tensor.4d.shared::cluster.global.tile.mbarrier::complete_tx::bytes"
-        " [%0], [%1, {%2, %3, %4, %5}], [%6];\n" ::"r"(dst),
-        "l"(tmap), "r"(c0), "r"(c1), "r"(c2), "r"(c3), "r"(bar)
-        : "memory");
-}
-#if FJ_FA3_CLUSTER == 2
-/* ---- cluster of two (FJ_FA3_CLUSTER 2) ---- */
-/* (volatile: read where used; a rank kept live across the producer's loop spilled from its 24
- * registers in the HANG_TRAP builds) */
-FJ_DEVICE fj_u32 cluster_ctarank()
-{
-    fj_u32 r;
-    asm volatile("mov.u32 %0, %%cluster_ctarank;\n" : "=r"(r));
-    return r;
-}
-/* Every thread of the cluster: arrive (release: its earlier memory operations are ordered
- * before), then wait for the others (acquire). */
-FJ_DEVICE void cluster_arrive() { asm volatile("barrier.cluster.arrive.release.aligned;\n" ::: "memory"); }
-FJ_DEVICE void cluster_wait() { asm volatile("barrier.cluster.wait.acquire.aligned;\n" ::: "memory"); }
-/* Arrive on the mbarrier at the same offset of CTA `rank` of the cluster. The default (cta)
- * scope, as CUTLASS's ClusterBarrier: what it orders are this warp's reads of a K/V slot by
- * wgmmas already waited for, before the peer producer's TMA refill; .release.cluster compiled to
- * MEMBAR.ALL.GPU + ERRBAR + CGAERRBAR before every arrival (in the loop), and the producer's
- * .acquire.cluster wait to a CCTL.IVALL after every empty-slot wait. */
-FJ_DEVICE void mbar_arrive_remote(fj_u32 bar, fj_u32 rank)
-{
-    asm volatile("{ .reg .b32 ra; mapa.shared::cluster.u32 ra, %0, %1;\n"
-                 "mbarrier.arrive.shared::cluster.b64 _, [ra]; }\n" ::"r"(bar),
-                 "r"(rank)
-                 : "memory");
-}
-/* tma_load4 into the same offset of both CTAs of the cluster (ctaMask 0b11), completing on the
- * barrier at `bar`'s offset in each of them. */
-FJ_DEVICE void tma_load4_mc(fj_u32 dst, const void *tmap, int c0, int c1, int c2, int c3, fj_u32 bar)
-{
-    asm volatile(
-        "cp.async.bulk.tensor.4d.shared::cluster.global.tile.mbarrier::complete_tx::bytes.multicast::cluster"
-        " [%0], [%1, {%2, %3, %4, %5}], [%6], %7;\n" ::"r"(dst),
-        "l"(tmap), "r"(c0), "r"(c1), "r"(c2), "r"(c3), "r"(bar), "h"((unsigned short)3)
-        : "memory");
-}
-#endif
-/* The consumers' release of a K/V slot (one arrival per warp): with a cluster on the empty
- * barrier of both CTAs, as the peer's producer refills this CTA's half of the slot too. */
-FJ_DEVICE void kv_release(fj_u32 bar, fj_u32 peer)
-{
-    mbar_arrive(bar);
-#if FJ_FA3_CLUSTER == 2
-    mbar_arrive_remote(bar, peer);
-#else
-    (void)peer;
-#endif
-}
-/* Cluster of two: whether this CTA loads box c (a 64-column chunk) of the K (is_v 0) or V (1)
- * block for both CTAs: the chunks of its rank's parity where a block has an even number of them
- * (hd 128, 256), else all of K (rank 0) or all of V (rank 1). One CTA: every box. */
-FJ_DEVICE bool kv_mine(int c, int is_v)
-{
-#if FJ_FA3_CLUSTER == 2
-    const fj_u32 rank = cluster_ctarank();
-    return fa3::DC % 2 == 0 ? (fj_u32)(c & 1) == rank : (fj_u32)is_v == rank;
-#else
-    (void)c;
-    (void)is_v;
-    return true;
-#endif
-}
-/* One box of a K/V block: multicast to both CTAs of a cluster, or a plain load. */
-FJ_DEVICE void tma_load4_kv(fj_u32 dst, const void *tmap, int c0, int c1, int c2, int c3, fj_u32 bar)
-{
-#if FJ_FA3_CLUSTER == 2
-    tma_load4_mc(dst, tmap, c0, c1, c2, c3, bar);
-#else
-    tma_load4(dst, tmap, c0, c1, c2, c3, bar);
-#endif
-}
-/* The dynamic order's hand-over of tile t (batch b, head h, query block mb) at `w` (Q_TILE):
- * the index, and with FJ_FA3_TILEW its coordinates too. */
-template <int UNUSED = 0> FJ_DEVICE void put_tile(fj_u32 w, int t, int b, int h, int mb)
-{
-#if FJ_FA3_TILEW
-    asm volatile("st.shared.v4.b32 [%0], {%1, %2, %3, %4};\n" ::"r"(w), "r"(t), "r"(b), "r"(h), "r"(mb)
-                 : "memory");
-#else
-    (void)b;
-    (void)h;
-    (void)mb;
-    asm volatile("st.shared.b32 [%0], %1;\n" ::"r"(w), "r"(t) : "memory");
-#endif
-}
-FJ_DEVICE void tma_prefetch_desc(const void *tmap)
-{
-    asm volatile("prefetch.tensormap [%0];\n" ::"l"(tmap) : "memory");
-}
-/* One box of a 4-D tensor map into L2 (no shared memory, no barrier). */
-template <int UNUSED = 0> FJ_DEVICE void tma_prefetch_l2(const void *tmap, int c0, int c1, int c2, int c3)
-{
-    asm volatile("cp.async.bulk.prefetch.tensor.4d.L2.global.tile [%0, {%1, %2, %3, %4}];\n" ::"l"(tmap),
-                 "r"(c0), "r"(c1), "r"(c2), "r"(c3)
-                 : "memory");
-}
-template <int UNUSED = 0> FJ_DEVICE int ld_shared_s32(fj_u32 addr)
-{
-    int v;
-    asm volatile("ld.shared.b32 %0, [%1];\n" : "=r"(v) : "r"(addr) : "memory");
-    return v;
-}
-
-/* FJ_FA3_OCOPY's handoff words and the count form of mbarrier.arrive */
-template <int UNUSED = 0> FJ_DEVICE fj_u64 ld_shared_u64(fj_u32 addr)
-{
-    fj_u64 v;
-    asm volatile("ld.shared.b64 %0, [%1];\n" : "=l"(v) : "r"(addr) : "memory");
-    return v;
-}
-template <int UNUSED = 0> FJ_DEVICE void mbar_arrive_n(fj_u32 bar, fj_u32 n)
-{
-    asm volatile("{ .reg .b64 st; mbarrier.arrive.shared::cta.b64 st, [%0], %1; }\n" ::"r"(bar), "r"(n) : "memory");
-}
-
-/* Named barrier `id` over N threads (templates: no unused-function warnings). */
-template <int N> FJ_DEVICE void named_sync(int id) { asm volatile("bar.sync %0, %1;\n" ::"r"(id), "n"(N) : "memory"); }
-template <int N> FJ_DEVICE void named_arrive(int id) { asm volatile("bar.arrive %0, %1;\n" ::"r"(id), "n"(N) : "memory"); }
-
-FJ_DEVICE void wg_fence() { asm volatile("wgmma.fence.sync.aligned;\n" ::: "memory"); }
-FJ_DEVICE void wg_commit() { asm volatile("wgmma.commit_group.sync.aligned;\n" ::: "memory"); }
-template <int N> FJ_DEVICE void wg_wait() { asm volatile("wgmma.wait_group.sync.aligned %0;\n" ::"n"(N) : "memory"); }
-
-/* Pins registers at this point of the program (no instruction): keeps the compiler from
- * moving accesses to wgmma operands across the fence / wait around them. */
-template <int N> FJ_DEVICE void pin(float (&r)[N])
-{
-#pragma unroll
-    for (int i = 0; i < N; ++i)
-        asm volatile("" : "+f"(r[i])::"memory");
-}
-template <int N, int M> FJ_DEVICE void pin(fj_u32 (&r)[N][M])
-{
-#pragma unroll
-    for (int i = 0; i < N; ++i)
-#pragma unroll
-        for (int j = 0; j < M; ++j)
-            asm volatile("" : "+r"(r[i][j])::"memory");
-}
-
-/* Shared-memory matrix descriptors, 128-byte swizzle (mode 1 in bits 62-63). */
-FJ_DEVICE fj_u64 desc_kmajor(fj_u32 addr)
-{
-    return (fj_u64)((addr & 0x3FFFF) >> 4) | ((fj_u64)1 << 16) | ((fj_u64)(1024 >> 4) << 32) |
-           ((fj_u64)1 << 62);
-}
-FJ_DEVICE fj_u64 desc_nmajor(fj_u32 addr, fj_u32 lbo)
-{
-    return (fj_u64)((addr & 0x3FFFF) >> 4) | ((fj_u64)(lbo >> 4) << 16) |
-           ((fj_u64)(1024 >> 4) << 32) | ((fj_u64)1 << 62);
-}
-
-/* wgmma m64nNk16 with fp32 accumulators d[OFF .. OFF + N/2): SS (A, B descriptors) and RS
- * (A = 4 registers of 16-bit pairs). acc = 0: d = A*B; otherwise d += A*B. The operand lists
- * are spelled by the preprocessor: FA3_L<g> is "%0,...,%(8g-1)", FA3_C<g> the matching
- * "+f" constraints, and the numbers of the operands after them are passed literally. */
-#define FA3_G0 "%0,%1,%2,%3,%4,%5,%6,%7"
-#define FA3_G1 "%8,%9,%10,%11,%12,%13,%14,%15"
-#define FA3_G2 "%16,%17,%18,%19,%20,%21,%22,%23"
-#define FA3_G3 "%24,%25,%26,%27,%28,%29,%30,%31"
-#define FA3_G4 "%32,%33,%34,%35,%36,%37,%38,%39"
-#define FA3_G5 "%40,%41,%42,%43,%44,%45,%46,%47"
-#define FA3_G6 "%48,%49,%50,%51,%52,%53,%54,%55"
-#define FA3_G7 "%56,%57,%58,%59,%60,%61,%62,%63"
-#define FA3_G8 "%64,%65,%66,%67,%68,%69,%70,%71"
-#define FA3_G9 "%72,%73,%74,%75,%76,%77,%78,%79"
-#define FA3_G10 "%80,%81,%82,%83,%84,%85,%86,%87"
-#define FA3_G11 "%88,%89,%90,%91,%92,%93,%94,%95"
-#define FA3_G12 "%96,%97,%98,%99,%100,%101,%102,%103"
-#define FA3_G13 "%104,%105,%106,%107,%108,%109,%110,%111"
-#define FA3_G14 "%112,%113,%114,%115,%116,%117,%118,%119"
-#define FA3_G15 "%120,%121,%122,%123,%124,%125,%126,%127"
-#define FA3_L1 FA3_G0
-#define FA3_L2 FA3_L1 "," FA3_G1
-#define FA3_L3 FA3_L2 "," FA3_G2
-#define FA3_L4 FA3_L3 "," FA3_G3
-#define FA3_L5 FA3_L4 "," FA3_G4
-#define FA3_L6 FA3_L5 "," FA3_G5
-#define FA3_L7 FA3_L6 "," FA3_G6
-#define FA3_L8 FA3_L7 "," FA3_G7
-#define FA3_L9 FA3_L8 "," FA3_G8
-#define FA3_L10 FA3_L9 "," FA3_G9
-#define FA3_L11 FA3_L10 "," FA3_G10
-#define FA3_L12 FA3_L11 "," FA3_G11
-#define FA3_L13 FA3_L12 "," FA3_G12
-#define FA3_L14 FA3_L13 "," FA3_G13
-#define FA3_L15 FA3_L14 "," FA3_G14
-#define FA3_L16 FA3_L15 "," FA3_G15
-#define FA3_R8(d, o) "+f"(d[(o) + 0]), "+f"(d[(o) + 1]), "+f"(d[(o) + 2]), "+f"(d[(o) + 3]), \
-                     "+f"(d[(o) + 4]), "+f"(d[(o) + 5]), "+f"(d[(o) + 6]), "+f"(d[(o) + 7])
-#define FA3_C1(d, o) FA3_R8(d, o)
-#define FA3_C2(d, o) FA3_C1(d, o), FA3_R8(d, (o) + 8)
-#define FA3_C3(d, o) FA3_C2(d, o), FA3_R8(d, (o) + 16)
-#define FA3_C4(d, o) FA3_C3(d, o), FA3_R8(d, (o) + 24)
-#define FA3_C5(d, o) FA3_C4(d, o), FA3_R8(d, (o) + 32)
-#define FA3_C6(d, o) FA3_C5(d, o), FA3_R8(d, (o) + 40)
-#define FA3_C7(d, o) FA3_C6(d, o), FA3_R8(d, (o) + 48)
-#define FA3_C8(d, o) FA3_C7(d, o), FA3_R8(d, (o) + 56)
-#define FA3_C9(d, o) FA3_C8(d, o), FA3_R8(d, (o) + 64)
-#define FA3_C10(d, o) FA3_C9(d, o), FA3_R8(d, (o) + 72)
-#define FA3_C11(d, o) FA3_C10(d, o), FA3_R8(d, (o) + 80)
-#define FA3_C12(d, o) FA3_C11(d, o), FA3_R8(d, (o) + 88)
-#define FA3_C13(d, o) FA3_C12(d, o), FA3_R8(d, (o) + 96)
-#define FA3_C14(d, o) FA3_C13(d, o), FA3_R8(d, (o) + 104)
-#define FA3_C15(d, o) FA3_C14(d, o), FA3_R8(d, (o) + 112)
-#define FA3_C16(d, o) FA3_C15(d, o), FA3_R8(d, (o) + 120)
-
-#define FA3_DEF_SS(N, G, A, B, F)                                                                 \
-    template <int OFF, int TOT>                                                                   \
-    FJ_DEVICE void wgmma_ss_##N(float (&d)[TOT], fj_u64 da, fj_u64 db, int acc)                   \
-    {                                                                                             \
-        static_assert(OFF + N / 2 <= TOT, "accumulator range");                                   \
-        asm volatile("{\n.reg .pred p;\nsetp.ne.b32 p, %" #F ", 0;\n"                             \
-                     "wgmma.mma_async.sync.aligned.m64n" #N "k16.f32." FA3_AB "." FA3_AB " {" FA3_L##G \
-                     "}, %" #A ", %" #B ", p, 1, 1, 0, 0;\n}\n"                                   \
-                     : FA3_C##G(d, OFF)                                                           \
-                     : "l"(da), "l"(db), "r"(acc)                                                 \
-                     : "memory");                                                                 \
-    }
-#define FA3_DEF_RS_(NAME, N, G, A0, A1, A2, A3, B, F, TB)                                       \
-    template <int OFF, int TOT>                                                                   \
-    FJ_DEVICE void NAME(float (&d)[TOT], const fj_u32 (&a)[4], fj_u64 db, int acc)                \
-    {                                                                                             \
-        static_assert(OFF + N / 2 <= TOT, "accumulator range");                                   \
-        asm volatile("{\n.reg .pred p;\nsetp.ne.b32 p, %" #F ", 0;\n"                             \
-                     "wgmma.mma_async.sync.aligned.m64n" #N "k16.f32." FA3_AB "." FA3_AB " {" FA3_L##G \
-                     "}, {%" #A0 ", %" #A1 ", %" #A2 ", %" #A3 "}, %" #B ", p, 1, 1, " #TB ";\n}\n" \
-                     : FA3_C##G(d, OFF)                                                           \
-                     : "r"(a[0]), "r"(a[1]), "r"(a[2]), "r"(a[3]), "l"(db), "r"(acc)             \
-                     : "memory");                                                                 \
-    }
-/* RS with B N-major (V: wgmma_rs_N) and K-major (K, for FJ_FA3_QREG: wgmma_rsk_N) */
-#define FA3_DEF_RS(N, G, A0, A1, A2, A3, B, F)                                                    \
-    FA3_DEF_RS_(wgmma_rs_##N, N, G, A0, A1, A2, A3, B, F, 1)                                      \
-    FA3_DEF_RS_(wgmma_rsk_##N, N, G, A0, A1, A2, A3, B, F, 0)
-FA3_DEF_SS(16, 1, 8, 9, 10)
-FA3_DEF_SS(32, 2, 16, 17, 18)
-FA3_DEF_SS(48, 3, 24, 25, 26)
-FA3_DEF_SS(64, 4, 32, 33, 34)
-FA3_DEF_SS(80, 5, 40, 41, 42)
-FA3_DEF_SS(96, 6, 48, 49, 50)
-FA3_DEF_SS(112, 7, 56, 57, 58)
-FA3_DEF_SS(128, 8, 64, 65, 66)
-FA3_DEF_SS(144, 9, 72, 73, 74)
-FA3_DEF_SS(160, 10, 80, 81, 82)
-FA3_DEF_SS(176, 11, 88, 89, 90)
-FA3_DEF_SS(192, 12, 96, 97, 98)
-FA3_DEF_SS(208, 13, 104, 105, 106)
-FA3_DEF_SS(224, 14, 112, 113, 114)
-FA3_DEF_SS(240, 15, 120, 121, 122)
-FA3_DEF_SS(256, 16, 128, 129, 130)
-FA3_DEF_RS(32, 2, 16, 17, 18, 19, 20, 21)
-FA3_DEF_RS(64, 4, 32, 33, 34, 35, 36, 37)
-FA3_DEF_RS(96, 6, 48, 49, 50, 51, 52, 53)
-FA3_DEF_RS(128, 8, 64, 65, 66, 67, 68, 69)
-FA3_DEF_RS(160, 10, 80, 81, 82, 83, 84, 85)
-FA3_DEF_RS(192, 12, 96, 97, 98, 99, 100, 101)
-FA3_DEF_RS(224, 14, 112, 113, 114, 115, 116, 117)
-FA3_DEF_RS(256, 16, 128, 129, 130, 131, 132, 133)
-/* head dims not multiple of 32 (16, 48, ...) use the split path's n16/n48 forms */
-FA3_DEF_RS(16, 1, 8, 9, 10, 11, 12, 13)
-FA3_DEF_RS(48, 3, 24, 25, 26, 27, 28, 29)
-FA3_DEF_RS(80, 5, 40, 41, 42, 43, 44, 45)
-FA3_DEF_RS(112, 7, 56, 57, 58, 59, 60, 61)
-FA3_DEF_RS(144, 9, 72, 73, 74, 75, 76, 77)
-FA3_DEF_RS(176, 11, 88, 89, 90, 91, 92, 93)
-FA3_DEF_RS(208, 13, 104, 105, 106, 107, 108, 109)
-FA3_DEF_RS(240, 15, 120, 121, 122, 123, 124, 125)
-
-FJ_DEVICE float ex2(float x)
-{
-    float y;
-    asm("ex2.approx.ftz.f32 %0, %1;\n" : "=f"(y) : "f"(x));
-    return y;
-}
-/* 2^x on the FMA pipe (FJ_FA3_POLYEXP, the FA4 trick): x = j + f, j = floor(x), f in [0, 1);
- * 2^f by a degree-3 polynomial (FA4's coefficients, max relative error 8.8e-5: below half an
- * fp16 ulp), 2^j built as float bits (j + 127) << 23 and multiplied in. x is clamped at -127,
- * where 2^j's bits are 0: the result is exactly 0 for x < -126 (masked -inf scores, empty
- * rows), as ex2.approx.ftz flushes there. floor: x + (1.5 * 2^23 + 127) rounded down leaves
- * j + 127 in the low mantissa bits. 9 instructions (FMNMX, 3 FADD, 3 FFMA, SHL, FMUL) for one
- * MUFU.EX2. For x <= ~0 (scores minus the row maximum). */
-FJ_DEVICE float ex2_poly(float x)
-{
-    const float magic = 12583039.f;  /* 1.5 * 2^23 + 127 */
-    x = fmaxf(x, -127.f);
-    float t;
-    asm("add.rm.f32 %0, %1, %2;\n" : "=f"(t) : "f"(x), "f"(magic));
-    const float f = x - (t - magic);
-    const float p = fmaf(fmaf(fmaf(0.077119089663028717041015625f, f, 0.227564394474029541015625f), f,
-                              0.695146143436431884765625f), f, 1.f);
-    return p * __int_as_float(__float_as_int(t) << 23);
-}
-/* 1/rowsum (0 for an empty row) and the natural-log LSE of a row: m * scale + ln(l). */
-FJ_DEVICE float row_inv(float l)
-{
-#if FJ_FA3_FASTEPI
-    float r;
-    asm("rcp.approx.ftz.f32 %0, %1;\n" : "=f"(r) : "f"(l));
-    return l > 0.f ? r : 0.f;
-#else
-    return l > 0.f ? 1.f / l : 0.f;
-#endif
-}
-FJ_DEVICE float row_lse(float m, float l, float scale)
-{
-#if FJ_FA3_FASTEPI
-    float r;
-    asm("lg2.approx.ftz.f32 %0, %1;\n" : "=f"(r) : "f"(l));
-    return l > 0.f ? fmaf(r, 0.6931471805599453f, m * scale) : -FJ_INF;
-#else
-    return l > 0.f ? m * scale + logf(l) : -FJ_INF;
-#endif
-}
-
-/* Two floats into one register of two 16-bit values, `lo` in the low half. */
-FJ_DEVICE fj_u32 pack2(float lo, float hi)
-{
-    fj_u32 r;
-#if FJ_DTYPE == FJ_DT_BF16
-    asm("cvt.rn.bf16x2.f32 %0, %1, %2;\n" : "=r"(r) : "f"(hi), "f"(lo));
-#else
-    asm("cvt.rn.f16x2.f32 %0, %1, %2;\n" : "=r"(r) : "f"(hi), "f"(lo));
-#endif
-    return r;
-}
-
-/* ---- consumer pieces ---------------------------------------------------------------------- */
-
-/* S = Q K^T over the head dim: k16 step kk reads chunk kk/4 at byte 32*(kk%4). HALF: over the
- * block's first BN/2 keys only, into s[0 .. SREG/2) (the rest left as it was; FJ_FA3_HALF). */
-template <bool HALF = false>
-FJ_DEVICE void gemm_qk(float (&s)[fa3::SREG], fj_u64 dq, fj_u64 dk)
-{
-    using namespace fa3;
-#pragma unroll
-    for (int kk = 0; kk < KSTEPS; ++kk) {
-        const fj_u64 a = dq + (fj_u64)(((kk >> 2) * Q_CHUNK + (kk & 3) * 32) >> 4);
-        const fj_u64 b = dk + (fj_u64)(((kk >> 2) * KV_CHUNK + (kk & 3) * 32) >> 4);
-        if constexpr (HALF)
-            FA3_CAT(wgmma_ss_, FA3_BN_HALF)<0>(s, a, b, kk > 0);
-        else
-            FA3_CAT(wgmma_ss_, FJ_BLOCK_N)<0>(s, a, b, kk > 0);
-    }
-}
-
-#if FA3_QREG
-/* Q as the A operand of S = Q K^T with FJ_FA3_QREG: the fragments of the first FA3_QREG k16
- * steps (load_q), and the descriptor of the buffer for the rest. */
-struct fa3_qop {
-    fj_u32 f[FA3_QREG][4];
-    fj_u64 d;
-};
-FJ_DEVICE void gemm_qk(float (&s)[fa3::SREG], const fa3_qop &q, fj_u64 dk)
-{
-    using namespace fa3;
-#pragma unroll
-    for (int kk = 0; kk < KSTEPS; ++kk) {
-        const fj_u64 b = dk + (fj_u64)(((kk >> 2) * KV_CHUNK + (kk & 3) * 32) >> 4);
-        if (kk < FA3_QREG)
-            FA3_CAT(wgmma_rsk_, FJ_BLOCK_N)<0>(s, q.f[kk < FA3_QREG ? kk : 0], b, kk > 0);
-        else
-            FA3_CAT(wgmma_ss_, FJ_BLOCK_N)<0>(s, q.d + (fj_u64)(((kk >> 2) * Q_CHUNK + (kk & 3) * 32) >> 4), b,
-                                              kk > 0);
-    }
-}
-
-/* This warpgroup's Q fragments (FJ_FA3_QREG): k16 step kk of each warp's 16 rows as the four
- * 8x8 matrices of the wgmma A layout (rows 0-7 / 8-15 by columns 0-7 / 8-15 of the step), one
- * ldmatrix x4 from the swizzled Q buffer `buf` (the layout stage_o writes: lane 8j+i gives row i
- * of matrix j). */
-FJ_DEVICE void load_q(fj_u32 (&qf)[FA3_QREG][4], fj_u32 buf, int cw, int warp, int lane)
-{
-    using namespace fa3;
-    const int mj = lane >> 3, mi = lane & 7;
-    const fj_u32 rowa = buf + (64 * cw + 16 * warp + 8 * (mj & 1) + mi) * 128;
-#pragma unroll
-    for (int kk = 0; kk < FA3_QREG; ++kk) {
-        const int u = 2 * kk + (mj >> 1);  /* 16-byte unit of the row, over the chunks */
-        const fj_u32 a = rowa + (u >> 3) * Q_CHUNK + (((u & 7) ^ mi) << 4);
-        asm volatile("ldmatrix.sync.aligned.m8n8.x4.shared.b16 {%0, %1, %2, %3}, [%4];\n"
-                     : "=r"(qf[kk][0]), "=r"(qf[kk][1]), "=r"(qf[kk][2]), "=r"(qf[kk][3])
-                     : "r"(a)
-                     : "memory");
-    }
-}
-#endif
-
-#if FJ_FA3_PV_SPLIT
-/* One wgmma per 64-column chunk of V (the last one 16..64 wide): no LBO involved. */
-template <int C>
-FJ_DEVICE void pv_split(float (&o)[fa3::OREG], const fj_u32 (&a)[4], fj_u64 dv, int acc)
-{
-    using namespace fa3;
-    if constexpr (C < DC) {
-        constexpr int NC = HD - 64 * C < 64 ? HD - 64 * C : 64;
-        const fj_u64 d = dv + (fj_u64)((C * KV_CHUNK) >> 4);
-        if constexpr (NC == 64)
-            wgmma_rs_64<32 * C>(o, a, d, acc);
-        else if constexpr (NC == 48)
-            wgmma_rs_48<32 * C>(o, a, d, acc);
-        else if constexpr (NC == 32)
-            wgmma_rs_32<32 * C>(o, a, d, acc);
-        else
-            wgmma_rs_16<32 * C>(o, a, d, acc);
-        pv_split<C + 1>(o, a, dv, acc);
-    }
-}
-#endif
-
-/* O += P V (acc0 = 0: O = P V, the old O ignored): k16 step kk reads keys 16kk.. at
- * +2048*kk bytes; N spans the chunks via LBO. */
-FJ_DEVICE void gemm_pv(float (&o)[fa3::OREG], const fj_u32 (&pr)[fa3::PSTEPS][4], fj_u64 dv, int acc0 = 1)
-{
-    using namespace fa3;
-#pragma unroll
-    for (int kk = 0; kk < PSTEPS; ++kk) {
-#if !FJ_FA3_PV_SPLIT
-        FA3_CAT(wgmma_rs_, FJ_HEAD_DIM)<0>(o, pr[kk], dv + (fj_u64)((kk * 2048) >> 4), kk > 0 || acc0);
-#else
-        pv_split<0>(o, pr[kk], dv + (fj_u64)((kk * 2048) >> 4), kk > 0 || acc0);
-#endif
-    }
-}
-
-/* Scores of keys past the sequence end or outside the (causal / window) band to -inf.
- * Element (nt, hf, e) is key k0 + nt*8 + col_lane + e of query row row0 + 8*hf. */
-FJ_DEVICE void apply_mask(float (&s)[fa3::SREG], int k0, int row0, int col_lane, int sk, int shift,
-                          int wl, int wr)
-{
-    using namespace fa3;
-    const int lim_s = sk - k0 - col_lane;  /* masked when x >= lim_s, x = nt*8 + e */
-#pragma unroll
-    for (int hf = 0; hf < 2; ++hf) {
-        const int dg = row0 + 8 * hf + shift - k0 - col_lane;  /* x of the diagonal */
-        const int lim_r = wr >= 0 ? dg + wr : (1 << 30);       /* masked when x > lim_r */
-        const int lim_l = wl >= 0 ? dg - wl : -(1 << 30);      /* masked when x < lim_l */
-#pragma unroll
-        for (int nt = 0; nt < BN / 8; ++nt)
-#pragma unroll
-            for (int e = 0; e < 2; ++e) {
-                const int x = nt * 8 + e;
-                if (x >= lim_s || x > lim_r || x < lim_l)
-                    s[4 * nt + 2 * hf + e] = -FJ_INF;
-            }
-    }
-}
-
-/* Online softmax of one tile in place: s becomes P = exp2(s*sl2 - m*sl2) (fp32), the row
- * maxima mx and the partial row sums l (this thread's columns) are updated, and alpha is
- * the factor O must be scaled by before this tile's P V is added. */
-FJ_DEVICE void softmax_tile(float (&s)[fa3::SREG], float (&mx)[2], float (&l)[2], float (&alpha)[2],
-                            float sl2)
-{
-    using namespace fa3;
-#pragma unroll
-    for (int hf = 0; hf < 2; ++hf) {
-        float m = mx[hf];
-#pragma unroll
-        for (int nt = 0; nt < BN / 8; ++nt)
-            m = fmaxf(m, fmaxf(s[4 * nt + 2 * hf], s[4 * nt + 2 * hf + 1]));
-        m = fmaxf(m, __shfl_xor_sync(0xffffffffu, m, 1));
-        m = fmaxf(m, __shfl_xor_sync(0xffffffffu, m, 2));
-#if FJ_FA3_LAZY
-        /* keep the base while the new maximum is within 2^t of it (false from -inf) */
-        const bool keep = (m - mx[hf]) * sl2 <= (float)FJ_FA3_LAZY;
-        if (keep)
-            m = mx[hf];
-#endif
-        const float base = m == -FJ_INF ? 0.f : m * sl2;  /* no visible key yet */
-#if FJ_FA3_LAZY
-        alpha[hf] = keep ? 1.f : ex2(mx[hf] * sl2 - base);
-#else
-        alpha[hf] = ex2(mx[hf] * sl2 - base);              /* 0 from -inf */
-#endif
-        mx[hf] = m;
-        float sum = 0.f;
-#pragma unroll
-        for (int nt = 0; nt < BN / 8; ++nt)
-#pragma unroll
-            for (int e = 0; e < 2; ++e) {
-                const float xv = fmaf(s[4 * nt + 2 * hf + e], sl2, -base);
-                /* FJ_FA3_POLYEXP of every 16 values of this thread's row half in software */
-                const float pv = ((2 * nt + e) & 15) < FJ_FA3_POLYEXP ? ex2_poly(xv) : ex2(xv);
-                s[4 * nt + 2 * hf + e] = pv;
-                sum += pv;
-            }
-        l[hf] = l[hf] * alpha[hf] + sum;
-    }
-}
-
-FJ_DEVICE void rescale_o(float (&o)[fa3::OREG], const float (&alpha)[2])
-{
-#if FJ_FA3_LAZY
-    if (!__any_sync(0xffffffffu, alpha[0] != 1.f || alpha[1] != 1.f))
-        return;  /* no row of this warp moved its base */
-#endif
-#pragma unroll
-    for (int i = 0; i < fa3::OREG; ++i)
-        o[i] *= alpha[(i >> 1) & 1];
-}
-
-/* The fp32 accumulator layout of S (n8 tiles 2kk, 2kk+1) is the A-operand layout of k16
- * step kk: registers {row r cols 0-1, row r+8 cols 0-1, row r cols 8-9, row r+8 cols 8-9}. */
-FJ_DEVICE void convert_p(const float (&s)[fa3::SREG], fj_u32 (&pr)[fa3::PSTEPS][4])
-{
-#pragma unroll
-    for (int kk = 0; kk < fa3::PSTEPS; ++kk)
-#pragma unroll
-        for (int r = 0; r < 4; ++r)
-            pr[kk][r] = pack2(s[8 * kk + 2 * r], s[8 * kk + 2 * r + 1]);
-}
-
-/* O (fp32 accumulators, times inv[hf] per row half) as 16-bit values into this warpgroup's 64
- * rows of the Q-layout buffer `buf` (the tile's own Q rows, which only this warpgroup reads):
- * row rr, 16-byte unit u of chunk c at c*Q_CHUNK + rr*128 + (u^(rr&7))*16. stmatrix x4 stores
- * four 8x8 matrices (hf 0/1 of n8 tiles nt, nt+1); lane 8j+i gives row i of matrix j; the XOR
- * swizzle spreads each matrix's 8 rows over 8 different 16-byte bank groups. */
-template <int UNUSED = 0>
-FJ_DEVICE void stage_o(const float (&o)[fa3::OREG], const float (&inv)[2], fj_u32 buf, int cw, int warp,
-                       int lane)
-{
-    using namespace fa3;
-    const int mj = lane >> 3, mi = lane & 7;
-    const int rr = 64 * cw + 16 * warp + 8 * (mj & 1) + mi;
-    const fj_u32 rowa = buf + rr * 128;
-#pragma unroll
-    for (int nt = 0; nt < HD / 8; nt += 2) {
-        const int ntj = nt + (mj >> 1);
-        const fj_u32 a = rowa + (ntj >> 3) * Q_CHUNK + (((ntj & 7) ^ mi) << 4);
-        asm volatile("stmatrix.sync.aligned.m8n8.x4.shared.b16 [%0], {%1, %2, %3, %4};\n" ::"r"(a),
-                     "r"(pack2(o[4 * nt] * inv[0], o[4 * nt + 1] * inv[0])),
-                     "r"(pack2(o[4 * nt + 2] * inv[1], o[4 * nt + 3] * inv[1])),
-                     "r"(pack2(o[4 * nt + 4] * inv[0], o[4 * nt + 5] * inv[0])),
-                     "r"(pack2(o[4 * nt + 6] * inv[1], o[4 * nt + 7] * inv[1]))
-                     : "memory");
-    }
-}
-
-/* 16-byte unit u of row rr of a buffer staged by stage_o (its swizzled address, as there) to
- * unit u of row i of the global O at go: the copy step of copy_o_out and of the store warps.
- * The global address is computed after the shared load, and with one chunk (u < 8) the unit is
- * not masked, both as the callers had it inline: otherwise this code, simplified before it is
- * inlined, changed copy_o_out's register allocation (hd 64 grid; SASS compared). */
-template <int UNUSED = 0>
-FJ_DEVICE void copy_o_unit(fj_u32 buf, int rr, int u, fj_u16 *go, int i, fj_i64 row_stride)
-{
-    const int cu = fa3::DC == 1 ? u : u & 7;  /* the unit within its chunk */
-    fj_u32 x0, x1, x2, x3;
-    asm volatile("ld.shared.v4.b32 {%0,%1,%2,%3}, [%4];\n"
-                 : "=r"(x0), "=r"(x1), "=r"(x2), "=r"(x3)
-                 : "r"(buf + (u >> 3) * fa3::Q_CHUNK + rr * 128 + ((cu ^ (rr & 7)) << 4))
-                 : "memory");
-    asm volatile("st.global.v4.b32 [%0], {%1,%2,%3,%4};\n" ::"l"(go + (fj_i64)i * row_stride + u * 8),
-                 "r"(x0), "r"(x1), "r"(x2), "r"(x3)
-                 : "memory");
-}
-
-/* The rows of this warpgroup staged by stage_o (after a barrier over the warpgroup) to global
- * memory as 16-byte loads and stores, rows m0 + 64*cw + r < sq_len. */
-template <int UNUSED = 0>
-FJ_DEVICE void copy_o_out(fj_u32 buf, int cw, int m0, int sq_len, fj_u16 *go, fj_i64 row_stride)
-{
-    using namespace fa3;
-    constexpr int UNITS = HD / 8;  /* 16-byte units per row that exist in global memory */
-#pragma unroll
-    for (int k = 0; k < (64 * UNITS + 127) / 128; ++k) {
-        const int idx = (threadIdx.x & 127) + 128 * k;
-        if ((64 * UNITS) % 128 == 0 || idx < 64 * UNITS) {
-            const int r = idx / UNITS, u = idx % UNITS;
-            const int rr = 64 * cw + r, i = m0 + rr;
-            if (i < sq_len)
-                copy_o_unit(buf, rr, u, go, i, row_stride);
-        }
-    }
-}
+#include "fj_sm90_sched.cuh"
+#include "fj_sm90_consumer.cuh"
 
 /* ---- the kernel --------------------------------------------------------------------------- */
 
@@ -1144,87 +266,6 @@ struct __align__(64) fj_tmap {
     fj_u64 w[16];
 };
 
-/* What the persistent order needs of the problem, computed once per CTA: query blocks per
- * sequence, (batch, head) pairs, and (masked) the (batch, head) per L2 group. */
-struct fa3_sched {
-    int num_mb, bhn, gsz;
-};
-FJ_DEVICE fa3_sched sched_of(const fj_attn_params &p)
-{
-    fa3_sched s;
-    s.num_mb = (p.seqlen_q + fa3::BM - 1) / fa3::BM;
-#if FJ_FA3_CLUSTER == 2
-    s.num_mb += s.num_mb & 1;  /* whole pairs of query blocks: a pair never spans two heads */
-#endif
-    s.bhn = p.heads_q * p.batch;
-    s.gsz = s.bhn;
-#if FJ_FA3_PERSISTENT && FA3_MASKED
-    /* Longest first within groups of (batch, head) whose K+V fit in about 32 MB of L2 (the
-     * dynamic order with at most 1k keys: 4 MB, FJ_FA3_L2_BYTES_SHORT). Static
-     * order (FJ_FA3_L2GROUP 1): only when there are at least half as many (batch, head) as
-     * CTAs: then a round of tiles holds at most about two query blocks of a head, the blocks of
-     * one head run rounds apart, and over all heads at once their K/V (134 MB in the 16k-token
-     * bench shapes) has left L2 by then. With fewer (batch, head) the query blocks of a head
-     * that share K/V run in the same round, and the groups' sawtooth order only unbalances the
-     * static round robin (run 4: -7..-36% at 4k-16k with groups always on, +9..+17% at
-     * 512-1k). FJ_FA3_L2GROUP 0: never, 2: always (the dynamic order's default). */
-    if (FJ_FA3_L2GROUP == 2 || (FJ_FA3_L2GROUP == 1 && 2 * s.bhn >= (int)gridDim.x)) {
-        const int grp_ratio = p.heads_q / p.heads_kv;
-        const long long kv_head = 4ll * p.seqlen_k * fa3::HD;  /* K+V bytes of one KV head */
-        const long long bytes = FA3_DYN && p.seqlen_k <= FJ_FA3_L2_SHORT_SEQ
-                                    ? (long long)FJ_FA3_L2_BYTES_SHORT : (long long)FJ_FA3_L2_BYTES;
-        int g = (int)(bytes / (kv_head > 0 ? kv_head : 1));
-        g = g < 1 ? grp_ratio : g * grp_ratio;  /* whole GQA groups */
-        s.gsz = g > s.bhn ? s.bhn : g;
-    }
-#endif
-    return s;
-}
-
-/* Tile t of the persistent schedule, or this CTA's one tile: batch b, head h, query block
- * mb. Unmasked: query blocks vary fastest (CTAs that run together share K/V in L2). Masked
- * (persistent): longest-processing-time first: the query blocks from the last (most keys) to
- * the first, all (batch, head) of one block together (heads of a GQA group adjacent), within
- * groups of heads whose K and V fit in L2 (the groups one after the other); with
- * sched_tile's serpentine this balances the CTAs to within about one tile, and the dynamic
- * schedule takes the tiles greedily in this order. Non-persistent masked: the last query
- * blocks first. */
-FJ_DEVICE void tile_coords(const fj_attn_params &p, const fa3_sched &s, int t, int &b, int &h, int &mb)
-{
-#if FJ_FA3_PERSISTENT
-#if FA3_MASKED
-    const int gtiles = s.gsz * s.num_mb, gi = t / gtiles, local = t - gi * gtiles;
-    const int gbh = gi * s.gsz, gn = s.bhn - gbh < s.gsz ? s.bhn - gbh : s.gsz;
-    const int mi = local / gn, bh = gbh + (local - mi * gn);
-    mb = s.num_mb - 1 - mi;
-#else
-    const int mi = t % s.num_mb, bh = t / s.num_mb;
-    mb = mi;
-#endif
-    h = bh % p.heads_q;
-    b = bh / p.heads_q;
-#else
-    (void)s;
-    (void)t;
-    b = blockIdx.z;
-    h = blockIdx.y;
-    mb = FA3_MASKED ? gridDim.x - 1 - blockIdx.x : blockIdx.x;
-#endif
-}
-
-/* The work tile of round r of this CTA (persistent): round robin over the CTAs, for masked
- * variants in serpentine order (odd rounds walk the CTAs backwards), so that a CTA that got
- * a heavy tile in one round gets a light one in the next. Rounds cover [r*G, r*G + G). */
-#if FJ_FA3_PERSISTENT && !FA3_DYN
-FJ_DEVICE int sched_tile(int r)
-{
-#if FA3_MASKED
-    return r * (int)gridDim.x + ((r & 1) ? (int)gridDim.x - 1 - (int)blockIdx.x : (int)blockIdx.x);
-#else
-    return r * (int)gridDim.x + (int)blockIdx.x;
-#endif
-}
-#endif
 
 /* The KV blocks [nb_lo, nb_hi) that some row of query block m0 sees, and the band. */
 struct fa3_band {
@@ -1287,12 +328,7 @@ FJ_DEVICE void load_rows(const fj_attn_params &p, fa3_load &l)
     l.hk = l.h / (p.heads_q / p.heads_kv);
 }
 
-#if FJ_FA3_CLUSTER == 2
-#define FA3_CLUSTER_DIMS __cluster_dims__(2, 1, 1) /* at compile time: a plain cuLaunchKernel */
-#else
-#define FA3_CLUSTER_DIMS
-#endif
-extern "C" __global__ void __launch_bounds__(fa3::THREADS, 1) FA3_CLUSTER_DIMS
+extern "C" __global__ void __launch_bounds__(fa3::THREADS, 1)
 fj_attn_fwd_sm90(const __grid_constant__ fj_attn_params p, const __grid_constant__ fj_tmap tq,
                  const __grid_constant__ fj_tmap tk, const __grid_constant__ fj_tmap tv,
                  int *sched_ctr)
@@ -1311,7 +347,6 @@ fj_attn_fwd_sm90(const __grid_constant__ fj_attn_params p, const __grid_constant
 #define FA3_TOTAL(sc) 1
     const int t_step = 1;
 #define FA3_TILE(r) 0
-#if FJ_FA3_CLUSTER == 1
     {   /* nothing to do (varlen: this sequence is shorter): leave before any setup */
         int b, h, mb;
         tile_coords(p, fa3_sched{}, 0, b, h, mb);
@@ -1319,23 +354,20 @@ fj_attn_fwd_sm90(const __grid_constant__ fj_attn_params p, const __grid_constant
             return;
     }
 #endif
-#endif
-    /* a CTA of a cluster of two works through such a tile too: the peer needs its K/V loads */
-    constexpr bool SKIP_PAST_END = FJ_FA3_CLUSTER == 1;
 
     const fj_u32 base = (smem_u32(smem_raw) + 1023u) & ~1023u;
     const fj_u32 s_q = base, s_k = base + OFF_K, s_v = base + OFF_V;
     /* The 320 bytes at bar: 0 qfull[0]; 8, 16 kfull; 24, 32 vfull; 40, 48 kempty; 56, 64
      * vempty; 72 qempty[0]; 80, 88 qfull[1], qempty[1]; 96, 104 qfull[2], qempty[2]; 112..128
      * Q_TILE words (dynamic order); 128..256 the anchor scratch, or with FA3_OCOPY 128..160
-     * the anchor, 160.. O_FULL, 184.. O_EMPTY, 208..256 O_WORDS; 256..320 FJ_FA3_TILEW's words. */
+     * the anchor, 160.. O_FULL, 184.. O_EMPTY, 208..256 O_WORDS; 256..320 the dynamic order's tile words. */
     const fj_u32 bar = base + OFF_BAR;
     const fj_u32 b_kf = bar + 8, b_vf = bar + 24, b_ke = bar + 40, b_ve = bar + 56;
     /* Q buffer qb: full barrier QF_BAR(qb), empty barrier QE_BAR(qb), data s_q + qb*Q_BYTES */
 #define QF_BAR(qb) (bar + ((qb) == 0 ? 0 : 64 + 16 * (qb)))
 #define QE_BAR(qb) (bar + 72 + 16 * (qb))
     /* dynamic schedule: the index of the tile whose Q goes into buffer qb (-1: no more) */
-#if FA3_DYN && FJ_FA3_TILEW
+#if FA3_DYN
 #define Q_TILE(qb) (bar + 256 + 16 * (qb))  /* {index, batch, head, query block} */
 #else
 #define Q_TILE(qb) (bar + 112 + 4 * (qb))
@@ -1364,9 +396,9 @@ fj_attn_fwd_sm90(const __grid_constant__ fj_attn_params p, const __grid_constant
         for (int i = 0; i < 2; ++i) {
             mbar_init(b_kf + 8 * i, 1);
             mbar_init(b_vf + 8 * i, 1);
-            /* one arrival per consumer warp of each CTA of the cluster */
-            mbar_init(b_ke + 8 * i, NWG * 4 * FJ_FA3_CLUSTER);
-            mbar_init(b_ve + 8 * i, NWG * 4 * FJ_FA3_CLUSTER);
+            /* one arrival per consumer warp */
+            mbar_init(b_ke + 8 * i, NWG * 4);
+            mbar_init(b_ve + 8 * i, NWG * 4);
         }
 #if FA3_OCOPY
         for (int i = 0; i < NWG; ++i) {
@@ -1377,17 +409,12 @@ fj_attn_fwd_sm90(const __grid_constant__ fj_attn_params p, const __grid_constant
         asm volatile("fence.mbarrier_init.release.cluster;\n" ::: "memory");
         asm volatile("fence.proxy.async.shared::cta;\n" ::: "memory");
     }
-#if FJ_FA3_CLUSTER == 2
-    cluster_arrive();  /* both CTAs' barriers initialised before any multicast or remote arrival */
-    cluster_wait();
-#else
     __syncthreads();
-#endif
 
     const int wg = threadIdx.x >> 7;
     if (wg == 0) {
         /* ---- producer: one thread; g counts K/V tiles, qi Q tiles, over all work tiles ---- */
-        asm volatile("setmaxnreg.dec.sync.aligned.u32 %0;\n" ::"n"(REG_PRODUCER));
+        setmaxnreg_dec<REG_PRODUCER>();
 #if FA3_OCOPY
         /* (the warp index through a shuffle: warp-uniform for ptxas, as CUTLASS's
          * canonical_warp_idx_sync; with threadIdx.x >= 32 the producer thread's code below left
@@ -1436,19 +463,16 @@ fj_attn_fwd_sm90(const __grid_constant__ fj_attn_params p, const __grid_constant
             /* K/V block gi (of all the CTA's blocks) into ring slot gi & 1 */
             auto load_kv = [&](int gi, int row, int hk, int bb) {
                 const int st = gi & 1, ph = (gi >> 1) & 1;
-                /* K (v = 0) or V (v = 1) of the block, once its slot is empty. (cluster: this
-                 * CTA's boxes for both CTAs; its full barrier expects the whole block, the
-                 * peer's boxes included) */
-                auto one = [&](int v, fj_u32 empty, fj_u32 full, fj_u32 dst, const void *tm) {
+                /* K or V of the block, once its slot is empty */
+                auto one = [&](fj_u32 empty, fj_u32 full, fj_u32 dst, const void *tm) {
                     mbar_wait(empty + 8 * st, ph ^ 1);
                     mbar_expect_tx(full + 8 * st, KV_BYTES);
 #pragma unroll
                     for (int c = 0; c < DC; ++c)
-                        if (kv_mine(c, v))
-                            tma_load4_kv(dst + st * KV_BYTES + c * KV_CHUNK, tm, c * 64, row, hk, bb, full + 8 * st);
+                        tma_load4(dst + st * KV_BYTES + c * KV_CHUNK, tm, c * 64, row, hk, bb, full + 8 * st);
                 };
-                one(0, b_ke, b_kf, s_k, &tk);
-                one(1, b_ve, b_vf, s_v, &tv);
+                one(b_ke, b_kf, s_k, &tk);
+                one(b_ve, b_vf, s_v, &tv);
             };
 #if FA3_AHEAD
             int ahead = -1;  /* the tile whose first K/V block is loaded already */
@@ -1475,7 +499,7 @@ fj_attn_fwd_sm90(const __grid_constant__ fj_attn_params p, const __grid_constant
                     continue;
 #endif
                 fa3_load L = load_plan(p, sc, t);
-                if (SKIP_PAST_END && L.skip)
+                if (L.skip)
                     continue;
                 const int n = L.n;
                 if (n <= 0) {
@@ -1531,7 +555,7 @@ fj_attn_fwd_sm90(const __grid_constant__ fj_attn_params p, const __grid_constant
 #endif
                 if (t2 < total) {
                     fa3_load N = load_plan(p, sc, t2);
-                    if (!(SKIP_PAST_END && N.skip) && N.n > 0) {
+                    if (!N.skip && N.n > 0) {
                         load_rows(p, N);
 #pragma unroll
                         for (int c = 0; c < DC; ++c)
@@ -1542,17 +566,6 @@ fj_attn_fwd_sm90(const __grid_constant__ fj_attn_params p, const __grid_constant
                 }
 #endif
             }
-#if FJ_FA3_CLUSTER == 2
-            /* The CTA stays until the consumers of both CTAs have released every slot (waits as
-             * for two more refills): the peer arrives on this CTA's empty barriers until then;
-             * CUTLASS's producer_tail. (A cluster barrier before exit instead: the producer
-             * warps' arrive after this branch spilled the producer's registers.) */
-            for (int i = 0; i < 2; ++i) {
-                const int gi = g + i, st = gi & 1, ph = (gi >> 1) & 1;
-                mbar_wait(b_ke + 8 * st, ph ^ 1);
-                mbar_wait(b_ve + 8 * st, ph ^ 1);
-            }
-#endif
 #if FA3_DYN
             {   /* no more tiles: -1 to the consumers through the next Q buffer's word */
                 const int qb = qi % QST;
@@ -1566,11 +579,11 @@ fj_attn_fwd_sm90(const __grid_constant__ fj_attn_params p, const __grid_constant
     }
 
     /* ---- consumers ---- */
-    asm volatile("setmaxnreg.inc.sync.aligned.u32 %0;\n" ::"n"(REG_CONSUMER));
+    setmaxnreg_inc<REG_CONSUMER>();
     const fa3_sched sc = sched_of(p);
     const int total = FA3_TOTAL(sc);
     (void)total;
-#if FJ_FA3_UCW
+#if FA3_UCW
     /* warp-uniform for ptxas (a shuffle from lane 0): Q's descriptors in uniform registers */
     const int cw = __shfl_sync(0xffffffffu, wg - 1, 0);
 #else
@@ -1581,11 +594,6 @@ fj_attn_fwd_sm90(const __grid_constant__ fj_attn_params p, const __grid_constant
     const float sl2 = p.scale_log2;
     const fj_u64 dk0 = desc_kmajor(s_k);
     const fj_u64 dv0 = desc_nmajor(s_v, KV_CHUNK);
-#if FJ_FA3_CLUSTER == 2
-    const fj_u32 peer = cluster_ctarank() ^ 1;  /* the other CTA of the cluster */
-#else
-    const fj_u32 peer = 0;
-#endif
     constexpr fj_u64 KV_STEP = KV_BYTES >> 4;
 #if FJ_FA3_OVERLAP
     const fj_u32 s_anchor = bar + 128 + 4 * (FA3_OCOPY ? lane & 7 : lane);  /* write-only scratch, see below */
@@ -1631,7 +639,6 @@ fj_attn_fwd_sm90(const __grid_constant__ fj_attn_params p, const __grid_constant
     for (;;) {  /* the tile the producer handed over with the next Q buffer */
         const int qb = qi % QST, qpar = (qi / QST) & 1;
         mbar_wait(QF_BAR(qb), qpar);
-#if FJ_FA3_TILEW
         int t, b, h, mb;
         asm volatile("ld.shared.v4.b32 {%0, %1, %2, %3}, [%4];\n"
                      : "=r"(t), "=r"(b), "=r"(h), "=r"(mb)
@@ -1639,13 +646,6 @@ fj_attn_fwd_sm90(const __grid_constant__ fj_attn_params p, const __grid_constant
                      : "memory");
         if (t < 0)
             break;
-#else
-        const int t = ld_shared_s32(Q_TILE(qb));
-        if (t < 0)
-            break;
-        int b, h, mb;
-        tile_coords(p, sc, t, b, h, mb);
-#endif
 #else
     for (int r = 0; r * t_step < total; ++r) {
         const int t = FA3_TILE(r);
@@ -1656,7 +656,7 @@ fj_attn_fwd_sm90(const __grid_constant__ fj_attn_params p, const __grid_constant
 #endif
         const fj_seq sq = fj_seq_of(p, b);
         const int m0 = mb * BM;
-        if (SKIP_PAST_END && m0 >= sq.sq)
+        if (m0 >= sq.sq)
             continue;
         const fa3_band bd = key_blocks(p, sq, m0);
         const int n = bd.nb_hi - bd.nb_lo, shift = bd.shift, wl = bd.wl, wr = bd.wr;
@@ -1714,7 +714,7 @@ fj_attn_fwd_sm90(const __grid_constant__ fj_attn_params p, const __grid_constant
             wg_wait<0>();
             pin(o);
             if (lane == 0)
-                kv_release(b_ve + 8 * st, peer);
+                mbar_arrive(b_ve + 8 * st);
         };
 #if FA3_DYN
         if (n <= 0) {  /* handed over without data: free the buffer at once */
@@ -1754,10 +754,10 @@ fj_attn_fwd_sm90(const __grid_constant__ fj_attn_params p, const __grid_constant
                         named_arrive<256>(3 - cw);
                 }
                 if (lane == 0)
-                    kv_release(b_ke + 8 * st, peer);
+                    mbar_arrive(b_ke + 8 * st);
                 mbar_wait(b_vf + 8 * st, ph);
                 if (lane == 0)
-                    kv_release(b_ve + 8 * st, peer);
+                    mbar_arrive(b_ve + 8 * st);
             }
             if (skip == n)
                 release_q();
@@ -1765,23 +765,12 @@ fj_attn_fwd_sm90(const __grid_constant__ fj_attn_params p, const __grid_constant
             constexpr int skip = 0;
 #endif
             const int nw = n - skip, g0 = g + skip, nbh = bd.nb_hi - skip;
-#if FA3_HALF
-            /* no row of this warpgroup (valid or not) sees the upper half of its first block */
-            bool half;
-            {
-                const int k0 = (nbh - 1) * BN + BN / 2;
-                int kend = sq.sk;
-                if (wr >= 0)
-                    kend = min(kend, m0 + 64 * cw + 64 + shift + wr);
-                half = kend <= k0;
-            }
-#endif
             /* S of block nb (K slot st) is in the registers: the slot back to the producer, the
              * Q buffer too after the tile's last S, then the block's mask where it needs one and
              * the online softmax */
             auto s_landed = [&](int nb, int st, bool last) {
                 if (lane == 0)
-                    kv_release(b_ke + 8 * st, peer);
+                    mbar_arrive(b_ke + 8 * st);
                 if (last)
                     release_q();
                 if (need_mask(nb))
@@ -1798,27 +787,14 @@ fj_attn_fwd_sm90(const __grid_constant__ fj_attn_params p, const __grid_constant
                     mbar_wait(b_kf + 8 * st, ph);
                     if (PINGPONG)
                         named_sync<256>(2 + cw);
-                    /* (each branch from its fence to its wait: ptxas would otherwise guard the
-                     * registers with warpgroup.arrive) */
-                    auto qk = [&](auto half_qk) {
-                        pin(s);
-                        wg_fence();
-                        if constexpr (decltype(half_qk)::value)
-                            gemm_qk<true>(s, dq, dk0 + st * KV_STEP);
-                        else
-                            gemm_qk(s, qop, dk0 + st * KV_STEP);
-                        wg_commit();
-                        if (PINGPONG && !(cw == 1 && nw == 1))
-                            named_arrive<256>(3 - cw);
-                        wg_wait<0>();
-                        pin(s);
-                    };
-#if FA3_HALF
-                    if (half)
-                        qk(fa3::bool_c<true>());
-                    else
-#endif
-                        qk(fa3::bool_c<false>());
+                    pin(s);
+                    wg_fence();
+                    gemm_qk(s, qop, dk0 + st * KV_STEP);
+                    wg_commit();
+                    if (PINGPONG && !(cw == 1 && nw == 1))
+                        named_arrive<256>(3 - cw);
+                    wg_wait<0>();
+                    pin(s);
                     s_landed(nb, st, nw == 1);
                     convert_p(s, pr);
                 }
@@ -1854,7 +830,7 @@ fj_attn_fwd_sm90(const __grid_constant__ fj_attn_params p, const __grid_constant
                     pin(pr);
                     pin(s);
                     if (lane == 0)
-                        kv_release(b_ve + 8 * pst, peer);
+                        mbar_arrive(b_ve + 8 * pst);
                     convert_p(s, pr);
                 }
                 {   /* the last P V */
