@@ -10,7 +10,7 @@
  * reference kernel passes when its error is within one output rounding. (The output rounding
  * term: a kernel whose probabilities are not rounded exactly as the reference's, e.g. relative
  * to a stale row maximum (the sm90 kernel's lazy rescaling), rounds O to the other neighbour
- * now and then where the reference was lucky; emulated in bench/fa3_dev/lazy_emu.py: 2x alone
+ * now and then where the reference was lucky; emulated in dev/fa3/lazy_emu.py: 2x alone
  * failed 0-0.75% of such cases, with the term none of 9600, a quarter of the term at worst.)
  * Inputs are fresh random numbers per case, outputs are poisoned (NaN) before every run.
  *

@@ -59,8 +59,12 @@ int main(int argc, char **argv)
         strcat(tag, " ");
     }
     char *src = slurp(dir, "attn_fwd_sm90.cu");
-    const char *hn[2] = {"fj_common.cuh", "fajit_params.h"};
-    const char *ht[2] = {slurp(dir, "fj_common.cuh"), slurp(dir, "fajit_params.h")};
+    enum { NH = 5 };
+    const char *hn[NH] = {"fj_common.cuh", "fajit_params.h", "fj_sm90_prims.cuh",
+                          "fj_sm90_sched.cuh", "fj_sm90_consumer.cuh"};
+    const char *ht[NH];
+    for (int h = 0; h < NH; h++)
+        ht[h] = slurp(dir, hn[h]);
     char *text = malloc(strlen(src) + strlen(pre) + 64);
     sprintf(text, "%s#line 1 \"attn_fwd_sm90.cu\"\n%s", pre, src);
     char archopt[64];
@@ -69,7 +73,7 @@ int main(int argc, char **argv)
     nvrtcProgram prog;
     struct timespec t0, t1;
     clock_gettime(CLOCK_MONOTONIC, &t0);
-    if (nvrtcCreateProgram(&prog, text, "attn_fwd_sm90.cu", 2, ht, hn) != NVRTC_SUCCESS) return 3;
+    if (nvrtcCreateProgram(&prog, text, "attn_fwd_sm90.cu", NH, ht, hn) != NVRTC_SUCCESS) return 3;
     nvrtcResult cr = nvrtcCompileProgram(prog, 5, opts);
     clock_gettime(CLOCK_MONOTONIC, &t1);
     size_t ls;

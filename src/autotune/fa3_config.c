@@ -45,10 +45,10 @@ fj_fa3_config fj_fa3_default(int head_dim, int mask, int seqlen_q)
 {
     const int cls = fj_fa3_length_class(seqlen_q);
     /* FA3's tiles, trimmed to what fits the shared memory with hdim in between, then
-     * checked on the H200 (bench/fa3_dev/NOTES.md): hdim 64 is fastest with 3 consumer
+     * checked on the H200 (dev/fa3/NOTES.md): hdim 64 is fastest with 3 consumer
      * warpgroups; hdim 128 causal with 128x128. */
     /* hdim 97..128 unmasked: 128x128 persistent at every length since lazy rescaling
-     * (FJ_FA3_LAZY in the kernel; run 19 of bench/fa3_dev/NOTES.md, medians of 5 interleaved,
+     * (FA3_LAZY in the kernel; run 19 of dev/fa3/NOTES.md, medians of 5 interleaved,
      * TFLOP/s at 512/1k/2k/4k/8k/16k): 505/581/619/639/649/657 against 434/513/558/594/617/638
      * for 128x176 and 407/485/571/601/635/649 for 128x192 (the previous long-class tiles, which
      * gained nothing from it: 437/519/558/596/626/634 and 426/485/576/606/635/650 without). */
@@ -64,11 +64,11 @@ fj_fa3_config fj_fa3_default(int head_dim, int mask, int seqlen_q)
     /* Persistent measured +1..15% for hdim 64/128 without a mask, hdim 256 lost 0..10%.
      * With a mask (longest-first order since run 3) it wins only at 512-1k tokens (hdim 64
      * causal 128x128: +27% / +14%) and loses 5-20% from 2k on: a candidate, not the default
-     * (bench/fa3_dev/results/run3_bench.log). hdim 256 unmasked since O goes out through the Q
-     * buffer (FJ_FA3_OQ, the kernel's default for persistent hdim > 128): +0..3% at 512-2k,
-     * level above, in three runs (10, 20, 22 of bench/fa3_dev/NOTES.md). */
+     * (dev/fa3/results/run3_bench.log). hdim 256 unmasked since O goes out through the Q
+     * buffer (FA3_OQ_, the kernel's default for persistent hdim > 128): +0..3% at 512-2k,
+     * level above, in three runs (10, 20, 22 of dev/fa3/NOTES.md). */
     c.persistent = mask == FJ_MASK_NONE && (head_dim <= 128 || head_dim > 192);
-    /* Prefill of at most 1k tokens (bench/fa3_dev/NOTES.md runs 4-6, same-run A/B):
+    /* Prefill of at most 1k tokens (dev/fa3/NOTES.md runs 4-6, same-run A/B):
      * hdim 64 causal 128x128 persistent 206/272 TFLOP/s vs 164/235 for 192x128 at 512/1k
      * (slower from 2k). */
     if (cls == FJ_FA3_CLASS_SHORT && head_dim <= 64 && mask == FJ_MASK_CAUSAL) {
@@ -76,14 +76,14 @@ fj_fa3_config fj_fa3_default(int head_dim, int mask, int seqlen_q)
         c.persistent = 1;
     }
     /* Causal, the dynamic tile order (persistent 2: atomic counter, longest first within
-     * L2-sized groups of heads), runs 9-10 (bench/fa3_dev/NOTES.md, medians of 3 interleaved,
+     * L2-sized groups of heads), runs 9-10 (dev/fa3/NOTES.md, medians of 3 interleaved,
      * same run as CUDNN), TFLOP/s at 512/1k/2k/4k/8k/16k:
      * - hdim 128 128x128: 305/406/494/560/593/612 vs the grid's 274/368/464/518/564/603 (run
      *   10; static persistent 288/357/409/497/561/584 in run 9): every length;
      * - hdim 64 128x128 (without the cross-tile stream, since removed from the kernel) at <= 1k:
      *   222/300 vs 206/276 with it (the previous default); longer: 192x128 359/411/459/473 vs the
      *   grid's 349/401/453/484 at 2k..16k;
-     * - hdim 256 128x80 (O through the Q buffer, FJ_FA3_OQ) from 2k: 517/601/644/647 vs the
+     * - hdim 256 128x80 (O through the Q buffer, FA3_OQ_) from 2k: 517/601/644/647 vs the
      *   grid's 509/566/619/701 (the 16k loss against 4k-8k, where the grid missed 1.10x CUDNN);
      *   at <= 1k the grid stays (299/416 vs 286/416).
      * The long class takes it at the measured hdim 64 and 256 only: hdim 48 (192x128) and 240
@@ -103,7 +103,7 @@ fj_fa3_config fj_fa3_default(int head_dim, int mask, int seqlen_q)
      *   bench/results/2026-11-30-h200-session7-tune-table.txt): 128x64 persistent 0.1289 vs
      *   0.1326 ms for 128x80 at 512 (+2.8%; 512 keys are 6.4 blocks of 80: the last one 60%
      *   empty, 8.6% of the work wasted), level at 1k (0.2076 vs 0.2066); run 22 of
-     *   bench/fa3_dev/NOTES.md: the 128x64 grid +3.5% over the 128x80 grid at 512;
+     *   dev/fa3/NOTES.md: the 128x64 grid +3.5% over the 128x80 grid at 512;
      * - (before lazy rescaling, superseded above: hdim 128 unmasked 128x192 above
      *   FJ_FA3_LONG_SEQ, 128x176 to it, 128x128 in the mid class, which was made for it and
      *   now has the long class's defaults everywhere; it stays a bucket of its own for tuning

@@ -44,8 +44,7 @@ int fj_fa3_class_seqlen(int length_class);
 fj_fa3_config fj_fa3_default(int head_dim, int mask, int seqlen_q);
 
 /* Dynamic shared memory of one CTA: ceil(hd/64) * 128 * (q * block_m + 4*block_n) + 1344,
- * q = 3, else 2 (room for three or two Q buffers: the kernel's O slot takes the second, its dev
- * knob FJ_FA3_QBUF2 a second Q buffer beside the slot) for a persistent config where that fits in
+ * q = 3, else 2 (room for two Q-sized buffers: the kernel's O slot takes the second) for a persistent config where that fits in
  * 227 KiB, else 1. */
 size_t fj_fa3_smem_bytes(const fj_fa3_config *c, int head_dim);
 

@@ -54,7 +54,7 @@
  * Registers: MT = 2 tiles at head_dim 128 sit at 255 registers; the code keeps them
  * spill-free by recomputing addresses inside the loop (opaque()), parking a rarely used
  * value in shared memory (park()) and unrolling S = QK^T partially where needed. Check
- * every change with bench/fa2_dev/sweep.py (all head_dims x dtypes x masks x targets).
+ * every change with dev/fa2/sweep.py (all head_dims x dtypes x masks x targets).
  */
 #include "fj_common.cuh"
 
@@ -107,7 +107,7 @@
  * set, the lane's whole swizzle sits in its base and step k reads (base ^ 32*(k&3)) +
  * 128*(k>>2); clear, base + 128*(k>>2) + (32*(k&3) ^ lane bits) (one add, 4 lane offsets
  * live). Which form stays spill-free at 255 registers is ptxas's call, per target
- * (bench/fa2_dev/sweep.py); default FA2_SWZ_XOR_DEF below. */
+ * (dev/fa2/sweep.py); default FA2_SWZ_XOR_DEF below. */
 #ifndef FA2_SWZ_XOR
 #define FA2_SWZ_XOR -1
 #endif

@@ -99,7 +99,7 @@
  * so P <= 2^t (exact in fp32 sums, in range for bf16/fp16 P); O is rescaled only when some row
  * of the warp moved its base (a warp-uniform branch over the OREG multiplies). 0: the base
  * follows every new maximum and O is rescaled every block (the kernel before the knob).
- * Default 8, except persistent hdim <= 64 with a mask. Run 19 (bench/fa3_dev/NOTES.md, medians of 5
+ * Default 8, except persistent hdim <= 64 with a mask. Run 19 (dev/fa3/NOTES.md, medians of 5
  * interleaved, 512..16k): hdim 128 unmasked 128x128P +4/+6/+5/+7/+8/+7% (657 TFLOP/s at 16k),
  * hdim 256 unmasked +3..+5%, causal +1..+10%, hdim 128 causal 128x128D -0.4..+2%, hdim 64
  * unmasked 192x128P -0.6..+3%; hdim 64 causal -0..-3% (128x128D, 192x128D): off there. Run 22
@@ -148,7 +148,7 @@
 #define FA3_L2GROUP (FA3_DYN ? 2 : FJ_HEAD_DIM >= 128)
 #define FA3_L2_BYTES (32ll << 20)  /* K+V bytes of one L2 group (H100/H200: 50/60 MB of L2) */
 /* The dynamic order's groups for keys of at most FA3_L2_SHORT_SEQ: FA3_L2_BYTES_SHORT (the
- * query blocks of a head then run close together in time). Run 29 (bench/fa3_dev/NOTES.md,
+ * query blocks of a head then run close together in time). Run 29 (dev/fa3/NOTES.md,
  * medians of 5, causal, TFLOP/s with 32 / 4 / 1 MB / one head per group at 512 and 1k): hd128
  * 128x128D 314/332/328/327 and 441/441/436/437, hd64 128x128D 227/232/231/230 and
  * 306/313/310/312, hd64 192x128D 223/231/228/228 and 299/309/308/308, hd256 128x80D
@@ -161,7 +161,7 @@
 #define FA3_QST2_FITS (FJ_FA3_PERSISTENT && ((FJ_HEAD_DIM + 63) / 64) * 128 * (2 * FJ_BLOCK_M + 4 * FJ_BLOCK_N) + 1344 <= 227 * 1024)
 /* The O slot: persistent variants stage O in shared memory too, in a slot of its own after the Q buffer (the second Q slot, which fj_fa3_smem_bytes reserves
  * wherever two fit), then store it as 16-byte rows, rather than from the accumulators (4-byte
- * stores, 32 per thread at hd128). Run 8 (bench/fa3_dev/NOTES.md, medians of 3 interleaved):
+ * stores, 32 per thread at hd128). Run 8 (dev/fa3/NOTES.md, medians of 3 interleaved):
  * hd128 unmasked 128x128P 469/537 vs 422/515 TFLOP/s at 512/1k; hd64 192x128P +2% at 512, +-1%
  * from 1k. ncu at 512: the epilogue's 32 scattered 4-byte stores per thread backed up the LSU
  * (long-scoreboard waits on registers they held, the next tile's S2UR behind them). */
@@ -180,7 +180,7 @@
  * their rows themselves before the next tile (the same code as before the knob). FA3_OCOPY: in
  * effect for this variant (FA3_OSLOT_, FA3_OQ_: the O slot and OQ tests as macros for #if;
  * fa3::OSLOT and fa3::OQ below are defined from them).
- * Runs 15-16 (bench/fa3_dev/NOTES.md, A/B in one call, medians of 3, TFLOP/s at 512/1k/2k/8k):
+ * Runs 15-16 (dev/fa3/NOTES.md, A/B in one call, medians of 3, TFLOP/s at 512/1k/2k/8k):
  * - O slot: a win. hd128 unmasked 128x128P 476/538/563/601 -> 493/547/583/606 (run 16; run 15
  *   +4.8/+4.5/+3.5/+0.9%), hd64 unmasked 192x128P +3.4/+4.6/+3.3/+1.4% (run 15 +2.8/+3.3/+2.3/
  *   +2.7%), hd64 causal dynamic 128x128 +2.3/+0.3% at 512/1k, 192x128 +2.0/+4.0% at 2k/8k.
@@ -197,7 +197,7 @@
  * (elsewhere no effect); where the registers allow it (192x128 hd64: n = 1, hd256 128x80: 4-6).
  * 0: A from shared memory. Default: every step for the dynamic order's masked 128-row tiles of
  * hd 97..128 (the library's hd128 causal tiles), else 0. Timed as bench_attn.py times (300 ms per
- * sample, the GPU at its power cap; run 43 of bench/fa3_dev/NOTES.md, medians of 5, both build
+ * sample, the GPU at its power cap; run 43 of dev/fa3/NOTES.md, medians of 5, both build
  * orders) hd128 causal 128x128D gains +0.5..+2.5% at 2k-16k in all 8 pairs; unmasked 128x128P
  * -0.6..+0.6%, 192x128P (n = 1) and hd256 128x80P (n = 4) within the spread. At 40 ms per sample
  * (runs 33-37) it was neutral everywhere: what it saves is shared-memory reads, i.e. power. */
@@ -210,7 +210,7 @@
  * head, query block) for its loads anyway, stores them beside the tile index (16 bytes at bar +
  * 256 + 16 qb) and the consumers read them with one load instead of repeating tile_coords (three
  * integer divisions, ~110 instructions of one dependent chain at the top of every tile: 12% of
- * the consumers' stall samples in hd64 causal 128x128D at 512, run 38 of bench/fa3_dev/NOTES.md).
+ * the consumers' stall samples in hd64 causal 128x128D at 512, run 38 of dev/fa3/NOTES.md).
  * Run 38 (medians of 7, causal, TFLOP/s without / with at 512 / 1k): hd64 128x128D 234/246
  * 313/323, hd64 192x128D 232/241 308/317, hd128 128x128D 325/333 433/440, hd256 128x80D
  * 303/306 429/432; from 2k within +-1.6%. */
@@ -219,7 +219,7 @@
  * for the Q buffer (which FA3_OQ_ frees only after this tile's epilogue): the next tile's first
  * S waits for a Q load from L2 alone. (The consumers release that block's slot without waiting
  * for the next Q: a stream across tiles that waited would deadlock.) 0: Q, then the K/V blocks.
- * Default: with FA3_OQ_. Run 42 (bench/fa3_dev/NOTES.md, medians of 7, both build orders):
+ * Default: with FA3_OQ_. Run 42 (dev/fa3/NOTES.md, medians of 7, both build orders):
  * hd256 unmasked 128x64P +2.9/+3.1% at 512, +1.0/+3.3% at 1k, 128x80P +3.2/+3.4% at 512, within
  * +-2% from 2k; hd256 causal 128x80D within +-1%; where the Q buffer is freed at the last S
  * (hd64, hd128: the O slot) -1..-8%: the next Q waits for the block's slot. */

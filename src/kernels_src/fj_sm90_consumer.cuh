@@ -24,7 +24,7 @@
 
 /* 1/rowsum (0 for an empty row) and the natural-log LSE of a row: m * scale + ln(l), with
  * rcp.approx / lg2.approx (about 1 ulp; rowsums are >= 1 wherever a key is visible) instead of
- * IEEE division and logf (run 8 of bench/fa3_dev/NOTES.md: +1..+3.5% at 512-1k). */
+ * IEEE division and logf (run 8 of dev/fa3/NOTES.md: +1..+3.5% at 512-1k). */
 FJ_DEVICE float row_inv(float l)
 {
     float r;
