@@ -44,8 +44,9 @@ int fj_fa3_class_seqlen(int length_class);
 fj_fa3_config fj_fa3_default(int head_dim, int mask, int seqlen_q);
 
 /* Dynamic shared memory of one CTA: ceil(hd/64) * 128 * (q * block_m + 4*block_n) + 1344,
- * q = 3, else 2 (room for two Q-sized buffers: the kernel's O slot takes the second) for a persistent config where that fits in
- * 227 KiB, else 1. */
+ * for a persistent config q = 3 where that fits in 227 KiB, else 2, else 1 (the kernel's O
+ * slot takes the second Q-sized buffer; the third served the removed knob FJ_FA3_QBUF2,
+ * dev/fa3/patches, and is kept so that every launch stays as it was measured). */
 size_t fj_fa3_smem_bytes(const fj_fa3_config *c, int head_dim);
 
 /* 0 when the kernel accepts `c` for head_dim on sm; otherwise -1 and a reason in `why`
