@@ -23,6 +23,7 @@ usage: bench_decode.py --lib build/libfajit.so [--out decode.md] [--shapes 64x16
 import argparse
 import ctypes as C
 import datetime
+import itertools
 import math
 import os
 import platform
@@ -32,6 +33,7 @@ import time
 import warnings
 
 torch = F = None   # imported in main(): --help and --check-layout work without torch
+DEV = "cuda"       # tests of the helpers set "cpu"
 
 
 # These two mirror fajit_ctx_opts and fajit_attn_desc of include/fajit.h field by field,
@@ -174,7 +176,7 @@ class Fajit:
         if self.lib.fajit_attn_workspace_size(self.ctx, C.byref(d), C.byref(n)) != 0:
             raise RuntimeError("fajit_attn_workspace_size: " + self.err())
         if n.value:
-            ws = torch.zeros(n.value + 256, dtype=torch.uint8, device="cuda")
+            ws = torch.zeros(n.value + 256, dtype=torch.uint8, device=DEV)
             keep.append(ws)
             p = ws.data_ptr()
             d.workspace, d.workspace_bytes = (p + 255) // 256 * 256, n.value
@@ -231,11 +233,11 @@ def make_paged(kv, page_size, gen):
     _, b, N, h, dim = kv.shape
     pps = -(-N // page_size)
     pages = b * pps
-    perm = torch.randperm(pages, generator=gen, device="cpu").to("cuda")
-    kvp = torch.empty(2, pages, page_size, h, dim, dtype=kv.dtype, device="cuda")
+    perm = torch.randperm(pages, generator=gen, device="cpu").to(DEV)
+    kvp = torch.empty(2, pages, page_size, h, dim, dtype=kv.dtype, device=DEV)
     src = kv
     if pps * page_size != N:
-        src = torch.zeros(2, b, pps * page_size, h, dim, dtype=kv.dtype, device="cuda")
+        src = torch.zeros(2, b, pps * page_size, h, dim, dtype=kv.dtype, device=DEV)
         src[:, :, :N] = kv
     for i in range(2):
         kvp[i][perm] = src[i].reshape(pages, page_size, h, dim)
@@ -272,6 +274,11 @@ def reference(q, k, v, scale, used=None):
     return out
 
 
+def sync():
+    if DEV == "cuda":
+        torch.cuda.synchronize()
+
+
 def max_err(o, ref):
     e = (o.float() - ref).abs().max().item()
     return e if math.isfinite(e) else float("inf")
@@ -279,7 +286,7 @@ def max_err(o, ref):
 
 class Timer:
     def __init__(self, flush_mib, reps, rounds):
-        self.flush = torch.empty(flush_mib << 20, dtype=torch.int8, device="cuda")
+        self.flush = torch.empty(flush_mib << 20, dtype=torch.int8, device=DEV)
         self.reps, self.rounds = reps, rounds
 
     def once(self, fn, flush=True):
@@ -295,13 +302,19 @@ class Timer:
         torch.cuda.synchronize()
         return statistics.median(s.elapsed_time(e) for s, e in ev) * 1e3
 
-    def interleaved(self, fns):
-        """fns: {name: fn}. Rounds in order, odd rounds reversed; median of round medians."""
-        names = list(fns)
-        for n in names:          # warm-up: compile, cache, allocator, autotuners
-            for _ in range(3):
-                fns[n]()
-        torch.cuda.synchronize()
+    def interleaved(self, fns, notes=None, tag=""):
+        """fns: {name: fn}. Rounds in order, odd rounds reversed; median of round medians.
+        One that fails in its warm-up is left out (noted)."""
+        names = []
+        for n in fns:            # warm-up: compile, cache, allocator, autotuners
+            try:
+                for _ in range(3):
+                    fns[n]()
+                torch.cuda.synchronize()
+                names.append(n)
+            except Exception as ex:   # noqa: BLE001 - one kernel failing must not stop the run
+                if notes is not None:
+                    notes.append(f"{tag} {n}: not timed, {str(ex).splitlines()[0][:160]}")
         samples = {n: [] for n in names}
         for r in range(self.rounds):
             for n in (names if r % 2 == 0 else names[::-1]):
@@ -355,7 +368,7 @@ class SdpaPeer:
             except ImportError:
                 pass
             masks.append(("bool attn_mask", torch.ones(L, N, dtype=torch.bool,
-                                                       device="cuda").tril(N - L)))
+                                                       device=DEV).tril(N - L)))
         g = q.shape[2] // k.shape[2]
         tried = []
         expanded = None
@@ -377,7 +390,7 @@ class SdpaPeer:
                     warnings.simplefilter("always")
                     try:
                         out = fn()
-                        torch.cuda.synchronize()
+                        sync()
                     except Exception as ex:   # noqa: BLE001 - any refusal: try the next way
                         why = "; ".join(str(w.message).split("\n")[0] for w in ws[:2]) or \
                             str(ex).split("\n")[0]
@@ -411,11 +424,11 @@ def optional_peers():
 def flashinfer_fn(fi, q, kvp, bt, page_size, N, hq, hkv, dim):
     """flashinfer's paged decode (q_len 1 only) on fajit's own paged cache (NHD layout)."""
     b = q.shape[0]
-    ws = torch.empty(128 << 20, dtype=torch.uint8, device="cuda")
+    ws = torch.empty(128 << 20, dtype=torch.uint8, device=DEV)
     w = fi.BatchDecodeWithPagedKVCacheWrapper(ws, "NHD")
     pps = bt.shape[1]
-    indptr = torch.arange(0, b + 1, dtype=torch.int32, device="cuda") * pps
-    last = torch.full((b,), N - (pps - 1) * page_size, dtype=torch.int32, device="cuda")
+    indptr = torch.arange(0, b + 1, dtype=torch.int32, device=DEV) * pps
+    last = torch.full((b,), N - (pps - 1) * page_size, dtype=torch.int32, device=DEV)
     w.plan(indptr, bt.reshape(-1), last, hq, hkv, dim, page_size, q_data_type=torch.bfloat16,
            kv_data_type=torch.bfloat16)
     q3 = q[:, 0].contiguous()
@@ -424,7 +437,7 @@ def flashinfer_fn(fi, q, kvp, bt, page_size, N, hq, hkv, dim):
 
 def flash_attn_fn(fa, q, k, v, causal):
     """flash_attn_with_kvcache on the contiguous cache (its paged mode wants pages of 256)."""
-    seqlens = torch.full((q.shape[0],), k.shape[1], dtype=torch.int32, device="cuda")
+    seqlens = torch.full((q.shape[0],), k.shape[1], dtype=torch.int32, device=DEV)
     return lambda: fa.flash_attn_with_kvcache(q, k, v, cache_seqlens=seqlens, causal=causal)
 
 
@@ -510,6 +523,10 @@ def main():
     opt = {} if args.no_peers else optional_peers()
     for n, (_, status) in opt.items():
         print(f"optional peer {n}: {status}", flush=True)
+    print(f"{torch.cuda.get_device_name()}, torch {torch.__version__}, cuDNN "
+          f"{torch.backends.cudnn.version()}, fajit {fj.lib.fajit_version_string().decode()}; "
+          f"{len(shapes)} shapes x q_len {args.q_lens}, page sizes {args.page_sizes}",
+          flush=True)
     rows, bw_rows, graph_rows, notes, kernels = [], [], [], [], {}
     opt_cols = [n for n, (m, _) in opt.items() if m is not None]
     total = len(shapes) * len(q_lens)
@@ -517,12 +534,12 @@ def main():
     for b, N in shapes:
         kv_bytes = 2 * b * N * hkv * hd * 2          # K and V, bf16, every key in use
         latency = kv_bytes < args.graph_max_mib * (1 << 20)
-        kv = torch.randn(2, b, N, hkv, hd, dtype=torch.bfloat16, device="cuda")
+        kv = torch.randn(2, b, N, hkv, hd, dtype=torch.bfloat16, device=DEV)
         k, v = kv[0], kv[1]
         paged = {}
         for ps in page_sizes:
             kvp, bt = make_paged(kv, ps, gen)
-            used = torch.full((b,), N, dtype=torch.int32, device="cuda")
+            used = torch.full((b,), N, dtype=torch.int32, device=DEV)
             paged[ps] = (kvp, bt, used)
         # the bandwidth ceiling: a copy of the same bytes, and a read-only reduction
         flat = kv.view(-1)
@@ -539,7 +556,7 @@ def main():
             idx += 1
             tag = f"[{idx}/{total}] {b}x{N} q{L}"
             causal = L > 1
-            q = torch.randn(b, L, hq, hd, dtype=torch.bfloat16, device="cuda")
+            q = torch.randn(b, L, hq, hd, dtype=torch.bfloat16, device=DEV)
             ref = reference(q, k, v, scale)
             keep, fns, errs, failed = [], {}, {}, None
             # fajit: every page size, then contiguous
@@ -598,7 +615,7 @@ def main():
                     fns[name] = fn
                 except Exception as ex:   # noqa: BLE001 - optional peers never stop the run
                     notes.append(f"{b}x{N} q{L} {name}: {str(ex)[:160]}")
-            t = timer.interleaved(fns)
+            t = timer.interleaved(fns, notes, f"{b}x{N} q{L}")
             g = {}
             if latency:
                 for n, fn in fns.items():
@@ -645,12 +662,12 @@ def run_mixed(fj, timer, mixed, ps, hq, hkv, hd, scale, gen, args, notes, kernel
     total_q = sum(lens_q)
     print(f"mixed: {P} x ({new} new over {prefix}) + {D} decode rows over {ctx}, page size "
           f"{ps}, one call vs two", flush=True)
-    kv = torch.randn(2, b, Nmax, hkv, hd, dtype=torch.bfloat16, device="cuda")
+    kv = torch.randn(2, b, Nmax, hkv, hd, dtype=torch.bfloat16, device=DEV)
     kvp, bt = make_paged(kv, ps, gen)
-    used = torch.tensor(lens_k, dtype=torch.int32, device="cuda")
-    cu = torch.tensor([0] + list(__import__("itertools").accumulate(lens_q)), dtype=torch.int32,
-                      device="cuda")
-    qp = torch.randn(1, total_q, hq, hd, dtype=torch.bfloat16, device="cuda")
+    used = torch.tensor(lens_k, dtype=torch.int32, device=DEV)
+    cu = torch.tensor([0] + list(itertools.accumulate(lens_q)), dtype=torch.int32,
+                      device=DEV)
+    qp = torch.randn(1, total_q, hq, hd, dtype=torch.bfloat16, device=DEV)
     keep = []
     try:
         o1 = torch.full_like(qp, float("nan"))
