@@ -271,9 +271,9 @@ typedef struct fajit_attn_desc {
     int num_pages;                 /* pages in the K and V caches, >= 1 */
     int64_t k_page_stride, v_page_stride; /* elements between pages; 0 = page_size times
                                       the row stride (dense pages) */
-    const int32_t *seqused_k;      /* device int32 [batch], optional: keys in use per
-                                      sequence, each <= seqlen_k (paged or contiguous K/V);
-                                      default: seqlen_k for every sequence */
+    const int32_t *seqused_k;      /* device int32 [batch], optional with a block_table:
+                                      keys in use per sequence, each <= block_table_stride *
+                                      page_size; default: seqlen_k for every sequence */
     int num_splits;                /* split-KV of the decode kernels: 0 = chosen by fajit,
                                       1 = none, up to FAJIT_MAX_SPLITS */
 } fajit_attn_desc;
