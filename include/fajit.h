@@ -273,7 +273,9 @@ typedef struct fajit_attn_desc {
                                       the row stride (dense pages) */
     const int32_t *seqused_k;      /* device int32 [batch], optional with a block_table:
                                       keys in use per sequence, each <= block_table_stride *
-                                      page_size; default: seqlen_k for every sequence */
+                                      page_size (and at most seqlen_k for the launch shape
+                                      to fit: longer ones are right, only slower); default:
+                                      seqlen_k for every sequence */
     int num_splits;                /* split-KV of the decode kernels: 0 = chosen by fajit,
                                       1 = none, up to FAJIT_MAX_SPLITS */
 } fajit_attn_desc;

@@ -31,7 +31,8 @@
  *     smem = max(MAIN, RED)
  *   (above 48 KiB the host sets CU_FUNC_ATTRIBUTE_MAX_DYNAMIC_SHARED_SIZE_BYTES).
  *   A CTA walks the BN-aligned key tiles that meet [kb, ke): its split's keys
- *   [split*split_keys, (split+1)*split_keys) intersected with [0, len_b) and with the union
+ *   [split*split_keys, (split+1)*split_keys) (the last split: to len_b, so a sequence longer
+ *   than seqlen_k is still whole, only slower) intersected with [0, len_b) and with the union
  *   of the visible ranges of its valid rows; an empty range writes the empty result (O = 0,
  *   LSE = -inf; partials O = 0, LSE = -inf). Keys outside [kb, ke) are zero-filled in shared
  *   memory (never read: no NaN from unused page slots can leak in) and masked, so split_keys
@@ -339,7 +340,8 @@ fj_attn_decode(const __grid_constant__ fj_decode_params p)
     const int shift = len - sq.qlen;  /* row i's diagonal: key i + shift */
     const int i_first = r0 / G, i_last = (min(r0 + MT, nrows) - 1) / G;
     long long kb = (long long)split * p.split_keys, ke = kb + p.split_keys;
-    if (ke > len) ke = len;
+    if (ke > len || split == p.splits - 1)   /* the last split takes every key left */
+        ke = len;
     if (kb < 0) kb = 0;
     if (p.window_left >= 0) kb = max(kb, (long long)i_first + shift - p.window_left);
     if (p.window_right >= 0) ke = min(ke, (long long)i_last + shift + p.window_right + 1);
