@@ -1,0 +1,1206 @@
+/* test_gpu_decode.c - the `gpu` suite's tests of the decode family (src/families/decode.c):
+ * paged K/V through a block table, seqused_k, varlen queries (decode, speculative decode,
+ * chunked prefill), split-KV and its LSE merge, the checked mode, CUDA-graph replay with
+ * changing device-side inputs. Exits 77 (skipped) when no CUDA driver can be loaded.
+ *
+ * Oracle: a float64 CPU reference computed here directly from the paged layout: for each
+ * sequence its keys are gathered through the host copy of the block table, then
+ * softmax(Q K^T * scale + mask) V and the LSE in double. Sequence b has q_len_b query rows
+ * and len_b keys (seqused_k[b], else seqlen_k); query i sees key j iff
+ *   j >= i + len_b - q_len_b - window_left  (WINDOW only)  and
+ *   j <= i + len_b - q_len_b                (CAUSAL and WINDOW: window_right = 0).
+ * Inputs are fresh random numbers in [-1, 1) per case (exact in the dtype); O and LSE are
+ * poisoned with 0xFF bytes (NaN) before every launch, with a guard zone after each that
+ * must stay poisoned. In half of the paged cases every K/V element that is not a key of
+ * some sequence (the rows past len_b in a sequence's last page, spare pages, the gaps of
+ * padded page strides, the pages the unused block-table entries point at) is NaN as
+ * well: a kernel must not let them into the result (a freshly allocated vLLM cache holds
+ * anything).
+ *
+ * Tolerances (sweep, graph replay, checked mode): every valid O element finite and
+ *   |o - ref| <= tol * max(1, max |ref| over the row's head_dim elements),
+ *   tol = 1/64 (bf16), 1/256 (f16),
+ * well above the rounding of the inputs and outputs (bf16 rounds at 2^-9 relative, f16 at
+ * 2^-12) and of P to the dtype before P@V. Because decode rows average thousands of keys,
+ * |O| is often ~0.01, where that bound would pass an all-zero output; so the same tol is
+ * also applied row-relative, |o - ref| <= tol * max(1/16, max |ref row|) (the rounding
+ * terms are all proportional to the row's scale; FAJIT_TEST_DECODE_ROWREL=0 turns this
+ * second bound off). A row that sees no key must be exactly O = 0 and LSE = -inf. LSE:
+ * |lse - ref| <= 2e-3 * max(1, |ref|).
+ *
+ * Environment: FAJIT_TEST_SEED (default: time), FAJIT_TEST_CACHE_DIR (default: a fresh
+ * temporary directory, removed at exit), FAJIT_TEST_DECODE_CASES (sweep cases, default
+ * 200), FAJIT_TEST_DECODE_ONLY=k (run only sweep case k: each case has its own seed),
+ * FAJIT_TEST_DECODE_POISON=0 (no NaN outside the keys), FAJIT_TEST_DECODE_ROWREL=0,
+ * FAJIT_TEST_DECODE_VERBOSE=1 (a line per sweep case). One test alone:
+ * CK_RUN_CASE=<name>, e.g. CK_RUN_CASE=graph_replay.
+ */
+#include <check.h>
+#include <dlfcn.h>
+#include <math.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <time.h>
+#include <unistd.h>
+
+#include "../src/api/internal.h"
+#include "cpu_ref.h"
+
+static const fj_cuda *cu;
+static char g_cache_dir[256];
+static unsigned g_seed;
+
+#define CU(call)                                                                  \
+    do {                                                                          \
+        CUresult r_ = (call);                                                     \
+        char e_[64];                                                              \
+        ck_assert_msg(r_ == 0, "%s: %s", #call, fj_cuda_errname(cu, r_, e_, 64)); \
+    } while (0)
+
+static int env_int(const char *name, int def)
+{
+    const char *e = getenv(name);
+    return e && *e ? atoi(e) : def;
+}
+
+/*------ random numbers ------*/
+
+static uint64_t g_rng;
+static void reseed(uint64_t s)
+{
+    g_rng = s * 0x9e3779b97f4a7c15ull + 0x632be59bd9b4e019ull;
+}
+static uint32_t rnd(void)
+{
+    g_rng = g_rng * 6364136223846793005ull + 1442695040888963407ull;
+    return (uint32_t)(g_rng >> 33);
+}
+static int urange(int lo, int hi) { return lo + (int)(rnd() % (unsigned)(hi - lo + 1)); }
+static int pick(const int *v, int n) { return v[rnd() % (unsigned)n]; }
+/* A value in [-1, 1) exactly representable in the dtype. */
+static uint16_t rval(int dtype)
+{
+    float u = (float)(rnd() % 2000000u) / 1e6f - 1.f;
+    uint16_t h = fj_f32_to_half(u, dtype);
+    if (fj_half_to_f32(h, dtype) >= 1.f)
+        h--;   /* rounded up to 1.0: the next value below */
+    return h;
+}
+
+/*------ one problem: shape, paging, buffers ------*/
+
+#define MAXB 8
+#define O_GUARD 64     /* poisoned elements after O that no launch may write */
+#define LSE_GUARD 16
+#define POISON16 0xFFFFu   /* NaN in f16 and bf16 */
+
+enum { KV_SEPARATE = 0, KV_STACKED = 1 /* [2][num_pages]... */, KV_INTERLEAVED = 2 /* [num_pages][2]... */ };
+
+typedef struct dcase {
+    int batch, hkv, group, hd, dtype, mask, wl;
+    int q_len;              /* fixed length: rows per sequence (seqlen_q) */
+    int varlen;             /* cu_seqlens_q with qlens[] */
+    int qlens[MAXB];
+    int give_total_q;       /* desc.total_q = cu_seqlens_q[batch] */
+    int paged, page_size;   /* paged 0: contiguous K/V [batch][seqlen_k][heads_kv][hd] */
+    int seqlen_k;
+    int use_seqused;        /* seqused_k given (paged only), random in [0, seqlen_k] */
+    int force_empty, force_full; /* one sequence with 0 / seqlen_k keys */
+    int full_table;         /* every block-table entry gets its own page (graph replay) */
+    int layout, page_pad;   /* KV_*; page_pad: 64 extra elements between pages */
+    int spare;              /* pages in the pool beyond those needed */
+    int num_splits, want_lse, poison;
+    int preset_used;        /* used[] below instead of random lengths */
+    int used[MAXB];
+} dcase;
+
+typedef struct dbufs {
+    dcase c;
+    int hq, seqlen_q;
+    int64_t rows;                    /* Q/O rows: batch * q_len, or cu_seqlens_q[batch] */
+    int32_t cuq[MAXB + 1], used[MAXB];
+    int page_size;                   /* contiguous: seqlen_k (sequence b is "page" b) */
+    int64_t bt_stride;
+    int num_pages;
+    int32_t *bt;                     /* host copy of the block table; NULL when contiguous */
+    int64_t row_stride, page_stride, off[2];   /* K/V layout, elements; off: K, V */
+    size_t n_kv, n_q, n_o, n_lse;    /* elements (n_kv: both K and V) */
+    uint16_t *h_q, *h_kv, *h_o;
+    float *h_lse;
+    CUdeviceptr d_q, d_k, d_v, d_o, d_lse, d_bt, d_cuq, d_used;
+    fajit_attn_desc desc;
+} dbufs;
+
+static int qlen_of(const dbufs *B, int b) { return B->c.varlen ? B->cuq[b + 1] - B->cuq[b] : B->c.q_len; }
+static int64_t row_of(const dbufs *B, int b, int i)
+{
+    return B->c.varlen ? B->cuq[b] + i : (int64_t)b * B->c.q_len + i;
+}
+/* Index of (b, i, h) in the kernel's LSE layout (fajit_params.h). */
+static int64_t lse_at(const dbufs *B, int b, int i, int h)
+{
+    if (B->c.varlen)
+        return (int64_t)h * B->rows + B->cuq[b] + i;
+    return ((int64_t)b * B->hq + h) * B->c.q_len + i;
+}
+/* Element index of the first element of key j of sequence b, KV head kh; w 0 = K, 1 = V. */
+static int64_t kv_at(const dbufs *B, int w, int b, int j, int kh)
+{
+    const int ps = B->page_size;
+    const int64_t page = B->bt ? B->bt[b * B->bt_stride + j / ps] : b;
+    return B->off[w] + page * B->page_stride + (int64_t)(j % ps) * B->row_stride +
+           (int64_t)kh * B->c.hd;
+}
+static int pages_of(const dbufs *B, int b)
+{
+    return B->c.full_table ? (int)B->bt_stride : (B->used[b] + B->page_size - 1) / B->page_size;
+}
+
+static void randomize_used(dbufs *B)
+{
+    const dcase *c = &B->c;
+    if (c->preset_used) {
+        memcpy(B->used, c->used, sizeof B->used);
+        return;
+    }
+    for (int b = 0; b < c->batch; b++)
+        B->used[b] = c->use_seqused ? urange(0, c->seqlen_k) : c->seqlen_k;
+    if (c->use_seqused && c->force_empty)
+        B->used[rnd() % (unsigned)c->batch] = 0;
+    if (c->use_seqused && c->force_full)
+        B->used[rnd() % (unsigned)c->batch] = c->seqlen_k;
+}
+
+/* Scatters the pages: a random permutation of the pool; the pages each sequence needs
+ * come from its front, the unused block-table entries point at random spare pages. */
+static void assign_pages(dbufs *B)
+{
+    const int n = B->num_pages;
+    int32_t *perm = malloc(sizeof(int32_t) * (size_t)n);
+    for (int i = 0; i < n; i++)
+        perm[i] = i;
+    for (int i = n - 1; i > 0; i--) {
+        int j = (int)(rnd() % (unsigned)(i + 1));
+        int32_t t = perm[i];
+        perm[i] = perm[j], perm[j] = t;
+    }
+    int need = 0;
+    for (int b = 0; b < B->c.batch; b++)
+        need += pages_of(B, b);
+    ck_assert_int_lt(need, n);
+    int k = 0;
+    for (int b = 0; b < B->c.batch; b++)
+        for (int64_t i = 0; i < B->bt_stride; i++)
+            B->bt[b * B->bt_stride + i] =
+                i < pages_of(B, b) ? perm[k++] : perm[need + (int)(rnd() % (unsigned)(n - need))];
+    free(perm);
+}
+
+static void randomize_q(dbufs *B)
+{
+    for (size_t i = 0; i < B->n_q; i++)
+        B->h_q[i] = rval(B->c.dtype);
+}
+
+/* K/V values: random everywhere, or (poison) NaN everywhere but the keys in use. */
+static void fill_kv(dbufs *B)
+{
+    const dcase *c = &B->c;
+    for (size_t i = 0; i < B->n_kv; i++)
+        B->h_kv[i] = c->poison ? POISON16 : rval(c->dtype);
+    if (!c->poison)
+        return;
+    for (int b = 0; b < c->batch; b++)
+        for (int j = 0; j < B->used[b]; j++)
+            for (int kh = 0; kh < c->hkv; kh++)
+                for (int w = 0; w < 2; w++) {
+                    uint16_t *x = B->h_kv + kv_at(B, w, b, j, kh);
+                    for (int e = 0; e < c->hd; e++)
+                        x[e] = rval(c->dtype);
+                }
+}
+
+/* The device copies of what may change between graph replays: Q, block table, seqused_k. */
+static void upload_dynamic(dbufs *B)
+{
+    CU(cu->cuMemcpyHtoD(B->d_q, B->h_q, B->n_q * 2));
+    if (B->bt)
+        CU(cu->cuMemcpyHtoD(B->d_bt, B->bt, sizeof(int32_t) * (size_t)(B->c.batch * B->bt_stride)));
+    if (B->d_used)
+        CU(cu->cuMemcpyHtoD(B->d_used, B->used, sizeof(int32_t) * (size_t)B->c.batch));
+}
+
+static CUdeviceptr dalloc(size_t bytes)
+{
+    CUdeviceptr p = 0;
+    CU(cu->cuMemAlloc(&p, bytes ? bytes : 16));
+    return p;
+}
+
+/* Builds the problem of `c` on fresh random inputs; with `src` (same batch, shape and
+ * lengths), copies its Q and its keys instead, whatever the layouts. */
+static void setup(dbufs *B, const dcase *c, const dbufs *src)
+{
+    memset(B, 0, sizeof *B);
+    B->c = *c;
+    B->hq = c->hkv * c->group;
+    if (c->varlen) {
+        for (int b = 0; b < c->batch; b++) {
+            B->cuq[b + 1] = B->cuq[b] + c->qlens[b];
+            B->seqlen_q = c->qlens[b] > B->seqlen_q ? c->qlens[b] : B->seqlen_q;
+        }
+        B->rows = B->cuq[c->batch];
+    } else {
+        B->seqlen_q = c->q_len;
+        B->rows = (int64_t)c->batch * c->q_len;
+    }
+    if (src)
+        memcpy(B->used, src->used, sizeof B->used);
+    else
+        randomize_used(B);
+    B->row_stride = (int64_t)c->hkv * c->hd;
+    if (c->paged) {
+        B->page_size = c->page_size;
+        B->bt_stride = (c->seqlen_k + c->page_size - 1) / c->page_size;
+        if (B->bt_stride < 1)
+            B->bt_stride = 1;
+        B->num_pages = c->spare;
+        for (int b = 0; b < c->batch; b++)
+            B->num_pages += pages_of(B, b);
+        B->bt = malloc(sizeof(int32_t) * (size_t)(c->batch * B->bt_stride));
+        assign_pages(B);
+    } else {
+        B->page_size = c->seqlen_k;
+        B->num_pages = c->batch;
+    }
+    const int64_t P = (int64_t)B->page_size * B->row_stride;   /* elements of a dense page */
+    if (c->layout == KV_INTERLEAVED) {
+        B->page_stride = 2 * P;
+        B->off[0] = 0, B->off[1] = P;
+        B->n_kv = (size_t)(B->num_pages * 2 * P);
+    } else {
+        B->page_stride = P + (c->page_pad ? 64 : 0);
+        B->off[0] = 0, B->off[1] = (int64_t)B->num_pages * B->page_stride;
+        B->n_kv = (size_t)(2 * B->off[1]);
+    }
+    B->n_q = B->n_o = (size_t)(B->rows * B->hq * c->hd);
+    B->n_lse = (size_t)(B->rows * B->hq);
+    B->h_q = malloc(2 * (B->n_q + 8));
+    B->h_o = malloc(2 * (B->n_o + O_GUARD));
+    B->h_lse = malloc(sizeof(float) * (B->n_lse + LSE_GUARD));
+    B->h_kv = malloc(2 * B->n_kv);
+    if (src) {
+        memcpy(B->h_q, src->h_q, 2 * B->n_q);
+        for (size_t i = 0; i < B->n_kv; i++)
+            B->h_kv[i] = c->poison ? POISON16 : rval(c->dtype);
+        for (int b = 0; b < c->batch; b++)
+            for (int j = 0; j < B->used[b]; j++)
+                for (int kh = 0; kh < c->hkv; kh++)
+                    for (int w = 0; w < 2; w++)
+                        memcpy(B->h_kv + kv_at(B, w, b, j, kh), src->h_kv + kv_at(src, w, b, j, kh),
+                               2 * (size_t)c->hd);
+    } else {
+        randomize_q(B);
+        fill_kv(B);
+    }
+
+    B->d_q = dalloc(2 * B->n_q);
+    B->d_o = dalloc(2 * (B->n_o + O_GUARD));
+    B->d_lse = dalloc(sizeof(float) * (B->n_lse + LSE_GUARD));
+    const void *k, *v;
+    if (c->layout == KV_SEPARATE) {
+        size_t half = B->n_kv / 2;
+        B->d_k = dalloc(2 * half), B->d_v = dalloc(2 * half);
+        CU(cu->cuMemcpyHtoD(B->d_k, B->h_kv, 2 * half));
+        CU(cu->cuMemcpyHtoD(B->d_v, B->h_kv + half, 2 * half));
+        k = (const void *)B->d_k, v = (const void *)B->d_v;
+    } else {   /* one allocation for both */
+        B->d_k = dalloc(2 * B->n_kv);
+        CU(cu->cuMemcpyHtoD(B->d_k, B->h_kv, 2 * B->n_kv));
+        k = (const void *)(B->d_k + 2 * (size_t)B->off[0]);
+        v = (const void *)(B->d_k + 2 * (size_t)B->off[1]);
+    }
+    if (B->bt)
+        B->d_bt = dalloc(sizeof(int32_t) * (size_t)(c->batch * B->bt_stride));
+    if (c->paged && c->use_seqused)
+        B->d_used = dalloc(sizeof(int32_t) * MAXB);
+    if (c->varlen) {
+        B->d_cuq = dalloc(sizeof B->cuq);
+        CU(cu->cuMemcpyHtoD(B->d_cuq, B->cuq, sizeof B->cuq));
+    }
+    upload_dynamic(B);
+
+    fajit_attn_desc *d = &B->desc;
+    fajit_attn_desc_init(d, (const void *)B->d_q, k, v, (void *)B->d_o, c->batch, B->hq, c->hkv,
+                         B->seqlen_q, c->seqlen_k, c->hd, (fajit_dtype)c->dtype);
+    d->mask = (fajit_mask)c->mask;
+    if (c->mask == FAJIT_MASK_WINDOW)
+        d->window_left = c->wl, d->window_right = 0;
+    if (c->want_lse)
+        d->lse = (float *)B->d_lse;
+    if (c->varlen) {
+        d->cu_seqlens_q = (const int32_t *)B->d_cuq;
+        if (c->give_total_q)
+            d->total_q = B->cuq[c->batch];
+    }
+    if (c->paged) {
+        d->k_row_stride = d->v_row_stride = B->row_stride;
+        d->k_head_stride = d->v_head_stride = c->hd;
+        d->block_table = (const int32_t *)B->d_bt;
+        d->block_table_stride = B->bt_stride;
+        d->page_size = c->page_size;
+        d->num_pages = B->num_pages;
+        if (c->layout != KV_SEPARATE || c->page_pad)   /* else 0: dense pages */
+            d->k_page_stride = d->v_page_stride = B->page_stride;
+        if (c->use_seqused)
+            d->seqused_k = (const int32_t *)B->d_used;
+    }
+    d->num_splits = c->num_splits;
+}
+
+static void teardown(dbufs *B)
+{
+    CUdeviceptr ps[] = {B->d_q, B->d_k, B->d_v, B->d_o, B->d_lse, B->d_bt, B->d_cuq, B->d_used};
+    for (size_t i = 0; i < sizeof ps / sizeof ps[0]; i++)
+        if (ps[i])
+            cu->cuMemFree(ps[i]);
+    free(B->bt), free(B->h_q), free(B->h_kv), free(B->h_o), free(B->h_lse);
+    memset(B, 0, sizeof *B);
+}
+
+static void case_text(const dbufs *B, char *t, size_t n)
+{
+    const dcase *c = &B->c;
+    static const char *const layouts[] = {"kv-separate", "kv-stacked", "kv-interleaved"};
+    size_t at = (size_t)snprintf(t, n, "b%d hkv%d G%d (hq%d) hd%d %s %s", c->batch, c->hkv,
+                                 c->group, B->hq, c->hd, c->dtype ? "bf16" : "f16",
+                                 c->mask == 0 ? "none" : c->mask == 1 ? "causal" : "window");
+#define ADD(...) (at += at < n ? (size_t)snprintf(t + at, n - at, __VA_ARGS__) : 0)
+    if (c->mask == FAJIT_MASK_WINDOW)
+        ADD(" wl%d", c->wl);
+    if (c->varlen) {
+        ADD(" varlen q[");
+        for (int b = 0; b < c->batch; b++)
+            ADD("%s%d", b ? "," : "", c->qlens[b]);
+        ADD("]%s", c->give_total_q ? " total_q" : "");
+    } else {
+        ADD(" q_len%d", c->q_len);
+    }
+    ADD(" sk%d", c->seqlen_k);
+    if (c->paged) {
+        ADD(" ps%d pages%d %s%s", c->page_size, B->num_pages, layouts[c->layout],
+            c->page_pad ? "+pad" : "");
+        if (c->use_seqused) {
+            ADD(" used[");
+            for (int b = 0; b < c->batch; b++)
+                ADD("%s%d", b ? "," : "", B->used[b]);
+            ADD("]");
+        }
+    } else {
+        ADD(" contiguous");
+    }
+    ADD(" splits%d%s%s", c->num_splits, c->want_lse ? " lse" : "", c->poison ? " nan-outside" : "");
+#undef ADD
+}
+
+/*------ launching ------*/
+
+/* Poisons O and LSE (and their guards), then launches on `stream`. */
+static fajit_status launch(fajit_ctx *ctx, dbufs *B, CUstream stream)
+{
+    CU(cu->cuMemsetD8(B->d_o, 0xff, 2 * (B->n_o + O_GUARD)));
+    CU(cu->cuMemsetD8(B->d_lse, 0xff, sizeof(float) * (B->n_lse + LSE_GUARD)));
+    CU(cu->cuCtxSynchronize());   /* ordered before a launch on a non-blocking stream too */
+    return fajit_attn_fwd(ctx, &B->desc, stream);
+}
+
+/* Waits for everything and copies O and LSE (with their guards) back. */
+static void fetch(dbufs *B)
+{
+    CU(cu->cuCtxSynchronize());
+    CU(cu->cuMemcpyDtoH(B->h_o, B->d_o, 2 * (B->n_o + O_GUARD)));
+    CU(cu->cuMemcpyDtoH(B->h_lse, B->d_lse, sizeof(float) * (B->n_lse + LSE_GUARD)));
+}
+
+/*------ the float64 reference ------*/
+
+/* ro: [rows][hq][hd]; rl: [rows][hq] (-inf for a row that sees no key). */
+static void reference(const dbufs *B, double *ro, double *rl)
+{
+    const dcase *c = &B->c;
+    const int hd = c->hd, G = c->group, dt = c->dtype;
+    const double scale = B->desc.softmax_scale;
+    const int wl = c->mask == FAJIT_MASK_WINDOW ? c->wl : -1;
+    const int wr = c->mask == FAJIT_MASK_NONE ? -1 : 0;
+    const size_t maxk = (size_t)(c->seqlen_k > 0 ? c->seqlen_k : 1);
+    double *kf = malloc(sizeof(double) * maxk * (size_t)hd);
+    double *vf = malloc(sizeof(double) * maxk * (size_t)hd);
+    double *s = malloc(sizeof(double) * maxk), *qd = malloc(sizeof(double) * (size_t)hd);
+    for (int b = 0; b < c->batch; b++) {
+        const int len = B->used[b], ql = qlen_of(B, b);
+        for (int kh = 0; kh < c->hkv; kh++) {
+            for (int j = 0; j < len; j++) {
+                const uint16_t *kr = B->h_kv + kv_at(B, 0, b, j, kh);
+                const uint16_t *vr = B->h_kv + kv_at(B, 1, b, j, kh);
+                for (int e = 0; e < hd; e++) {
+                    kf[(size_t)j * hd + e] = fj_half_to_f32(kr[e], dt);
+                    vf[(size_t)j * hd + e] = fj_half_to_f32(vr[e], dt);
+                }
+            }
+            for (int i = 0; i < ql; i++)
+                for (int g = 0; g < G; g++) {
+                    const int h = kh * G + g;
+                    const int64_t r = row_of(B, b, i);
+                    const uint16_t *q = B->h_q + (r * B->hq + h) * hd;
+                    double *o = ro + (r * B->hq + h) * hd;
+                    for (int e = 0; e < hd; e++)
+                        qd[e] = fj_half_to_f32(q[e], dt), o[e] = 0;
+                    const int shift = i + len - ql;
+                    int lo = wl < 0 ? 0 : shift - wl, hi = wr < 0 ? len - 1 : shift + wr;
+                    lo = lo < 0 ? 0 : lo, hi = hi > len - 1 ? len - 1 : hi;
+                    if (lo > hi) {
+                        rl[r * B->hq + h] = -INFINITY;
+                        continue;
+                    }
+                    double m = -INFINITY;
+                    for (int j = lo; j <= hi; j++) {
+                        double dot = 0;
+                        for (int e = 0; e < hd; e++)
+                            dot += qd[e] * kf[(size_t)j * hd + e];
+                        s[j] = dot * scale;
+                        m = s[j] > m ? s[j] : m;
+                    }
+                    double l = 0;
+                    for (int j = lo; j <= hi; j++) {
+                        const double p = exp(s[j] - m);
+                        l += p;
+                        for (int e = 0; e < hd; e++)
+                            o[e] += p * vf[(size_t)j * hd + e];
+                    }
+                    for (int e = 0; e < hd; e++)
+                        o[e] /= l;
+                    rl[r * B->hq + h] = m + log(l);
+                }
+        }
+    }
+    free(kf), free(vf), free(s), free(qd);
+}
+
+/*------ comparing ------*/
+
+static double tol_of(int dtype) { return dtype == FAJIT_BF16 ? 1.0 / 64 : 1.0 / 256; }
+static int g_rowrel = 1;
+
+typedef struct verdict {
+    int ok;
+    double err;      /* max |o - ref| / max(1, max |ref row|) */
+    double rowrel;   /* max |o - ref| / max(1/16, max |ref row|) */
+    double lse_err;  /* max |lse - ref| / max(1, |ref|) */
+    char why[320];   /* the first violation */
+} verdict;
+
+#define FAIL(...)                                                   \
+    do {                                                            \
+        if (v->ok)                                                  \
+            snprintf(v->why, sizeof v->why, __VA_ARGS__);           \
+        v->ok = 0;                                                  \
+    } while (0)
+
+static void compare(const dbufs *B, const double *ro, const double *rl, verdict *v)
+{
+    const dcase *c = &B->c;
+    const int hd = c->hd, dt = c->dtype;
+    const double tol = tol_of(dt);
+    memset(v, 0, sizeof *v);
+    v->ok = 1;
+    for (int b = 0; b < c->batch; b++)
+        for (int i = 0; i < qlen_of(B, b); i++)
+            for (int h = 0; h < B->hq; h++) {
+                const int64_t r = row_of(B, b, i), base = (r * B->hq + h) * hd;
+                const double want_lse = rl[r * B->hq + h];
+                const int empty = isinf(want_lse);
+                double rmax = 0;
+                for (int e = 0; e < hd; e++)
+                    rmax = fabs(ro[base + e]) > rmax ? fabs(ro[base + e]) : rmax;
+                for (int e = 0; e < hd; e++) {
+                    const uint16_t bits = B->h_o[base + e];
+                    const double got = fj_half_to_f32(bits, dt), want = ro[base + e];
+                    if (empty) {
+                        if ((bits & 0x7fff) != 0)
+                            FAIL("seq %d row %d head %d sees no key but O[%d] = %g (bits %04x), "
+                                 "not 0", b, i, h, e, got, bits);
+                        continue;
+                    }
+                    if (!isfinite(got)) {
+                        FAIL("seq %d row %d head %d: O[%d] = %g (bits %04x) is not finite", b, i,
+                             h, e, got, bits);
+                        v->err = v->rowrel = INFINITY;
+                        continue;
+                    }
+                    const double diff = fabs(got - want);
+                    const double en = diff / (rmax > 1 ? rmax : 1);
+                    const double er = diff / (rmax > 1.0 / 16 ? rmax : 1.0 / 16);
+                    v->err = en > v->err ? en : v->err;
+                    v->rowrel = er > v->rowrel ? er : v->rowrel;
+                    if (en > tol || (g_rowrel && er > tol))
+                        FAIL("seq %d row %d head %d: O[%d] = %.6g, reference %.6g (row max %.4g): "
+                             "error %.3g of max(1, row max), %.3g of max(1/16, row max), tol %.4g",
+                             b, i, h, e, got, want, rmax, en, er, tol);
+                }
+                if (!c->want_lse)
+                    continue;
+                const float got_l = B->h_lse[lse_at(B, b, i, h)];
+                if (empty) {
+                    if (!(isinf(got_l) && got_l < 0))
+                        FAIL("seq %d row %d head %d sees no key but LSE = %g, not -inf", b, i, h,
+                             (double)got_l);
+                    continue;
+                }
+                const double dl = fabs((double)got_l - want_lse) /
+                                  (fabs(want_lse) > 1 ? fabs(want_lse) : 1);
+                if (!(dl <= 2e-3)) {   /* NaN fails too */
+                    FAIL("seq %d row %d head %d: LSE = %.7g, reference %.7g (error %.3g, tol "
+                         "2e-3 * max(1, |ref|))", b, i, h, (double)got_l, want_lse, dl);
+                    v->lse_err = INFINITY;
+                } else if (dl > v->lse_err) {
+                    v->lse_err = dl;
+                }
+            }
+    for (int e = 0; e < O_GUARD; e++)
+        if (B->h_o[B->n_o + e] != POISON16) {
+            FAIL("O written past its end: element %zu + %d", B->n_o, e);
+            break;
+        }
+    uint32_t lb;
+    for (int e = 0; e < LSE_GUARD; e++) {
+        memcpy(&lb, &B->h_lse[B->n_lse + e], 4);
+        if (lb != 0xFFFFFFFFu) {
+            FAIL("LSE written past its end: element %zu + %d", B->n_lse, e);
+            break;
+        }
+    }
+}
+#undef FAIL
+
+/* Runs the reference and compares; ck_asserts a pass, naming `what`. */
+static verdict check_against_reference(const dbufs *B, const char *what)
+{
+    double *ro = malloc(sizeof(double) * (B->n_o + 1));
+    double *rl = malloc(sizeof(double) * (B->n_lse + 1));
+    reference(B, ro, rl);
+    verdict v;
+    compare(B, ro, rl, &v);
+    free(ro), free(rl);
+    char t[512];
+    case_text(B, t, sizeof t);
+    ck_assert_msg(v.ok, "%s (%s): %s", what, t, v.why);
+    return v;
+}
+
+/* Distance in units in the last place between two finite 16-bit floats (sign-magnitude). */
+static int ulp_dist(uint16_t a, uint16_t b)
+{
+    const int ia = a & 0x8000 ? -(int)(a & 0x7fff) : (int)a;
+    const int ib = b & 0x8000 ? -(int)(b & 0x7fff) : (int)b;
+    return abs(ia - ib);
+}
+/* One ulp of the dtype at magnitude x (normal numbers; the smallest subnormal step below). */
+static double ulp_at(double x, int dtype)
+{
+    const int mant = dtype == FAJIT_BF16 ? 7 : 10;
+    int e;
+    frexp(x, &e);   /* x = m * 2^e, m in [0.5, 1) */
+    const double u = ldexp(1.0, e - 1 - mant);
+    const double smallest = dtype == FAJIT_BF16 ? ldexp(1.0, -133) : ldexp(1.0, -24);
+    return x > 0 && u > smallest ? u : smallest;
+}
+
+static fajit_ctx *new_ctx(int checked)
+{
+    fajit_ctx_opts o;
+    fajit_ctx_opts_init(&o);
+    o.cache_dir = g_cache_dir;
+    o.checked = checked;
+    fajit_ctx *ctx = NULL;
+    fajit_status st = fajit_ctx_create(&ctx, &o);
+    ck_assert_msg(st == FAJIT_OK, "ctx: %s", fajit_errmsg(ctx));
+    return ctx;
+}
+
+/*------ 1. paged_sweep ------*/
+
+/* Multiply-adds of the reference (both products, visible keys only), with a budget that
+ * keeps a case's CPU reference under ~0.5 s: shapes over it are drawn again. */
+#define REF_BUDGET 5e8
+
+static double ref_cost(const dcase *c)
+{
+    const int wl = c->mask == FAJIT_MASK_WINDOW ? c->wl : -1;
+    const int wr = c->mask == FAJIT_MASK_NONE ? -1 : 0;
+    double s = 0;
+    for (int b = 0; b < c->batch; b++) {
+        const int ql = c->varlen ? c->qlens[b] : c->q_len, len = c->used[b];
+        for (int i = 0; i < ql; i++) {
+            int lo = wl < 0 ? 0 : i + len - ql - wl, hi = wr < 0 ? len - 1 : i + len - ql + wr;
+            lo = lo < 0 ? 0 : lo, hi = hi > len - 1 ? len - 1 : hi;
+            s += hi >= lo ? hi - lo + 1 : 0;
+        }
+    }
+    return 2.0 * s * c->hkv * c->group * c->hd;
+}
+
+/* Draws the key counts of c into c->used (fixed from then on). */
+static void preset_lengths(dcase *c)
+{
+    dbufs tmp;
+    memset(&tmp, 0, sizeof tmp);
+    tmp.c = *c;
+    tmp.c.preset_used = 0;
+    randomize_used(&tmp);
+    memcpy(c->used, tmp.used, sizeof c->used);
+    c->preset_used = 1;
+}
+
+static void draw_case(dcase *c)
+{
+    static const int groups[] = {1, 2, 3, 4, 5, 6, 8, 16};
+    static const int hds[] = {64, 80, 96, 128, 192, 256};
+    static const int pages[] = {1, 16, 64, 128, 256};
+    static const int edges[] = {1, 2, 15, 16, 17, 63, 64, 65, 127, 128, 129, 255, 256, 257, 1023, 1025};
+    memset(c, 0, sizeof *c);
+    const int big = rnd() % 25 == 0;   /* many splits: one long sequence */
+    c->batch = big ? 1 : urange(1, MAXB);
+    c->hkv = urange(1, 4);
+    c->group = pick(groups, 8);
+    c->hd = pick(hds, 6);
+    c->dtype = (int)(rnd() % 2);
+    c->q_len = urange(1, 16);
+    c->seqlen_k = big ? urange(3001, 40000) : rnd() % 4 == 0 ? pick(edges, 16) : urange(1, 3000);
+    c->paged = rnd() % 6 != 0;
+    c->varlen = c->paged && rnd() % 4 == 0;
+    if (!c->paged && c->q_len * c->group > 64)   /* contiguous: the decode family's range */
+        c->q_len = 64 / c->group;
+    if (c->varlen) {
+        for (int b = 0; b < c->batch; b++)
+            c->qlens[b] = urange(0, c->q_len);
+        if (rnd() % 3 == 0)   /* one chunked-prefill sequence */
+            c->qlens[rnd() % (unsigned)c->batch] = urange(17, 300);
+    }
+    const unsigned m = rnd() % 16;
+    c->mask = m < 7 ? FAJIT_MASK_NONE : m < 14 ? FAJIT_MASK_CAUSAL : FAJIT_MASK_WINDOW;
+    c->wl = urange(0, c->seqlen_k + c->seqlen_k / 4);
+    if (c->paged) {
+        c->page_size = pick(pages, 5);
+        c->use_seqused = rnd() % 8 != 0;
+        c->force_empty = rnd() % 4 == 0;
+        c->force_full = rnd() % 2 == 0;
+        const unsigned l = rnd() % 4;   /* half separate, a quarter each of the others */
+        c->layout = l == 3 ? KV_INTERLEAVED : l == 2 ? KV_STACKED : KV_SEPARATE;
+        c->page_pad = c->layout == KV_SEPARATE && rnd() % 3 == 0;
+        c->spare = urange(1, 8);
+        c->poison = rnd() % 2 && env_int("FAJIT_TEST_DECODE_POISON", 1);
+    }
+    if (rnd() % 2) {
+        int most = (c->seqlen_k + 63) / 64;
+        most = most < FAJIT_MAX_SPLITS ? most : FAJIT_MAX_SPLITS;
+        c->num_splits = urange(1, most);
+    }
+    c->want_lse = rnd() % 2;
+    c->give_total_q = c->varlen && (c->want_lse || rnd() % 2);
+}
+
+typedef struct sweep_tally {
+    int passed, failed;
+    double err[2], rowrel[2], lse;   /* by dtype (0 f16, 1 bf16), over passing cases */
+    int first_failed;
+    char first[1024];
+} sweep_tally;
+
+/* Case k: its own seed, so that FAJIT_TEST_DECODE_ONLY=k replays it alone. */
+static void sweep_case(fajit_ctx *ctx, int k, int describe, int verbose, sweep_tally *t)
+{
+    dcase c;
+    dbufs B;
+    reseed(((uint64_t)g_seed << 20) ^ (uint64_t)k ^ 0x5eedull);
+    for (int tries = 0;; tries++) {
+        draw_case(&c);
+        preset_lengths(&c);
+        if (ref_cost(&c) <= REF_BUDGET || tries == 1000)
+            break;
+    }
+    setup(&B, &c, NULL);
+    char text[512];
+    case_text(&B, text, sizeof text);
+    if (describe) {
+        char buf[1024];
+        fajit_status st = fajit_dispatch_describe(ctx, NULL, &B.desc, buf, sizeof buf);
+        printf("decode sweep: case %d: %s\n  -> %s\n", k, text,
+               st == FAJIT_OK ? buf : fajit_errmsg(ctx));
+    }
+    verdict v;
+    memset(&v, 0, sizeof v);
+    fajit_status st = launch(ctx, &B, NULL);
+    if (st != FAJIT_OK) {
+        snprintf(v.why, sizeof v.why, "fajit_attn_fwd: %s: %s", fajit_status_name(st),
+                 fajit_errmsg(ctx));
+    } else {
+        fetch(&B);
+        double *ro = malloc(sizeof(double) * (B.n_o + 1));
+        double *rl = malloc(sizeof(double) * (B.n_lse + 1));
+        reference(&B, ro, rl);
+        compare(&B, ro, rl, &v);
+        free(ro), free(rl);
+    }
+    if (v.ok) {
+        t->passed++;
+        t->err[c.dtype] = v.err > t->err[c.dtype] ? v.err : t->err[c.dtype];
+        t->rowrel[c.dtype] = v.rowrel > t->rowrel[c.dtype] ? v.rowrel : t->rowrel[c.dtype];
+        t->lse = v.lse_err > t->lse ? v.lse_err : t->lse;
+    } else {
+        if (t->failed++ == 0) {
+            t->first_failed = k;
+            snprintf(t->first, sizeof t->first, "case %d (FAJIT_TEST_SEED=%u "
+                     "FAJIT_TEST_DECODE_ONLY=%d): %s: %s", k, g_seed, k, text, v.why);
+        }
+        if (t->failed <= 10)
+            printf("decode sweep: FAILED case %d: %s: %s\n", k, text, v.why);
+    }
+    if (verbose && v.ok)
+        printf("decode sweep: case %d ok (err %.3g, row-relative %.3g): %s\n", k, v.err, v.rowrel,
+               text);
+    teardown(&B);
+}
+
+START_TEST(paged_sweep)
+{
+    fajit_ctx *ctx = new_ctx(0);
+    const int n = env_int("FAJIT_TEST_DECODE_CASES", 200);
+    const int only = env_int("FAJIT_TEST_DECODE_ONLY", -1);
+    const int verbose = env_int("FAJIT_TEST_DECODE_VERBOSE", 0);
+    sweep_tally t;
+    memset(&t, 0, sizeof t);
+    int ran = 0;
+    for (int k = 0; k < n || (only >= n && k <= only); k++) {
+        if (only >= 0 && k != only)
+            continue;
+        sweep_case(ctx, k, ran < 4 || only >= 0, verbose, &t);
+        ran++;
+    }
+    printf("decode sweep: %d/%d cases passed, max rel err bf16 %.3g, f16 %.3g (row-relative "
+           "bf16 %.3g, f16 %.3g; tol bf16 %.4g, f16 %.4g), max LSE err %.3g\n",
+           t.passed, ran, t.err[1], t.err[0], t.rowrel[1], t.rowrel[0], tol_of(FAJIT_BF16),
+           tol_of(FAJIT_F16), t.lse);
+    fajit_ctx_destroy(ctx);
+    ck_assert_msg(t.failed == 0, "%d of %d decode cases failed; first: %s", t.failed, ran, t.first);
+}
+END_TEST
+
+/*------ 2. contiguous_matches_paged ------*/
+
+START_TEST(contiguous_matches_paged)
+{
+    fajit_ctx *ctx = new_ctx(0);
+    reseed(g_seed ^ 0xc0ffeeull);
+    dcase c = {.batch = 4, .hkv = 8, .group = 4, .hd = 128, .dtype = FAJIT_BF16,
+               .mask = FAJIT_MASK_NONE, .q_len = 1, .seqlen_k = 1000, .want_lse = 1};
+    dbufs C, P;
+    setup(&C, &c, NULL);
+    dcase pc = c;
+    pc.paged = 1, pc.page_size = 16, pc.spare = 7;
+    setup(&P, &pc, &C);   /* the same Q and keys, in shuffled pages of 16 */
+    for (int i = 0; i < 2; i++) {
+        char buf[1024];
+        fajit_status st = fajit_dispatch_describe(ctx, NULL, i ? &P.desc : &C.desc, buf, sizeof buf);
+        printf("contiguous_matches_paged: %s: %s\n", i ? "paged" : "contiguous",
+               st == FAJIT_OK ? buf : fajit_errmsg(ctx));
+    }
+    uint16_t *want = malloc(2 * C.n_o);
+    static const int splits[] = {1, 4};
+    for (int s = 0; s < 2; s++) {
+        C.desc.num_splits = C.c.num_splits = splits[s];
+        P.desc.num_splits = P.c.num_splits = splits[s];
+        char buf[1024];
+        ck_assert_int_eq(fajit_dispatch_describe(ctx, NULL, &C.desc, buf, sizeof buf), FAJIT_OK);
+        ck_assert_msg(strstr(buf, "dec ") != NULL, "contiguous decode step not served by the "
+                      "decode family: %s", buf);
+        ck_assert_msg(launch(ctx, &C, NULL) == FAJIT_OK, "contiguous: %s", fajit_errmsg(ctx));
+        fetch(&C);
+        check_against_reference(&C, "contiguous");
+        memcpy(want, C.h_o, 2 * C.n_o);
+        ck_assert_msg(launch(ctx, &P, NULL) == FAJIT_OK, "paged: %s", fajit_errmsg(ctx));
+        fetch(&P);
+        check_against_reference(&P, "paged");
+        int worst = 0;
+        size_t differ = 0;
+        for (size_t i = 0; i < C.n_o; i++) {
+            int u = ulp_dist(want[i], P.h_o[i]);
+            differ += u != 0;
+            worst = u > worst ? u : worst;
+        }
+        printf("contiguous_matches_paged: splits %d: %s (%zu of %zu elements differ, max %d "
+               "ulp)\n", splits[s], differ ? "within ulps" : "bit-identical", differ, C.n_o, worst);
+        ck_assert_msg(worst <= 1, "splits %d: paged O differs from contiguous by %d ulp (%zu "
+                      "elements differ)", splits[s], worst, differ);
+    }
+    free(want);
+    teardown(&C), teardown(&P);
+    fajit_ctx_destroy(ctx);
+}
+END_TEST
+
+/*------ 3. checked_mode ------*/
+
+START_TEST(checked_mode)
+{
+    const char *env = getenv("FAJIT_CHECKED");
+    if (env && strcmp(env, "1") != 0) {
+        printf("checked_mode: skipped: FAJIT_CHECKED=%s overrides opts.checked\n", env);
+        return;
+    }
+    fajit_ctx *ctx = new_ctx(1);
+    reseed(g_seed ^ 0xc4ec4edull);
+    dcase c = {.batch = 2, .hkv = 2, .group = 4, .hd = 128, .dtype = FAJIT_BF16,
+               .mask = FAJIT_MASK_CAUSAL, .q_len = 2, .seqlen_k = 200, .paged = 1,
+               .page_size = 16, .use_seqused = 1, .full_table = 1, .spare = 5, .want_lse = 1,
+               .preset_used = 1, .used = {200, 199}};   /* every page of both in use */
+    dbufs B;
+    setup(&B, &c, NULL);
+
+    /* a good problem */
+    fajit_status st = launch(ctx, &B, NULL);
+    ck_assert_msg(st == FAJIT_OK, "good problem, checked: %s: %s", fajit_status_name(st),
+                  fajit_errmsg(ctx));
+    fetch(&B);
+    check_against_reference(&B, "checked mode, good problem");
+
+    /* bad page ids: past the pool, and negative */
+    const struct { int b, i, value; } bad[] = {{1, 2, B.num_pages + 5}, {0, 0, -1}};
+    for (size_t n = 0; n < sizeof bad / sizeof bad[0]; n++) {
+        int32_t *e = &B.bt[bad[n].b * B.bt_stride + bad[n].i], keep = *e;
+        *e = bad[n].value;
+        upload_dynamic(&B);
+        st = launch(ctx, &B, NULL);
+        char want[64];
+        snprintf(want, sizeof want, "block_table[%d][%d] = %d", bad[n].b, bad[n].i, bad[n].value);
+        printf("checked_mode: planted %s: %s: %s\n", want, fajit_status_name(st), fajit_errmsg(ctx));
+        ck_assert_msg(st == FAJIT_INVALID_ARGUMENT, "planted %s: got %s (%s)", want,
+                      fajit_status_name(st), fajit_errmsg(ctx));
+        ck_assert_msg(strstr(fajit_errmsg(ctx), want) != NULL, "planted %s, message: %s", want,
+                      fajit_errmsg(ctx));
+        *e = keep;
+    }
+
+    /* a used length beyond what the block table addresses */
+    const int over = (int)(B.bt_stride * c.page_size) + 3, keep = B.used[0];
+    B.used[0] = over;
+    upload_dynamic(&B);
+    st = launch(ctx, &B, NULL);
+    char want[64];
+    snprintf(want, sizeof want, "seqused_k[0] = %d", over);
+    printf("checked_mode: planted %s: %s: %s\n", want, fajit_status_name(st), fajit_errmsg(ctx));
+    ck_assert_msg(st == FAJIT_INVALID_ARGUMENT, "planted %s: got %s (%s)", want,
+                  fajit_status_name(st), fajit_errmsg(ctx));
+    ck_assert_msg(strstr(fajit_errmsg(ctx), "seqused_k") != NULL, "planted %s, message: %s",
+                  want, fajit_errmsg(ctx));
+    B.used[0] = keep;
+
+    /* and the context is fine afterwards: the good problem again */
+    upload_dynamic(&B);
+    st = launch(ctx, &B, NULL);
+    ck_assert_msg(st == FAJIT_OK, "good problem after the bad ones: %s: %s", fajit_status_name(st),
+                  fajit_errmsg(ctx));
+    fetch(&B);
+    check_against_reference(&B, "checked mode, good problem again");
+    printf("checked_mode: good problem OK before and after 3 planted bad indices\n");
+    teardown(&B);
+    fajit_ctx_destroy(ctx);
+}
+END_TEST
+
+/*------ 4. graph_replay ------*/
+
+/* Driver graph entry points the library does not use, looked up for this test. */
+typedef struct CUgraph_st *CUgraph;
+typedef struct CUgraphExec_st *CUgraphExec;
+static struct {
+    CUresult (*stream_create)(CUstream *, unsigned);
+    CUresult (*stream_destroy)(CUstream);
+    CUresult (*stream_sync)(CUstream);
+    CUresult (*begin)(CUstream, int);
+    CUresult (*end)(CUstream, CUgraph *);
+    CUresult (*launch)(CUgraphExec, CUstream);
+    CUresult (*exec_destroy)(CUgraphExec);
+    CUresult (*graph_destroy)(CUgraph);
+    CUresult (*instantiate_flags)(CUgraphExec *, CUgraph, unsigned long long);
+    /* drivers before 11.4: cuGraphInstantiate_v2 (error node, log buffer) */
+    CUresult (*instantiate_log)(CUgraphExec *, CUgraph, void *, char *, size_t);
+} G;
+
+/* NULL when every entry point is there, else the name of a missing one. */
+static const char *graph_api(void)
+{
+    void *h = dlopen("libcuda.so.1", RTLD_NOW | RTLD_NOLOAD);
+    if (!h)
+        return "libcuda.so.1 (not loaded)";
+    static const char *const names[] = {"cuStreamCreate", "cuStreamDestroy_v2",
+                                        "cuStreamSynchronize", "cuStreamBeginCapture_v2",
+                                        "cuStreamEndCapture", "cuGraphLaunch",
+                                        "cuGraphExecDestroy", "cuGraphDestroy"};
+    void *slots[sizeof names / sizeof names[0]];
+    for (size_t i = 0; i < sizeof names / sizeof names[0]; i++)
+        if (!(slots[i] = dlsym(h, names[i])))
+            return names[i];
+    memcpy(&G.stream_create, &slots[0], sizeof(void *));
+    memcpy(&G.stream_destroy, &slots[1], sizeof(void *));
+    memcpy(&G.stream_sync, &slots[2], sizeof(void *));
+    memcpy(&G.begin, &slots[3], sizeof(void *));
+    memcpy(&G.end, &slots[4], sizeof(void *));
+    memcpy(&G.launch, &slots[5], sizeof(void *));
+    memcpy(&G.exec_destroy, &slots[6], sizeof(void *));
+    memcpy(&G.graph_destroy, &slots[7], sizeof(void *));
+    void *p = dlsym(h, "cuGraphInstantiateWithFlags");
+    if (p) {
+        memcpy(&G.instantiate_flags, &p, sizeof p);
+        return NULL;
+    }
+    if (!(p = dlsym(h, "cuGraphInstantiate_v2")))
+        return "cuGraphInstantiateWithFlags";
+    memcpy(&G.instantiate_log, &p, sizeof p);
+    return NULL;
+}
+
+static CUresult graph_instantiate(CUgraphExec *exec, CUgraph graph)
+{
+    if (G.instantiate_flags)
+        return G.instantiate_flags(exec, graph, 0);
+    char log[256];
+    return G.instantiate_log(exec, graph, NULL, log, sizeof log);
+}
+
+/* New contents for the same device buffers: lengths (one empty and one full sequence in
+ * the first replay), a new page permutation, new queries. */
+static void new_step(dbufs *B, int replay)
+{
+    randomize_used(B);
+    if (replay == 0)
+        B->used[0] = 0, B->used[B->c.batch - 1] = B->c.seqlen_k;
+    assign_pages(B);
+    randomize_q(B);
+    upload_dynamic(B);
+}
+
+/* Captures one call into a graph on `s`, then replays it `replays` times with new inputs,
+ * each checked against the reference. */
+static void capture_and_replay(fajit_ctx *ctx, dbufs *B, CUstream s, int replays, const char *what)
+{
+    /* warm outside the capture (the kernel loaded, the plan's workspace in place) */
+    ck_assert_msg(launch(ctx, B, s) == FAJIT_OK, "%s, plain launch: %s", what, fajit_errmsg(ctx));
+    fetch(B);
+    check_against_reference(B, what);
+
+    CU(G.begin(s, 0 /* CU_STREAM_CAPTURE_MODE_GLOBAL */));
+    fajit_status st = fajit_attn_fwd(ctx, &B->desc, s);
+    CUgraph graph = NULL;
+    CUresult r = G.end(s, &graph);
+    ck_assert_msg(st == FAJIT_OK, "%s, launch inside capture: %s", what, fajit_errmsg(ctx));
+    CU(r);
+    CUgraphExec exec = NULL;
+    CU(graph_instantiate(&exec, graph));
+    for (int rep = 0; rep < replays; rep++) {
+        new_step(B, rep);
+        CU(cu->cuMemsetD8(B->d_o, 0xff, 2 * (B->n_o + O_GUARD)));
+        CU(cu->cuMemsetD8(B->d_lse, 0xff, sizeof(float) * (B->n_lse + LSE_GUARD)));
+        CU(cu->cuCtxSynchronize());   /* the copies and poison land before the replay */
+        CU(G.launch(exec, s));
+        CU(G.stream_sync(s));
+        fetch(B);
+        char name[160];
+        snprintf(name, sizeof name, "%s, replay %d", what, rep);
+        verdict v = check_against_reference(B, name);
+        printf("graph_replay: %s: ok (err %.3g, row-relative %.3g, LSE %.3g; used[0..2] %d %d "
+               "%d)\n", name, v.err, v.rowrel, v.lse_err, B->used[0], B->used[1], B->used[2]);
+    }
+    CU(G.exec_destroy(exec));
+    CU(G.graph_destroy(graph));
+}
+
+START_TEST(graph_replay)
+{
+    const char *missing = graph_api();
+    if (missing) {
+        printf("graph_replay: skipped: the driver lacks %s\n", missing);
+        return;
+    }
+    fajit_ctx *ctx = new_ctx(0);
+    reseed(g_seed ^ 0x6a2a9ull);
+    dcase c = {.batch = 8, .hkv = 8, .group = 4, .hd = 128, .dtype = FAJIT_BF16,
+               .mask = FAJIT_MASK_NONE, .q_len = 1, .seqlen_k = 4096, .paged = 1,
+               .page_size = 16, .use_seqused = 1, .full_table = 1, .spare = 16,
+               .num_splits = 0, .want_lse = 1};
+    dbufs B;
+    setup(&B, &c, NULL);
+    char buf[1024];
+    ck_assert_int_eq(fajit_dispatch_describe(ctx, NULL, &B.desc, buf, sizeof buf), FAJIT_OK);
+    printf("graph_replay: %s\n", buf);
+    CUstream s;
+    CU(G.stream_create(&s, 1 /* CU_STREAM_NON_BLOCKING */));
+
+    /* with the caller's workspace: the graph owns no fajit memory */
+    size_t bytes = 0;
+    ck_assert_msg(fajit_attn_workspace_size(ctx, &B.desc, &bytes) == FAJIT_OK, "%s",
+                  fajit_errmsg(ctx));
+    printf("graph_replay: workspace %zu bytes\n", bytes);
+    if (bytes) {
+        CUdeviceptr ws = dalloc((bytes + 255) / 256 * 256);
+        ck_assert_msg(ws % 256 == 0, "cuMemAlloc returned a pointer not 256-byte aligned");
+        CU(cu->cuMemsetD8(ws, 0, (bytes + 255) / 256 * 256));
+        B.desc.workspace = (void *)ws;
+        B.desc.workspace_bytes = bytes;
+        capture_and_replay(ctx, &B, s, 5, "caller workspace");
+        B.desc.workspace = NULL, B.desc.workspace_bytes = 0;
+        CU(cu->cuCtxSynchronize());
+        CU(cu->cuMemFree(ws));
+    } else {
+        printf("graph_replay: the plan needs no workspace (no split): caller-workspace capture "
+               "skipped\n");
+    }
+    /* with the context's scratch (stream-ordered allocation inside the graph) */
+    capture_and_replay(ctx, &B, s, 2, "context scratch");
+
+    CU(G.stream_destroy(s));
+    teardown(&B);
+    fajit_ctx_destroy(ctx);
+}
+END_TEST
+
+/*------ 5. lse_merge_consistency ------*/
+
+START_TEST(lse_merge_consistency)
+{
+    fajit_ctx *ctx = new_ctx(0);
+    reseed(g_seed ^ 0x15e15eull);
+    dcase c;
+    dbufs B;
+    do {   /* a random paged case long enough for 7 splits of 64-key tiles */
+        draw_case(&c);
+        c.paged = 1, c.page_size = c.page_size ? c.page_size : 16, c.spare = 3;
+        c.varlen = 0, c.batch = urange(1, 4), c.q_len = urange(1, 4);
+        c.seqlen_k = urange(7 * 64 + 1, 3000);
+        c.use_seqused = 0, c.poison = 0, c.want_lse = 1;
+        c.mask = rnd() % 2 ? FAJIT_MASK_CAUSAL : FAJIT_MASK_NONE;
+        preset_lengths(&c);
+    } while (ref_cost(&c) > REF_BUDGET);
+    setup(&B, &c, NULL);
+    char text[512];
+    case_text(&B, text, sizeof text);
+    uint16_t *o1 = malloc(2 * B.n_o);
+    float *l1 = malloc(sizeof(float) * B.n_lse);
+    B.desc.num_splits = B.c.num_splits = 1;
+    ck_assert_msg(launch(ctx, &B, NULL) == FAJIT_OK, "splits 1: %s", fajit_errmsg(ctx));
+    fetch(&B);
+    check_against_reference(&B, "splits 1");
+    memcpy(o1, B.h_o, 2 * B.n_o);
+    memcpy(l1, B.h_lse, sizeof(float) * B.n_lse);
+    B.desc.num_splits = B.c.num_splits = 7;
+    ck_assert_msg(launch(ctx, &B, NULL) == FAJIT_OK, "splits 7: %s", fajit_errmsg(ctx));
+    fetch(&B);
+    check_against_reference(&B, "splits 7");
+    /* O: within 2 ulp at the row's largest |O| (elements near 0 of a row carry the absolute
+     * error of the row's scale, so an element-wise ulp would be meaningless there) */
+    double worst_ulps = 0, worst_lse = 0;
+    int worst_elem = 0;
+    for (int64_t r = 0; r < B.rows; r++)
+        for (int h = 0; h < B.hq; h++) {
+            const size_t base = (size_t)((r * B.hq + h) * c.hd);
+            double rmax = 0;
+            for (int e = 0; e < c.hd; e++) {
+                double x = fabs(fj_half_to_f32(o1[base + e], c.dtype));
+                rmax = x > rmax ? x : rmax;
+            }
+            const double u = ulp_at(rmax, c.dtype);
+            for (int e = 0; e < c.hd; e++) {
+                double a = fj_half_to_f32(o1[base + e], c.dtype);
+                double b = fj_half_to_f32(B.h_o[base + e], c.dtype);
+                double d = fabs(a - b) / u;
+                worst_ulps = d > worst_ulps ? d : worst_ulps;
+                int eu = ulp_dist(o1[base + e], B.h_o[base + e]);
+                worst_elem = eu > worst_elem ? eu : worst_elem;
+            }
+        }
+    for (size_t i = 0; i < B.n_lse; i++) {
+        const double a = l1[i], b = B.h_lse[i];
+        if (isinf(a) || isinf(b)) {
+            ck_assert_msg(a == b, "LSE[%zu]: %g with 1 split, %g with 7", i, a, b);
+            continue;
+        }
+        const double d = fabs(a - b) / (fabs(a) > 1 ? fabs(a) : 1);
+        worst_lse = d > worst_lse ? d : worst_lse;
+    }
+    printf("lse_merge_consistency: %s: splits 1 vs 7: O max %.3g ulp of the row max (%d ulp "
+           "element-wise), LSE max rel diff %.3g\n", text, worst_ulps, worst_elem, worst_lse);
+    ck_assert_msg(worst_ulps <= 2, "%s: O with 7 splits differs from 1 split by %.3g ulp of the "
+                  "row max", text, worst_ulps);
+    ck_assert_msg(worst_lse <= 1e-4, "%s: LSE with 7 splits differs from 1 split by %.3g "
+                  "(relative, tol 1e-4)", text, worst_lse);
+    free(o1), free(l1);
+    teardown(&B);
+    fajit_ctx_destroy(ctx);
+}
+END_TEST
+
+int main(void)
+{
+    char why[256];
+    cu = fj_cuda_get(why, sizeof why);
+    if (!cu) {
+        printf("gpu-decode suite skipped: %s\n", why);
+        return 77;
+    }
+    /* the primary context current for the raw allocations of the tests */
+    CUdevice dev;
+    CUcontext pctx;
+    if (cu->cuDeviceGet(&dev, 0) || cu->cuDevicePrimaryCtxRetain(&pctx, dev) ||
+        cu->cuCtxSetCurrent(pctx)) {
+        printf("gpu-decode suite skipped: no usable device 0\n");
+        return 77;
+    }
+    g_seed = (unsigned)env_int("FAJIT_TEST_SEED", (int)time(NULL));
+    g_rowrel = env_int("FAJIT_TEST_DECODE_ROWREL", 1);
+    const char *dir = getenv("FAJIT_TEST_CACHE_DIR");
+    if (dir) {
+        snprintf(g_cache_dir, sizeof g_cache_dir, "%s", dir);
+    } else {
+        snprintf(g_cache_dir, sizeof g_cache_dir, "/tmp/fajit-gpu-decode-XXXXXX");
+        if (!mkdtemp(g_cache_dir))
+            return 1;
+    }
+    printf("gpu-decode suite: seed %u (FAJIT_TEST_SEED), cache %s, %d sweep cases\n", g_seed,
+           g_cache_dir, env_int("FAJIT_TEST_DECODE_CASES", 200));
+    Suite *s = suite_create("gpu-decode");
+    const struct { const char *name; const TTest *test; int timeout; } cases[] = {
+        {"paged_sweep", paged_sweep, 3600},
+        {"contiguous_matches_paged", contiguous_matches_paged, 600},
+        {"checked_mode", checked_mode, 600},
+        {"graph_replay", graph_replay, 600},
+        {"lse_merge_consistency", lse_merge_consistency, 600},
+    };
+    for (size_t i = 0; i < sizeof cases / sizeof cases[0]; i++) {   /* CK_RUN_CASE=<name> */
+        TCase *tc = tcase_create(cases[i].name);
+        tcase_set_timeout(tc, cases[i].timeout);
+        tcase_add_test(tc, cases[i].test);
+        suite_add_tcase(s, tc);
+    }
+    SRunner *sr = srunner_create(s);
+    srunner_set_fork_status(sr, CK_NOFORK);   /* one CUDA context for the whole run */
+    srunner_run_all(sr, CK_NORMAL);
+    int failed = srunner_ntests_failed(sr);
+    srunner_free(sr);
+    if (!dir) {
+        char cmd[300];
+        snprintf(cmd, sizeof cmd, "rm -rf %s", g_cache_dir);
+        if (system(cmd) != 0)
+            failed++;
+    }
+    return failed ? 1 : 0;
+}
