@@ -107,21 +107,32 @@ static void default_cfg(const fajit_attn_desc *d, const fj_target *t, fj_kcfg *o
     to_kcfg(&c, out);
 }
 
+/* The default first, then other row layouts (warps along rows x along keys: a q tile per
+ * 16*wm packed rows, so fewer warps along the rows re-read K/V per extra q tile, mostly
+ * from L2) with a few tile depths. */
 static int candidates(const fajit_attn_desc *d, const fj_target *t, fj_kcfg *out, int max)
 {
-    static const int tiles[][2] = {{64, 2}, {64, 4}, {32, 3}, {32, 4}, {128, 2}, {128, 3}};
+    static const int layouts[][2] = {{1, 4}, {2, 2}, {4, 1}, {2, 4}, {1, 8}};
+    static const int tiles[][2] = {{64, 3}, {64, 2}, {32, 3}, {128, 2}, {64, 4}};
     int n = 0;
     if (max < 1)
         return 0;
     default_cfg(d, t, &out[n++]);
     const fj_dec_config base = *of(&out[0]);
-    for (size_t i = 0; i < sizeof tiles / sizeof tiles[0] && n < max; i++) {
-        fj_dec_config c = base;
-        c.bn = tiles[i][0], c.stages = tiles[i][1];
-        to_kcfg(&c, &out[n]);
-        if (check(&out[n], d, t, NULL, 0) == 0 && !fj_kcfg_same(&out[n], &out[0]))
-            n++;
-    }
+    for (size_t l = 0; l < sizeof layouts / sizeof layouts[0]; l++)
+        for (size_t i = 0; i < sizeof tiles / sizeof tiles[0] && n < max; i++) {
+            fj_dec_config c = base;
+            c.wm = layouts[l][0], c.wn = layouts[l][1];
+            c.bn = tiles[i][0], c.stages = tiles[i][1];
+            if (d->head_dim > 128 && c.bn / c.wn > 16)
+                continue;   /* more than 16 keys per warp spills at head_dim 256 */
+            to_kcfg(&c, &out[n]);
+            int dup = 0;
+            for (int k = 0; k < n && !dup; k++)
+                dup = fj_kcfg_same(&out[k], &out[n]);
+            if (!dup && check(&out[n], d, t, NULL, 0) == 0)
+                n++;
+        }
     return n;
 }
 
