@@ -5,7 +5,7 @@
 #   suite   tests/test_gpu + quickstart (the whole gpu suite)    -> $OUT/gpu.log
 #   bench   bench/bench_decode.py (fajit vs SDPA FLASH/CUDNN)    -> $OUT/decode.md
 #   san     compute-sanitizer memcheck on a short decode sweep   -> $OUT/san.log
-#   tune    fajit-tune tune --spec $TUNE_SPEC (default: dev/decode/tune_spec.txt)
+#   tune    fajit-tune tune --spec $TUNE_SPEC (default: dev/decode/tune.spec)
 # Every GPU program runs under `timeout`; the last lines of each log are printed.
 set -u
 B=${B:-build}
@@ -33,7 +33,7 @@ for step in ${STEPS:-decode bench}; do
             --out "$OUT/decode.md" ${BENCH_ARGS:-} >"$OUT/bench_decode.log" 2>&1
         echo "bench rc=$?"; cat "$OUT/decode.md" 2>/dev/null || tail -30 "$OUT/bench_decode.log" ;;
     tune)
-        timeout 400 "$B/fajit-tune" tune --spec "${TUNE_SPEC:-dev/decode/tune_spec.txt}" \
+        timeout 400 "$B/fajit-tune" tune --spec "${TUNE_SPEC:-dev/decode/tune.spec}" \
             --reps "${TUNE_REPS:-10}" ${TUNE_ARGS:-} >"$OUT/tune.log" 2>&1
         echo "tune rc=$?"; tail -20 "$OUT/tune.log" ;;
     san)
