@@ -820,7 +820,7 @@ END_TEST
 /* The plan cache's bucket index changes exactly where the tuning row's bucket name does. */
 START_TEST(bucket_index_matches_names)
 {
-    static const int lens[] = {1, 2, 3, 511, 512, 513, 1000, 1024, 1025, 2048, 2049, 4096,
+    static const int lens[] = {1, 2, 3, 4, 5, 8, 9, 16, 17, 511, 512, 513, 1000, 1024, 1025, 2048, 2049, 4096,
                                4097, 8192, 8193, 16384, 16385, 50000, 1 << 20};
     int n = (int)(sizeof lens / sizeof lens[0]);
     for (int a = 0; a < n; a++)
@@ -911,9 +911,10 @@ static void dm_kernels(const fj_kcfg *c, const fajit_attn_desc *d, fj_kernels *o
         out->threads[i] = 64 * (i + 1);
     }
 }
-static void dm_grid(const fj_kcfg *c, char *out, size_t n)
+static void dm_grid(const fj_kcfg *c, const fajit_attn_desc *d, const fj_target *t, char *out,
+                    size_t n)
 {
-    (void)c;
+    (void)c, (void)d, (void)t;
     snprintf(out, n, "grid (splits, heads_q, batch)");
 }
 static void dm_ws(const fj_kcfg *c, const fajit_attn_desc *d, const fj_target *t,

@@ -13,7 +13,9 @@
  * SPEC is a spec file (docs/spec-format.md) or a preset: llama-3-8b, llama-3-70b,
  * qwen2.5-7b, mistral-7b.
  */
+#include <errno.h>
 #include <fajit.h>
+#include <stddef.h>
 #include <stdint.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -38,6 +40,8 @@ static void usage(FILE *f)
             "                            GPU 0 and store the winners (kept rows are reused\n"
             "                            unless --force; --pin protects the new winners)\n"
             "  plan [--arch A] [--op fwd] [--hdim D] [--dtype f16|bf16] [--mask none|causal|window]\n"
+            "       [--seqlen S | --seqlen-q Q --seqlen-k K] [--batch B] [--heads-q H]\n"
+            "       [--heads-kv H] [--page-size P]\n"
             "       [--seqlen S]         which kernel serves that problem (default: device 0,\n"
             "                            hdim 128, bf16, causal, 4096 tokens)\n"
             "  cache ls                  one line per cached kernel\n"
@@ -126,6 +130,7 @@ static int cmd_info(fajit_ctx *ctx)
 typedef struct args {
     const char *arch, *spec, *dtype, *mask, *op;
     int jobs, hdim, reps, pin, force, seqlen;
+    long long seqlen_q, seqlen_k, batch, heads_q, heads_kv, page_size;   /* plan; -1: unset */
     long long max_mb;      /* cache prune --max-mb; -1 = not given */
     const char *pos[64];   /* positional words */
     int n_pos;
@@ -224,8 +229,19 @@ static int shape_desc(const args *a, fajit_attn_desc *d)
         fprintf(stderr, "fajit-tune: --seqlen must be in 1..16777216, got %d\n", a->seqlen);
         return -1;
     }
-    fajit_attn_desc_init(d, p, p, p, p, 1, 16, 16, a->seqlen, a->seqlen, a->hdim,
+    const long long sq = a->seqlen_q >= 0 ? a->seqlen_q : a->seqlen;
+    const long long sk = a->seqlen_k >= 0 ? a->seqlen_k : a->seqlen;
+    const long long hq = a->heads_q >= 0 ? a->heads_q : 16;
+    const long long hkv = a->heads_kv >= 0 ? a->heads_kv : hq;
+    fajit_attn_desc_init(d, p, p, p, p, a->batch >= 0 ? (int)a->batch : 1, (int)hq, (int)hkv,
+                         (int)sq, (int)sk, a->hdim,
                          strcmp(a->dtype, "f16") == 0 ? FAJIT_F16 : FAJIT_BF16);
+    if (a->page_size > 0) {   /* a paged K/V cache, as large as the shape needs */
+        d->block_table = (const int32_t *)(uintptr_t)0x200000;
+        d->page_size = (int)a->page_size;
+        d->block_table_stride = (sk + a->page_size - 1) / a->page_size;
+        d->num_pages = (int)(d->block_table_stride * d->batch);
+    }
     d->mask = (fajit_mask)-1;
     for (int i = 0; i < 3; i++)
         if (strcmp(a->mask, masks[i]) == 0)
@@ -387,6 +403,29 @@ static int cmd_cache(fajit_ctx *ctx, const args *a)
     return st ? fail(ctx, st, sub) : 0;
 }
 
+/* A whole-number option of k_nums: 1 matched (value stored), -1 matched but bad (said so),
+ * 0 not one of them. */
+typedef struct num_opt { const char *opt; size_t off; long long lo, hi; } num_opt;
+static int num_option(const char *o, const char *val, const void *table, size_t n, args *a)
+{
+    const num_opt *t = table;
+    for (size_t k = 0; k < n; k++) {
+        if (strcmp(o, t[k].opt) != 0)
+            continue;
+        char *end;
+        errno = 0;
+        long long v = strtoll(val, &end, 10);
+        if (errno || end == val || *end || v < t[k].lo || v > t[k].hi) {
+            fprintf(stderr, "fajit-tune: %s needs a whole number in %lld..%lld, got '%s'\n", o,
+                    t[k].lo, t[k].hi, val);
+            return -1;
+        }
+        memcpy((char *)a + t[k].off, &v, sizeof v);
+        return 1;
+    }
+    return 0;
+}
+
 int main(int argc, char **argv)
 {
     const char *cache_dir = NULL;
@@ -413,7 +452,17 @@ int main(int argc, char **argv)
     }
     const char *cmd = argv[i++];
     args a = {.dtype = "bf16", .mask = "causal", .op = "fwd", .hdim = 128, .seqlen = 4096,
-              .max_mb = -1};
+              .max_mb = -1, .seqlen_q = -1, .seqlen_k = -1, .batch = -1, .heads_q = -1,
+              .heads_kv = -1, .page_size = -1};
+    int num;
+    static const num_opt k_nums[] = {
+        {"--seqlen-q", offsetof(args, seqlen_q), 1, 1 << 24},
+        {"--seqlen-k", offsetof(args, seqlen_k), 1, 1 << 24},
+        {"--batch", offsetof(args, batch), 1, 1 << 20},
+        {"--heads-q", offsetof(args, heads_q), 1, 1024},
+        {"--heads-kv", offsetof(args, heads_kv), 1, 1024},
+        {"--page-size", offsetof(args, page_size), 1, 1 << 20},
+    };
     for (; i < argc; i++) {
         const char *o = argv[i], *val = i + 1 < argc ? argv[i + 1] : NULL;
         if (strcmp(o, "--pin") == 0)
@@ -433,6 +482,11 @@ int main(int argc, char **argv)
             a.mask = argv[++i];
         else if (strcmp(o, "--op") == 0)
             a.op = argv[++i];
+        else if ((num = num_option(o, val, k_nums, sizeof k_nums / sizeof k_nums[0], &a))) {
+            if (num < 0)
+                return 2;
+            i++;
+        }
         else if (strcmp(o, "-j") == 0)
             a.jobs = atoi(argv[++i]);
         else if (strcmp(o, "--hdim") == 0)

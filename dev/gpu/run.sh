@@ -35,7 +35,8 @@ for step in ${STEPS:-decode bench}; do
     tune)
         timeout 400 "$B/fajit-tune" tune --spec "${TUNE_SPEC:-dev/decode/tune.spec}" \
             --reps "${TUNE_REPS:-10}" ${TUNE_ARGS:-} >"$OUT/tune.log" 2>&1
-        echo "tune rc=$?"; tail -20 "$OUT/tune.log" ;;
+        echo "tune rc=$?"; tail -12 "$OUT/tune.log"
+        python3 dev/decode/tune_table.py "$FAJIT_CACHE_DIR/kernels.db" 2>&1 | cut -c1-400 ;;
     san)
         FAJIT_TEST_DECODE_CASES=${SAN_CASES:-12} timeout 300 compute-sanitizer --tool memcheck \
             --kernel-name regex:fj_attn_decode "$B/tests/test_gpu_decode" >"$OUT/san.log" 2>&1

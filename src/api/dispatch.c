@@ -39,10 +39,13 @@ void fj_desc_bucket(const fajit_attn_desc *d, char *bucket, size_t n)
  * the unit suite), so the hot path never formats strings. */
 int fj_bucket_index(int seqlen_q, int seqlen_k)
 {
-    int decode = seqlen_q <= 1, len = decode ? seqlen_k : seqlen_q, i = 0;
+    const int spec = seqlen_q > 1 && seqlen_q <= 16, by_k = seqlen_q <= 16;
+    int len = by_k ? seqlen_k : seqlen_q, i = 0;
     for (int top = 512; len > top && i < 6; top <<= 1)
         i++;
-    return decode * 8 + i;
+    if (!spec)
+        return (seqlen_q <= 1) * 8 + i;
+    return 16 + (seqlen_q <= 4 ? 0 : seqlen_q <= 8 ? 1 : 2) * 8 + i;
 }
 
 /*------ choice ------*/
@@ -137,17 +140,17 @@ fajit_status fajit_dispatch_describe(fajit_ctx *ctx, const char *arch, const faj
     fj_target t;
     fj_kcfg c, dc;
     fj_kernels ks;
-    char grid[96];
+    char grid[160];
     FJ_CHECK(describe_choice(ctx, arch, d, buf, len, &t, &c, &dc));
     c.fam->kernels(&c, d, &ks);
-    c.fam->describe_grid(&c, grid, sizeof grid);
+    c.fam->describe_grid(&c, d, &t, grid, sizeof grid);
     size_t at = 0;
     for (int i = 0; i < ks.n && at < len; i++)
-        at += (size_t)snprintf(buf + at, len - at, "%s%s (%s): %s, %d threads, %d B dynamic "
+        at += (size_t)snprintf(buf + at, len - at, "%s%s (%s)%s%s, %d threads, %d B dynamic "
                                "shared memory, source %s, entry %s", i ? "; then " : "",
                                ks.v[i].name, fj_kcfg_same(&c, &dc) ? "default" : "tuned",
-                               grid, ks.threads[i], ks.dyn_smem[i], ks.v[i].source,
-                               ks.v[i].function);
+                               i ? "" : ": ", i ? "" : grid, ks.threads[i], ks.dyn_smem[i],
+                               ks.v[i].source, ks.v[i].function);
     return FAJIT_OK;
 }
 

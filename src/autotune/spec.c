@@ -596,7 +596,12 @@ int fj_shape_bucket(int seqlen_q, int seqlen_k, char *buf, size_t n)
     if (seqlen_q == 1)
         r = ladder(seqlen_k, step, sizeof step)
                 ? snprintf(buf, n, "sq=1,sk<=%s", step) : snprintf(buf, n, "sq=1,sk>16k");
-    else
+    else if (seqlen_q <= 16) {   /* speculative decode: its own rows per query-length class */
+        const int qc = seqlen_q <= 4 ? 4 : seqlen_q <= 8 ? 8 : 16;
+        r = ladder(seqlen_k, step, sizeof step)
+                ? snprintf(buf, n, "sq<=%d,sk<=%s", qc, step)
+                : snprintf(buf, n, "sq<=%d,sk>16k", qc);
+    } else
         r = ladder(seqlen_q, step, sizeof step)
                 ? snprintf(buf, n, "sq<=%s", step) : snprintf(buf, n, "sq>16k");
     return r > 0 && (size_t)r < n ? 0 : -1;

@@ -213,26 +213,33 @@ static int q_tiles(const fj_dec_config *c, const fajit_attn_desc *d)
 static int dec_splits(const fj_dec_config *c, const fajit_attn_desc *d, int sm_count)
 {
     const int tiles_k = (d->seqlen_k + c->bn - 1) / c->bn;
-    int want = d->num_splits ? d->num_splits : c->splits;
-    if (want)
-        return want < tiles_k ? want : tiles_k > 0 ? tiles_k : 1;
-    const long long ctas = (long long)d->batch * d->heads_kv * q_tiles(c, d);
-    const int slots = 2 * (sm_count > 0 ? sm_count : 132);
-    if (ctas >= 0.8 * slots || tiles_k <= 1)
-        return 1;
-    int max_s = tiles_k < FAJIT_MAX_SPLITS ? tiles_k : FAJIT_MAX_SPLITS;
-    double eff[FAJIT_MAX_SPLITS + 1], best = 0;
-    for (int s = 1; s <= max_s; s++) {
-        double waves = (double)(ctas * s) / slots;
-        eff[s] = waves / (double)(long long)(waves + 0.999999);
-        best = eff[s] > best ? eff[s] : best;
+    int s = d->num_splits ? d->num_splits : c->splits;
+    if (!s) {
+        const long long ctas = (long long)d->batch * d->heads_kv * q_tiles(c, d);
+        const int slots = 2 * (sm_count > 0 ? sm_count : 132);
+        const int max_s = tiles_k < FAJIT_MAX_SPLITS ? tiles_k : FAJIT_MAX_SPLITS;
+        double eff[FAJIT_MAX_SPLITS + 1], best = 0;
+        s = 1;
+        if (ctas < 0.8 * slots && max_s > 1) {
+            for (int k = 1; k <= max_s; k++) {
+                double waves = (double)(ctas * k) / slots;
+                eff[k] = waves / (double)(long long)(waves + 0.999999);
+                best = eff[k] > best ? eff[k] : best;
+            }
+            for (int k = 1; k <= max_s; k++) {
+                int distinct = k == 1 || (tiles_k + k - 1) / k != (tiles_k + k - 2) / (k - 1);
+                if (distinct && eff[k] >= 0.85 * best) {
+                    s = k;
+                    break;
+                }
+            }
+        }
     }
-    for (int s = 1; s <= max_s; s++) {
-        int distinct = s == 1 || (tiles_k + s - 1) / s != (tiles_k + s - 2) / (s - 1);
-        if (distinct && eff[s] >= 0.85 * best)
-            return s;
-    }
-    return 1;
+    if (s > tiles_k)
+        s = tiles_k > 0 ? tiles_k : 1;
+    /* Whole tiles per split: the splits that remain non-empty after the rounding. */
+    const int per = (tiles_k + s - 1) / s;
+    return per > 0 ? (tiles_k + per - 1) / per : 1;
 }
 
 /* Rows of the partials: the packed query rows of the whole batch (an upper bound when
@@ -283,13 +290,18 @@ static fajit_status report(const fj_kcfg *k, const fajit_attn_desc *d, const voi
     return FAJIT_OK;
 }
 
-static void describe_grid(const fj_kcfg *k, char *out, size_t n)
+static void describe_grid(const fj_kcfg *k, const fajit_attn_desc *d, const fj_target *t,
+                          char *out, size_t n)
 {
     const fj_dec_config *c = of(k);
-    if (c->splits)
-        snprintf(out, n, "grid (%d splits * q tiles, heads_kv, batch)", c->splits);
-    else
-        snprintf(out, n, "grid (splits * q tiles, heads_kv, batch), splits chosen per call");
+    const int s = dec_splits(c, d, t->sm_count);
+    snprintf(out, n, "grid (%d x %d, %d, %d): %d split%s of %d keys (%s) x %d q tile%s, then %s",
+             s, q_tiles(c, d), d->heads_kv, d->batch, s, s > 1 ? "s" : "",
+             ((d->seqlen_k + c->bn - 1) / c->bn + s - 1) / s * c->bn,
+             d->num_splits ? "forced" : c->splits ? "tuned" : t->sm_count ? "chosen for this GPU"
+                                                                           : "chosen for 132 SMs",
+             q_tiles(c, d), q_tiles(c, d) > 1 ? "s" : "",
+             s > 1 ? "the combine kernel" : "no combine");
 }
 
 static void fill_params(const fj_dec_config *c, const fajit_attn_desc *d, const fj_launch_env *env,
@@ -322,8 +334,8 @@ static void fill_params(const fj_dec_config *c, const fajit_attn_desc *d, const 
     p->batch = d->batch, p->heads_q = d->heads_q, p->heads_kv = d->heads_kv;
     p->head_dim = d->head_dim, p->q_len = d->seqlen_q, p->seqlen_k = d->seqlen_k;
     p->splits = splits;
-    const int per = (d->seqlen_k + splits - 1) / splits;
-    p->split_keys = (per + c->bn - 1) / c->bn * c->bn;
+    const int tiles_k = (d->seqlen_k + c->bn - 1) / c->bn;
+    p->split_keys = (tiles_k + splits - 1) / splits * c->bn;
     p->q_tiles = q_tiles(c, d);
     p->total_rows = (int)total_rows(d);
     fj_attn_params ap;   /* the window convention of every attention kernel */

@@ -93,8 +93,10 @@ static void kernels(const fj_kcfg *c, const fajit_attn_desc *d, fj_kernels *out)
     out->n = 1;
 }
 
-static void describe_grid(const fj_kcfg *c, char *out, size_t n)
+static void describe_grid(const fj_kcfg *c, const fajit_attn_desc *d, const fj_target *t,
+                          char *out, size_t n)
 {
+    (void)d, (void)t;
     snprintf(out, n, "grid (ceil(seqlen_q/%d), heads_q, batch)", fj_fa2_of(c)->block_m);
 }
 

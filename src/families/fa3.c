@@ -128,8 +128,10 @@ static void kernels(const fj_kcfg *c, const fajit_attn_desc *d, fj_kernels *out)
     out->n = 1;
 }
 
-static void describe_grid(const fj_kcfg *c, char *out, size_t n)
+static void describe_grid(const fj_kcfg *c, const fajit_attn_desc *d, const fj_target *t,
+                          char *out, size_t n)
 {
+    (void)d, (void)t;
     const fj_fa3_config *f = fj_fa3_of(c);
     if (f->persistent)
         snprintf(out, n, "persistent grid (one CTA per SM%s)",

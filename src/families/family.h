@@ -118,7 +118,8 @@ typedef struct fj_family {
     /* The kernels (variants and launch shapes) of c for problems like d. */
     void (*kernels)(const fj_kcfg *c, const fajit_attn_desc *d, fj_kernels *out);
     /* The grid, in words, for fajit_dispatch_describe ("grid (ceil(seqlen_q/128), ...)"). */
-    void (*describe_grid)(const fj_kcfg *c, char *out, size_t n);
+    void (*describe_grid)(const fj_kcfg *c, const fajit_attn_desc *d, const fj_target *t,
+                          char *out, size_t n);
     /* The workspace one call of d with c needs on t (NULL: none). */
     void (*workspace)(const fj_kcfg *c, const fajit_attn_desc *d, const fj_target *t,
                       fj_workspace *out);

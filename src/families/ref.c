@@ -65,8 +65,10 @@ static void kernels(const fj_kcfg *c, const fajit_attn_desc *d, fj_kernels *out)
     out->n = 1;
 }
 
-static void describe_grid(const fj_kcfg *c, char *out, size_t n)
+static void describe_grid(const fj_kcfg *c, const fajit_attn_desc *d, const fj_target *t,
+                          char *out, size_t n)
 {
+    (void)d, (void)t;
     (void)c;
     snprintf(out, n, "grid (ceil(seqlen_q/1), heads_q, batch)");
 }
