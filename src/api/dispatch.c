@@ -218,11 +218,8 @@ static fajit_status load_one(fajit_ctx *ctx, fj_kplan *kp, int i, unsigned flags
 {
     const fj_variant *v = &kp->ks.v[i];
     FJ_CHECK(fj_kernel_get(ctx, v, flags, &kp->k[i]));
-    if (kp->ks.dyn_smem[i] <= 48 * 1024)
-        return FAJIT_OK;
     char err[64];
-    CUresult r = ctx->cu->cuFuncSetAttribute(kp->k[i]->fn, FJ_CU_FUNC_ATTR_MAX_DYN_SMEM,
-                                             kp->ks.dyn_smem[i]);
+    CUresult r = fj_func_dyn_smem(ctx->cu, kp->k[i]->fn, kp->ks.dyn_smem[i]);
     FJ_RETURN_IF(r, ctx, FAJIT_CUDA_ERROR, "raising the shared memory of %s to %d: %s", v->name,
                  kp->ks.dyn_smem[i], fj_cuda_errname(ctx->cu, r, err, sizeof err));
     return FAJIT_OK;
@@ -552,10 +549,8 @@ fajit_status fj_kplan_launch(fajit_ctx *ctx, const fj_kplan *kp, const fajit_att
         }
         if (!a.grid[0] || !a.grid[1] || !a.grid[2])
             continue;
-        CUresult r = ctx->cu->cuLaunchKernel(kp->k[i]->fn, a.grid[0], a.grid[1], a.grid[2],
-                                             (unsigned)kp->ks.threads[i], 1, 1,
-                                             (unsigned)kp->ks.dyn_smem[i], (CUstream)stream,
-                                             a.ptr, NULL);
+        CUresult r = fj_launch(ctx->cu, kp->k[i]->fn, a.grid, (unsigned)kp->ks.threads[i],
+                               (unsigned)kp->ks.dyn_smem[i], (CUstream)stream, a.ptr);
         if (r)
             st = fj_fail(ctx, FAJIT_CUDA_ERROR, "cuLaunchKernel(%s): %s", kp->ks.v[i].name,
                          fj_cuda_errname(ctx->cu, r, err, sizeof err));

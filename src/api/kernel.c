@@ -195,18 +195,14 @@ static fajit_status load_kernel(fajit_ctx *ctx, const fj_variant *v, const fj_en
     fj_kernel *k = calloc(1, sizeof *k);
     FJ_RETURN_IF(!k, ctx, FAJIT_OUT_OF_MEMORY, "allocating a kernel");
     k->key = e->key;
-    CUresult r = cu->cuModuleLoadData(&k->module, e->blob);
-    if (r == 0)
-        r = cu->cuModuleGetFunction(&k->fn, k->module, v->function);
+    fj_module m;
+    CUresult r = fj_module_load(cu, e->blob, v->function, &m);
     if (r != 0) {
-        if (k->module)
-            cu->cuModuleUnload(k->module);
         free(k);
         return fj_fail(ctx, FAJIT_CUDA_ERROR, "loading %s: %s", v->name,
                        fj_cuda_errname(cu, r, err, sizeof err));
     }
-    cu->cuFuncGetAttribute(&k->regs, FJ_CU_FUNC_ATTR_NUM_REGS, k->fn);
-    cu->cuFuncGetAttribute(&k->local_bytes, FJ_CU_FUNC_ATTR_LOCAL_BYTES, k->fn);
+    k->module = m.module, k->fn = m.fn, k->regs = m.regs, k->local_bytes = m.local_bytes;
     k->spill_bytes = e->spill_bytes;
     static const char *const bad[] = {"C7508", "C7510", "C7511", "C7515", "C7519"};
     for (size_t i = 0; i < sizeof bad / sizeof bad[0] && e->log; i++)

@@ -1,5 +1,6 @@
 /* jit.h - the run-time layer: the CUDA driver loaded with dlopen into a function table,
- * NVRTC loaded the same way, CUBIN compilation, TMA descriptors (tma.c).
+ * NVRTC loaded the same way, CUBIN compilation, module load and launch (module.c), TMA
+ * descriptors (tma.c).
  * Knows nothing of attention. No CUDA header is needed: the few driver types are
  * declared here with the driver's ABI.
  */
@@ -117,6 +118,21 @@ typedef struct fj_tma_tile {
  * a reason in `why` (may be NULL): no encoder in the driver, misalignment, a bad stride, or
  * the encoder's CUresult. */
 int fj_tma_encode(const fj_cuda *cu, const fj_tma_tile *t, fj_tmap *out, char *why, size_t n);
+
+/* A loaded CUBIN and one of its functions, with the driver's figures for it. */
+typedef struct fj_module {
+    CUmodule module;
+    CUfunction fn;
+    int regs, local_bytes;   /* -1 when the driver did not say */
+} fj_module;
+/* Loads `cubin` and finds `function` in it (module.c); on failure nothing stays loaded. */
+CUresult fj_module_load(const fj_cuda *cu, const void *cubin, const char *function,
+                        fj_module *out);
+/* Raises fn's dynamic shared memory limit to `bytes` when above the 48 KiB default. */
+CUresult fj_func_dyn_smem(const fj_cuda *cu, CUfunction fn, int bytes);
+/* Launches fn on grid x threads x 1 x 1 with `args` (one pointer per parameter). */
+CUresult fj_launch(const fj_cuda *cu, CUfunction fn, const unsigned grid[3], unsigned threads,
+                   unsigned dyn_smem, CUstream stream, void **args);
 
 /* Loads libcuda.so.1 (once per process) and calls cuInit. Returns NULL when there is no
  * driver; `why` (may be NULL) then says what failed. Thread-safe. */
