@@ -65,9 +65,9 @@ fj_target fj_target_of(const fajit_ctx *ctx, const char *arch)
 }
 
 /* The tuned configuration for d on this context's GPU class, if the cache has one that
- * serves d. A row of a family that does not serve this problem (e.g. a Hopper winner asked
- * for varlen without totals) is expected and passed over quietly; one that it serves but
- * whose configuration fails the family's check is reported. */
+ * serves d. A row of a family that does not serve this problem (e.g. a winner whose family
+ * needs the varlen totals, asked without them) is expected and passed over quietly; one
+ * that it serves but whose configuration fails the family's check is reported. */
 static int tuned_config(fajit_ctx *ctx, const fajit_attn_desc *d, const fj_target *t, fj_kcfg *c)
 {
     char sig[128], bucket[FJ_BUCKET_LEN], why[160] = "";
