@@ -39,7 +39,7 @@ for step in ${STEPS:-decode bench}; do
         python3 dev/decode/tune_table.py "$FAJIT_CACHE_DIR/kernels.db" 2>&1 | cut -c1-400 ;;
     san)
         FAJIT_TEST_DECODE_CASES=${SAN_CASES:-12} timeout 300 compute-sanitizer --tool memcheck \
-            --kernel-name regex:fj_attn_decode "$B/tests/test_gpu_decode" >"$OUT/san.log" 2>&1
+            --kernel-name kns=fj_attn_decode "$B/tests/test_gpu_decode" >"$OUT/san.log" 2>&1
         echo "memcheck rc=$?"; grep -E "ERROR SUMMARY|Invalid|decode sweep" "$OUT/san.log" | head ;;
     esac
     echo "$step: $(( $(date +%s) - t0 )) s"
