@@ -35,9 +35,13 @@ static void to_kcfg(const fj_dec_config *f, fj_kcfg *out)
     memcpy(out->b, f, sizeof *f);
 }
 
-static int group(const fajit_attn_desc *d) { return d->heads_q / d->heads_kv; }
+/* (descriptors made by warm and plan for a head_dim alone have no heads: a group of 1) */
+static int group(const fajit_attn_desc *d)
+{
+    return d->heads_kv > 0 && d->heads_q >= d->heads_kv ? d->heads_q / d->heads_kv : 1;
+}
 /* The most packed rows (query rows times heads per KV head) of one sequence. */
-static int packed_rows(const fajit_attn_desc *d) { return d->seqlen_q * group(d); }
+static int packed_rows(const fajit_attn_desc *d) { return (d->seqlen_q > 0 ? d->seqlen_q : 1) * group(d); }
 
 static int applies(const fajit_attn_desc *d, const fj_target *t)
 {
@@ -94,10 +98,10 @@ static void default_cfg(const fajit_attn_desc *d, const fj_target *t, fj_kcfg *o
             c.stages = 4;
     } else if (rows <= 32) {
         c.wm = 2, c.wn = 2, c.bn = wide ? 32 : 64;
+    } else if (wide) {   /* (4 x 1 warps with 16-key tiles spill at head_dim 200-208) */
+        c.wm = 2, c.wn = 2, c.bn = 32;
     } else {
         c.wm = 4, c.wn = 1;
-        if (wide)
-            c.bn = 16, c.stages = 4;
     }
     const size_t limit = fj_fa2_smem_limit(t->sm);
     while (smem_bytes(&c, d->head_dim) > limit / 2 && c.stages > 2)
