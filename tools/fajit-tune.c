@@ -142,11 +142,20 @@ static int cmd_warm(fajit_ctx *ctx, const args *a)
         fprintf(stderr, "fajit-tune: warm needs --arch LIST (e.g. sm_80,sm_90a,sm_100a)\n");
         return 2;
     }
+    /* Warm exists to fill the cache: one that cannot keep what it compiles is an error. */
+    fajit_sysinfo si;
+    if (fajit_sysinfo_get(ctx, &si) == FAJIT_OK && (!si.cache_path || si.cache_readonly)) {
+        fprintf(stderr, "fajit-tune: warm: the cache %s%s: nothing compiled now would be kept "
+                "(see the warning above; set --cache-dir or FAJIT_CACHE_DIR)\n",
+                si.cache_path ? si.cache_path : "is memory only",
+                si.cache_path ? " is read-only" : "");
+        return 1;
+    }
     char *list = strdup(a->arch), *save = NULL;
-    int rc = 0;
+    int rc = 0, targets = 0;
     struct timespec t0, t1;
     clock_gettime(CLOCK_MONOTONIC, &t0);
-    for (char *t = strtok_r(list, ",", &save); t; t = strtok_r(NULL, ",", &save)) {
+    for (char *t = strtok_r(list, ",", &save); t; t = strtok_r(NULL, ",", &save), targets++) {
         int compiled = 0, cached = 0;
         fajit_status st = a->spec ? fajit_warm_spec(ctx, a->spec, t, a->jobs, &compiled, &cached)
                                   : fajit_warm(ctx, t, a->jobs, &compiled, &cached);
@@ -163,6 +172,11 @@ static int cmd_warm(fajit_ctx *ctx, const args *a)
            (t1.tv_sec - t0.tv_sec) + (t1.tv_nsec - t0.tv_nsec) / 1e9,
            (unsigned long long)c.compiles, c.compile_seconds);
     free(list);
+    if (!rc && targets == 0) {
+        fprintf(stderr, "fajit-tune: warm: --arch '%s' names no target (e.g. sm_80,sm_90a)\n",
+                a->arch);
+        return 2;
+    }
     return rc;
 }
 
@@ -405,7 +419,7 @@ static int cmd_cache(fajit_ctx *ctx, const args *a)
 
 /* A whole-number option of k_nums: 1 matched (value stored), -1 matched but bad (said so),
  * 0 not one of them. */
-typedef struct num_opt { const char *opt; size_t off; long long lo, hi; } num_opt;
+typedef struct num_opt { const char *opt; size_t off; long long lo, hi; int is_int; } num_opt;
 static int num_option(const char *o, const char *val, const void *table, size_t n, args *a)
 {
     const num_opt *t = table;
@@ -420,7 +434,12 @@ static int num_option(const char *o, const char *val, const void *table, size_t 
                     t[k].lo, t[k].hi, val);
             return -1;
         }
-        memcpy((char *)a + t[k].off, &v, sizeof v);
+        if (t[k].is_int) {
+            int iv = (int)v;
+            memcpy((char *)a + t[k].off, &iv, sizeof iv);
+        } else {
+            memcpy((char *)a + t[k].off, &v, sizeof v);
+        }
         return 1;
     }
     return 0;
@@ -456,12 +475,16 @@ int main(int argc, char **argv)
               .heads_kv = -1, .page_size = -1};
     int num;
     static const num_opt k_nums[] = {
-        {"--seqlen-q", offsetof(args, seqlen_q), 1, 1 << 24},
-        {"--seqlen-k", offsetof(args, seqlen_k), 1, 1 << 24},
-        {"--batch", offsetof(args, batch), 1, 1 << 20},
-        {"--heads-q", offsetof(args, heads_q), 1, 1024},
-        {"--heads-kv", offsetof(args, heads_kv), 1, 1024},
-        {"--page-size", offsetof(args, page_size), 1, 1 << 20},
+        {"--seqlen-q", offsetof(args, seqlen_q), 1, 1 << 24, 0},
+        {"--seqlen-k", offsetof(args, seqlen_k), 1, 1 << 24, 0},
+        {"--batch", offsetof(args, batch), 1, 1 << 20, 0},
+        {"--heads-q", offsetof(args, heads_q), 1, 1024, 0},
+        {"--heads-kv", offsetof(args, heads_kv), 1, 1024, 0},
+        {"--page-size", offsetof(args, page_size), 1, 1 << 20, 0},
+        {"-j", offsetof(args, jobs), 1, 1024, 1},
+        {"--hdim", offsetof(args, hdim), 8, 256, 1},
+        {"--seqlen", offsetof(args, seqlen), 1, 1 << 24, 1},
+        {"--reps", offsetof(args, reps), 1, 1000, 1},
     };
     for (; i < argc; i++) {
         const char *o = argv[i], *val = i + 1 < argc ? argv[i + 1] : NULL;
@@ -487,14 +510,6 @@ int main(int argc, char **argv)
                 return 2;
             i++;
         }
-        else if (strcmp(o, "-j") == 0)
-            a.jobs = atoi(argv[++i]);
-        else if (strcmp(o, "--hdim") == 0)
-            a.hdim = atoi(argv[++i]);
-        else if (strcmp(o, "--seqlen") == 0)
-            a.seqlen = atoi(argv[++i]);
-        else if (strcmp(o, "--reps") == 0)
-            a.reps = atoi(argv[++i]);
         else if (strcmp(o, "--max-mb") == 0) {
             char *end;
             a.max_mb = strtoll(argv[++i], &end, 10);
@@ -507,8 +522,18 @@ int main(int argc, char **argv)
         else if (o[0] == '-' && o[1]) {
             fprintf(stderr, "fajit-tune: unknown option '%s'\n", o);
             return 2;
-        } else if (a.n_pos < 64)
+        } else if (a.n_pos < (int)(sizeof a.pos / sizeof a.pos[0])) {
             a.pos[a.n_pos++] = o;
+        } else {
+            fprintf(stderr, "fajit-tune: too many arguments (at most %d files), at '%s'\n",
+                    (int)(sizeof a.pos / sizeof a.pos[0]), o);
+            return 2;
+        }
+    }
+    if (strcmp(cmd, "cache") != 0 && a.n_pos > 0) {
+        fprintf(stderr, "fajit-tune: %s takes no argument '%s' (options start with -)\n", cmd,
+                a.pos[0]);
+        return 2;
     }
     g_tty = isatty(2);
 
