@@ -465,6 +465,28 @@ FAJIT_API fajit_status fajit_tune_spec(fajit_ctx *ctx, const char *spec,
                                        const fajit_tune_opts *o, fajit_tune_result_fn fn,
                                        void *user);
 
+/*------ Benchmarking ------
+ * fajit_bench_spec times fajit_attn_fwd itself (the kernel the context's dispatch picks,
+ * tuned rows included) on every shape of a spec (as fajit_tune_spec takes it), on random
+ * inputs it allocates: a first call (it may compile, per the context's policy), three
+ * warm-up calls, then `reps` timed calls on the default stream, each between two CUDA
+ * events with the L2 flushed before it (the tuner's discipline). Decode shapes (seqlen_q 1)
+ * run on contiguous K/V. `fn` (may be NULL) receives each shape's result; progress goes to
+ * the context's progress callback. Blocking; needs a device. */
+typedef struct fajit_bench_result {
+    const char *problem;       /* the spec section's name; valid during the callback */
+    const fajit_attn_desc *desc; /* the problem timed (device pointers freed after) */
+    char kernel[256];          /* fajit_dispatch_describe's line for it */
+    int reps;
+    const double *samples_ms;  /* the reps timings in run order; valid during the callback */
+    double median_ms, min_ms, max_ms, p10_ms, p90_ms;  /* nearest-rank percentiles */
+} fajit_bench_result;
+typedef void (*fajit_bench_fn)(void *user, const fajit_bench_result *r);
+/* reps in 1..1000. Errors: INVALID_ARGUMENT (spec, reps), NO_DEVICE (compile-only
+ * context), CUDA_ERROR (allocation, launch), those of fajit_attn_fwd. */
+FAJIT_API fajit_status fajit_bench_spec(fajit_ctx *ctx, const char *spec, int reps,
+                                        fajit_bench_fn fn, void *user);
+
 /* One cache entry, for listing. Strings valid during the callback only. */
 typedef struct fajit_cache_entry {
     char key_hex[33];

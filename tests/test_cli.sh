@@ -31,6 +31,16 @@ expect 2 "names no target" --cache-dir "$dir" warm --arch ""
 expect 1 "got 'sm_999'" --cache-dir "$dir" warm --arch sm_999
 expect 1 "the cache is memory only: nothing compiled now would be kept" --cache-dir "" warm --arch sm_80
 expect 2 "--op must be one of: fwd; got 'bwd'" plan --arch sm_90a --op bwd
+# bench without a driver: refused at once (with one, it would run: the gpu suite's job).
+if "$T" --cache-dir "$dir" info | grep -q "^driver  *not found"; then
+    expect 1 "bench needs a GPU (device 0)" --cache-dir "$dir" bench
+    expect 1 "no CUDA driver" --cache-dir "$dir" bench --spec llama-3-8b --json "$dir/b.json"
+    [ -e "$dir/b.json" ] && { echo "FAIL: bench without a GPU wrote $dir/b.json"; fails=$((fails + 1)); }
+else
+    echo "skip: a CUDA driver loads here; bench without a GPU not tested"
+fi
+expect 2 "--reps needs a whole number in 1..1000, got '0'" bench --reps 0
+expect 2 "--json needs a value" bench --json
 args=()
 for i in $(seq 1 70); do args+=("$dir/b$i.db"); done
 expect 2 "too many arguments (at most 64 files)" --cache-dir "$dir" cache import "${args[@]}"

@@ -687,6 +687,48 @@ static fajit_ctx *policy_ctx(const char *dir, fajit_policy policy)
     return ctx;
 }
 
+/* fajit_bench_spec: one result per shape of the spec, in spec order, with ordered
+ * statistics of positive samples and the dispatch line of the kernel timed. */
+typedef struct bench_seen {
+    int n, sq[4], sk[4], bad;
+} bench_seen;
+
+static void on_bench(void *user, const fajit_bench_result *r)
+{
+    bench_seen *s = user;
+    int ok = r->reps == 7 && r->min_ms > 0 && r->min_ms <= r->p10_ms &&
+             r->p10_ms <= r->median_ms && r->median_ms <= r->p90_ms && r->p90_ms <= r->max_ms &&
+             r->kernel[0] && strcmp(r->problem, "b") == 0 && r->desc->heads_q == 8;
+    for (int k = 0; k < r->reps; k++)
+        ok = ok && r->samples_ms[k] >= r->min_ms && r->samples_ms[k] <= r->max_ms;
+    s->bad += !ok;
+    if (s->n < 4)
+        s->sq[s->n] = r->desc->seqlen_q, s->sk[s->n] = r->desc->seqlen_k;
+    s->n++;
+}
+
+START_TEST(bench_spec)
+{
+    char dir[64], spec[96];
+    tmp_dir(dir, sizeof dir, "bench");
+    snprintf(spec, sizeof spec, "%s/b.spec", dir);
+    FILE *f = fopen(spec, "w");
+    ck_assert_ptr_nonnull(f);
+    fputs("[model b]\ndtype = bf16\nhead_dim = 64\nheads_q = 8\nheads_kv = 2\n"
+          "mask = causal\nprefill = 256\ndecode = 1k\n", f);
+    fclose(f);
+    fajit_ctx *ctx = new_ctx(dir);
+    bench_seen s = {0};
+    ck_assert_msg(fajit_bench_spec(ctx, spec, 7, on_bench, &s) == FAJIT_OK, "%s",
+                  fajit_errmsg(ctx));
+    ck_assert_int_eq(s.n, 2);
+    ck_assert_int_eq(s.bad, 0);
+    ck_assert(s.sq[0] == 256 && s.sk[0] == 256 && s.sq[1] == 1 && s.sk[1] == 1024);
+    fajit_ctx_destroy(ctx);
+    rm_dir(dir);
+}
+END_TEST
+
 /* The tuning problem of these tests. */
 static void tune_case(tc *c)
 {
@@ -927,6 +969,7 @@ int main(int argc, char **argv)
     tcase_add_test(tc, sweep);
     tcase_add_test(tc, cache_across_processes);
     tcase_add_test(tc, timings);
+    tcase_add_test(tc, bench_spec);
     tcase_add_test(tc, strict_miss);
     tcase_add_test(tc, tune_then_new_process);
     tcase_add_test(tc, fallback_never_blocks);

@@ -158,6 +158,22 @@ START_TEST(validation_accepts)
 }
 END_TEST
 
+/* fajit_bench_spec refuses before touching a GPU: bad reps, a compile-only context, a dead
+ * context; the spec is read only after those. */
+START_TEST(bench_refuses)
+{
+    fajit_ctx *ctx = memory_ctx();
+    ck_assert_int_eq(fajit_bench_spec(ctx, "llama-3-8b", 0, NULL, NULL), FAJIT_INVALID_ARGUMENT);
+    ck_assert_ptr_nonnull(strstr(fajit_errmsg(ctx), "reps must be in [1, 1000], got 0"));
+    ck_assert_int_eq(fajit_bench_spec(ctx, "llama-3-8b", 1001, NULL, NULL),
+                     FAJIT_INVALID_ARGUMENT);
+    ck_assert_int_eq(fajit_bench_spec(ctx, "llama-3-8b", 5, NULL, NULL), FAJIT_NO_DEVICE);
+    ck_assert_ptr_nonnull(strstr(fajit_errmsg(ctx), "benchmarking needs a device"));
+    fajit_ctx_destroy(ctx);
+    ck_assert_int_eq(fajit_bench_spec(ctx, "llama-3-8b", 5, NULL, NULL), FAJIT_INVALID_ARGUMENT);
+}
+END_TEST
+
 /* Paged K/V: every rule the host can check, each refused with the rule and the value. */
 START_TEST(validation_paged)
 {
@@ -1219,6 +1235,7 @@ int main(void)
     tcase_add_test(tc, status_table);
     tcase_add_loop_test(tc, validation_rules, 0, (int)(sizeof k_bad / sizeof k_bad[0]));
     tcase_add_test(tc, validation_accepts);
+    tcase_add_test(tc, bench_refuses);
     tcase_add_test(tc, validation_paged);
     tcase_add_test(tc, errmsg_per_thread);
     tcase_add_test(tc, desc_init_strides);

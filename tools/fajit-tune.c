@@ -4,6 +4,7 @@
  *   fajit-tune info
  *   fajit-tune warm --arch sm_80,sm_90a,sm_100a [--spec SPEC] [-j N]
  *   fajit-tune tune --spec SPEC [--reps N] [--pin] [--force]
+ *   fajit-tune bench [--spec SPEC] [--json FILE] [--reps N]
  *   fajit-tune plan [--arch sm_90a] [--op fwd] [--hdim 128] [--dtype bf16] [--mask causal]
  *                   [--seqlen 4096]
  *   fajit-tune cache ls|stats|verify|clear | prune --max-mb N
@@ -23,6 +24,8 @@
 #include <time.h>
 #include <unistd.h>
 
+#include "bench.h"
+
 static int g_verbose, g_quiet, g_tty;
 
 static void usage(FILE *f)
@@ -39,6 +42,10 @@ static void usage(FILE *f)
             "                            time every candidate configuration of SPEC's shapes on\n"
             "                            GPU 0 and store the winners (kept rows are reused\n"
             "                            unless --force; --pin protects the new winners)\n"
+            "  bench [--spec SPEC] [--json FILE] [--reps N]\n"
+            "                            time fajit's kernels on GPU 0 on SPEC's shapes (default:\n"
+            "                            prefill hdim 64/128/256 1k-16k, decode 32/8 heads): TFLOP/s,\n"
+            "                            TB/s of K+V for decode; FILE gets every sample as JSON\n"
             "  plan [--arch A] [--op fwd] [--hdim D] [--dtype f16|bf16] [--mask none|causal|window]\n"
             "       [--seqlen S | --seqlen-q Q --seqlen-k K] [--batch B] [--heads-q H]\n"
             "       [--heads-kv H] [--page-size P]\n"
@@ -128,7 +135,7 @@ static int cmd_info(fajit_ctx *ctx)
 
 /* What follows the command on the line. */
 typedef struct args {
-    const char *arch, *spec, *dtype, *mask, *op;
+    const char *arch, *spec, *dtype, *mask, *op, *json;
     int jobs, hdim, reps, pin, force, seqlen;
     long long seqlen_q, seqlen_k, batch, heads_q, heads_kv, page_size;   /* plan; -1: unset */
     long long max_mb;      /* cache prune --max-mb; -1 = not given */
@@ -505,6 +512,8 @@ int main(int argc, char **argv)
             a.mask = argv[++i];
         else if (strcmp(o, "--op") == 0)
             a.op = argv[++i];
+        else if (strcmp(o, "--json") == 0)
+            a.json = argv[++i];
         else if ((num = num_option(o, val, k_nums, sizeof k_nums / sizeof k_nums[0], &a))) {
             if (num < 0)
                 return 2;
@@ -539,8 +548,9 @@ int main(int argc, char **argv)
 
     fajit_ctx_opts o;
     fajit_ctx_opts_init(&o);
-    /* Only tuning runs kernels; everything else works on a machine without a GPU. */
-    o.device = strcmp(cmd, "tune") == 0 ? 0 : FAJIT_DEVICE_NONE;
+    /* Only tuning and bench run kernels; everything else works on a machine without a GPU. */
+    const int on_gpu = strcmp(cmd, "tune") == 0 || strcmp(cmd, "bench") == 0;
+    o.device = on_gpu ? 0 : FAJIT_DEVICE_NONE;
     o.cache_dir = cache_dir;
     o.log = on_log;
     o.log_level = g_verbose ? FAJIT_LOG_DEBUG : FAJIT_LOG_WARN;
@@ -548,6 +558,8 @@ int main(int argc, char **argv)
     fajit_ctx *ctx = NULL;
     fajit_status st = fajit_ctx_create(&ctx, &o);
     if (st) {
+        if (on_gpu)
+            fprintf(stderr, "fajit-tune: %s needs a GPU (device 0)\n", cmd);
         int rc = fail(ctx, st, "creating a context");
         fajit_ctx_destroy(ctx);
         return rc;
@@ -559,6 +571,8 @@ int main(int argc, char **argv)
         rc = cmd_warm(ctx, &a);
     else if (strcmp(cmd, "tune") == 0)
         rc = cmd_tune(ctx, &a);
+    else if (strcmp(cmd, "bench") == 0)
+        rc = cli_bench(ctx, a.spec, a.reps ? a.reps : 30, a.json);
     else if (strcmp(cmd, "plan") == 0)
         rc = cmd_plan(ctx, &a);
     else if (strcmp(cmd, "cache") == 0)

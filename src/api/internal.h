@@ -201,6 +201,11 @@ fajit_status fj_warm_list(fajit_ctx *ctx, const char *arch, const fj_variant *vs
 struct fj_spec;
 fajit_status fj_spec_load(fajit_ctx *ctx, const char *spec, struct fj_spec *out);
 
+/* Allocates `elems` halves (bf16 or f16) on the device, uniform in [-1, 1), staged
+ * through `host` (room for elems); a fixed sequence per process (src/api/tune.c). */
+CUresult fj_upload_random(const fj_cuda *cu, CUdeviceptr *p, size_t elems, int bf16,
+                          uint16_t *host);
+
 /* Makes kp ready for kp->cfg on the context's device: its kernels (memory, cache or
  * compile, per `flags`), their shared memory raised. A thread capturing a stream is switched
  * to relaxed capture mode for the loads (the driver refuses module loads otherwise). */

@@ -382,8 +382,8 @@ static uint16_t rand_half(int bf16)
     return (uint16_t)(sign | e << 10 | ((u >> 13) & 0x3ff));
 }
 
-static CUresult upload_random(const fj_cuda *cu, CUdeviceptr *p, size_t elems, int bf16,
-                              uint16_t *host)
+CUresult fj_upload_random(const fj_cuda *cu, CUdeviceptr *p, size_t elems, int bf16,
+                          uint16_t *host)
 {
     for (size_t i = 0; i < elems; i++)
         host[i] = rand_half(bf16);
@@ -439,9 +439,9 @@ fajit_status fajit_tune_spec(fajit_ctx *ctx, const char *spec, const fajit_tune_
             r = host ? 0 : 1;
             for (int k = 0; k < sets && !r; k++) {
                 int bf16 = p->dtype == FAJIT_BF16;
-                if (!(r = upload_random(ctx->cu, &dp.q[k], nq, bf16, host)) &&
-                    !(r = upload_random(ctx->cu, &dp.k[k], nk, bf16, host)))
-                    r = upload_random(ctx->cu, &dp.v[k], nk, bf16, host);
+                if (!(r = fj_upload_random(ctx->cu, &dp.q[k], nq, bf16, host)) &&
+                    !(r = fj_upload_random(ctx->cu, &dp.k[k], nk, bf16, host)))
+                    r = fj_upload_random(ctx->cu, &dp.v[k], nk, bf16, host);
             }
             if (!r)
                 r = ctx->cu->cuMemAlloc(&dp.o, nq * 2);

@@ -1,0 +1,182 @@
+/* bench.c - fajit_bench_spec: fajit_attn_fwd timed on every shape of a spec, on random
+ * inputs, with CUDA events through the driver table, the L2 flushed before every
+ * repetition (the tuner's discipline, src/api/tune.c, applied to the public call). */
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <time.h>
+
+#include "internal.h"
+#include "../autotune/spec.h"
+
+#define BENCH_MAX_REPS 1000
+#define FLUSH_BYTES ((size_t)256 << 20)   /* > 4x the 50-60 MB L2 of an H100/H200 */
+
+typedef struct bench {
+    fajit_ctx *ctx;
+    CUdeviceptr flush;
+    CUevent *ev;           /* 2 * reps */
+    double *samples, *sorted;
+    int reps, n_ev;
+} bench;
+
+static int cmp_double(const void *a, const void *b)
+{
+    double x = *(const double *)a, y = *(const double *)b;
+    return (x > y) - (x < y);
+}
+
+/* Nearest-rank percentile of n sorted values. */
+static double pct(const double *s, int n, double p)
+{
+    int i = (int)(p * n + 0.999999) - 1;
+    return s[i < 0 ? 0 : i >= n ? n - 1 : i];
+}
+
+static fajit_status time_one(bench *b, const fajit_attn_desc *d, fajit_bench_result *res)
+{
+    fajit_ctx *ctx = b->ctx;
+    const fj_cuda *cu = ctx->cu;
+    char err[64];
+    CUresult r;
+    for (int w = 0; w < 4; w++)   /* first use (load or compile), then warm-up */
+        FJ_CHECK(fajit_attn_fwd(ctx, d, NULL));
+    for (int k = 0; k < b->reps; k++) {
+        cu->cuMemsetD8(b->flush, (unsigned char)k, FLUSH_BYTES);   /* evict L2 */
+        cu->cuEventRecord(b->ev[2 * k], NULL);
+        FJ_CHECK(fajit_attn_fwd(ctx, d, NULL));
+        cu->cuEventRecord(b->ev[2 * k + 1], NULL);
+    }
+    r = cu->cuCtxSynchronize();
+    FJ_RETURN_IF(r, ctx, FAJIT_CUDA_ERROR, "benchmark run failed: %s",
+                 fj_cuda_errname(cu, r, err, sizeof err));
+    for (int k = 0; k < b->reps; k++) {
+        float ms = 0;
+        r = cu->cuEventElapsedTime(&ms, b->ev[2 * k], b->ev[2 * k + 1]);
+        FJ_RETURN_IF(r, ctx, FAJIT_CUDA_ERROR, "cuEventElapsedTime: %s",
+                     fj_cuda_errname(cu, r, err, sizeof err));
+        b->samples[k] = b->sorted[k] = ms;
+    }
+    qsort(b->sorted, (size_t)b->reps, sizeof(double), cmp_double);
+    int n = b->reps;
+    res->reps = n;
+    res->samples_ms = b->samples;
+    res->median_ms = n % 2 ? b->sorted[n / 2] : (b->sorted[n / 2 - 1] + b->sorted[n / 2]) / 2;
+    res->min_ms = b->sorted[0];
+    res->max_ms = b->sorted[n - 1];
+    res->p10_ms = pct(b->sorted, n, 0.10);
+    res->p90_ms = pct(b->sorted, n, 0.90);
+    return FAJIT_OK;
+}
+
+/* Allocates one shape's inputs, times it, frees them. */
+static fajit_status bench_shape(bench *b, const fj_problem *p, const fj_shape *sh,
+                                fajit_bench_fn fn, void *user)
+{
+    fajit_ctx *ctx = b->ctx;
+    const fj_cuda *cu = ctx->cu;
+    size_t nq = (size_t)sh->batch * sh->seqlen_q * p->heads_q * p->head_dim;
+    size_t nk = (size_t)sh->batch * sh->seqlen_k * p->heads_kv * p->head_dim;
+    CUdeviceptr q = 0, k = 0, v = 0, o = 0;
+    uint16_t *host = malloc((nq > nk ? nq : nk) * 2);
+    fajit_status st = FAJIT_OK;
+    char err[64];
+    CUresult r = host ? 0 : 2;   /* CUDA_ERROR_OUT_OF_MEMORY */
+    int bf16 = p->dtype == FAJIT_BF16;
+    if (!r && !(r = fj_upload_random(cu, &q, nq, bf16, host)) &&
+        !(r = fj_upload_random(cu, &k, nk, bf16, host)) &&
+        !(r = fj_upload_random(cu, &v, nk, bf16, host)))
+        r = cu->cuMemAlloc(&o, nq * 2);
+    free(host);
+    if (r) {
+        st = fj_fail(ctx, host ? FAJIT_CUDA_ERROR : FAJIT_OUT_OF_MEMORY,
+                     "allocating inputs for %s (batch %d, seqlen_q %d, seqlen_k %d): %s",
+                     p->name, sh->batch, sh->seqlen_q, sh->seqlen_k,
+                     fj_cuda_errname(cu, r, err, sizeof err));
+        goto done;
+    }
+    fajit_attn_desc d;
+    fajit_attn_desc_init(&d, (void *)q, (void *)k, (void *)v, (void *)o, sh->batch,
+                         p->heads_q, p->heads_kv, sh->seqlen_q, sh->seqlen_k, p->head_dim,
+                         p->dtype);
+    d.mask = p->mask;
+    d.window_left = p->window_left;
+    d.window_right = p->window_right;
+    fajit_bench_result res;
+    memset(&res, 0, sizeof res);
+    res.problem = p->name;
+    res.desc = &d;
+    if ((st = fajit_dispatch_describe(ctx, NULL, &d, res.kernel, sizeof res.kernel)) ||
+        (st = time_one(b, &d, &res)))
+        goto done;
+    if (fn)
+        fn(user, &res);
+done:
+    if (q) cu->cuMemFree(q);
+    if (k) cu->cuMemFree(k);
+    if (v) cu->cuMemFree(v);
+    if (o) cu->cuMemFree(o);
+    return st;
+}
+
+fajit_status fajit_bench_spec(fajit_ctx *ctx, const char *spec, int reps, fajit_bench_fn fn,
+                              void *user)
+{
+    FJ_CTX_CHECK(ctx);
+    FJ_RETURN_IF(reps < 1 || reps > BENCH_MAX_REPS, ctx, FAJIT_INVALID_ARGUMENT,
+                 "reps must be in [1, %d], got %d", BENCH_MAX_REPS, reps);
+    FJ_RETURN_IF(!ctx->cu, ctx, FAJIT_NO_DEVICE,
+                 "benchmarking needs a device (this context is compile-only)");
+    fj_spec sp;
+    FJ_CHECK(fj_spec_load(ctx, spec, &sp));
+    char err[64];
+    bench b = {.ctx = ctx, .reps = reps};
+    fajit_status st = FAJIT_OK;
+    CUresult r = ctx->cu->cuCtxSetCurrent(ctx->cuctx);
+    b.ev = calloc(2 * (size_t)reps, sizeof *b.ev);
+    b.samples = calloc((size_t)reps, sizeof(double));
+    b.sorted = calloc((size_t)reps, sizeof(double));
+    if (!b.ev || !b.samples || !b.sorted) {
+        st = fj_fail(ctx, FAJIT_OUT_OF_MEMORY, "allocating the benchmark's tables");
+        goto done;
+    }
+    while (!r && b.n_ev < 2 * reps && !(r = ctx->cu->cuEventCreate(&b.ev[b.n_ev], 0)))
+        b.n_ev++;
+    if (!r)
+        r = ctx->cu->cuMemAlloc(&b.flush, FLUSH_BYTES);
+    if (r) {
+        st = fj_fail(ctx, FAJIT_CUDA_ERROR, "setting up the benchmark (events, L2 flush "
+                     "buffer): %s", fj_cuda_errname(ctx->cu, r, err, sizeof err));
+        goto done;
+    }
+    int total = 0, done = 0;
+    for (size_t i = 0; i < sp.n_problems; i++)
+        total += (int)sp.problems[i].n_shapes;
+    struct timespec t0, t1;
+    clock_gettime(CLOCK_MONOTONIC, &t0);
+    for (size_t i = 0; i < sp.n_problems && !st; i++) {
+        const fj_problem *p = &sp.problems[i];
+        for (size_t s = 0; s < p->n_shapes && !st; s++) {
+            const fj_shape *sh = &p->shapes[s];
+            st = bench_shape(&b, p, sh, fn, user);
+            done++;
+            if (!st && ctx->opts.progress) {
+                clock_gettime(CLOCK_MONOTONIC, &t1);
+                double el = (t1.tv_sec - t0.tv_sec) + (t1.tv_nsec - t0.tv_nsec) / 1e9;
+                char what[200];
+                snprintf(what, sizeof what, "%s sq %d sk %d b %d", p->name, sh->seqlen_q,
+                         sh->seqlen_k, sh->batch);
+                ctx->opts.progress(ctx->opts.progress_user, done, total,
+                                   el / done * (total - done), what);
+            }
+        }
+    }
+done:
+    if (b.flush)
+        ctx->cu->cuMemFree(b.flush);
+    for (int k = 0; k < b.n_ev; k++)
+        ctx->cu->cuEventDestroy(b.ev[k]);
+    free(b.ev), free(b.samples), free(b.sorted);
+    fj_spec_free(&sp);
+    return st;
+}
