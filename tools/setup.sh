@@ -7,7 +7,8 @@
 set -euo pipefail
 cd "$(dirname "$0")/.."
 
-pkgs=(meson ninja-build pkg-config gcc python3 libsqlite3-dev libxxhash-dev check libsubunit-dev)
+pkgs=(meson ninja-build pkg-config gcc python3 libsqlite3-dev libxxhash-dev check libsubunit-dev
+      python3-pytest)
 missing=()
 for p in "${pkgs[@]}"; do
     dpkg-query -W -f='${Status}' "$p" 2>/dev/null | grep -q "install ok installed" || missing+=("$p")

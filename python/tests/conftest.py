@@ -1,0 +1,19 @@
+"""Shared by the fajit tests: the repository root, and whether a GPU and torch are here."""
+import importlib.util
+import os
+
+import pytest
+
+ROOT = os.path.dirname(os.path.dirname(os.path.dirname(os.path.abspath(__file__))))
+HAS_TORCH = importlib.util.find_spec("torch") is not None
+
+
+def cuda_ok():
+    if not HAS_TORCH:
+        return False
+    import torch
+    return torch.cuda.is_available()
+
+
+needs_torch = pytest.mark.skipif(not HAS_TORCH, reason="torch is not installed")
+needs_gpu = pytest.mark.skipif(not cuda_ok(), reason="needs torch with a CUDA GPU")

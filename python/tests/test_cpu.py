@@ -1,0 +1,113 @@
+"""The parts of fajit that need no GPU and no torch: loading, version, info, plan and warm on a
+compile-only context, options and errors."""
+import os
+import re
+
+import pytest
+
+import fajit
+from conftest import ROOT
+
+
+def test_version_is_the_headers():
+    header = os.path.join(ROOT, "include", "fajit.h")
+    if not os.path.exists(header):
+        pytest.skip("not run from a source tree")
+    want = re.search(r'#define FAJIT_VERSION_STRING "(.*)"', open(header).read()).group(1)
+    assert fajit.__version__ == want
+
+
+def test_info_without_or_with_a_gpu():
+    i = fajit.info()
+    assert i["version"] == fajit.__version__
+    assert i["device_count"] == len(i["devices"])
+    if i["driver_version"] is None:        # no driver: nothing to list, and no failure
+        assert i["device_count"] == 0
+    for d in i["devices"]:
+        assert d["arch"].startswith("sm_") and d["sm_count"] > 0
+
+
+def test_plan_for_named_targets():
+    hopper = fajit.plan(arch="sm_90a", head_dim=128, seqlen=8192)
+    assert hopper.startswith("fa3 bf16 d128 causal"), hopper
+    ampere = fajit.plan(arch="sm_80", head_dim=64, mask="none", dtype="f16", seqlen=2048)
+    assert ampere.startswith("fa2 f16 d64 none"), ampere
+    decode = fajit.plan(arch="sm_90a", seqlen_q=1, seqlen_k=32768, heads_q=32, heads_kv=8,
+                        page_size=16)
+    assert decode.startswith("dec bf16 d128") and "splits" in decode, decode
+    window = fajit.plan(arch="sm_80", mask="window", window=(128, 0))
+    assert " win" in window or "window" in window, window
+
+
+def test_plan_errors_name_the_rule():
+    with pytest.raises(fajit.Error) as e:
+        fajit.plan(arch="sm_90a", head_dim=100)
+    assert e.value.name == "FAJIT_UNSUPPORTED" and e.value.status == 2
+    assert "head_dim must be a multiple of 8" in e.value.message and "got 100" in str(e.value)
+    assert not e.value.message.startswith("FAJIT_")   # the name is not repeated
+    with pytest.raises(fajit.Error) as e:
+        fajit.plan(arch="sm_90a", heads_q=30, heads_kv=8)
+    assert e.value.name == "FAJIT_INVALID_ARGUMENT"
+    with pytest.raises(fajit.Error, match="dtype must be one of f16, bf16, got 'fp8'"):
+        fajit.plan(arch="sm_90a", dtype="fp8")
+    with pytest.raises(fajit.Error, match="sm_70"):
+        fajit.plan(arch="sm_70")
+
+
+def test_compile_only_context(tmp_path):
+    with fajit.Context(None, cache_dir=str(tmp_path), policy="strict") as ctx:
+        assert ctx.cache_path == str(tmp_path / "kernels.db")
+        assert set(ctx.counters()) >= {"calls", "compiles", "hits_disk", "compile_seconds"}
+        assert all(v == 0 for v in ctx.counters().values())
+        assert ctx.plan(arch="sm_100a").split()[0] in ("fa2", "fa3")
+        with pytest.raises(fajit.Error) as e:
+            ctx.tune("llama-3-8b")
+        assert e.value.name == "FAJIT_NO_DEVICE"
+        with pytest.raises(fajit.Error) as e:
+            ctx.warm("sm_999")
+        assert e.value.name in ("FAJIT_INVALID_ARGUMENT", "FAJIT_UNSUPPORTED")
+        assert "sm_999" in e.value.message
+        with pytest.raises(fajit.Error) as e:
+            ctx.warm("sm_90a", spec=str(tmp_path / "missing.spec"))
+        assert "cannot read" in e.value.message and "llama-3-8b" in e.value.message
+    with pytest.raises(fajit.Error, match="the context is closed"):
+        ctx.counters()
+
+
+def test_memory_only_cache():
+    with fajit.Context(None, cache_dir="") as ctx:
+        assert ctx.cache_path is None
+
+
+def test_bad_options():
+    with pytest.raises(fajit.Error, match="policy must be one of blocking, fallback, strict"):
+        fajit.Context(None, policy="eager")
+    with pytest.raises(fajit.Error, match="family must be one of"):
+        fajit.Context(None, family="fa9")
+
+
+def test_log_callback(tmp_path):
+    (tmp_path / "file").write_text("")
+    seen = []
+    with fajit.Context(None, cache_dir=str(tmp_path / "file" / "x"),
+                       log=lambda lvl, msg: seen.append((lvl, msg)), log_level="info") as ctx:
+        assert ctx.cache_path is None
+    assert ("warn", f"cache: cannot use directory '{tmp_path}/file/x' (Not a directory); "
+            "using memory only") in seen
+    assert any(lvl == "info" and msg.startswith("context: device -1") for lvl, msg in seen)
+
+
+def test_context_on_a_machine_without_a_driver():
+    if fajit.info()["driver_version"] is not None:
+        pytest.skip("a CUDA driver loads here")
+    with pytest.raises(fajit.Error) as e:
+        fajit.Context(0)
+    assert e.value.name == "FAJIT_NO_DRIVER" and "libcuda.so.1" in e.value.message
+
+
+def test_the_library_loaded_is_the_one_asked_for():
+    want = os.environ.get("FAJIT_LIB")
+    if want:
+        assert os.path.samefile(fajit._lib.lib._name, want)
+    else:
+        assert os.path.dirname(fajit._lib.lib._name) == os.path.dirname(fajit.__file__)

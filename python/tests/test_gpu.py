@@ -1,0 +1,234 @@
+"""fajit on a GPU through torch: random shapes against a float64 reference (with SDPA's error on
+the same inputs as the yardstick), LSE, strides, varlen, paged decode, torch.compile and CUDA
+graph capture. Skipped without torch or a CUDA GPU. FAJIT_TEST_SEED fixes the shapes."""
+import math
+import os
+import random
+
+import pytest
+
+from conftest import needs_gpu
+
+pytestmark = needs_gpu
+torch = pytest.importorskip("torch")
+import torch.nn.functional as F  # noqa: E402
+
+import fajit  # noqa: E402
+
+SEED = int(os.environ.get("FAJIT_TEST_SEED", "1234"))
+
+
+def reference(q, k, v, causal=False, window=None, scale=None):
+    """float64 attention, fajit's mask rule (bottom-right): O [b, sq, hq, d], LSE [b, hq, sq];
+    a row that sees no key gets O = 0 and LSE = -inf."""
+    b, sq, hq, d = q.shape
+    sk, hkv = k.shape[1], k.shape[2]
+    scale = 1 / math.sqrt(d) if scale is None else scale
+    qf = q.double().transpose(1, 2)
+    kf = k.double().transpose(1, 2).repeat_interleave(hq // hkv, dim=1)
+    vf = v.double().transpose(1, 2).repeat_interleave(hq // hkv, dim=1)
+    s = qf @ kf.transpose(-1, -2) * scale
+    i = torch.arange(sq, device=q.device)[:, None] + (sk - sq)
+    j = torch.arange(sk, device=q.device)[None, :]
+    vis = torch.ones(sq, sk, dtype=torch.bool, device=q.device)
+    if causal:
+        vis &= j <= i
+    if window is not None:
+        vis &= (j >= i - window[0]) & (j <= i + window[1])
+    s = s.masked_fill(~vis, -math.inf)
+    lse = torch.logsumexp(s, -1)
+    p = torch.exp(s - lse[..., None]).nan_to_num(0.0)
+    return (p @ vf).transpose(1, 2), lse, vis
+
+
+def sdpa_error(q, k, v, vis, scale, ref):
+    """The error of PyTorch SDPA (q's dtype, explicit mask) against the reference."""
+    g = q.shape[2] // k.shape[2]
+    mask = torch.zeros(vis.shape, dtype=q.dtype, device=q.device).masked_fill(~vis, -math.inf)
+    o = F.scaled_dot_product_attention(
+        q.transpose(1, 2), k.transpose(1, 2).repeat_interleave(g, 1),
+        v.transpose(1, 2).repeat_interleave(g, 1), attn_mask=mask, scale=scale)
+    return (o.transpose(1, 2).double().nan_to_num(0.0) - ref).abs().max().item()
+
+
+def check(o, lse, q, k, v, causal=False, window=None, scale=None, what=""):
+    ref, ref_lse, vis = reference(q, k, v, causal, window, scale)
+    err = (o.double() - ref).abs().max().item()
+    yard = sdpa_error(q, k, v, vis, scale, ref)
+    tol = max(3 * yard, 2 ** -7 * ref.abs().max().item()) + 1e-4
+    assert err <= tol, f"{what}: max error {err:.5f}, SDPA's {yard:.5f}, allowed {tol:.5f}"
+    if lse is not None:
+        finite = torch.isfinite(ref_lse)
+        assert torch.equal(torch.isfinite(lse), finite), what
+        assert (lse.double()[finite] - ref_lse[finite]).abs().max().item() < 1e-2, what
+
+
+def rand(*shape, dtype=torch.bfloat16):
+    return torch.randn(*shape, device="cuda", dtype=dtype)
+
+
+def test_random_shapes_against_float64():
+    rng = random.Random(SEED)
+    for case in range(24):
+        b = rng.choice([1, 2, 3])
+        sq, sk = rng.randint(1, 700), rng.randint(1, 700)
+        if rng.random() < 0.4:
+            sk = sq
+        hq, hkv = rng.choice([(4, 4), (8, 2), (6, 3), (4, 1)])
+        d = rng.choice([64, 128])
+        dtype = rng.choice([torch.bfloat16, torch.float16])
+        causal = rng.random() < 0.5
+        window = (rng.randint(0, 300), 0 if causal else rng.randint(0, 300)) \
+            if rng.random() < 0.25 else None
+        scale = rng.choice([None, 0.3])
+        q, k, v = rand(b, sq, hq, d, dtype=dtype), rand(b, sk, hkv, d, dtype=dtype), \
+            rand(b, sk, hkv, d, dtype=dtype)
+        o, lse = fajit.attention(q, k, v, causal=causal, window=window, scale=scale,
+                                 return_lse=True)
+        assert o.shape == q.shape and lse.shape == (b, hq, sq)
+        check(o, lse, q, k, v, causal, window, scale,
+              f"case {case} (seed {SEED}): b{b} sq{sq} sk{sk} h{hq}/{hkv} d{d} {dtype} "
+              f"causal={causal} window={window} scale={scale}")
+
+
+def test_head_dims_and_strided_inputs():
+    for d in (32, 96, 256):
+        qkv = rand(2, 300, 3, 4, d)   # one packed tensor: q, k, v are strided views
+        q, k, v = qkv.unbind(2)
+        o = fajit.attention(q, k, v, causal=True)
+        check(o, None, q, k, v, causal=True, what=f"packed qkv d{d}")
+        out = torch.full_like(rand(2, 4, 300, d), float("nan")).transpose(1, 2)
+        r = fajit.attention(q, k, v, out=out)   # into a strided out
+        assert r is out
+        check(out, None, q, k, v, what=f"strided out d{d}")
+
+
+def test_varlen_matches_each_sequence():
+    rng = random.Random(SEED + 1)
+    lq = [rng.randint(1, 300) for _ in range(4)]
+    lk = [n + rng.randint(0, 200) for n in lq]
+    cq = torch.tensor([0] + lq, device="cuda").cumsum(0).to(torch.int32)
+    ck = torch.tensor([0] + lk, device="cuda").cumsum(0).to(torch.int32)
+    q, k, v = rand(sum(lq), 8, 64), rand(sum(lk), 2, 64), rand(sum(lk), 2, 64)
+    o, lse = fajit.attention(q, k, v, causal=True, cu_seqlens_q=cq, cu_seqlens_k=ck,
+                             max_seqlen_q=max(lq), max_seqlen_k=max(lk), return_lse=True)
+    assert lse.shape == (8, sum(lq))
+    for i in range(4):
+        a, e = int(cq[i]), int(cq[i + 1])
+        ka, ke = int(ck[i]), int(ck[i + 1])
+        check(o[a:e][None], lse[:, a:e][None], q[a:e][None], k[ka:ke][None], v[ka:ke][None],
+              causal=True, what=f"varlen sequence {i}")
+
+
+def paged(k, v, page_size, gen):
+    """k, v [b, N, hkv, d] -> pages [num_pages, page_size, hkv, d] in a random order, and the
+    block table."""
+    b, n, h, d = k.shape
+    per = -(-n // page_size)
+    perm = torch.randperm(b * per, generator=gen).cuda()
+    kp = torch.zeros(b * per, page_size, h, d, dtype=k.dtype, device="cuda")
+    vp = torch.zeros_like(kp)
+    pad = per * page_size - n
+    kp[perm] = F.pad(k, (0, 0, 0, 0, 0, pad)).reshape(b * per, page_size, h, d)
+    vp[perm] = F.pad(v, (0, 0, 0, 0, 0, pad)).reshape(b * per, page_size, h, d)
+    return kp, vp, perm.to(torch.int32).view(b, per).contiguous()
+
+
+@pytest.mark.parametrize("q_len,page_size", [(1, 16), (4, 64), (1, 256)])
+def test_kvcache_paged(q_len, page_size):
+    gen = torch.Generator().manual_seed(SEED)
+    b, n = 3, 1000
+    k, v = rand(b, n, 8, 128), rand(b, n, 8, 128)
+    q = rand(b, q_len, 32, 128)
+    kp, vp, bt = paged(k, v, page_size, gen)
+    used = torch.tensor([1000, 517, q_len], dtype=torch.int32, device="cuda")
+    for splits in (0, 1, 5):
+        o, lse = fajit.attention_with_kvcache(q, kp, vp, block_table=bt, seqused_k=used,
+                                              causal=True, num_splits=splits, return_lse=True)
+        for i in range(b):
+            u = int(used[i])
+            check(o[i:i + 1], lse[i:i + 1], q[i:i + 1], k[i:i + 1, :u], v[i:i + 1, :u],
+                  causal=True, what=f"paged q_len {q_len} page {page_size} seq {i} "
+                  f"splits {splits}")
+    o = fajit.attention_with_kvcache(q, k, v, causal=True)   # contiguous cache
+    check(o, None, q, k, v, causal=True, what="contiguous kvcache")
+
+
+def test_errors_from_the_library():
+    x = rand(2, 64, 4 * 68)   # head stride 68: not a multiple of 8
+    q = x.view(2, 64, 4, 68)[..., :64]
+    k = rand(2, 64, 4, 64)
+    with pytest.raises(fajit.Error) as e:
+        fajit.attention(q, k, k)
+    assert e.value.name == "FAJIT_INVALID_ARGUMENT" and "stride" in e.value.message
+    with pytest.raises(fajit.Error) as e:
+        fajit.attention(rand(1, 8, 2, 100), rand(1, 8, 2, 100), rand(1, 8, 2, 100))
+    assert e.value.name == "FAJIT_UNSUPPORTED" and "got 100" in e.value.message
+
+
+def test_torch_compile_matches_eager():
+    q, k, v = rand(2, 512, 8, 128), rand(2, 512, 2, 128), rand(2, 512, 2, 128)
+
+    def fn(q, k, v):
+        o, lse = fajit.attention(q * 0.5, k, v, causal=True, return_lse=True)
+        return o.float() + 1, lse
+
+    eager = fn(q, k, v)
+    for mode in (None, "reduce-overhead"):   # the second runs the op inside CUDA graphs
+        torch._dynamo.reset()
+        f = torch.compile(fn, fullgraph=True, mode=mode)
+        for _ in range(3):
+            got = f(q, k, v)
+        assert torch.equal(got[0], eager[0]) and torch.equal(got[1], eager[1]), mode
+
+
+def test_cuda_graph_capture_and_replay():
+    q, k, v = rand(2, 1024, 16, 128), rand(2, 1024, 4, 128), rand(2, 1024, 4, 128)
+    s = torch.cuda.Stream()
+    s.wait_stream(torch.cuda.current_stream())
+    with torch.cuda.stream(s):   # warm up (loads the kernel) off the capture
+        fajit.attention(q, k, v, causal=True)
+    torch.cuda.current_stream().wait_stream(s)
+    g = torch.cuda.CUDAGraph()
+    with torch.cuda.graph(g):
+        o = fajit.attention(q, k, v, causal=True)
+    for _ in range(3):
+        q.copy_(rand(*q.shape))
+        k.copy_(rand(*k.shape))
+        g.replay()
+        torch.cuda.synchronize()
+        assert torch.equal(o, fajit.attention(q, k, v, causal=True))
+
+
+def test_cuda_graph_decode_with_changing_lengths():
+    """Split-KV decode captured once; seqused_k changes between replays (the workspace of
+    the split partials comes from the graph's pool)."""
+    gen = torch.Generator().manual_seed(SEED)
+    b, n = 4, 4096
+    k, v = rand(b, n, 8, 128), rand(b, n, 8, 128)
+    kp, vp, bt = paged(k, v, 16, gen)
+    q = rand(b, 1, 32, 128)
+    used = torch.full((b,), n, dtype=torch.int32, device="cuda")
+    fajit.attention_with_kvcache(q, kp, vp, block_table=bt, seqused_k=used)
+    torch.cuda.synchronize()
+    g = torch.cuda.CUDAGraph()
+    with torch.cuda.graph(g):
+        o = fajit.attention_with_kvcache(q, kp, vp, block_table=bt, seqused_k=used)
+    for lens in ([4096, 1, 2000, 33], [17, 4096, 4095, 1024]):
+        used.copy_(torch.tensor(lens, dtype=torch.int32))
+        q.copy_(rand(*q.shape))
+        g.replay()
+        torch.cuda.synchronize()
+        for i, u in enumerate(lens):
+            check(o[i:i + 1], None, q[i:i + 1], k[i:i + 1, :u], v[i:i + 1, :u],
+                  what=f"graph replay, seq {i} of {lens}")
+
+
+def test_default_context_counts_calls():
+    ctx = fajit.default_context(torch.cuda.current_device())
+    before = ctx.counters()["calls"]
+    q = rand(1, 128, 4, 64)
+    fajit.attention(q, q, q)
+    assert ctx.counters()["calls"] == before + 1
+    assert fajit.info()["device_count"] >= 1
+    assert fajit.plan(head_dim=64, seqlen=128, heads_q=4)   # the device's own target
