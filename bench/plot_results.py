@@ -9,9 +9,13 @@ fajit and its peers as measured in the same run.
            K+V read per shape at q_len 1, and fajit's speed-up over cuDNN and FLASH per q_len.
 
 usage: plot_results.py [--prefill FILE.md] [--decode FILE.md] --out DIR
-The table parsing needs only the standard library; the charts need matplotlib.
+       plot_results.py --compare BENCH.json FILE.md
+--compare prints `fajit-tune bench --json`'s prefill medians next to bench_attn.py's fajit
+column for the same shapes (do the two timings agree?). The table parsing and --compare need
+only the standard library; the charts need matplotlib.
 """
 import argparse
+import json
 import os
 import sys
 
@@ -160,14 +164,35 @@ def plot_decode(plt, rows, source, out):
     fig.savefig(os.path.join(out, "decode.png"), dpi=90)
 
 
+def compare(bench_json, md):
+    """Lines: hdim, mask, seqlen, fajit-tune bench TFLOP/s (p10..p90), bench_attn.py's, ratio."""
+    attn = {(h, m, s): t["fajit"] for h, m, s, t in prefill_rows(md)}
+    lines = ["| hdim | mask | seqlen | fajit-tune bench TFLOP/s (p10..p90) | bench_attn.py | "
+             "ratio |", "|---|---|---|---|---|---|"]
+    for r in json.load(open(bench_json))["results"]:
+        key = (r["head_dim"], r["mask"], r["seqlen_q"])
+        if r["seqlen_q"] != r["seqlen_k"] or key not in attn or not attn[key]:
+            continue
+        tf = lambda ms: r["flops"] / (ms * 1e-3) / 1e12   # noqa: E731
+        lines.append(f"| {key[0]} | {key[1]} | {key[2]} | {tf(r['median_ms']):.1f} "
+                     f"({tf(r['p90_ms']):.1f}..{tf(r['p10_ms']):.1f}) | {attn[key]:.1f} | "
+                     f"{tf(r['median_ms']) / attn[key]:.3f} |")
+    return lines
+
+
 def main():
     ap = argparse.ArgumentParser(description=__doc__.split("\n")[0])
     ap.add_argument("--prefill", help="a result file with bench_attn.py's table")
     ap.add_argument("--decode", help="a result file with bench_decode.py's main table")
-    ap.add_argument("--out", required=True, help="directory for the PNG files")
+    ap.add_argument("--out", help="directory for the PNG files")
+    ap.add_argument("--compare", nargs=2, metavar=("BENCH_JSON", "ATTN_MD"),
+                    help="print fajit-tune bench's numbers next to bench_attn.py's")
     args = ap.parse_args()
-    if not args.prefill and not args.decode:
-        ap.error("name --prefill and/or --decode")
+    if args.compare:
+        print("\n".join(compare(*args.compare)))
+        return
+    if not args.out or not (args.prefill or args.decode):
+        ap.error("name --out and --prefill and/or --decode (or --compare)")
     import matplotlib
     matplotlib.use("Agg")
     import matplotlib.pyplot as plt

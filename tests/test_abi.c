@@ -446,6 +446,7 @@ static void all_refuse(fajit_ctx *c)
     ck_assert_int_eq(fajit_warm_spec(c, "llama-3-8b", "sm_80", 1, &a, &b), bad);
     ck_assert_int_eq(fajit_tune(c, &d, &to, &tr), bad);
     ck_assert_int_eq(fajit_tune_spec(c, "llama-3-8b", &to, NULL, NULL), bad);
+    ck_assert_int_eq(fajit_bench_spec(c, "llama-3-8b", 5, NULL, NULL), bad);
     ck_assert_int_eq(fajit_sysinfo_get(c, &si), bad);
     if (c)   /* device_info_get takes NULL: no context */
         ck_assert_int_eq(fajit_device_info_get(c, 0, &di), bad);

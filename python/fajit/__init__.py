@@ -6,6 +6,7 @@ installed): attention and attention_with_kvcache on CUDA tensors, registered as 
 ops torch.ops.fajit.attention / .attention_out, so torch.compile traces them and CUDA graph
 capture records them.
 """
+import atexit
 import ctypes as C
 import importlib.util
 import os
@@ -38,6 +39,8 @@ class Context:
     def __init__(self, device=0, *, cache_dir=None, policy="blocking", family="auto",
                  log=None, log_level="warn", cache_max_bytes=0, checked=False):
         self._ptr = C.c_void_p()
+        if device is not None and hasattr(device, "index"):   # a torch.device
+            device = device.index or 0
         o = CtxOpts()
         lib.fajit_ctx_opts_init_sized(C.byref(o), C.sizeof(o))
         o.device = DEVICE_NONE if device is None else int(device)
@@ -133,6 +136,15 @@ def default_context(device):
         if ctx is None:
             ctx = _defaults[device] = Context(device)
         return ctx
+
+
+@atexit.register
+def _close_defaults():
+    """Before the interpreter tears modules down (background compiles joined, cache closed)."""
+    with _defaults_lock:
+        for ctx in _defaults.values():
+            ctx.close()
+        _defaults.clear()
 
 
 def info():

@@ -1,6 +1,7 @@
 """bench/plot_results.py's table reading on the committed result files the charts in
 docs/img are made from (no matplotlib needed)."""
 import importlib.util
+import json
 import os
 
 import pytest
@@ -45,3 +46,18 @@ def test_cells_and_missing_tables(tmp_path):
                                    (["c"], [{"c": "3"}])]
     with pytest.raises(SystemExit, match="no table with columns hdim"):
         plot.find_table(str(f), "hdim")
+
+
+def test_compare_matches_shapes(tmp_path):
+    """--compare pairs a fajit-tune bench JSON row with bench_attn.py's cell of its shape."""
+    flops = 4 * 32 * 32 * 512 * 512 * 64   # hd64, no mask, 512 tokens, batch 32, 32 heads
+    ms = flops / 366.6e12 * 1e3 * 1.02     # 2% slower than the file's 366.6 TFLOP/s
+    rows = [dict(head_dim=64, mask="none", seqlen_q=512, seqlen_k=512, flops=flops,
+                 median_ms=ms, p10_ms=ms * 0.99, p90_ms=ms * 1.01),
+            dict(head_dim=128, mask="causal", seqlen_q=1, seqlen_k=4096, flops=1.0,
+                 median_ms=1.0, p10_ms=1.0, p90_ms=1.0)]   # decode: nothing to pair with
+    f = tmp_path / "b.json"
+    f.write_text(json.dumps({"results": rows}))
+    lines = plot.compare(str(f), PREFILL)
+    assert len(lines) == 3 and lines[2].startswith("| 64 | none | 512 | 359.4 (355.9..363.0) "
+                                                   "| 366.6 | 0.980 |"), lines
