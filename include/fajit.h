@@ -340,6 +340,53 @@ FAJIT_API fajit_status fajit_dispatch_describe(fajit_ctx *ctx, const char *arch,
 FAJIT_API fajit_status fajit_attn_workspace_size(fajit_ctx *ctx, const fajit_attn_desc *d,
                                                  size_t *bytes);
 
+/* Merging two partial results (cascade / shared-prefix attention): the same queries
+ * attended over two disjoint sets of keys (e.g. a prefix shared by many sequences, then each
+ * sequence's own keys), each with its LSE, give the result over the union:
+ *   M = max(lse_a, lse_b), w_x = exp(lse_x - M),
+ *   O = (w_a O_a + w_b O_b) / (w_a + w_b), LSE = M + log(w_a + w_b)
+ * (both -inf: O = 0, LSE = -inf; a side of weight 0 contributes nothing, not even a NaN).
+ * O_a, O_b, O: [batch][seqlen][heads][head_dim] of `dtype`, each with its own strides
+ * (elements; 4-element multiples, 8-byte aligned); the three LSEs fp32, natural log, one
+ * layout: element (b, i, h) at b*lse_batch_stride + h*lse_head_stride + i*lse_row_stride —
+ * by default fajit's own (fajit_attn_desc.lse: [batch][heads][seqlen]; for a varlen
+ * result pass batch 1 and seqlen = total_q). o may be o_a or o_b and lse may be lse_a or
+ * lse_b (in place); lse NULL: not written. */
+typedef struct fajit_merge_desc {
+    size_t struct_size;          /* set by fajit_merge_desc_init */
+    const void *o_a, *o_b;
+    const float *lse_a, *lse_b;
+    void *o;
+    float *lse;
+    int64_t a_batch_stride, a_row_stride, a_head_stride;
+    int64_t b_batch_stride, b_row_stride, b_head_stride;
+    int64_t o_batch_stride, o_row_stride, o_head_stride;
+    int64_t lse_batch_stride, lse_row_stride, lse_head_stride;
+    int batch, seqlen, heads, head_dim;   /* head_dim: a multiple of 4 */
+    fajit_dtype dtype;
+} fajit_merge_desc;
+
+/* Dense strides for all three O and fajit's LSE layout. NULL: does nothing. */
+FAJIT_API void fajit_merge_desc_init_sized(fajit_merge_desc *m, size_t struct_size,
+                                           const void *o_a, const float *lse_a,
+                                           const void *o_b, const float *lse_b, void *o,
+                                           float *lse, int batch, int seqlen, int heads,
+                                           int head_dim, fajit_dtype dtype);
+static inline void fajit_merge_desc_init(fajit_merge_desc *m, const void *o_a,
+                                         const float *lse_a, const void *o_b,
+                                         const float *lse_b, void *o, float *lse, int batch,
+                                         int seqlen, int heads, int head_dim, fajit_dtype dtype)
+{
+    fajit_merge_desc_init_sized(m, sizeof *m, o_a, lse_a, o_b, lse_b, o, lse, batch, seqlen,
+                                heads, head_dim, dtype);
+}
+
+/* The merge on `stream`: one small memory-bound kernel (compiled per dtype, covered by
+ * fajit_warm; under the STRICT and FALLBACK policies a kernel not in the cache is
+ * FAJIT_CACHE_MISS). Validates first: INVALID_ARGUMENT naming the field; NO_DEVICE
+ * without a device. CUDA-graph capturable. */
+FAJIT_API fajit_status fajit_attn_merge(fajit_ctx *ctx, const fajit_merge_desc *m, void *stream);
+
 /*======  4. Observability  ======*/
 
 /* Details of the calling thread's last failure on this context (the rule and the value,

@@ -159,6 +159,70 @@ START_TEST(validation_accepts)
 END_TEST
 
 /* Paged K/V: every rule the host can check, each refused with the rule and the value. */
+/* fajit_attn_merge: the defaults of its descriptor and every refusal before a launch. */
+START_TEST(merge_validation)
+{
+    fajit_ctx *ctx = memory_ctx();
+    void *oa = (void *)(uintptr_t)0x10000, *ob = (void *)(uintptr_t)0x20000;
+    void *o = (void *)(uintptr_t)0x30000;
+    float *la = (float *)(uintptr_t)0x40000, *lb = (float *)(uintptr_t)0x50000;
+    fajit_merge_desc m;
+    fajit_merge_desc_init(&m, oa, la, ob, lb, o, NULL, 3, 7, 5, 96, FAJIT_BF16);
+    ck_assert_uint_eq(m.struct_size, sizeof m);
+    ck_assert_int_eq(m.a_head_stride, 96);
+    ck_assert_int_eq(m.b_row_stride, 96 * 5);
+    ck_assert_int_eq(m.o_batch_stride, 96 * 5 * 7);
+    /* fajit's LSE layout [batch][heads][seqlen] */
+    ck_assert_int_eq(m.lse_row_stride, 1);
+    ck_assert_int_eq(m.lse_head_stride, 7);
+    ck_assert_int_eq(m.lse_batch_stride, 35);
+    fajit_merge_desc_init(NULL, oa, la, ob, lb, o, NULL, 1, 1, 1, 8, FAJIT_BF16);   /* no-op */
+
+    /* valid up to the device: a compile-only context has none */
+    ck_assert_int_eq(fajit_attn_merge(ctx, &m, NULL), FAJIT_NO_DEVICE);
+    static const struct { const char *field, *msg; } bad[] = {
+        {"o_a", "o_a must not be NULL"}, {"lse_b", "lse_b must not be NULL"},
+        {"o align", "o must be 8-byte aligned"}, {"lse align", "lse must be 4-byte aligned"},
+        {"head_dim", "head_dim must be a multiple of 4"}, {"dtype", "dtype must be"},
+        {"stride", "the strides of o_b must be"}, {"lse stride", "the LSE strides"},
+        {"batch", "batch, seqlen and heads must be >= 0"}, {"grid", "exceeds the merge's grid"},
+    };
+    for (size_t i = 0; i < sizeof bad / sizeof bad[0]; i++) {
+        fajit_merge_desc e = m;
+        switch (i) {
+        case 0: e.o_a = NULL; break;
+        case 1: e.lse_b = NULL; break;
+        case 2: e.o = (char *)o + 4; break;
+        case 3: e.lse = (float *)(uintptr_t)0x60002; break;
+        case 4: e.head_dim = 6; break;
+        case 5: e.dtype = (fajit_dtype)7; break;
+        case 6: e.b_row_stride = 482; break;
+        case 7: e.lse_head_stride = -1; break;
+        case 8: e.batch = -1; break;
+        case 9: e.batch = 1 << 20, e.seqlen = 1 << 12, e.heads = 1 << 10; break;
+        }
+        ck_assert_int_eq(fajit_attn_merge(ctx, &e, NULL), FAJIT_INVALID_ARGUMENT);
+        ck_assert_msg(strstr(fajit_errmsg(ctx), bad[i].msg), "%s: %s", bad[i].field,
+                      fajit_errmsg(ctx));
+    }
+    ck_assert_int_eq(fajit_attn_merge(ctx, NULL, NULL), FAJIT_INVALID_ARGUMENT);
+    ck_assert_int_eq(fajit_attn_merge(NULL, &m, NULL), FAJIT_INVALID_ARGUMENT);
+    /* a struct_size from a newer header with non-zero bytes past ours */
+    struct { fajit_merge_desc d; int extra; } big;
+    memset(&big, 0, sizeof big);
+    big.d = m, big.d.struct_size = sizeof big, big.extra = 1;
+    ck_assert_int_eq(fajit_attn_merge(ctx, &big.d, NULL), FAJIT_INVALID_ARGUMENT);
+    /* fajit_warm covers its kernels */
+    static fj_variant vs[1200];
+    const int n = fj_warm_variants("sm_80", vs, 1200);
+    int merges = 0;
+    for (int i = 0; i < n; i++)
+        merges += strcmp(vs[i].function, "fj_attn_merge") == 0;
+    ck_assert_int_eq(merges, 2);
+    fajit_ctx_destroy(ctx);
+}
+END_TEST
+
 START_TEST(validation_paged)
 {
     fajit_ctx *ctx = memory_ctx();
@@ -311,6 +375,14 @@ START_TEST(params_layout)
     ck_assert_uint_eq(offsetof(fj_attn_params, scale), 184);
     ck_assert_uint_eq(offsetof(fj_attn_params, lse), 32);
     ck_assert_uint_eq(offsetof(fj_attn_params, k_batch_stride), 80);
+    /* the decode kernels' block: the offsets its comments give */
+    ck_assert_uint_eq(sizeof(fj_decode_params), FJ_DECODE_PARAMS_SIZE);
+    ck_assert_uint_eq(offsetof(fj_decode_params, counters), 88);
+    ck_assert_uint_eq(offsetof(fj_decode_params, q_batch_stride), 96);
+    ck_assert_uint_eq(offsetof(fj_decode_params, batch), 192);
+    ck_assert_uint_eq(offsetof(fj_decode_params, num_pages), 224);
+    ck_assert_uint_eq(offsetof(fj_decode_params, scale), 248);
+    ck_assert_uint_eq(offsetof(fj_decode_params, total_rows), 256);
 }
 END_TEST
 
@@ -603,15 +675,16 @@ START_TEST(sched_counters)
     fake.cuMemFree = f_free;
     for (int i = 0; i < FJ_COUNTER_SLOTS + 2; i++)
         ck_assert_int_eq(fj_kplan_launch(ctx, &l, &d, NULL), FAJIT_OK);
-    ck_assert_uint_eq(g_sc.bytes, (FJ_COUNTER_SLOTS + FJ_COUNTER_GRAPH_SLOTS) * 128);
+    ck_assert_uint_eq(g_sc.bytes,
+                      (FJ_COUNTER_SLOTS + FJ_COUNTER_GRAPH_SLOTS) * FJ_COUNTER_SLOT_BYTES);
     ck_assert_int_eq(g_sc.memsets, 1);   /* zeroed once, and synchronized */
     ck_assert_int_eq(g_sc.syncs, 1);
     ck_assert_int_eq(g_sc.launches, FJ_COUNTER_SLOTS + 2);
     /* launches 0..FJ_COUNTER_SLOTS+1: the ring wraps after FJ_COUNTER_SLOTS */
     ck_assert_uint_eq(g_sc.arg[0], g_sc.alloc);
-    ck_assert_uint_eq(g_sc.arg[1], g_sc.alloc + 128);
+    ck_assert_uint_eq(g_sc.arg[1], g_sc.alloc + FJ_COUNTER_SLOT_BYTES);
     ck_assert_uint_eq(g_sc.arg[FJ_COUNTER_SLOTS % 8], g_sc.alloc);
-    ck_assert_uint_eq(g_sc.arg[(FJ_COUNTER_SLOTS + 1) % 8], g_sc.alloc + 128);
+    ck_assert_uint_eq(g_sc.arg[(FJ_COUNTER_SLOTS + 1) % 8], g_sc.alloc + FJ_COUNTER_SLOT_BYTES);
     l_fa3->persistent = 1;   /* the static order: no counter */
     ck_assert_int_eq(fj_kplan_launch(ctx, &l, &d, NULL), FAJIT_OK);
     ck_assert_uint_eq(g_sc.arg[(FJ_COUNTER_SLOTS + 2) % 8], 0);
@@ -634,9 +707,9 @@ START_TEST(sched_counters)
     ck_assert_int_eq(fj_kplan_launch(ctx, &l, &d, F_CAPTURED), FAJIT_OK);
     ck_assert_int_eq(fj_kplan_launch(ctx, &l, &d, F_CAPTURED), FAJIT_OK);
     ck_assert_int_eq(fj_kplan_launch(ctx, &l, &d, NULL), FAJIT_OK);
-    ck_assert_uint_eq(g_sc.arg[1], g_sc.alloc + 128 * FJ_COUNTER_SLOTS);
-    ck_assert_uint_eq(g_sc.arg[2], g_sc.alloc + 128 * (FJ_COUNTER_SLOTS + 1));
-    ck_assert_uint_eq(g_sc.arg[3], g_sc.alloc + 128);
+    ck_assert_uint_eq(g_sc.arg[1], g_sc.alloc + FJ_COUNTER_SLOT_BYTES * FJ_COUNTER_SLOTS);
+    ck_assert_uint_eq(g_sc.arg[2], g_sc.alloc + FJ_COUNTER_SLOT_BYTES * (FJ_COUNTER_SLOTS + 1));
+    ck_assert_uint_eq(g_sc.arg[3], g_sc.alloc + FJ_COUNTER_SLOT_BYTES);
     fajit_ctx_destroy(ctx);
     ck_assert_uint_eq(g_sc.freed, g_sc.alloc);
     fj_cuda_set_for_testing(NULL);
@@ -1061,8 +1134,9 @@ START_TEST(decode_family_host)
     memset(&g_dec, 0, sizeof g_dec);
     memset(&g_dm, 0, sizeof g_dm);
     ck_assert_int_eq(fj_kplan_launch(ctx, &kp, &d, NULL), FAJIT_OK);
-    ck_assert_int_eq(g_dec.launches, 2);   /* split step, then combine */
+    ck_assert_int_eq(g_dec.launches, 1);   /* the split step, combined by its last CTAs */
     const fj_decode_params *q = &g_dec.p[0];
+    ck_assert_uint_ne(q->counters, 0);      /* a counter per (b, kv head, q tile) */
     ck_assert_int_gt(q->splits, 16);       /* 8 CTAs alone would leave 124 SMs idle */
     ck_assert_uint_eq(g_dec.grid[0][0], (unsigned)(q->splits * q->q_tiles));
     ck_assert_uint_eq(g_dec.grid[0][1], 8);
@@ -1078,9 +1152,12 @@ START_TEST(decode_family_host)
     ck_assert_uint_eq(q->part_o, g_dm.allocated & ~0ull);
     ck_assert(q->part_lse > q->part_o && (q->part_lse - q->part_o) % 256 == 0);
     ck_assert_uint_eq(g_dm.freed, g_dm.allocated);
-    ck_assert_uint_eq(g_dec.grid[1][0], 1);   /* a row, */
-    ck_assert_uint_eq(g_dec.grid[1][1], 32 / 4);   /* 32 heads, 4 per CTA */
-    ck_assert_uint_eq(g_dec.threads[1], 128);
+    size_t need;   /* a caller's workspace: the counters' 256 bytes, then the partials */
+    ck_assert_int_eq(fajit_attn_workspace_size(ctx, &d, &need), FAJIT_OK);
+    ck_assert_uint_eq(need, 256 + ((size_t)q->splits * 32 * 128 * 4 + 255) / 256 * 256 +
+                                (size_t)q->splits * 32 * 4);
+    ck_assert_int_eq(fajit_dispatch_describe(ctx, NULL, &d, line, sizeof line), FAJIT_OK);
+    ck_assert_msg(strstr(line, "the last CTA of each group combines"), "%s", line);
     /* a full batch needs no split and no combine; a forced count is obeyed */
     d.batch = 64, d.seqlen_k = 16384;
     memset(&g_dec, 0, sizeof g_dec);
@@ -1088,12 +1165,16 @@ START_TEST(decode_family_host)
     ck_assert_int_eq(g_dec.launches, 1);
     ck_assert_int_eq(g_dec.p[0].splits, 1);
     ck_assert_uint_eq(g_dec.p[0].part_o, 0);
+    /* forced splits over 64 x 8 groups: more counters than a slot holds, the combine kernel */
     d.num_splits = 3;
     memset(&g_dec, 0, sizeof g_dec);
     ck_assert_int_eq(fj_kplan_launch(ctx, &kp, &d, NULL), FAJIT_OK);
     ck_assert_int_eq(g_dec.launches, 2);
     ck_assert_int_eq(g_dec.p[0].splits, 3);
-    size_t need;
+    ck_assert_uint_eq(g_dec.p[0].counters, 0);
+    ck_assert_uint_eq(g_dec.grid[1][0], 64);            /* a row per CTA, */
+    ck_assert_uint_eq(g_dec.grid[1][1], 32 * 32 / 128); /* a thread per (head, 4 columns) */
+    ck_assert_uint_eq(g_dec.threads[1], 128);
     ck_assert_int_eq(fajit_attn_workspace_size(ctx, &d, &need), FAJIT_OK);
     ck_assert_uint_eq(need, (3ull * 64 * 32 * 128 * 4 + 255) / 256 * 256 + 3ull * 64 * 32 * 4);
     /* the reference kernel does not read paged K/V */
@@ -1239,6 +1320,7 @@ int main(void)
     tcase_add_test(tt, config_names);
     tcase_add_test(tt, registry_dummy_family);
     tcase_add_test(tt, decode_family_host);
+    tcase_add_test(tt, merge_validation);
     suite_add_tcase(s, tt);
     suite_add_tcase(s, fj_tcase_cache());
     suite_add_tcase(s, fj_tcase_spec());

@@ -91,7 +91,7 @@ struct fajit_ctx {
 };
 #define FJ_COUNTER_SLOTS 64          /* a ring for plain launches */
 #define FJ_COUNTER_GRAPH_SLOTS 4096  /* one each for launches captured into CUDA graphs */
-#define FJ_COUNTER_SLOT_BYTES 128
+#define FJ_COUNTER_SLOT_BYTES FJ_WS_COUNTER_MAX
 
 /* Records "fmt..." as the calling thread's last error on the context (ctx may be NULL)
  * and returns status. */
@@ -209,6 +209,9 @@ fajit_status fj_kplan_load(fajit_ctx *ctx, fj_kplan *kp, const fajit_attn_desc *
 /* Launches every kernel of kp for the validated d on `stream`, with its workspace. */
 fajit_status fj_kplan_launch(fajit_ctx *ctx, const fj_kplan *kp, const fajit_attn_desc *d,
                              void *stream);
+
+/* fajit_attn_merge's kernel for a dtype (src/api/merge.c; fajit_warm compiles it). */
+void fj_merge_variant(int dtype, fj_variant *v);
 
 /* Counters for one launch on `stream` (src/api/workspace.c): `bytes` (at most
  * FJ_COUNTER_SLOT_BYTES) of zeroed device memory that the launch leaves zeroed. Two

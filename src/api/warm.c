@@ -148,6 +148,11 @@ int fj_warm_variants(const char *arch, fj_variant *out, int max)
                     if (fj_family_variants(&d, &t, 0, out, &n, max) != 0)
                         return -1;
                 }
+    for (int dt = 0; dt < 2; dt++) {   /* fajit_attn_merge's kernels */
+        if (n >= max)
+            return -1;
+        fj_merge_variant(dt, &out[n++]);
+    }
     return n;
 }
 

@@ -56,6 +56,7 @@ typedef struct fj_kernels {
  * the plan starts and that the plan's kernels leave zero (tile counters); scratch_bytes:
  * device memory the plan's launches use among themselves (split-KV partial results), of no
  * value before or after. The context provides both, or the caller's desc->workspace. */
+#define FJ_WS_COUNTER_MAX 1024   /* the most counter_bytes one call may ask for */
 typedef struct fj_workspace {
     size_t counter_bytes, scratch_bytes;
     size_t report_bytes;   /* checked mode: zeroed device memory the kernels report into;
