@@ -1067,7 +1067,7 @@ static CUresult dm_free_async(CUdeviceptr p, CUstream s)
 static struct {
     fj_decode_params p[4];
     unsigned grid[4][3], threads[4];
-    int launches;
+    int launches, pdl_launches;
 } g_dec;
 static CUresult dec_launch(CUfunction f, unsigned gx, unsigned gy, unsigned gz, unsigned bx,
                            unsigned by, unsigned bz, unsigned smem, CUstream s, void **a, void **e)
@@ -1078,6 +1078,15 @@ static CUresult dec_launch(CUfunction f, unsigned gx, unsigned gy, unsigned gz, 
     g_dec.grid[i][0] = gx, g_dec.grid[i][1] = gy, g_dec.grid[i][2] = gz;
     g_dec.threads[i] = bx;
     return 0;
+}
+
+/* cuLaunchKernelEx: counts the launches that ask for programmatic dependent launch. */
+static CUresult dec_launch_ex(const fj_cu_launch_config *c, CUfunction f, void **a, void **e)
+{
+    for (unsigned i = 0; i < c->num_attrs; i++)
+        g_dec.pdl_launches += c->attrs[i].id == FJ_CU_LAUNCH_ATTR_PDL && c->attrs[i].v.value == 1;
+    return dec_launch(f, c->grid_x, c->grid_y, c->grid_z, c->block_x, c->block_y, c->block_z,
+                      c->smem, c->stream, a, e);
 }
 
 START_TEST(decode_family_host)
@@ -1158,6 +1167,13 @@ START_TEST(decode_family_host)
                                 (size_t)q->splits * 32 * 4);
     ck_assert_int_eq(fajit_dispatch_describe(ctx, NULL, &d, line, sizeof line), FAJIT_OK);
     ck_assert_msg(strstr(line, "the last CTA of each group combines"), "%s", line);
+    /* with cuLaunchKernelEx, on this sm_90 device: a programmatic dependent launch */
+    fake.cuLaunchKernelEx = dec_launch_ex;
+    memset(&g_dec, 0, sizeof g_dec);
+    ck_assert_int_eq(fj_kplan_launch(ctx, &kp, &d, NULL), FAJIT_OK);
+    ck_assert_int_eq(g_dec.launches, 1);
+    ck_assert_int_eq(g_dec.pdl_launches, 1);
+    ck_assert_uint_eq(g_dec.grid[0][1], 8);
     /* a full batch needs no split and no combine; a forced count is obeyed */
     d.batch = 64, d.seqlen_k = 16384;
     memset(&g_dec, 0, sizeof g_dec);

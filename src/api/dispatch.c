@@ -550,7 +550,8 @@ fajit_status fj_kplan_launch(fajit_ctx *ctx, const fj_kplan *kp, const fajit_att
         if (!a.grid[0] || !a.grid[1] || !a.grid[2])
             continue;
         CUresult r = fj_launch(ctx->cu, kp->k[i]->fn, a.grid, (unsigned)kp->ks.threads[i],
-                               (unsigned)kp->ks.dyn_smem[i], (CUstream)stream, a.ptr);
+                               (unsigned)kp->ks.dyn_smem[i], (CUstream)stream, a.ptr,
+                               kp->ks.pdl[i] && t.sm >= 90);
         if (r)
             st = fj_fail(ctx, FAJIT_CUDA_ERROR, "cuLaunchKernel(%s): %s", kp->ks.v[i].name,
                          fj_cuda_errname(ctx->cu, r, err, sizeof err));

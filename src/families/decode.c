@@ -200,6 +200,7 @@ static void kernels(const fj_kcfg *k, const fajit_attn_desc *d, fj_kernels *out)
              dt, hd);
     snprintf(v->name, sizeof v->name, "dec combine %s d%d", fj_dtype_name(dt), hd);
     out->threads[1] = COMBINE_THREADS;
+    out->pdl[0] = out->pdl[1] = 1;   /* a decode step is mostly launch latency */
     out->n = 2;
 }
 

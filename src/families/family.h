@@ -50,6 +50,9 @@ typedef struct fj_kernels {
     fj_variant v[FJ_MAX_LAUNCHES];
     int threads[FJ_MAX_LAUNCHES];     /* block size */
     int dyn_smem[FJ_MAX_LAUNCHES];    /* dynamic shared memory, bytes */
+    int pdl[FJ_MAX_LAUNCHES];         /* 1: the kernel starts with fj_pdl_wait (fj_common.cuh),
+                                         so on sm_90+ it is launched as a programmatic
+                                         dependent launch (fj_launch) */
 } fj_kernels;
 
 /* What one call needs besides its tensors. counter_bytes: device memory that is zero when

@@ -398,6 +398,8 @@ fj_attn_decode(const __grid_constant__ fj_decode_params p)
     using namespace dec;
     extern __shared__ __align__(128) unsigned char smem[];
 
+    fj_pdl_wait();      /* (launched as a dependent on sm_90+: inputs are ready after this) */
+    fj_pdl_trigger();   /* the next kernel may launch; its CTAs wait for this grid's end */
     const int tid = threadIdx.x, lane = tid & 31, warp = tid >> 5;
     const int wm = warp / WN, wn = warp % WN;
     const int hk = blockIdx.y, b = blockIdx.z;
@@ -773,6 +775,8 @@ FJ_DEVICE bool dec_cmb_row(const fj_decode_params &p, int R, int h, fj_i64 *o_of
 extern "C" __global__ void __launch_bounds__(FJ_DEC_COMBINE_THREADS)
 fj_attn_decode_combine(const __grid_constant__ fj_decode_params p)
 {
+    fj_pdl_wait();
+    fj_pdl_trigger();
     constexpr int C4 = dec::HD / 4;
     const int R = blockIdx.x, item = blockIdx.y * FJ_DEC_COMBINE_THREADS + threadIdx.x;
     const int h = item / C4, c4 = item - h * C4;

@@ -36,6 +36,8 @@ FJ_DEVICE void mrg_store4(fj_u16 *g, float4 o)
 extern "C" __global__ void __launch_bounds__(FJ_MERGE_WARPS * 32)
 fj_attn_merge(const __grid_constant__ fj_merge_params p)
 {
+    fj_pdl_wait();
+    fj_pdl_trigger();
     constexpr float LOG2E = 1.4426950408889634f;
     const int lane = threadIdx.x & 31;
     const long long pair = (long long)blockIdx.x * FJ_MERGE_WARPS + (threadIdx.x >> 5);
