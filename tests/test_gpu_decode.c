@@ -1290,6 +1290,84 @@ START_TEST(merge_partials)
 }
 END_TEST
 
+/*------ 8. paged_plans_and_strict ------*/
+
+/* A contiguous prefill (the Hopper or portable family) and the same problem over a paged
+ * cache (the decode family) in one context: each gets its own plan (the plan key has a
+ * paged bit; without it the paged call ran the contiguous plan). Then a fresh cache warmed
+ * from a paged spec serves its decode and chunked-prefill shapes under STRICT with no
+ * compile. */
+START_TEST(paged_plans_and_strict)
+{
+    fajit_ctx *ctx = new_ctx(0);
+    reseed(g_seed ^ 0x9a9edull);
+    dcase c = {.batch = 2, .hkv = 2, .group = 2, .hd = 128, .dtype = FAJIT_BF16,
+               .mask = FAJIT_MASK_CAUSAL, .q_len = 100, .seqlen_k = 300, .want_lse = 1};
+    dbufs C, P;
+    setup(&C, &c, NULL);
+    dcase pc = c;
+    pc.paged = 1, pc.page_size = 16, pc.spare = 3;
+    setup(&P, &pc, &C);
+    char buf[1024];
+    for (int i = 0; i < 2; i++) {
+        dbufs *B = i ? &P : &C;
+        ck_assert_int_eq(fajit_dispatch_describe(ctx, NULL, &B->desc, buf, sizeof buf), FAJIT_OK);
+        printf("paged_plans_and_strict: %s: %s\n", i ? "paged" : "contiguous", buf);
+        ck_assert_msg(launch(ctx, B, NULL) == FAJIT_OK, "%s", fajit_errmsg(ctx));
+        fetch(B);
+        check_against_reference(B, i ? "paged after contiguous" : "contiguous");
+    }
+    teardown(&C), teardown(&P);
+    fajit_ctx_destroy(ctx);
+
+    char dir[] = "/tmp/fajit-strict-XXXXXX", spec[300];
+    ck_assert_ptr_nonnull(mkdtemp(dir));
+    snprintf(spec, sizeof spec, "%s/serve.spec", dir);
+    FILE *f = fopen(spec, "w");
+    ck_assert_ptr_nonnull(f);
+    fputs("[model serve]\ndtype = bf16\nhead_dim = 128\nheads_q = 8\nheads_kv = 2\n"
+          "mask = causal\npage_size = 16\ndecode = 2k\nshapes = 4:2k, 100:300\nbatch = 2\n", f);
+    fclose(f);
+    fajit_ctx_opts o;
+    fajit_ctx_opts_init(&o);
+    o.cache_dir = dir;
+    ck_assert_int_eq(fajit_ctx_create(&ctx, &o), FAJIT_OK);
+    fajit_device_info info;
+    ck_assert_int_eq(fajit_device_info_get(ctx, 0, &info), FAJIT_OK);
+    int compiled = 0, cached = 0;
+    ck_assert_msg(fajit_warm_spec(ctx, spec, info.arch, 0, &compiled, &cached) == FAJIT_OK,
+                  "warm: %s", fajit_errmsg(ctx));
+    printf("paged_plans_and_strict: warmed %s for %s: %d compiled\n", spec, info.arch, compiled);
+    fajit_ctx_destroy(ctx);
+    o.policy = FAJIT_POLICY_STRICT;
+    ck_assert_int_eq(fajit_ctx_create(&ctx, &o), FAJIT_OK);
+    static const int shapes[][2] = {{1, 2048}, {4, 2048}, {100, 300}};
+    for (int i = 0; i < 3; i++) {
+        dcase s = {.batch = 2, .hkv = 2, .group = 4, .hd = 128, .dtype = FAJIT_BF16,
+                   .mask = FAJIT_MASK_CAUSAL, .q_len = shapes[i][0], .seqlen_k = shapes[i][1],
+                   .paged = 1, .page_size = 16, .use_seqused = 1, .spare = 2, .want_lse = 1};
+        dbufs B;
+        setup(&B, &s, NULL);
+        ck_assert_msg(launch(ctx, &B, NULL) == FAJIT_OK, "STRICT %dx%d: %s", shapes[i][0],
+                      shapes[i][1], fajit_errmsg(ctx));
+        fetch(&B);
+        check_against_reference(&B, "STRICT from a warmed paged spec");
+        teardown(&B);
+    }
+    fajit_counters k;
+    fajit_counters_get(ctx, &k);
+    printf("paged_plans_and_strict: STRICT: %llu calls, %llu disk hits, %llu compiles, %llu "
+           "misses\n", (unsigned long long)k.calls, (unsigned long long)k.hits_disk,
+           (unsigned long long)k.compiles, (unsigned long long)k.misses);
+    ck_assert_uint_eq(k.compiles, 0);
+    ck_assert_uint_eq(k.misses, 0);
+    fajit_ctx_destroy(ctx);
+    char cmd[400];
+    snprintf(cmd, sizeof cmd, "rm -rf '%s'", dir);
+    ck_assert_int_eq(system(cmd), 0);
+}
+END_TEST
+
 int main(void)
 {
     char why[256];
@@ -1327,6 +1405,7 @@ int main(void)
         {"lse_merge_consistency", lse_merge_consistency, 600},
         {"combine_paths", combine_paths, 600},
         {"merge_partials", merge_partials, 600},
+        {"paged_plans_and_strict", paged_plans_and_strict, 600},
     };
     for (size_t i = 0; i < sizeof cases / sizeof cases[0]; i++) {   /* CK_RUN_CASE=<name> */
         TCase *tc = tcase_create(cases[i].name);

@@ -140,7 +140,10 @@ static const struct {
 } k_bad[] = {
     { "head_dim = 128\n", "spec.txt:1: head_dim is outside a [model NAME] section" },
     { "[model a]\nfoo = 1\n", "spec.txt:2: unknown key 'foo' (known: op, dtype, head_dim, "
-      "heads_q, heads_kv, mask, window, batch, prefill, decode, shapes)" },
+      "heads_q, heads_kv, mask, window, batch, prefill, decode, shapes, page_size)" },
+    { "[model a]\npage_size = 0\n", "spec.txt:2: page_size must be in 1..65536, got 0" },
+    { "[model a]\npage_size = 65537\n",
+      "spec.txt:2: page_size must be in 1..65536, got 65537" },
     { "[model a]\nhead_dim 128\n", "spec.txt:2: expected '[model NAME]' or 'key = value', "
       "got 'head_dim 128'" },
     { "[modl a]\n", "spec.txt:1: a section header is [model NAME], got '[modl a]'" },
@@ -289,7 +292,7 @@ START_TEST(spec_preset_names)
 {
     fj_spec s;
     char err[256];
-    ck_assert_ptr_null(fj_spec_preset_name(4));
+    ck_assert_ptr_null(fj_spec_preset_name(5));
     ck_assert_ptr_null(fj_spec_preset_name(-1));
     ck_assert_int_eq(fj_spec_preset("Llama-3-8B", &s, err, sizeof err), 0);   /* any case */
     fj_spec_free(&s);
@@ -297,7 +300,7 @@ START_TEST(spec_preset_names)
     ck_assert_ptr_null(fj_spec_preset_text("gpt-5"));
     ck_assert_int_eq(fj_spec_preset("gpt-5", &s, err, sizeof err), -1);
     ck_assert_str_eq(err, "unknown preset 'gpt-5'; known: llama-3-8b, llama-3-70b, "
-                     "qwen2.5-7b, mistral-7b");
+                     "qwen2.5-7b, mistral-7b, llama-3-8b-paged");
     ck_assert_ptr_null(s.problems);
     ck_assert_int_eq(fj_spec_preset(NULL, &s, err, sizeof err), -1);
 }
@@ -355,6 +358,29 @@ START_TEST(signature_forms)
 }
 END_TEST
 
+/* A paged problem: page_size kept, ".paged" in its signature, the serving preset. */
+START_TEST(spec_paged)
+{
+    fj_spec s;
+    char sig[64], err[256];
+    ck_assert_int_eq(parse("[model p]\ndtype = bf16\nhead_dim = 128\nheads_q = 32\n"
+                           "heads_kv = 8\nmask = causal\npage_size = 16\ndecode = 4k\n",
+                           &s, err, sizeof err), 0);
+    ck_assert_int_eq(s.problems[0].page_size, 16);
+    ck_assert_int_eq(fj_tune_signature(&s.problems[0], sig, sizeof sig), 0);
+    ck_assert_str_eq(sig, "fwd.bf16.hd128.causal.gqa4.paged");
+    fj_spec_free(&s);
+    ck_assert_int_eq(fj_spec_preset("llama-3-8b-paged", &s, err, sizeof err), 0);
+    const fj_problem *p = &s.problems[0];
+    ck_assert_int_eq(p->page_size, 16);
+    ck_assert_uint_eq(p->n_shapes, (6 + 3) * 2);   /* decode 1k..32k and 3 shapes, 2 batches */
+    assert_shape(&p->shapes[0], 1, 1024, 1);
+    assert_shape(&p->shapes[1], 1, 1024, 64);
+    assert_shape(&p->shapes[17], 512, 4608, 64);
+    fj_spec_free(&s);
+}
+END_TEST
+
 START_TEST(op_names)
 {
     ck_assert_str_eq(fj_op_name(FAJIT_OP_FWD), "fwd");
@@ -381,6 +407,7 @@ TCase *fj_tcase_spec(void)
     tcase_add_test(tc, spec_preset_names);
     tcase_add_test(tc, bucket_known_answers);
     tcase_add_test(tc, signature_forms);
+    tcase_add_test(tc, spec_paged);
     tcase_add_test(tc, op_names);
     return tc;
 }
