@@ -31,6 +31,11 @@ expect 2 "names no target" --cache-dir "$dir" warm --arch ""
 expect 1 "got 'sm_999'" --cache-dir "$dir" warm --arch sm_999
 expect 1 "the cache is memory only: nothing compiled now would be kept" --cache-dir "" warm --arch sm_80
 expect 2 "--op must be one of: fwd; got 'bwd'" plan --arch sm_90a --op bwd
+# A cache file found corrupt is moved aside with every entry: verify must not call it clean.
+mkdir "$dir/bad" && head -c 8192 /dev/urandom > "$dir/bad/kernels.db"
+expect 1 "was corrupt or not a fajit cache when this context opened it" \
+    --cache-dir "$dir/bad" cache verify
+expect 0 "" --cache-dir "$dir/bad" cache verify   # the fresh file: clean
 args=()
 for i in $(seq 1 70); do args+=("$dir/b$i.db"); done
 expect 2 "too many arguments (at most 64 files)" --cache-dir "$dir" cache import "${args[@]}"

@@ -120,6 +120,8 @@ int fj_cache_open_bundle(fj_cache **out, const char *path, fj_cache_log_fn log,
 /* Where it lives: the file path, or NULL when memory only. Whether it is read-only. */
 const char *fj_cache_path(const fj_cache *c);
 int fj_cache_readonly(const fj_cache *c);
+/* Where this handle's open moved a corrupt cache file (its entries are lost), or NULL. */
+const char *fj_cache_set_aside(const fj_cache *c);
 
 /* 1 = hit (*out filled, checksum verified, last_used/hits updated when writable),
  * 0 = miss (also for a corrupt entry, which is deleted when writable). */
