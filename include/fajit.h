@@ -501,7 +501,9 @@ FAJIT_API fajit_status fajit_cache_prune(fajit_ctx *ctx, int64_t max_bytes, int6
  * cache file) into the context's cache in one transaction: blobs verified, bad ones
  * skipped; a pinned tuning row beats an unpinned one, else the newer wins; the result
  * does not depend on the order of imports, so several imports into an empty cache and one
- * export merge bundles. Counts may be NULL. */
+ * export merge bundles. Counts may be NULL. export with `arch` fails (nothing written)
+ * for a name that is no target (INVALID_ARGUMENT) and for a target of which the cache
+ * holds no good kernel (CACHE_ERROR). */
 FAJIT_API fajit_status fajit_cache_export(fajit_ctx *ctx, const char *path, const char *arch,
                                           int *n_kernels, int *n_rows);
 FAJIT_API fajit_status fajit_cache_import(fajit_ctx *ctx, const char *path, int *n_kernels,

@@ -36,6 +36,10 @@ mkdir "$dir/bad" && head -c 8192 /dev/urandom > "$dir/bad/kernels.db"
 expect 1 "was corrupt or not a fajit cache when this context opened it" \
     --cache-dir "$dir/bad" cache verify
 expect 0 "" --cache-dir "$dir/bad" cache verify   # the fresh file: clean
+expect 1 "got 'sm_999'" --cache-dir "$dir/bad" cache export "$dir/x.db" --arch sm_999
+expect 1 "no usable kernel of target sm_90a" --cache-dir "$dir/bad" cache export "$dir/x.db" \
+    --arch sm_90a
+[ -e "$dir/x.db" ] && { echo "FAIL: a refused export wrote $dir/x.db"; fails=$((fails + 1)); }
 args=()
 for i in $(seq 1 70); do args+=("$dir/b$i.db"); done
 expect 2 "too many arguments (at most 64 files)" --cache-dir "$dir" cache import "${args[@]}"

@@ -99,9 +99,13 @@ fajit_status fajit_cache_export(fajit_ctx *ctx, const char *path, const char *ar
 {
     FJ_CTX_CHECK(ctx);
     FJ_RETURN_IF(!ctx || !path, ctx, FAJIT_INVALID_ARGUMENT, "ctx and path must not be NULL");
+    FJ_RETURN_IF(arch && fj_arch_sm(arch) < 0, ctx, FAJIT_INVALID_ARGUMENT,
+                 "arch must be a target like sm_80, sm_90a or sm_100a, got '%s'", arch);
     fj_bundle_stats st;
     FJ_RETURN_IF(fj_cache_export(ctx->cache, path, arch, &st) != 0, ctx, FAJIT_CACHE_ERROR,
-                 "exporting the cache to %s failed (see the log)", path);
+                 "exporting the cache%s%s to %s failed: the target has no kernel in it, the "
+                 "file is a live cache, or SQLite failed (the log says which)",
+                 arch ? " for " : "", arch ? arch : "", path);
     if (n_kernels)
         *n_kernels = st.kernels;
     if (n_rows)

@@ -229,7 +229,8 @@ typedef struct fj_bundle_stats {
  * bundle. Refuses (-1, logged) to replace the cache's own file or its -wal/-shm (same
  * inode, whatever the path's spelling or links) or any live cache: an SQLite file in WAL
  * mode, which no bundle is (so `fajit-tune cache merge` cannot clobber a cache either).
- * st may be NULL. Returns 0 or -1. */
+ * A target with no good kernel in the cache fails too (nothing written). st may be NULL.
+ * Returns 0 or -1. */
 int fj_cache_export(fj_cache *c, const char *path, const char *arch, fj_bundle_stats *st);
 
 /* Copies the kernels and tuning rows of the bundle (or cache file) at `path` into `c`, in
