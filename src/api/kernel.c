@@ -153,9 +153,10 @@ static fajit_status compile_variant(fajit_ctx *ctx, const fj_nvrtc *nv, const fj
     e->spill_bytes = co.spill_bytes;
     fj_key_inputs in = key_inputs(v, arch, e->nvrtc_version, opts);
     e->parts = fj_key_parts(&in);
-    if (fj_cache_put(ctx->cache, e) != 0)
+    if (fj_cache_put(ctx->cache, e) != 0) {
         fj_log(ctx, FAJIT_LOG_WARN, "could not store %s in the cache; kept in memory", v->name);
-    else if (ctx->opts.cache_max_bytes > 0)   /* the new kernel stays even if over the cap */
+        fj_cache_lease_release(ctx->cache, key);   /* waiters compile it themselves */
+    } else if (ctx->opts.cache_max_bytes > 0)   /* the new kernel stays even if over the cap */
         fj_cache_prune(ctx->cache, ctx->opts.cache_max_bytes, key, NULL, NULL);
     return FAJIT_OK;
 }

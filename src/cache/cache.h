@@ -145,7 +145,8 @@ int fj_cache_put(fj_cache *c, const fj_entry *e);
  * held; a lease whose owner pid is dead (same host) or whose heartbeat is older than
  * FJ_LEASE_STALE_S is taken over (counters.lease_takeovers). After `timeout_ms` of waiting
  * the caller proceeds as owner anyway (returns 0) so nothing blocks forever.
- * Memory-only and read-only caches return 0 at once. */
+ * A memory-only cache leases between the threads that share it; a read-only one returns
+ * 0 at once. */
 #define FJ_LEASE_STALE_S 30
 int fj_cache_lease(fj_cache *c, const fj_key *key, int timeout_ms, fj_entry *out);
 void fj_cache_lease_release(fj_cache *c, const fj_key *key);
