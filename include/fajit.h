@@ -230,8 +230,11 @@ typedef struct fajit_attn_desc {
     int64_t k_batch_stride, k_row_stride, k_head_stride;
     int64_t v_batch_stride, v_row_stride, v_head_stride;
     int64_t o_batch_stride, o_row_stride, o_head_stride;
-    int batch, heads_q, heads_kv; /* heads_q % heads_kv == 0 (GQA; MQA: heads_kv = 1) */
-    int seqlen_q, seqlen_k;       /* for varlen: the maxima over the batch */
+    int batch, heads_q, heads_kv; /* heads_q % heads_kv == 0 (GQA; MQA: heads_kv = 1);
+                                     batch, heads_q <= 65535 (FAJIT_MAX_BATCH/_HEADS) */
+    int seqlen_q, seqlen_k;       /* for varlen: the maxima over the batch; at most
+                                     FAJIT_MAX_SEQLEN (2^29), and batch x heads_q x
+                                     ceil(seqlen_q / 64) below 2^31 */
     int head_dim;                 /* multiple of 8, 8..256 */
     fajit_dtype dtype;
     fajit_mask mask;
@@ -280,6 +283,10 @@ typedef struct fajit_attn_desc {
                                       1 = none, up to FAJIT_MAX_SPLITS */
 } fajit_attn_desc;
 #define FAJIT_MAX_SPLITS 128
+/* Size limits of the kernels (launch grids, int index arithmetic): FAJIT_UNSUPPORTED beyond. */
+#define FAJIT_MAX_BATCH 65535
+#define FAJIT_MAX_HEADS 65535
+#define FAJIT_MAX_SEQLEN (1 << 29)
 /* The first sized layout (up to lse): the smallest struct_size accepted. */
 #define FAJIT_ATTN_DESC_SIZE_V1 (offsetof(fajit_attn_desc, lse) + sizeof(float *))
 

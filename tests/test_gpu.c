@@ -806,6 +806,80 @@ static int use_tuned(const char *dir, const char *winner)
     return failed ? 1 : 0;
 }
 
+/*------ sizes at the edges (issue 21, items 12-14) ------*/
+
+/* bf16 bits of the value that fills V of sequence b, head h: multiples of 1/8 in (0, 1],
+ * exact in bf16, and O = that value for any attention weights (every key row is alike). */
+static uint16_t v_bits(int b, int h)
+{
+    float f = (float)(((b * 31 + h) % 8) + 1) * 0.125f;
+    uint32_t u;
+    memcpy(&u, &f, 4);
+    return (uint16_t)(u >> 16);
+}
+
+/* batch x heads (all MHA) x seq tokens, hd 64, Q = K = 0, V constant per (b, h): the
+ * count of O elements that are not their V value. Exercises the last grid y/z block. */
+static long long const_v_run(fajit_ctx *ctx, int batch, int heads, int seq)
+{
+    const int hd = 64;
+    const size_t n = (size_t)batch * seq * heads * hd;
+    uint16_t *h = malloc(n * 2);
+    ck_assert_ptr_nonnull(h);
+    CUdeviceptr q, k, v, o;
+    CU(cu->cuMemAlloc(&q, n * 2));
+    CU(cu->cuMemAlloc(&k, n * 2));
+    CU(cu->cuMemAlloc(&v, n * 2));
+    CU(cu->cuMemAlloc(&o, n * 2));
+    CU(cu->cuMemsetD8(q, 0, n * 2));
+    CU(cu->cuMemsetD8(k, 0, n * 2));
+    CU(cu->cuMemsetD8(o, 0xff, n * 2));   /* NaN */
+    for (size_t i = 0; i < n; i++)
+        h[i] = v_bits((int)(i / ((size_t)seq * heads * hd)), (int)(i / hd % (size_t)heads));
+    CU(cu->cuMemcpyHtoD(v, h, n * 2));
+    fajit_attn_desc d;
+    fajit_attn_desc_init(&d, (void *)q, (void *)k, (void *)v, (void *)o, batch, heads, heads,
+                         seq, seq, hd, FAJIT_BF16);
+    fajit_status st = fajit_attn_fwd(ctx, &d, NULL);
+    ck_assert_msg(st == FAJIT_OK, "b%d h%d s%d: %s", batch, heads, seq, fajit_errmsg(ctx));
+    CU(cu->cuCtxSynchronize());
+    CU(cu->cuMemcpyDtoH(h, o, n * 2));
+    long long bad = 0;
+    for (size_t i = 0; i < n; i++)
+        bad += h[i] != v_bits((int)(i / ((size_t)seq * heads * hd)), (int)(i / hd % (size_t)heads));
+    cu->cuMemFree(q), cu->cuMemFree(k), cu->cuMemFree(v), cu->cuMemFree(o);
+    free(h);
+    return bad;
+}
+
+/* 65535 sequences and 65535 heads (the grid's z and y limits) run, prefill and decode
+ * shapes; one more, or lengths past the kernels' int arithmetic, are refused before any
+ * launch (seqlen_k 2^31-1 once returned FAJIT_OK with O all zero). */
+START_TEST(grid_limits)
+{
+    fajit_ctx *ctx = new_ctx(g_cache_dir);
+    ck_assert_int_eq(const_v_run(ctx, FAJIT_MAX_BATCH, 1, 64), 0);
+    ck_assert_int_eq(const_v_run(ctx, FAJIT_MAX_BATCH, 1, 4), 0);   /* the decode family */
+    ck_assert_int_eq(const_v_run(ctx, 1, FAJIT_MAX_HEADS, 64), 0);
+    ck_assert_int_eq(const_v_run(ctx, 1, FAJIT_MAX_HEADS, 4), 0);
+
+    CUdeviceptr buf;
+    CU(cu->cuMemAlloc(&buf, 1 << 20));
+    fajit_attn_desc d;
+    void *p = (void *)buf;
+    fajit_attn_desc_init(&d, p, p, p, p, FAJIT_MAX_BATCH + 1, 1, 1, 64, 64, 64, FAJIT_BF16);
+    ck_assert_int_eq(fajit_attn_fwd(ctx, &d, NULL), FAJIT_UNSUPPORTED);
+    fajit_attn_desc_init(&d, p, p, p, p, 1, FAJIT_MAX_HEADS + 1, 1, 64, 64, 64, FAJIT_BF16);
+    ck_assert_int_eq(fajit_attn_fwd(ctx, &d, NULL), FAJIT_UNSUPPORTED);
+    fajit_attn_desc_init(&d, p, p, p, p, 1, 1, 1, 16, 2147483647, 64, FAJIT_BF16);
+    ck_assert_int_eq(fajit_attn_fwd(ctx, &d, NULL), FAJIT_UNSUPPORTED);
+    fajit_attn_desc_init(&d, p, p, p, p, 1, 1, 1, 2147483647, 16, 64, FAJIT_BF16);
+    ck_assert_int_eq(fajit_attn_fwd(ctx, &d, NULL), FAJIT_UNSUPPORTED);
+    cu->cuMemFree(buf);
+    fajit_ctx_destroy(ctx);
+}
+END_TEST
+
 START_TEST(strict_miss)
 {
     char dir[64];
@@ -931,6 +1005,10 @@ int main(int argc, char **argv)
     tcase_add_test(tc, tune_then_new_process);
     tcase_add_test(tc, fallback_never_blocks);
     suite_add_tcase(s, tc);
+    TCase *te = tcase_create("edges");   /* alone: CK_RUN_CASE=edges */
+    tcase_set_timeout(te, 600);
+    tcase_add_test(te, grid_limits);
+    suite_add_tcase(s, te);
     TCase *tg = tcase_create("graph");   /* alone: CK_RUN_CASE=graph */
     tcase_set_timeout(tg, 600);
     tcase_add_test(tg, graph_capture);
