@@ -224,7 +224,8 @@ typedef enum fajit_mask {
  * All pointers are device pointers, 16-byte aligned; all strides multiples of 8. */
 typedef struct fajit_attn_desc {
     size_t struct_size;            /* set by fajit_attn_desc_init: see "Growing structs" */
-    const void *q, *k, *v;
+    const void *q, *k, *v;         /* k and v may be NULL when no sequence has a key
+                                      (varlen, seqlen_k 0, no block table): O = 0, LSE = -inf */
     void *o;
     int64_t q_batch_stride, q_row_stride, q_head_stride;
     int64_t k_batch_stride, k_row_stride, k_head_stride;

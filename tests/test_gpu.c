@@ -880,6 +880,55 @@ START_TEST(grid_limits)
 }
 END_TEST
 
+/* Varlen where no sequence has a key (total_k 0): K and V are NULL, as zero-element
+ * tensors are; O = 0 and LSE = -inf on every query row (FlashAttention's answer), through
+ * the fast and the reference kernel, unmasked and causal. */
+START_TEST(empty_keys)
+{
+    enum { B = 3, HQ = 4, HKV = 2, D = 64, TOTAL = 22 };
+    const int32_t cq[B + 1] = {0, 5, 5, TOTAL}, ck[B + 1] = {0, 0, 0, 0};
+    const size_t no = (size_t)TOTAL * HQ * D, nl = (size_t)TOTAL * HQ;
+    uint16_t *ho = malloc(no * 2);
+    float *hl = malloc(nl * 4);
+    CUdeviceptr q, o, lse, cuq, cuk;
+    CU(cu->cuMemAlloc(&q, no * 2));
+    CU(cu->cuMemAlloc(&o, no * 2));
+    CU(cu->cuMemAlloc(&lse, nl * 4));
+    CU(cu->cuMemAlloc(&cuq, sizeof cq));
+    CU(cu->cuMemAlloc(&cuk, sizeof ck));
+    CU(cu->cuMemsetD8(q, 0x3c, no * 2));
+    CU(cu->cuMemcpyHtoD(cuq, cq, sizeof cq));
+    CU(cu->cuMemcpyHtoD(cuk, ck, sizeof ck));
+    fajit_ctx *ctx = new_ctx(g_cache_dir);
+    for (int run = 0; run < 4; run++) {
+        CU(cu->cuMemsetD8(o, 0xff, no * 2));    /* NaN */
+        CU(cu->cuMemsetD8(lse, 0xff, nl * 4));  /* NaN */
+        fajit_attn_desc d;
+        fajit_attn_desc_init(&d, (void *)q, NULL, NULL, (void *)o, B, HQ, HKV, 17, 0, D,
+                             FAJIT_BF16);
+        d.cu_seqlens_q = (const int32_t *)cuq, d.cu_seqlens_k = (const int32_t *)cuk;
+        d.total_q = TOTAL, d.total_k = 0;
+        d.lse = (float *)lse;
+        d.mask = run & 1 ? FAJIT_MASK_CAUSAL : FAJIT_MASK_NONE;
+        fajit_status st = run < 2 ? fajit_attn_fwd(ctx, &d, NULL)
+                                  : fajit_attn_fwd_reference(ctx, &d, NULL);
+        ck_assert_msg(st == FAJIT_OK, "run %d: %s", run, fajit_errmsg(ctx));
+        CU(cu->cuCtxSynchronize());
+        CU(cu->cuMemcpyDtoH(ho, o, no * 2));
+        CU(cu->cuMemcpyDtoH(hl, lse, nl * 4));
+        for (size_t i = 0; i < no; i++)
+            ck_assert_msg((ho[i] & 0x7fff) == 0, "run %d: o[%zu] = 0x%04x", run, i, ho[i]);
+        for (size_t i = 0; i < nl; i++)
+            ck_assert_msg(isinf(hl[i]) && hl[i] < 0, "run %d: lse[%zu] = %g", run, i, hl[i]);
+    }
+    fajit_ctx_destroy(ctx);
+    cu->cuMemFree(q), cu->cuMemFree(o), cu->cuMemFree(lse);
+    cu->cuMemFree(cuq), cu->cuMemFree(cuk);
+    free(ho);
+    free(hl);
+}
+END_TEST
+
 START_TEST(strict_miss)
 {
     char dir[64];
@@ -1008,6 +1057,7 @@ int main(int argc, char **argv)
     TCase *te = tcase_create("edges");   /* alone: CK_RUN_CASE=edges */
     tcase_set_timeout(te, 600);
     tcase_add_test(te, grid_limits);
+    tcase_add_test(te, empty_keys);
     suite_add_tcase(s, te);
     TCase *tg = tcase_create("graph");   /* alone: CK_RUN_CASE=graph */
     tcase_set_timeout(tg, 600);

@@ -180,8 +180,14 @@ fajit_status fj_desc_check(fajit_ctx *ctx, const fajit_attn_desc *d)
     FJ_RETURN_IF(d->op != FAJIT_OP_FWD, ctx, FAJIT_INVALID_ARGUMENT,
                  "op must be FAJIT_OP_FWD (0), got %d", (int)d->op);
     FJ_CHECK(check_ptr(ctx, d->q, "q", 16));
-    FJ_CHECK(check_ptr(ctx, d->k, "k", 16));
-    FJ_CHECK(check_ptr(ctx, d->v, "v", 16));
+    /* No key to read: every sequence's keys are empty (seqlen_k, their maximum, is 0; only
+     * varlen allows it). Zero-element tensors have no storage, so k and v may be NULL; the
+     * kernels write O = 0 and LSE = -inf without reading them. A paged cache has pages. */
+    const int no_keys = d->seqlen_k == 0 && !d->block_table;
+    if (!no_keys || d->k)
+        FJ_CHECK(check_ptr(ctx, d->k, "k", 16));
+    if (!no_keys || d->v)
+        FJ_CHECK(check_ptr(ctx, d->v, "v", 16));
     FJ_CHECK(check_ptr(ctx, d->o, "o", 16));
     FJ_RETURN_IF(d->dtype != FAJIT_F16 && d->dtype != FAJIT_BF16, ctx, FAJIT_INVALID_ARGUMENT,
                  "dtype must be FAJIT_F16 (0) or FAJIT_BF16 (1), got %d", (int)d->dtype);
@@ -245,6 +251,9 @@ fajit_status fj_desc_check(fajit_ctx *ctx, const fajit_attn_desc *d)
         FJ_RETURN_IF(d->total_k > 0 && d->total_k < d->seqlen_k, ctx, FAJIT_INVALID_ARGUMENT,
                      "total_k (%d) must be at least seqlen_k, the longest sequence (%d)",
                      d->total_k, d->seqlen_k);
+        FJ_RETURN_IF(d->seqlen_k == 0 && d->total_k > 0, ctx, FAJIT_INVALID_ARGUMENT,
+                     "total_k (%d) must be 0 when seqlen_k, the longest key sequence, is 0",
+                     d->total_k);
     }
     if (d->lse)
         FJ_CHECK(check_ptr(ctx, d->lse, "lse", 4));
