@@ -224,14 +224,18 @@ typedef enum fajit_mask {
  * All pointers are device pointers, 16-byte aligned; all strides multiples of 8. */
 typedef struct fajit_attn_desc {
     size_t struct_size;            /* set by fajit_attn_desc_init: see "Growing structs" */
-    const void *q, *k, *v;
+    const void *q, *k, *v;         /* k and v may be NULL when no sequence has a key
+                                      (varlen, seqlen_k 0, no block table): O = 0, LSE = -inf */
     void *o;
     int64_t q_batch_stride, q_row_stride, q_head_stride;
     int64_t k_batch_stride, k_row_stride, k_head_stride;
     int64_t v_batch_stride, v_row_stride, v_head_stride;
     int64_t o_batch_stride, o_row_stride, o_head_stride;
-    int batch, heads_q, heads_kv; /* heads_q % heads_kv == 0 (GQA; MQA: heads_kv = 1) */
-    int seqlen_q, seqlen_k;       /* for varlen: the maxima over the batch */
+    int batch, heads_q, heads_kv; /* heads_q % heads_kv == 0 (GQA; MQA: heads_kv = 1);
+                                     batch, heads_q <= 65535 (FAJIT_MAX_BATCH/_HEADS) */
+    int seqlen_q, seqlen_k;       /* for varlen: the maxima over the batch; at most
+                                     FAJIT_MAX_SEQLEN (2^29), and batch x heads_q x
+                                     ceil(seqlen_q / 64) below 2^31 */
     int head_dim;                 /* multiple of 8, 8..256 */
     fajit_dtype dtype;
     fajit_mask mask;
@@ -280,6 +284,10 @@ typedef struct fajit_attn_desc {
                                       1 = none, up to FAJIT_MAX_SPLITS */
 } fajit_attn_desc;
 #define FAJIT_MAX_SPLITS 128
+/* Size limits of the kernels (launch grids, int index arithmetic): FAJIT_UNSUPPORTED beyond. */
+#define FAJIT_MAX_BATCH 65535
+#define FAJIT_MAX_HEADS 65535
+#define FAJIT_MAX_SEQLEN (1 << 29)
 /* The first sized layout (up to lse): the smallest struct_size accepted. */
 #define FAJIT_ATTN_DESC_SIZE_V1 (offsetof(fajit_attn_desc, lse) + sizeof(float *))
 
@@ -526,10 +534,25 @@ typedef struct fajit_cache_entry {
 typedef int (*fajit_cache_entry_fn)(void *user, const fajit_cache_entry *e);
 
 /* Cache maintenance on the context's cache. list: calls fn per entry (return nonzero to
- * stop). verify: re-reads every entry, removes bad ones, *n_bad counts them. clear:
+ * stop). verify: re-reads every entry, removes bad ones, *n_bad counts them; it returns
+ * CACHE_ERROR (counts still set) when the context found its cache file corrupt and moved
+ * it aside (every entry lost; the warning names where), or on SQLite errors. clear:
  * removes every entry. stats: entries, bytes of cubins, bytes of the file. */
 FAJIT_API fajit_status fajit_cache_list(fajit_ctx *ctx, fajit_cache_entry_fn fn, void *user);
 FAJIT_API fajit_status fajit_cache_verify(fajit_ctx *ctx, int *n_checked, int *n_bad);
+/* Recompiles, with the local NVRTC and nothing stored, every cached kernel that NVRTC's
+ * version made and that this fajit builds (its shipped configurations and tuning
+ * candidates of every dtype, head_dim and mask, found by key), and compares the bytes: a
+ * check that the cache serves what its keys say, beyond the checksums (which a bundle
+ * from an untrusted source can forge). on_differ (may be NULL) is called for each kernel
+ * whose bytes differ. Counts may be NULL; skipped: kernels of another NVRTC version or
+ * of variants not enumerated (older sources, other head-count packings). One compile per
+ * kernel compared (0.3-0.6 s each), on this thread. Errors: NO_NVRTC, CACHE_ERROR,
+ * COMPILE_FAILED. */
+FAJIT_API fajit_status fajit_cache_verify_recompile(fajit_ctx *ctx,
+                                                    fajit_cache_entry_fn on_differ,
+                                                    void *user, int *n_same, int *n_differ,
+                                                    int *n_skipped);
 FAJIT_API fajit_status fajit_cache_clear(fajit_ctx *ctx);
 FAJIT_API fajit_status fajit_cache_stats(fajit_ctx *ctx, int64_t *entries, int64_t *bytes,
                                          int64_t *file_bytes);
@@ -546,7 +569,9 @@ FAJIT_API fajit_status fajit_cache_prune(fajit_ctx *ctx, int64_t max_bytes, int6
  * cache file) into the context's cache in one transaction: blobs verified, bad ones
  * skipped; a pinned tuning row beats an unpinned one, else the newer wins; the result
  * does not depend on the order of imports, so several imports into an empty cache and one
- * export merge bundles. Counts may be NULL. */
+ * export merge bundles. Counts may be NULL. export with `arch` fails (nothing written)
+ * for a name that is no target (INVALID_ARGUMENT) and for a target of which the cache
+ * holds no good kernel (CACHE_ERROR). */
 FAJIT_API fajit_status fajit_cache_export(fajit_ctx *ctx, const char *path, const char *arch,
                                           int *n_kernels, int *n_rows);
 FAJIT_API fajit_status fajit_cache_import(fajit_ctx *ctx, const char *path, int *n_kernels,

@@ -806,6 +806,129 @@ static int use_tuned(const char *dir, const char *winner)
     return failed ? 1 : 0;
 }
 
+/*------ sizes at the edges (issue 21, items 12-14) ------*/
+
+/* bf16 bits of the value that fills V of sequence b, head h: multiples of 1/8 in (0, 1],
+ * exact in bf16, and O = that value for any attention weights (every key row is alike). */
+static uint16_t v_bits(int b, int h)
+{
+    float f = (float)(((b * 31 + h) % 8) + 1) * 0.125f;
+    uint32_t u;
+    memcpy(&u, &f, 4);
+    return (uint16_t)(u >> 16);
+}
+
+/* batch x heads (all MHA) x seq tokens, hd 64, Q = K = 0, V constant per (b, h): the
+ * count of O elements that are not their V value. Exercises the last grid y/z block. */
+static long long const_v_run(fajit_ctx *ctx, int batch, int heads, int seq)
+{
+    const int hd = 64;
+    const size_t n = (size_t)batch * seq * heads * hd;
+    uint16_t *h = malloc(n * 2);
+    ck_assert_ptr_nonnull(h);
+    CUdeviceptr q, k, v, o;
+    CU(cu->cuMemAlloc(&q, n * 2));
+    CU(cu->cuMemAlloc(&k, n * 2));
+    CU(cu->cuMemAlloc(&v, n * 2));
+    CU(cu->cuMemAlloc(&o, n * 2));
+    CU(cu->cuMemsetD8(q, 0, n * 2));
+    CU(cu->cuMemsetD8(k, 0, n * 2));
+    CU(cu->cuMemsetD8(o, 0xff, n * 2));   /* NaN */
+    for (size_t i = 0; i < n; i++)
+        h[i] = v_bits((int)(i / ((size_t)seq * heads * hd)), (int)(i / hd % (size_t)heads));
+    CU(cu->cuMemcpyHtoD(v, h, n * 2));
+    fajit_attn_desc d;
+    fajit_attn_desc_init(&d, (void *)q, (void *)k, (void *)v, (void *)o, batch, heads, heads,
+                         seq, seq, hd, FAJIT_BF16);
+    fajit_status st = fajit_attn_fwd(ctx, &d, NULL);
+    ck_assert_msg(st == FAJIT_OK, "b%d h%d s%d: %s", batch, heads, seq, fajit_errmsg(ctx));
+    CU(cu->cuCtxSynchronize());
+    CU(cu->cuMemcpyDtoH(h, o, n * 2));
+    long long bad = 0;
+    for (size_t i = 0; i < n; i++)
+        bad += h[i] != v_bits((int)(i / ((size_t)seq * heads * hd)), (int)(i / hd % (size_t)heads));
+    cu->cuMemFree(q), cu->cuMemFree(k), cu->cuMemFree(v), cu->cuMemFree(o);
+    free(h);
+    return bad;
+}
+
+/* 65535 sequences and 65535 heads (the grid's z and y limits) run, prefill and decode
+ * shapes; one more, or lengths past the kernels' int arithmetic, are refused before any
+ * launch (seqlen_k 2^31-1 once returned FAJIT_OK with O all zero). */
+START_TEST(grid_limits)
+{
+    fajit_ctx *ctx = new_ctx(g_cache_dir);
+    ck_assert_int_eq(const_v_run(ctx, FAJIT_MAX_BATCH, 1, 64), 0);
+    ck_assert_int_eq(const_v_run(ctx, FAJIT_MAX_BATCH, 1, 4), 0);   /* the decode family */
+    ck_assert_int_eq(const_v_run(ctx, 1, FAJIT_MAX_HEADS, 64), 0);
+    ck_assert_int_eq(const_v_run(ctx, 1, FAJIT_MAX_HEADS, 4), 0);
+
+    CUdeviceptr buf;
+    CU(cu->cuMemAlloc(&buf, 1 << 20));
+    fajit_attn_desc d;
+    void *p = (void *)buf;
+    fajit_attn_desc_init(&d, p, p, p, p, FAJIT_MAX_BATCH + 1, 1, 1, 64, 64, 64, FAJIT_BF16);
+    ck_assert_int_eq(fajit_attn_fwd(ctx, &d, NULL), FAJIT_UNSUPPORTED);
+    fajit_attn_desc_init(&d, p, p, p, p, 1, FAJIT_MAX_HEADS + 1, 1, 64, 64, 64, FAJIT_BF16);
+    ck_assert_int_eq(fajit_attn_fwd(ctx, &d, NULL), FAJIT_UNSUPPORTED);
+    fajit_attn_desc_init(&d, p, p, p, p, 1, 1, 1, 16, 2147483647, 64, FAJIT_BF16);
+    ck_assert_int_eq(fajit_attn_fwd(ctx, &d, NULL), FAJIT_UNSUPPORTED);
+    fajit_attn_desc_init(&d, p, p, p, p, 1, 1, 1, 2147483647, 16, 64, FAJIT_BF16);
+    ck_assert_int_eq(fajit_attn_fwd(ctx, &d, NULL), FAJIT_UNSUPPORTED);
+    cu->cuMemFree(buf);
+    fajit_ctx_destroy(ctx);
+}
+END_TEST
+
+/* Varlen where no sequence has a key (total_k 0): K and V are NULL, as zero-element
+ * tensors are; O = 0 and LSE = -inf on every query row (FlashAttention's answer), through
+ * the fast and the reference kernel, unmasked and causal. */
+START_TEST(empty_keys)
+{
+    enum { B = 3, HQ = 4, HKV = 2, D = 64, TOTAL = 22 };
+    const int32_t cq[B + 1] = {0, 5, 5, TOTAL}, ck[B + 1] = {0, 0, 0, 0};
+    const size_t no = (size_t)TOTAL * HQ * D, nl = (size_t)TOTAL * HQ;
+    uint16_t *ho = malloc(no * 2);
+    float *hl = malloc(nl * 4);
+    CUdeviceptr q, o, lse, cuq, cuk;
+    CU(cu->cuMemAlloc(&q, no * 2));
+    CU(cu->cuMemAlloc(&o, no * 2));
+    CU(cu->cuMemAlloc(&lse, nl * 4));
+    CU(cu->cuMemAlloc(&cuq, sizeof cq));
+    CU(cu->cuMemAlloc(&cuk, sizeof ck));
+    CU(cu->cuMemsetD8(q, 0x3c, no * 2));
+    CU(cu->cuMemcpyHtoD(cuq, cq, sizeof cq));
+    CU(cu->cuMemcpyHtoD(cuk, ck, sizeof ck));
+    fajit_ctx *ctx = new_ctx(g_cache_dir);
+    for (int run = 0; run < 4; run++) {
+        CU(cu->cuMemsetD8(o, 0xff, no * 2));    /* NaN */
+        CU(cu->cuMemsetD8(lse, 0xff, nl * 4));  /* NaN */
+        fajit_attn_desc d;
+        fajit_attn_desc_init(&d, (void *)q, NULL, NULL, (void *)o, B, HQ, HKV, 17, 0, D,
+                             FAJIT_BF16);
+        d.cu_seqlens_q = (const int32_t *)cuq, d.cu_seqlens_k = (const int32_t *)cuk;
+        d.total_q = TOTAL, d.total_k = 0;
+        d.lse = (float *)lse;
+        d.mask = run & 1 ? FAJIT_MASK_CAUSAL : FAJIT_MASK_NONE;
+        fajit_status st = run < 2 ? fajit_attn_fwd(ctx, &d, NULL)
+                                  : fajit_attn_fwd_reference(ctx, &d, NULL);
+        ck_assert_msg(st == FAJIT_OK, "run %d: %s", run, fajit_errmsg(ctx));
+        CU(cu->cuCtxSynchronize());
+        CU(cu->cuMemcpyDtoH(ho, o, no * 2));
+        CU(cu->cuMemcpyDtoH(hl, lse, nl * 4));
+        for (size_t i = 0; i < no; i++)
+            ck_assert_msg((ho[i] & 0x7fff) == 0, "run %d: o[%zu] = 0x%04x", run, i, ho[i]);
+        for (size_t i = 0; i < nl; i++)
+            ck_assert_msg(isinf(hl[i]) && hl[i] < 0, "run %d: lse[%zu] = %g", run, i, hl[i]);
+    }
+    fajit_ctx_destroy(ctx);
+    cu->cuMemFree(q), cu->cuMemFree(o), cu->cuMemFree(lse);
+    cu->cuMemFree(cuq), cu->cuMemFree(cuk);
+    free(ho);
+    free(hl);
+}
+END_TEST
+
 START_TEST(strict_miss)
 {
     char dir[64];
@@ -931,6 +1054,11 @@ int main(int argc, char **argv)
     tcase_add_test(tc, tune_then_new_process);
     tcase_add_test(tc, fallback_never_blocks);
     suite_add_tcase(s, tc);
+    TCase *te = tcase_create("edges");   /* alone: CK_RUN_CASE=edges */
+    tcase_set_timeout(te, 600);
+    tcase_add_test(te, grid_limits);
+    tcase_add_test(te, empty_keys);
+    suite_add_tcase(s, te);
     TCase *tg = tcase_create("graph");   /* alone: CK_RUN_CASE=graph */
     tcase_set_timeout(tg, 600);
     tcase_add_test(tg, graph_capture);

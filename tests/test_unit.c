@@ -89,6 +89,21 @@ MUT(m_varlen_half, d->cu_seqlens_q = (const int32_t *)(uintptr_t)0x2000)
 MUT(m_lse, d->lse = (float *)(uintptr_t)0x2002)
 MUT(m_total, (d->cu_seqlens_q = d->cu_seqlens_k = (const int32_t *)(uintptr_t)0x2000,
               d->total_q = 50))
+MUT(m_batch_grid, d->batch = 65536)
+MUT(m_heads_grid, (d->heads_q = 65536, d->heads_kv = 1))
+MUT(m_seqk_huge, d->seqlen_k = 2147483647)
+MUT(m_seqq_huge, d->seqlen_q = 2147483647)
+MUT(m_seqk_limit, d->seqlen_k = (1 << 29) + 1)
+MUT(m_tiles, (d->batch = 4096, d->heads_q = 4096, d->heads_kv = 1, d->seqlen_q = 8192))
+MUT(m_extent, d->k_batch_stride = (int64_t)1 << 47)
+MUT(m_extent_sat, (d->batch = 65535, d->q_batch_stride = (int64_t)1 << 62))
+MUT(m_k_null_keys, (d->cu_seqlens_q = d->cu_seqlens_k = (const int32_t *)(uintptr_t)0x2000,
+                   d->k = NULL))
+MUT(m_v_null_paged, (d->cu_seqlens_q = (const int32_t *)(uintptr_t)0x2000, d->seqlen_k = 0,
+                     d->block_table = (const int32_t *)(uintptr_t)0x3000, d->page_size = 16,
+                     d->num_pages = 4, d->block_table_stride = 4, d->v = NULL))
+MUT(m_total_k_empty, (d->cu_seqlens_q = d->cu_seqlens_k = (const int32_t *)(uintptr_t)0x2000,
+                      d->seqlen_k = 0, d->total_k = 3, d->k = d->v = NULL))
 
 static const bad_case k_bad[] = {
     {"q NULL", m_q_null, FAJIT_INVALID_ARGUMENT, "q must not be NULL"},
@@ -107,6 +122,17 @@ static const bad_case k_bad[] = {
     {"scale", m_scale, FAJIT_INVALID_ARGUMENT, "softmax_scale must be finite and > 0, got 0"},
     {"varlen half", m_varlen_half, FAJIT_INVALID_ARGUMENT, "cu_seqlens_q and cu_seqlens_k must be given together"},
     {"lse misaligned", m_lse, FAJIT_INVALID_ARGUMENT, "lse must be 4-byte aligned"},
+    {"batch > grid z", m_batch_grid, FAJIT_UNSUPPORTED, "batch must be at most 65535 (the launch grid's z dimension), got 65536"},
+    {"heads > grid y", m_heads_grid, FAJIT_UNSUPPORTED, "heads_q must be at most 65535 (the launch grid's y dimension), got 65536"},
+    {"seqlen_k 2^31-1", m_seqk_huge, FAJIT_UNSUPPORTED, "seqlen_k must be at most 536870912 (2^29: the kernels index keys in int), got 2147483647"},
+    {"seqlen_q 2^31-1", m_seqq_huge, FAJIT_UNSUPPORTED, "seqlen_q must be at most 536870912"},
+    {"seqlen_k 2^29+1", m_seqk_limit, FAJIT_UNSUPPORTED, "got 536870913"},
+    {"query tiles", m_tiles, FAJIT_UNSUPPORTED, "batch x heads_q x ceil(seqlen_q / 64) must be below 2^31 (query tiles are counted in int), got 2147483648"},
+    {"k extent", m_extent, FAJIT_INVALID_ARGUMENT, "k spans 140737488371968 elements (batch 2, rows 130, heads 2"},
+    {"q extent saturated", m_extent_sat, FAJIT_INVALID_ARGUMENT, "q spans"},
+    {"k NULL with keys", m_k_null_keys, FAJIT_INVALID_ARGUMENT, "k must not be NULL"},
+    {"v NULL paged", m_v_null_paged, FAJIT_INVALID_ARGUMENT, "v must not be NULL"},
+    {"total_k without keys", m_total_k_empty, FAJIT_INVALID_ARGUMENT, "total_k (3) must be 0 when seqlen_k, the longest key sequence, is 0"},
     {"total_q short", m_total, FAJIT_INVALID_ARGUMENT, "total_q (50) must be at least seqlen_q, the longest sequence (100)"},
 };
 
@@ -147,10 +173,25 @@ START_TEST(validation_accepts)
         d.head_dim = h;
         ck_assert_int_eq(fajit_attn_check(ctx, &d), FAJIT_OK);
     }
+    /* the largest sizes the grids and the kernels' int arithmetic hold */
+    fajit_attn_desc big = valid_desc();
+    big.batch = FAJIT_MAX_BATCH;
+    ck_assert_int_eq(fajit_attn_check(ctx, &big), FAJIT_OK);
+    big = valid_desc();
+    big.heads_q = FAJIT_MAX_HEADS, big.heads_kv = 1;
+    ck_assert_int_eq(fajit_attn_check(ctx, &big), FAJIT_OK);
+    big = valid_desc();
+    big.batch = 1, big.seqlen_q = big.seqlen_k = FAJIT_MAX_SEQLEN;
+    ck_assert_int_eq(fajit_attn_check(ctx, &big), FAJIT_OK);
     /* varlen: maxima may be 0 when every sequence is empty */
     d.cu_seqlens_q = d.cu_seqlens_k = (const int32_t *)(uintptr_t)0x2000;
     d.seqlen_q = d.seqlen_k = 0;
     ck_assert_int_eq(fajit_attn_check(ctx, &d), FAJIT_OK);
+    /* no keys at all: K and V have no storage (NULL), totals known (total_k 0) */
+    fajit_attn_desc e = d;
+    e.seqlen_q = 7, e.total_q = 9, e.total_k = 0, e.k = e.v = NULL;
+    ck_assert_int_eq(fajit_attn_check(ctx, &e), FAJIT_OK);
+    ck_assert_int_eq(fajit_attn_fwd(ctx, &e, NULL), FAJIT_NO_DEVICE);   /* validated */
     /* a context without a device validates, then refuses to launch */
     ck_assert_int_eq(fajit_attn_fwd(ctx, &d, NULL), FAJIT_NO_DEVICE);
     ck_assert_ptr_nonnull(strstr(fajit_errmsg(ctx), "no device"));

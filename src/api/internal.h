@@ -179,6 +179,15 @@ fajit_status fj_kernel_warm(fajit_ctx *ctx, const fj_variant *v, const char *arc
                             int *compiled);
 void fj_kernel_map_free(fajit_ctx *ctx);
 void fj_plans_free(fajit_ctx *ctx);
+/* The key of `v` for `arch` as NVRTC `nvrtc_version` would make it. */
+fajit_status fj_kernel_key(fajit_ctx *ctx, const fj_variant *v, const char *arch,
+                           int nvrtc_version, fj_key *key);
+/* Compiles `v` for `arch` with the local NVRTC (nothing stored) and compares the CUBIN
+ * with the cached entry of `key`: *same 1 or 0. CACHE_MISS when the entry is gone. */
+fajit_status fj_kernel_recompile_same(fajit_ctx *ctx, const fj_variant *v, const char *arch,
+                                      const fj_key *key, int *same);
+/* The local NVRTC's version (major*1000 + minor*10), or -1 without one. */
+int fj_kernel_nvrtc_version(void);
 /* The key of `v` for `arch`, its parts, and the cache's verdict on it, as text. */
 fajit_status fj_kernel_explain(fajit_ctx *ctx, const fj_variant *v, const char *arch,
                                char *buf, size_t len);

@@ -119,21 +119,25 @@ static void trim(const char **s, size_t *n)
         (*n)--;
 }
 
-/* "123" or "16k" (times 1024). Returns 0, or -1 when not such a number (or absurdly
- * large: the caller checks the real range). */
+/* "123", "16k" (times 1024) or "16M" (times 1024 * 1024). Returns 0, or -1 when not such
+ * a number or beyond 2^40 (no overflow; the caller checks the real range). */
 static int parse_num(const char *s, size_t n, long long *v)
 {
+    const long long cap = 1LL << 40;
     long long x = 0;
     size_t i = 0;
     for (; i < n && isdigit((unsigned char)s[i]); i++) {
         x = 10 * x + (s[i] - '0');
-        if (x > (1LL << 40))
+        if (x > cap)
             return -1;
     }
     if (i == 0)
         return -1;
-    if (i < n && (s[i] == 'k' || s[i] == 'K')) {
-        x *= 1024;
+    if (i < n && (s[i] == 'k' || s[i] == 'K' || s[i] == 'M')) {
+        long long scale = s[i] == 'M' ? 1LL << 20 : 1LL << 10;
+        if (x > cap / scale)
+            return -1;
+        x *= scale;
         i++;
     }
     if (i != n)
@@ -149,7 +153,7 @@ static int scalar(parser *p, int line, int key, const char *v, size_t n, long lo
 {
     long long x;
     if (parse_num(v, n, &x) == -1)
-        return fail(p, line, "%s: expected a number (N or Nk), got '%.*s'", key_names[key],
+        return fail(p, line, "%s: expected a number (N, Nk or NM), got '%.*s'", key_names[key],
                     (int)n, v);
     if (x < lo || x > hi)
         return fail(p, line, "%s must be in %lld..%lld, got %lld", key_names[key], lo, hi, x);
@@ -157,7 +161,7 @@ static int scalar(parser *p, int line, int key, const char *v, size_t n, long lo
     return 0;
 }
 
-/* One item of a length list: "N", "Nk" or "A..B" (A, 2A, 4A, ... B). */
+/* One item of a length list: "N", "Nk", "NM" or "A..B" (A, 2A, 4A, ... B). */
 static int list_item(parser *p, int line, int key, const char *v, size_t n, long long hi,
                      ivec *out)
 {
@@ -170,7 +174,7 @@ static int list_item(parser *p, int line, int key, const char *v, size_t n, long
         }
     if (!dots) {
         if (parse_num(v, n, &a) == -1)
-            return fail(p, line, "%s: '%.*s' is not a length (N, Nk or A..B)",
+            return fail(p, line, "%s: '%.*s' is not a length (N, Nk, NM or A..B)",
                         key_names[key], (int)n, v);
         b = a;
     } else {

@@ -244,7 +244,7 @@ static int wave_splits(long long ctas, int slots, int tiles_k)
  * change. */
 static int dec_splits(const fj_dec_config *c, const fajit_attn_desc *d, int sm_count)
 {
-    const int tiles_k = (d->seqlen_k + c->bn - 1) / c->bn;
+    const int tiles_k = (int)fj_tiles(d->seqlen_k, c->bn);
     int s = d->num_splits ? d->num_splits : c->splits;
     if (!s) {
         const long long ctas = (long long)d->batch * d->heads_kv * q_tiles(c, d);
@@ -329,7 +329,7 @@ static void describe_grid(const fj_kcfg *k, const fajit_attn_desc *d, const fj_t
     const int s = dec_splits(c, d, t->sm_count);
     snprintf(out, n, "grid (%d x %d, %d, %d): %d split%s of %d keys (%s) x %d q tile%s, then %s",
              s, q_tiles(c, d), d->heads_kv, d->batch, s, s > 1 ? "s" : "",
-             ((d->seqlen_k + c->bn - 1) / c->bn + s - 1) / s * c->bn,
+             (int)((fj_tiles(d->seqlen_k, c->bn) + s - 1) / s * c->bn),
              d->num_splits ? "forced" : c->splits ? "tuned" : t->sm_count ? "chosen for this GPU"
                                                                            : "chosen for 132 SMs",
              q_tiles(c, d), q_tiles(c, d) > 1 ? "s" : "",
@@ -367,7 +367,7 @@ static void fill_params(const fj_dec_config *c, const fajit_attn_desc *d, const 
     p->batch = d->batch, p->heads_q = d->heads_q, p->heads_kv = d->heads_kv;
     p->head_dim = d->head_dim, p->q_len = d->seqlen_q, p->seqlen_k = d->seqlen_k;
     p->splits = splits;
-    const int tiles_k = (d->seqlen_k + c->bn - 1) / c->bn;
+    const int tiles_k = (int)fj_tiles(d->seqlen_k, c->bn);
     p->split_keys = (tiles_k + splits - 1) / splits * c->bn;
     p->q_tiles = q_tiles(c, d);
     p->total_rows = (int)total_rows(d);
