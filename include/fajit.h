@@ -224,14 +224,18 @@ typedef enum fajit_mask {
  * All pointers are device pointers, 16-byte aligned; all strides multiples of 8. */
 typedef struct fajit_attn_desc {
     size_t struct_size;            /* set by fajit_attn_desc_init: see "Growing structs" */
-    const void *q, *k, *v;
+    const void *q, *k, *v;         /* k and v may be NULL when no sequence has a key
+                                      (varlen, seqlen_k 0, no block table): O = 0, LSE = -inf */
     void *o;
     int64_t q_batch_stride, q_row_stride, q_head_stride;
     int64_t k_batch_stride, k_row_stride, k_head_stride;
     int64_t v_batch_stride, v_row_stride, v_head_stride;
     int64_t o_batch_stride, o_row_stride, o_head_stride;
-    int batch, heads_q, heads_kv; /* heads_q % heads_kv == 0 (GQA; MQA: heads_kv = 1) */
-    int seqlen_q, seqlen_k;       /* for varlen: the maxima over the batch */
+    int batch, heads_q, heads_kv; /* heads_q % heads_kv == 0 (GQA; MQA: heads_kv = 1);
+                                     batch, heads_q <= 65535 (FAJIT_MAX_BATCH/_HEADS) */
+    int seqlen_q, seqlen_k;       /* for varlen: the maxima over the batch; at most
+                                     FAJIT_MAX_SEQLEN (2^29), and batch x heads_q x
+                                     ceil(seqlen_q / 64) below 2^31 */
     int head_dim;                 /* multiple of 8, 8..256 */
     fajit_dtype dtype;
     fajit_mask mask;
@@ -280,6 +284,10 @@ typedef struct fajit_attn_desc {
                                       1 = none, up to FAJIT_MAX_SPLITS */
 } fajit_attn_desc;
 #define FAJIT_MAX_SPLITS 128
+/* Size limits of the kernels (launch grids, int index arithmetic): FAJIT_UNSUPPORTED beyond. */
+#define FAJIT_MAX_BATCH 65535
+#define FAJIT_MAX_HEADS 65535
+#define FAJIT_MAX_SEQLEN (1 << 29)
 /* The first sized layout (up to lse): the smallest struct_size accepted. */
 #define FAJIT_ATTN_DESC_SIZE_V1 (offsetof(fajit_attn_desc, lse) + sizeof(float *))
 
@@ -339,6 +347,53 @@ FAJIT_API fajit_status fajit_dispatch_describe(fajit_ctx *ctx, const char *arch,
  * Compiles nothing. Errors as fajit_attn_check, plus NO_DEVICE. */
 FAJIT_API fajit_status fajit_attn_workspace_size(fajit_ctx *ctx, const fajit_attn_desc *d,
                                                  size_t *bytes);
+
+/* Merging two partial results (cascade / shared-prefix attention): the same queries
+ * attended over two disjoint sets of keys (e.g. a prefix shared by many sequences, then each
+ * sequence's own keys), each with its LSE, give the result over the union:
+ *   M = max(lse_a, lse_b), w_x = exp(lse_x - M),
+ *   O = (w_a O_a + w_b O_b) / (w_a + w_b), LSE = M + log(w_a + w_b)
+ * (both -inf: O = 0, LSE = -inf; a side of weight 0 contributes nothing, not even a NaN).
+ * O_a, O_b, O: [batch][seqlen][heads][head_dim] of `dtype`, each with its own strides
+ * (elements; 4-element multiples, 8-byte aligned); the three LSEs fp32, natural log, one
+ * layout: element (b, i, h) at b*lse_batch_stride + h*lse_head_stride + i*lse_row_stride —
+ * by default fajit's own (fajit_attn_desc.lse: [batch][heads][seqlen]; for a varlen
+ * result pass batch 1 and seqlen = total_q). o may be o_a or o_b and lse may be lse_a or
+ * lse_b (in place); lse NULL: not written. */
+typedef struct fajit_merge_desc {
+    size_t struct_size;          /* set by fajit_merge_desc_init */
+    const void *o_a, *o_b;
+    const float *lse_a, *lse_b;
+    void *o;
+    float *lse;
+    int64_t a_batch_stride, a_row_stride, a_head_stride;
+    int64_t b_batch_stride, b_row_stride, b_head_stride;
+    int64_t o_batch_stride, o_row_stride, o_head_stride;
+    int64_t lse_batch_stride, lse_row_stride, lse_head_stride;
+    int batch, seqlen, heads, head_dim;   /* head_dim: a multiple of 4 */
+    fajit_dtype dtype;
+} fajit_merge_desc;
+
+/* Dense strides for all three O and fajit's LSE layout. NULL: does nothing. */
+FAJIT_API void fajit_merge_desc_init_sized(fajit_merge_desc *m, size_t struct_size,
+                                           const void *o_a, const float *lse_a,
+                                           const void *o_b, const float *lse_b, void *o,
+                                           float *lse, int batch, int seqlen, int heads,
+                                           int head_dim, fajit_dtype dtype);
+static inline void fajit_merge_desc_init(fajit_merge_desc *m, const void *o_a,
+                                         const float *lse_a, const void *o_b,
+                                         const float *lse_b, void *o, float *lse, int batch,
+                                         int seqlen, int heads, int head_dim, fajit_dtype dtype)
+{
+    fajit_merge_desc_init_sized(m, sizeof *m, o_a, lse_a, o_b, lse_b, o, lse, batch, seqlen,
+                                heads, head_dim, dtype);
+}
+
+/* The merge on `stream`: one small memory-bound kernel (compiled per dtype, covered by
+ * fajit_warm; under the STRICT and FALLBACK policies a kernel not in the cache is
+ * FAJIT_CACHE_MISS). Validates first: INVALID_ARGUMENT naming the field; NO_DEVICE
+ * without a device. CUDA-graph capturable. */
+FAJIT_API fajit_status fajit_attn_merge(fajit_ctx *ctx, const fajit_merge_desc *m, void *stream);
 
 /*======  4. Observability  ======*/
 
@@ -470,9 +525,9 @@ FAJIT_API fajit_status fajit_tune_spec(fajit_ctx *ctx, const char *spec,
  * tuned rows included) on every shape of a spec (as fajit_tune_spec takes it), on random
  * inputs it allocates: a first call (it may compile, per the context's policy), three
  * warm-up calls, then `reps` timed calls on the default stream, each between two CUDA
- * events with the L2 flushed before it (the tuner's discipline). Decode shapes (seqlen_q 1)
- * run on contiguous K/V. `fn` (may be NULL) receives each shape's result; progress goes to
- * the context's progress callback. Blocking; needs a device. */
+ * events with the L2 flushed before it (the tuner's discipline). K and V are contiguous,
+ * or pages in order where the spec sets page_size. `fn` (may be NULL) receives each shape's
+ * result; progress goes to the context's progress callback. Blocking; needs a device. */
 typedef struct fajit_bench_result {
     const char *problem;       /* the spec section's name; valid during the callback */
     const fajit_attn_desc *desc; /* the problem timed (device pointers freed after) */
@@ -501,10 +556,25 @@ typedef struct fajit_cache_entry {
 typedef int (*fajit_cache_entry_fn)(void *user, const fajit_cache_entry *e);
 
 /* Cache maintenance on the context's cache. list: calls fn per entry (return nonzero to
- * stop). verify: re-reads every entry, removes bad ones, *n_bad counts them. clear:
+ * stop). verify: re-reads every entry, removes bad ones, *n_bad counts them; it returns
+ * CACHE_ERROR (counts still set) when the context found its cache file corrupt and moved
+ * it aside (every entry lost; the warning names where), or on SQLite errors. clear:
  * removes every entry. stats: entries, bytes of cubins, bytes of the file. */
 FAJIT_API fajit_status fajit_cache_list(fajit_ctx *ctx, fajit_cache_entry_fn fn, void *user);
 FAJIT_API fajit_status fajit_cache_verify(fajit_ctx *ctx, int *n_checked, int *n_bad);
+/* Recompiles, with the local NVRTC and nothing stored, every cached kernel that NVRTC's
+ * version made and that this fajit builds (its shipped configurations and tuning
+ * candidates of every dtype, head_dim and mask, found by key), and compares the bytes: a
+ * check that the cache serves what its keys say, beyond the checksums (which a bundle
+ * from an untrusted source can forge). on_differ (may be NULL) is called for each kernel
+ * whose bytes differ. Counts may be NULL; skipped: kernels of another NVRTC version or
+ * of variants not enumerated (older sources, other head-count packings). One compile per
+ * kernel compared (0.3-0.6 s each), on this thread. Errors: NO_NVRTC, CACHE_ERROR,
+ * COMPILE_FAILED. */
+FAJIT_API fajit_status fajit_cache_verify_recompile(fajit_ctx *ctx,
+                                                    fajit_cache_entry_fn on_differ,
+                                                    void *user, int *n_same, int *n_differ,
+                                                    int *n_skipped);
 FAJIT_API fajit_status fajit_cache_clear(fajit_ctx *ctx);
 FAJIT_API fajit_status fajit_cache_stats(fajit_ctx *ctx, int64_t *entries, int64_t *bytes,
                                          int64_t *file_bytes);
@@ -521,7 +591,9 @@ FAJIT_API fajit_status fajit_cache_prune(fajit_ctx *ctx, int64_t max_bytes, int6
  * cache file) into the context's cache in one transaction: blobs verified, bad ones
  * skipped; a pinned tuning row beats an unpinned one, else the newer wins; the result
  * does not depend on the order of imports, so several imports into an empty cache and one
- * export merge bundles. Counts may be NULL. */
+ * export merge bundles. Counts may be NULL. export with `arch` fails (nothing written)
+ * for a name that is no target (INVALID_ARGUMENT) and for a target of which the cache
+ * holds no good kernel (CACHE_ERROR). */
 FAJIT_API fajit_status fajit_cache_export(fajit_ctx *ctx, const char *path, const char *arch,
                                           int *n_kernels, int *n_rows);
 FAJIT_API fajit_status fajit_cache_import(fajit_ctx *ctx, const char *path, int *n_kernels,

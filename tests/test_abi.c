@@ -452,6 +452,7 @@ static void all_refuse(fajit_ctx *c)
         ck_assert_int_eq(fajit_device_info_get(c, 0, &di), bad);
     ck_assert_int_eq(fajit_cache_list(c, on_entry, NULL), bad);
     ck_assert_int_eq(fajit_cache_verify(c, &a, &b), bad);
+    ck_assert_int_eq(fajit_cache_verify_recompile(c, on_entry, NULL, &a, &b, &a), bad);
     ck_assert_int_eq(fajit_cache_clear(c), bad);
     ck_assert_int_eq(fajit_cache_stats(c, &x, &y, &z), bad);
     ck_assert_int_eq(fajit_cache_prune(c, 0, &x, &y), bad);

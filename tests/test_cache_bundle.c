@@ -122,6 +122,14 @@ START_TEST(test_export_import)
     ck_assert_int_eq(st.rows, 0);
     ck_assert_int_eq(st.rows_kept, 2);
 
+    /* A target without kernels fails and leaves the existing bundle as it was. */
+    struct stat before, after;
+    ck_assert_int_eq(stat(bundle, &before), 0);
+    ck_assert_int_eq(fj_cache_export(a, bundle, "sm_100a", &st), -1);
+    ck_assert_ptr_nonnull(strstr(g_log.last[FJ_LOG_WARN], "no usable kernel of target sm_100a"));
+    ck_assert_int_eq(stat(bundle, &after), 0);
+    ck_assert_int_eq(after.st_ino, before.st_ino);
+
     /* Filtered by target, over an existing bundle, into a memory-only cache. */
     ck_assert_int_eq(fj_cache_export(a, bundle, "sm_90a", &st), 0);
     ck_assert_int_eq(st.kernels, 1);

@@ -35,13 +35,15 @@ static void *race_thread(void *arg)
     return NULL;
 }
 
+/* _i = 0: a cache file; 1: memory only (the threads of one context share its leases). */
 START_TEST(test_lease_threads)
 {
     char dir[128];
     pthread_t t[N_THREADS];
     fj_cache_counters k;
     make_dir(dir, sizeof dir);
-    g_race.c = open_ok(dir);
+    g_race.c = open_ok(_i ? NULL : dir);
+    ck_assert_int_eq(fj_cache_path(g_race.c) == NULL, _i);
     atomic_store(&g_race.compiles, 0);
     atomic_store(&g_race.hits, 0);
     atomic_store(&g_race.bad, 0);
@@ -256,9 +258,13 @@ START_TEST(test_lease_release_and_put)
     ck_assert_uint_eq(got.blob_size, 333);
     fj_entry_free(&got);
 
-    /* Memory-only caches do not lease. */
+    /* A memory-only cache leases the same way. */
     fj_cache *m = open_ok(NULL);
     ck_assert_int_eq(fj_cache_lease(m, &key, 1000, &got), 0);
+    put_seed(m, 41, 333);
+    ck_assert_int_eq(fj_cache_lease(m, &key, 1000, &got), 1);
+    ck_assert_uint_eq(got.blob_size, 333);
+    fj_entry_free(&got);
     fj_cache_close(m);
     fj_cache_close(a);
     fj_cache_close(b);
@@ -268,7 +274,7 @@ END_TEST
 
 void fj_cache_tests_lease(TCase *tc)
 {
-    tcase_add_test(tc, test_lease_threads);
+    tcase_add_loop_test(tc, test_lease_threads, 0, 2);
     tcase_add_test(tc, test_lease_processes);
     tcase_add_test(tc, test_lease_dead_owner);
     tcase_add_test(tc, test_lease_timeout);

@@ -21,12 +21,15 @@ START_TEST(test_corrupt_file)
     ck_assert_int_eq(count_aside(dir), 1);
     ck_assert_int_ge(log_count(FJ_LOG_WARN), 1);
     ck_assert_ptr_nonnull(strstr(g_log.last[FJ_LOG_WARN], "corrupt"));
+    ck_assert_ptr_nonnull(fj_cache_set_aside(c));   /* verify reports the loss */
+    ck_assert_ptr_nonnull(strstr(fj_cache_set_aside(c), "kernels.db.corrupt-"));
     make_entry(&e, 8, 2048);
     ck_assert_int_eq(fj_cache_put(c, &e), 0);
     fj_cache_close(c);
 
     c = open_ok(dir);   /* the fresh file is a good one */
     ck_assert_int_eq(count_aside(dir), 1);
+    ck_assert_ptr_null(fj_cache_set_aside(c));
     ck_assert_int_eq(fj_cache_get(c, &e.key, &got), 1);
     assert_same(&got, &e);
     fj_entry_free(&got);

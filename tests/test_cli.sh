@@ -1,6 +1,7 @@
 #!/usr/bin/env bash
 # test_cli.sh FAJIT_TUNE - bad command lines are refused with exit 2 (or 1) and a message that
-# names the rule; nothing here compiles or needs a GPU.
+# names the rule; no GPU needed. Only the last part compiles (19 small sm_80 kernels, with
+# NVRTC where there is one).
 set -u
 T=$1
 fails=0
@@ -41,8 +42,63 @@ else
 fi
 expect 2 "--reps needs a whole number in 1..1000, got '0'" bench --reps 0
 expect 2 "--json needs a value" bench --json
+# A cache file found corrupt is moved aside with every entry: verify must not call it clean.
+mkdir "$dir/bad" && head -c 8192 /dev/urandom > "$dir/bad/kernels.db"
+expect 1 "was corrupt or not a fajit cache when this context opened it" \
+    --cache-dir "$dir/bad" cache verify
+expect 0 "" --cache-dir "$dir/bad" cache verify   # the fresh file: clean
+expect 1 "got 'sm_999'" --cache-dir "$dir/bad" cache export "$dir/x.db" --arch sm_999
+expect 1 "no usable kernel of target sm_90a" --cache-dir "$dir/bad" cache export "$dir/x.db" \
+    --arch sm_90a
+[ -e "$dir/x.db" ] && { echo "FAIL: a refused export wrote $dir/x.db"; fails=$((fails + 1)); }
 args=()
 for i in $(seq 1 70); do args+=("$dir/b$i.db"); done
 expect 2 "too many arguments (at most 64 files)" --cache-dir "$dir" cache import "${args[@]}"
+
+# With NVRTC: warm one small spec for sm_80, forge one kernel (another kernel's blob under
+# its key, with a checksum made for the pair, as a hostile bundle can): the checksums pass,
+# verify --recompile names it and exits 1; a bundle with a damaged blob imports with exit 1.
+if "$T" info 2>/dev/null | grep -q '^nvrtc  *[0-9]'; then
+    printf '[model t]\ndtype = bf16\nhead_dim = 64\nheads_q = 1\nheads_kv = 1\nmask = none\nprefill = 512\n' \
+        > "$dir/t.spec"
+    "$T" -q --cache-dir "$dir/w" warm --arch sm_80 --spec "$dir/t.spec" -j 2 >/dev/null 2>&1 ||
+        { echo "FAIL: warm of $dir/t.spec"; fails=$((fails + 1)); }
+    forged=$(python3 - "$dir/w/kernels.db" <<'PY'
+import ctypes, sqlite3, struct, sys
+xxh = ctypes.CDLL("libxxhash.so.0")
+xxh.XXH3_64bits.restype = ctypes.c_uint64
+xxh.XXH3_64bits.argtypes = [ctypes.c_char_p, ctypes.c_size_t]
+db = sqlite3.connect(sys.argv[1])
+(ka, blob_a), (kb, blob_b) = db.execute("SELECT key, blob FROM kernels ORDER BY key LIMIT 2")
+data = bytes(ka) + bytes(blob_b)
+s = struct.unpack("<q", struct.pack("<Q", xxh.XXH3_64bits(data, len(data))))[0]
+db.execute("UPDATE kernels SET blob = ?, blob_size = ?, checksum = ? WHERE key = ?",
+           (blob_b, len(blob_b), s, ka))
+db.commit()
+print(bytes(ka).hex())
+PY
+)
+    expect 0 "" --cache-dir "$dir/w" cache verify   # a forged checksum passes the checksums
+    out=$("$T" --cache-dir "$dir/w" cache verify --recompile 2>&1)
+    rc=$?
+    if [ "$rc" != 1 ] || ! grep -q "DIFFERS  $forged" <<<"$out" ||
+        ! grep -q "18 identical, 1 differ" <<<"$out"; then
+        echo "FAIL: verify --recompile -> rc $rc (want 1), forged $forged, output: $out"
+        fails=$((fails + 1))
+    else
+        echo "ok: verify --recompile names the forged kernel $forged -> 1"
+    fi
+    "$T" -q --cache-dir "$dir/w" cache export "$dir/w.db" >/dev/null 2>&1
+    python3 - "$dir/w.db" <<'PY'
+import sqlite3, sys
+db = sqlite3.connect(sys.argv[1])
+k, b = db.execute("SELECT key, blob FROM kernels ORDER BY key DESC LIMIT 1").fetchone()
+db.execute("UPDATE kernels SET blob = ? WHERE key = ?", (bytes([b[0] ^ 1]) + bytes(b[1:]), k))
+db.commit()
+PY
+    expect 1 "import: 1 corrupt kernels were skipped" --cache-dir "$dir/i" cache import "$dir/w.db"
+else
+    echo "skip: no NVRTC here, verify --recompile and import of a damaged bundle not tested"
+fi
 [ "$fails" = 0 ] && echo "cli: all refused as they should be" || echo "cli: $fails failures"
 exit $((fails > 0))

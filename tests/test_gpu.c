@@ -690,7 +690,7 @@ static fajit_ctx *policy_ctx(const char *dir, fajit_policy policy)
 /* fajit_bench_spec: one result per shape of the spec, in spec order, with ordered
  * statistics of positive samples and the dispatch line of the kernel timed. */
 typedef struct bench_seen {
-    int n, sq[4], sk[4], bad;
+    int n, sq[4], sk[4], page[4], bad;
 } bench_seen;
 
 static void on_bench(void *user, const fajit_bench_result *r)
@@ -698,12 +698,14 @@ static void on_bench(void *user, const fajit_bench_result *r)
     bench_seen *s = user;
     int ok = r->reps == 7 && r->min_ms > 0 && r->min_ms <= r->p10_ms &&
              r->p10_ms <= r->median_ms && r->median_ms <= r->p90_ms && r->p90_ms <= r->max_ms &&
-             r->kernel[0] && strcmp(r->problem, "b") == 0 && r->desc->heads_q == 8;
+             r->kernel[0] && strcmp(r->problem, s->n < 2 ? "b" : "p") == 0 &&
+             r->desc->heads_q == 8 && !r->desc->block_table == !r->desc->page_size;
     for (int k = 0; k < r->reps; k++)
         ok = ok && r->samples_ms[k] >= r->min_ms && r->samples_ms[k] <= r->max_ms;
     s->bad += !ok;
     if (s->n < 4)
-        s->sq[s->n] = r->desc->seqlen_q, s->sk[s->n] = r->desc->seqlen_k;
+        s->sq[s->n] = r->desc->seqlen_q, s->sk[s->n] = r->desc->seqlen_k,
+        s->page[s->n] = r->desc->page_size;
     s->n++;
 }
 
@@ -715,15 +717,18 @@ START_TEST(bench_spec)
     FILE *f = fopen(spec, "w");
     ck_assert_ptr_nonnull(f);
     fputs("[model b]\ndtype = bf16\nhead_dim = 64\nheads_q = 8\nheads_kv = 2\n"
-          "mask = causal\nprefill = 256\ndecode = 1k\n", f);
+          "mask = causal\nprefill = 256\ndecode = 1k\n"
+          "[model p]\ndtype = bf16\nhead_dim = 128\nheads_q = 8\nheads_kv = 2\n"
+          "mask = causal\npage_size = 16\ndecode = 1000\n", f);
     fclose(f);
     fajit_ctx *ctx = new_ctx(dir);
     bench_seen s = {0};
     ck_assert_msg(fajit_bench_spec(ctx, spec, 7, on_bench, &s) == FAJIT_OK, "%s",
                   fajit_errmsg(ctx));
-    ck_assert_int_eq(s.n, 2);
+    ck_assert_int_eq(s.n, 3);
     ck_assert_int_eq(s.bad, 0);
     ck_assert(s.sq[0] == 256 && s.sk[0] == 256 && s.sq[1] == 1 && s.sk[1] == 1024);
+    ck_assert(s.page[0] == 0 && s.page[1] == 0 && s.page[2] == 16 && s.sk[2] == 1000);
     fajit_ctx_destroy(ctx);
     rm_dir(dir);
 }
@@ -847,6 +852,129 @@ static int use_tuned(const char *dir, const char *winner)
     srunner_free(sr);
     return failed ? 1 : 0;
 }
+
+/*------ sizes at the edges (issue 21, items 12-14) ------*/
+
+/* bf16 bits of the value that fills V of sequence b, head h: multiples of 1/8 in (0, 1],
+ * exact in bf16, and O = that value for any attention weights (every key row is alike). */
+static uint16_t v_bits(int b, int h)
+{
+    float f = (float)(((b * 31 + h) % 8) + 1) * 0.125f;
+    uint32_t u;
+    memcpy(&u, &f, 4);
+    return (uint16_t)(u >> 16);
+}
+
+/* batch x heads (all MHA) x seq tokens, hd 64, Q = K = 0, V constant per (b, h): the
+ * count of O elements that are not their V value. Exercises the last grid y/z block. */
+static long long const_v_run(fajit_ctx *ctx, int batch, int heads, int seq)
+{
+    const int hd = 64;
+    const size_t n = (size_t)batch * seq * heads * hd;
+    uint16_t *h = malloc(n * 2);
+    ck_assert_ptr_nonnull(h);
+    CUdeviceptr q, k, v, o;
+    CU(cu->cuMemAlloc(&q, n * 2));
+    CU(cu->cuMemAlloc(&k, n * 2));
+    CU(cu->cuMemAlloc(&v, n * 2));
+    CU(cu->cuMemAlloc(&o, n * 2));
+    CU(cu->cuMemsetD8(q, 0, n * 2));
+    CU(cu->cuMemsetD8(k, 0, n * 2));
+    CU(cu->cuMemsetD8(o, 0xff, n * 2));   /* NaN */
+    for (size_t i = 0; i < n; i++)
+        h[i] = v_bits((int)(i / ((size_t)seq * heads * hd)), (int)(i / hd % (size_t)heads));
+    CU(cu->cuMemcpyHtoD(v, h, n * 2));
+    fajit_attn_desc d;
+    fajit_attn_desc_init(&d, (void *)q, (void *)k, (void *)v, (void *)o, batch, heads, heads,
+                         seq, seq, hd, FAJIT_BF16);
+    fajit_status st = fajit_attn_fwd(ctx, &d, NULL);
+    ck_assert_msg(st == FAJIT_OK, "b%d h%d s%d: %s", batch, heads, seq, fajit_errmsg(ctx));
+    CU(cu->cuCtxSynchronize());
+    CU(cu->cuMemcpyDtoH(h, o, n * 2));
+    long long bad = 0;
+    for (size_t i = 0; i < n; i++)
+        bad += h[i] != v_bits((int)(i / ((size_t)seq * heads * hd)), (int)(i / hd % (size_t)heads));
+    cu->cuMemFree(q), cu->cuMemFree(k), cu->cuMemFree(v), cu->cuMemFree(o);
+    free(h);
+    return bad;
+}
+
+/* 65535 sequences and 65535 heads (the grid's z and y limits) run, prefill and decode
+ * shapes; one more, or lengths past the kernels' int arithmetic, are refused before any
+ * launch (seqlen_k 2^31-1 once returned FAJIT_OK with O all zero). */
+START_TEST(grid_limits)
+{
+    fajit_ctx *ctx = new_ctx(g_cache_dir);
+    ck_assert_int_eq(const_v_run(ctx, FAJIT_MAX_BATCH, 1, 64), 0);
+    ck_assert_int_eq(const_v_run(ctx, FAJIT_MAX_BATCH, 1, 4), 0);   /* the decode family */
+    ck_assert_int_eq(const_v_run(ctx, 1, FAJIT_MAX_HEADS, 64), 0);
+    ck_assert_int_eq(const_v_run(ctx, 1, FAJIT_MAX_HEADS, 4), 0);
+
+    CUdeviceptr buf;
+    CU(cu->cuMemAlloc(&buf, 1 << 20));
+    fajit_attn_desc d;
+    void *p = (void *)buf;
+    fajit_attn_desc_init(&d, p, p, p, p, FAJIT_MAX_BATCH + 1, 1, 1, 64, 64, 64, FAJIT_BF16);
+    ck_assert_int_eq(fajit_attn_fwd(ctx, &d, NULL), FAJIT_UNSUPPORTED);
+    fajit_attn_desc_init(&d, p, p, p, p, 1, FAJIT_MAX_HEADS + 1, 1, 64, 64, 64, FAJIT_BF16);
+    ck_assert_int_eq(fajit_attn_fwd(ctx, &d, NULL), FAJIT_UNSUPPORTED);
+    fajit_attn_desc_init(&d, p, p, p, p, 1, 1, 1, 16, 2147483647, 64, FAJIT_BF16);
+    ck_assert_int_eq(fajit_attn_fwd(ctx, &d, NULL), FAJIT_UNSUPPORTED);
+    fajit_attn_desc_init(&d, p, p, p, p, 1, 1, 1, 2147483647, 16, 64, FAJIT_BF16);
+    ck_assert_int_eq(fajit_attn_fwd(ctx, &d, NULL), FAJIT_UNSUPPORTED);
+    cu->cuMemFree(buf);
+    fajit_ctx_destroy(ctx);
+}
+END_TEST
+
+/* Varlen where no sequence has a key (total_k 0): K and V are NULL, as zero-element
+ * tensors are; O = 0 and LSE = -inf on every query row (FlashAttention's answer), through
+ * the fast and the reference kernel, unmasked and causal. */
+START_TEST(empty_keys)
+{
+    enum { B = 3, HQ = 4, HKV = 2, D = 64, TOTAL = 22 };
+    const int32_t cq[B + 1] = {0, 5, 5, TOTAL}, ck[B + 1] = {0, 0, 0, 0};
+    const size_t no = (size_t)TOTAL * HQ * D, nl = (size_t)TOTAL * HQ;
+    uint16_t *ho = malloc(no * 2);
+    float *hl = malloc(nl * 4);
+    CUdeviceptr q, o, lse, cuq, cuk;
+    CU(cu->cuMemAlloc(&q, no * 2));
+    CU(cu->cuMemAlloc(&o, no * 2));
+    CU(cu->cuMemAlloc(&lse, nl * 4));
+    CU(cu->cuMemAlloc(&cuq, sizeof cq));
+    CU(cu->cuMemAlloc(&cuk, sizeof ck));
+    CU(cu->cuMemsetD8(q, 0x3c, no * 2));
+    CU(cu->cuMemcpyHtoD(cuq, cq, sizeof cq));
+    CU(cu->cuMemcpyHtoD(cuk, ck, sizeof ck));
+    fajit_ctx *ctx = new_ctx(g_cache_dir);
+    for (int run = 0; run < 4; run++) {
+        CU(cu->cuMemsetD8(o, 0xff, no * 2));    /* NaN */
+        CU(cu->cuMemsetD8(lse, 0xff, nl * 4));  /* NaN */
+        fajit_attn_desc d;
+        fajit_attn_desc_init(&d, (void *)q, NULL, NULL, (void *)o, B, HQ, HKV, 17, 0, D,
+                             FAJIT_BF16);
+        d.cu_seqlens_q = (const int32_t *)cuq, d.cu_seqlens_k = (const int32_t *)cuk;
+        d.total_q = TOTAL, d.total_k = 0;
+        d.lse = (float *)lse;
+        d.mask = run & 1 ? FAJIT_MASK_CAUSAL : FAJIT_MASK_NONE;
+        fajit_status st = run < 2 ? fajit_attn_fwd(ctx, &d, NULL)
+                                  : fajit_attn_fwd_reference(ctx, &d, NULL);
+        ck_assert_msg(st == FAJIT_OK, "run %d: %s", run, fajit_errmsg(ctx));
+        CU(cu->cuCtxSynchronize());
+        CU(cu->cuMemcpyDtoH(ho, o, no * 2));
+        CU(cu->cuMemcpyDtoH(hl, lse, nl * 4));
+        for (size_t i = 0; i < no; i++)
+            ck_assert_msg((ho[i] & 0x7fff) == 0, "run %d: o[%zu] = 0x%04x", run, i, ho[i]);
+        for (size_t i = 0; i < nl; i++)
+            ck_assert_msg(isinf(hl[i]) && hl[i] < 0, "run %d: lse[%zu] = %g", run, i, hl[i]);
+    }
+    fajit_ctx_destroy(ctx);
+    cu->cuMemFree(q), cu->cuMemFree(o), cu->cuMemFree(lse);
+    cu->cuMemFree(cuq), cu->cuMemFree(cuk);
+    free(ho);
+    free(hl);
+}
+END_TEST
 
 START_TEST(strict_miss)
 {
@@ -974,6 +1102,11 @@ int main(int argc, char **argv)
     tcase_add_test(tc, tune_then_new_process);
     tcase_add_test(tc, fallback_never_blocks);
     suite_add_tcase(s, tc);
+    TCase *te = tcase_create("edges");   /* alone: CK_RUN_CASE=edges */
+    tcase_set_timeout(te, 600);
+    tcase_add_test(te, grid_limits);
+    tcase_add_test(te, empty_keys);
+    suite_add_tcase(s, te);
     TCase *tg = tcase_create("graph");   /* alone: CK_RUN_CASE=graph */
     tcase_set_timeout(tg, 600);
     tcase_add_test(tg, graph_capture);

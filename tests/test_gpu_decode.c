@@ -1149,6 +1149,225 @@ START_TEST(lse_merge_consistency)
 }
 END_TEST
 
+/*------ 6. combine_paths ------*/
+
+/* The two ways splits are merged: by the last CTA of each (b, kv head, q tile) group, with a
+ * counter per group from the context's ring, and by the combine kernel where the counters
+ * would not fit a ring slot (here 8 sequences x 4 KV heads x 19 q tiles of a 300-row chunked
+ * prefill = 608 groups). Both against the float64 oracle. (That the fused path leaves its
+ * counters at zero is graph_replay's: the replays of one capture share one slot.) */
+START_TEST(combine_paths)
+{
+    fajit_ctx *ctx = new_ctx(0);
+    reseed(g_seed ^ 0xc0b1eull);
+    static const struct { const char *what, *want; int varlen, splits; } runs[] = {
+        {"fused", "the last CTA of each group combines", 0, 5},
+        {"kernel", "the combine kernel", 1, 3},
+    };
+    for (int i = 0; i < 2; i++) {
+        dcase c = {.batch = 8, .hkv = 4, .group = 4, .hd = 128, .dtype = FAJIT_BF16,
+                   .mask = FAJIT_MASK_CAUSAL, .q_len = 2, .seqlen_k = 1000, .paged = 1,
+                   .page_size = 16, .use_seqused = 1, .spare = 5, .want_lse = 1,
+                   .num_splits = runs[i].splits, .varlen = runs[i].varlen};
+        if (c.varlen) {
+            for (int b = 0; b < c.batch; b++)
+                c.qlens[b] = b == 3 ? 300 : 1 + b % 2;
+            c.give_total_q = 1;
+        }
+        dbufs B;
+        setup(&B, &c, NULL);
+        char buf[1024];
+        ck_assert_int_eq(fajit_dispatch_describe(ctx, NULL, &B.desc, buf, sizeof buf), FAJIT_OK);
+        printf("combine_paths: %s: %s\n", runs[i].what, buf);
+        ck_assert_msg(strstr(buf, runs[i].want), "%s: expected '%s' in: %s", runs[i].what,
+                      runs[i].want, buf);
+        ck_assert_msg(launch(ctx, &B, NULL) == FAJIT_OK, "%s: %s", runs[i].what,
+                      fajit_errmsg(ctx));
+        fetch(&B);
+        verdict v = check_against_reference(&B, runs[i].what);
+        printf("combine_paths: %s: ok (err %.3g, LSE err %.3g)\n", runs[i].what, v.err,
+               v.lse_err);
+        teardown(&B);
+    }
+    fajit_ctx_destroy(ctx);
+}
+END_TEST
+
+/*------ 7. merge_partials ------*/
+
+/* The largest difference between two O tensors in ulps of each (row, head)'s largest |O|. */
+static double row_ulps(const uint16_t *x, const uint16_t *y, int64_t rows, int hq, int hd, int dt)
+{
+    double worst = 0;
+    for (int64_t r = 0; r < rows * hq; r++) {
+        double rmax = 0;
+        for (int e = 0; e < hd; e++) {
+            const double a = fabs(fj_half_to_f32(x[r * hd + e], dt));
+            rmax = a > rmax ? a : rmax;
+        }
+        const double u = ulp_at(rmax, dt);
+        for (int e = 0; e < hd; e++) {
+            const double d = fabs(fj_half_to_f32(x[r * hd + e], dt) -
+                                  fj_half_to_f32(y[r * hd + e], dt)) / u;
+            worst = d > worst ? d : worst;
+        }
+    }
+    return worst;
+}
+
+/* fajit_attn_merge: attention over keys [0, 400) and over [400, 1000), merged, equals the
+ * attention over all 1000 keys (and the float64 oracle); into a third buffer and in place
+ * (o = o_a, lse = lse_a). */
+START_TEST(merge_partials)
+{
+    fajit_ctx *ctx = new_ctx(0);
+    reseed(g_seed ^ 0x3e4ce5ull);
+    for (int dt = 0; dt < 2; dt++) {
+        dcase c = {.batch = 3, .hkv = 2, .group = 4, .hd = dt ? 128 : 80, .dtype = dt,
+                   .mask = FAJIT_MASK_NONE, .q_len = 3, .seqlen_k = 1000, .want_lse = 1,
+                   .num_splits = 1};
+        dbufs B;
+        setup(&B, &c, NULL);
+        ck_assert_msg(launch(ctx, &B, NULL) == FAJIT_OK, "full: %s", fajit_errmsg(ctx));
+        fetch(&B);
+        check_against_reference(&B, "all keys");
+        uint16_t *want = malloc(2 * B.n_o), *got = malloc(2 * B.n_o);
+        float *want_lse = malloc(4 * B.n_lse), *got_lse = malloc(4 * B.n_lse);
+        memcpy(want, B.h_o, 2 * B.n_o);
+        memcpy(want_lse, B.h_lse, 4 * B.n_lse);
+        const CUdeviceptr oa = dalloc(2 * B.n_o), ob = dalloc(2 * B.n_o);
+        const CUdeviceptr la = dalloc(4 * B.n_lse), lb = dalloc(4 * B.n_lse);
+        fajit_attn_desc A = B.desc, Z = B.desc;
+        A.seqlen_k = 400, A.o = (void *)oa, A.lse = (float *)la;
+        const size_t skip = (size_t)400 * (size_t)B.desc.k_row_stride * 2;
+        Z.k = (const char *)B.desc.k + skip, Z.v = (const char *)B.desc.v + skip;
+        Z.seqlen_k = 600, Z.o = (void *)ob, Z.lse = (float *)lb;
+        ck_assert_msg(fajit_attn_fwd(ctx, &A, NULL) == FAJIT_OK, "keys 0..400: %s",
+                      fajit_errmsg(ctx));
+        ck_assert_msg(fajit_attn_fwd(ctx, &Z, NULL) == FAJIT_OK, "keys 400..1000: %s",
+                      fajit_errmsg(ctx));
+        for (int in_place = 0; in_place < 2; in_place++) {
+            CU(cu->cuMemsetD8(B.d_o, 0xff, 2 * B.n_o));   /* NaN: every element must be written */
+            CU(cu->cuMemsetD8(B.d_lse, 0xff, 4 * B.n_lse));
+            const CUdeviceptr out = in_place ? oa : B.d_o, out_lse = in_place ? la : B.d_lse;
+            fajit_merge_desc m;
+            fajit_merge_desc_init(&m, (void *)oa, (float *)la, (void *)ob, (float *)lb,
+                                  (void *)out, (float *)out_lse, c.batch, c.q_len, B.hq, c.hd,
+                                  (fajit_dtype)dt);
+            m.a_batch_stride = m.b_batch_stride = m.o_batch_stride = B.desc.o_batch_stride;
+            m.a_row_stride = m.b_row_stride = m.o_row_stride = B.desc.o_row_stride;
+            m.a_head_stride = m.b_head_stride = m.o_head_stride = B.desc.o_head_stride;
+            ck_assert_msg(fajit_attn_merge(ctx, &m, NULL) == FAJIT_OK, "merge: %s",
+                          fajit_errmsg(ctx));
+            CU(cu->cuCtxSynchronize());
+            CU(cu->cuMemcpyDtoH(got, out, 2 * B.n_o));
+            CU(cu->cuMemcpyDtoH(got_lse, out_lse, 4 * B.n_lse));
+            double lse_err = 0;
+            for (size_t i = 0; i < B.n_lse; i++) {
+                const double d = fabs(got_lse[i] - want_lse[i]) /
+                                 (fabs(want_lse[i]) > 1 ? fabs(want_lse[i]) : 1);
+                lse_err = d > lse_err || d != d ? d : lse_err;
+            }
+            const double u = row_ulps(want, got, B.rows, B.hq, c.hd, dt);
+            printf("merge_partials: %s hd %d%s: merged vs all keys: O max %.3g ulp of the row "
+                   "max, LSE max rel diff %.3g\n", dt ? "bf16" : "f16", c.hd,
+                   in_place ? " (in place)" : "", u, lse_err);
+            ck_assert_msg(u <= 2, "merged O differs from the one-call O by %.3g ulp", u);
+            ck_assert_msg(lse_err <= 1e-5, "merged LSE differs by %.3g (relative)", lse_err);
+            if (!in_place) {
+                fetch(&B);
+                check_against_reference(&B, "merged");
+            }
+        }
+        free(want), free(got), free(want_lse), free(got_lse);
+        CU(cu->cuMemFree(oa));
+        CU(cu->cuMemFree(ob));
+        CU(cu->cuMemFree(la));
+        CU(cu->cuMemFree(lb));
+        teardown(&B);
+    }
+    fajit_ctx_destroy(ctx);
+}
+END_TEST
+
+/*------ 8. paged_plans_and_strict ------*/
+
+/* A contiguous prefill (the Hopper or portable family) and the same problem over a paged
+ * cache (the decode family) in one context: each gets its own plan (the plan key has a
+ * paged bit; without it the paged call ran the contiguous plan). Then a fresh cache warmed
+ * from a paged spec serves its decode and chunked-prefill shapes under STRICT with no
+ * compile. */
+START_TEST(paged_plans_and_strict)
+{
+    fajit_ctx *ctx = new_ctx(0);
+    reseed(g_seed ^ 0x9a9edull);
+    dcase c = {.batch = 2, .hkv = 2, .group = 2, .hd = 128, .dtype = FAJIT_BF16,
+               .mask = FAJIT_MASK_CAUSAL, .q_len = 100, .seqlen_k = 300, .want_lse = 1};
+    dbufs C, P;
+    setup(&C, &c, NULL);
+    dcase pc = c;
+    pc.paged = 1, pc.page_size = 16, pc.spare = 3;
+    setup(&P, &pc, &C);
+    char buf[1024];
+    for (int i = 0; i < 2; i++) {
+        dbufs *B = i ? &P : &C;
+        ck_assert_int_eq(fajit_dispatch_describe(ctx, NULL, &B->desc, buf, sizeof buf), FAJIT_OK);
+        printf("paged_plans_and_strict: %s: %s\n", i ? "paged" : "contiguous", buf);
+        ck_assert_msg(launch(ctx, B, NULL) == FAJIT_OK, "%s", fajit_errmsg(ctx));
+        fetch(B);
+        check_against_reference(B, i ? "paged after contiguous" : "contiguous");
+    }
+    teardown(&C), teardown(&P);
+    fajit_ctx_destroy(ctx);
+
+    char dir[] = "/tmp/fajit-strict-XXXXXX", spec[300];
+    ck_assert_ptr_nonnull(mkdtemp(dir));
+    snprintf(spec, sizeof spec, "%s/serve.spec", dir);
+    FILE *f = fopen(spec, "w");
+    ck_assert_ptr_nonnull(f);
+    fputs("[model serve]\ndtype = bf16\nhead_dim = 128\nheads_q = 8\nheads_kv = 2\n"
+          "mask = causal\npage_size = 16\ndecode = 2k\nshapes = 4:2k, 100:300\nbatch = 2\n", f);
+    fclose(f);
+    fajit_ctx_opts o;
+    fajit_ctx_opts_init(&o);
+    o.cache_dir = dir;
+    ck_assert_int_eq(fajit_ctx_create(&ctx, &o), FAJIT_OK);
+    fajit_device_info info;
+    ck_assert_int_eq(fajit_device_info_get(ctx, 0, &info), FAJIT_OK);
+    int compiled = 0, cached = 0;
+    ck_assert_msg(fajit_warm_spec(ctx, spec, info.arch, 0, &compiled, &cached) == FAJIT_OK,
+                  "warm: %s", fajit_errmsg(ctx));
+    printf("paged_plans_and_strict: warmed %s for %s: %d compiled\n", spec, info.arch, compiled);
+    fajit_ctx_destroy(ctx);
+    o.policy = FAJIT_POLICY_STRICT;
+    ck_assert_int_eq(fajit_ctx_create(&ctx, &o), FAJIT_OK);
+    static const int shapes[][2] = {{1, 2048}, {4, 2048}, {100, 300}};
+    for (int i = 0; i < 3; i++) {
+        dcase s = {.batch = 2, .hkv = 2, .group = 4, .hd = 128, .dtype = FAJIT_BF16,
+                   .mask = FAJIT_MASK_CAUSAL, .q_len = shapes[i][0], .seqlen_k = shapes[i][1],
+                   .paged = 1, .page_size = 16, .use_seqused = 1, .spare = 2, .want_lse = 1};
+        dbufs B;
+        setup(&B, &s, NULL);
+        ck_assert_msg(launch(ctx, &B, NULL) == FAJIT_OK, "STRICT %dx%d: %s", shapes[i][0],
+                      shapes[i][1], fajit_errmsg(ctx));
+        fetch(&B);
+        check_against_reference(&B, "STRICT from a warmed paged spec");
+        teardown(&B);
+    }
+    fajit_counters k;
+    fajit_counters_get(ctx, &k);
+    printf("paged_plans_and_strict: STRICT: %llu calls, %llu disk hits, %llu compiles, %llu "
+           "misses\n", (unsigned long long)k.calls, (unsigned long long)k.hits_disk,
+           (unsigned long long)k.compiles, (unsigned long long)k.misses);
+    ck_assert_uint_eq(k.compiles, 0);
+    ck_assert_uint_eq(k.misses, 0);
+    fajit_ctx_destroy(ctx);
+    char cmd[400];
+    snprintf(cmd, sizeof cmd, "rm -rf '%s'", dir);
+    ck_assert_int_eq(system(cmd), 0);
+}
+END_TEST
+
 int main(void)
 {
     char why[256];
@@ -1184,6 +1403,9 @@ int main(void)
         {"checked_mode", checked_mode, 600},
         {"graph_replay", graph_replay, 600},
         {"lse_merge_consistency", lse_merge_consistency, 600},
+        {"combine_paths", combine_paths, 600},
+        {"merge_partials", merge_partials, 600},
+        {"paged_plans_and_strict", paged_plans_and_strict, 600},
     };
     for (size_t i = 0; i < sizeof cases / sizeof cases[0]; i++) {   /* CK_RUN_CASE=<name> */
         TCase *tc = tcase_create(cases[i].name);

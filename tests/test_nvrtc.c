@@ -2,6 +2,7 @@
  * every supported target, with no GPU. Compile logs are read: no spills, no local memory,
  * no ptxas warning that means serialized wgmma or an ignored setmaxnreg. */
 #include <check.h>
+#include <pthread.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -611,6 +612,64 @@ START_TEST(warm_spec_serves_strict)
 }
 END_TEST
 
+/* Threads warming one memory-only context (no cache file): its leases make each kernel
+ * compile once (issue 21 item 7: 151 compiles for 19 kernels before). The one thread that
+ * compiles a kernel counts it as compiled, the others as cached. */
+typedef struct mem_warm {
+    fajit_ctx *ctx;
+    const char *spec;
+    int compiled, cached;
+    fajit_status st;
+} mem_warm;
+
+static void *mem_warm_thread(void *arg)
+{
+    mem_warm *w = arg;
+    w->st = fajit_warm_spec(w->ctx, w->spec, "sm_80", 1, &w->compiled, &w->cached);
+    return NULL;
+}
+
+START_TEST(memory_warm_threads)
+{
+    enum { N = 4 };
+    make_dir();
+    char spec[300];
+    snprintf(spec, sizeof spec, "%s/spec.txt", g_dir);
+    FILE *f = fopen(spec, "w");
+    ck_assert_ptr_nonnull(f);
+    fprintf(f, "[model t]\ndtype = bf16\nhead_dim = 64\nheads_q = 1\nheads_kv = 1\n"
+               "mask = none\nprefill = 512\n");
+    fclose(f);
+    fajit_ctx_opts o;
+    fajit_ctx_opts_init(&o);
+    o.device = FAJIT_DEVICE_NONE;
+    o.cache_dir = "";   /* memory only */
+    fajit_ctx *ctx = NULL;
+    ck_assert_int_eq(fajit_ctx_create(&ctx, &o), FAJIT_OK);
+    mem_warm w[N];
+    pthread_t t[N];
+    for (int i = 0; i < N; i++) {
+        w[i] = (mem_warm){.ctx = ctx, .spec = spec};
+        ck_assert_int_eq(pthread_create(&t[i], NULL, mem_warm_thread, &w[i]), 0);
+    }
+    int compiled = 0, cached = 0;
+    for (int i = 0; i < N; i++) {
+        pthread_join(t[i], NULL);
+        ck_assert_msg(w[i].st == FAJIT_OK, "thread %d: %s", i, fajit_status_name(w[i].st));
+        compiled += w[i].compiled, cached += w[i].cached;
+    }
+    fajit_counters c;
+    fajit_counters_get(ctx, &c);
+    const int kernels = w[0].compiled + w[0].cached;
+    ck_assert_int_gt(kernels, 3);
+    ck_assert_int_eq(compiled, kernels);
+    ck_assert_int_eq(cached, (N - 1) * kernels);
+    ck_assert_uint_eq(c.compiles, (uint64_t)kernels);
+    fajit_ctx_destroy(ctx);
+    remove_dir();
+}
+END_TEST
+
 int main(void)
 {
     Suite *s = suite_create("nvrtc");
@@ -625,6 +684,10 @@ int main(void)
     tcase_add_test(tc, policies_with_fake_driver);
     tcase_add_test(tc, warm_spec_serves_strict);
     suite_add_tcase(s, tc);
+    TCase *tm = tcase_create("memory");   /* alone: CK_RUN_CASE=memory */
+    tcase_set_timeout(tm, 600);
+    tcase_add_test(tm, memory_warm_threads);
+    suite_add_tcase(s, tm);
     SRunner *sr = srunner_create(s);
     srunner_run_all(sr, CK_NORMAL);
     int failed = srunner_ntests_failed(sr);

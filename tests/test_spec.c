@@ -140,7 +140,10 @@ static const struct {
 } k_bad[] = {
     { "head_dim = 128\n", "spec.txt:1: head_dim is outside a [model NAME] section" },
     { "[model a]\nfoo = 1\n", "spec.txt:2: unknown key 'foo' (known: op, dtype, head_dim, "
-      "heads_q, heads_kv, mask, window, batch, prefill, decode, shapes)" },
+      "heads_q, heads_kv, mask, window, batch, prefill, decode, shapes, page_size)" },
+    { "[model a]\npage_size = 0\n", "spec.txt:2: page_size must be in 1..65536, got 0" },
+    { "[model a]\npage_size = 65537\n",
+      "spec.txt:2: page_size must be in 1..65536, got 65537" },
     { "[model a]\nhead_dim 128\n", "spec.txt:2: expected '[model NAME]' or 'key = value', "
       "got 'head_dim 128'" },
     { "[modl a]\n", "spec.txt:1: a section header is [model NAME], got '[modl a]'" },
@@ -157,8 +160,18 @@ static const struct {
     { "[model a]\nop = fwd\nop = fwd\n", "spec.txt:3: op is already set at line 2" },
     { "op = fwd\n", "spec.txt:1: op is outside a [model NAME] section" },
     { "[model a]\nprefill =\n", "spec.txt:2: prefill has no value" },
-    { "[model a]\nhead_dim = abc\n", "spec.txt:2: head_dim: expected a number (N or Nk), "
+    { "[model a]\nhead_dim = abc\n", "spec.txt:2: head_dim: expected a number (N, Nk or NM), "
       "got 'abc'" },
+    { "[model a]\nwindow = 17M\n",
+      "spec.txt:2: window must be in 0..16777216, got 17825792" },
+    { "[model a]\nprefill = 1048577k\n",   /* 2^30 + 1024: in range of parse, not of lengths */
+      "spec.txt:2: prefill: values must be in 1..16777216, got '1048577k'" },
+    { "[model a]\nprefill = 9999999999999M\n",   /* past 2^40: refused before any overflow */
+      "spec.txt:2: prefill: '9999999999999M' is not a length (N, Nk, NM or A..B)" },
+    { "[model a]\nprefill = 1099511627777\n",   /* 2^40 + 1 */
+      "spec.txt:2: prefill: '1099511627777' is not a length (N, Nk, NM or A..B)" },
+    { "[model a]\nprefill = 16m\n",   /* m is not M: a metre, a milli? refused */
+      "spec.txt:2: prefill: '16m' is not a length (N, Nk, NM or A..B)" },
     { "[model a]\nhead_dim = 100\n",
       "spec.txt:2: head_dim must be a multiple of 8 in 8..256, got 100" },
     { "[model a]\nhead_dim = 512\n", "spec.txt:2: head_dim must be in 8..256, got 512" },
@@ -181,7 +194,7 @@ static const struct {
     { "[model a]\n[model b]\n", "spec.txt:1: model 'a': missing dtype" },
     { "[model a]\n" OK_KEYS "batch = 4\n", "spec.txt:1: model 'a': no prefill, decode or shapes" },
     { "[model a]\nprefill = 3x\n",
-      "spec.txt:2: prefill: '3x' is not a length (N, Nk or A..B)" },
+      "spec.txt:2: prefill: '3x' is not a length (N, Nk, NM or A..B)" },
     { "[model a]\ndecode = 1k..x\n", "spec.txt:2: decode: '1k..x' is not a range A..B of "
       "lengths" },
     { "[model a]\nprefill = 500..16k\n",
@@ -212,6 +225,23 @@ START_TEST(spec_rules)
     ck_assert_uint_eq(s.n_problems, 0);
     /* err may be NULL */
     ck_assert_int_eq(parse(k_bad[_i].text, &s, NULL, 0), -1);
+}
+END_TEST
+
+/* The suffixes of docs/spec-format.md: k = 1024, M = 1024 * 1024, up to 16M. */
+START_TEST(spec_suffixes)
+{
+    fj_spec s;
+    char err[256];
+    ck_assert_int_eq(parse("[model m]\n" OK_KEYS "prefill = 1M..16M\ndecode = 2K\n"
+                           "batch = 64k\n", &s, err, sizeof err), 0);
+    ck_assert_uint_eq(s.n_problems, 1);
+    const fj_problem *p = &s.problems[0];
+    ck_assert_uint_eq(p->n_shapes, 6);
+    for (int i = 0; i < 5; i++)
+        assert_shape(&p->shapes[i], (1 << 20) << i, (1 << 20) << i, 65536);
+    assert_shape(&p->shapes[5], 1, 2048, 65536);
+    fj_spec_free(&s);
 }
 END_TEST
 
@@ -289,7 +319,7 @@ START_TEST(spec_preset_names)
 {
     fj_spec s;
     char err[256];
-    ck_assert_ptr_null(fj_spec_preset_name(4));
+    ck_assert_ptr_null(fj_spec_preset_name(5));
     ck_assert_ptr_null(fj_spec_preset_name(-1));
     ck_assert_int_eq(fj_spec_preset("Llama-3-8B", &s, err, sizeof err), 0);   /* any case */
     fj_spec_free(&s);
@@ -297,7 +327,7 @@ START_TEST(spec_preset_names)
     ck_assert_ptr_null(fj_spec_preset_text("gpt-5"));
     ck_assert_int_eq(fj_spec_preset("gpt-5", &s, err, sizeof err), -1);
     ck_assert_str_eq(err, "unknown preset 'gpt-5'; known: llama-3-8b, llama-3-70b, "
-                     "qwen2.5-7b, mistral-7b");
+                     "qwen2.5-7b, mistral-7b, llama-3-8b-paged");
     ck_assert_ptr_null(s.problems);
     ck_assert_int_eq(fj_spec_preset(NULL, &s, err, sizeof err), -1);
 }
@@ -355,6 +385,29 @@ START_TEST(signature_forms)
 }
 END_TEST
 
+/* A paged problem: page_size kept, ".paged" in its signature, the serving preset. */
+START_TEST(spec_paged)
+{
+    fj_spec s;
+    char sig[64], err[256];
+    ck_assert_int_eq(parse("[model p]\ndtype = bf16\nhead_dim = 128\nheads_q = 32\n"
+                           "heads_kv = 8\nmask = causal\npage_size = 16\ndecode = 4k\n",
+                           &s, err, sizeof err), 0);
+    ck_assert_int_eq(s.problems[0].page_size, 16);
+    ck_assert_int_eq(fj_tune_signature(&s.problems[0], sig, sizeof sig), 0);
+    ck_assert_str_eq(sig, "fwd.bf16.hd128.causal.gqa4.paged");
+    fj_spec_free(&s);
+    ck_assert_int_eq(fj_spec_preset("llama-3-8b-paged", &s, err, sizeof err), 0);
+    const fj_problem *p = &s.problems[0];
+    ck_assert_int_eq(p->page_size, 16);
+    ck_assert_uint_eq(p->n_shapes, (6 + 3) * 2);   /* decode 1k..32k and 3 shapes, 2 batches */
+    assert_shape(&p->shapes[0], 1, 1024, 1);
+    assert_shape(&p->shapes[1], 1, 1024, 64);
+    assert_shape(&p->shapes[17], 512, 4608, 64);
+    fj_spec_free(&s);
+}
+END_TEST
+
 START_TEST(op_names)
 {
     ck_assert_str_eq(fj_op_name(FAJIT_OP_FWD), "fwd");
@@ -376,11 +429,13 @@ TCase *fj_tcase_spec(void)
     tcase_add_test(tc, spec_good);
     tcase_add_test(tc, spec_file);
     tcase_add_loop_test(tc, spec_rules, 0, (int)(sizeof k_bad / sizeof k_bad[0]));
+    tcase_add_test(tc, spec_suffixes);
     tcase_add_test(tc, spec_too_many_shapes);
     tcase_add_loop_test(tc, spec_presets, 0, (int)(sizeof k_presets / sizeof k_presets[0]));
     tcase_add_test(tc, spec_preset_names);
     tcase_add_test(tc, bucket_known_answers);
     tcase_add_test(tc, signature_forms);
+    tcase_add_test(tc, spec_paged);
     tcase_add_test(tc, op_names);
     return tc;
 }

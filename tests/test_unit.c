@@ -89,6 +89,21 @@ MUT(m_varlen_half, d->cu_seqlens_q = (const int32_t *)(uintptr_t)0x2000)
 MUT(m_lse, d->lse = (float *)(uintptr_t)0x2002)
 MUT(m_total, (d->cu_seqlens_q = d->cu_seqlens_k = (const int32_t *)(uintptr_t)0x2000,
               d->total_q = 50))
+MUT(m_batch_grid, d->batch = 65536)
+MUT(m_heads_grid, (d->heads_q = 65536, d->heads_kv = 1))
+MUT(m_seqk_huge, d->seqlen_k = 2147483647)
+MUT(m_seqq_huge, d->seqlen_q = 2147483647)
+MUT(m_seqk_limit, d->seqlen_k = (1 << 29) + 1)
+MUT(m_tiles, (d->batch = 4096, d->heads_q = 4096, d->heads_kv = 1, d->seqlen_q = 8192))
+MUT(m_extent, d->k_batch_stride = (int64_t)1 << 47)
+MUT(m_extent_sat, (d->batch = 65535, d->q_batch_stride = (int64_t)1 << 62))
+MUT(m_k_null_keys, (d->cu_seqlens_q = d->cu_seqlens_k = (const int32_t *)(uintptr_t)0x2000,
+                   d->k = NULL))
+MUT(m_v_null_paged, (d->cu_seqlens_q = (const int32_t *)(uintptr_t)0x2000, d->seqlen_k = 0,
+                     d->block_table = (const int32_t *)(uintptr_t)0x3000, d->page_size = 16,
+                     d->num_pages = 4, d->block_table_stride = 4, d->v = NULL))
+MUT(m_total_k_empty, (d->cu_seqlens_q = d->cu_seqlens_k = (const int32_t *)(uintptr_t)0x2000,
+                      d->seqlen_k = 0, d->total_k = 3, d->k = d->v = NULL))
 
 static const bad_case k_bad[] = {
     {"q NULL", m_q_null, FAJIT_INVALID_ARGUMENT, "q must not be NULL"},
@@ -107,6 +122,17 @@ static const bad_case k_bad[] = {
     {"scale", m_scale, FAJIT_INVALID_ARGUMENT, "softmax_scale must be finite and > 0, got 0"},
     {"varlen half", m_varlen_half, FAJIT_INVALID_ARGUMENT, "cu_seqlens_q and cu_seqlens_k must be given together"},
     {"lse misaligned", m_lse, FAJIT_INVALID_ARGUMENT, "lse must be 4-byte aligned"},
+    {"batch > grid z", m_batch_grid, FAJIT_UNSUPPORTED, "batch must be at most 65535 (the launch grid's z dimension), got 65536"},
+    {"heads > grid y", m_heads_grid, FAJIT_UNSUPPORTED, "heads_q must be at most 65535 (the launch grid's y dimension), got 65536"},
+    {"seqlen_k 2^31-1", m_seqk_huge, FAJIT_UNSUPPORTED, "seqlen_k must be at most 536870912 (2^29: the kernels index keys in int), got 2147483647"},
+    {"seqlen_q 2^31-1", m_seqq_huge, FAJIT_UNSUPPORTED, "seqlen_q must be at most 536870912"},
+    {"seqlen_k 2^29+1", m_seqk_limit, FAJIT_UNSUPPORTED, "got 536870913"},
+    {"query tiles", m_tiles, FAJIT_UNSUPPORTED, "batch x heads_q x ceil(seqlen_q / 64) must be below 2^31 (query tiles are counted in int), got 2147483648"},
+    {"k extent", m_extent, FAJIT_INVALID_ARGUMENT, "k spans 140737488371968 elements (batch 2, rows 130, heads 2"},
+    {"q extent saturated", m_extent_sat, FAJIT_INVALID_ARGUMENT, "q spans"},
+    {"k NULL with keys", m_k_null_keys, FAJIT_INVALID_ARGUMENT, "k must not be NULL"},
+    {"v NULL paged", m_v_null_paged, FAJIT_INVALID_ARGUMENT, "v must not be NULL"},
+    {"total_k without keys", m_total_k_empty, FAJIT_INVALID_ARGUMENT, "total_k (3) must be 0 when seqlen_k, the longest key sequence, is 0"},
     {"total_q short", m_total, FAJIT_INVALID_ARGUMENT, "total_q (50) must be at least seqlen_q, the longest sequence (100)"},
 };
 
@@ -147,10 +173,25 @@ START_TEST(validation_accepts)
         d.head_dim = h;
         ck_assert_int_eq(fajit_attn_check(ctx, &d), FAJIT_OK);
     }
+    /* the largest sizes the grids and the kernels' int arithmetic hold */
+    fajit_attn_desc big = valid_desc();
+    big.batch = FAJIT_MAX_BATCH;
+    ck_assert_int_eq(fajit_attn_check(ctx, &big), FAJIT_OK);
+    big = valid_desc();
+    big.heads_q = FAJIT_MAX_HEADS, big.heads_kv = 1;
+    ck_assert_int_eq(fajit_attn_check(ctx, &big), FAJIT_OK);
+    big = valid_desc();
+    big.batch = 1, big.seqlen_q = big.seqlen_k = FAJIT_MAX_SEQLEN;
+    ck_assert_int_eq(fajit_attn_check(ctx, &big), FAJIT_OK);
     /* varlen: maxima may be 0 when every sequence is empty */
     d.cu_seqlens_q = d.cu_seqlens_k = (const int32_t *)(uintptr_t)0x2000;
     d.seqlen_q = d.seqlen_k = 0;
     ck_assert_int_eq(fajit_attn_check(ctx, &d), FAJIT_OK);
+    /* no keys at all: K and V have no storage (NULL), totals known (total_k 0) */
+    fajit_attn_desc e = d;
+    e.seqlen_q = 7, e.total_q = 9, e.total_k = 0, e.k = e.v = NULL;
+    ck_assert_int_eq(fajit_attn_check(ctx, &e), FAJIT_OK);
+    ck_assert_int_eq(fajit_attn_fwd(ctx, &e, NULL), FAJIT_NO_DEVICE);   /* validated */
     /* a context without a device validates, then refuses to launch */
     ck_assert_int_eq(fajit_attn_fwd(ctx, &d, NULL), FAJIT_NO_DEVICE);
     ck_assert_ptr_nonnull(strstr(fajit_errmsg(ctx), "no device"));
@@ -175,6 +216,70 @@ START_TEST(bench_refuses)
 END_TEST
 
 /* Paged K/V: every rule the host can check, each refused with the rule and the value. */
+/* fajit_attn_merge: the defaults of its descriptor and every refusal before a launch. */
+START_TEST(merge_validation)
+{
+    fajit_ctx *ctx = memory_ctx();
+    void *oa = (void *)(uintptr_t)0x10000, *ob = (void *)(uintptr_t)0x20000;
+    void *o = (void *)(uintptr_t)0x30000;
+    float *la = (float *)(uintptr_t)0x40000, *lb = (float *)(uintptr_t)0x50000;
+    fajit_merge_desc m;
+    fajit_merge_desc_init(&m, oa, la, ob, lb, o, NULL, 3, 7, 5, 96, FAJIT_BF16);
+    ck_assert_uint_eq(m.struct_size, sizeof m);
+    ck_assert_int_eq(m.a_head_stride, 96);
+    ck_assert_int_eq(m.b_row_stride, 96 * 5);
+    ck_assert_int_eq(m.o_batch_stride, 96 * 5 * 7);
+    /* fajit's LSE layout [batch][heads][seqlen] */
+    ck_assert_int_eq(m.lse_row_stride, 1);
+    ck_assert_int_eq(m.lse_head_stride, 7);
+    ck_assert_int_eq(m.lse_batch_stride, 35);
+    fajit_merge_desc_init(NULL, oa, la, ob, lb, o, NULL, 1, 1, 1, 8, FAJIT_BF16);   /* no-op */
+
+    /* valid up to the device: a compile-only context has none */
+    ck_assert_int_eq(fajit_attn_merge(ctx, &m, NULL), FAJIT_NO_DEVICE);
+    static const struct { const char *field, *msg; } bad[] = {
+        {"o_a", "o_a must not be NULL"}, {"lse_b", "lse_b must not be NULL"},
+        {"o align", "o must be 8-byte aligned"}, {"lse align", "lse must be 4-byte aligned"},
+        {"head_dim", "head_dim must be a multiple of 4"}, {"dtype", "dtype must be"},
+        {"stride", "the strides of o_b must be"}, {"lse stride", "the LSE strides"},
+        {"batch", "batch, seqlen and heads must be >= 0"}, {"grid", "exceeds the merge's grid"},
+    };
+    for (size_t i = 0; i < sizeof bad / sizeof bad[0]; i++) {
+        fajit_merge_desc e = m;
+        switch (i) {
+        case 0: e.o_a = NULL; break;
+        case 1: e.lse_b = NULL; break;
+        case 2: e.o = (char *)o + 4; break;
+        case 3: e.lse = (float *)(uintptr_t)0x60002; break;
+        case 4: e.head_dim = 6; break;
+        case 5: e.dtype = (fajit_dtype)7; break;
+        case 6: e.b_row_stride = 482; break;
+        case 7: e.lse_head_stride = -1; break;
+        case 8: e.batch = -1; break;
+        case 9: e.batch = 1 << 20, e.seqlen = 1 << 12, e.heads = 1 << 10; break;
+        }
+        ck_assert_int_eq(fajit_attn_merge(ctx, &e, NULL), FAJIT_INVALID_ARGUMENT);
+        ck_assert_msg(strstr(fajit_errmsg(ctx), bad[i].msg), "%s: %s", bad[i].field,
+                      fajit_errmsg(ctx));
+    }
+    ck_assert_int_eq(fajit_attn_merge(ctx, NULL, NULL), FAJIT_INVALID_ARGUMENT);
+    ck_assert_int_eq(fajit_attn_merge(NULL, &m, NULL), FAJIT_INVALID_ARGUMENT);
+    /* a struct_size from a newer header with non-zero bytes past ours */
+    struct { fajit_merge_desc d; int extra; } big;
+    memset(&big, 0, sizeof big);
+    big.d = m, big.d.struct_size = sizeof big, big.extra = 1;
+    ck_assert_int_eq(fajit_attn_merge(ctx, &big.d, NULL), FAJIT_INVALID_ARGUMENT);
+    /* fajit_warm covers its kernels */
+    static fj_variant vs[1200];
+    const int n = fj_warm_variants("sm_80", vs, 1200);
+    int merges = 0;
+    for (int i = 0; i < n; i++)
+        merges += strcmp(vs[i].function, "fj_attn_merge") == 0;
+    ck_assert_int_eq(merges, 2);
+    fajit_ctx_destroy(ctx);
+}
+END_TEST
+
 START_TEST(validation_paged)
 {
     fajit_ctx *ctx = memory_ctx();
@@ -327,6 +432,14 @@ START_TEST(params_layout)
     ck_assert_uint_eq(offsetof(fj_attn_params, scale), 184);
     ck_assert_uint_eq(offsetof(fj_attn_params, lse), 32);
     ck_assert_uint_eq(offsetof(fj_attn_params, k_batch_stride), 80);
+    /* the decode kernels' block: the offsets its comments give */
+    ck_assert_uint_eq(sizeof(fj_decode_params), FJ_DECODE_PARAMS_SIZE);
+    ck_assert_uint_eq(offsetof(fj_decode_params, counters), 88);
+    ck_assert_uint_eq(offsetof(fj_decode_params, q_batch_stride), 96);
+    ck_assert_uint_eq(offsetof(fj_decode_params, batch), 192);
+    ck_assert_uint_eq(offsetof(fj_decode_params, num_pages), 224);
+    ck_assert_uint_eq(offsetof(fj_decode_params, scale), 248);
+    ck_assert_uint_eq(offsetof(fj_decode_params, total_rows), 256);
 }
 END_TEST
 
@@ -619,15 +732,16 @@ START_TEST(sched_counters)
     fake.cuMemFree = f_free;
     for (int i = 0; i < FJ_COUNTER_SLOTS + 2; i++)
         ck_assert_int_eq(fj_kplan_launch(ctx, &l, &d, NULL), FAJIT_OK);
-    ck_assert_uint_eq(g_sc.bytes, (FJ_COUNTER_SLOTS + FJ_COUNTER_GRAPH_SLOTS) * 128);
+    ck_assert_uint_eq(g_sc.bytes,
+                      (FJ_COUNTER_SLOTS + FJ_COUNTER_GRAPH_SLOTS) * FJ_COUNTER_SLOT_BYTES);
     ck_assert_int_eq(g_sc.memsets, 1);   /* zeroed once, and synchronized */
     ck_assert_int_eq(g_sc.syncs, 1);
     ck_assert_int_eq(g_sc.launches, FJ_COUNTER_SLOTS + 2);
     /* launches 0..FJ_COUNTER_SLOTS+1: the ring wraps after FJ_COUNTER_SLOTS */
     ck_assert_uint_eq(g_sc.arg[0], g_sc.alloc);
-    ck_assert_uint_eq(g_sc.arg[1], g_sc.alloc + 128);
+    ck_assert_uint_eq(g_sc.arg[1], g_sc.alloc + FJ_COUNTER_SLOT_BYTES);
     ck_assert_uint_eq(g_sc.arg[FJ_COUNTER_SLOTS % 8], g_sc.alloc);
-    ck_assert_uint_eq(g_sc.arg[(FJ_COUNTER_SLOTS + 1) % 8], g_sc.alloc + 128);
+    ck_assert_uint_eq(g_sc.arg[(FJ_COUNTER_SLOTS + 1) % 8], g_sc.alloc + FJ_COUNTER_SLOT_BYTES);
     l_fa3->persistent = 1;   /* the static order: no counter */
     ck_assert_int_eq(fj_kplan_launch(ctx, &l, &d, NULL), FAJIT_OK);
     ck_assert_uint_eq(g_sc.arg[(FJ_COUNTER_SLOTS + 2) % 8], 0);
@@ -650,9 +764,9 @@ START_TEST(sched_counters)
     ck_assert_int_eq(fj_kplan_launch(ctx, &l, &d, F_CAPTURED), FAJIT_OK);
     ck_assert_int_eq(fj_kplan_launch(ctx, &l, &d, F_CAPTURED), FAJIT_OK);
     ck_assert_int_eq(fj_kplan_launch(ctx, &l, &d, NULL), FAJIT_OK);
-    ck_assert_uint_eq(g_sc.arg[1], g_sc.alloc + 128 * FJ_COUNTER_SLOTS);
-    ck_assert_uint_eq(g_sc.arg[2], g_sc.alloc + 128 * (FJ_COUNTER_SLOTS + 1));
-    ck_assert_uint_eq(g_sc.arg[3], g_sc.alloc + 128);
+    ck_assert_uint_eq(g_sc.arg[1], g_sc.alloc + FJ_COUNTER_SLOT_BYTES * FJ_COUNTER_SLOTS);
+    ck_assert_uint_eq(g_sc.arg[2], g_sc.alloc + FJ_COUNTER_SLOT_BYTES * (FJ_COUNTER_SLOTS + 1));
+    ck_assert_uint_eq(g_sc.arg[3], g_sc.alloc + FJ_COUNTER_SLOT_BYTES);
     fajit_ctx_destroy(ctx);
     ck_assert_uint_eq(g_sc.freed, g_sc.alloc);
     fj_cuda_set_for_testing(NULL);
@@ -1010,7 +1124,7 @@ static CUresult dm_free_async(CUdeviceptr p, CUstream s)
 static struct {
     fj_decode_params p[4];
     unsigned grid[4][3], threads[4];
-    int launches;
+    int launches, pdl_launches;
 } g_dec;
 static CUresult dec_launch(CUfunction f, unsigned gx, unsigned gy, unsigned gz, unsigned bx,
                            unsigned by, unsigned bz, unsigned smem, CUstream s, void **a, void **e)
@@ -1021,6 +1135,15 @@ static CUresult dec_launch(CUfunction f, unsigned gx, unsigned gy, unsigned gz, 
     g_dec.grid[i][0] = gx, g_dec.grid[i][1] = gy, g_dec.grid[i][2] = gz;
     g_dec.threads[i] = bx;
     return 0;
+}
+
+/* cuLaunchKernelEx: counts the launches that ask for programmatic dependent launch. */
+static CUresult dec_launch_ex(const fj_cu_launch_config *c, CUfunction f, void **a, void **e)
+{
+    for (unsigned i = 0; i < c->num_attrs; i++)
+        g_dec.pdl_launches += c->attrs[i].id == FJ_CU_LAUNCH_ATTR_PDL && c->attrs[i].v.value == 1;
+    return dec_launch(f, c->grid_x, c->grid_y, c->grid_z, c->block_x, c->block_y, c->block_z,
+                      c->smem, c->stream, a, e);
 }
 
 START_TEST(decode_family_host)
@@ -1077,8 +1200,9 @@ START_TEST(decode_family_host)
     memset(&g_dec, 0, sizeof g_dec);
     memset(&g_dm, 0, sizeof g_dm);
     ck_assert_int_eq(fj_kplan_launch(ctx, &kp, &d, NULL), FAJIT_OK);
-    ck_assert_int_eq(g_dec.launches, 2);   /* split step, then combine */
+    ck_assert_int_eq(g_dec.launches, 1);   /* the split step, combined by its last CTAs */
     const fj_decode_params *q = &g_dec.p[0];
+    ck_assert_uint_ne(q->counters, 0);      /* a counter per (b, kv head, q tile) */
     ck_assert_int_gt(q->splits, 16);       /* 8 CTAs alone would leave 124 SMs idle */
     ck_assert_uint_eq(g_dec.grid[0][0], (unsigned)(q->splits * q->q_tiles));
     ck_assert_uint_eq(g_dec.grid[0][1], 8);
@@ -1094,9 +1218,19 @@ START_TEST(decode_family_host)
     ck_assert_uint_eq(q->part_o, g_dm.allocated & ~0ull);
     ck_assert(q->part_lse > q->part_o && (q->part_lse - q->part_o) % 256 == 0);
     ck_assert_uint_eq(g_dm.freed, g_dm.allocated);
-    ck_assert_uint_eq(g_dec.grid[1][0], 1);   /* a row, */
-    ck_assert_uint_eq(g_dec.grid[1][1], 32 / 4);   /* 32 heads, 4 per CTA */
-    ck_assert_uint_eq(g_dec.threads[1], 128);
+    size_t need;   /* a caller's workspace: the counters' 256 bytes, then the partials */
+    ck_assert_int_eq(fajit_attn_workspace_size(ctx, &d, &need), FAJIT_OK);
+    ck_assert_uint_eq(need, 256 + ((size_t)q->splits * 32 * 128 * 4 + 255) / 256 * 256 +
+                                (size_t)q->splits * 32 * 4);
+    ck_assert_int_eq(fajit_dispatch_describe(ctx, NULL, &d, line, sizeof line), FAJIT_OK);
+    ck_assert_msg(strstr(line, "the last CTA of each group combines"), "%s", line);
+    /* with cuLaunchKernelEx, on this sm_90 device: a programmatic dependent launch */
+    fake.cuLaunchKernelEx = dec_launch_ex;
+    memset(&g_dec, 0, sizeof g_dec);
+    ck_assert_int_eq(fj_kplan_launch(ctx, &kp, &d, NULL), FAJIT_OK);
+    ck_assert_int_eq(g_dec.launches, 1);
+    ck_assert_int_eq(g_dec.pdl_launches, 1);
+    ck_assert_uint_eq(g_dec.grid[0][1], 8);
     /* a full batch needs no split and no combine; a forced count is obeyed */
     d.batch = 64, d.seqlen_k = 16384;
     memset(&g_dec, 0, sizeof g_dec);
@@ -1104,12 +1238,16 @@ START_TEST(decode_family_host)
     ck_assert_int_eq(g_dec.launches, 1);
     ck_assert_int_eq(g_dec.p[0].splits, 1);
     ck_assert_uint_eq(g_dec.p[0].part_o, 0);
+    /* forced splits over 64 x 8 groups: more counters than a slot holds, the combine kernel */
     d.num_splits = 3;
     memset(&g_dec, 0, sizeof g_dec);
     ck_assert_int_eq(fj_kplan_launch(ctx, &kp, &d, NULL), FAJIT_OK);
     ck_assert_int_eq(g_dec.launches, 2);
     ck_assert_int_eq(g_dec.p[0].splits, 3);
-    size_t need;
+    ck_assert_uint_eq(g_dec.p[0].counters, 0);
+    ck_assert_uint_eq(g_dec.grid[1][0], 64);            /* a row per CTA, */
+    ck_assert_uint_eq(g_dec.grid[1][1], 32 * 32 / 128); /* a thread per (head, 4 columns) */
+    ck_assert_uint_eq(g_dec.threads[1], 128);
     ck_assert_int_eq(fajit_attn_workspace_size(ctx, &d, &need), FAJIT_OK);
     ck_assert_uint_eq(need, (3ull * 64 * 32 * 128 * 4 + 255) / 256 * 256 + 3ull * 64 * 32 * 4);
     /* the reference kernel does not read paged K/V */
@@ -1256,6 +1394,7 @@ int main(void)
     tcase_add_test(tt, config_names);
     tcase_add_test(tt, registry_dummy_family);
     tcase_add_test(tt, decode_family_host);
+    tcase_add_test(tt, merge_validation);
     suite_add_tcase(s, tt);
     suite_add_tcase(s, fj_tcase_cache());
     suite_add_tcase(s, fj_tcase_spec());

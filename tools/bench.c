@@ -129,10 +129,10 @@ static int write_json(const char *path, const table *t, const fajit_device_info 
         json_str(f, w->problem);
         fprintf(f, ", \"dtype\": \"%s\", \"head_dim\": %d, \"heads_q\": %d, \"heads_kv\": %d, "
                 "\"mask\": \"%s\", \"window_left\": %d, \"window_right\": %d, \"batch\": %d, "
-                "\"seqlen_q\": %d, \"seqlen_k\": %d, \"kernel\": ",
+                "\"seqlen_q\": %d, \"seqlen_k\": %d, \"page_size\": %d, \"kernel\": ",
                 d->dtype == FAJIT_BF16 ? "bf16" : "f16", d->head_dim, d->heads_q, d->heads_kv,
                 masks[d->mask], d->window_left, d->window_right, d->batch, d->seqlen_q,
-                d->seqlen_k);
+                d->seqlen_k, d->page_size);
         json_str(f, w->kernel);
         fprintf(f, ",\n   \"flops\": %.0f, \"kv_bytes\": %.0f, \"median_ms\": %.6f, "
                 "\"min_ms\": %.6f, \"max_ms\": %.6f, \"p10_ms\": %.6f, \"p90_ms\": %.6f, "

@@ -7,7 +7,7 @@
  *   fajit-tune bench [--spec SPEC] [--json FILE] [--reps N]
  *   fajit-tune plan [--arch sm_90a] [--op fwd] [--hdim 128] [--dtype bf16] [--mask causal]
  *                   [--seqlen 4096]
- *   fajit-tune cache ls|stats|verify|clear | prune --max-mb N
+ *   fajit-tune cache ls|stats|verify [--recompile]|clear | prune --max-mb N
  *   fajit-tune cache export FILE [--arch A] | import FILE... | merge OUT IN...
  *   fajit-tune cache explain [--arch A] [--op O] [--hdim D] [--dtype T] [--mask M] [--seqlen S]
  * Global options: --cache-dir DIR, -v (debug log), -q (no progress).
@@ -53,7 +53,9 @@ static void usage(FILE *f)
             "                            hdim 128, bf16, causal, 4096 tokens)\n"
             "  cache ls                  one line per cached kernel\n"
             "  cache stats               entry count and sizes\n"
-            "  cache verify              re-check every entry's checksum, drop bad ones\n"
+            "  cache verify [--recompile]  re-check every entry's checksum, drop bad ones;\n"
+            "                            --recompile: also recompile the kernels the local\n"
+            "                            NVRTC made and compare the bytes (slow)\n"
             "  cache clear               remove every entry\n"
             "  cache prune --max-mb N    remove the least recently loaded kernels until the\n"
             "                            rest take at most N MiB (tuning rows stay)\n"
@@ -136,7 +138,7 @@ static int cmd_info(fajit_ctx *ctx)
 /* What follows the command on the line. */
 typedef struct args {
     const char *arch, *spec, *dtype, *mask, *op, *json;
-    int jobs, hdim, reps, pin, force, seqlen;
+    int jobs, hdim, reps, pin, force, seqlen, recompile;
     long long seqlen_q, seqlen_k, batch, heads_q, heads_kv, page_size;   /* plan; -1: unset */
     long long max_mb;      /* cache prune --max-mb; -1 = not given */
     const char *pos[64];   /* positional words */
@@ -338,24 +340,50 @@ static int cmd_merge(const args *a)
     o.log = on_log;
     fajit_ctx *m = NULL;
     fajit_status st = fajit_ctx_create(&m, &o);
-    int rc = st ? fail(m, st, "merge") : 0;
+    int rc = st ? fail(m, st, "merge") : 0, dropped = 0;
     for (int i = 2; i < a->n_pos && !rc; i++) {
         int k = 0, r = 0, bad = 0;
         st = fajit_cache_import(m, a->pos[i], &k, &r, &bad);
         rc = st ? fail(m, st, "merge") : 0;
         if (!rc)
             printf("%s: %d kernels, %d tuning rows%s\n", a->pos[i], k, r, bad ? " (bad skipped)" : "");
+        dropped += bad;
     }
     int k = 0, r = 0;
     if (!rc && (st = fajit_cache_export(m, a->pos[1], NULL, &k, &r)))
         rc = fail(m, st, "merge");
     if (!rc)
         printf("%s: %d kernels, %d tuning rows\n", a->pos[1], k, r);
+    if (!rc && dropped) {
+        fprintf(stderr, "fajit-tune: merge: %d corrupt kernels were skipped\n", dropped);
+        rc = 1;
+    }
     fajit_ctx_destroy(m);
     snprintf(cmd, sizeof cmd, "rm -rf %s", dir);
     if (system(cmd) != 0)
         fprintf(stderr, "fajit-tune: could not remove %s\n", dir);
     return rc;
+}
+
+static int print_differ(void *user, const fajit_cache_entry *e)
+{
+    (void)user;
+    printf("DIFFERS  %s  %-8s %7zu B  %s\n", e->key_hex, e->arch, e->cubin_bytes, e->name);
+    return 0;
+}
+
+/* cache verify --recompile, after the checksums (`bad` of them failed). */
+static int verify_recompile(fajit_ctx *ctx, int bad)
+{
+    int same = 0, differ = 0, skipped = 0;
+    fajit_status st = fajit_cache_verify_recompile(ctx, print_differ, NULL, &same, &differ,
+                                                   &skipped);
+    if (st)
+        return fail(ctx, st, "verify --recompile");
+    printf("%d kernels recompiled: %d identical, %d differ; %d skipped (another NVRTC "
+           "version, or not a variant this fajit builds)\n", same + differ, same, differ,
+           skipped);
+    return bad || differ ? 1 : 0;
 }
 
 static int cmd_cache(fajit_ctx *ctx, const args *a)
@@ -379,6 +407,8 @@ static int cmd_cache(fajit_ctx *ctx, const args *a)
         st = fajit_cache_verify(ctx, &checked, &bad);
         if (!st)
             printf("%d entries checked, %d bad (removed)\n", checked, bad);
+        if (!st && a->recompile)
+            return verify_recompile(ctx, bad);
         if (!st && bad)
             return 1;
     } else if (strcmp(sub, "clear") == 0) {
@@ -397,12 +427,18 @@ static int cmd_cache(fajit_ctx *ctx, const args *a)
             printf("%s: %d kernels, %d tuning rows\n", a->pos[1], k, r);
     } else if (strcmp(sub, "import") == 0 && a->n_pos >= 2) {
         st = FAJIT_OK;
+        int dropped = 0;
         for (int i = 1; i < a->n_pos && !st; i++) {
             int k = 0, r = 0, bad = 0;
             st = fajit_cache_import(ctx, a->pos[i], &k, &r, &bad);
             if (!st)
                 printf("%s: %d kernels added, %d tuning rows, %d corrupt skipped\n", a->pos[i],
                        k, r, bad);
+            dropped += bad;
+        }
+        if (!st && dropped) {   /* every dropped input is an error, if a late one */
+            fprintf(stderr, "fajit-tune: import: %d corrupt kernels were skipped\n", dropped);
+            return 1;
         }
     } else if (strcmp(sub, "merge") == 0) {
         return cmd_merge(a);
@@ -499,6 +535,8 @@ int main(int argc, char **argv)
             a.pin = 1;
         else if (strcmp(o, "--force") == 0)
             a.force = 1;
+        else if (strcmp(o, "--recompile") == 0)
+            a.recompile = 1;
         else if (o[0] == '-' && o[1] && !val) {
             fprintf(stderr, "fajit-tune: %s needs a value\n", o);
             return 2;

@@ -6,6 +6,7 @@
 #   bench   bench/bench_decode.py (fajit vs SDPA FLASH/CUDNN)    -> $OUT/decode.md
 #   san     compute-sanitizer memcheck on a short decode sweep   -> $OUT/san.log
 #   tune    fajit-tune tune --spec $TUNE_SPEC (default: dev/decode/tune.spec)
+#   sweep   dev/decode/split_sweep.py (time per forced split count) -> $OUT/sweep.md
 # Every GPU program runs under `timeout`; the last lines of each log are printed.
 set -u
 B=${B:-build}
@@ -37,6 +38,10 @@ for step in ${STEPS:-decode bench}; do
             --reps "${TUNE_REPS:-10}" ${TUNE_ARGS:-} >"$OUT/tune.log" 2>&1
         echo "tune rc=$?"; tail -12 "$OUT/tune.log"
         python3 dev/decode/tune_table.py "$FAJIT_CACHE_DIR/kernels.db" 2>&1 | cut -c1-400 ;;
+    sweep)
+        PYTHONUNBUFFERED=1 timeout 300 python3 dev/decode/split_sweep.py --lib "$B/libfajit.so" \
+            --out "$OUT/sweep.md" ${SWEEP_ARGS:-} >"$OUT/sweep.log" 2>&1
+        echo "sweep rc=$?"; cat "$OUT/sweep.md" 2>/dev/null || tail -30 "$OUT/sweep.log" ;;
     san)
         FAJIT_TEST_DECODE_CASES=${SAN_CASES:-12} timeout 300 compute-sanitizer --tool memcheck \
             --kernel-name kns=fj_attn_decode "$B/tests/test_gpu_decode" >"$OUT/san.log" 2>&1

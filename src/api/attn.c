@@ -68,6 +68,69 @@ static fajit_status check_strides(fajit_ctx *ctx, char t, int64_t b, int64_t r, 
     return FAJIT_OK;
 }
 
+/* (n - 1) * stride for n >= 1, saturated at 2^60 so that a few of them add up without
+ * overflow. */
+static int64_t span(int64_t n, int64_t stride)
+{
+    const int64_t cap = (int64_t)1 << 60;
+    if (n <= 1 || stride == 0)
+        return 0;
+    return stride > cap / (n - 1) ? cap : (n - 1) * stride;
+}
+
+/* A tensor's last element must lie within a GPU's address space (2^48 bytes): beyond it
+ * the descriptor cannot describe real memory, and the kernels' 64-bit offsets would be
+ * near overflow. rows: the rows of one sequence (varlen: all packed rows, batch 1). */
+static fajit_status check_extent(fajit_ctx *ctx, char t, int64_t batch, int64_t bs,
+                                 int64_t rows, int64_t rs, int64_t heads, int64_t hs,
+                                 int head_dim)
+{
+    const int64_t last = span(batch, bs) + span(rows, rs) + span(heads, hs) + head_dim;
+    FJ_RETURN_IF(last > ((int64_t)1 << 47), ctx, FAJIT_INVALID_ARGUMENT,
+                 "%c spans %lld elements (batch %lld, rows %lld, heads %lld and their "
+                 "strides), more than the 2^47 two-byte elements a GPU can address", t,
+                 (long long)last, (long long)batch, (long long)rows, (long long)heads);
+    return FAJIT_OK;
+}
+
+/* What the launch grids and the kernels' int index arithmetic hold: batch and heads are
+ * the grid's z and y (at most 65535 each, in every family's non-persistent grid), a
+ * length plus a window (up to 2^30) plus a tile stays below 2^31, and the persistent
+ * Hopper kernel counts query tiles (64 rows at the smallest) in int. Counted in 64 bits
+ * here. */
+static fajit_status check_sizes(fajit_ctx *ctx, const fajit_attn_desc *d, int varlen)
+{
+    FJ_RETURN_IF(d->batch > FAJIT_MAX_BATCH, ctx, FAJIT_UNSUPPORTED,
+                 "batch must be at most %d (the launch grid's z dimension), got %d",
+                 FAJIT_MAX_BATCH, d->batch);
+    FJ_RETURN_IF(d->heads_q > FAJIT_MAX_HEADS, ctx, FAJIT_UNSUPPORTED,
+                 "heads_q must be at most %d (the launch grid's y dimension), got %d",
+                 FAJIT_MAX_HEADS, d->heads_q);
+    FJ_RETURN_IF(d->seqlen_q > FAJIT_MAX_SEQLEN, ctx, FAJIT_UNSUPPORTED,
+                 "seqlen_q must be at most %d (2^29: the kernels index rows in int), got %d",
+                 FAJIT_MAX_SEQLEN, d->seqlen_q);
+    FJ_RETURN_IF(d->seqlen_k > FAJIT_MAX_SEQLEN, ctx, FAJIT_UNSUPPORTED,
+                 "seqlen_k must be at most %d (2^29: the kernels index keys in int), got %d",
+                 FAJIT_MAX_SEQLEN, d->seqlen_k);
+    const int64_t tiles = ((int64_t)d->seqlen_q + 63) / 64 * d->heads_q * d->batch;
+    FJ_RETURN_IF(tiles > INT32_MAX, ctx, FAJIT_UNSUPPORTED,
+                 "batch x heads_q x ceil(seqlen_q / 64) must be below 2^31 (query tiles are "
+                 "counted in int), got %lld", (long long)tiles);
+    const int64_t b = varlen ? 1 : d->batch;
+    const int64_t rq = varlen && d->total_q > 0 ? d->total_q : d->seqlen_q;
+    const int64_t rk = varlen && d->total_k > 0 ? d->total_k : d->seqlen_k;
+    FJ_CHECK(check_extent(ctx, 'q', b, d->q_batch_stride, rq, d->q_row_stride, d->heads_q,
+                          d->q_head_stride, d->head_dim));
+    FJ_CHECK(check_extent(ctx, 'o', b, d->o_batch_stride, rq, d->o_row_stride, d->heads_q,
+                          d->o_head_stride, d->head_dim));
+    if (d->block_table)   /* pages: num_pages x page_size rows, page strides checked apart */
+        return FAJIT_OK;
+    FJ_CHECK(check_extent(ctx, 'k', b, d->k_batch_stride, rk, d->k_row_stride, d->heads_kv,
+                          d->k_head_stride, d->head_dim));
+    return check_extent(ctx, 'v', b, d->v_batch_stride, rk, d->v_row_stride, d->heads_kv,
+                        d->v_head_stride, d->head_dim);
+}
+
 /* The rules, on a full-size descriptor. */
 /* The paged K/V fields: all of them with a block table, none without one. Page ids and
  * used lengths are device values: only the checked mode can test them. */
@@ -117,8 +180,14 @@ fajit_status fj_desc_check(fajit_ctx *ctx, const fajit_attn_desc *d)
     FJ_RETURN_IF(d->op != FAJIT_OP_FWD, ctx, FAJIT_INVALID_ARGUMENT,
                  "op must be FAJIT_OP_FWD (0), got %d", (int)d->op);
     FJ_CHECK(check_ptr(ctx, d->q, "q", 16));
-    FJ_CHECK(check_ptr(ctx, d->k, "k", 16));
-    FJ_CHECK(check_ptr(ctx, d->v, "v", 16));
+    /* No key to read: every sequence's keys are empty (seqlen_k, their maximum, is 0; only
+     * varlen allows it). Zero-element tensors have no storage, so k and v may be NULL; the
+     * kernels write O = 0 and LSE = -inf without reading them. A paged cache has pages. */
+    const int no_keys = d->seqlen_k == 0 && !d->block_table;
+    if (!no_keys || d->k)
+        FJ_CHECK(check_ptr(ctx, d->k, "k", 16));
+    if (!no_keys || d->v)
+        FJ_CHECK(check_ptr(ctx, d->v, "v", 16));
     FJ_CHECK(check_ptr(ctx, d->o, "o", 16));
     FJ_RETURN_IF(d->dtype != FAJIT_F16 && d->dtype != FAJIT_BF16, ctx, FAJIT_INVALID_ARGUMENT,
                  "dtype must be FAJIT_F16 (0) or FAJIT_BF16 (1), got %d", (int)d->dtype);
@@ -144,6 +213,7 @@ fajit_status fj_desc_check(fajit_ctx *ctx, const fajit_attn_desc *d)
     FJ_CHECK(check_strides(ctx, 'k', d->k_batch_stride, d->k_row_stride, d->k_head_stride));
     FJ_CHECK(check_strides(ctx, 'v', d->v_batch_stride, d->v_row_stride, d->v_head_stride));
     FJ_CHECK(check_strides(ctx, 'o', d->o_batch_stride, d->o_row_stride, d->o_head_stride));
+    FJ_CHECK(check_sizes(ctx, d, varlen));
     switch (d->mask) {
     case FAJIT_MASK_NONE:
     case FAJIT_MASK_CAUSAL:
@@ -181,6 +251,9 @@ fajit_status fj_desc_check(fajit_ctx *ctx, const fajit_attn_desc *d)
         FJ_RETURN_IF(d->total_k > 0 && d->total_k < d->seqlen_k, ctx, FAJIT_INVALID_ARGUMENT,
                      "total_k (%d) must be at least seqlen_k, the longest sequence (%d)",
                      d->total_k, d->seqlen_k);
+        FJ_RETURN_IF(d->seqlen_k == 0 && d->total_k > 0, ctx, FAJIT_INVALID_ARGUMENT,
+                     "total_k (%d) must be 0 when seqlen_k, the longest key sequence, is 0",
+                     d->total_k);
     }
     if (d->lse)
         FJ_CHECK(check_ptr(ctx, d->lse, "lse", 4));

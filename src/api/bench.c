@@ -75,9 +75,12 @@ static fajit_status bench_shape(bench *b, const fj_problem *p, const fj_shape *s
 {
     fajit_ctx *ctx = b->ctx;
     const fj_cuda *cu = ctx->cu;
+    /* paged (spec key page_size): whole pages per sequence, laid out in order */
+    const int pps = p->page_size ? (sh->seqlen_k + p->page_size - 1) / p->page_size : 0;
+    const size_t rows_k = p->page_size ? (size_t)pps * p->page_size : (size_t)sh->seqlen_k;
     size_t nq = (size_t)sh->batch * sh->seqlen_q * p->heads_q * p->head_dim;
-    size_t nk = (size_t)sh->batch * sh->seqlen_k * p->heads_kv * p->head_dim;
-    CUdeviceptr q = 0, k = 0, v = 0, o = 0;
+    size_t nk = (size_t)sh->batch * rows_k * p->heads_kv * p->head_dim;
+    CUdeviceptr q = 0, k = 0, v = 0, o = 0, bt = 0;
     uint16_t *host = malloc((nq > nk ? nq : nk) * 2);
     fajit_status st = FAJIT_OK;
     char err[64];
@@ -87,6 +90,8 @@ static fajit_status bench_shape(bench *b, const fj_problem *p, const fj_shape *s
         !(r = fj_upload_random(cu, &k, nk, bf16, host)) &&
         !(r = fj_upload_random(cu, &v, nk, bf16, host)))
         r = cu->cuMemAlloc(&o, nq * 2);
+    if (!r && p->page_size)
+        r = fj_upload_block_table(cu, &bt, sh->batch, pps);
     free(host);
     if (r) {
         st = fj_fail(ctx, host ? FAJIT_CUDA_ERROR : FAJIT_OUT_OF_MEMORY,
@@ -102,6 +107,11 @@ static fajit_status bench_shape(bench *b, const fj_problem *p, const fj_shape *s
     d.mask = p->mask;
     d.window_left = p->window_left;
     d.window_right = p->window_right;
+    if (p->page_size) {
+        d.block_table = (const int32_t *)(uintptr_t)bt;
+        d.block_table_stride = pps, d.page_size = p->page_size;
+        d.num_pages = sh->batch * pps;
+    }
     fajit_bench_result res;
     memset(&res, 0, sizeof res);
     res.problem = p->name;
@@ -116,6 +126,7 @@ done:
     if (k) cu->cuMemFree(k);
     if (v) cu->cuMemFree(v);
     if (o) cu->cuMemFree(o);
+    if (bt) cu->cuMemFree(bt);
     return st;
 }
 

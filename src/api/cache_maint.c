@@ -1,6 +1,10 @@
 /* cache_maint.c - the public cache maintenance entry points (list, verify, clear, stats,
- * prune, export, import) over src/cache. */
+ * prune, export, import, recompiling to compare) over src/cache. */
+#include <stdlib.h>
+#include <string.h>
+
 #include "internal.h"
+#include "../autotune/spec.h"
 
 typedef struct list_ctx {
     fajit_cache_entry_fn fn;
@@ -45,6 +49,12 @@ fajit_status fajit_cache_verify(fajit_ctx *ctx, int *n_checked, int *n_bad)
         *n_checked = checked;
     if (n_bad)
         *n_bad = bad;
+    /* Every entry of a file found corrupt at open is gone: that is no clean cache. */
+    const char *aside = fj_cache_set_aside(ctx->cache);
+    FJ_RETURN_IF(aside, ctx, FAJIT_CACHE_ERROR, "the cache file %s was corrupt or not a fajit "
+                 "cache when this context opened it: moved to %s with every entry it held; "
+                 "the fresh file has %d entries (%d bad)", fj_cache_path(ctx->cache), aside,
+                 checked, bad);
     return FAJIT_OK;
 }
 
@@ -93,9 +103,13 @@ fajit_status fajit_cache_export(fajit_ctx *ctx, const char *path, const char *ar
 {
     FJ_CTX_CHECK(ctx);
     FJ_RETURN_IF(!ctx || !path, ctx, FAJIT_INVALID_ARGUMENT, "ctx and path must not be NULL");
+    FJ_RETURN_IF(arch && fj_arch_sm(arch) < 0, ctx, FAJIT_INVALID_ARGUMENT,
+                 "arch must be a target like sm_80, sm_90a or sm_100a, got '%s'", arch);
     fj_bundle_stats st;
     FJ_RETURN_IF(fj_cache_export(ctx->cache, path, arch, &st) != 0, ctx, FAJIT_CACHE_ERROR,
-                 "exporting the cache to %s failed (see the log)", path);
+                 "exporting the cache%s%s to %s failed: the target has no kernel in it, the "
+                 "file is a live cache, or SQLite failed (the log says which)",
+                 arch ? " for " : "", arch ? arch : "", path);
     if (n_kernels)
         *n_kernels = st.kernels;
     if (n_rows)
@@ -119,4 +133,150 @@ fajit_status fajit_cache_import(fajit_ctx *ctx, const char *path, int *n_kernels
     if (n_corrupt)
         *n_corrupt = st.corrupt;
     return FAJIT_OK;
+}
+
+/*------ verify by recompiling ------*/
+
+typedef struct rc_entry {
+    fj_key key;
+    char arch[16];
+    char *name;
+    size_t bytes;
+    int matched;
+} rc_entry;
+
+typedef struct rc_set {
+    rc_entry *e;
+    size_t n, cap;
+    int nvrtc;      /* the local NVRTC's version: only its kernels can be compared */
+    int skipped;    /* kernels of another NVRTC version */
+} rc_set;
+
+static int rc_cmp(const void *a, const void *b)
+{
+    return memcmp(((const rc_entry *)a)->key.b, ((const rc_entry *)b)->key.b, 16);
+}
+
+static int rc_collect(void *user, const fj_entry *e)
+{
+    rc_set *s = user;
+    if (e->nvrtc_version != s->nvrtc) {
+        s->skipped++;
+        return 0;
+    }
+    if (s->n == s->cap) {
+        size_t cap = s->cap ? 2 * s->cap : 64;
+        rc_entry *p = realloc(s->e, cap * sizeof *p);
+        if (!p)
+            return 1;
+        s->e = p, s->cap = cap;
+    }
+    rc_entry *r = &s->e[s->n++];
+    memset(r, 0, sizeof *r);
+    r->key = e->key;
+    memcpy(r->arch, e->arch, sizeof r->arch);
+    r->name = strdup(e->name ? e->name : "");
+    r->bytes = e->blob_size;
+    return 0;
+}
+
+/* The variants this fajit builds for `arch` and one (op, dtype, head_dim, mask): the
+ * shipped ones and the tuning candidates at a few lengths (the length classes). Keys only
+ * say "same or not", so the kernels of a cache are found by enumerating, not by parsing. */
+static int rc_variants(const fj_target *t, int op, int dt, int hdim, int mask,
+                       fj_variant *vs, int max)
+{
+    static const int shapes[][2] = {{1, 4096}, {4, 4096}, {16, 4096}, {512, 512},
+                                    {2048, 2048}, {8192, 8192}, {32768, 32768}};
+    fajit_attn_desc d;
+    int n = 0;
+    memset(&d, 0, sizeof d);
+    d.op = (fajit_op)op, d.dtype = (fajit_dtype)dt, d.head_dim = hdim, d.mask = (fajit_mask)mask;
+    d.batch = d.heads_q = d.heads_kv = 1;
+    d.window_left = d.window_right = mask == FAJIT_MASK_WINDOW ? 256 : -1;
+    if (fj_family_variants(&d, t, 0, vs, &n, max) != 0)
+        return -1;
+    for (size_t i = 0; i < sizeof shapes / sizeof shapes[0]; i++) {
+        d.seqlen_q = shapes[i][0], d.seqlen_k = shapes[i][1];
+        if (fj_family_variants(&d, t, 1, vs, &n, max) != 0)
+            return -1;
+    }
+    return n;
+}
+
+/* Recompiles every entry of `s` of target `arch` that a known variant's key finds. */
+static fajit_status rc_arch(fajit_ctx *ctx, rc_set *s, const char *arch,
+                            fajit_cache_entry_fn on_differ, void *user, int *same, int *differ)
+{
+    enum { MAX_VARIANTS = 2048 };
+    const fj_target t = {fj_arch_sm(arch), fj_arch_is_a(arch), 0, 0};
+    fj_variant *vs = malloc(MAX_VARIANTS * sizeof *vs);
+    fajit_status st = FAJIT_OK;
+    FJ_RETURN_IF(!vs, ctx, FAJIT_OUT_OF_MEMORY, "allocating variants");
+    for (int op = 0; fj_op_name(op) && !st; op++)
+        for (int dt = 0; dt < 2 && !st; dt++)
+            for (int hdim = 8; hdim <= 256 && !st; hdim += 8)
+                for (int m = 0; m < 3 && !st; m++) {
+                    int n = rc_variants(&t, op, dt, hdim, m, vs, MAX_VARIANTS);
+                    for (int i = 0; i < n && !st; i++) {
+                        rc_entry want, *r;
+                        if ((st = fj_kernel_key(ctx, &vs[i], arch, s->nvrtc, &want.key)))
+                            break;
+                        r = bsearch(&want, s->e, s->n, sizeof *r, rc_cmp);
+                        if (!r || r->matched)
+                            continue;
+                        int ok = 0;
+                        if ((st = fj_kernel_recompile_same(ctx, &vs[i], arch, &r->key, &ok)))
+                            break;
+                        r->matched = 1;
+                        *(ok ? same : differ) += 1;
+                        if (!ok && on_differ) {
+                            fajit_cache_entry pe;
+                            memset(&pe, 0, sizeof pe);
+                            fj_key_hex(&r->key, pe.key_hex);
+                            pe.arch = r->arch, pe.name = r->name, pe.cubin_bytes = r->bytes;
+                            on_differ(user, &pe);
+                        }
+                    }
+                }
+    free(vs);
+    return st;
+}
+
+fajit_status fajit_cache_verify_recompile(fajit_ctx *ctx, fajit_cache_entry_fn on_differ,
+                                          void *user, int *n_same, int *n_differ,
+                                          int *n_skipped)
+{
+    FJ_CTX_CHECK(ctx);
+    FJ_RETURN_IF(!ctx, ctx, FAJIT_INVALID_ARGUMENT, "ctx must not be NULL");
+    rc_set s = {.nvrtc = fj_kernel_nvrtc_version()};
+    FJ_RETURN_IF(s.nvrtc < 0, ctx, FAJIT_NO_NVRTC, "recompiling needs NVRTC, and none is "
+                 "loaded (FAJIT_NVRTC_PATH names it)");
+    fajit_status st = FAJIT_OK;
+    int same = 0, differ = 0;
+    if (fj_cache_list(ctx->cache, rc_collect, &s) < 0 || s.n > (size_t)INT32_MAX)
+        st = fj_fail(ctx, FAJIT_CACHE_ERROR, "listing the cache failed");
+    if (!st)
+        qsort(s.e, s.n, sizeof *s.e, rc_cmp);
+    /* One pass per target present (entries are few; targets fewer). */
+    for (size_t i = 0; i < s.n && !st; i++) {
+        int seen = 0;
+        for (size_t j = 0; j < i && !seen; j++)
+            seen = strcmp(s.e[j].arch, s.e[i].arch) == 0;
+        if (!seen && fj_arch_sm(s.e[i].arch) >= 80)
+            st = rc_arch(ctx, &s, s.e[i].arch, on_differ, user, &same, &differ);
+    }
+    int unmatched = 0;
+    for (size_t i = 0; i < s.n; i++) {
+        unmatched += !s.e[i].matched;
+        free(s.e[i].name);
+    }
+    free(s.e);
+    if (n_same)
+        *n_same = same;
+    if (n_differ)
+        *n_differ = differ;
+    if (n_skipped)
+        *n_skipped = s.skipped + unmatched;
+    return st;
 }

@@ -24,6 +24,7 @@ void fj_desc_signature(const fajit_attn_desc *d, char *sig, size_t n)
     p.mask = d->mask;
     p.window_left = d->mask == FAJIT_MASK_WINDOW ? d->window_left : -1;
     p.window_right = d->mask == FAJIT_MASK_WINDOW ? d->window_right : -1;
+    p.page_size = d->block_table ? d->page_size : 0;
     if (fj_tune_signature(&p, sig, n) != 0 && n)
         sig[0] = 0;
 }
@@ -376,9 +377,9 @@ static fajit_status make_plan(fajit_ctx *ctx, const fajit_attn_desc *d, int ref,
 static fj_plan_key plan_key(int ref, const fajit_attn_desc *d)
 {
     int varlen = d->cu_seqlens_q != NULL, totals = varlen && d->total_q > 0 && d->total_k > 0;
-    int win = d->mask == FAJIT_MASK_WINDOW;
-    fj_plan_key k = {
-        (uint64_t)ref | (uint64_t)varlen << 1 | (uint64_t)totals << 2 |
+    int win = d->mask == FAJIT_MASK_WINDOW, paged = d->block_table != NULL;
+    fj_plan_key k = {   /* (paged: a paged prefill and a contiguous one take other families) */
+        (uint64_t)ref | (uint64_t)varlen << 1 | (uint64_t)totals << 2 | (uint64_t)paged << 3 |
             (uint64_t)d->dtype << 4 | (uint64_t)d->mask << 6 | (uint64_t)d->head_dim << 8 |
             (uint64_t)fj_bucket_index(d->seqlen_q, d->seqlen_k) << 20 |
             (uint64_t)d->op << 32,
@@ -550,7 +551,8 @@ fajit_status fj_kplan_launch(fajit_ctx *ctx, const fj_kplan *kp, const fajit_att
         if (!a.grid[0] || !a.grid[1] || !a.grid[2])
             continue;
         CUresult r = fj_launch(ctx->cu, kp->k[i]->fn, a.grid, (unsigned)kp->ks.threads[i],
-                               (unsigned)kp->ks.dyn_smem[i], (CUstream)stream, a.ptr);
+                               (unsigned)kp->ks.dyn_smem[i], (CUstream)stream, a.ptr,
+                               kp->ks.pdl[i] && t.sm >= 90);
         if (r)
             st = fj_fail(ctx, FAJIT_CUDA_ERROR, "cuLaunchKernel(%s): %s", kp->ks.v[i].name,
                          fj_cuda_errname(ctx->cu, r, err, sizeof err));

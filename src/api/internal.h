@@ -91,7 +91,7 @@ struct fajit_ctx {
 };
 #define FJ_COUNTER_SLOTS 64          /* a ring for plain launches */
 #define FJ_COUNTER_GRAPH_SLOTS 4096  /* one each for launches captured into CUDA graphs */
-#define FJ_COUNTER_SLOT_BYTES 128
+#define FJ_COUNTER_SLOT_BYTES FJ_WS_COUNTER_MAX
 
 /* Records "fmt..." as the calling thread's last error on the context (ctx may be NULL)
  * and returns status. */
@@ -179,6 +179,15 @@ fajit_status fj_kernel_warm(fajit_ctx *ctx, const fj_variant *v, const char *arc
                             int *compiled);
 void fj_kernel_map_free(fajit_ctx *ctx);
 void fj_plans_free(fajit_ctx *ctx);
+/* The key of `v` for `arch` as NVRTC `nvrtc_version` would make it. */
+fajit_status fj_kernel_key(fajit_ctx *ctx, const fj_variant *v, const char *arch,
+                           int nvrtc_version, fj_key *key);
+/* Compiles `v` for `arch` with the local NVRTC (nothing stored) and compares the CUBIN
+ * with the cached entry of `key`: *same 1 or 0. CACHE_MISS when the entry is gone. */
+fajit_status fj_kernel_recompile_same(fajit_ctx *ctx, const fj_variant *v, const char *arch,
+                                      const fj_key *key, int *same);
+/* The local NVRTC's version (major*1000 + minor*10), or -1 without one. */
+int fj_kernel_nvrtc_version(void);
 /* The key of `v` for `arch`, its parts, and the cache's verdict on it, as text. */
 fajit_status fj_kernel_explain(fajit_ctx *ctx, const fj_variant *v, const char *arch,
                                char *buf, size_t len);
@@ -205,6 +214,9 @@ fajit_status fj_spec_load(fajit_ctx *ctx, const char *spec, struct fj_spec *out)
  * through `host` (room for elems); a fixed sequence per process (src/api/tune.c). */
 CUresult fj_upload_random(const fj_cuda *cu, CUdeviceptr *p, size_t elems, int bf16,
                           uint16_t *host);
+/* A block table [batch][pps] of pages in order (sequence b: pages b*pps ..), allocated on
+ * the device (src/api/tune.c). */
+CUresult fj_upload_block_table(const fj_cuda *cu, CUdeviceptr *p, int batch, int pps);
 
 /* Makes kp ready for kp->cfg on the context's device: its kernels (memory, cache or
  * compile, per `flags`), their shared memory raised. A thread capturing a stream is switched
@@ -214,6 +226,9 @@ fajit_status fj_kplan_load(fajit_ctx *ctx, fj_kplan *kp, const fajit_attn_desc *
 /* Launches every kernel of kp for the validated d on `stream`, with its workspace. */
 fajit_status fj_kplan_launch(fajit_ctx *ctx, const fj_kplan *kp, const fajit_attn_desc *d,
                              void *stream);
+
+/* fajit_attn_merge's kernel for a dtype (src/api/merge.c; fajit_warm compiles it). */
+void fj_merge_variant(int dtype, fj_variant *v);
 
 /* Counters for one launch on `stream` (src/api/workspace.c): `bytes` (at most
  * FJ_COUNTER_SLOT_BYTES) of zeroed device memory that the launch leaves zeroed. Two

@@ -106,11 +106,9 @@ static void head_lines(const char *log, int n, char *out, size_t len)
     snprintf(out, len, "%.*s", (int)(k < len ? k : len - 1), log);
 }
 
-/* Compiles `v` for `arch` and publishes it; fills `e` (owned by the caller). The caller
- * holds the key's lease. */
-static fajit_status compile_variant(fajit_ctx *ctx, const fj_nvrtc *nv, const fj_variant *v,
-                                    const char *arch, const fj_key *key, const char *opts,
-                                    fj_entry *e)
+/* Compiles `v` for `arch` into *co (freed by the caller on success). */
+static fajit_status compile_only(fajit_ctx *ctx, const fj_nvrtc *nv, const fj_variant *v,
+                                 const char *arch, fj_compile_out *co)
 {
     const fj_embedded *src = fj_embedded_find(v->source);
     fj_src main_src = {src->name, src->text, src->len};
@@ -124,18 +122,28 @@ static fajit_status compile_variant(fajit_ctx *ctx, const fj_nvrtc *nv, const fj
             headers[nh++] = (fj_src){name, fj_embedded_sources[i].text, fj_embedded_sources[i].len};
     }
     char err[512], head[1024];
-    fj_compile_out co;
     double t0 = now_s();
-    int rc = fj_nvrtc_compile(nv, v->preamble, &main_src, headers, nh, arch, NULL, &co, err,
+    int rc = fj_nvrtc_compile(nv, v->preamble, &main_src, headers, nh, arch, NULL, co, err,
                               sizeof err);
     ctx->compile_us += (uint64_t)((now_s() - t0) * 1e6);
     ctx->compiles++;
-    fj_keep_compile_log(ctx, co.log);
+    fj_keep_compile_log(ctx, co->log);
     if (rc != 0) {
-        head_lines(co.log, 8, head, sizeof head);
-        fj_compile_out_free(&co);
+        head_lines(co->log, 8, head, sizeof head);
+        fj_compile_out_free(co);
         return fj_fail(ctx, FAJIT_COMPILE_FAILED, "%s [%s]: %s\n%s", v->name, arch, err, head);
     }
+    return FAJIT_OK;
+}
+
+/* Compiles `v` for `arch` and publishes it; fills `e` (owned by the caller). The caller
+ * holds the key's lease. */
+static fajit_status compile_variant(fajit_ctx *ctx, const fj_nvrtc *nv, const fj_variant *v,
+                                    const char *arch, const fj_key *key, const char *opts,
+                                    fj_entry *e)
+{
+    fj_compile_out co;
+    FJ_CHECK(compile_only(ctx, nv, v, arch, &co));
     fj_log(ctx, FAJIT_LOG_INFO, "compiled %s for %s in %.0f ms: %d registers, %d B spills",
            v->name, arch, co.ms, co.regs, co.spill_bytes);
     memset(e, 0, sizeof *e);
@@ -153,9 +161,10 @@ static fajit_status compile_variant(fajit_ctx *ctx, const fj_nvrtc *nv, const fj
     e->spill_bytes = co.spill_bytes;
     fj_key_inputs in = key_inputs(v, arch, e->nvrtc_version, opts);
     e->parts = fj_key_parts(&in);
-    if (fj_cache_put(ctx->cache, e) != 0)
+    if (fj_cache_put(ctx->cache, e) != 0) {
         fj_log(ctx, FAJIT_LOG_WARN, "could not store %s in the cache; kept in memory", v->name);
-    else if (ctx->opts.cache_max_bytes > 0)   /* the new kernel stays even if over the cap */
+        fj_cache_lease_release(ctx->cache, key);   /* waiters compile it themselves */
+    } else if (ctx->opts.cache_max_bytes > 0)   /* the new kernel stays even if over the cap */
         fj_cache_prune(ctx->cache, ctx->opts.cache_max_bytes, key, NULL, NULL);
     return FAJIT_OK;
 }
@@ -307,6 +316,39 @@ fajit_status fj_kernel_warm(fajit_ctx *ctx, const fj_variant *v, const char *arc
     FJ_CHECK(fetch_or_compile(ctx, nv, v, arch, &key, opts, 1, &e, compiled));
     fj_entry_free(&e);
     return FAJIT_OK;
+}
+
+fajit_status fj_kernel_key(fajit_ctx *ctx, const fj_variant *v, const char *arch,
+                           int nvrtc_version, fj_key *key)
+{
+    char opts[256];
+    return variant_key(ctx, v, arch, nvrtc_version, key, opts, sizeof opts);
+}
+
+fajit_status fj_kernel_recompile_same(fajit_ctx *ctx, const fj_variant *v, const char *arch,
+                                      const fj_key *key, int *same)
+{
+    char why[1024];
+    fj_entry e;
+    fj_compile_out co;
+    const fj_nvrtc *nv = fj_nvrtc_get(why, sizeof why);
+    FJ_RETURN_IF(!nv, ctx, FAJIT_NO_NVRTC, "%s", why);
+    FJ_RETURN_IF(fj_cache_get(ctx->cache, key, &e) != 1, ctx, FAJIT_CACHE_MISS,
+                 "%s [%s] left the cache (or is corrupt)", v->name, arch);
+    fajit_status st = compile_only(ctx, nv, v, arch, &co);
+    if (st == FAJIT_OK) {
+        *same = co.cubin_size == e.blob_size && memcmp(co.cubin, e.blob, e.blob_size) == 0;
+        fj_compile_out_free(&co);
+    }
+    fj_entry_free(&e);
+    return st;
+}
+
+int fj_kernel_nvrtc_version(void)
+{
+    char why[1024];
+    const fj_nvrtc *nv = fj_nvrtc_get(why, sizeof why);
+    return nv ? nvrtc_version_of(nv) : -1;
 }
 
 fajit_status fj_kernel_explain(fajit_ctx *ctx, const fj_variant *v, const char *arch,

@@ -259,8 +259,16 @@ static fajit_status tune_sets(fajit_ctx *ctx, const fajit_attn_desc *const *sets
                      r ? fj_cuda_errname(ctx->cu, r, err, sizeof err) : "");
         goto done;
     }
-    /* The oracle: the reference kernel's output on the first input set. */
-    if ((st = fajit_attn_fwd_reference(ctx, d, NULL)) != FAJIT_OK ||
+    /* The oracle: the reference kernel's output on the first input set; for a paged problem
+     * (only from fajit_tune_spec, which lays the pages out in order) on the same memory seen
+     * as contiguous K/V. */
+    fajit_attn_desc twin = *d;
+    if (d->block_table) {
+        twin.block_table = NULL, twin.block_table_stride = 0, twin.page_size = 0;
+        twin.num_pages = 0, twin.k_page_stride = twin.v_page_stride = 0;
+        twin.seqused_k = NULL;
+    }
+    if ((st = fajit_attn_fwd_reference(ctx, &twin, NULL)) != FAJIT_OK ||
         (st = read_o(t, d, t->ref)) != FAJIT_OK)
         goto done;
 
@@ -348,6 +356,9 @@ fajit_status fajit_tune(fajit_ctx *ctx, const fajit_attn_desc *d, const fajit_tu
     d = &ld, o = &lo;
     FJ_RETURN_IF(!ctx || !out, ctx, FAJIT_INVALID_ARGUMENT, "ctx and out must not be NULL");
     FJ_CHECK(fajit_attn_check(ctx, d));
+    FJ_RETURN_IF(d->block_table, ctx, FAJIT_UNSUPPORTED, "fajit_tune takes contiguous K/V "
+                 "(the reference it checks against reads no block table); tune a paged problem "
+                 "with a spec that sets page_size (fajit_tune_spec), on pages it lays out");
     FJ_RETURN_IF(!ctx->cu, ctx, FAJIT_NO_DEVICE, "tuning needs a device");
     FJ_RETURN_IF(ctx->cc < 80, ctx, FAJIT_UNSUPPORTED, "tuning needs sm_80 or newer");
     FJ_CHECK(check_opts(ctx, o));
@@ -363,6 +374,7 @@ fajit_status fajit_tune(fajit_ctx *ctx, const fajit_attn_desc *d, const fajit_tu
 
 typedef struct dev_problem {
     CUdeviceptr q[MAX_SETS], k[MAX_SETS], v[MAX_SETS], o;
+    CUdeviceptr bt;   /* paged problems: block table [batch][pages per sequence], in order */
     fajit_attn_desc d[MAX_SETS];
 } dev_problem;
 
@@ -400,6 +412,25 @@ static void free_problem(const fj_cuda *cu, dev_problem *dp)
     }
     if (dp->o)
         cu->cuMemFree(dp->o);
+    if (dp->bt)
+        cu->cuMemFree(dp->bt);
+}
+
+/* A paged problem's block table: sequence b's pages b*pps .. b*pps + pps-1, so that its
+ * K/V are contiguous too (the oracle's view, tune_sets). */
+CUresult fj_upload_block_table(const fj_cuda *cu, CUdeviceptr *p, int batch, int pps)
+{
+    const size_t n = (size_t)batch * pps;
+    int32_t *t = malloc(n * sizeof *t);
+    if (!t)
+        return 2;   /* CUDA_ERROR_OUT_OF_MEMORY */
+    for (size_t i = 0; i < n; i++)
+        t[i] = (int32_t)i;
+    CUresult r = cu->cuMemAlloc(p, n * sizeof *t);
+    if (!r)
+        r = cu->cuMemcpyHtoD(*p, t, n * sizeof *t);
+    free(t);
+    return r;
 }
 
 fajit_status fajit_tune_spec(fajit_ctx *ctx, const char *spec, const fajit_tune_opts *o,
@@ -428,8 +459,11 @@ fajit_status fajit_tune_spec(fajit_ctx *ctx, const char *spec, const fajit_tune_
         const fj_problem *p = &sp.problems[i];
         for (size_t s = 0; s < p->n_shapes && st == FAJIT_OK; s++) {
             const fj_shape *sh = &p->shapes[s];
+            /* paged: whole pages per sequence (pps of them), laid out in order */
+            const int pps = p->page_size ? (sh->seqlen_k + p->page_size - 1) / p->page_size : 0;
+            const size_t rows_k = p->page_size ? (size_t)pps * p->page_size : (size_t)sh->seqlen_k;
             size_t nq = (size_t)sh->batch * sh->seqlen_q * p->heads_q * p->head_dim;
-            size_t nk = (size_t)sh->batch * sh->seqlen_k * p->heads_kv * p->head_dim;
+            size_t nk = (size_t)sh->batch * rows_k * p->heads_kv * p->head_dim;
             /* Two input sets when one fits in L2 several times over; else one (the L2 flush
              * before each repetition already makes every run cold). */
             int sets = (nq + 2 * nk) * 2 < (size_t)96 << 20 ? 2 : 1;
@@ -445,6 +479,8 @@ fajit_status fajit_tune_spec(fajit_ctx *ctx, const char *spec, const fajit_tune_
             }
             if (!r)
                 r = ctx->cu->cuMemAlloc(&dp.o, nq * 2);
+            if (!r && p->page_size)
+                r = fj_upload_block_table(ctx->cu, &dp.bt, sh->batch, pps);
             free(host);
             if (r) {
                 free_problem(ctx->cu, &dp);
@@ -462,6 +498,13 @@ fajit_status fajit_tune_spec(fajit_ctx *ctx, const char *spec, const fajit_tune_
                 d->mask = p->mask;
                 d->window_left = p->window_left;
                 d->window_right = p->window_right;
+                if (p->page_size) {
+                    d->k_batch_stride = d->v_batch_stride =
+                        (int64_t)rows_k * p->heads_kv * p->head_dim;   /* (the oracle's) */
+                    d->block_table = (const int32_t *)(uintptr_t)dp.bt;
+                    d->block_table_stride = pps, d->page_size = p->page_size;
+                    d->num_pages = sh->batch * pps;
+                }
                 ds[k] = d;
             }
             fajit_tune_result res;

@@ -148,6 +148,11 @@ int fj_warm_variants(const char *arch, fj_variant *out, int max)
                     if (fj_family_variants(&d, &t, 0, out, &n, max) != 0)
                         return -1;
                 }
+    for (int dt = 0; dt < 2; dt++) {   /* fajit_attn_merge's kernels */
+        if (n >= max)
+            return -1;
+        fj_merge_variant(dt, &out[n++]);
+    }
     return n;
 }
 
@@ -222,6 +227,12 @@ fajit_status fajit_warm_spec(fajit_ctx *ctx, const char *spec, const char *arch,
         d.window_left = p->window_left, d.window_right = p->window_right;
         for (size_t s = 0; s < p->n_shapes; s++) {
             d.seqlen_q = p->shapes[s].seqlen_q, d.seqlen_k = p->shapes[s].seqlen_k;
+            if (p->page_size) {   /* (a paged problem: the table is never read here) */
+                d.block_table = (const int32_t *)(uintptr_t)256;
+                d.page_size = p->page_size;
+                d.block_table_stride = (d.seqlen_k + p->page_size - 1) / p->page_size;
+                d.num_pages = (int)d.block_table_stride;
+            }
             if (fj_family_variants(&d, &t, 1, vs, &m, (int)cap) != 0) {
                 free(vs);
                 fj_spec_free(&sp);

@@ -29,6 +29,13 @@ static const struct {
       "[model mistral-7b]\n"
       "dtype = bf16\nhead_dim = 128\nheads_q = 32\nheads_kv = 8\nmask = window\n"
       "window = 4096\n" LENGTHS },
+    /* Serving Llama-3-8B from a paged cache (16-key pages, as vLLM's default): decode steps
+     * at batch 1 and 64, speculative decode of 4 and 8 tokens, and a chunked-prefill chunk
+     * of 512 tokens over a 4k prefix. */
+    { "llama-3-8b-paged",
+      "[model llama-3-8b-paged]\n"
+      "dtype = bf16\nhead_dim = 128\nheads_q = 32\nheads_kv = 8\nmask = causal\n"
+      "page_size = 16\ndecode = 1k..32k\nshapes = 4:4k, 8:4k, 512:4608\nbatch = 1, 64\n" },
 };
 
 const char *fj_spec_preset_name(int i)

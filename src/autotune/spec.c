@@ -36,12 +36,12 @@ int fj_op_parse(const char *s)
 
 enum {
     K_OP, K_DTYPE, K_HEAD_DIM, K_HEADS_Q, K_HEADS_KV, K_MASK, K_WINDOW, K_BATCH, K_PREFILL,
-    K_DECODE, K_SHAPES, N_KEYS
+    K_DECODE, K_SHAPES, K_PAGE_SIZE, N_KEYS
 };
 
 static const char *const key_names[N_KEYS] = {
     "op", "dtype", "head_dim", "heads_q", "heads_kv", "mask", "window", "batch", "prefill",
-    "decode", "shapes",
+    "decode", "shapes", "page_size",
 };
 
 typedef struct ivec {
@@ -54,7 +54,7 @@ typedef struct section {
     char name[64];
     int line;            /* of its header */
     int at[N_KEYS];      /* line where each key was set; 0 = not set */
-    int op, dtype, head_dim, heads_q, heads_kv, mask, window;
+    int op, dtype, head_dim, heads_q, heads_kv, mask, window, page_size;
     ivec lists[N_KEYS];  /* batch, prefill, decode; shapes as sq, sk pairs */
 } section;
 
@@ -119,21 +119,25 @@ static void trim(const char **s, size_t *n)
         (*n)--;
 }
 
-/* "123" or "16k" (times 1024). Returns 0, or -1 when not such a number (or absurdly
- * large: the caller checks the real range). */
+/* "123", "16k" (times 1024) or "16M" (times 1024 * 1024). Returns 0, or -1 when not such
+ * a number or beyond 2^40 (no overflow; the caller checks the real range). */
 static int parse_num(const char *s, size_t n, long long *v)
 {
+    const long long cap = 1LL << 40;
     long long x = 0;
     size_t i = 0;
     for (; i < n && isdigit((unsigned char)s[i]); i++) {
         x = 10 * x + (s[i] - '0');
-        if (x > (1LL << 40))
+        if (x > cap)
             return -1;
     }
     if (i == 0)
         return -1;
-    if (i < n && (s[i] == 'k' || s[i] == 'K')) {
-        x *= 1024;
+    if (i < n && (s[i] == 'k' || s[i] == 'K' || s[i] == 'M')) {
+        long long scale = s[i] == 'M' ? 1LL << 20 : 1LL << 10;
+        if (x > cap / scale)
+            return -1;
+        x *= scale;
         i++;
     }
     if (i != n)
@@ -149,7 +153,7 @@ static int scalar(parser *p, int line, int key, const char *v, size_t n, long lo
 {
     long long x;
     if (parse_num(v, n, &x) == -1)
-        return fail(p, line, "%s: expected a number (N or Nk), got '%.*s'", key_names[key],
+        return fail(p, line, "%s: expected a number (N, Nk or NM), got '%.*s'", key_names[key],
                     (int)n, v);
     if (x < lo || x > hi)
         return fail(p, line, "%s must be in %lld..%lld, got %lld", key_names[key], lo, hi, x);
@@ -157,7 +161,7 @@ static int scalar(parser *p, int line, int key, const char *v, size_t n, long lo
     return 0;
 }
 
-/* One item of a length list: "N", "Nk" or "A..B" (A, 2A, 4A, ... B). */
+/* One item of a length list: "N", "Nk", "NM" or "A..B" (A, 2A, 4A, ... B). */
 static int list_item(parser *p, int line, int key, const char *v, size_t n, long long hi,
                      ivec *out)
 {
@@ -170,7 +174,7 @@ static int list_item(parser *p, int line, int key, const char *v, size_t n, long
         }
     if (!dots) {
         if (parse_num(v, n, &a) == -1)
-            return fail(p, line, "%s: '%.*s' is not a length (N, Nk or A..B)",
+            return fail(p, line, "%s: '%.*s' is not a length (N, Nk, NM or A..B)",
                         key_names[key], (int)n, v);
         b = a;
     } else {
@@ -321,6 +325,7 @@ static int finish_section(parser *p)
     pr->mask = (fajit_mask)s->mask;
     pr->window_left = pr->mask == FAJIT_MASK_WINDOW ? s->window : -1;
     pr->window_right = pr->mask == FAJIT_MASK_WINDOW ? 0 : -1;
+    pr->page_size = s->page_size;
     for (size_t i = 0; i < s->lists[K_PREFILL].n; i++)
         add_shape(pr, s->lists[K_PREFILL].v[i], s->lists[K_PREFILL].v[i], batch);
     for (size_t i = 0; i < s->lists[K_DECODE].n; i++)
@@ -390,7 +395,7 @@ static int assignment(parser *p, int line, const char *s, size_t n)
             key = i;
     if (key < 0)
         return fail(p, line, "unknown key '%.*s' (known: op, dtype, head_dim, heads_q, "
-                    "heads_kv, mask, window, batch, prefill, decode, shapes)", (int)nk, k);
+                    "heads_kv, mask, window, batch, prefill, decode, shapes, page_size)", (int)nk, k);
     if (!p->open)
         return fail(p, line, "%s is outside a [model NAME] section", key_names[key]);
     if (sec->at[key])
@@ -450,6 +455,8 @@ static int assignment(parser *p, int line, const char *s, size_t n)
         return scalar(p, line, key, v, nv, 1, FJ_SPEC_MAX_HEADS, &sec->heads_kv);
     case K_WINDOW:
         return scalar(p, line, key, v, nv, 0, FJ_SPEC_MAX_SEQLEN, &sec->window);
+    case K_PAGE_SIZE:
+        return scalar(p, line, key, v, nv, 1, FJ_SPEC_MAX_PAGE, &sec->page_size);
     default:
         return list(p, line, key, v, nv, &sec->lists[key]);
     }
@@ -618,7 +625,8 @@ int fj_tune_signature(const fj_problem *pr, char *buf, size_t n)
         snprintf(mask, sizeof mask, "win%d-%d", pr->window_left, pr->window_right);
     else
         snprintf(mask, sizeof mask, "%s", pr->mask == FAJIT_MASK_CAUSAL ? "causal" : "none");
-    r = snprintf(buf, n, "%s.%s.hd%d.%s.gqa%d", op, pr->dtype == FAJIT_BF16 ? "bf16" : "f16",
-                 pr->head_dim, mask, pr->heads_kv > 0 ? pr->heads_q / pr->heads_kv : 0);
+    r = snprintf(buf, n, "%s.%s.hd%d.%s.gqa%d%s", op, pr->dtype == FAJIT_BF16 ? "bf16" : "f16",
+                 pr->head_dim, mask, pr->heads_kv > 0 ? pr->heads_q / pr->heads_kv : 0,
+                 pr->page_size > 0 ? ".paged" : "");
     return r > 0 && (size_t)r < n ? 0 : -1;
 }

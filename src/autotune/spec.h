@@ -15,6 +15,7 @@
 #define FJ_SPEC_MAX_HEADS 1024
 #define FJ_SPEC_MAX_SHAPES 4096       /* per problem, after batch expansion */
 #define FJ_SPEC_MAX_BYTES (1 << 20)   /* largest spec file read */
+#define FJ_SPEC_MAX_PAGE 65536        /* page_size limit */
 
 /* One launch shape of a problem. Decode is seqlen_q == 1. */
 typedef struct fj_shape {
@@ -36,6 +37,8 @@ typedef struct fj_problem {
     int head_dim, heads_q, heads_kv;
     fajit_mask mask;
     int window_left, window_right;   /* mask WINDOW: window, 0; otherwise -1, -1 */
+    int page_size;                   /* key `page_size`: K/V in a paged cache of pages of
+                                        this many keys (block_table); 0 = contiguous */
     fj_shape *shapes;                /* in spec order (prefill, decode, shapes), each
                                         length with every batch; duplicates dropped */
     size_t n_shapes;
@@ -79,7 +82,9 @@ int fj_shape_bucket(int seqlen_q, int seqlen_k, char *buf, size_t n);
 
 /* The problem signature of a tuning row: what selects a kernel apart from the target and
  * the lengths. "fwd.bf16.hd128.causal.gqa4": the operation (fj_op_name), dtype, head_dim,
- * mask ("none", "causal", "win<left>-<right>"), heads_q / heads_kv. Returns 0, or -1 when
+ * mask ("none", "causal", "win<left>-<right>"), heads_q / heads_kv, then ".paged" for a
+ * paged K/V cache (a paged prefill runs another family than a contiguous one; the page
+ * size itself is not part of it). Returns 0, or -1 when
  * n is too small or p->op names no operation. */
 int fj_tune_signature(const fj_problem *p, char *buf, size_t n);
 

@@ -168,6 +168,11 @@ int fj_cache_export(fj_cache *c, const char *path, const char *arch, fj_bundle_s
             note_err(why, sizeof why, "reading the cache", c->db);
         goto out;
     }
+    /* A bundle asked for one target and holding none of its kernels would warm nothing. */
+    if (arch && st.kernels == 0) {
+        snprintf(why, sizeof why, "the cache holds no usable kernel of target %s", arch);
+        goto out;
+    }
     sqlite3_finalize(ins_k);
     sqlite3_finalize(ins_t);
     ins_k = ins_t = NULL;

@@ -392,6 +392,8 @@ static int set_aside(fj_cache *c, const char *dir, const char *path, const struc
     unlink(side);
     fj_cache_say(c, FJ_LOG_WARN, "%s is corrupt or not a fajit cache; moved to %s, "
                  "starting a fresh cache", path, aside);
+    free(c->aside);   /* kept for verify, which must not call the loss a clean cache */
+    c->aside = dup_str(aside);
     rc = 0;
 out:
     if (fd != -1)
@@ -609,12 +611,14 @@ void fj_cache_close(fj_cache *c)
     pthread_cond_destroy(&c->hb_cv);
     pthread_mutex_destroy(&c->mu);
     free(c->held);
+    free(c->aside);
     free(c->path);
     free(c);
 }
 
 const char *fj_cache_path(const fj_cache *c) { return c ? c->path : NULL; }
 int fj_cache_readonly(const fj_cache *c) { return c ? c->readonly : 0; }
+const char *fj_cache_set_aside(const fj_cache *c) { return c ? c->aside : NULL; }
 
 void fj_cache_counters_get(fj_cache *c, fj_cache_counters *out)
 {

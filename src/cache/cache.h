@@ -120,6 +120,8 @@ int fj_cache_open_bundle(fj_cache **out, const char *path, fj_cache_log_fn log,
 /* Where it lives: the file path, or NULL when memory only. Whether it is read-only. */
 const char *fj_cache_path(const fj_cache *c);
 int fj_cache_readonly(const fj_cache *c);
+/* Where this handle's open moved a corrupt cache file (its entries are lost), or NULL. */
+const char *fj_cache_set_aside(const fj_cache *c);
 
 /* 1 = hit (*out filled, checksum verified, last_used/hits updated when writable),
  * 0 = miss (also for a corrupt entry, which is deleted when writable). */
@@ -143,7 +145,8 @@ int fj_cache_put(fj_cache *c, const fj_entry *e);
  * held; a lease whose owner pid is dead (same host) or whose heartbeat is older than
  * FJ_LEASE_STALE_S is taken over (counters.lease_takeovers). After `timeout_ms` of waiting
  * the caller proceeds as owner anyway (returns 0) so nothing blocks forever.
- * Memory-only and read-only caches return 0 at once. */
+ * A memory-only cache leases between the threads that share it; a read-only one returns
+ * 0 at once. */
 #define FJ_LEASE_STALE_S 30
 int fj_cache_lease(fj_cache *c, const fj_key *key, int timeout_ms, fj_entry *out);
 void fj_cache_lease_release(fj_cache *c, const fj_key *key);
@@ -227,7 +230,8 @@ typedef struct fj_bundle_stats {
  * bundle. Refuses (-1, logged) to replace the cache's own file or its -wal/-shm (same
  * inode, whatever the path's spelling or links) or any live cache: an SQLite file in WAL
  * mode, which no bundle is (so `fajit-tune cache merge` cannot clobber a cache either).
- * st may be NULL. Returns 0 or -1. */
+ * A target with no good kernel in the cache fails too (nothing written). st may be NULL.
+ * Returns 0 or -1. */
 int fj_cache_export(fj_cache *c, const char *path, const char *arch, fj_bundle_stats *st);
 
 /* Copies the kernels and tuning rows of the bundle (or cache file) at `path` into `c`, in

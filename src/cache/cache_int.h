@@ -70,6 +70,7 @@ struct fj_cache {
     sqlite3_stmt *st[ST_COUNT];
     char *path;           /* "<dir>/kernels.db"; NULL = memory only */
     int readonly;
+    char *aside;          /* where open moved a corrupt file: its entries are lost */
     int schema;           /* the file's schema (user_version): FJ_CACHE_SCHEMA_VERSION,
                              or older in a read-only file */
     int told_readonly;    /* the INFO line about skipped puts is said once */

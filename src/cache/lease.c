@@ -216,7 +216,10 @@ int fj_cache_lease(fj_cache *c, const fj_key *key, int timeout_ms, fj_entry *out
 
     if (out)
         memset(out, 0, sizeof *out);
-    if (!c || !key || !c->path || c->readonly)
+    /* A memory-only cache leases too, in its own database: the threads of one context
+     * then compile each key once. A read-only one cannot write lease rows (nor keep what
+     * is compiled, so a waiter would gain nothing). */
+    if (!c || !key || c->readonly)
         return 0;
     for (;;) {
         switch (try_lease(c, key)) {

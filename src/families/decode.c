@@ -5,8 +5,9 @@
  * seqlen_q * heads_q/heads_kv <= 64: a decode step), where the prefill families would
  * waste their query tiles. The G query heads of a KV head are packed into the rows of one
  * tile, so every K/V row is read once per CTA; the keys of a sequence are split over up to
- * FAJIT_MAX_SPLITS CTAs when batch * heads_kv cannot fill the GPU, and a combine kernel
- * merges the splits by their LSE. Tuning-row name: "dec:64x3m1n4s0" (keys per tile, stages,
+ * FAJIT_MAX_SPLITS CTAs when batch * heads_kv cannot fill the GPU, and the last CTA of each
+ * group to finish merges the splits by their LSE (a counter per group from the context's
+ * ring), or a combine kernel where the counters would not fit a slot. Tuning-row name: "dec:64x3m1n4s0" (keys per tile, stages,
  * warps along rows and keys, forced splits: 0 = chosen per call). */
 #include <stdio.h>
 #include <string.h>
@@ -24,7 +25,7 @@ typedef struct fj_dec_config {
 } fj_dec_config;
 _Static_assert(sizeof(fj_dec_config) <= FJ_CFG_BYTES, "fj_dec_config fits an fj_kcfg");
 
-#define COMBINE_WARPS 4   /* FJ_DEC_COMBINE_WARPS in attn_decode.cu */
+#define COMBINE_THREADS 128   /* FJ_DEC_COMBINE_THREADS in attn_decode.cu */
 
 static const fj_dec_config *of(const fj_kcfg *c) { return (const fj_dec_config *)(const void *)c->b; }
 
@@ -198,7 +199,8 @@ static void kernels(const fj_kcfg *k, const fajit_attn_desc *d, fj_kernels *out)
     snprintf(v->preamble, sizeof v->preamble, "#define FJ_DTYPE %d\n#define FJ_HEAD_DIM %d\n",
              dt, hd);
     snprintf(v->name, sizeof v->name, "dec combine %s d%d", fj_dtype_name(dt), hd);
-    out->threads[1] = 32 * COMBINE_WARPS;
+    out->threads[1] = COMBINE_THREADS;
+    out->pdl[0] = out->pdl[1] = 1;   /* a decode step is mostly launch latency */
     out->n = 2;
 }
 
@@ -208,37 +210,48 @@ static int q_tiles(const fj_dec_config *c, const fajit_attn_desc *d)
     return (packed_rows(d) + mt - 1) / mt;
 }
 
-/* Splits of the keys: the caller's num_splits, a tuned forced count, else FlashAttention's
- * wave-efficiency rule over twice the SM count (two CTAs per SM): none when the CTAs
- * already fill 80% of that, else the fewest splits within 95% of the best wave efficiency
- * (FlashAttention takes 85%; the combine is cheap here, an idle SM is not: 1x32k keys
- * takes 32 splits, not 29), each split whole key tiles. Depends only on host-known maxima (batch,
- * heads, seqlen_q, seqlen_k), so a CUDA graph captured once stays valid while seqused_k and
- * the block table change. */
+/* FlashAttention's wave-efficiency rule for `slots` concurrent CTAs: none when the CTAs
+ * already fill 80% of them, else the fewest splits within 95% of the best wave efficiency
+ * (FlashAttention takes 85%; an idle SM costs more here than the combine), counting only
+ * split counts that change the whole tiles per split. */
+static int wave_splits(long long ctas, int slots, int tiles_k)
+{
+    const int max_s = tiles_k < FAJIT_MAX_SPLITS ? tiles_k : FAJIT_MAX_SPLITS;
+    double eff[FAJIT_MAX_SPLITS + 1], best = 0;
+    if (ctas >= 0.8 * slots || max_s <= 1)
+        return 1;
+    for (int k = 1; k <= max_s; k++) {
+        double waves = (double)(ctas * k) / slots;
+        eff[k] = waves / (double)(long long)(waves + 0.999999);
+        best = eff[k] > best ? eff[k] : best;
+    }
+    for (int k = 1; k <= max_s; k++) {
+        int distinct = k == 1 || (tiles_k + k - 1) / k != (tiles_k + k - 2) / (k - 1);
+        if (distinct && eff[k] >= 0.95 * best)
+            return k;
+    }
+    return 1;
+}
+
+/* Splits of the keys: the caller's num_splits, a tuned forced count, else the wave rule
+ * over one CTA per SM while that leaves each split at most 16 key tiles (latency-bound
+ * shapes: a second CTA per SM only competes for the SM's loads, measured 1x2k-4k keys 16
+ * splits 8.5/10.5 us against 32 splits 10.1/11.4 us on the H200), over two per SM beyond
+ * (bandwidth-bound: 1x128k 32 splits 142 us against 16 splits 155 us; 16x8k 2 splits 140
+ * against 1 split 152; bench/results/2026-12-01-h200-session14-decode.md); each split
+ * whole key tiles. Depends only on host-known maxima (batch, heads, seqlen_q,
+ * seqlen_k), so a CUDA graph captured once stays valid while seqused_k and the block table
+ * change. */
 static int dec_splits(const fj_dec_config *c, const fajit_attn_desc *d, int sm_count)
 {
-    const int tiles_k = (d->seqlen_k + c->bn - 1) / c->bn;
+    const int tiles_k = (int)fj_tiles(d->seqlen_k, c->bn);
     int s = d->num_splits ? d->num_splits : c->splits;
     if (!s) {
         const long long ctas = (long long)d->batch * d->heads_kv * q_tiles(c, d);
-        const int slots = 2 * (sm_count > 0 ? sm_count : 132);
-        const int max_s = tiles_k < FAJIT_MAX_SPLITS ? tiles_k : FAJIT_MAX_SPLITS;
-        double eff[FAJIT_MAX_SPLITS + 1], best = 0;
-        s = 1;
-        if (ctas < 0.8 * slots && max_s > 1) {
-            for (int k = 1; k <= max_s; k++) {
-                double waves = (double)(ctas * k) / slots;
-                eff[k] = waves / (double)(long long)(waves + 0.999999);
-                best = eff[k] > best ? eff[k] : best;
-            }
-            for (int k = 1; k <= max_s; k++) {
-                int distinct = k == 1 || (tiles_k + k - 1) / k != (tiles_k + k - 2) / (k - 1);
-                if (distinct && eff[k] >= 0.95 * best) {
-                    s = k;
-                    break;
-                }
-            }
-        }
+        const int sms = sm_count > 0 ? sm_count : 132;
+        s = wave_splits(ctas, sms, tiles_k);
+        if ((tiles_k + s - 1) / s > 16)
+            s = wave_splits(ctas, 2 * sms, tiles_k);
     }
     if (s > tiles_k)
         s = tiles_k > 0 ? tiles_k : 1;
@@ -256,6 +269,19 @@ static long long total_rows(const fajit_attn_desc *d)
     return (long long)d->batch * d->seqlen_q;
 }
 
+/* Counters of the fused combine (an int per (b, kv head, q tile)), or 0 for the combine
+ * kernel: where they would not fit the context's slots (forced splits over a large batch),
+ * or where the last CTA of a group would merge more than 32 partial 16-byte chunks per
+ * thread (rows x head_dim/4 x splits: a chain of loads that one CTA serializes, measured
+ * 1x1k q_len 4: 14.1 us fused against 8.6 us with the kernel). */
+static size_t fused_counters(const fj_dec_config *c, const fajit_attn_desc *d, int splits)
+{
+    const size_t n = (size_t)d->batch * d->heads_kv * q_tiles(c, d) * sizeof(int);
+    const int mt = 16 * c->wm, rows = packed_rows(d) < mt ? packed_rows(d) : mt;
+    const long long loads = (long long)rows * (d->head_dim / 4) * splits;
+    return splits > 1 && n <= FJ_WS_COUNTER_MAX && loads <= 32LL * 32 * c->wm * c->wn ? n : 0;
+}
+
 static size_t lse_offset(const fajit_attn_desc *d, int splits)
 {
     size_t o = (size_t)splits * (size_t)total_rows(d) * d->heads_q * d->head_dim * 4;
@@ -269,6 +295,7 @@ static void workspace(const fj_kcfg *k, const fajit_attn_desc *d, const fj_targe
     int s = dec_splits(c, d, t->sm_count);
     if (s > 1)
         out->scratch_bytes = lse_offset(d, s) + (size_t)s * (size_t)total_rows(d) * d->heads_q * 4;
+    out->counter_bytes = fused_counters(c, d, s);
     out->report_bytes = c->checked ? 4 * sizeof(int) : 0;
 }
 
@@ -302,11 +329,12 @@ static void describe_grid(const fj_kcfg *k, const fajit_attn_desc *d, const fj_t
     const int s = dec_splits(c, d, t->sm_count);
     snprintf(out, n, "grid (%d x %d, %d, %d): %d split%s of %d keys (%s) x %d q tile%s, then %s",
              s, q_tiles(c, d), d->heads_kv, d->batch, s, s > 1 ? "s" : "",
-             ((d->seqlen_k + c->bn - 1) / c->bn + s - 1) / s * c->bn,
+             (int)((fj_tiles(d->seqlen_k, c->bn) + s - 1) / s * c->bn),
              d->num_splits ? "forced" : c->splits ? "tuned" : t->sm_count ? "chosen for this GPU"
                                                                            : "chosen for 132 SMs",
              q_tiles(c, d), q_tiles(c, d) > 1 ? "s" : "",
-             s > 1 ? "the combine kernel" : "no combine");
+             s < 2 ? "no combine" : fused_counters(c, d, s) ? "the last CTA of each group combines"
+                                                            : "the combine kernel");
 }
 
 static void fill_params(const fj_dec_config *c, const fajit_attn_desc *d, const fj_launch_env *env,
@@ -339,7 +367,7 @@ static void fill_params(const fj_dec_config *c, const fajit_attn_desc *d, const 
     p->batch = d->batch, p->heads_q = d->heads_q, p->heads_kv = d->heads_kv;
     p->head_dim = d->head_dim, p->q_len = d->seqlen_q, p->seqlen_k = d->seqlen_k;
     p->splits = splits;
-    const int tiles_k = (d->seqlen_k + c->bn - 1) / c->bn;
+    const int tiles_k = (int)fj_tiles(d->seqlen_k, c->bn);
     p->split_keys = (tiles_k + splits - 1) / splits * c->bn;
     p->q_tiles = q_tiles(c, d);
     p->total_rows = (int)total_rows(d);
@@ -348,6 +376,7 @@ static void fill_params(const fj_dec_config *c, const fajit_attn_desc *d, const 
     p->window_left = ap.window_left, p->window_right = ap.window_right;
     p->scale = ap.scale, p->scale_log2 = ap.scale_log2;
     if (splits > 1) {
+        p->counters = env->counters;   /* set: the fused combine */
         p->part_o = env->scratch;
         p->part_lse = env->scratch + lse_offset(d, splits);
     }
@@ -364,9 +393,10 @@ static fajit_status launch_args(const fj_kcfg *k, int i, const fajit_attn_desc *
         a->grid[0] = (unsigned)(splits * p.q_tiles);
         a->grid[1] = (unsigned)d->heads_kv;
         a->grid[2] = (unsigned)d->batch;
-    } else {   /* the combine step, only after a split: a warp per (row, head) */
-        a->grid[0] = splits > 1 ? (unsigned)p.total_rows : 0;
-        a->grid[1] = (unsigned)((d->heads_q + COMBINE_WARPS - 1) / COMBINE_WARPS);
+    } else {   /* the combine kernel, after a split without the fused combine */
+        const long long items = (long long)d->heads_q * (d->head_dim / 4);
+        a->grid[0] = splits > 1 && !p.counters ? (unsigned)p.total_rows : 0;
+        a->grid[1] = (unsigned)((items + COMBINE_THREADS - 1) / COMBINE_THREADS);
         a->grid[2] = 1;
     }
     if (fj_args_push(a, &p, sizeof p, 8) != 0) {
@@ -375,6 +405,9 @@ static fajit_status launch_args(const fj_kcfg *k, int i, const fajit_attn_desc *
     }
     return FAJIT_OK;
 }
+
+/* The fused combine's counters: the context allocates its ring at creation. */
+static int needs_counters(const fj_target *t) { return t->sm >= 80; }
 
 const fj_family fj_family_decode = {
     .name = "decode",
@@ -394,4 +427,5 @@ const fj_family fj_family_decode = {
     .workspace = workspace,
     .report = report,
     .launch_args = launch_args,
+    .needs_counters = needs_counters,
 };

@@ -150,7 +150,7 @@ static void workspace(const fj_kcfg *c, const fajit_attn_desc *d, const fj_targe
 void fj_fa3_launch_shape(const fj_fa3_config *c, const fj_attn_params *p, int num_sms,
                          unsigned grid[3], unsigned *threads)
 {
-    const long long mb = (p->seqlen_q + c->block_m - 1) / c->block_m;
+    const long long mb = fj_tiles(p->seqlen_q, c->block_m);
     grid[0] = (unsigned)mb;
     grid[1] = (unsigned)p->heads_q;
     grid[2] = (unsigned)p->batch;

@@ -50,12 +50,16 @@ typedef struct fj_kernels {
     fj_variant v[FJ_MAX_LAUNCHES];
     int threads[FJ_MAX_LAUNCHES];     /* block size */
     int dyn_smem[FJ_MAX_LAUNCHES];    /* dynamic shared memory, bytes */
+    int pdl[FJ_MAX_LAUNCHES];         /* 1: the kernel starts with fj_pdl_wait (fj_common.cuh),
+                                         so on sm_90+ it is launched as a programmatic
+                                         dependent launch (fj_launch) */
 } fj_kernels;
 
 /* What one call needs besides its tensors. counter_bytes: device memory that is zero when
  * the plan starts and that the plan's kernels leave zero (tile counters); scratch_bytes:
  * device memory the plan's launches use among themselves (split-KV partial results), of no
  * value before or after. The context provides both, or the caller's desc->workspace. */
+#define FJ_WS_COUNTER_MAX 1024   /* the most counter_bytes one call may ask for */
 typedef struct fj_workspace {
     size_t counter_bytes, scratch_bytes;
     size_t report_bytes;   /* checked mode: zeroed device memory the kernels report into;

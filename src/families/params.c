@@ -38,7 +38,7 @@ fajit_status fj_grid_args(const fajit_attn_desc *d, int block_m, fj_args *a)
 {
     fj_attn_params p;
     fj_params_from_desc(d, &p);
-    a->grid[0] = (unsigned)((d->seqlen_q + block_m - 1) / block_m);
+    a->grid[0] = (unsigned)fj_tiles(d->seqlen_q, block_m);
     a->grid[1] = (unsigned)d->heads_q;
     a->grid[2] = (unsigned)d->batch;
     return fj_args_push(a, &p, sizeof p, 8) == 0 ? FAJIT_OK : FAJIT_UNSUPPORTED;

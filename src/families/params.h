@@ -8,6 +8,13 @@
 #include "family.h"
 #include "../kernels_src/fajit_params.h"
 
+/* ceil(n / tile) in 64 bits: a length near INT_MAX plus a tile would overflow int
+ * (fj_desc_check bounds lengths at FAJIT_MAX_SEQLEN, so the result fits an int). */
+static inline long long fj_tiles(long long n, int tile)
+{
+    return (n + tile - 1) / tile;
+}
+
 /* Host copy of the parameter block from a validated descriptor. */
 void fj_params_from_desc(const fajit_attn_desc *d, fj_attn_params *p);
 /* grid (ceil(seqlen_q / block_m), heads_q, batch) and the parameter block as the only

@@ -78,6 +78,7 @@ static void load_once(void)
     *(void **)&c->cuStreamIsCapturing = dlsym(c->handle, "cuStreamIsCapturing");
     *(void **)&c->cuMemAllocAsync = dlsym(c->handle, "cuMemAllocAsync");
     *(void **)&c->cuMemFreeAsync = dlsym(c->handle, "cuMemFreeAsync");
+    *(void **)&c->cuLaunchKernelEx = dlsym(c->handle, "cuLaunchKernelEx");
     CUresult r = c->cuInit(0);
     if (r != 0) {
         const char *name = "?";

@@ -30,6 +30,23 @@ enum {
     FJ_CU_CAPTURE_MODE_RELAXED = 2,
 };
 
+/* cuLaunchKernelEx's CUlaunchAttribute and CUlaunchConfig (cuda.h, CUDA 12.0+). */
+#define FJ_CU_LAUNCH_ATTR_PDL 6   /* CU_LAUNCH_ATTRIBUTE_PROGRAMMATIC_STREAM_SERIALIZATION */
+typedef struct fj_cu_launch_attr {
+    int id;
+    char pad_[4];
+    union {
+        char pad[64];
+        int value;
+    } v;
+} fj_cu_launch_attr;
+typedef struct fj_cu_launch_config {
+    unsigned grid_x, grid_y, grid_z, block_x, block_y, block_z, smem;
+    CUstream stream;
+    fj_cu_launch_attr *attrs;
+    unsigned num_attrs;
+} fj_cu_launch_config;
+
 /* The driver entry points fajit uses. Tests may install a fake table. */
 typedef struct fj_cuda {
     void *handle;
@@ -78,6 +95,8 @@ typedef struct fj_cuda {
     /* optional (CUDA 11.2+): stream-ordered scratch for a plan's launches */
     CUresult (*cuMemAllocAsync)(CUdeviceptr *, size_t, CUstream);
     CUresult (*cuMemFreeAsync)(CUdeviceptr, CUstream);
+    /* optional (CUDA 12.0+): launches with attributes (programmatic dependent launch) */
+    CUresult (*cuLaunchKernelEx)(const fj_cu_launch_config *, CUfunction, void **, void **);
 } fj_cuda;
 
 /* A tiled TMA descriptor (CUtensorMap): 128 opaque bytes, 64-byte aligned, passed to a
@@ -130,9 +149,12 @@ CUresult fj_module_load(const fj_cuda *cu, const void *cubin, const char *functi
                         fj_module *out);
 /* Raises fn's dynamic shared memory limit to `bytes` when above the 48 KiB default. */
 CUresult fj_func_dyn_smem(const fj_cuda *cu, CUfunction fn, int bytes);
-/* Launches fn on grid x threads x 1 x 1 with `args` (one pointer per parameter). */
+/* Launches fn on grid x threads x 1 x 1 with `args` (one pointer per parameter). pdl 1:
+ * as a programmatic dependent launch (sm_90+; the kernel starts before the stream's previous
+ * kernel ends once that one has triggered, and waits for it with griddepcontrol.wait before
+ * touching memory) where the driver has cuLaunchKernelEx, else a plain launch. */
 CUresult fj_launch(const fj_cuda *cu, CUfunction fn, const unsigned grid[3], unsigned threads,
-                   unsigned dyn_smem, CUstream stream, void **args);
+                   unsigned dyn_smem, CUstream stream, void **args, int pdl);
 
 /* Loads libcuda.so.1 (once per process) and calls cuInit. Returns NULL when there is no
  * driver; `why` (may be NULL) then says what failed. Thread-safe. */

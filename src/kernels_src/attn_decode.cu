@@ -54,13 +54,18 @@
  *   {1, b, block-table index, page id} or {2, b, the bound, len_b}; the CTA then reads
  *   nothing from K/V and writes the empty result.
  *
- * Combine step fj_attn_decode_combine (only when splits > 1): one warp per (R, h) pair,
- *   grid (total_rows, ceil(heads_q / FJ_DEC_COMBINE_WARPS), 1), FJ_DEC_COMBINE_WARPS*32 = 128
- *   threads (CTA x = R, warp w: head y*4 + w), no dynamic shared memory. Rows R past the
+ *   Fused combine (splits > 1 and p.counters set): after its partials, each CTA counts its
+ *   arrival on counters[(b*heads_kv + hk)*q_tiles + qt] (zero before the launch); the last of
+ *   the group's splits merges the group's rows (as the combine step below) into O and LSE
+ *   and sets the counter back to 0, so the combine kernel is not launched.
+ *
+ * Combine step fj_attn_decode_combine (splits > 1 without counters): a thread per (R, h,
+ *   4 columns), grid (total_rows, ceil(heads_q * HD/4 / FJ_DEC_COMBINE_THREADS), 1),
+ *   FJ_DEC_COMBINE_THREADS = 128 threads, no dynamic shared memory. Rows R past the
  *   real rows (R >= batch*q_len, or >= cu_seqlens_q[batch] when varlen) are skipped, so
  *   total_rows may be an upper bound. O = sum_s w_s O_s with
  *   w_s = exp(lse_s - M) / sum exp(lse_s - M), M = max lse_s; all splits empty: O = 0,
- *   LSE = -inf. Each lane holds 4 columns (16-byte loads), 4 splits' loads in flight per step.
+ *   LSE = -inf. One pass with a running maximum, 8 splits' loads in flight per step.
  *
  * Limits: scale > 0 (row maxima are taken on raw scores); Q/K/V/O strides multiples of 8
  *   elements, pointers 16-byte aligned (cp.async / vector stores; host-checked); page
@@ -84,7 +89,7 @@
                            !defined(FJ_DEC_WN) || !defined(FJ_DEC_CHECKED))
 #error "attn_decode.cu split step needs FJ_DEC_BN FJ_DEC_STAGES FJ_DEC_WM FJ_DEC_WN FJ_DEC_CHECKED"
 #endif
-#define FJ_DEC_COMBINE_WARPS 4
+#define FJ_DEC_COMBINE_THREADS 128
 
 #define DEC_BF16 (FJ_DTYPE == FJ_DT_BF16)
 
@@ -192,6 +197,78 @@ FJ_DEVICE void dec_st16(void *g, fj_u32 x0, fj_u32 x1, fj_u32 x2, fj_u32 x3)
                  : "memory");
 }
 
+/* ---- merging the splits (the combine kernel and the fused combine) ------------------- */
+
+/* 16-byte / 4-byte loads through L2 only: the partials were written by other CTAs of this
+ * launch (fused combine), which this SM's L1 does not see. */
+FJ_DEVICE float4 dec_ldcg4(const float *g)
+{
+    float4 r;
+    asm volatile("ld.global.cg.v4.f32 {%0,%1,%2,%3}, [%4];\n"
+                 : "=f"(r.x), "=f"(r.y), "=f"(r.z), "=f"(r.w)
+                 : "l"(g));
+    return r;
+}
+FJ_DEVICE float dec_ldcg(const float *g)
+{
+    float r;
+    asm volatile("ld.global.cg.f32 %0, [%1];\n" : "=f"(r) : "l"(g));
+    return r;
+}
+
+/* Merges the p.splits partials of row R, head h for columns [4*c4, 4*c4 + 4): O (already
+ * divided by its row sum) weighted by exp(lse_s - M) / sum exp(lse_s - M). One pass with a
+ * running maximum, U splits' loads in flight per step (the chain of steps is the latency of
+ * the merge: 32 splits in 4 steps at U = 8). Empty splits wrote O = 0 and LSE = -inf and
+ * weigh 0; all empty: O = 0 and the natural-log LSE returned is -inf. */
+template <int DEC_MERGE_U>
+FJ_DEVICE float dec_merge4(const fj_decode_params &p, int R, int h, int c4, float4 &out)
+{
+    constexpr float LOG2E = 1.4426950408889634f;
+    const fj_i64 sstride = (fj_i64)p.total_rows * p.heads_q;  /* one split, in rows x heads */
+    const float *pl = (const float *)p.part_lse + (fj_i64)R * p.heads_q + h;
+    const float *po = (const float *)p.part_o + ((fj_i64)R * p.heads_q + h) * FJ_HEAD_DIM + c4 * 4;
+    float m = -FJ_INF, l = 0.f;
+    float4 acc = make_float4(0.f, 0.f, 0.f, 0.f);
+    for (int s0 = 0; s0 < p.splits; s0 += DEC_MERGE_U) {
+        float ls[DEC_MERGE_U];
+        float4 x[DEC_MERGE_U];
+#pragma unroll
+        for (int u = 0; u < DEC_MERGE_U; ++u) {
+            const int s = s0 + u < p.splits ? s0 + u : s0;   /* in range; weighed 0 below */
+            ls[u] = dec_ldcg(pl + s * sstride);
+            x[u] = dec_ldcg4(po + s * sstride * FJ_HEAD_DIM);
+            if (s0 + u >= p.splits)
+                ls[u] = -FJ_INF;
+        }
+        float mn = m;
+#pragma unroll
+        for (int u = 0; u < DEC_MERGE_U; ++u)
+            mn = fmaxf(mn, ls[u]);
+        if (mn == -FJ_INF)
+            continue;   /* nothing seen yet */
+        const float a = dec_ex2((m - mn) * LOG2E);   /* 0 when m = -inf */
+        l *= a, acc.x *= a, acc.y *= a, acc.z *= a, acc.w *= a;
+#pragma unroll
+        for (int u = 0; u < DEC_MERGE_U; ++u) {
+            const float w = dec_ex2((ls[u] - mn) * LOG2E);
+            l += w;
+            acc.x += w * x[u].x, acc.y += w * x[u].y, acc.z += w * x[u].z, acc.w += w * x[u].w;
+        }
+        m = mn;
+    }
+    const float inv = l > 0.f ? 1.f / l : 0.f;
+    out = make_float4(acc.x * inv, acc.y * inv, acc.z * inv, acc.w * inv);
+    return l > 0.f ? m + logf(l) : -FJ_INF;
+}
+
+/* 4 columns of O as two packed 16-bit pairs. */
+FJ_DEVICE void dec_st4(fj_u16 *g, float4 o)
+{
+    const fj_u32 x0 = dec_pack2(o.x, o.y), x1 = dec_pack2(o.z, o.w);
+    asm volatile("st.global.v2.b32 [%0], {%1,%2};\n" ::"l"(g), "r"(x0), "r"(x1) : "memory");
+}
+
 /* ---- the split step ------------------------------------------------------------------ */
 #ifdef FJ_DEC_BN
 
@@ -221,6 +298,17 @@ FJ_DEVICE dec_seq dec_seq_of(const fj_decode_params &p, int b)
         s.qlen = p.q_len;
     }
     return s;
+}
+
+/* LSE of query row i (head h) of sequence b, in attn_ref.cu's layout: fixed length
+ * lse[(b*heads_q + h)*q_len + i], varlen lse[h*cu_seqlens_q[batch] + cu_seqlens_q[b] + i]. */
+FJ_DEVICE void dec_store_lse(const fj_decode_params &p, int b, int row0, int i, int h, float lse)
+{
+    float *gl = (float *)p.lse;
+    if (p.cu_seqlens_q)
+        gl[(fj_i64)((const int *)p.cu_seqlens_q)[p.batch] * h + row0 + i] = lse;
+    else
+        gl[((fj_i64)b * p.heads_q + h) * p.q_len + i] = lse;
 }
 
 #if FJ_DEC_CHECKED
@@ -310,6 +398,8 @@ fj_attn_decode(const __grid_constant__ fj_decode_params p)
     using namespace dec;
     extern __shared__ __align__(128) unsigned char smem[];
 
+    fj_pdl_wait();      /* (launched as a dependent on sm_90+: inputs are ready after this) */
+    fj_pdl_trigger();   /* the next kernel may launch; its CTAs wait for this grid's end */
     const int tid = threadIdx.x, lane = tid & 31, warp = tid >> 5;
     const int wm = warp / WN, wn = warp % WN;
     const int hk = blockIdx.y, b = blockIdx.z;
@@ -598,13 +688,8 @@ fj_attn_decode(const __grid_constant__ fj_decode_params p)
                          (fj_i64)h * p.o_head_stride + cc * 8;
             dec_st16(go, dec_pack2(o[0], o[1]), dec_pack2(o[2], o[3]), dec_pack2(o[4], o[5]),
                      dec_pack2(o[6], o[7]));
-            if (p.lse && cc == 0) {
-                float *gl = (float *)p.lse;
-                if (p.cu_seqlens_q)
-                    gl[(fj_i64)((const int *)p.cu_seqlens_q)[p.batch] * h + so.row0 + i] = lse;
-                else
-                    gl[((fj_i64)b * p.heads_q + h) * p.q_len + i] = lse;
-            }
+            if (p.lse && cc == 0)
+                dec_store_lse(p, b, so.row0, i, h, lse);
         } else {
             const fj_i64 prow = ((fj_i64)split * p.total_rows + so.row0 + i) * p.heads_q + h;
             float *po = (float *)p.part_o + prow * HD + cc * 8;
@@ -614,6 +699,44 @@ fj_attn_decode(const __grid_constant__ fj_decode_params p)
                      __float_as_uint(o[7]));
             if (cc == 0)
                 ((float *)p.part_lse)[prow] = lse;
+        }
+    }
+
+    /* Fused combine: the group's (q tile, kv head, b) CTAs of every split count their
+     * arrival once their partials are visible (threadFenceReduction's pattern: every thread
+     * fences its stores, then one thread counts); the last to arrive merges all splits of
+     * the group's rows and puts the counter back to 0 for the next launch. No CTA waits for
+     * another, so any number of them may be resident. Saves the combine kernel's launch. */
+    if (p.splits > 1 && p.counters) {
+        int &s_last = *(int *)smem;   /* (the epilogue is done with shared memory) */
+        __threadfence();
+        __syncthreads();
+        if (tid == 0) {
+            /* (from blockIdx, not the loop's registers: ptxas spilled one on sm_100a) */
+            int *cnt = (int *)p.counters +
+                       ((fj_i64)blockIdx.z * p.heads_kv + blockIdx.y) * p.q_tiles +
+                       blockIdx.x % (unsigned)p.q_tiles;
+            s_last = atomicAdd(cnt, 1) == p.splits - 1;
+            if (s_last)
+                atomicExch(cnt, 0);   /* every split has arrived: nobody else touches it */
+        }
+        __syncthreads();
+        if (s_last) {
+            __threadfence();   /* the others' partials: read through L2 (dec_ldcg) */
+            constexpr int C4 = HD / 4;
+            const int items = min(MT, nrows - r0) * C4;
+#pragma unroll 1
+            for (int item = tid; item < items; item += THREADS) {
+                const int rl = item / C4, c4 = item - rl * C4;
+                const int r = r0 + rl, i = r / G, h = hk * G + (r - i * G);
+                float4 o;
+                /* (6 loads in flight: 8 spilled 4 B on sm_100a after the main loop) */
+                const float lse = dec_merge4<6>(p, so.row0 + i, h, c4, o);
+                dec_st4((fj_u16 *)p.o + so.o + (fj_i64)i * p.o_row_stride +
+                            (fj_i64)h * p.o_head_stride + c4 * 4, o);
+                if (p.lse && c4 == 0)
+                    dec_store_lse(p, b, so.row0, i, h, lse);
+            }
         }
     }
 }
@@ -648,97 +771,23 @@ FJ_DEVICE bool dec_cmb_row(const fj_decode_params &p, int R, int h, fj_i64 *o_of
     return true;
 }
 
-/* The minimum of 4 CTAs per SM (a cap of 128 registers, never reached) is there for ptxas:
- * with the thread count alone it spilled 4-16 bytes at 48-72 registers on sm_100a. */
-extern "C" __global__ void __launch_bounds__(FJ_DEC_COMBINE_WARPS * 32, 4)
+/* A thread per (R, h, 4 columns): grid (total_rows, ceil(heads_q * HD/4 / 128)). */
+extern "C" __global__ void __launch_bounds__(FJ_DEC_COMBINE_THREADS)
 fj_attn_decode_combine(const __grid_constant__ fj_decode_params p)
 {
-    constexpr int HD = dec::HD, C4 = HD / 4;           /* 4-column chunks of a row */
-    constexpr int PER_LANE = (C4 + 31) / 32;
-    constexpr float LOG2E = 1.4426950408889634f;
-    const int lane = threadIdx.x & 31;
-    const int R = blockIdx.x, h = blockIdx.y * FJ_DEC_COMBINE_WARPS + (threadIdx.x >> 5);
-    if (h >= p.heads_q || R >= p.total_rows)
+    fj_pdl_wait();
+    fj_pdl_trigger();
+    constexpr int C4 = dec::HD / 4;
+    const int R = blockIdx.x, item = blockIdx.y * FJ_DEC_COMBINE_THREADS + threadIdx.x;
+    const int h = item / C4, c4 = item - h * C4;
+    if (h >= p.heads_q || R >= p.total_rows || !dec_cmb_row(p, R, h, nullptr, nullptr))
         return;
-    if (!dec_cmb_row(p, R, h, nullptr, nullptr))
-        return;
-    const int S = p.splits;
-    const fj_i64 sstride = (fj_i64)p.total_rows * p.heads_q;  /* one split, in rows x heads */
-    const float *pl = (const float *)p.part_lse + (fj_i64)R * p.heads_q + h;
-    const float *po = (const float *)p.part_o + ((fj_i64)R * p.heads_q + h) * HD;
-
-    float M = -FJ_INF;
-    for (int s = lane; s < S; s += 32)
-        M = fmaxf(M, pl[s * sstride]);
-#pragma unroll
-    for (int x = 16; x > 0; x >>= 1)
-        M = fmaxf(M, __shfl_xor_sync(0xffffffffu, M, x));
-    float L = 0.f;
-    if (M != -FJ_INF) {  /* warp-uniform */
-        for (int s = lane; s < S; s += 32)
-            L += dec_ex2((pl[s * sstride] - M) * LOG2E);  /* exp2(-inf) = 0 */
-#pragma unroll
-        for (int x = 16; x > 0; x >>= 1)
-            L += __shfl_xor_sync(0xffffffffu, L, x);
-    }
-    const float inv = L > 0.f ? 1.f / L : 0.f;
-
-    float acc[PER_LANE][4];
-#pragma unroll
-    for (int k = 0; k < PER_LANE; ++k)
-        acc[k][0] = acc[k][1] = acc[k][2] = acc[k][3] = 0.f;
-    if (L > 0.f) {
-        for (int s0 = 0; s0 < S; s0 += 32) {
-            const int n = min(32, S - s0);
-            const float my_w =
-                lane < n ? dec_ex2((pl[(s0 + lane) * sstride] - M) * LOG2E) * inv : 0.f;
-            /* Empty splits wrote O = 0 and weigh 0: no branch. Four splits' rows per step are
-             * loaded before any is used (loads in flight; ptxas spilled the plain loop at
-             * unroll 8 on sm_90a/sm_100a). */
-            for (int k = 0; k < n; k += 4) {
-                float4 x[4][PER_LANE];
-                float w[4];
-#pragma unroll
-                for (int u = 0; u < 4; ++u) {
-                    const int ku = k + u < n ? k + u : k;  /* uniform; in range */
-                    w[u] = __shfl_sync(0xffffffffu, my_w, ku);
-                    if (k + u >= n)
-                        w[u] = 0.f;
-                    const float *src = po + (fj_i64)(s0 + ku) * sstride * HD;
-#pragma unroll
-                    for (int q = 0; q < PER_LANE; ++q) {
-                        const int c4 = lane + 32 * q;
-                        if (C4 % 32 == 0 || c4 < C4)
-                            x[u][q] = *(const float4 *)(src + c4 * 4);
-                        else
-                            x[u][q] = make_float4(0.f, 0.f, 0.f, 0.f);
-                    }
-                }
-#pragma unroll
-                for (int u = 0; u < 4; ++u)
-#pragma unroll
-                    for (int q = 0; q < PER_LANE; ++q) {
-                        acc[q][0] += w[u] * x[u][q].x;
-                        acc[q][1] += w[u] * x[u][q].y;
-                        acc[q][2] += w[u] * x[u][q].z;
-                        acc[q][3] += w[u] * x[u][q].w;
-                    }
-            }
-        }
-    }
+    float4 o;
+    const float lse = dec_merge4<8>(p, R, h, c4, o);
     fj_i64 o_off, lse_at;
     dec_cmb_row(p, R, h, &o_off, &lse_at);
-    fj_u16 *go = (fj_u16 *)p.o + o_off;
-#pragma unroll
-    for (int q = 0; q < PER_LANE; ++q) {
-        const int c4 = lane + 32 * q;
-        if (C4 % 32 == 0 || c4 < C4) {
-            const fj_u32 x0 = dec_pack2(acc[q][0], acc[q][1]), x1 = dec_pack2(acc[q][2], acc[q][3]);
-            asm volatile("st.global.v2.b32 [%0], {%1,%2};\n" ::"l"(go + c4 * 4), "r"(x0), "r"(x1)
-                         : "memory");
-        }
-    }
-    if (p.lse && lane == 0)
-        ((float *)p.lse)[lse_at] = L > 0.f ? M + logf(L) : -FJ_INF;
+    dec_st4((fj_u16 *)p.o + o_off + c4 * 4, o);
+    if (p.lse && c4 == 0)
+        ((float *)p.lse)[lse_at] = lse;
 }
 #endif /* !FJ_DEC_BN */

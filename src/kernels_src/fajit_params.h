@@ -77,8 +77,10 @@ typedef struct fj_attn_params {
  * total_rows may be any upper bound of cu_seqlens_q[batch] when varlen (e.g. batch * q_len:
  * the host cannot read it); it is the row count of the partials and the combine's grid x,
  * and the combine skips rows >= cu_seqlens_q[batch]; an empty split writes LSE -inf), which
- * the combine step merges into O and LSE. */
-#define FJ_DECODE_PARAMS_SIZE 256
+ * the combine step merges into O and LSE: the last CTA of each (q tile, kv head, b) to
+ * finish does it when `counters` is set (one zeroed int per such group, counted up by its
+ * splits and put back to 0 by the last), else the combine kernel. */
+#define FJ_DECODE_PARAMS_SIZE 264
 typedef struct fj_decode_params {
     fj_u64 q, k, v, o;              /*   0 */
     fj_u64 lse;                     /*  32: float*, 0 when not wanted (layout as fj_attn_params) */
@@ -88,18 +90,36 @@ typedef struct fj_decode_params {
     fj_u64 part_o, part_lse;        /*  64: float* scratch, 0 when splits == 1 */
     fj_u64 err;                     /*  80: int* [4], checked mode: the first bad page id or
                                                length as {code, batch, index, value}; 0 = off */
-    fj_i64 q_batch_stride, q_row_stride, q_head_stride;   /*  88 */
-    fj_i64 o_batch_stride, o_row_stride, o_head_stride;   /* 112 */
-    fj_i64 k_page_stride, k_row_stride, k_head_stride;    /* 136 */
-    fj_i64 v_page_stride, v_row_stride, v_head_stride;    /* 160 */
-    fj_i32 batch, heads_q, heads_kv, head_dim;            /* 184 */
-    fj_i32 q_len, seqlen_k, page_size, bt_stride;         /* 200: q_len = the most rows */
-    fj_i32 num_pages, splits, split_keys, q_tiles;        /* 216: num_pages bounds page ids */
-    fj_i32 window_left, window_right;                     /* 232 */
-    float scale, scale_log2;                              /* 240 */
-    fj_i32 total_rows, pad_;                              /* 248: rows of the partials
+    fj_u64 counters;                /*  88: int* [batch][heads_kv][q_tiles], zero: the split
+                                               CTAs' arrivals (fused combine); 0 = kernel */
+    fj_i64 q_batch_stride, q_row_stride, q_head_stride;   /*  96 */
+    fj_i64 o_batch_stride, o_row_stride, o_head_stride;   /* 120 */
+    fj_i64 k_page_stride, k_row_stride, k_head_stride;    /* 144 */
+    fj_i64 v_page_stride, v_row_stride, v_head_stride;    /* 168 */
+    fj_i32 batch, heads_q, heads_kv, head_dim;            /* 192 */
+    fj_i32 q_len, seqlen_k, page_size, bt_stride;         /* 208: q_len = the most rows */
+    fj_i32 num_pages, splits, split_keys, q_tiles;        /* 224: num_pages bounds page ids */
+    fj_i32 window_left, window_right;                     /* 240 */
+    float scale, scale_log2;                              /* 248 */
+    fj_i32 total_rows, pad_;                              /* 256: rows of the partials
                                                              (>= every R + 1) */
-} fj_decode_params;                                       /* 256 */
+} fj_decode_params;                                       /* 264 */
+
+/* fajit_attn_merge's kernel (attn_merge.cu): two partial results of the same queries over
+ * disjoint key sets, O_x [batch][seqlen][heads][head_dim] (each with its strides, elements)
+ * and LSE_x (natural log, at b*lse_batch_stride + h*lse_head_stride + i*lse_row_stride),
+ * merged into O and LSE (lse 0: not written). o may be o_a or o_b, lse may be lse_a or
+ * lse_b (in place). */
+#define FJ_MERGE_PARAMS_SIZE 160
+typedef struct fj_merge_params {
+    fj_u64 o_a, o_b, o;                                   /*   0 */
+    fj_u64 lse_a, lse_b, lse;                             /*  24 */
+    fj_i64 a_batch_stride, a_row_stride, a_head_stride;   /*  48 */
+    fj_i64 b_batch_stride, b_row_stride, b_head_stride;   /*  72 */
+    fj_i64 o_batch_stride, o_row_stride, o_head_stride;   /*  96 */
+    fj_i64 lse_batch_stride, lse_row_stride, lse_head_stride; /* 120 */
+    fj_i32 batch, seqlen, heads, head_dim;                /* 144 */
+} fj_merge_params;                                        /* 160 */
 
 /* Layout check. NVRTC has no offsetof, so the device side checks the widths and the total:
  * the 8-byte fields come first and the 4-byte ones after, so with these widths there is no
@@ -110,9 +130,11 @@ static_assert(sizeof(fj_u64) == 8 && sizeof(fj_i64) == 8 && sizeof(fj_i32) == 4 
                   sizeof(float) == 4, "fajit_params.h: field widths");
 static_assert(sizeof(fj_attn_params) == FJ_PARAMS_SIZE, "fajit_params.h: size");
 static_assert(sizeof(fj_decode_params) == FJ_DECODE_PARAMS_SIZE, "fajit_params.h: decode size");
+static_assert(sizeof(fj_merge_params) == FJ_MERGE_PARAMS_SIZE, "fajit_params.h: merge size");
 #else
 _Static_assert(sizeof(fj_attn_params) == FJ_PARAMS_SIZE, "fajit_params.h: size");
 _Static_assert(sizeof(fj_decode_params) == FJ_DECODE_PARAMS_SIZE, "fajit_params.h: decode size");
+_Static_assert(sizeof(fj_merge_params) == FJ_MERGE_PARAMS_SIZE, "fajit_params.h: merge size");
 #endif
 
 #endif /* FAJIT_PARAMS_H */

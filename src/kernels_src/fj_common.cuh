@@ -33,6 +33,23 @@ FJ_DEVICE fj_u16 fj_f32_to_bf16(float f)
     return h;
 }
 
+/* Programmatic dependent launch (sm_90+; no-ops before). wait: until the grids this one
+ * depends on (the stream's previous kernel) have finished and their memory is visible —
+ * first, before any global access; trigger: lets the stream's next kernel start launching
+ * (it waits the same way before touching memory). */
+FJ_DEVICE void fj_pdl_wait()
+{
+#if __CUDA_ARCH__ >= 900
+    asm volatile("griddepcontrol.wait;\n" ::: "memory");
+#endif
+}
+FJ_DEVICE void fj_pdl_trigger()
+{
+#if __CUDA_ARCH__ >= 900
+    asm volatile("griddepcontrol.launch_dependents;\n" ::: "memory");
+#endif
+}
+
 /* The element type of this translation unit. */
 #if FJ_DTYPE == FJ_DT_BF16
 FJ_DEVICE float fj_load(fj_u16 h) { return fj_bf16_to_f32(h); }
