@@ -224,12 +224,7 @@ static fajit_status tune_sets(fajit_ctx *ctx, const fajit_attn_desc *const *sets
     else if (put == 1)
         fj_log(ctx, FAJIT_LOG_INFO, "tune %s %s: a pinned row exists and is kept",
                out->signature, out->bucket);
-    /* Plans made before this row existed must not outlive it. */
-    pthread_mutex_lock(&ctx->lock);
-    for (int b = 0; b < FJ_PLAN_BUCKETS; b++)
-        for (fj_plan *p = ctx->plans[b]; p; p = p->next)
-            p->key.bits |= 1ull << 63;   /* retired: never matches a live key again */
-    pthread_mutex_unlock(&ctx->lock);
+    fj_plans_retire(ctx);   /* plans made before this row existed must not outlive it */
 done:
     if (t) {
         if (t->flush)
