@@ -31,6 +31,13 @@ expect 2 "names no target" --cache-dir "$dir" warm --arch ""
 expect 1 "got 'sm_999'" --cache-dir "$dir" warm --arch sm_999
 expect 1 "the cache is memory only: nothing compiled now would be kept" --cache-dir "" warm --arch sm_80
 expect 2 "--op must be one of: fwd; got 'bwd'" plan --arch sm_90a --op bwd
+expect 2 "--family must be one of: fa2 fa3 decode; got 'fa9'" validate --family fa9
+expect 2 "--family is an option of validate" plan --family fa2
+if "$T" --cache-dir "$dir" info 2>/dev/null | grep -q "^devices      0"; then
+    expect 1 "validate runs kernels on GPU 0, and there is none here" --cache-dir "$dir" validate
+    "$T" --cache-dir "$dir" info | grep -q "^validation   no GPU here" ||
+        { echo "FAIL: info does not say that nothing is validated here"; fails=$((fails + 1)); }
+fi
 args=()
 for i in $(seq 1 70); do args+=("$dir/b$i.db"); done
 expect 2 "too many arguments (at most 64 files)" --cache-dir "$dir" cache import "${args[@]}"
