@@ -159,8 +159,51 @@ START_TEST(test_verdict_migrate_3)
 }
 END_TEST
 
+/* Bundles carry verdicts (of the exported target); on import the newer of a class and
+ * family wins, whatever the order. */
+START_TEST(test_verdict_bundle)
+{
+    char dir[128], bundle[160], old_bundle[160];
+    fj_verdict v, w, got;
+    fj_bundle_stats st;
+    make_dir(dir, sizeof dir);
+    snprintf(bundle, sizeof bundle, "%s/fleet.fjb", dir);
+    snprintf(old_bundle, sizeof old_bundle, "%s/old.fjb", dir);
+    fj_cache *c = open_ok(NULL);
+    make_verdict(&v, "fa3", 0, 2000);
+    ck_assert_int_eq(fj_cache_verdict_put(c, &v), 0);
+    make_verdict(&w, "fa2", 1, 2000);
+    snprintf(w.arch, sizeof w.arch, "sm_80");
+    ck_assert_int_eq(fj_cache_verdict_put(c, &w), 0);
+    ck_assert_int_eq(fj_cache_export(c, bundle, "sm_90a", &st), 0);
+    ck_assert_int_eq(st.verdicts, 1);
+    fj_cache_close(c);
+    c = open_ok(NULL);
+    make_verdict(&v, "fa3", 1, 1000);   /* an older pass of the same class */
+    ck_assert_int_eq(fj_cache_verdict_put(c, &v), 0);
+    ck_assert_int_eq(fj_cache_export(c, old_bundle, NULL, &st), 0);
+    fj_cache_close(c);
+
+    for (int order = 0; order < 2; order++) {
+        c = open_ok(NULL);
+        ck_assert_int_eq(fj_cache_import(c, order ? bundle : old_bundle, &st), 0);
+        ck_assert_int_eq(st.verdicts, 1);
+        ck_assert_int_eq(fj_cache_import(c, order ? old_bundle : bundle, &st), 0);
+        ck_assert_int_eq(st.verdicts, order ? 0 : 1);   /* the older one loses */
+        ck_assert_int_eq(fj_cache_verdict_get(c, &v, &got), 1);
+        ck_assert_int_eq(got.pass, 0);
+        ck_assert_int_eq(got.created, 2000);
+        ck_assert_str_eq(got.error, "wrong result: max error 0.5");
+        ck_assert_int_eq(fj_cache_verdict_get(c, &w, &got), 0);   /* not exported: sm_80 */
+        fj_cache_close(c);
+    }
+    rm_rf(dir);
+}
+END_TEST
+
 void fj_cache_tests_verdicts(TCase *tc)
 {
+    tcase_add_test(tc, test_verdict_bundle);
     tcase_add_test(tc, test_verdict_round_trip);
     tcase_add_test(tc, test_verdict_migrate_3);
 }

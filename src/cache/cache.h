@@ -248,9 +248,11 @@ typedef struct fj_bundle_stats {
     int corrupt;          /* kernels whose blob failed its checksum: skipped */
     int kernels_stale;    /* kernels of an older cache format (a file of schema < 3):
                              never hit, skipped (see FJ_CACHE_FORMAT_VERSION) */
+    int verdicts;         /* validation verdicts written (export) or added/replaced
+                             (import: the newer of a class and family wins) */
 } fj_bundle_stats;
 
-/* Writes the kernels and tuning rows of target `arch` ("sm_90a"; NULL = all) to one
+/* Writes the kernels, tuning rows and verdicts of target `arch` ("sm_90a"; NULL = all) to one
  * self-contained SQLite file at `path` (journal_mode DELETE, nothing left in a journal,
  * so it can be opened immutable on read-only media). Every blob is verified first; bad
  * ones are skipped and counted. Leases, hit counts and last-use times are not exported.
@@ -261,8 +263,9 @@ typedef struct fj_bundle_stats {
  * st may be NULL. Returns 0 or -1. */
 int fj_cache_export(fj_cache *c, const char *path, const char *arch, fj_bundle_stats *st);
 
-/* Copies the kernels and tuning rows of the bundle (or cache file) at `path` into `c`, in
- * one transaction: all or nothing. Kernels: each blob is verified (bad: skipped, counted);
+/* Copies the kernels, tuning rows and verdicts of the bundle (or cache file) at `path` into
+ * `c`, in one transaction: all or nothing. Verdicts: the newer of a GPU class and family
+ * wins (a file of schema < 4 has none). Kernels: each blob is verified (bad: skipped, counted);
  * a key already present is left as it is. Tuning rows: a pinned row beats an unpinned
  * one; otherwise the newer (created) wins, then the faster; otherwise the cache's row is
  * kept. The result does not depend on the order in which bundles are imported, so a
