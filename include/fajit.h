@@ -344,7 +344,9 @@ FAJIT_API fajit_status fajit_attn_fwd_reference(fajit_ctx *ctx, const fajit_attn
 
 /* Describes, in one line, the kernel fajit_attn_fwd would run for `d` on target `arch`
  * ("sm_90a"; NULL = the context's device): family, tile configuration, launch shape.
- * Compiles nothing. Errors as fajit_attn_check, plus UNSUPPORTED for targets before sm_80. */
+ * Compiles nothing; runs no validation. On the context's device (or its target named) a
+ * family passed over as quarantined is named at the end, with its failing case and error.
+ * Errors as fajit_attn_check, plus UNSUPPORTED for targets before sm_80. */
 FAJIT_API fajit_status fajit_dispatch_describe(fajit_ctx *ctx, const char *arch,
                                                const fajit_attn_desc *d, char *buf,
                                                size_t len);
