@@ -251,6 +251,43 @@ START_TEST(gate_quarantine)
     ck_assert_msg(strstr(line, "fa3 bf16 d128"), "%s", line);
     fajit_ctx_destroy(ctx);
 
+    /* a real dispatch (STRICT: it stops at the missing kernel, which names the choice) */
+    fajit_ctx_opts o;
+    fajit_ctx_opts_init(&o);
+    o.cache_dir = "";
+    o.policy = FAJIT_POLICY_STRICT;
+    ck_assert_int_eq(fajit_ctx_create(&ctx, &o), FAJIT_OK);
+    ck_assert_int_eq(fajit_attn_fwd(ctx, &d, NULL), FAJIT_CACHE_MISS);
+    ck_assert_msg(strstr(fajit_errmsg(ctx), "gt(fa2 bf16 d128"), "%s", fajit_errmsg(ctx));
+    fajit_ctx_destroy(ctx);
+    ck_assert_int_eq(fajit_ctx_create(&ctx, &o), FAJIT_OK);
+    put_verdict(ctx, "gt", 0, 12080);
+    ck_assert_int_eq(fajit_attn_fwd(ctx, &d, NULL), FAJIT_CACHE_MISS);
+    ck_assert_msg(strstr(fajit_errmsg(ctx), "fa3 bf16 d128") && !strstr(fajit_errmsg(ctx), "gt("),
+                  "%s", fajit_errmsg(ctx));
+    fajit_ctx_destroy(ctx);
+
+    /* a tuning row whose winner is a quarantined family's is not used */
+    fj_tune_row row;
+    memset(&row, 0, sizeof row);
+    snprintf(row.gpu_name, sizeof row.gpu_name, "Fake GPU");
+    snprintf(row.arch, sizeof row.arch, "sm_90a");
+    row.sm_count = 132;
+    fj_desc_signature(&d, row.signature, sizeof row.signature);
+    fj_desc_bucket(&d, row.bucket, sizeof row.bucket);
+    snprintf(row.config, sizeof row.config, "gt:64x64w4s2");
+    for (int fail = 0; fail < 2; fail++) {
+        ctx = fake_ctx(&s, FAJIT_VALIDATE_WARM, FAJIT_POLICY_BLOCKING);
+        ck_assert_int_eq(fj_cache_tune_put(ctx->cache, &row), 0);
+        put_verdict(ctx, "gt", !fail, 12080);
+        describe(ctx, &d, line, sizeof line);
+        if (fail)
+            ck_assert_msg(strstr(line, "fa3 bf16 d128") && strstr(line, "(default)"), "%s", line);
+        else
+            ck_assert_msg(strstr(line, "gt(fa2 bf16 d128 causal 64x64 w4 s2) (tuned)"), "%s", line);
+        fajit_ctx_destroy(ctx);
+    }
+
     /* gt, fa3 and fa2 failed: the reference kernel serves */
     ctx = fake_ctx(&s, FAJIT_VALIDATE_WARM, FAJIT_POLICY_BLOCKING);
     put_verdict(ctx, "gt", 0, 12080);
@@ -262,7 +299,6 @@ START_TEST(gate_quarantine)
     fajit_ctx_destroy(ctx);
 
     /* forcing a quarantined family falls back as forcing one that does not apply does */
-    fajit_ctx_opts o;
     fajit_ctx_opts_init(&o);
     o.cache_dir = "";
     o.family = FAJIT_FAMILY_FA3;
