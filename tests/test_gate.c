@@ -30,11 +30,20 @@ static CUresult f_attr(int *v, int a, CUdevice d)
 }
 static CUresult f_retain(CUcontext *c, CUdevice d) { (void)d; *c = (CUcontext)0x1; return 0; }
 static CUresult f_release(CUdevice d) { (void)d; return 0; }
-static CUresult f_name(char *s, int n, CUdevice d) { (void)d; snprintf(s, (size_t)n, "Fake GPU"); return 0; }
+static CUresult f_name(char *s, int n, CUdevice d)
+{
+    (void)d;
+    snprintf(s, (size_t)n, "Fake GPU");
+    return 0;
+}
 static CUresult f_errname(CUresult r, const char **s) { (void)r; *s = "CUDA_ERROR_FAKE"; return 0; }
 static CUresult f_setcur(CUcontext c) { (void)c; return 0; }
 static CUresult f_sync(void) { return 0; }
-static CUresult f_memset(CUdeviceptr p, unsigned char v, size_t n) { (void)p, (void)v, (void)n; return 0; }
+static CUresult f_memset(CUdeviceptr p, unsigned char v, size_t n)
+{
+    (void)p, (void)v, (void)n;
+    return 0;
+}
 static CUresult f_free(CUdeviceptr p) { (void)p; return 0; }
 /* The counter ring is granted; any other allocation (validation's inputs) fails. */
 static CUresult f_alloc(CUdeviceptr *p, size_t n)
