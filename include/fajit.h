@@ -66,7 +66,8 @@ FAJIT_API const char *fajit_version_string(void);
     X(OUT_OF_MEMORY, 8, "out of host memory")                                           \
     X(CACHE_MISS, 9, "kernel not in cache and compiling is not allowed (STRICT policy)") \
     X(CACHE_ERROR, 10, "kernel cache error")                                            \
-    X(IO_ERROR, 11, "file input/output error")
+    X(IO_ERROR, 11, "file input/output error")                                          \
+    X(VALIDATION_FAILED, 12, "a kernel family failed validation on this GPU (quarantined)")
 
 typedef enum fajit_status {
 #define FAJIT_X_ENUM(name, value, msg) FAJIT_##name = value,
@@ -136,8 +137,23 @@ typedef enum fajit_op {
 /* "fwd"; NULL for a value that names no operation. */
 FAJIT_API const char *fajit_op_name(fajit_op op);
 
+/* When the first-use validation gate (section 5, "Validation") runs. Whatever the policy,
+ * dispatch never picks a family whose verdict for this GPU class is FAIL (quarantined). */
+typedef enum fajit_validate_policy {
+    FAJIT_VALIDATE_WARM = 0, /* default: `fajit-tune warm` and `tune` (fajit_validate) validate
+                                on a GPU machine; serving only reads verdicts, and dispatches
+                                a family without one as if validated */
+    FAJIT_VALIDATE_OFF = 1,  /* no validation at dispatch (verdicts still read) */
+    FAJIT_VALIDATE_LAZY = 2  /* the first dispatch that would pick a family without a verdict
+                                validates it first, on the calling thread (a few hundred ms;
+                                a fail: the next family serves) -- except while the stream
+                                is being captured into a CUDA graph: then it dispatches the
+                                family unvalidated and logs it */
+} fajit_validate_policy;
+
 /*------ Growing structs ------
- * fajit_ctx_opts, fajit_attn_desc and fajit_tune_opts start with `struct_size`: the
+ * fajit_ctx_opts, fajit_attn_desc, fajit_tune_opts, fajit_verdict_info and
+ * fajit_validation_report start with `struct_size`: the
  * sizeof of the struct in the header the caller was compiled against, set by the
  * header's *_init (static inline: it passes the caller's sizeof to the library's
  * *_init_sized, which an FFI calls directly with its own struct size). A library newer
@@ -175,6 +191,8 @@ typedef struct fajit_ctx_opts {
                                 one as FAJIT_INVALID_ARGUMENT (it synchronizes the stream);
                                 0 (default): out-of-range values are undefined behaviour.
                                 FAJIT_CHECKED=0|1 overrides */
+    fajit_validate_policy validate; /* when the validation gate runs; default WARM;
+                                FAJIT_VALIDATE=warm|off|lazy overrides */
 } fajit_ctx_opts;
 /* The first sized layout: the smallest struct_size fajit_ctx_create accepts. */
 #define FAJIT_CTX_OPTS_SIZE_V1 (offsetof(fajit_ctx_opts, cache_max_bytes) + sizeof(int64_t))
@@ -334,7 +352,9 @@ FAJIT_API fajit_status fajit_attn_fwd_reference(fajit_ctx *ctx, const fajit_attn
 
 /* Describes, in one line, the kernel fajit_attn_fwd would run for `d` on target `arch`
  * ("sm_90a"; NULL = the context's device): family, tile configuration, launch shape.
- * Compiles nothing. Errors as fajit_attn_check, plus UNSUPPORTED for targets before sm_80. */
+ * Compiles nothing; runs no validation. On the context's device (or its target named) a
+ * family passed over as quarantined is named at the end, with its failing case and error.
+ * Errors as fajit_attn_check, plus UNSUPPORTED for targets before sm_80. */
 FAJIT_API fajit_status fajit_dispatch_describe(fajit_ctx *ctx, const char *arch,
                                                const fajit_attn_desc *d, char *buf,
                                                size_t len);
@@ -541,6 +561,92 @@ typedef void (*fajit_bench_fn)(void *user, const fajit_bench_result *r);
  * context), CUDA_ERROR (allocation, launch), those of fajit_attn_fwd. */
 FAJIT_API fajit_status fajit_bench_spec(fajit_ctx *ctx, const char *spec, int reps,
                                         fajit_bench_fn fn, void *user);
+/*------ Validation ------
+ * Before a kernel family is trusted on a GPU class it has not run on (the GPU's name,
+ * target, SM count, driver version and fajit's version), fajit runs the family's default
+ * kernels on a small fixed set of problems it applies to (head_dim 64 and 128, causal and
+ * none, GQA, odd and unequal lengths, varlen, a sliding window, decode and paged K/V: up to
+ * 6 per family) on random inputs and compares each with the reference kernel within the
+ * tuner's tolerance (one rounding of the dtype at the largest |O|). The verdict (pass, or
+ * fail with the first failing case and the error) is stored in the cache for that GPU
+ * class; bundles carry verdicts. A family that failed is quarantined for the class:
+ * dispatch skips it for the next family that applies (at worst the portable or the
+ * reference kernel) and logs a warning naming the family, the case and the error, once per
+ * context; fajit_dispatch_describe says so. A context reads a family's verdict once, at its
+ * first need. When validation runs is the context's fajit_validate_policy. */
+typedef enum fajit_verdict {
+    FAJIT_VERDICT_NONE = 0,  /* not validated on this GPU class */
+    FAJIT_VERDICT_PASS = 1,
+    FAJIT_VERDICT_FAIL = 2   /* quarantined */
+} fajit_verdict;
+
+typedef struct fajit_verdict_info {
+    size_t struct_size;      /* set by fajit_verdict_info_init: see "Growing structs" */
+    fajit_family family;     /* AUTO when the stored family name is not one of this library's */
+    char family_name[16];    /* "fa3" */
+    fajit_verdict verdict;
+    char failed_case[160];   /* FAIL: the first failing problem, "bf16 hd128 causal b2 ..." */
+    char error[256];         /* FAIL: "wrong result: max error 0.31 against the reference ..." */
+    int64_t created;         /* unix seconds; 0 with NONE */
+    /* The GPU class. */
+    char gpu_name[128];
+    char arch[16];
+    int sm_count;
+    int driver_version;      /* as fajit_sysinfo.driver_version */
+    char fajit_version[16];
+} fajit_verdict_info;
+#define FAJIT_VERDICT_INFO_SIZE_V1 (offsetof(fajit_verdict_info, fajit_version) + 16)
+
+/* Sets struct_size and zeros the rest (NULL: does nothing); _sized as for fajit_ctx_opts.
+ * The library writes at most struct_size bytes of an output struct. */
+FAJIT_API void fajit_verdict_info_init_sized(fajit_verdict_info *v, size_t struct_size);
+static inline void fajit_verdict_info_init(fajit_verdict_info *v)
+{
+    fajit_verdict_info_init_sized(v, sizeof *v);
+}
+
+/* The verdict on `family` (not AUTO, not REF) for the context's GPU class. Errors:
+ * INVALID_ARGUMENT (no such family, out NULL or its struct_size), NO_DEVICE. */
+FAJIT_API fajit_status fajit_family_verdict(fajit_ctx *ctx, fajit_family family,
+                                            fajit_verdict_info *out);
+
+/* Every verdict in the context's cache, of every GPU class (a context without a device
+ * may list them), ordered by class and family; fn gets a fajit_verdict_info of this
+ * library's size, valid during the call; nonzero from fn stops. Errors: INVALID_ARGUMENT,
+ * CACHE_ERROR. */
+typedef int (*fajit_verdict_fn)(void *user, const fajit_verdict_info *v);
+FAJIT_API fajit_status fajit_verdict_list(fajit_ctx *ctx, fajit_verdict_fn fn, void *user);
+
+typedef struct fajit_validation_report {
+    size_t struct_size;      /* set by fajit_validation_report_init */
+    int families;            /* families validated */
+    int failed;              /* of them, failed (now quarantined) */
+    int cases;               /* problems run, over all of them */
+    fajit_family first_failed; /* AUTO when none failed */
+    char failed_case[160];   /* of first_failed */
+    char error[256];
+} fajit_validation_report;
+#define FAJIT_VALIDATION_REPORT_SIZE_V1 (offsetof(fajit_validation_report, error) + 256)
+
+FAJIT_API void fajit_validation_report_init_sized(fajit_validation_report *r, size_t struct_size);
+static inline void fajit_validation_report_init(fajit_validation_report *r)
+{
+    fajit_validation_report_init_sized(r, sizeof *r);
+}
+
+/* Validates `family` (AUTO: every family that serves some validation problem on this
+ * device, the reference kernel excepted) on the context's device now, compiling what it
+ * needs, and stores each verdict (replacing an older one of the class; a read-only or
+ * memory-only cache keeps them for the context's life). Blocking; progress per problem
+ * goes to the progress callback, one line per verdict to the log (INFO on pass, WARN on
+ * fail). `out` may be NULL. Returns OK when every family validated passed;
+ * VALIDATION_FAILED when one failed (fajit_errmsg names the family, the case and the
+ * error); UNSUPPORTED when a named family applies to no validation problem on this target;
+ * NO_DEVICE; INVALID_ARGUMENT (REF, a value naming no family); and the errors that keep
+ * a problem from being run at all (COMPILE_FAILED, NO_NVRTC, CUDA_ERROR of an allocation
+ * or of the reference kernel, ...), which record no verdict. */
+FAJIT_API fajit_status fajit_validate(fajit_ctx *ctx, fajit_family family,
+                                      fajit_validation_report *out);
 
 /* One cache entry, for listing. Strings valid during the callback only. */
 typedef struct fajit_cache_entry {

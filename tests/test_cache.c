@@ -286,6 +286,7 @@ TCase *fj_tcase_cache(void)
     fj_cache_tests_open(tc);
     fj_cache_tests_key(tc);
     fj_cache_tests_tuning(tc);
+    fj_cache_tests_verdicts(tc);
     fj_cache_tests_bundle(tc);
     return tc;
 }

@@ -68,6 +68,7 @@ void fj_cache_tests_open(TCase *tc);
 void fj_cache_tests_lease(TCase *tc);
 void fj_cache_tests_kernels(TCase *tc);
 void fj_cache_tests_tuning(TCase *tc);
+void fj_cache_tests_verdicts(TCase *tc);
 void fj_cache_tests_bundle(TCase *tc);
 void fj_cache_tests_key(TCase *tc);
 

@@ -34,8 +34,9 @@ expect 1 "the cache is memory only: nothing compiled now would be kept" --cache-
 expect 2 "--op must be one of: fwd; got 'bwd'" plan --arch sm_90a --op bwd
 # bench without a driver: refused at once (with one, it would run: the gpu suite's job).
 if "$T" --cache-dir "$dir" info | grep -q "^driver  *not found"; then
-    expect 1 "bench needs a GPU (device 0)" --cache-dir "$dir" bench
-    expect 1 "no CUDA driver" --cache-dir "$dir" bench --spec llama-3-8b --json "$dir/b.json"
+    expect 1 "bench runs kernels on GPU 0, and there is none here" --cache-dir "$dir" bench
+    expect 1 "bench runs kernels on GPU 0, and there is none here" --cache-dir "$dir" bench \
+        --spec llama-3-8b --json "$dir/b.json"
     [ -e "$dir/b.json" ] && { echo "FAIL: bench without a GPU wrote $dir/b.json"; fails=$((fails + 1)); }
 else
     echo "skip: a CUDA driver loads here; bench without a GPU not tested"
@@ -51,6 +52,13 @@ expect 1 "got 'sm_999'" --cache-dir "$dir/bad" cache export "$dir/x.db" --arch s
 expect 1 "no usable kernel of target sm_90a" --cache-dir "$dir/bad" cache export "$dir/x.db" \
     --arch sm_90a
 [ -e "$dir/x.db" ] && { echo "FAIL: a refused export wrote $dir/x.db"; fails=$((fails + 1)); }
+expect 2 "--family must be one of: fa2 fa3 decode; got 'fa9'" validate --family fa9
+expect 2 "--family is an option of validate" plan --family fa2
+if "$T" --cache-dir "$dir" info 2>/dev/null | grep -q "^devices      0"; then
+    expect 1 "validate runs kernels on GPU 0, and there is none here" --cache-dir "$dir" validate
+    "$T" --cache-dir "$dir" info | grep -q "^validation   no GPU here" ||
+        { echo "FAIL: info does not say that nothing is validated here"; fails=$((fails + 1)); }
+fi
 args=()
 for i in $(seq 1 70); do args+=("$dir/b$i.db"); done
 expect 2 "too many arguments (at most 64 files)" --cache-dir "$dir" cache import "${args[@]}"

@@ -18,6 +18,7 @@
 TCase *fj_tcase_cache(void);
 TCase *fj_tcase_spec(void);
 TCase *fj_tcase_abi(void);
+TCase *fj_tcase_gate(void);
 
 /*------ status table ------*/
 
@@ -33,7 +34,8 @@ START_TEST(status_table)
     ck_assert_int_eq(FAJIT_NO_DRIVER, 3);
     ck_assert_int_eq(FAJIT_COMPILE_FAILED, 6);
     ck_assert_int_eq(FAJIT_IO_ERROR, 11);
-    for (int s = 0; s <= FAJIT_IO_ERROR; s++) {
+    ck_assert_int_eq(FAJIT_VALIDATION_FAILED, 12);
+    for (int s = 0; s <= FAJIT_VALIDATION_FAILED; s++) {
         ck_assert_str_ne(fajit_status_name((fajit_status)s), "FAJIT_UNKNOWN_STATUS");
         ck_assert_str_ne(fajit_strerror((fajit_status)s), "unknown status code");
     }
@@ -1399,6 +1401,7 @@ int main(void)
     suite_add_tcase(s, fj_tcase_cache());
     suite_add_tcase(s, fj_tcase_spec());
     suite_add_tcase(s, fj_tcase_abi());
+    suite_add_tcase(s, fj_tcase_gate());
     SRunner *sr = srunner_create(s);
     srunner_run_all(sr, CK_NORMAL);
     int failed = srunner_ntests_failed(sr);

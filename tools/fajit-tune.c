@@ -5,6 +5,7 @@
  *   fajit-tune warm --arch sm_80,sm_90a,sm_100a [--spec SPEC] [-j N]
  *   fajit-tune tune --spec SPEC [--reps N] [--pin] [--force]
  *   fajit-tune bench [--spec SPEC] [--json FILE] [--reps N]
+ *   fajit-tune validate [--family NAME]
  *   fajit-tune plan [--arch sm_90a] [--op fwd] [--hdim 128] [--dtype bf16] [--mask causal]
  *                   [--seqlen 4096]
  *   fajit-tune cache ls|stats|verify [--recompile]|clear | prune --max-mb N
@@ -27,6 +28,7 @@
 #include "bench.h"
 
 static int g_verbose, g_quiet, g_tty;
+static const char *g_cache_dir;   /* --cache-dir, for the second context of warm/info/plan */
 
 static void usage(FILE *f)
 {
@@ -46,6 +48,11 @@ static void usage(FILE *f)
             "                            time fajit's kernels on GPU 0 on SPEC's shapes (default:\n"
             "                            prefill hdim 64/128/256 1k-16k, decode 32/8 heads): TFLOP/s,\n"
             "                            TB/s of K+V for decode; FILE gets every sample as JSON\n"
+            "  validate [--family NAME]  check each kernel family (or NAME: fa2, fa3, decode)\n"
+            "                            against the reference kernel on GPU 0 and store the\n"
+            "                            verdicts; a family that fails is quarantined on this\n"
+            "                            GPU class (exit 1). warm and tune validate too\n"
+            "                            where there is a GPU (FAJIT_VALIDATE=off: not)\n"
             "  plan [--arch A] [--op fwd] [--hdim D] [--dtype f16|bf16] [--mask none|causal|window]\n"
             "       [--seqlen S | --seqlen-q Q --seqlen-k K] [--batch B] [--heads-q H]\n"
             "       [--heads-kv H] [--page-size P]\n"
@@ -101,6 +108,157 @@ static int fail(fajit_ctx *ctx, fajit_status st, const char *what)
     return 1;
 }
 
+/*------ the validation gate ------*/
+
+typedef struct verdicts {
+    fajit_verdict_info v[256];
+    int n;
+} verdicts;
+
+static int keep_verdict(void *user, const fajit_verdict_info *v)
+{
+    verdicts *vs = user;
+    if (vs->n < (int)(sizeof vs->v / sizeof vs->v[0]))
+        vs->v[vs->n++] = *v;
+    return 0;
+}
+
+static void print_verdict(const char *indent, const fajit_verdict_info *v)
+{
+    char when[32] = "";
+    time_t t = (time_t)v->created;
+    if (v->created)
+        strftime(when, sizeof when, "%Y-%m-%d %H:%M", localtime(&t));
+    if (v->verdict == FAJIT_VERDICT_FAIL)
+        printf("%s%-8s FAIL  %s  at %s: %s -> QUARANTINED on this GPU class\n", indent,
+               v->family_name, when, v->failed_case, v->error);
+    else
+        printf("%s%-8s %s  %s\n", indent, v->family_name,
+               v->verdict == FAJIT_VERDICT_PASS ? "PASS" : "none", when);
+}
+
+/* info: the verdicts of this machine's GPU classes (name, target, SMs, driver, fajit). */
+static void print_verdicts(fajit_ctx *ctx, const fajit_sysinfo *si)
+{
+    verdicts *vs = calloc(1, sizeof *vs);
+    if (!vs || fajit_verdict_list(ctx, keep_verdict, vs) != FAJIT_OK) {
+        printf("validation   cannot list verdicts: %s\n", fajit_errmsg(ctx));
+        free(vs);
+        return;
+    }
+    int mine = 0;
+    if (si->device_count == 0)
+        printf("validation   no GPU here: nothing validated on this machine\n");
+    else
+        printf("validation   verdicts of this machine's GPUs (fajit %s, driver %d)\n",
+               fajit_version_string(), si->driver_version);
+    for (int i = 0; i < si->device_count; i++) {
+        fajit_device_info di;
+        int shown = 0;
+        if (fajit_device_info_get(ctx, i, &di) != FAJIT_OK)
+            continue;
+        for (int k = 0; k < vs->n; k++) {
+            const fajit_verdict_info *v = &vs->v[k];
+            if (strcmp(v->gpu_name, di.name) || strcmp(v->arch, di.arch) ||
+                v->sm_count != di.sm_count || v->driver_version != si->driver_version ||
+                strcmp(v->fajit_version, fajit_version_string()))
+                continue;
+            if (!shown++)
+                printf("  [%d] %s\n", i, di.name);
+            print_verdict("       ", v);
+        }
+        if (!shown)
+            printf("  [%d] %s: not validated (fajit-tune validate)\n", i, di.name);
+        mine += shown;
+    }
+    if (vs->n > mine)
+        printf("  (%d verdicts of other GPU classes in the cache)\n", vs->n - mine);
+    free(vs);
+}
+
+/* The family named `name` ("fa3"), or -1 (listing the names). */
+static int family_of(const char *name)
+{
+    for (int f = 1; f < 64; f++)
+        if (fajit_family_name((fajit_family)f) && strcmp(name, "ref") != 0 &&
+            strcmp(fajit_family_name((fajit_family)f), name) == 0)
+            return f;
+    fprintf(stderr, "fajit-tune: --family must be one of:");
+    for (int f = 2; f < 64; f++)
+        if (fajit_family_name((fajit_family)f))
+            fprintf(stderr, " %s", fajit_family_name((fajit_family)f));
+    fprintf(stderr, "; got '%s'\n", name);
+    return -1;
+}
+
+/* Validates `family` (AUTO: all) on ctx's device and prints a line per verdict. 0 when
+ * every family passed, 1 otherwise. */
+static int run_validation(fajit_ctx *ctx, int family)
+{
+    fajit_device_info di;
+    fajit_sysinfo si;
+    if (fajit_device_info_get(ctx, 0, &di) == FAJIT_OK && fajit_sysinfo_get(ctx, &si) == FAJIT_OK)
+        printf("validate: %s (%s, %d SMs, driver %d, fajit %s)\n", di.name, di.arch,
+               di.sm_count, si.driver_version, fajit_version_string());
+    fajit_validation_report rep;
+    fajit_validation_report_init(&rep);
+    fajit_status st = fajit_validate(ctx, (fajit_family)family, &rep);
+    for (int f = 2; f < 64 && (st == FAJIT_OK || st == FAJIT_VALIDATION_FAILED); f++) {
+        fajit_verdict_info v;
+        fajit_verdict_info_init(&v);
+        if ((family == FAJIT_FAMILY_AUTO || f == family) && fajit_family_name((fajit_family)f) &&
+            fajit_family_verdict(ctx, (fajit_family)f, &v) == FAJIT_OK &&
+            v.verdict != FAJIT_VERDICT_NONE)
+            print_verdict("  ", &v);
+    }
+    if (st == FAJIT_OK || st == FAJIT_VALIDATION_FAILED)
+        printf("validate: %d families, %d failed%s, %d cases\n", rep.families, rep.failed,
+               rep.failed ? " (quarantined: dispatch falls back to the next family)" : "",
+               rep.cases);
+    return st ? fail(ctx, st, "validate") : 0;
+}
+
+/* A context on GPU 0 with the same cache, or NULL (why in `why`). */
+static fajit_ctx *device_ctx(char *why, size_t n)
+{
+    fajit_ctx_opts o;
+    fajit_ctx_opts_init(&o);
+    o.device = 0;
+    o.cache_dir = g_cache_dir;
+    o.log = on_log;
+    o.log_level = g_verbose ? FAJIT_LOG_DEBUG : FAJIT_LOG_WARN;
+    o.progress = on_progress;
+    fajit_ctx *ctx = NULL;
+    fajit_status st = fajit_ctx_create(&ctx, &o);
+    if (st == FAJIT_OK)
+        return ctx;
+    snprintf(why, n, "%s", ctx ? fajit_errmsg(ctx) : fajit_strerror(st));
+    fajit_ctx_destroy(ctx);
+    return NULL;
+}
+
+/* warm and tune end with validation where there is a GPU (unless FAJIT_VALIDATE=off). */
+static int validate_after(fajit_ctx *ctx, const char *what)
+{
+    const char *e = getenv("FAJIT_VALIDATE");
+    fajit_sysinfo si;
+    if ((e && strcmp(e, "off") == 0) || fajit_sysinfo_get(ctx, &si) != FAJIT_OK ||
+        si.device_count == 0) {
+        printf("%s: no validation here (%s)\n", what, e && strcmp(e, "off") == 0 ?
+               "FAJIT_VALIDATE=off" : "no GPU: run fajit-tune validate where the kernels serve");
+        return 0;
+    }
+    char why[512];
+    fajit_ctx *dev = device_ctx(why, sizeof why);
+    if (!dev) {
+        fprintf(stderr, "fajit-tune: %s: cannot validate on GPU 0: %s\n", what, why);
+        return 1;
+    }
+    int rc = run_validation(dev, FAJIT_FAMILY_AUTO);
+    fajit_ctx_destroy(dev);
+    return rc;
+}
+
 static int cmd_info(fajit_ctx *ctx)
 {
     fajit_sysinfo si;
@@ -132,12 +290,13 @@ static int cmd_info(fajit_ctx *ctx)
            si.cache_readonly ? " (read-only)" : "");
     printf("  entries    %lld, %.1f MiB of kernels, file %.1f MiB\n", (long long)entries,
            bytes / 1048576.0, file_bytes / 1048576.0);
+    print_verdicts(ctx, &si);
     return 0;
 }
 
 /* What follows the command on the line. */
 typedef struct args {
-    const char *arch, *spec, *dtype, *mask, *op, *json;
+    const char *arch, *spec, *dtype, *mask, *op, *json, *family;
     int jobs, hdim, reps, pin, force, seqlen, recompile;
     long long seqlen_q, seqlen_k, batch, heads_q, heads_kv, page_size;   /* plan; -1: unset */
     long long max_mb;      /* cache prune --max-mb; -1 = not given */
@@ -186,7 +345,7 @@ static int cmd_warm(fajit_ctx *ctx, const args *a)
                 a->arch);
         return 2;
     }
-    return rc;
+    return rc ? rc : validate_after(ctx, "warm");
 }
 
 typedef struct tune_table {
@@ -236,7 +395,14 @@ static int cmd_tune(fajit_ctx *ctx, const args *a)
            (t1.tv_sec - t0.tv_sec) + (t1.tv_nsec - t0.tv_nsec) / 1e9,
            (unsigned long long)c.compiles, c.compile_seconds);
     free(t);
-    return st ? fail(ctx, st, "tune") : 0;
+    if (st)
+        return fail(ctx, st, "tune");
+    const char *e = getenv("FAJIT_VALIDATE");
+    if (e && strcmp(e, "off") == 0) {
+        printf("tune: no validation (FAJIT_VALIDATE=off)\n");
+        return 0;
+    }
+    return run_validation(ctx, FAJIT_FAMILY_AUTO);
 }
 
 /* A descriptor for the shape options (nothing runs: the pointers are never used). */
@@ -303,8 +469,19 @@ static int cmd_plan(fajit_ctx *ctx, const args *a)
     const char *arch = default_arch(ctx, a, &di);
     if (!arch || shape_desc(a, &d) != 0)
         return 2;
-    char line[512];
-    fajit_status st = fajit_dispatch_describe(ctx, arch, &d, line, sizeof line);
+    /* On GPU 0's own target the plan is the device's: its tuning rows and verdicts. */
+    char line[1024], why[512];
+    fajit_ctx *dev = NULL;
+    if (fajit_device_info_get(ctx, 0, &di) == FAJIT_OK && strcmp(arch, di.arch) == 0)
+        dev = device_ctx(why, sizeof why);
+    fajit_status st = dev ? fajit_dispatch_describe(dev, NULL, &d, line, sizeof line)
+                          : fajit_dispatch_describe(ctx, arch, &d, line, sizeof line);
+    if (dev && st) {
+        fail(dev, st, "plan");
+        fajit_ctx_destroy(dev);
+        return 1;
+    }
+    fajit_ctx_destroy(dev);
     if (st)
         return fail(ctx, st, "plan");
     printf("%s %s hdim %d %s %s -> %s\n", arch, a->op, a->hdim, a->dtype, a->mask, line);
@@ -494,7 +671,7 @@ int main(int argc, char **argv)
     int i = 1;
     for (; i < argc && argv[i][0] == '-'; i++) {
         if (strcmp(argv[i], "--cache-dir") == 0 && i + 1 < argc)
-            cache_dir = argv[++i];
+            g_cache_dir = cache_dir = argv[++i];
         else if (strcmp(argv[i], "-v") == 0)
             g_verbose = 1;
         else if (strcmp(argv[i], "-q") == 0)
@@ -552,6 +729,8 @@ int main(int argc, char **argv)
             a.op = argv[++i];
         else if (strcmp(o, "--json") == 0)
             a.json = argv[++i];
+        else if (strcmp(o, "--family") == 0)
+            a.family = argv[++i];
         else if ((num = num_option(o, val, k_nums, sizeof k_nums / sizeof k_nums[0], &a))) {
             if (num < 0)
                 return 2;
@@ -586,8 +765,17 @@ int main(int argc, char **argv)
 
     fajit_ctx_opts o;
     fajit_ctx_opts_init(&o);
-    /* Only tuning and bench run kernels; everything else works on a machine without a GPU. */
-    const int on_gpu = strcmp(cmd, "tune") == 0 || strcmp(cmd, "bench") == 0;
+    /* Only tuning, bench and validation run kernels; everything else works on a machine
+     * without a GPU (and opens a second context on GPU 0 where there is one: warm, info,
+     * plan). */
+    const int on_gpu = strcmp(cmd, "tune") == 0 || strcmp(cmd, "bench") == 0 ||
+                       strcmp(cmd, "validate") == 0;
+    int family = FAJIT_FAMILY_AUTO;
+    if (a.family && (strcmp(cmd, "validate") != 0 || (family = family_of(a.family)) < 0)) {
+        if (family >= 0)
+            fprintf(stderr, "fajit-tune: --family is an option of validate\n");
+        return 2;
+    }
     o.device = on_gpu ? 0 : FAJIT_DEVICE_NONE;
     o.cache_dir = cache_dir;
     o.log = on_log;
@@ -595,6 +783,12 @@ int main(int argc, char **argv)
     o.progress = on_progress;
     fajit_ctx *ctx = NULL;
     fajit_status st = fajit_ctx_create(&ctx, &o);
+    if (st && on_gpu && (st == FAJIT_NO_DRIVER || st == FAJIT_NO_DEVICE)) {
+        fprintf(stderr, "fajit-tune: %s runs kernels on GPU 0, and there is none here: %s\n",
+                cmd, fajit_errmsg(ctx));
+        fajit_ctx_destroy(ctx);
+        return 1;
+    }
     if (st) {
         if (on_gpu)
             fprintf(stderr, "fajit-tune: %s needs a GPU (device 0)\n", cmd);
@@ -613,6 +807,8 @@ int main(int argc, char **argv)
         rc = cli_bench(ctx, a.spec, a.reps ? a.reps : 30, a.json);
     else if (strcmp(cmd, "plan") == 0)
         rc = cmd_plan(ctx, &a);
+    else if (strcmp(cmd, "validate") == 0)
+        rc = run_validation(ctx, family);
     else if (strcmp(cmd, "cache") == 0)
         rc = cmd_cache(ctx, &a);
     else {

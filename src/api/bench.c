@@ -7,6 +7,7 @@
 #include <time.h>
 
 #include "internal.h"
+#include "oracle.h"
 #include "../autotune/spec.h"
 
 #define BENCH_MAX_REPS 1000
@@ -89,64 +90,25 @@ static fajit_status time_one(bench *b, const fajit_attn_desc *d, fajit_bench_res
     return FAJIT_OK;
 }
 
-/* Allocates one shape's inputs, times it, frees them. */
+/* Allocates one shape's inputs (oracle.c: random values; paged problems on pages in order),
+ * times it, frees them. */
 static fajit_status bench_shape(bench *b, const fj_problem *p, const fj_shape *sh,
                                 fajit_bench_fn fn, void *user)
 {
     fajit_ctx *ctx = b->ctx;
-    const fj_cuda *cu = ctx->cu;
-    /* paged (spec key page_size): whole pages per sequence, laid out in order */
-    const int pps = p->page_size ? (sh->seqlen_k + p->page_size - 1) / p->page_size : 0;
-    const size_t rows_k = p->page_size ? (size_t)pps * p->page_size : (size_t)sh->seqlen_k;
-    size_t nq = (size_t)sh->batch * sh->seqlen_q * p->heads_q * p->head_dim;
-    size_t nk = (size_t)sh->batch * rows_k * p->heads_kv * p->head_dim;
-    CUdeviceptr q = 0, k = 0, v = 0, o = 0, bt = 0;
-    uint16_t *host = malloc((nq > nk ? nq : nk) * 2);
-    fajit_status st = FAJIT_OK;
-    char err[64];
-    CUresult r = host ? 0 : 2;   /* CUDA_ERROR_OUT_OF_MEMORY */
-    int bf16 = p->dtype == FAJIT_BF16;
-    if (!r && !(r = fj_upload_random(cu, &q, nq, bf16, host)) &&
-        !(r = fj_upload_random(cu, &k, nk, bf16, host)) &&
-        !(r = fj_upload_random(cu, &v, nk, bf16, host)))
-        r = cu->cuMemAlloc(&o, nq * 2);
-    if (!r && p->page_size)
-        r = fj_upload_block_table(cu, &bt, sh->batch, pps);
-    free(host);
-    if (r) {
-        st = fj_fail(ctx, host ? FAJIT_CUDA_ERROR : FAJIT_OUT_OF_MEMORY,
-                     "allocating inputs for %s (batch %d, seqlen_q %d, seqlen_k %d): %s",
-                     p->name, sh->batch, sh->seqlen_q, sh->seqlen_k,
-                     fj_cuda_errname(cu, r, err, sizeof err));
-        goto done;
-    }
-    fajit_attn_desc d;
-    fajit_attn_desc_init(&d, (void *)q, (void *)k, (void *)v, (void *)o, sh->batch,
-                         p->heads_q, p->heads_kv, sh->seqlen_q, sh->seqlen_k, p->head_dim,
-                         p->dtype);
-    d.mask = p->mask;
-    d.window_left = p->window_left;
-    d.window_right = p->window_right;
-    if (p->page_size) {
-        d.block_table = (const int32_t *)(uintptr_t)bt;
-        d.block_table_stride = pps, d.page_size = p->page_size;
-        d.num_pages = sh->batch * pps;
-    }
+    fj_inputs in;
+    FJ_CHECK(fj_inputs_make(ctx, p, sh, 1, NULL, NULL, &in));
+    const fajit_attn_desc *d = &in.d[0];
     fajit_bench_result res;
     memset(&res, 0, sizeof res);
     res.problem = p->name;
-    res.desc = &d;
-    if ((st = fajit_dispatch_describe(ctx, NULL, &d, res.kernel, sizeof res.kernel)) ||
-        (st = time_one(b, &d, &res)))
-        goto done;
-    if (fn)
+    res.desc = d;
+    fajit_status st = fajit_dispatch_describe(ctx, NULL, d, res.kernel, sizeof res.kernel);
+    if (st == FAJIT_OK)
+        st = time_one(b, d, &res);
+    if (st == FAJIT_OK && fn)
         fn(user, &res);
-done:
-    if (q) cu->cuMemFree(q);
-    if (k) cu->cuMemFree(k);
-    if (v) cu->cuMemFree(v);
-    if (o) cu->cuMemFree(o);
-    if (bt) cu->cuMemFree(bt);
+    fj_inputs_free(ctx->cu, &in);
     return st;
 }
 

@@ -113,6 +113,8 @@ fajit_status fajit_ctx_create(fajit_ctx **out, const fajit_ctx_opts *opts)
     pthread_mutex_init(&ctx->compile_lock, NULL);
     pthread_mutex_init(&ctx->bg_lock, NULL);
     pthread_cond_init(&ctx->bg_done, NULL);
+    pthread_mutex_init(&ctx->verdict_lock, NULL);
+    pthread_mutex_init(&ctx->validate_lock, NULL);
     *out = ctx;
 
     FJ_CHECK(fj_opts_import(ctx, opts));   /* opts->struct_size bytes, defaults past them */
@@ -156,6 +158,8 @@ void fajit_ctx_destroy(fajit_ctx *ctx)
     pthread_mutex_destroy(&ctx->compile_lock);
     pthread_mutex_destroy(&ctx->bg_lock);
     pthread_cond_destroy(&ctx->bg_done);
+    pthread_mutex_destroy(&ctx->verdict_lock);
+    pthread_mutex_destroy(&ctx->validate_lock);
     free(ctx->cache_dir);
     fj_errors_forget(ctx);
     free(ctx);

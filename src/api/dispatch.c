@@ -90,15 +90,42 @@ static int tuned_config(fajit_ctx *ctx, const fajit_attn_desc *d, const fj_targe
     return ok;
 }
 
+/* What the family choice did besides choosing: whether the LAZY gate may validate (plans
+ * only: describe and the workspace query never run kernels), on which stream, and the first
+ * family it passed over as quarantined (describe names it). */
+typedef struct gate {
+    int lazy;
+    void *stream;
+    const fj_family *skipped;
+} gate;
+
+/* The family for d on t: the registry's choice, passing over quarantined families (each
+ * validated first under LAZY when it has no verdict yet). */
+static const fj_family *pick_family(fajit_ctx *ctx, const fj_target *t, const fajit_attn_desc *d,
+                                    int want, gate *g)
+{
+    const fj_family *skip[FJ_MAX_VERDICTS];
+    for (int n = 0;;) {
+        const fj_family *f = fj_family_choose_except(d, t, want, skip, n);
+        if (f && g && g->lazy)
+            fj_validate_first_use(ctx, f, g->stream);
+        if (!f || n == FJ_MAX_VERDICTS || !fj_quarantined(ctx, t, f))
+            return f;
+        if (g && !g->skipped)
+            g->skipped = f;
+        skip[n++] = f;
+    }
+}
+
 /* The dispatch decision for d on target t: the exact configuration (tuned if a row exists for
- * the context's own target) and the default one (equal when nothing is tuned). `ref` forces
- * the reference family. */
+ * the context's own target and its family is not quarantined) and the default one (equal
+ * when nothing is tuned). `ref` forces the reference family. g may be NULL. */
 static fajit_status choose(fajit_ctx *ctx, const fj_target *t, const fajit_attn_desc *d,
-                           int ref, fj_kcfg *exact, fj_kcfg *dflt)
+                           int ref, fj_kcfg *exact, fj_kcfg *dflt, gate *g)
 {
     fj_kcfg tc;
     int want = ref ? FAJIT_FAMILY_REF : (int)ctx->opts.family;
-    const fj_family *f = fj_family_choose(d, t, want);
+    const fj_family *f = ref ? fj_family_choose(d, t, want) : pick_family(ctx, t, d, want, g);
     if (ref && f && f->id != FAJIT_FAMILY_REF)
         f = NULL;   /* the oracle or nothing */
     FJ_RETURN_IF(!f, ctx, FAJIT_UNSUPPORTED, "no kernel family computes %s for this problem "
@@ -107,7 +134,7 @@ static fajit_status choose(fajit_ctx *ctx, const fj_target *t, const fajit_attn_
     f->default_cfg(d, t, dflt);
     *exact = *dflt;
     if (!ref && t->sm == ctx->cc && tuned_config(ctx, d, t, &tc) &&
-        (want == FAJIT_FAMILY_AUTO || want == tc.fam->id))
+        (want == FAJIT_FAMILY_AUTO || want == tc.fam->id) && !fj_quarantined(ctx, t, tc.fam))
         *exact = tc;
     return FAJIT_OK;
 }
@@ -116,7 +143,7 @@ static fajit_status choose(fajit_ctx *ctx, const fj_target *t, const fajit_attn_
  * context's device), then makes the dispatch decision for them. */
 static fajit_status describe_choice(fajit_ctx *ctx, const char *arch, const fajit_attn_desc *d,
                                     const char *buf, size_t len, fj_target *t, fj_kcfg *c,
-                                    fj_kcfg *dc)
+                                    fj_kcfg *dc, gate *g)
 {
     FJ_RETURN_IF(!ctx || !buf || !len, ctx, FAJIT_INVALID_ARGUMENT,
                  "ctx and buf must not be NULL, len must be > 0");
@@ -128,7 +155,7 @@ static fajit_status describe_choice(fajit_ctx *ctx, const char *arch, const faji
                  "the context has no device: name a target (arch)");
     FJ_RETURN_IF(t->sm < 80, ctx, FAJIT_UNSUPPORTED, "fajit needs sm_80 or newer, got sm_%d",
                  t->sm);
-    return choose(ctx, t, d, 0, c, dc);
+    return choose(ctx, t, d, 0, c, dc, g);
 }
 
 fajit_status fajit_dispatch_describe(fajit_ctx *ctx, const char *arch, const fajit_attn_desc *d,
@@ -142,7 +169,8 @@ fajit_status fajit_dispatch_describe(fajit_ctx *ctx, const char *arch, const faj
     fj_kcfg c, dc;
     fj_kernels ks;
     char grid[160];
-    FJ_CHECK(describe_choice(ctx, arch, d, buf, len, &t, &c, &dc));
+    gate g = {0, NULL, NULL};
+    FJ_CHECK(describe_choice(ctx, arch, d, buf, len, &t, &c, &dc, &g));
     c.fam->kernels(&c, d, &ks);
     c.fam->describe_grid(&c, d, &t, grid, sizeof grid);
     size_t at = 0;
@@ -152,6 +180,10 @@ fajit_status fajit_dispatch_describe(fajit_ctx *ctx, const char *arch, const faj
                                ks.v[i].name, fj_kcfg_same(&c, &dc) ? "default" : "tuned",
                                i ? "" : ": ", i ? "" : grid, ks.threads[i], ks.dyn_smem[i],
                                ks.v[i].source, ks.v[i].function);
+    fj_verdict v;
+    if (g.skipped && at < len && fj_verdict_state(ctx, g.skipped, &v) == FJ_VS_FAIL)
+        snprintf(buf + at, len - at, "; family %s is QUARANTINED on this GPU class (failed "
+                 "validation at %s: %s)", g.skipped->name, v.failed_case, v.error);
     return FAJIT_OK;
 }
 
@@ -165,7 +197,7 @@ fajit_status fajit_cache_explain(fajit_ctx *ctx, const char *arch, const fajit_a
     fj_target t;
     fj_kcfg c, dc;
     fj_kernels ks;
-    FJ_CHECK(describe_choice(ctx, arch, d, buf, len, &t, &c, &dc));
+    FJ_CHECK(describe_choice(ctx, arch, d, buf, len, &t, &c, &dc, NULL));
     c.fam->kernels(&c, d, &ks);
     size_t at = 0;
     for (int i = 0; i < ks.n && at < len; i++) {
@@ -203,7 +235,7 @@ fajit_status fajit_attn_workspace_size(fajit_ctx *ctx, const fajit_attn_desc *d,
     fj_target t = fj_target_of(ctx, NULL);
     fj_kcfg c, dc;
     fj_workspace ws, wd;
-    FJ_CHECK(choose(ctx, &t, d, 0, &c, &dc));
+    FJ_CHECK(choose(ctx, &t, d, 0, &c, &dc, NULL));
     /* Under FALLBACK the default may serve first: enough for either. */
     workspace_of(&c, d, &t, &ws);
     workspace_of(&dc, d, &t, &wd);
@@ -315,7 +347,7 @@ static int stand_in(fajit_ctx *ctx, const fajit_attn_desc *d, const fj_kcfg *exa
             for (int k = 0; k < nd; k++)
                 seen |= done[k] == f;
             if (!seen && f->rank > FJ_RANK_ORACLE && f->op == (int)d->op && f->applies(d, &t) &&
-                (!best || f->rank > best->rank))
+                (!best || f->rank > best->rank) && !fj_quarantined(ctx, &t, f))
                 best = f;
         }
         if (!best)
@@ -333,13 +365,15 @@ static int stand_in(fajit_ctx *ctx, const fajit_attn_desc *d, const fj_kcfg *exa
     return 0;
 }
 
-/* Builds the plan for a signature under the context's policy. */
+/* Builds the plan for a signature under the context's policies (the compile policy; the
+ * LAZY validation gate, given the call's stream). */
 static fajit_status make_plan(fajit_ctx *ctx, const fajit_attn_desc *d, int ref,
-                              const fj_plan_key *key, fj_plan **out)
+                              const fj_plan_key *key, void *stream, fj_plan **out)
 {
     const fj_target t = fj_target_of(ctx, NULL);
     fj_kcfg c, dc;
-    FJ_CHECK(choose(ctx, &t, d, ref, &c, &dc));
+    gate g = {ctx->opts.validate == FAJIT_VALIDATE_LAZY, stream, NULL};
+    FJ_CHECK(choose(ctx, &t, d, ref, &c, &dc, &g));
     fj_plan *p = calloc(1, sizeof *p);
     FJ_RETURN_IF(!p, ctx, FAJIT_OUT_OF_MEMORY, "allocating a plan");
     p->key = *key;
@@ -401,6 +435,15 @@ static int same_key(const fj_plan_key *a, const fj_plan_key *b)
            a->window_right == b->window_right;
 }
 
+void fj_plans_retire(fajit_ctx *ctx)
+{
+    pthread_mutex_lock(&ctx->lock);
+    for (int b = 0; b < FJ_PLAN_BUCKETS; b++)
+        for (fj_plan *p = ctx->plans[b]; p; p = p->next)
+            p->key.bits |= 1ull << 63;   /* retired: never matches a live key again */
+    pthread_mutex_unlock(&ctx->lock);
+}
+
 void fj_plans_free(fajit_ctx *ctx)
 {
     for (int i = 0; i < FJ_PLAN_BUCKETS; i++) {
@@ -437,7 +480,7 @@ static fajit_status run(fajit_ctx *ctx, const fajit_attn_desc *d, void *stream, 
     if (p) {
         ctx->hits_memory++;
     } else {
-        FJ_CHECK(make_plan(ctx, d, ref, &key, &p));
+        FJ_CHECK(make_plan(ctx, d, ref, &key, stream, &p));
         pthread_mutex_lock(&ctx->lock);
         p->next = ctx->plans[b];   /* a racing duplicate plan is harmless: same kernel */
         ctx->plans[b] = p;

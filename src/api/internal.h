@@ -50,6 +50,18 @@ typedef struct fj_plan {
     struct fj_plan *next;
 } fj_plan;
 
+/* A family's verdict on the context's GPU class, read from the cache once (src/api/
+ * validate.c). */
+enum { FJ_VS_NONE = 0, FJ_VS_PASS = 1, FJ_VS_FAIL = 2 };
+typedef struct fj_verdict_slot {
+    const fj_family *fam;
+    int state;              /* FJ_VS_* */
+    int warned;             /* the quarantine warning was logged */
+    int lazy_tried;         /* LAZY: a first-use validation was attempted (or refused) */
+    fj_verdict v;           /* FAIL: the case and the error */
+} fj_verdict_slot;
+#define FJ_MAX_VERDICTS 16
+
 #define FJ_KMAP_BUCKETS 256
 #define FJ_PLAN_BUCKETS 64
 #define FJ_ERRMSG_LEN 2048
@@ -88,6 +100,12 @@ struct fajit_ctx {
      * fajit_ctx_destroy; each launch takes the next slot of its part (fj_ws_counters). */
     _Atomic CUdeviceptr counters;
     _Atomic unsigned counter_next, counter_graph_next;
+
+    /* The validation gate (validate.c): verdicts under verdict_lock; one validation at a
+     * time under validate_lock (taken first). */
+    pthread_mutex_t verdict_lock, validate_lock;
+    fj_verdict_slot verdicts[FJ_MAX_VERDICTS];
+    int n_verdicts;
 };
 #define FJ_COUNTER_SLOTS 64          /* a ring for plain launches */
 #define FJ_COUNTER_GRAPH_SLOTS 4096  /* one each for launches captured into CUDA graphs */
@@ -210,13 +228,6 @@ fajit_status fj_warm_list(fajit_ctx *ctx, const char *arch, const fj_variant *vs
 struct fj_spec;
 fajit_status fj_spec_load(fajit_ctx *ctx, const char *spec, struct fj_spec *out);
 
-/* Allocates `elems` halves (bf16 or f16) on the device, uniform in [-1, 1), staged
- * through `host` (room for elems); a fixed sequence per process (src/api/tune.c). */
-CUresult fj_upload_random(const fj_cuda *cu, CUdeviceptr *p, size_t elems, int bf16,
-                          uint16_t *host);
-/* A block table [batch][pps] of pages in order (sequence b: pages b*pps ..), allocated on
- * the device (src/api/tune.c). */
-CUresult fj_upload_block_table(const fj_cuda *cu, CUdeviceptr *p, int batch, int pps);
 
 /* Makes kp ready for kp->cfg on the context's device: its kernels (memory, cache or
  * compile, per `flags`), their shared memory raised. A thread capturing a stream is switched
@@ -243,6 +254,21 @@ fajit_status fj_ws_counters(fajit_ctx *ctx, void *stream, size_t bytes, CUdevice
  * creation, so that no launch synchronizes). */
 fajit_status fj_ws_counters_early(fajit_ctx *ctx);
 void fj_ws_free(fajit_ctx *ctx);
+
+/* The validation gate (src/api/validate.c). Whether family f is quarantined for d's
+ * dispatch on target t: the target is the context's device and f's verdict there is FAIL
+ * (the oracle never is). Logs the warning naming the family, case and error, once per
+ * context. */
+int fj_quarantined(fajit_ctx *ctx, const fj_target *t, const fj_family *f);
+/* f's verdict state on the context's GPU class (FJ_VS_*); *v filled for FAIL (may be NULL). */
+int fj_verdict_state(fajit_ctx *ctx, const fj_family *f, fj_verdict *v);
+/* LAZY policy, at the first dispatch that would pick f: validates f unless it has a verdict
+ * or was tried already, or `stream` is being captured (then logs that f runs unvalidated).
+ * Errors of the attempt are logged, not returned: dispatch goes on either way. */
+void fj_validate_first_use(fajit_ctx *ctx, const fj_family *f, void *stream);
+/* Retires every plan of the context: the next call of each problem chooses again (after a
+ * new tuning row or verdict). */
+void fj_plans_retire(fajit_ctx *ctx);
 
 /* Whether a target name is an "a" one (sm_90a: wgmma, setmaxnreg). */
 int fj_arch_is_a(const char *arch);

@@ -121,6 +121,13 @@ static fajit_status apply_env(fajit_ctx *ctx)
                      "FAJIT_LOG_LEVEL must be error, warn, info or debug, got '%s'", e);
         ctx->opts.log_level = (fajit_log_level)i;
     }
+    if ((e = getenv("FAJIT_VALIDATE")) && *e) {
+        static const char *const gates[] = {"warm", "off", "lazy"};   /* fajit_validate_policy */
+        int i = lookup(e, gates, 3);
+        FJ_RETURN_IF(i < 0, ctx, FAJIT_INVALID_ARGUMENT,
+                     "FAJIT_VALIDATE must be warm, off or lazy, got '%s'", e);
+        ctx->opts.validate = (fajit_validate_policy)i;
+    }
     if ((e = getenv("FAJIT_CHECKED")) && *e) {
         FJ_RETURN_IF(strcmp(e, "0") != 0 && strcmp(e, "1") != 0, ctx, FAJIT_INVALID_ARGUMENT,
                      "FAJIT_CHECKED must be 0 or 1, got '%s'", e);
@@ -166,6 +173,9 @@ fajit_status fj_opts_check(fajit_ctx *ctx)
     }
     FJ_RETURN_IF(ctx->opts.checked != 0 && ctx->opts.checked != 1, ctx, FAJIT_INVALID_ARGUMENT,
                  "checked must be 0 or 1, got %d", ctx->opts.checked);
+    FJ_RETURN_IF((unsigned)ctx->opts.validate > FAJIT_VALIDATE_LAZY, ctx, FAJIT_INVALID_ARGUMENT,
+                 "validate must be WARM (0), OFF (1) or LAZY (2), got %d",
+                 (int)ctx->opts.validate);
     FJ_RETURN_IF(ctx->opts.cache_max_bytes < 0, ctx, FAJIT_INVALID_ARGUMENT,
                  "cache_max_bytes must be >= 0 (0: no cap), got %lld",
                  (long long)ctx->opts.cache_max_bytes);

@@ -10,9 +10,10 @@
 #include "internal.h"
 #include "../autotune/spec.h"
 #include "../autotune/tune.h"
+#include "oracle.h"
 
 #define MAX_CANDIDATES 48
-#define MAX_SETS 2
+#define MAX_SETS FJ_INPUT_SETS
 #define FLUSH_BYTES ((size_t)256 << 20)   /* > 4x the 50-60 MB L2 of an H100/H200 */
 
 typedef struct tuner {
@@ -20,65 +21,10 @@ typedef struct tuner {
     const fajit_attn_desc *sets[MAX_SETS]; /* same problem, different inputs: rotated */
     int n_sets;
     fj_kplan plan[MAX_CANDIDATES];
-    float *ref;            /* reference output, valid elements in order */
-    float *out;            /* candidate output, same order */
-    uint16_t *raw;         /* O as copied back */
-    size_t n_valid, raw_elems;
-    int32_t *cu_q;         /* host copy of cu_seqlens_q (varlen) */
+    fj_oracle orc;         /* the reference output of sets[0] */
     CUdeviceptr flush;
     int done, total;       /* progress over a whole spec */
 } tuner;
-
-static float half_to_f32(uint16_t h, int bf16)
-{
-    if (bf16) {
-        uint32_t u = (uint32_t)h << 16;
-        float f;
-        memcpy(&f, &u, 4);
-        return f;
-    }
-    int e = (h >> 10) & 0x1f, m = h & 0x3ff;
-    float v = e == 0 ? ldexpf((float)m, -24) : e == 31 ? (m ? NAN : INFINITY)
-                                                        : ldexpf((float)(m | 0x400), e - 25);
-    return h & 0x8000 ? -v : v;
-}
-
-/* Elements of O from its base pointer up to the last valid one. */
-static size_t o_extent(const fajit_attn_desc *d, const int32_t *cu_q)
-{
-    int64_t rows = cu_q ? cu_q[d->batch] : d->seqlen_q;
-    int64_t last = (rows ? rows - 1 : 0) * d->o_row_stride + (int64_t)(d->heads_q - 1) *
-                   d->o_head_stride + d->head_dim;
-    if (!cu_q)
-        last += (int64_t)(d->batch - 1) * d->o_batch_stride;
-    return (size_t)last;
-}
-
-/* Copies O back and gathers its valid elements, in a fixed order, as floats. */
-static fajit_status read_o(tuner *t, const fajit_attn_desc *d, float *dst)
-{
-    fajit_ctx *ctx = t->ctx;
-    char err[64];
-    CUresult r = ctx->cu->cuCtxSynchronize();
-    if (!r)
-        r = ctx->cu->cuMemcpyDtoH(t->raw, (CUdeviceptr)d->o, t->raw_elems * 2);
-    FJ_RETURN_IF(r, ctx, FAJIT_CUDA_ERROR, "reading the output back: %s",
-                 fj_cuda_errname(ctx->cu, r, err, sizeof err));
-    size_t n = 0;
-    for (int b = 0; b < d->batch; b++) {
-        int64_t r0 = t->cu_q ? t->cu_q[b] : 0;
-        int sq = t->cu_q ? t->cu_q[b + 1] - t->cu_q[b] : d->seqlen_q;
-        int64_t base = t->cu_q ? r0 * d->o_row_stride : (int64_t)b * d->o_batch_stride;
-        for (int i = 0; i < sq; i++)
-            for (int h = 0; h < d->heads_q; h++)
-                for (int c = 0; c < d->head_dim; c++)
-                    dst[n++] = half_to_f32(t->raw[base + i * d->o_row_stride +
-                                                  h * d->o_head_stride + c],
-                                           d->dtype == FAJIT_BF16);
-    }
-    t->n_valid = n;
-    return FAJIT_OK;
-}
 
 /*------ the hooks ------*/
 
@@ -117,26 +63,7 @@ static int prepare(void *user, int i, char *why, size_t n)
 static int check(void *user, int i, char *why, size_t n)
 {
     tuner *t = user;
-    const fajit_attn_desc *d = t->sets[0];
-    fajit_ctx *ctx = t->ctx;
-    ctx->cu->cuMemsetD8((CUdeviceptr)d->o, 0xff, t->raw_elems * 2);   /* poison: NaN */
-    if (fj_kplan_launch(ctx, &t->plan[i], d, NULL) != FAJIT_OK ||
-        read_o(t, d, t->out) != FAJIT_OK) {
-        snprintf(why, n, "launch failed: %s", fajit_errmsg(ctx));
-        return -1;
-    }
-    double max_err = 0, max_ref = 0;
-    for (size_t k = 0; k < t->n_valid; k++) {
-        double e = fabs((double)t->out[k] - t->ref[k]);
-        max_err = isnan(e) || e > max_err ? (isnan(e) ? INFINITY : e) : max_err;
-        max_ref = fmax(max_ref, fabs(t->ref[k]));
-    }
-    double ulp = d->dtype == FAJIT_BF16 ? 1.0 / 128 : 1.0 / 1024;
-    if (!(max_err <= ulp * fmax(max_ref, 1e-3) + 1e-6)) {
-        snprintf(why, n, "wrong result: max error %g against the reference kernel", max_err);
-        return -1;
-    }
-    return 0;
+    return fj_oracle_check(t->ctx, &t->orc, &t->plan[i], t->sets[0], why, n);
 }
 
 static int time_it(void *user, int i, double *samples, int reps, char *why, size_t n)
@@ -237,39 +164,17 @@ static fajit_status tune_sets(fajit_ctx *ctx, const fajit_attn_desc *const *sets
     int n = fj_kcfg_candidates(d, &tg, cfg, MAX_CANDIDATES);
     for (int i = 0; i < n; i++)
         t->plan[i].cfg = cfg[i];
-    if (d->cu_seqlens_q) {
-        t->cu_q = malloc(sizeof(int32_t) * (size_t)(d->batch + 1));
-        if (!t->cu_q) {
-            st = fj_fail(ctx, FAJIT_OUT_OF_MEMORY, "allocating the tuner");
-            goto done;
-        }
-        ctx->cu->cuMemcpyDtoH(t->cu_q, (CUdeviceptr)d->cu_seqlens_q,
-                              sizeof(int32_t) * (size_t)(d->batch + 1));
-    }
-    t->raw_elems = o_extent(d, t->cu_q);
-    size_t valid = (size_t)(t->cu_q ? t->cu_q[d->batch] : (int64_t)d->batch * d->seqlen_q) *
-                   (size_t)d->heads_q * (size_t)d->head_dim;
-    t->raw = malloc(t->raw_elems * 2 + 16);
-    t->ref = malloc(valid * sizeof(float) + 16);
-    t->out = malloc(valid * sizeof(float) + 16);
+    if ((st = fj_oracle_init(ctx, &t->orc, d)) != FAJIT_OK)
+        goto done;
     CUresult r = ctx->cu->cuMemAlloc(&t->flush, FLUSH_BYTES);
-    if (!t->raw || !t->ref || !t->out || r) {
-        st = fj_fail(ctx, r ? FAJIT_CUDA_ERROR : FAJIT_OUT_OF_MEMORY,
-                     "allocating the tuner's buffers%s%s", r ? ": " : "",
-                     r ? fj_cuda_errname(ctx->cu, r, err, sizeof err) : "");
+    if (r) {
+        st = fj_fail(ctx, FAJIT_CUDA_ERROR, "allocating the tuner's L2 flush buffer: %s",
+                     fj_cuda_errname(ctx->cu, r, err, sizeof err));
         goto done;
     }
-    /* The oracle: the reference kernel's output on the first input set; for a paged problem
-     * (only from fajit_tune_spec, which lays the pages out in order) on the same memory seen
-     * as contiguous K/V. */
-    fajit_attn_desc twin = *d;
-    if (d->block_table) {
-        twin.block_table = NULL, twin.block_table_stride = 0, twin.page_size = 0;
-        twin.num_pages = 0, twin.k_page_stride = twin.v_page_stride = 0;
-        twin.seqused_k = NULL;
-    }
-    if ((st = fajit_attn_fwd_reference(ctx, &twin, NULL)) != FAJIT_OK ||
-        (st = read_o(t, d, t->ref)) != FAJIT_OK)
+    /* The oracle: the reference kernel's output on the first input set (a paged problem,
+     * only from fajit_tune_spec, on pages laid out in order). */
+    if ((st = fj_oracle_reference(ctx, &t->orc, d)) != FAJIT_OK)
         goto done;
 
     for (int i = 0; i < n; i++)
@@ -319,17 +224,12 @@ static fajit_status tune_sets(fajit_ctx *ctx, const fajit_attn_desc *const *sets
     else if (put == 1)
         fj_log(ctx, FAJIT_LOG_INFO, "tune %s %s: a pinned row exists and is kept",
                out->signature, out->bucket);
-    /* Plans made before this row existed must not outlive it. */
-    pthread_mutex_lock(&ctx->lock);
-    for (int b = 0; b < FJ_PLAN_BUCKETS; b++)
-        for (fj_plan *p = ctx->plans[b]; p; p = p->next)
-            p->key.bits |= 1ull << 63;   /* retired: never matches a live key again */
-    pthread_mutex_unlock(&ctx->lock);
+    fj_plans_retire(ctx);   /* plans made before this row existed must not outlive it */
 done:
     if (t) {
         if (t->flush)
             ctx->cu->cuMemFree(t->flush);
-        free(t->raw), free(t->ref), free(t->out), free(t->cu_q);
+        fj_oracle_free(&t->orc);
     }
     free(t);
     free(e);
@@ -372,67 +272,6 @@ fajit_status fajit_tune(fajit_ctx *ctx, const fajit_attn_desc *d, const fajit_tu
 
 /*------ a whole spec on random inputs ------*/
 
-typedef struct dev_problem {
-    CUdeviceptr q[MAX_SETS], k[MAX_SETS], v[MAX_SETS], o;
-    CUdeviceptr bt;   /* paged problems: block table [batch][pages per sequence], in order */
-    fajit_attn_desc d[MAX_SETS];
-} dev_problem;
-
-static uint64_t g_rand = 0x9E3779B97F4A7C15ull;
-static uint16_t rand_half(int bf16)
-{
-    g_rand ^= g_rand << 13, g_rand ^= g_rand >> 7, g_rand ^= g_rand << 17;
-    float f = (float)(g_rand >> 40) / (float)(1 << 24) * 2.f - 1.f;   /* [-1, 1) */
-    uint32_t u;
-    memcpy(&u, &f, 4);
-    if (bf16)
-        return (uint16_t)((u + 0x7fff + ((u >> 16) & 1)) >> 16);
-    int e = (int)((u >> 23) & 0xff) - 127 + 15;   /* |f| < 1: normal or subnormal half */
-    uint16_t sign = (uint16_t)((u >> 16) & 0x8000);
-    if (e <= 0)
-        return sign;
-    return (uint16_t)(sign | e << 10 | ((u >> 13) & 0x3ff));
-}
-
-CUresult fj_upload_random(const fj_cuda *cu, CUdeviceptr *p, size_t elems, int bf16,
-                          uint16_t *host)
-{
-    for (size_t i = 0; i < elems; i++)
-        host[i] = rand_half(bf16);
-    CUresult r = cu->cuMemAlloc(p, elems * 2);
-    return r ? r : cu->cuMemcpyHtoD(*p, host, elems * 2);
-}
-
-static void free_problem(const fj_cuda *cu, dev_problem *dp)
-{
-    for (int s = 0; s < MAX_SETS; s++) {
-        if (dp->q[s]) cu->cuMemFree(dp->q[s]);
-        if (dp->k[s]) cu->cuMemFree(dp->k[s]);
-        if (dp->v[s]) cu->cuMemFree(dp->v[s]);
-    }
-    if (dp->o)
-        cu->cuMemFree(dp->o);
-    if (dp->bt)
-        cu->cuMemFree(dp->bt);
-}
-
-/* A paged problem's block table: sequence b's pages b*pps .. b*pps + pps-1, so that its
- * K/V are contiguous too (the oracle's view, tune_sets). */
-CUresult fj_upload_block_table(const fj_cuda *cu, CUdeviceptr *p, int batch, int pps)
-{
-    const size_t n = (size_t)batch * pps;
-    int32_t *t = malloc(n * sizeof *t);
-    if (!t)
-        return 2;   /* CUDA_ERROR_OUT_OF_MEMORY */
-    for (size_t i = 0; i < n; i++)
-        t[i] = (int32_t)i;
-    CUresult r = cu->cuMemAlloc(p, n * sizeof *t);
-    if (!r)
-        r = cu->cuMemcpyHtoD(*p, t, n * sizeof *t);
-    free(t);
-    return r;
-}
-
 fajit_status fajit_tune_spec(fajit_ctx *ctx, const char *spec, const fajit_tune_opts *o,
                              fajit_tune_result_fn fn, void *user)
 {
@@ -459,59 +298,22 @@ fajit_status fajit_tune_spec(fajit_ctx *ctx, const char *spec, const fajit_tune_
         const fj_problem *p = &sp.problems[i];
         for (size_t s = 0; s < p->n_shapes && st == FAJIT_OK; s++) {
             const fj_shape *sh = &p->shapes[s];
-            /* paged: whole pages per sequence (pps of them), laid out in order */
-            const int pps = p->page_size ? (sh->seqlen_k + p->page_size - 1) / p->page_size : 0;
-            const size_t rows_k = p->page_size ? (size_t)pps * p->page_size : (size_t)sh->seqlen_k;
-            size_t nq = (size_t)sh->batch * sh->seqlen_q * p->heads_q * p->head_dim;
-            size_t nk = (size_t)sh->batch * rows_k * p->heads_kv * p->head_dim;
             /* Two input sets when one fits in L2 several times over; else one (the L2 flush
              * before each repetition already makes every run cold). */
+            const size_t rows_k = p->page_size ? (size_t)(sh->seqlen_k + p->page_size - 1) /
+                                                 p->page_size * p->page_size : (size_t)sh->seqlen_k;
+            size_t nq = (size_t)sh->batch * sh->seqlen_q * p->heads_q * p->head_dim;
+            size_t nk = (size_t)sh->batch * rows_k * p->heads_kv * p->head_dim;
             int sets = (nq + 2 * nk) * 2 < (size_t)96 << 20 ? 2 : 1;
-            dev_problem dp;
-            memset(&dp, 0, sizeof dp);
-            uint16_t *host = malloc((nq > nk ? nq : nk) * 2);
-            r = host ? 0 : 1;
-            for (int k = 0; k < sets && !r; k++) {
-                int bf16 = p->dtype == FAJIT_BF16;
-                if (!(r = fj_upload_random(ctx->cu, &dp.q[k], nq, bf16, host)) &&
-                    !(r = fj_upload_random(ctx->cu, &dp.k[k], nk, bf16, host)))
-                    r = fj_upload_random(ctx->cu, &dp.v[k], nk, bf16, host);
-            }
-            if (!r)
-                r = ctx->cu->cuMemAlloc(&dp.o, nq * 2);
-            if (!r && p->page_size)
-                r = fj_upload_block_table(ctx->cu, &dp.bt, sh->batch, pps);
-            free(host);
-            if (r) {
-                free_problem(ctx->cu, &dp);
-                st = fj_fail(ctx, FAJIT_CUDA_ERROR, "allocating inputs for %s (%d x %d x %d): %s",
-                             p->name, sh->batch, sh->seqlen_q, sh->seqlen_k,
-                             fj_cuda_errname(ctx->cu, r, err, sizeof err));
+            fj_inputs in;
+            if ((st = fj_inputs_make(ctx, p, sh, sets, NULL, NULL, &in)) != FAJIT_OK)
                 break;
-            }
-            const fajit_attn_desc *ds[MAX_SETS];
-            for (int k = 0; k < sets; k++) {
-                fajit_attn_desc *d = &dp.d[k];
-                fajit_attn_desc_init(d, (void *)dp.q[k], (void *)dp.k[k], (void *)dp.v[k],
-                                     (void *)dp.o, sh->batch, p->heads_q, p->heads_kv,
-                                     sh->seqlen_q, sh->seqlen_k, p->head_dim, p->dtype);
-                d->mask = p->mask;
-                d->window_left = p->window_left;
-                d->window_right = p->window_right;
-                if (p->page_size) {
-                    d->k_batch_stride = d->v_batch_stride =
-                        (int64_t)rows_k * p->heads_kv * p->head_dim;   /* (the oracle's) */
-                    d->block_table = (const int32_t *)(uintptr_t)dp.bt;
-                    d->block_table_stride = pps, d->page_size = p->page_size;
-                    d->num_pages = sh->batch * pps;
-                }
-                ds[k] = d;
-            }
+            const fajit_attn_desc *ds[MAX_SETS] = {&in.d[0], &in.d[1]};
             fajit_tune_result res;
             st = fajit_attn_check(ctx, ds[0]);
             if (st == FAJIT_OK)
                 st = tune_sets(ctx, ds, sets, o, &res);
-            free_problem(ctx->cu, &dp);
+            fj_inputs_free(ctx->cu, &in);
             done++;
             if (st == FAJIT_OK && fn)
                 fn(user, &res);

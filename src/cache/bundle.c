@@ -114,11 +114,31 @@ static int export_rows(sqlite3_stmt *src, int schema, const char *arch, sqlite3_
     return step;
 }
 
+/* Copies the verdicts of `src` (VERDICT_LIST, bound and reset here) into the bundle. */
+static int export_verdicts(sqlite3_stmt *src, const char *arch, sqlite3_stmt *ins,
+                           fj_bundle_stats *st)
+{
+    int step;
+    if (arch)
+        sqlite3_bind_text(src, 1, arch, -1, SQLITE_STATIC);
+    while ((step = sqlite3_step(src)) == SQLITE_ROW) {
+        for (int i = 0; i < N_VERDICT_COLS; i++)
+            sqlite3_bind_value(ins, i + 1, sqlite3_column_value(src, i));
+        int rc = sqlite3_step(ins);
+        done(ins);
+        if (rc != SQLITE_DONE)
+            break;   /* step stays SQLITE_ROW: the bundle's side failed */
+        st->verdicts++;
+    }
+    done(src);
+    return step;
+}
+
 int fj_cache_export(fj_cache *c, const char *path, const char *arch, fj_bundle_stats *st_out)
 {
     fj_bundle_stats st;
     sqlite3 *db = NULL;
-    sqlite3_stmt *ins_k = NULL, *ins_t = NULL;
+    sqlite3_stmt *ins_k = NULL, *ins_t = NULL, *ins_v = NULL;
     char *tmp = NULL, *journal = NULL, why[512] = "";
     const char *unsafe;
     int rc = -1, step;
@@ -154,13 +174,16 @@ int fj_cache_export(fj_cache *c, const char *path, const char *arch, fj_bundle_s
             != SQLITE_OK
         || fj_cache_write_schema(db) != SQLITE_OK
         || sqlite3_prepare_v2(db, COPY_INSERT, -1, &ins_k, NULL) != SQLITE_OK
-        || sqlite3_prepare_v2(db, TUNE_PUT, -1, &ins_t, NULL) != SQLITE_OK) {
+        || sqlite3_prepare_v2(db, TUNE_PUT, -1, &ins_t, NULL) != SQLITE_OK
+        || sqlite3_prepare_v2(db, VERDICT_PUT, -1, &ins_v, NULL) != SQLITE_OK) {
         note_err(why, sizeof why, tmp, db);
         goto out;
     }
     step = export_rows(c->st[ST_EXPORT_K], c->schema, arch, ins_k, 1, &st);
     if (step == SQLITE_DONE)
         step = export_rows(c->st[ST_TUNE_LIST], c->schema, arch, ins_t, 0, &st);
+    if (step == SQLITE_DONE && c->st[ST_VERDICT_LIST])   /* (none before schema 4) */
+        step = export_verdicts(c->st[ST_VERDICT_LIST], arch, ins_v, &st);
     if (step != SQLITE_DONE) {
         if (step == SQLITE_ROW)
             note_err(why, sizeof why, tmp, db);
@@ -168,14 +191,16 @@ int fj_cache_export(fj_cache *c, const char *path, const char *arch, fj_bundle_s
             note_err(why, sizeof why, "reading the cache", c->db);
         goto out;
     }
-    /* A bundle asked for one target and holding none of its kernels would warm nothing. */
-    if (arch && st.kernels == 0) {
+    /* A bundle asked for one target and holding nothing of it (no kernel, tuning row or
+     * validation verdict) would carry nothing. */
+    if (arch && st.kernels == 0 && st.rows == 0 && st.verdicts == 0) {
         snprintf(why, sizeof why, "the cache holds no usable kernel of target %s", arch);
         goto out;
     }
     sqlite3_finalize(ins_k);
     sqlite3_finalize(ins_t);
-    ins_k = ins_t = NULL;
+    sqlite3_finalize(ins_v);
+    ins_k = ins_t = ins_v = NULL;
     if (sqlite3_exec(db, "COMMIT", NULL, NULL, NULL) != SQLITE_OK
         || sqlite3_close(db) != SQLITE_OK) {
         note_err(why, sizeof why, tmp, db);
@@ -193,14 +218,15 @@ int fj_cache_export(fj_cache *c, const char *path, const char *arch, fj_bundle_s
     if (st.kernels_stale)
         fj_cache_say(c, FJ_LOG_INFO, "export to %s: %d kernels of an older cache format "
                      "skipped", path, st.kernels_stale);
-    fj_cache_say(c, FJ_LOG_INFO, "exported %d kernels and %d tuning rows to %s", st.kernels,
-                 st.rows, path);
+    fj_cache_say(c, FJ_LOG_INFO, "exported %d kernels, %d tuning rows and %d verdicts to %s",
+                 st.kernels, st.rows, st.verdicts, path);
 out:
     if (rc != 0)
         fj_cache_say(c, FJ_LOG_WARN, "export to %s failed (%s)", path, why);
     pthread_mutex_unlock(&c->mu);
     sqlite3_finalize(ins_k);
     sqlite3_finalize(ins_t);
+    sqlite3_finalize(ins_v);
     sqlite3_close(db);   /* NULL: no-op */
     if (rc != 0) {
         unlink(tmp);
@@ -247,7 +273,7 @@ int fj_cache_import(fj_cache *c, const char *path, fj_bundle_stats *st_out)
 {
     fj_bundle_stats st;
     sqlite3 *db = NULL;
-    sqlite3_stmt *sel_k = NULL, *sel_t = NULL;
+    sqlite3_stmt *sel_k = NULL, *sel_t = NULL, *sel_v = NULL;
     char *sql = NULL, *sql_t = NULL, why[512] = "";
     int64_t ver = 0;
     int rc = -1, step = SQLITE_DONE, locked = 0, in_txn = 0;
@@ -267,7 +293,9 @@ int fj_cache_import(fj_cache *c, const char *path, fj_bundle_stats *st_out)
     else if (!(sql = sqlite3_mprintf(COPY_SELECT, ver >= 2 ? "parts" : "NULL"))
              || sqlite3_prepare_v2(db, sql, -1, &sel_k, NULL) != SQLITE_OK
              || !(sql_t = sqlite3_mprintf(TUNE_LIST, ver >= 3 ? OP_COL : OP_FROM_SIGNATURE))
-             || sqlite3_prepare_v2(db, sql_t, -1, &sel_t, NULL) != SQLITE_OK)
+             || sqlite3_prepare_v2(db, sql_t, -1, &sel_t, NULL) != SQLITE_OK
+             || (ver >= 4 && sqlite3_prepare_v2(db, VERDICT_LIST, -1, &sel_v, NULL)
+                                != SQLITE_OK))
         note_err(why, sizeof why, path, db);
     if (why[0])
         goto out;
@@ -304,6 +332,17 @@ int fj_cache_import(fj_cache *c, const char *path, fj_bundle_stats *st_out)
         st.rows_kept += r == 1;
         step = SQLITE_DONE;
     }
+    while (step == SQLITE_DONE && sel_v) {   /* the newer verdict of a class wins */
+        fj_verdict v;
+        if ((step = sqlite3_step(sel_v)) != SQLITE_ROW)
+            break;
+        fj_verdict_read(sel_v, &v);
+        int r = fj_verdict_store(c, &v, 1);
+        if (r < 0)
+            break;
+        st.verdicts += r == 0;
+        step = SQLITE_DONE;
+    }
     if (step != SQLITE_DONE) {
         if (step == SQLITE_ROW)   /* stopped by the cache's side */
             note_err(why, sizeof why, "the cache", c->db);
@@ -324,8 +363,8 @@ int fj_cache_import(fj_cache *c, const char *path, fj_bundle_stats *st_out)
         fj_cache_say(c, FJ_LOG_INFO, "import of %s: %d kernels of an older cache format "
                      "skipped (they compile again when needed)", path, st.kernels_stale);
     fj_cache_say(c, FJ_LOG_INFO, "imported from %s: %d kernels (%d already here), %d tuning "
-                 "rows (%d kept as they were)", path, st.kernels, st.kernels_present, st.rows,
-                 st.rows_kept);
+                 "rows (%d kept as they were), %d verdicts", path, st.kernels,
+                 st.kernels_present, st.rows, st.rows_kept, st.verdicts);
 out:
     if (in_txn)
         exec1(c, ST_ROLLBACK);
@@ -335,6 +374,7 @@ out:
         pthread_mutex_unlock(&c->mu);
     sqlite3_finalize(sel_k);
     sqlite3_finalize(sel_t);
+    sqlite3_finalize(sel_v);
     sqlite3_free(sql);
     sqlite3_free(sql_t);
     sqlite3_close(db);

@@ -74,12 +74,17 @@ static const char *const sql_text[ST_COUNT] = {
     [ST_EXPLAIN] = "SELECT key, name, arch, nvrtc_version, options, %s, created FROM kernels",
     [ST_EXPORT_K] = COPY_SELECT,
     [ST_IMPORT_K] = COPY_INSERT,
+    [ST_VERDICT_GET] = "SELECT " VERDICT_COLS " FROM verdicts WHERE " VERDICT_KEY,
+    [ST_VERDICT_PUT] = VERDICT_PUT,
+    [ST_VERDICT_LIST] = VERDICT_LIST,
 };
 
 /* The oldest schema a statement can be prepared on: the ones that write a column an older
  * file lacks (kernels.parts: 2, tuning.op: 3). */
 static int min_schema(int id)
 {
+    if (id == ST_VERDICT_GET || id == ST_VERDICT_PUT || id == ST_VERDICT_LIST)
+        return 4;   /* an older read-only file simply holds no verdicts */
     return id == ST_TUNE_PUT ? 3 : id == ST_PUT || id == ST_IMPORT_K ? 2 : 1;
 }
 
@@ -88,7 +93,16 @@ static int is_tuning_stmt(int id)
     return id == ST_TUNE_GET || id == ST_TUNE_PUT || id == ST_TUNE_PIN || id == ST_TUNE_LIST;
 }
 
-/* Schema FJ_CACHE_SCHEMA_VERSION (3). Older files are brought up to it by migrations[]. */
+/* The verdicts of the first-use validation gate (src/api/validate.c), one per GPU class
+ * and family (schema 4). */
+#define VERDICTS_TABLE                                                                   \
+    "CREATE TABLE verdicts ("                                                            \
+    " gpu_name TEXT, arch TEXT, sm_count INTEGER, driver_version INTEGER,"              \
+    " fajit_version TEXT, family TEXT, pass INTEGER NOT NULL, failed_case TEXT NOT NULL," \
+    " error TEXT NOT NULL, created INTEGER NOT NULL,"                                    \
+    " PRIMARY KEY (gpu_name, arch, sm_count, driver_version, fajit_version, family));"
+
+/* Schema FJ_CACHE_SCHEMA_VERSION (4). Older files are brought up to it by migrations[]. */
 static const char schema_sql[] =
     "CREATE TABLE meta (k TEXT PRIMARY KEY, v TEXT);"
     "CREATE TABLE kernels ("
@@ -104,7 +118,8 @@ static const char schema_sql[] =
     " nvrtc_version INTEGER, created INTEGER, op TEXT NOT NULL DEFAULT '',"
     " PRIMARY KEY (gpu_name, arch, sm_count, signature, bucket));"
     "CREATE TABLE leases ("
-    " key BLOB PRIMARY KEY, pid INTEGER, host TEXT, token INTEGER, heartbeat INTEGER);";
+    " key BLOB PRIMARY KEY, pid INTEGER, host TEXT, token INTEGER, heartbeat INTEGER);"
+    VERDICTS_TABLE;
 
 /* migrations[v] takes a file from schema v to v + 1 (user_version and meta are set after).
  * 2 -> 3 also deletes every kernel: they are all of cache format 1, whose keys can no
@@ -114,6 +129,7 @@ static const char *const migrations[FJ_CACHE_SCHEMA_VERSION] = {
     [2] = "ALTER TABLE tuning ADD COLUMN op TEXT NOT NULL DEFAULT '';"
           "UPDATE tuning SET op = " OP_FROM_SIGNATURE ";"
           "DELETE FROM kernels; DELETE FROM leases;",
+    [3] = VERDICTS_TABLE,
 };
 
 /* ---- small helpers ---------------------------------------------------------------- */
@@ -291,6 +307,10 @@ static int create_or_migrate(fj_cache *c)
         rc = sqlite3_exec(c->db, "COMMIT", NULL, NULL, NULL);
     if (rc != SQLITE_OK)
         sqlite3_exec(c->db, "ROLLBACK", NULL, NULL, NULL);
+    else if (ver >= 3 && ver < FJ_CACHE_SCHEMA_VERSION)
+        fj_cache_say(c, FJ_LOG_INFO, "cache file migrated from schema %lld to %d (a table of "
+                     "validation verdicts added); every kernel and tuning row kept",
+                     (long long)ver, FJ_CACHE_SCHEMA_VERSION);
     else if (ver >= 1 && ver < FJ_CACHE_SCHEMA_VERSION)
         fj_cache_say(c, FJ_LOG_INFO, "cache file migrated from schema %lld to %d; %lld "
                      "kernels of cache format 1 dropped (every key changed: they compile "

@@ -26,6 +26,8 @@
  *     2 -> 3: tuning gains an `op` column, filled from the signature's first dot-separated
  *             component ("fwd.bf16.hd128.causal" -> "fwd"); every tuning row is kept.
  *             Kernel rows are deleted (see below).
+ *     3 -> 4: CREATE TABLE verdicts (the validation gate's verdicts); everything kept. A
+ *             read-only file of schema < 4 holds no verdicts (get: none, list: empty).
  *
  * Format 2 (with schema 3): the operation is a part of the key (fj_key_inputs.op), and a
  * blob's checksum covers its key (XXH3-64 of the 16 key bytes, then the blob), so a blob
@@ -42,7 +44,7 @@
  *     counted in kernels_stale, its tuning rows are imported (op filled from the signature).
  */
 #define FJ_CACHE_FORMAT_VERSION 2
-#define FJ_CACHE_SCHEMA_VERSION 3
+#define FJ_CACHE_SCHEMA_VERSION 4
 
 typedef struct fj_key { uint8_t b[16]; } fj_key;   /* XXH3-128, big-endian bytes */
 
@@ -211,6 +213,35 @@ int fj_cache_tune_pin(fj_cache *c, const char *gpu_name, const char *arch, int s
 typedef int (*fj_tune_list_fn)(void *user, const fj_tune_row *r);
 int fj_cache_tune_list(fj_cache *c, fj_tune_list_fn fn, void *user);
 
+/* ---- validation verdicts -----------------------------------------------------------
+ * One row per (GPU class, family): whether the family's kernels matched the reference
+ * kernel on the validation problems (src/api/validate.c), and if not the first failing
+ * case and the error. The GPU class is the name, target, SM count, driver version and
+ * fajit version: a new driver or a new fajit is a class not validated yet. */
+typedef struct fj_verdict {
+    char gpu_name[128];      /* "NVIDIA H200" */
+    char arch[16];           /* "sm_90a" */
+    int sm_count;
+    int driver_version;      /* cuDriverGetVersion: 13000 */
+    char fajit_version[16];  /* FAJIT_VERSION_STRING */
+    char family[16];         /* fj_family.name: "fa3" */
+    int pass;                /* 1 pass, 0 fail */
+    char failed_case[160];   /* "" when passed */
+    char error[256];
+    int64_t created;         /* unix seconds; put: 0 = now */
+} fj_verdict;
+
+/* Stores `v`, replacing the row of the same class and family. 0, or -1 (read-only cache,
+ * SQLite error; logged). */
+int fj_cache_verdict_put(fj_cache *c, const fj_verdict *v);
+/* 1 = found (*out filled), 0 = none (or an error, logged). `key` gives the class and
+ * family (its other fields are not read). */
+int fj_cache_verdict_get(fj_cache *c, const fj_verdict *key, fj_verdict *out);
+/* Calls fn for every verdict of target `arch` (NULL = all), ordered by class and family,
+ * without holding the cache's lock. Nonzero from fn stops. 0, or -1 on error. */
+typedef int (*fj_verdict_list_fn)(void *user, const fj_verdict *v);
+int fj_cache_verdict_list(fj_cache *c, const char *arch, fj_verdict_list_fn fn, void *user);
+
 /* ---- bundles: export, import, merge ----------------------------------------------- */
 typedef struct fj_bundle_stats {
     int kernels;          /* export: written; import: added */
@@ -220,9 +251,11 @@ typedef struct fj_bundle_stats {
     int corrupt;          /* kernels whose blob failed its checksum: skipped */
     int kernels_stale;    /* kernels of an older cache format (a file of schema < 3):
                              never hit, skipped (see FJ_CACHE_FORMAT_VERSION) */
+    int verdicts;         /* validation verdicts written (export) or added/replaced
+                             (import: the newer of a class and family wins) */
 } fj_bundle_stats;
 
-/* Writes the kernels and tuning rows of target `arch` ("sm_90a"; NULL = all) to one
+/* Writes the kernels, tuning rows and verdicts of target `arch` ("sm_90a"; NULL = all) to one
  * self-contained SQLite file at `path` (journal_mode DELETE, nothing left in a journal,
  * so it can be opened immutable on read-only media). Every blob is verified first; bad
  * ones are skipped and counted. Leases, hit counts and last-use times are not exported.
@@ -234,8 +267,9 @@ typedef struct fj_bundle_stats {
  * Returns 0 or -1. */
 int fj_cache_export(fj_cache *c, const char *path, const char *arch, fj_bundle_stats *st);
 
-/* Copies the kernels and tuning rows of the bundle (or cache file) at `path` into `c`, in
- * one transaction: all or nothing. Kernels: each blob is verified (bad: skipped, counted);
+/* Copies the kernels, tuning rows and verdicts of the bundle (or cache file) at `path` into
+ * `c`, in one transaction: all or nothing. Verdicts: the newer of a GPU class and family
+ * wins (a file of schema < 4 has none). Kernels: each blob is verified (bad: skipped, counted);
  * a key already present is left as it is. Tuning rows: a pinned row beats an unpinned
  * one; otherwise the newer (created) wins, then the faster; otherwise the cache's row is
  * kept. The result does not depend on the order in which bundles are imported, so a

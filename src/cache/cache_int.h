@@ -29,6 +29,7 @@ enum {
     ST_LIST, ST_VERIFY, ST_STATS, ST_CLEAR, ST_PRUNE, ST_NVRTC_VERSIONS,
     ST_TUNE_GET, ST_TUNE_PUT, ST_TUNE_PIN, ST_TUNE_LIST,
     ST_EXPLAIN, ST_EXPORT_K, ST_IMPORT_K,
+    ST_VERDICT_GET, ST_VERDICT_PUT, ST_VERDICT_LIST,
     ST_COUNT
 };
 
@@ -57,6 +58,17 @@ enum {
 #define TUNE_PUT "INSERT OR REPLACE INTO tuning (" TUNE_COLS ")" \
                  " VALUES (?1, ?2, ?3, ?4, ?5, ?6, ?7, ?8, ?9, ?10, ?11, ?12, ?13)"
 #define N_TUNE_COLS 13
+
+/* Verdict columns, in the order of fj_verdict (schema 4). */
+#define VERDICT_COLS "gpu_name, arch, sm_count, driver_version, fajit_version, family, pass," \
+                     " failed_case, error, created"
+#define VERDICT_KEY "gpu_name = ?1 AND arch = ?2 AND sm_count = ?3 AND driver_version = ?4" \
+                    " AND fajit_version = ?5 AND family = ?6"
+#define VERDICT_PUT "INSERT OR REPLACE INTO verdicts (" VERDICT_COLS ")" \
+                    " VALUES (?1, ?2, ?3, ?4, ?5, ?6, ?7, ?8, ?9, ?10)"
+#define VERDICT_LIST "SELECT " VERDICT_COLS " FROM verdicts WHERE ?1 IS NULL OR arch = ?1" \
+                     " ORDER BY gpu_name, arch, sm_count, driver_version, fajit_version, family"
+#define N_VERDICT_COLS 10
 
 typedef struct held_lease {
     fj_key key;
@@ -122,6 +134,12 @@ int fj_tune_read(sqlite3_stmt *st, fj_tune_row *r);
 /* tuning.c: stores `r` inside the caller's transaction unless the row there wins
  * (merge = 1: import's rule). 0 stored, 1 kept, -1 error. */
 int fj_tune_store(fj_cache *c, const fj_tune_row *r, int64_t created, int merge);
+
+/* verdicts.c: reads a row of VERDICT_COLS; stores `v` inside the caller's transaction
+ * unless the row there is newer (merge = 1: import's rule; else `v` wins). 0 stored,
+ * 1 kept, -1 error. */
+void fj_verdict_read(sqlite3_stmt *st, fj_verdict *v);
+int fj_verdict_store(fj_cache *c, const fj_verdict *v, int merge);
 
 /* lease.c: forgets this handle's leases on `key` (published); caller holds c->mu. */
 void fj_lease_forget(fj_cache *c, const fj_key *key);

@@ -157,6 +157,10 @@ void fj_family_names(char *out, size_t n);
  * AUTO = none) if it applies, else the highest-ranked family of d->op that applies. NULL
  * when none does. */
 const fj_family *fj_family_choose(const fajit_attn_desc *d, const fj_target *t, int want);
+/* The same, passing over the n families of `skip` (quarantined ones): a skipped forced
+ * family falls back to the AUTO choice among the others. */
+const fj_family *fj_family_choose_except(const fajit_attn_desc *d, const fj_target *t, int want,
+                                         const fj_family *const *skip, int n);
 /* The default configuration of the family fj_family_choose picks: 0, or -1 when none. */
 int fj_kcfg_default(const fajit_attn_desc *d, const fj_target *t, int want, fj_kcfg *out);
 /* What the tuner times for d on t: the chosen family's candidates (its default first),

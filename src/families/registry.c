@@ -67,19 +67,33 @@ void fj_family_names(char *out, size_t n)
             at += (size_t)snprintf(out + at, n - at, ", %s", fj_family_at(i)->name);
 }
 
-const fj_family *fj_family_choose(const fajit_attn_desc *d, const fj_target *t, int want)
+static int skipped(const fj_family *f, const fj_family *const *skip, int n)
+{
+    for (int i = 0; i < n; i++)
+        if (skip[i] == f)
+            return 1;
+    return 0;
+}
+
+const fj_family *fj_family_choose_except(const fajit_attn_desc *d, const fj_target *t, int want,
+                                         const fj_family *const *skip, int n)
 {
     const fj_family *forced = want != FAJIT_FAMILY_AUTO ? fj_family_by_id(want) : NULL;
-    if (forced && forced->op == (int)d->op && forced->applies(d, t))
+    if (forced && !skipped(forced, skip, n) && forced->op == (int)d->op && forced->applies(d, t))
         return forced;
     const fj_family *best = NULL;
     for (int i = 0; i < fj_family_count(); i++) {
         const fj_family *f = fj_family_at(i);
         if (f->op == (int)d->op && f->rank > 0 && (!best || f->rank > best->rank) &&
-            f->applies(d, t))
+            !skipped(f, skip, n) && f->applies(d, t))
             best = f;
     }
     return best;
+}
+
+const fj_family *fj_family_choose(const fajit_attn_desc *d, const fj_target *t, int want)
+{
+    return fj_family_choose_except(d, t, want, NULL, 0);
 }
 
 int fj_kcfg_default(const fajit_attn_desc *d, const fj_target *t, int want, fj_kcfg *out)

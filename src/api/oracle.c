@@ -1,0 +1,266 @@
+/* oracle.c - a kernel against the reference kernel on random inputs: what the tuner
+ * (tune.c) and the validation gate (validate.c) share. Inputs are uniform in [-1, 1),
+ * outputs poisoned (NaN) before each checked run, and a result passes within one
+ * rounding of the output dtype at the largest |O| of the reference (plus 1e-6). */
+#include <math.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "internal.h"
+#include "oracle.h"
+
+static float half_to_f32(uint16_t h, int bf16)
+{
+    if (bf16) {
+        uint32_t u = (uint32_t)h << 16;
+        float f;
+        memcpy(&f, &u, 4);
+        return f;
+    }
+    int e = (h >> 10) & 0x1f, m = h & 0x3ff;
+    float v = e == 0 ? ldexpf((float)m, -24) : e == 31 ? (m ? NAN : INFINITY)
+                                                        : ldexpf((float)(m | 0x400), e - 25);
+    return h & 0x8000 ? -v : v;
+}
+
+/* Elements of O from its base pointer up to the last valid one. */
+static size_t o_extent(const fajit_attn_desc *d, const int32_t *cu_q)
+{
+    int64_t rows = cu_q ? cu_q[d->batch] : d->seqlen_q;
+    int64_t last = (rows ? rows - 1 : 0) * d->o_row_stride + (int64_t)(d->heads_q - 1) *
+                   d->o_head_stride + d->head_dim;
+    if (!cu_q)
+        last += (int64_t)(d->batch - 1) * d->o_batch_stride;
+    return (size_t)last;
+}
+
+fajit_status fj_oracle_init(fajit_ctx *ctx, fj_oracle *o, const fajit_attn_desc *d)
+{
+    memset(o, 0, sizeof *o);
+    if (d->cu_seqlens_q) {
+        o->cu_q = malloc(sizeof(int32_t) * (size_t)(d->batch + 1));
+        FJ_RETURN_IF(!o->cu_q, ctx, FAJIT_OUT_OF_MEMORY, "allocating the oracle");
+        ctx->cu->cuMemcpyDtoH(o->cu_q, (CUdeviceptr)d->cu_seqlens_q,
+                              sizeof(int32_t) * (size_t)(d->batch + 1));
+    }
+    o->raw_elems = o_extent(d, o->cu_q);
+    size_t valid = (size_t)(o->cu_q ? o->cu_q[d->batch] : (int64_t)d->batch * d->seqlen_q) *
+                   (size_t)d->heads_q * (size_t)d->head_dim;
+    o->raw = malloc(o->raw_elems * 2 + 16);
+    o->ref = malloc(valid * sizeof(float) + 16);
+    o->out = malloc(valid * sizeof(float) + 16);
+    FJ_RETURN_IF(!o->raw || !o->ref || !o->out, ctx, FAJIT_OUT_OF_MEMORY,
+                 "allocating the oracle's buffers");
+    return FAJIT_OK;
+}
+
+void fj_oracle_free(fj_oracle *o)
+{
+    free(o->raw), free(o->ref), free(o->out), free(o->cu_q);
+    memset(o, 0, sizeof *o);
+}
+
+fajit_status fj_oracle_read(fajit_ctx *ctx, fj_oracle *o, const fajit_attn_desc *d, float *dst)
+{
+    char err[64];
+    CUresult r = ctx->cu->cuCtxSynchronize();
+    if (!r)
+        r = ctx->cu->cuMemcpyDtoH(o->raw, (CUdeviceptr)d->o, o->raw_elems * 2);
+    FJ_RETURN_IF(r, ctx, FAJIT_CUDA_ERROR, "reading the output back: %s",
+                 fj_cuda_errname(ctx->cu, r, err, sizeof err));
+    size_t n = 0;
+    for (int b = 0; b < d->batch; b++) {
+        int64_t r0 = o->cu_q ? o->cu_q[b] : 0;
+        int sq = o->cu_q ? o->cu_q[b + 1] - o->cu_q[b] : d->seqlen_q;
+        int64_t base = o->cu_q ? r0 * d->o_row_stride : (int64_t)b * d->o_batch_stride;
+        for (int i = 0; i < sq; i++)
+            for (int h = 0; h < d->heads_q; h++)
+                for (int c = 0; c < d->head_dim; c++)
+                    dst[n++] = half_to_f32(o->raw[base + i * d->o_row_stride +
+                                                  h * d->o_head_stride + c],
+                                           d->dtype == FAJIT_BF16);
+    }
+    o->n_valid = n;
+    return FAJIT_OK;
+}
+
+/* For a paged problem (pages laid out in order, fj_inputs_make) the oracle reads the same
+ * memory as contiguous K/V: the reference kernel reads no block table. */
+fajit_status fj_oracle_reference(fajit_ctx *ctx, fj_oracle *o, const fajit_attn_desc *d)
+{
+    fajit_attn_desc twin = *d;
+    if (d->block_table) {
+        twin.block_table = NULL, twin.block_table_stride = 0, twin.page_size = 0;
+        twin.num_pages = 0, twin.k_page_stride = twin.v_page_stride = 0;
+        twin.seqused_k = NULL;
+    }
+    FJ_CHECK(fajit_attn_fwd_reference(ctx, &twin, NULL));
+    return fj_oracle_read(ctx, o, d, o->ref);
+}
+
+int fj_oracle_check(fajit_ctx *ctx, fj_oracle *o, const fj_kplan *kp, const fajit_attn_desc *d,
+                    char *why, size_t n)
+{
+    ctx->cu->cuMemsetD8((CUdeviceptr)d->o, 0xff, o->raw_elems * 2);   /* poison: NaN */
+    if (fj_kplan_launch(ctx, kp, d, NULL) != FAJIT_OK ||
+        fj_oracle_read(ctx, o, d, o->out) != FAJIT_OK) {
+        snprintf(why, n, "launch failed: %s", fajit_errmsg(ctx));
+        return -1;
+    }
+    double max_err = 0, max_ref = 0;
+    for (size_t k = 0; k < o->n_valid; k++) {
+        double e = fabs((double)o->out[k] - o->ref[k]);
+        max_err = isnan(e) || e > max_err ? (isnan(e) ? INFINITY : e) : max_err;
+        max_ref = fmax(max_ref, fabs(o->ref[k]));
+    }
+    double ulp = d->dtype == FAJIT_BF16 ? 1.0 / 128 : 1.0 / 1024;
+    if (!(max_err <= ulp * fmax(max_ref, 1e-3) + 1e-6)) {
+        snprintf(why, n, "wrong result: max error %g against the reference kernel", max_err);
+        return -1;
+    }
+    return 0;
+}
+
+/*------ random inputs on the device ------*/
+
+static uint64_t g_rand = 0x9E3779B97F4A7C15ull;
+static uint16_t rand_half(int bf16)
+{
+    g_rand ^= g_rand << 13, g_rand ^= g_rand >> 7, g_rand ^= g_rand << 17;
+    float f = (float)(g_rand >> 40) / (float)(1 << 24) * 2.f - 1.f;   /* [-1, 1) */
+    uint32_t u;
+    memcpy(&u, &f, 4);
+    if (bf16)
+        return (uint16_t)((u + 0x7fff + ((u >> 16) & 1)) >> 16);
+    int e = (int)((u >> 23) & 0xff) - 127 + 15;   /* |f| < 1: normal or subnormal half */
+    uint16_t sign = (uint16_t)((u >> 16) & 0x8000);
+    if (e <= 0)
+        return sign;
+    return (uint16_t)(sign | e << 10 | ((u >> 13) & 0x3ff));
+}
+
+static CUresult upload_random(const fj_cuda *cu, CUdeviceptr *p, size_t elems, int bf16,
+                              uint16_t *host)
+{
+    for (size_t i = 0; i < elems; i++)
+        host[i] = rand_half(bf16);
+    CUresult r = cu->cuMemAlloc(p, elems * 2);
+    return r ? r : cu->cuMemcpyHtoD(*p, host, elems * 2);
+}
+
+static CUresult upload_ints(const fj_cuda *cu, CUdeviceptr *p, const int32_t *v, size_t n)
+{
+    CUresult r = cu->cuMemAlloc(p, n * sizeof *v);
+    return r ? r : cu->cuMemcpyHtoD(*p, v, n * sizeof *v);
+}
+
+/* A paged problem's block table: sequence b's pages b*pps .. b*pps + pps-1, so that its
+ * K/V are contiguous too (the oracle's view). */
+static CUresult upload_table(const fj_cuda *cu, CUdeviceptr *p, int batch, int pps)
+{
+    const size_t n = (size_t)batch * pps;
+    int32_t *t = malloc(n * sizeof *t);
+    if (!t)
+        return 2;   /* CUDA_ERROR_OUT_OF_MEMORY */
+    for (size_t i = 0; i < n; i++)
+        t[i] = (int32_t)i;
+    CUresult r = upload_ints(cu, p, t, n);
+    free(t);
+    return r;
+}
+
+/* Varlen: prefix sums of the lengths, cu_seqlens_q then cu_seqlens_k in one buffer. */
+static CUresult upload_varlen(const fj_cuda *cu, fj_inputs *in, int batch, const int *lq,
+                              const int *lk)
+{
+    int32_t cu_l[2 * (FJ_INPUT_MAX_BATCH + 1)] = {0};
+    for (int b = 0; b < batch; b++) {
+        cu_l[b + 1] = cu_l[b] + lq[b];
+        cu_l[batch + 2 + b] = cu_l[batch + 1 + b] + lk[b];
+    }
+    in->total_q = cu_l[batch], in->total_k = cu_l[2 * batch + 1];
+    return upload_ints(cu, &in->cu, cu_l, 2 * (size_t)(batch + 1));
+}
+
+void fj_inputs_free(const fj_cuda *cu, fj_inputs *in)
+{
+    CUdeviceptr *all[] = {&in->o, &in->bt, &in->cu};
+    for (int s = 0; s < FJ_INPUT_SETS; s++) {
+        if (in->q[s]) cu->cuMemFree(in->q[s]);
+        if (in->k[s]) cu->cuMemFree(in->k[s]);
+        if (in->v[s]) cu->cuMemFree(in->v[s]);
+    }
+    for (int i = 0; i < 3; i++)
+        if (*all[i])
+            cu->cuMemFree(*all[i]);
+    memset(in, 0, sizeof *in);
+}
+
+/* The descriptor of set k: contiguous, or paged over whole pages per sequence, or varlen
+ * packed rows. */
+static void describe_set(fj_inputs *in, int k, const fj_problem *p, const fj_shape *sh,
+                         int pps, size_t rows_k)
+{
+    fajit_attn_desc *d = &in->d[k];
+    fajit_attn_desc_init(d, (void *)in->q[k], (void *)in->k[k], (void *)in->v[k],
+                         (void *)in->o, sh->batch, p->heads_q, p->heads_kv, sh->seqlen_q,
+                         sh->seqlen_k, p->head_dim, p->dtype);
+    d->mask = p->mask;
+    d->window_left = p->window_left;
+    d->window_right = p->window_right;
+    if (p->page_size) {
+        d->k_batch_stride = d->v_batch_stride =
+            (int64_t)rows_k * p->heads_kv * p->head_dim;   /* (the oracle's) */
+        d->block_table = (const int32_t *)(uintptr_t)in->bt;
+        d->block_table_stride = pps, d->page_size = p->page_size;
+        d->num_pages = sh->batch * pps;
+    }
+    if (in->cu) {
+        d->cu_seqlens_q = (const int32_t *)(uintptr_t)in->cu;
+        d->cu_seqlens_k = (const int32_t *)(uintptr_t)in->cu + sh->batch + 1;
+        d->total_q = in->total_q, d->total_k = in->total_k;
+    }
+}
+
+fajit_status fj_inputs_make(fajit_ctx *ctx, const fj_problem *p, const fj_shape *sh, int sets,
+                            const int *lens_q, const int *lens_k, fj_inputs *in)
+{
+    const fj_cuda *cu = ctx->cu;
+    char err[64];
+    memset(in, 0, sizeof *in);
+    FJ_RETURN_IF(sets < 1 || sets > FJ_INPUT_SETS || (lens_q && (p->page_size ||
+                 sh->batch > FJ_INPUT_MAX_BATCH)), ctx, FAJIT_INVALID_ARGUMENT,
+                 "fj_inputs_make: %d sets, varlen %d x paged %d", sets, lens_q != NULL,
+                 p->page_size);
+    /* paged: whole pages per sequence (pps of them), laid out in order */
+    const int pps = p->page_size ? (sh->seqlen_k + p->page_size - 1) / p->page_size : 0;
+    const size_t rows_k = p->page_size ? (size_t)pps * p->page_size : (size_t)sh->seqlen_k;
+    size_t nq = (size_t)sh->batch * sh->seqlen_q * p->heads_q * p->head_dim;
+    size_t nk = (size_t)sh->batch * rows_k * p->heads_kv * p->head_dim;
+    uint16_t *host = malloc((nq > nk ? nq : nk) * 2);
+    CUresult r = host ? 0 : 2;
+    for (int k = 0; k < sets && !r; k++) {
+        int bf16 = p->dtype == FAJIT_BF16;
+        if (!(r = upload_random(cu, &in->q[k], nq, bf16, host)) &&
+            !(r = upload_random(cu, &in->k[k], nk, bf16, host)))
+            r = upload_random(cu, &in->v[k], nk, bf16, host);
+    }
+    free(host);
+    if (!r)
+        r = cu->cuMemAlloc(&in->o, nq * 2);
+    if (!r && p->page_size)
+        r = upload_table(cu, &in->bt, sh->batch, pps);
+    if (!r && lens_q)
+        r = upload_varlen(cu, in, sh->batch, lens_q, lens_k);
+    if (r) {
+        fj_inputs_free(cu, in);
+        return fj_fail(ctx, FAJIT_CUDA_ERROR, "allocating inputs for %s (%d x %d x %d): %s",
+                       p->name, sh->batch, sh->seqlen_q, sh->seqlen_k,
+                       fj_cuda_errname(cu, r, err, sizeof err));
+    }
+    in->sets = sets;
+    for (int k = 0; k < sets; k++)
+        describe_set(in, k, p, sh, pps, rows_k);
+    return FAJIT_OK;
+}

@@ -1,0 +1,145 @@
+/* verdicts.c - the validation gate's verdicts: one per (GPU class, family), pass or fail
+ * with the first failing case. The newer verdict of a class replaces the older. */
+#ifndef _GNU_SOURCE
+#define _GNU_SOURCE
+#endif
+#include <stdio.h>
+#include <string.h>
+#include <time.h>
+
+#include <sqlite3.h>
+
+#include "cache_int.h"
+
+static void bind_text(sqlite3_stmt *st, int i, const char *s, size_t cap)
+{
+    sqlite3_bind_text(st, i, s, (int)strnlen(s, cap), SQLITE_STATIC);
+}
+
+/* ?1..?6: the class and the family (VERDICT_KEY). */
+static void bind_class(sqlite3_stmt *st, const fj_verdict *v)
+{
+    bind_text(st, 1, v->gpu_name, sizeof v->gpu_name);
+    bind_text(st, 2, v->arch, sizeof v->arch);
+    sqlite3_bind_int(st, 3, v->sm_count);
+    sqlite3_bind_int(st, 4, v->driver_version);
+    bind_text(st, 5, v->fajit_version, sizeof v->fajit_version);
+    bind_text(st, 6, v->family, sizeof v->family);
+}
+
+static void column_to(char *dst, size_t cap, sqlite3_stmt *st, int col)
+{
+    const char *s = (const char *)sqlite3_column_text(st, col);
+    snprintf(dst, cap, "%s", s ? s : "");
+}
+
+void fj_verdict_read(sqlite3_stmt *st, fj_verdict *v)
+{
+    memset(v, 0, sizeof *v);
+    column_to(v->gpu_name, sizeof v->gpu_name, st, 0);
+    column_to(v->arch, sizeof v->arch, st, 1);
+    v->sm_count = sqlite3_column_int(st, 2);
+    v->driver_version = sqlite3_column_int(st, 3);
+    column_to(v->fajit_version, sizeof v->fajit_version, st, 4);
+    column_to(v->family, sizeof v->family, st, 5);
+    v->pass = sqlite3_column_int(st, 6) != 0;
+    column_to(v->failed_case, sizeof v->failed_case, st, 7);
+    column_to(v->error, sizeof v->error, st, 8);
+    v->created = sqlite3_column_int64(st, 9);
+}
+
+int fj_verdict_store(fj_cache *c, const fj_verdict *v, int merge)
+{
+    int64_t created = v->created ? v->created : (int64_t)time(NULL);
+    if (merge) {   /* import: the newer verdict wins, a tie keeps the row there */
+        sqlite3_stmt *st = c->st[ST_VERDICT_GET];
+        bind_class(st, v);
+        int rc = sqlite3_step(st), keep = rc == SQLITE_ROW &&
+                                          sqlite3_column_int64(st, 9) >= created;
+        done(st);
+        if (rc != SQLITE_ROW && rc != SQLITE_DONE)
+            return -1;
+        if (keep)
+            return 1;
+    }
+    sqlite3_stmt *put = c->st[ST_VERDICT_PUT];
+    bind_class(put, v);
+    sqlite3_bind_int(put, 7, v->pass != 0);
+    bind_text(put, 8, v->failed_case, sizeof v->failed_case);
+    bind_text(put, 9, v->error, sizeof v->error);
+    sqlite3_bind_int64(put, 10, (sqlite3_int64)created);
+    return exec1(c, ST_VERDICT_PUT) == SQLITE_DONE ? 0 : -1;
+}
+
+int fj_cache_verdict_put(fj_cache *c, const fj_verdict *v)
+{
+    int rc = -1;
+    if (!c || !v)
+        return -1;
+    pthread_mutex_lock(&c->mu);
+    if (c->readonly || !c->st[ST_VERDICT_PUT])
+        fj_cache_say(c, FJ_LOG_WARN, "%s is read-only; the verdict on %s is kept in memory "
+                     "only", c->path ? c->path : "the cache", v->family);
+    else if ((rc = fj_verdict_store(c, v, 0)) < 0)
+        fj_cache_say(c, FJ_LOG_WARN, "cannot save the verdict on %s (%s)", v->family,
+                     sqlite3_errmsg(c->db));
+    pthread_mutex_unlock(&c->mu);
+    return rc;
+}
+
+int fj_cache_verdict_get(fj_cache *c, const fj_verdict *key, fj_verdict *out)
+{
+    int hit = 0;
+    if (!c || !key || !out)
+        return 0;
+    pthread_mutex_lock(&c->mu);
+    sqlite3_stmt *st = c->st[ST_VERDICT_GET];
+    if (st) {   /* (NULL in a read-only file of an older schema: no verdicts there) */
+        bind_class(st, key);
+        int rc = sqlite3_step(st);
+        if (rc == SQLITE_ROW) {
+            fj_verdict_read(st, out);
+            hit = 1;
+        } else if (rc != SQLITE_DONE) {
+            fj_cache_say(c, FJ_LOG_WARN, "reading a verdict failed (%s)", sqlite3_errmsg(c->db));
+        }
+        done(st);
+    }
+    pthread_mutex_unlock(&c->mu);
+    return hit;
+}
+
+int fj_cache_verdict_list(fj_cache *c, const char *arch, fj_verdict_list_fn fn, void *user)
+{
+    fj_verdict *v = NULL;
+    size_t n = 0, cap = 0;
+    int rc = 0, step = SQLITE_DONE;
+    if (!c || !fn)
+        return -1;
+    /* Collected first so fn runs without the lock and may call back into the cache. */
+    pthread_mutex_lock(&c->mu);
+    sqlite3_stmt *st = c->st[ST_VERDICT_LIST];
+    if (st && arch)
+        sqlite3_bind_text(st, 1, arch, -1, SQLITE_STATIC);
+    while (st && (step = sqlite3_step(st)) == SQLITE_ROW) {
+        if (n == cap) {
+            fj_verdict *nv = realloc(v, (cap = cap ? 2 * cap : 16) * sizeof *v);
+            if (!nv)
+                break;
+            v = nv;
+        }
+        fj_verdict_read(st, &v[n++]);
+    }
+    if (step != SQLITE_DONE) {
+        fj_cache_say(c, FJ_LOG_WARN, "listing verdicts failed (%s)", sqlite3_errmsg(c->db));
+        rc = -1;
+    }
+    if (st)
+        done(st);
+    pthread_mutex_unlock(&c->mu);
+    for (size_t i = 0; i < n && rc == 0; i++)
+        if (fn(user, &v[i]))
+            break;
+    free(v);
+    return rc;
+}

@@ -1,0 +1,488 @@
+/* test_gate.c - unit tests of the first-use validation gate (src/api/validate.c) through a
+ * fake driver: a FAIL verdict quarantines a family (dispatch falls back, down to the
+ * reference kernel, and warns once naming it), verdicts are per GPU class, the FAJIT_VALIDATE
+ * policy, the LAZY gate never validates inside a CUDA-graph capture, and validation that
+ * cannot run records no verdict. The numerics of validation are the gpu suite's
+ * (tests/test_gpu.c, validation_gate). */
+#include <check.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "../src/api/internal.h"
+
+/*------ a fake sm_90a device, and a family on it ------*/
+
+static struct {
+    int allocs;                /* cuMemAlloc calls other than the counter ring's */
+    int capturing;             /* cuStreamIsCapturing's answer */
+} g_fake;
+
+#define RING_BYTES ((size_t)(FJ_COUNTER_SLOTS + FJ_COUNTER_GRAPH_SLOTS) * FJ_COUNTER_SLOT_BYTES)
+static CUresult f_init(unsigned f) { (void)f; return 0; }
+static CUresult f_count(int *n) { *n = 1; return 0; }
+static CUresult f_get(CUdevice *d, int i) { *d = i; return 0; }
+static CUresult f_attr(int *v, int a, CUdevice d)
+{
+    (void)d;
+    *v = a == FJ_CU_ATTR_CC_MAJOR ? 9 : a == FJ_CU_ATTR_CC_MINOR ? 0 : 132;
+    return 0;
+}
+static CUresult f_retain(CUcontext *c, CUdevice d) { (void)d; *c = (CUcontext)0x1; return 0; }
+static CUresult f_release(CUdevice d) { (void)d; return 0; }
+static CUresult f_name(char *s, int n, CUdevice d)
+{
+    (void)d;
+    snprintf(s, (size_t)n, "Fake GPU");
+    return 0;
+}
+static CUresult f_errname(CUresult r, const char **s) { (void)r; *s = "CUDA_ERROR_FAKE"; return 0; }
+static CUresult f_setcur(CUcontext c) { (void)c; return 0; }
+static CUresult f_sync(void) { return 0; }
+static CUresult f_memset(CUdeviceptr p, unsigned char v, size_t n)
+{
+    (void)p, (void)v, (void)n;
+    return 0;
+}
+static CUresult f_free(CUdeviceptr p) { (void)p; return 0; }
+/* The counter ring is granted; any other allocation (validation's inputs) fails. */
+static CUresult f_alloc(CUdeviceptr *p, size_t n)
+{
+    *p = 0x7000000;
+    if (n == RING_BYTES)
+        return 0;
+    g_fake.allocs++;
+    return 2;
+}
+static CUresult f_capturing(CUstream s, int *status)
+{
+    (void)s;
+    *status = g_fake.capturing;
+    return 0;
+}
+
+static fj_cuda fake_table(void)
+{
+    fj_cuda f = {0};
+    f.cuInit = f_init, f.cuDeviceGetCount = f_count, f.cuDeviceGet = f_get;
+    f.cuDeviceGetAttribute = f_attr, f.cuDevicePrimaryCtxRetain = f_retain;
+    f.cuDevicePrimaryCtxRelease = f_release, f.cuDeviceGetName = f_name;
+    f.cuGetErrorName = f_errname, f.cuCtxSetCurrent = f_setcur, f.cuCtxSynchronize = f_sync;
+    f.cuMemAlloc = f_alloc, f.cuMemsetD8 = f_memset, f.cuMemFree = f_free;
+    f.cuStreamIsCapturing = f_capturing;
+    f.version = 12080;
+    return f;
+}
+
+/* "gt": the portable family's kernels under another name, for head_dim 128 on sm_90, ranked
+ * above every shipped family (so dispatch picks it first). */
+static const fj_family k_gt;
+static int gt_applies(const fajit_attn_desc *d, const fj_target *t)
+{
+    return t->sm == 90 && d->head_dim == 128 && fj_family_fa2.applies(d, t);
+}
+static void gt_default(const fajit_attn_desc *d, const fj_target *t, fj_kcfg *out)
+{
+    fj_family_fa2.default_cfg(d, t, out);
+    out->fam = &k_gt;
+}
+static int gt_one(const fajit_attn_desc *d, const fj_target *t, fj_kcfg *out, int max)
+{
+    if (max < 1)
+        return 0;
+    gt_default(d, t, out);
+    return 1;
+}
+/* The portable family reads only configurations that name it. */
+static fj_kcfg as_fa2(const fj_kcfg *c)
+{
+    fj_kcfg f = *c;
+    f.fam = &fj_family_fa2;
+    return f;
+}
+static void gt_kernels(const fj_kcfg *c, const fajit_attn_desc *d, fj_kernels *out)
+{
+    fj_kcfg f = as_fa2(c);
+    fj_family_fa2.kernels(&f, d, out);
+    for (int i = 0; i < out->n; i++) {
+        char was[96];
+        snprintf(was, sizeof was, "%s", out->v[i].name);
+        snprintf(out->v[i].name, sizeof out->v[i].name, "gt(%.80s)", was);
+    }
+}
+static int gt_check(const fj_kcfg *c, const fajit_attn_desc *d, const fj_target *t, char *w,
+                    size_t n)
+{
+    fj_kcfg f = as_fa2(c);
+    return fj_family_fa2.check(&f, d, t, w, n);
+}
+static void gt_name(const fj_kcfg *c, char *out, size_t n)
+{
+    fj_kcfg f = as_fa2(c);
+    fj_family_fa2.cfg_name(&f, out, n);
+}
+static int gt_parse(const char *s, fj_kcfg *c)
+{
+    int r = fj_family_fa2.cfg_parse(s, c);
+    c->fam = &k_gt;
+    return r;
+}
+static void gt_grid(const fj_kcfg *c, const fajit_attn_desc *d, const fj_target *t, char *out,
+                    size_t n)
+{
+    fj_kcfg f = as_fa2(c);
+    fj_family_fa2.describe_grid(&f, d, t, out, n);
+}
+static const fj_family k_gt = {
+    .name = "gt", .id = 10, .op = FAJIT_OP_FWD, .rank = 100, .cfg_prefix = "gt:",
+    .applies = gt_applies, .default_cfg = gt_default, .candidates = gt_one, .shipped = gt_one,
+    .kernels = gt_kernels, .check = gt_check, .cfg_name = gt_name, .cfg_parse = gt_parse,
+    .describe_grid = gt_grid,
+};
+
+typedef struct sink_t {
+    int warns, quarantine_warns;
+    char last_warn[1024];
+} sink_t;
+
+static void sink(void *user, fajit_log_level level, const char *msg)
+{
+    sink_t *s = user;
+    if (level != FAJIT_LOG_WARN)
+        return;
+    s->warns++;
+    s->quarantine_warns += strstr(msg, "is quarantined") != NULL;
+    snprintf(s->last_warn, sizeof s->last_warn, "%s", msg);
+}
+
+static fajit_ctx *fake_ctx(sink_t *s, fajit_validate_policy v, fajit_policy policy)
+{
+    fajit_ctx_opts o;
+    fajit_ctx_opts_init(&o);
+    o.cache_dir = "";
+    o.log = sink, o.log_user = s;
+    o.validate = v;
+    o.policy = policy;
+    fajit_ctx *ctx = NULL;
+    ck_assert_int_eq(fajit_ctx_create(&ctx, &o), FAJIT_OK);
+    return ctx;
+}
+
+/* A verdict on `family` for the class of ctx's device (driver as the fake reports it). */
+static void put_verdict(fajit_ctx *ctx, const char *family, int pass, int driver)
+{
+    fj_verdict v;
+    memset(&v, 0, sizeof v);
+    snprintf(v.gpu_name, sizeof v.gpu_name, "%s", ctx->gpu_name);
+    snprintf(v.arch, sizeof v.arch, "%s", ctx->arch);
+    v.sm_count = ctx->sm_count;
+    v.driver_version = driver;
+    snprintf(v.fajit_version, sizeof v.fajit_version, "%s", FAJIT_VERSION_STRING);
+    snprintf(v.family, sizeof v.family, "%s", family);
+    v.pass = pass;
+    snprintf(v.failed_case, sizeof v.failed_case, "%s", pass ? "" : "bf16 hd128 causal b2");
+    snprintf(v.error, sizeof v.error, "%s", pass ? "" : "wrong result: max error 0.25");
+    ck_assert_int_eq(fj_cache_verdict_put(ctx->cache, &v), 0);
+}
+
+static fajit_attn_desc hd128_causal(void)
+{
+    fajit_attn_desc d;
+    void *p = (void *)(uintptr_t)0x100000;
+    fajit_attn_desc_init(&d, p, p, p, p, 2, 8, 8, 1024, 1024, 128, FAJIT_BF16);
+    d.mask = FAJIT_MASK_CAUSAL;
+    return d;
+}
+
+static void describe(fajit_ctx *ctx, const fajit_attn_desc *d, char *line, size_t n)
+{
+    ck_assert_int_eq(fajit_dispatch_describe(ctx, NULL, d, line, n), FAJIT_OK);
+}
+
+/*------ the tests ------*/
+
+/* A FAIL verdict for this GPU class: dispatch passes the family over for the next one that
+ * applies, down to the reference kernel, and warns once naming the family, case and error;
+ * a PASS or another class's FAIL changes nothing. */
+START_TEST(gate_quarantine)
+{
+    fj_cuda fake = fake_table();
+    fj_cuda_set_for_testing(&fake);
+    fj_family_register_for_testing(&k_gt);
+    sink_t s = {0};
+    char line[2048];
+    fajit_attn_desc d = hd128_causal();
+
+    fajit_ctx *ctx = fake_ctx(&s, FAJIT_VALIDATE_WARM, FAJIT_POLICY_BLOCKING);
+    describe(ctx, &d, line, sizeof line);
+    ck_assert_msg(strstr(line, "gt(fa2 bf16 d128") && !strstr(line, "QUARANTINED"), "%s", line);
+    fajit_ctx_destroy(ctx);
+
+    /* a pass, and a fail of another driver: gt still serves */
+    ctx = fake_ctx(&s, FAJIT_VALIDATE_WARM, FAJIT_POLICY_BLOCKING);
+    put_verdict(ctx, "gt", 1, 12080);
+    put_verdict(ctx, "fa3", 0, 13000);
+    describe(ctx, &d, line, sizeof line);
+    ck_assert_msg(strstr(line, "gt(fa2"), "%s", line);
+    fajit_verdict_info vi;
+    fajit_verdict_info_init(&vi);
+    ck_assert_int_eq(fajit_family_verdict(ctx, (fajit_family)10, &vi), FAJIT_OK);
+    ck_assert_int_eq(vi.verdict, FAJIT_VERDICT_PASS);
+    ck_assert_int_eq(fajit_family_verdict(ctx, FAJIT_FAMILY_FA3, &vi), FAJIT_OK);
+    ck_assert_int_eq(vi.verdict, FAJIT_VERDICT_NONE);   /* that fail was another class's */
+    ck_assert_int_eq(vi.driver_version, 12080);
+    ck_assert_str_eq(vi.gpu_name, "Fake GPU");
+    ck_assert_int_eq(s.quarantine_warns, 0);
+    fajit_ctx_destroy(ctx);
+
+    /* gt failed here: fa3 serves, the plan line says why, the warning comes once */
+    ctx = fake_ctx(&s, FAJIT_VALIDATE_WARM, FAJIT_POLICY_BLOCKING);
+    put_verdict(ctx, "gt", 0, 12080);
+    describe(ctx, &d, line, sizeof line);
+    ck_assert_msg(strstr(line, "fa3 bf16 d128") && !strstr(line, "gt(") &&
+                  strstr(line, "family gt is QUARANTINED on this GPU class (failed validation "
+                                "at bf16 hd128 causal b2: wrong result: max error 0.25)"),
+                  "%s", line);
+    ck_assert_int_eq(s.quarantine_warns, 1);
+    ck_assert_msg(strstr(s.last_warn, "family gt is quarantined on this GPU (Fake GPU, sm_90a, "
+                                      "132 SMs, driver 12080): it failed validation on bf16 "
+                                      "hd128 causal b2: wrong result: max error 0.25"),
+                  "%s", s.last_warn);
+    describe(ctx, &d, line, sizeof line);
+    ck_assert_int_eq(s.quarantine_warns, 1);
+    ck_assert_int_eq(fajit_family_verdict(ctx, (fajit_family)10, &vi), FAJIT_OK);
+    ck_assert_int_eq(vi.verdict, FAJIT_VERDICT_FAIL);
+    ck_assert_str_eq(vi.family_name, "gt");
+    ck_assert_str_eq(vi.failed_case, "bf16 hd128 causal b2");
+    ck_assert_str_eq(vi.error, "wrong result: max error 0.25");
+    /* naming the device's own target is the device (as for tuning rows) */
+    ck_assert_int_eq(fajit_dispatch_describe(ctx, "sm_90a", &d, line, sizeof line), FAJIT_OK);
+    ck_assert_msg(strstr(line, "fa3 bf16 d128"), "%s", line);
+    fajit_ctx_destroy(ctx);
+
+    /* a real dispatch (STRICT: it stops at the missing kernel, which names the choice) */
+    fajit_ctx_opts o;
+    fajit_ctx_opts_init(&o);
+    o.cache_dir = "";
+    o.policy = FAJIT_POLICY_STRICT;
+    ck_assert_int_eq(fajit_ctx_create(&ctx, &o), FAJIT_OK);
+    ck_assert_int_eq(fajit_attn_fwd(ctx, &d, NULL), FAJIT_CACHE_MISS);
+    ck_assert_msg(strstr(fajit_errmsg(ctx), "gt(fa2 bf16 d128"), "%s", fajit_errmsg(ctx));
+    fajit_ctx_destroy(ctx);
+    ck_assert_int_eq(fajit_ctx_create(&ctx, &o), FAJIT_OK);
+    put_verdict(ctx, "gt", 0, 12080);
+    ck_assert_int_eq(fajit_attn_fwd(ctx, &d, NULL), FAJIT_CACHE_MISS);
+    ck_assert_msg(strstr(fajit_errmsg(ctx), "fa3 bf16 d128") && !strstr(fajit_errmsg(ctx), "gt("),
+                  "%s", fajit_errmsg(ctx));
+    fajit_ctx_destroy(ctx);
+
+    /* a tuning row whose winner is a quarantined family's is not used */
+    fj_tune_row row;
+    memset(&row, 0, sizeof row);
+    snprintf(row.gpu_name, sizeof row.gpu_name, "Fake GPU");
+    snprintf(row.arch, sizeof row.arch, "sm_90a");
+    row.sm_count = 132;
+    fj_desc_signature(&d, row.signature, sizeof row.signature);
+    fj_desc_bucket(&d, row.bucket, sizeof row.bucket);
+    snprintf(row.config, sizeof row.config, "gt:64x64w4s2");
+    for (int fail = 0; fail < 2; fail++) {
+        ctx = fake_ctx(&s, FAJIT_VALIDATE_WARM, FAJIT_POLICY_BLOCKING);
+        ck_assert_int_eq(fj_cache_tune_put(ctx->cache, &row), 0);
+        put_verdict(ctx, "gt", !fail, 12080);
+        describe(ctx, &d, line, sizeof line);
+        if (fail)
+            ck_assert_msg(strstr(line, "fa3 bf16 d128") && strstr(line, "(default)"), "%s", line);
+        else
+            ck_assert_msg(strstr(line, "gt(fa2 bf16 d128 causal 64x64 w4 s2) (tuned)"), "%s", line);
+        fajit_ctx_destroy(ctx);
+    }
+
+    /* gt, fa3 and fa2 failed: the reference kernel serves */
+    ctx = fake_ctx(&s, FAJIT_VALIDATE_WARM, FAJIT_POLICY_BLOCKING);
+    put_verdict(ctx, "gt", 0, 12080);
+    put_verdict(ctx, "fa3", 0, 12080);
+    put_verdict(ctx, "fa2", 0, 12080);
+    describe(ctx, &d, line, sizeof line);
+    ck_assert_msg(strstr(line, "ref ") && !strstr(line, "fa3 bf16") && !strstr(line, "fa2 bf16"),
+                  "%s", line);
+    fajit_ctx_destroy(ctx);
+
+    /* forcing a quarantined family falls back as forcing one that does not apply does */
+    fajit_ctx_opts_init(&o);
+    o.cache_dir = "";
+    o.family = FAJIT_FAMILY_FA3;
+    ck_assert_int_eq(fajit_ctx_create(&ctx, &o), FAJIT_OK);
+    put_verdict(ctx, "fa3", 0, 12080);
+    describe(ctx, &d, line, sizeof line);
+    ck_assert_msg(strstr(line, "gt(fa2") && strstr(line, "family fa3 is QUARANTINED"), "%s", line);
+    fajit_ctx_destroy(ctx);
+
+    fj_family_register_for_testing(NULL);
+    fj_cuda_set_for_testing(NULL);
+}
+END_TEST
+
+/* FAJIT_VALIDATE and the option. */
+START_TEST(gate_policy_option)
+{
+    fajit_ctx_opts o;
+    fajit_ctx_opts_init(&o);
+    ck_assert_int_eq(o.validate, FAJIT_VALIDATE_WARM);
+    o.device = FAJIT_DEVICE_NONE;
+    o.cache_dir = "";
+    fajit_ctx *ctx = NULL;
+    static const char *const names[] = {"warm", "off", "LAZY"};
+    for (int i = 0; i < 3; i++) {
+        setenv("FAJIT_VALIDATE", names[i], 1);
+        ck_assert_int_eq(fajit_ctx_create(&ctx, &o), FAJIT_OK);
+        ck_assert_int_eq(ctx->opts.validate, i);
+        fajit_ctx_destroy(ctx);
+    }
+    setenv("FAJIT_VALIDATE", "always", 1);
+    ck_assert_int_eq(fajit_ctx_create(&ctx, &o), FAJIT_INVALID_ARGUMENT);
+    ck_assert_ptr_nonnull(strstr(fajit_errmsg(ctx), "FAJIT_VALIDATE must be warm, off or lazy, "
+                                                    "got 'always'"));
+    fajit_ctx_destroy(ctx);
+    unsetenv("FAJIT_VALIDATE");
+    o.validate = (fajit_validate_policy)3;
+    ck_assert_int_eq(fajit_ctx_create(&ctx, &o), FAJIT_INVALID_ARGUMENT);
+    ck_assert_ptr_nonnull(strstr(fajit_errmsg(ctx), "validate must be WARM (0), OFF (1) or "
+                                                    "LAZY (2), got 3"));
+    fajit_ctx_destroy(ctx);
+    o.validate = FAJIT_VALIDATE_LAZY;
+    ck_assert_int_eq(fajit_ctx_create(&ctx, &o), FAJIT_OK);
+    /* without a device: nothing to validate on, no class to read verdicts of */
+    ck_assert_int_eq(fajit_validate(ctx, FAJIT_FAMILY_AUTO, NULL), FAJIT_NO_DEVICE);
+    fajit_verdict_info vi;
+    fajit_verdict_info_init(&vi);
+    ck_assert_int_eq(fajit_family_verdict(ctx, FAJIT_FAMILY_FA2, &vi), FAJIT_NO_DEVICE);
+    fajit_ctx_destroy(ctx);
+}
+END_TEST
+
+/* LAZY: the first dispatch of an unvalidated family validates it, except while the stream
+ * is being captured (then it runs unvalidated, logged); validation that cannot run (here:
+ * its inputs cannot be allocated) records no verdict and is not retried; WARM and OFF never
+ * validate at dispatch. STRICT keeps dispatch from compiling: each call ends in CACHE_MISS
+ * after the gate. */
+START_TEST(gate_lazy_capture)
+{
+    fj_cuda fake = fake_table();
+    fj_cuda_set_for_testing(&fake);
+    fj_family_register_for_testing(&k_gt);
+    sink_t s = {0};
+    fajit_attn_desc d = hd128_causal();
+    CUstream stream = (CUstream)0x5;
+
+    memset(&g_fake, 0, sizeof g_fake);
+    g_fake.capturing = 1;
+    fajit_ctx *ctx = fake_ctx(&s, FAJIT_VALIDATE_LAZY, FAJIT_POLICY_STRICT);
+    ck_assert_int_eq(fajit_attn_fwd(ctx, &d, stream), FAJIT_CACHE_MISS);
+    ck_assert_int_eq(g_fake.allocs, 0);
+    ck_assert_msg(strstr(s.last_warn, "validation: gt has no verdict on this GPU class and the "
+                                      "stream is being captured into a CUDA graph: it "
+                                      "dispatches unvalidated"), "%s", s.last_warn);
+    fajit_ctx_destroy(ctx);
+
+    g_fake.capturing = 0;
+    for (int v = FAJIT_VALIDATE_WARM; v <= FAJIT_VALIDATE_OFF; v++) {
+        ctx = fake_ctx(&s, (fajit_validate_policy)v, FAJIT_POLICY_STRICT);
+        ck_assert_int_eq(fajit_attn_fwd(ctx, &d, stream), FAJIT_CACHE_MISS);
+        ck_assert_int_eq(g_fake.allocs, 0);
+        fajit_ctx_destroy(ctx);
+    }
+
+    ctx = fake_ctx(&s, FAJIT_VALIDATE_LAZY, FAJIT_POLICY_STRICT);
+    ck_assert_int_eq(fajit_attn_fwd(ctx, &d, stream), FAJIT_CACHE_MISS);
+    ck_assert_int_eq(g_fake.allocs, 1);   /* it tried: the first case's inputs */
+    ck_assert_msg(strstr(s.last_warn, "validation: gt could not be validated (FAJIT_CUDA_ERROR: "
+                                      "validating gt on "
+                                      "bf16 hd128 causal b2 h8/8 sq512 sk512: allocating "
+                                      "inputs"), "%s", s.last_warn);
+    fajit_verdict_info vi;
+    fajit_verdict_info_init(&vi);
+    ck_assert_int_eq(fajit_family_verdict(ctx, (fajit_family)10, &vi), FAJIT_OK);
+    ck_assert_int_eq(vi.verdict, FAJIT_VERDICT_NONE);
+    ck_assert_int_eq(fajit_attn_fwd(ctx, &d, stream), FAJIT_CACHE_MISS);
+    ck_assert_int_eq(g_fake.allocs, 1);   /* tried once per context */
+    fajit_ctx_destroy(ctx);
+
+    fj_family_register_for_testing(NULL);
+    fj_cuda_set_for_testing(NULL);
+}
+END_TEST
+
+/* fajit_validate's arguments and a run that cannot allocate its inputs. */
+START_TEST(gate_validate_api)
+{
+    fj_cuda fake = fake_table();
+    fj_cuda_set_for_testing(&fake);
+    sink_t s = {0};
+    memset(&g_fake, 0, sizeof g_fake);
+    fajit_ctx *ctx = fake_ctx(&s, FAJIT_VALIDATE_WARM, FAJIT_POLICY_BLOCKING);
+    ck_assert_int_eq(fajit_validate(ctx, FAJIT_FAMILY_REF, NULL), FAJIT_INVALID_ARGUMENT);
+    ck_assert_ptr_nonnull(strstr(fajit_errmsg(ctx), "other than the reference kernel"));
+    ck_assert_int_eq(fajit_validate(ctx, (fajit_family)77, NULL), FAJIT_INVALID_ARGUMENT);
+    fajit_validation_report rep;
+    fajit_validation_report_init(&rep);
+    rep.struct_size = 3;
+    ck_assert_int_eq(fajit_validate(ctx, FAJIT_FAMILY_FA3, &rep), FAJIT_INVALID_ARGUMENT);
+    ck_assert_ptr_nonnull(strstr(fajit_errmsg(ctx), "fajit_validation_report.struct_size"));
+    ck_assert_int_eq(g_fake.allocs, 0);
+    fajit_validation_report_init(&rep);
+    ck_assert_int_eq(fajit_validate(ctx, FAJIT_FAMILY_FA3, &rep), FAJIT_CUDA_ERROR);
+    ck_assert_msg(strstr(fajit_errmsg(ctx), "FAJIT_CUDA_ERROR: validating fa3 on bf16 hd128 "
+                                            "causal b2 h8/8 sq512 sk512: allocating inputs") &&
+                  strstr(fajit_errmsg(ctx), "(no verdict recorded)"), "%s", fajit_errmsg(ctx));
+    ck_assert_int_eq(g_fake.allocs, 1);
+    fajit_verdict_info vi;
+    fajit_verdict_info_init(&vi);
+    ck_assert_int_eq(fajit_family_verdict(ctx, FAJIT_FAMILY_FA3, &vi), FAJIT_OK);
+    ck_assert_int_eq(vi.verdict, FAJIT_VERDICT_NONE);
+    vi.struct_size = 8;
+    ck_assert_int_eq(fajit_family_verdict(ctx, FAJIT_FAMILY_FA3, &vi), FAJIT_INVALID_ARGUMENT);
+    ck_assert_int_eq(fajit_family_verdict(ctx, FAJIT_FAMILY_AUTO, &vi), FAJIT_INVALID_ARGUMENT);
+    fajit_ctx_destroy(ctx);
+    fj_cuda_set_for_testing(NULL);
+}
+END_TEST
+
+/* fajit_verdict_list: every class's verdicts, with this library's family values. */
+static int count_verdicts(void *user, const fajit_verdict_info *v)
+{
+    int *n = user;
+    ck_assert_uint_eq(v->struct_size, sizeof *v);
+    if (strcmp(v->family_name, "fa3") == 0)
+        ck_assert_int_eq(v->family, FAJIT_FAMILY_FA3);
+    (*n)++;
+    return 0;
+}
+
+START_TEST(gate_verdict_list)
+{
+    fj_cuda fake = fake_table();
+    fj_cuda_set_for_testing(&fake);
+    sink_t s = {0};
+    fajit_ctx *ctx = fake_ctx(&s, FAJIT_VALIDATE_WARM, FAJIT_POLICY_BLOCKING);
+    put_verdict(ctx, "fa3", 0, 12080);
+    put_verdict(ctx, "fa3", 1, 13000);
+    put_verdict(ctx, "decode", 1, 13000);
+    int n = 0;
+    ck_assert_int_eq(fajit_verdict_list(ctx, count_verdicts, &n), FAJIT_OK);
+    ck_assert_int_eq(n, 3);
+    ck_assert_int_eq(fajit_verdict_list(ctx, NULL, &n), FAJIT_INVALID_ARGUMENT);
+    fajit_ctx_destroy(ctx);
+    fj_cuda_set_for_testing(NULL);
+}
+END_TEST
+
+TCase *fj_tcase_gate(void)
+{
+    TCase *tc = tcase_create("gate");
+    tcase_add_test(tc, gate_quarantine);
+    tcase_add_test(tc, gate_policy_option);
+    tcase_add_test(tc, gate_lazy_capture);
+    tcase_add_test(tc, gate_validate_api);
+    tcase_add_test(tc, gate_verdict_list);
+    return tc;
+}
