@@ -233,10 +233,10 @@ def tune(spec, *, reps=20, noise_band=0.03, pin=False, force=False, context=None
 
 
 if importlib.util.find_spec("torch") is not None:
-    from ._torch import attention, attention_with_kvcache  # noqa: E402,F401
+    from ._torch import attention, attention_with_kvcache, merge_attention  # noqa: E402,F401
 else:
     def attention(*args, **kwargs):
         """Needs PyTorch (not installed)."""
         raise ImportError("fajit.attention needs PyTorch (torch is not installed)")
 
-    attention_with_kvcache = attention
+    attention_with_kvcache = merge_attention = attention

@@ -3,7 +3,8 @@ structs of include/fajit.h, the function signatures, and Error. No torch here.""
 import ctypes as C
 import os
 
-# Mirrors of fajit_ctx_opts, fajit_attn_desc and fajit_tune_opts, field by field. They are
+# Mirrors of fajit_ctx_opts, fajit_attn_desc, fajit_merge_desc and fajit_tune_opts, field by
+# field. They are
 # filled by the *_init_sized functions with their own size (struct_size first: "Growing
 # structs" in fajit.h); check_layout() refuses a library whose defaults read back wrong.
 
@@ -29,6 +30,15 @@ class AttnDesc(C.Structure):
          ("page_size", C.c_int), ("num_pages", C.c_int),
          ("k_page_stride", C.c_int64), ("v_page_stride", C.c_int64),
          ("seqused_k", C.c_void_p), ("num_splits", C.c_int)]
+
+
+class MergeDesc(C.Structure):
+    _fields_ = [("struct_size", C.c_size_t), ("o_a", C.c_void_p), ("o_b", C.c_void_p),
+                ("lse_a", C.c_void_p), ("lse_b", C.c_void_p), ("o", C.c_void_p),
+                ("lse", C.c_void_p)] + \
+        [(f"{t}_{s}_stride", C.c_int64) for t in ("a", "b", "o", "lse")
+         for s in ("batch", "row", "head")] + \
+        [(n, C.c_int) for n in ("batch", "seqlen", "heads", "head_dim", "dtype")]
 
 
 class TuneOpts(C.Structure):
@@ -123,6 +133,8 @@ def _declare(L):
         "fajit_attn_fwd_reference": (I, [P, D(AttnDesc), P]),
         "fajit_dispatch_describe": (I, [P, S, D(AttnDesc), C.c_char_p, C.c_size_t]),
         "fajit_attn_workspace_size": (I, [P, D(AttnDesc), D(C.c_size_t)]),
+        "fajit_merge_desc_init_sized": (V, [D(MergeDesc), C.c_size_t] + [P] * 6 + [I] * 5),
+        "fajit_attn_merge": (I, [P, D(MergeDesc), P]),
         "fajit_counters_get": (V, [P, D(Counters)]),
         "fajit_sysinfo_get": (I, [P, D(Sysinfo)]),
         "fajit_device_info_get": (I, [P, I, D(DeviceInfo)]),
@@ -160,6 +172,13 @@ def check_layout(L):
           abs(d.softmax_scale - 0.125) < 1e-7 and d.op == 0 and d.workspace_bytes == 0 and
           d.block_table is None and d.page_size == 0 and d.seqused_k is None and
           d.num_splits == 0 and t.reps == 20 and abs(t.noise_band - 0.03) < 1e-12)
+    m = MergeDesc()
+    C.memset(C.byref(m), 0xA5, C.sizeof(m))
+    L.fajit_merge_desc_init_sized(C.byref(m), C.sizeof(m), *(0,) * 6, 2, 3, 4, 8, 1)
+    ok = ok and (m.struct_size == C.sizeof(m) and m.a_head_stride == 8 and
+                 m.b_row_stride == 32 and m.o_batch_stride == 96 and m.lse_row_stride == 1 and
+                 m.lse_head_stride == 3 and m.lse_batch_stride == 12 and m.head_dim == 8 and
+                 m.dtype == 1)
     if not ok:
         raise ImportError("fajit: this libfajit's structs do not match the binding "
                           "(python/fajit/_lib.py against include/fajit.h)")

@@ -141,13 +141,13 @@ def _tensor(name, t, dims, dtype=None):
         raise invalid(f"{name}'s last dimension must be contiguous, got strides {t.stride()}")
 
 
-def _on_cuda(q, **others):
-    """Checked last: every other rule can be seen on CPU tensors too."""
+def _on_cuda(q, first="q", **others):
+    """Checked last: every other rule can be seen on CPU tensors too. `first` names q."""
     if q.device.type != "cuda":
-        raise invalid(f"q must be a CUDA tensor, got one on {q.device}")
+        raise invalid(f"{first} must be a CUDA tensor, got one on {q.device}")
     for name, t in others.items():
         if t is not None and t.device != q.device:
-            raise invalid(f"{name} must be on q's device {q.device}, got {t.device}")
+            raise invalid(f"{name} must be on {first}'s device {q.device}, got {t.device}")
 
 
 def _mask(causal, window):
@@ -276,4 +276,77 @@ def attention_with_kvcache(q, k_cache, v_cache, *, block_table=None, seqused_k=N
                 return_lse, int(num_splits))
 
 
-__all__ = ["attention", "attention_with_kvcache"]
+def _merge_launch(o_a, lse_a, o_b, lse_b, o, lse):
+    """fajit_attn_merge on [batch, seqlen, heads, head_dim] (or packed [total, heads,
+    head_dim]) results and their LSEs [batch, heads, seqlen] (or [heads, total])."""
+    from ._lib import MergeDesc
+    packed = o_a.dim() == 3
+    if packed:   # one "sequence" of total rows: fajit's varlen LSE layout [heads, total]
+        views = [t.unsqueeze(0) for t in (o_a, o_b, o)]
+        lviews = [t.unsqueeze(0) for t in (lse_a, lse_b, lse)]
+    else:
+        views, lviews = [o_a, o_b, o], [lse_a, lse_b, lse]
+    b, L, h, dim = views[0].shape
+    m = MergeDesc()
+    lib.fajit_merge_desc_init_sized(C.byref(m), C.sizeof(m), o_a.data_ptr(), lse_a.data_ptr(),
+                                    o_b.data_ptr(), lse_b.data_ptr(), o.data_ptr(),
+                                    lse.data_ptr(), b, L, h, dim, _DT[o_a.dtype])
+    for name, t in zip(("a", "b", "o"), views):
+        st = t.stride()
+        setattr(m, f"{name}_batch_stride", st[0])
+        setattr(m, f"{name}_row_stride", st[1])
+        setattr(m, f"{name}_head_stride", st[2])
+    st = lviews[0].stride()   # [batch, heads, seqlen]
+    m.lse_batch_stride, m.lse_head_stride, m.lse_row_stride = st[0], st[1], st[2]
+    ctx = _ctx(o_a.device)
+    ctx.check(lib.fajit_attn_merge(ctx.ptr, C.byref(m),
+                                   torch.cuda.current_stream(o_a.device).cuda_stream))
+
+
+if hasattr(torch.library, "custom_op"):
+    @torch.library.custom_op("fajit::merge", mutates_args=())
+    def _merge(o_a: torch.Tensor, lse_a: torch.Tensor, o_b: torch.Tensor,
+               lse_b: torch.Tensor) -> Tuple[torch.Tensor, torch.Tensor]:
+        o = torch.empty_like(o_a, memory_format=torch.contiguous_format)
+        lse = torch.empty_like(lse_a, memory_format=torch.contiguous_format)
+        _merge_launch(o_a, lse_a, o_b, lse_b, o, lse)
+        return o, lse
+
+    @_merge.register_fake
+    def _(o_a, lse_a, o_b, lse_b):
+        return (torch.empty_like(o_a, memory_format=torch.contiguous_format),
+                torch.empty_like(lse_a, memory_format=torch.contiguous_format))
+else:
+    def _merge(o_a, lse_a, o_b, lse_b):
+        o = torch.empty_like(o_a, memory_format=torch.contiguous_format)
+        lse = torch.empty_like(lse_a, memory_format=torch.contiguous_format)
+        _merge_launch(o_a, lse_a, o_b, lse_b, o, lse)
+        return o, lse
+
+
+def merge_attention(o_a, lse_a, o_b, lse_b):
+    """Merges two partial results of the same queries over disjoint key sets by their LSE
+    (cascade / shared-prefix attention): returns (O, LSE) of the union, as attention over all
+    the keys would give. o_x [batch, seqlen, heads, head_dim] with lse_x [batch, heads,
+    seqlen] (return_lse=True of attention / attention_with_kvcache), or packed varlen rows
+    [total, heads, head_dim] with lse_x [heads, total]."""
+    dims = 3 if isinstance(o_a, torch.Tensor) and o_a.dim() == 3 else 4
+    _tensor("o_a", o_a, dims)
+    _tensor("o_b", o_b, dims, o_a.dtype)
+    if o_b.shape != o_a.shape:
+        raise invalid(f"o_a and o_b must have one shape, got {tuple(o_a.shape)} and "
+                      f"{tuple(o_b.shape)}")
+    if o_a.shape[-1] % 4:
+        raise invalid(f"head_dim must be a multiple of 4, got {o_a.shape[-1]}")
+    want = ((o_a.shape[1], o_a.shape[0]) if o_a.dim() == 3 else
+            (o_a.shape[0], o_a.shape[2], o_a.shape[1]))
+    for name, t in (("lse_a", lse_a), ("lse_b", lse_b)):
+        if not isinstance(t, torch.Tensor) or t.dtype != torch.float32:
+            raise invalid(f"{name} must be a torch.float32 tensor")
+        if tuple(t.shape) != want:
+            raise invalid(f"{name} must have shape {want}, got {tuple(t.shape)}")
+    _on_cuda(o_a, "o_a", o_b=o_b, lse_a=lse_a, lse_b=lse_b)
+    return _merge(o_a, lse_a, o_b, lse_b)
+
+
+__all__ = ["attention", "attention_with_kvcache", "merge_attention"]

@@ -232,3 +232,24 @@ def test_default_context_counts_calls():
     assert ctx.counters()["calls"] == before + 1
     assert fajit.info()["device_count"] >= 1
     assert fajit.plan(head_dim=64, seqlen=128, heads_q=4)   # the device's own target
+
+
+def test_merge_attention_equals_one_call():
+    """Attention over keys [0, n1) and over [n1, n), merged by LSE, equals one call over all
+    n keys (cascade attention), fixed-length and packed varlen, under torch.compile too."""
+    torch.manual_seed(SEED)
+    q, k, v = rand(2, 3, 8, 128), rand(2, 500, 2, 128), rand(2, 500, 2, 128)
+    o, lse = fajit.attention(q, k, v, return_lse=True)
+    oa, la = fajit.attention(q, k[:, :180], v[:, :180], return_lse=True)
+    ob, lb = fajit.attention(q, k[:, 180:], v[:, 180:], return_lse=True)
+    om, lm = fajit.merge_attention(oa, la, ob, lb)
+    assert (om.float() - o.float()).abs().max().item() <= 2 ** -7 * o.abs().max().item()
+    assert (lm - lse).abs().max().item() < 1e-3
+    check(om, lm, q, k, v, what="merged")
+    cm, cl = torch.compile(fajit.merge_attention, fullgraph=True)(oa, la, ob, lb)
+    assert torch.equal(cm, om) and torch.equal(cl, lm)
+    # packed rows: [total, heads, dim] with LSE [heads, total]
+    pm, pl = fajit.merge_attention(oa.reshape(6, 8, 128), la.permute(1, 0, 2).reshape(8, 6),
+                                   ob.reshape(6, 8, 128), lb.permute(1, 0, 2).reshape(8, 6))
+    assert torch.equal(pm.reshape(2, 3, 8, 128), om)
+    assert torch.equal(pl.reshape(8, 2, 3).permute(1, 0, 2), lm)

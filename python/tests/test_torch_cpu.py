@@ -138,3 +138,20 @@ def test_torch_compile_traces_one_op_without_a_gpu():
     assert code.count("torch.ops.fajit.fwd.default(") == 1, code
     assert code.count("torch.ops.fajit.fwd_out.default") == 1, code
     assert ", 2, 16, 0, None, True, 0)" in code, code   # window mask, its bounds, lse
+
+
+def test_merge_attention_rules():
+    o = torch.zeros(2, 5, 4, 64, dtype=BF)
+    lse = torch.zeros(2, 4, 5)
+    assert err(fajit.merge_attention, o, lse, o, lse) == \
+        "o_a must be a CUDA tensor, got one on cpu"
+    assert "o_a and o_b must have one shape" in \
+        err(fajit.merge_attention, o, lse, o[:, :4], lse)
+    assert err(fajit.merge_attention, o, lse[:, :, :4], o, lse) == \
+        "lse_a must have shape (2, 4, 5), got (2, 4, 4)"
+    assert err(fajit.merge_attention, o, lse.half(), o, lse) == \
+        "lse_a must be a torch.float32 tensor"
+    assert "o_b must be torch.bfloat16" in err(fajit.merge_attention, o, lse, o.half(), lse)
+    packed = torch.zeros(7, 4, 64, dtype=BF)
+    assert err(fajit.merge_attention, packed, torch.zeros(4, 6), packed, torch.zeros(4, 7)) \
+        == "lse_a must have shape (4, 7), got (4, 6)"
