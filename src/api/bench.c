@@ -4,7 +4,6 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
-#include <time.h>
 
 #include "internal.h"
 #include "oracle.h"
@@ -145,23 +144,15 @@ fajit_status fajit_bench_spec(fajit_ctx *ctx, const char *spec, int reps, fajit_
     int total = 0, done = 0;
     for (size_t i = 0; i < sp.n_problems; i++)
         total += (int)sp.problems[i].n_shapes;
-    struct timespec t0, t1;
-    clock_gettime(CLOCK_MONOTONIC, &t0);
+    const double t0 = fj_mono_s();
     for (size_t i = 0; i < sp.n_problems && !st; i++) {
         const fj_problem *p = &sp.problems[i];
         for (size_t s = 0; s < p->n_shapes && !st; s++) {
             const fj_shape *sh = &p->shapes[s];
             st = bench_shape(&b, p, sh, fn, user);
             done++;
-            if (!st && ctx->opts.progress) {
-                clock_gettime(CLOCK_MONOTONIC, &t1);
-                double el = (t1.tv_sec - t0.tv_sec) + (t1.tv_nsec - t0.tv_nsec) / 1e9;
-                char what[200];
-                snprintf(what, sizeof what, "%s sq %d sk %d b %d", p->name, sh->seqlen_q,
-                         sh->seqlen_k, sh->batch);
-                ctx->opts.progress(ctx->opts.progress_user, done, total,
-                                   el / done * (total - done), what);
-            }
+            if (!st)
+                fj_spec_progress(ctx, t0, done, total, p, sh);
         }
     }
 done:

@@ -227,6 +227,14 @@ fajit_status fj_warm_list(fajit_ctx *ctx, const char *arch, const fj_variant *vs
 /* A spec by preset name or file path (src/autotune/spec.h); free with fj_spec_free. */
 struct fj_spec;
 fajit_status fj_spec_load(fajit_ctx *ctx, const char *spec, struct fj_spec *out);
+/* Progress over a spec's shapes (fajit_tune_spec, fajit_bench_spec): `done` of `total`
+ * finished, the last one p/sh, `since` the monotonic start (fj_mono_s); the rest of the
+ * time extrapolated. Nothing without a progress callback. */
+struct fj_problem;
+struct fj_shape;
+double fj_mono_s(void);
+void fj_spec_progress(fajit_ctx *ctx, double since, int done, int total,
+                      const struct fj_problem *p, const struct fj_shape *sh);
 
 
 /* Makes kp ready for kp->cfg on the context's device: its kernels (memory, cache or

@@ -5,7 +5,6 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
-#include <time.h>
 
 #include "internal.h"
 #include "../autotune/spec.h"
@@ -291,8 +290,7 @@ fajit_status fajit_tune_spec(fajit_ctx *ctx, const char *spec, const fajit_tune_
     int total = 0, done = 0;
     for (size_t i = 0; i < sp.n_problems; i++)
         total += (int)sp.problems[i].n_shapes;
-    struct timespec t0, t1;
-    clock_gettime(CLOCK_MONOTONIC, &t0);
+    const double t0 = fj_mono_s();
     fajit_status st = FAJIT_OK;
     for (size_t i = 0; i < sp.n_problems && st == FAJIT_OK; i++) {
         const fj_problem *p = &sp.problems[i];
@@ -317,15 +315,7 @@ fajit_status fajit_tune_spec(fajit_ctx *ctx, const char *spec, const fajit_tune_
             done++;
             if (st == FAJIT_OK && fn)
                 fn(user, &res);
-            if (ctx->opts.progress) {
-                clock_gettime(CLOCK_MONOTONIC, &t1);
-                double el = (t1.tv_sec - t0.tv_sec) + (t1.tv_nsec - t0.tv_nsec) / 1e9;
-                char what[200];
-                snprintf(what, sizeof what, "%s sq %d sk %d b %d", p->name, sh->seqlen_q,
-                         sh->seqlen_k, sh->batch);
-                ctx->opts.progress(ctx->opts.progress_user, done, total,
-                                   el / done * (total - done), what);
-            }
+            fj_spec_progress(ctx, t0, done, total, p, sh);
         }
     }
     fj_spec_free(&sp);

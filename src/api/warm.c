@@ -52,11 +52,23 @@ static void *warm_worker(void *arg)
     }
 }
 
-static double mono_s(void)
+double fj_mono_s(void)
 {
     struct timespec ts;
     clock_gettime(CLOCK_MONOTONIC, &ts);
     return ts.tv_sec + ts.tv_nsec / 1e9;
+}
+
+void fj_spec_progress(fajit_ctx *ctx, double since, int done, int total, const fj_problem *p,
+                      const fj_shape *sh)
+{
+    if (!ctx->opts.progress || done < 1)
+        return;
+    char what[200];
+    snprintf(what, sizeof what, "%s sq %d sk %d b %d", p->name, sh->seqlen_q, sh->seqlen_k,
+             sh->batch);
+    ctx->opts.progress(ctx->opts.progress_user, done, total,
+                       (fj_mono_s() - since) / done * (total - done), what);
 }
 
 static fajit_status check_arch(fajit_ctx *ctx, const char *arch, int *sm)
@@ -98,7 +110,7 @@ fajit_status fj_warm_list(fajit_ctx *ctx, const char *arch, const fj_variant *vs
         warm_worker(&w);
 
     /* Report progress from the caller's thread as items finish. */
-    double t0 = mono_s();
+    double t0 = fj_mono_s();
     pthread_mutex_lock(&w.mu);
     for (int reported = 0; reported < w.n;) {
         while (w.done == reported)
@@ -108,7 +120,7 @@ fajit_status fj_warm_list(fajit_ctx *ctx, const char *arch, const fj_variant *vs
             char what[160];
             snprintf(what, sizeof what, "%s %s%s", arch, w.last_name,
                      w.last_compiled ? "" : " (cached)");
-            double el = mono_s() - t0;
+            double el = fj_mono_s() - t0;
             ctx->opts.progress(ctx->opts.progress_user, reported, w.n,
                                el / reported * (w.n - reported), what);
         }
