@@ -303,25 +303,21 @@ def _merge_launch(o_a, lse_a, o_b, lse_b, o, lse):
                                    torch.cuda.current_stream(o_a.device).cuda_stream))
 
 
-if hasattr(torch.library, "custom_op"):
-    @torch.library.custom_op("fajit::merge", mutates_args=())
-    def _merge(o_a: torch.Tensor, lse_a: torch.Tensor, o_b: torch.Tensor,
-               lse_b: torch.Tensor) -> Tuple[torch.Tensor, torch.Tensor]:
-        o = torch.empty_like(o_a, memory_format=torch.contiguous_format)
-        lse = torch.empty_like(lse_a, memory_format=torch.contiguous_format)
-        _merge_launch(o_a, lse_a, o_b, lse_b, o, lse)
-        return o, lse
+def _merge(o_a: torch.Tensor, lse_a: torch.Tensor, o_b: torch.Tensor,
+           lse_b: torch.Tensor) -> Tuple[torch.Tensor, torch.Tensor]:
+    o = torch.empty_like(o_a, memory_format=torch.contiguous_format)
+    lse = torch.empty_like(lse_a, memory_format=torch.contiguous_format)
+    _merge_launch(o_a, lse_a, o_b, lse_b, o, lse)
+    return o, lse
+
+
+if hasattr(torch.library, "custom_op"):   # (torch < 2.4: eager calls only)
+    _merge = torch.library.custom_op("fajit::merge", mutates_args=())(_merge)
 
     @_merge.register_fake
     def _(o_a, lse_a, o_b, lse_b):
         return (torch.empty_like(o_a, memory_format=torch.contiguous_format),
                 torch.empty_like(lse_a, memory_format=torch.contiguous_format))
-else:
-    def _merge(o_a, lse_a, o_b, lse_b):
-        o = torch.empty_like(o_a, memory_format=torch.contiguous_format)
-        lse = torch.empty_like(lse_a, memory_format=torch.contiguous_format)
-        _merge_launch(o_a, lse_a, o_b, lse_b, o, lse)
-        return o, lse
 
 
 def merge_attention(o_a, lse_a, o_b, lse_b):
