@@ -27,6 +27,7 @@
 #include <unistd.h>
 
 #include "../src/api/internal.h"
+#include "../src/api/oracle.h"
 #include "../src/families/fa3.h"
 #include "cpu_ref.h"
 
@@ -418,6 +419,94 @@ START_TEST(sweep)
     fajit_ctx_destroy(ctx);
     ck_assert_int_eq(t.ref_bad, 0);
     ck_assert_int_eq(t.fast_bad, 0);
+}
+END_TEST
+
+/*------ the launches compute-sanitizer checks (tests/gpu_sanitize.sh) ------*/
+
+/* Small problems over every mask, GQA/MQA, odd lengths, padding, varlen with and without
+ * totals and empty sequences, head dims 64..256: each launched with every tuning candidate
+ * of the Hopper family (grid, static and dynamic persistent orders, O copy, ping-pong) and
+ * the first four of the portable one, each against the reference kernel. Alone: CK_RUN_CASE=san (gpu_sanitize.sh runs it under memcheck,
+ * racecheck and synccheck). */
+START_TEST(sanitizer_launches)
+{
+#define SAN(b, hq_, hkv_, sq_, sk_, d_, dt, m, wl_, wr_, pad_) \
+    {.batch = b, .hq = hq_, .hkv = hkv_, .sq = sq_, .sk = sk_, .d = d_, .dtype = dt, .mask = m, \
+     .wl = wl_, .wr = wr_, .pad = pad_}
+#define SAN_VARLEN(b, hq_, hkv_, d_, dt, m, wl_, wr_, tot, ...) \
+    {.batch = b, .hq = hq_, .hkv = hkv_, .d = d_, .dtype = dt, .mask = m, .wl = wl_, \
+     .wr = wr_, .varlen = 1, .totals = tot, __VA_ARGS__}
+    static const tc k_cases[] = {
+        /* batch heads_q heads_kv seqlen_q seqlen_k head_dim bf16 mask wl wr pad */
+        SAN(1, 4, 4, 129, 129, 64, 0, 0, 0, 0, 0),
+        SAN(2, 8, 2, 63, 200, 128, 1, 1, 0, 0, 0),
+        SAN(1, 4, 1, 200, 63, 128, 0, 1, 0, 0, 0),
+        SAN(2, 6, 3, 129, 129, 96, 1, 2, 37, 5, 0),
+        SAN(1, 2, 2, 7, 300, 256, 0, 0, 0, 0, 0),
+        SAN(2, 16, 2, 1, 257, 128, 1, 0, 0, 0, 0),
+        SAN(1, 4, 2, 256, 256, 64, 1, 2, 100, 0, 0),
+        SAN(2, 3, 1, 65, 65, 192, 0, 1, 0, 0, 0),
+        SAN(1, 8, 8, 300, 300, 128, 0, 0, 0, 0, 8),
+        /* varlen: batch heads_q heads_kv head_dim bf16 mask wl wr totals, lengths */
+        SAN_VARLEN(3, 4, 2, 128, 1, 1, 0, 0, 1, .lens_q = {65, 1, 130}, .lens_k = {200, 0, 131}),
+        SAN_VARLEN(3, 4, 4, 64, 0, 0, 0, 0, 0, .lens_q = {17, 129, 0}, .lens_k = {33, 256, 5}),
+        SAN_VARLEN(2, 2, 1, 96, 1, 2, 20, 3, 1, .lens_q = {0, 77}, .lens_k = {0, 90}),
+    };
+#undef SAN
+#undef SAN_VARLEN
+    fajit_ctx *ctx = new_ctx(g_cache_dir);
+    const fj_target t = fj_target_of(ctx, NULL);
+    const fj_family *fams[] = {&fj_family_fa2, &fj_family_fa3};
+    int launches[2] = {0, 0}, bad = 0;
+    for (size_t i = 0; i < sizeof k_cases / sizeof k_cases[0]; i++) {
+        tc c = k_cases[i];
+        for (int b = 0; c.varlen && b < c.batch; b++) {
+            c.sq = c.lens_q[b] > c.sq ? c.lens_q[b] : c.sq;
+            c.sk = c.lens_k[b] > c.sk ? c.lens_k[b] : c.sk;
+        }
+        snprintf(c.text, sizeof c.text, "case %zu: b%d hq%d hkv%d sq%d sk%d d%d %s mask %d%s",
+                 i, c.batch, c.hq, c.hkv, c.sq, c.sk, c.d, c.dtype ? "bf16" : "f16", c.mask,
+                 c.varlen ? (c.totals ? " varlen+totals" : " varlen") : "");
+        bufs B;
+        setup(&c, &B);
+        fj_oracle orc;
+        ck_assert_int_eq(fj_oracle_init(ctx, &orc, &B.desc), FAJIT_OK);
+        ck_assert_msg(fj_oracle_reference(ctx, &orc, &B.desc) == FAJIT_OK, "%s: %s", c.text,
+                      fajit_errmsg(ctx));
+        for (int fi = 0; fi < 2; fi++) {
+            const fj_family *f = fams[fi];
+            if (!f->applies(&B.desc, &t))
+                continue;
+            fj_kcfg cfg[32];
+            int n = f->candidates(&B.desc, &t, cfg, 32);
+            if (f == &fj_family_fa2 && n > 4)   /* (its variants differ in tiles only) */
+                n = 4;
+            for (int k = 0; k < n; k++) {
+                char name[32], why[512];
+                fj_kcfg_name(&cfg[k], name);
+                if (f->check(&cfg[k], &B.desc, &t, why, sizeof why) != 0)
+                    continue;
+                fj_kplan kp;
+                memset(&kp, 0, sizeof kp);
+                kp.cfg = cfg[k];
+                ck_assert_msg(fj_kplan_load(ctx, &kp, &B.desc, 0) == FAJIT_OK, "%s %s: %s",
+                              c.text, name, fajit_errmsg(ctx));
+                if (fj_oracle_check(ctx, &orc, &kp, &B.desc, why, sizeof why) != 0) {
+                    printf("san: %s %s: %s\n", c.text, name, why);
+                    bad++;
+                }
+                launches[fi]++;
+            }
+        }
+        fj_oracle_free(&orc);
+        teardown(&B);
+    }
+    printf("san: %d launches (fa2 %d, fa3 %d), %d wrong\n", launches[0] + launches[1],
+           launches[0], launches[1], bad);
+    fajit_ctx_destroy(ctx);
+    ck_assert_int_eq(bad, 0);
+    ck_assert_int_gt(launches[1], 12);   /* on the H200: the Hopper family ran */
 }
 END_TEST
 
@@ -1323,6 +1412,11 @@ int main(int argc, char **argv)
     tcase_set_timeout(tg, 600);
     tcase_add_test(tg, graph_capture);
     suite_add_tcase(s, tg);
+    TCase *ts = tcase_create("san");   /* alone only: CK_RUN_CASE=san (gpu_sanitize.sh) */
+    tcase_set_timeout(ts, 1800);
+    tcase_add_test(ts, sanitizer_launches);
+    if (getenv("CK_RUN_CASE"))   /* (not part of a plain run: the sweep covers it) */
+        suite_add_tcase(s, ts);
     TCase *tv = tcase_create("gate");   /* alone: CK_RUN_CASE=gate */
     tcase_set_timeout(tv, 900);
     tcase_add_test(tv, validation_gate);

@@ -351,6 +351,43 @@ START_TEST(validation_paged)
 }
 END_TEST
 
+/* FAJIT_LINEINFO: 0 or 1 only; 1 compiles with -lineinfo under other keys (the line tables
+ * are other bytes: a kernel compiled without them must never be served for it). */
+START_TEST(lineinfo_variable)
+{
+    fajit_ctx_opts o;
+    fajit_ctx_opts_init(&o);
+    o.device = FAJIT_DEVICE_NONE, o.cache_dir = "";
+    fajit_ctx *plain = NULL, *lined = NULL, *bad = NULL;
+    unsetenv("FAJIT_LINEINFO");
+    ck_assert_int_eq(fajit_ctx_create(&plain, &o), FAJIT_OK);
+    ck_assert_int_eq(plain->lineinfo, 0);
+    setenv("FAJIT_LINEINFO", "1", 1);
+    ck_assert_int_eq(fajit_ctx_create(&lined, &o), FAJIT_OK);
+    ck_assert_int_eq(lined->lineinfo, 1);
+    setenv("FAJIT_LINEINFO", "on", 1);
+    ck_assert_int_eq(fajit_ctx_create(&bad, &o), FAJIT_INVALID_ARGUMENT);
+    ck_assert_ptr_nonnull(strstr(fajit_errmsg(bad), "FAJIT_LINEINFO must be 0 or 1, got 'on'"));
+    unsetenv("FAJIT_LINEINFO");
+
+    fajit_attn_desc d = valid_desc();
+    fj_target t = {.sm = 90, .arch_a = 1};
+    fj_kcfg c;
+    ck_assert_int_eq(fj_kcfg_default(&d, &t, FAJIT_FAMILY_AUTO, &c), 0);
+    fj_kernels ks;
+    c.fam->kernels(&c, &d, &ks);
+    fj_key k_plain, k_lined, k_plain2;
+    ck_assert_int_eq(fj_kernel_key(plain, &ks.v[0], "sm_90a", 13000, &k_plain), FAJIT_OK);
+    ck_assert_int_eq(fj_kernel_key(lined, &ks.v[0], "sm_90a", 13000, &k_lined), FAJIT_OK);
+    ck_assert_int_eq(fj_kernel_key(plain, &ks.v[0], "sm_90a", 13000, &k_plain2), FAJIT_OK);
+    ck_assert_int_ne(memcmp(&k_plain, &k_lined, sizeof k_plain), 0);
+    ck_assert_int_eq(memcmp(&k_plain, &k_plain2, sizeof k_plain), 0);
+    fajit_ctx_destroy(plain);
+    fajit_ctx_destroy(lined);
+    fajit_ctx_destroy(bad);
+}
+END_TEST
+
 /* Threads sharing a context each read their own last error, never another thread's. */
 typedef struct {
     fajit_ctx *ctx;
@@ -1378,6 +1415,7 @@ int main(void)
     tcase_add_test(tc, bench_refuses);
     tcase_add_test(tc, validation_paged);
     tcase_add_test(tc, errmsg_per_thread);
+    tcase_add_test(tc, lineinfo_variable);
     tcase_add_test(tc, desc_init_strides);
     tcase_add_test(tc, params_layout);
     tcase_add_test(tc, arch_names);

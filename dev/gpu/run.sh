@@ -5,6 +5,8 @@
 #   suite   tests/test_gpu + quickstart (the whole gpu suite)    -> $OUT/gpu.log
 #   bench   bench/bench_decode.py (fajit vs SDPA FLASH/CUDNN)    -> $OUT/decode.md
 #   san     compute-sanitizer memcheck on a short decode sweep   -> $OUT/san.log
+#   sanitize tests/gpu_sanitize.sh: memcheck, racecheck, synccheck over the families (the
+#           gpu suite's gpu-sanitize test)                       -> $OUT/sanitize/*.log
 #   tune    fajit-tune tune --spec $TUNE_SPEC (default: dev/decode/tune.spec)
 #   sweep   dev/decode/split_sweep.py (time per forced split count) -> $OUT/sweep.md
 # Every GPU program runs under `timeout`; the last lines of each log are printed.
@@ -42,6 +44,9 @@ for step in ${STEPS:-decode bench}; do
         PYTHONUNBUFFERED=1 timeout 300 python3 dev/decode/split_sweep.py --lib "$B/libfajit.so" \
             --out "$OUT/sweep.md" ${SWEEP_ARGS:-} >"$OUT/sweep.log" 2>&1
         echo "sweep rc=$?"; cat "$OUT/sweep.md" 2>/dev/null || tail -30 "$OUT/sweep.log" ;;
+    sanitize)
+        timeout 1500 bash tests/gpu_sanitize.sh "$B" "$OUT/sanitize" >"$OUT/sanitize.log" 2>&1
+        echo "sanitize rc=$?"; tail -25 "$OUT/sanitize.log" ;;
     san)
         FAJIT_TEST_DECODE_CASES=${SAN_CASES:-12} timeout 300 compute-sanitizer --tool memcheck \
             --kernel-name kns=fj_attn_decode "$B/tests/test_gpu_decode" >"$OUT/san.log" 2>&1

@@ -74,6 +74,8 @@ struct fajit_ctx {
     CUdevice dev;
     CUcontext cuctx;
     char arch[16];              /* exact target of the device: "sm_90a" */
+    int lineinfo;               /* FAJIT_LINEINFO=1: kernels compile with -lineinfo (their own
+                                   cache keys), so compute-sanitizer names source lines */
     int sm_count, smem_optin, cc;   /* cc = major*10 + minor */
     fj_cache *cache;
 

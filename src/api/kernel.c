@@ -83,12 +83,19 @@ static fj_key_inputs key_inputs(const fj_variant *v, const char *arch, int nvrtc
     return in;
 }
 
+/* The option FAJIT_LINEINFO=1 adds to every compile (and to the options text of its keys). */
+static const char *const k_lineinfo[] = {"-lineinfo", NULL};
+
 /* Key of `v` for `arch` as compiled by NVRTC `nvrtc_version` (major*1000 + minor*10), and
  * the NVRTC options text it covers. */
 static fajit_status variant_key(fajit_ctx *ctx, const fj_variant *v, const char *arch,
                                 int nvrtc_version, fj_key *key, char *opts, size_t opts_len)
 {
     fj_nvrtc_options_text(arch, opts, opts_len);
+    if (ctx->lineinfo) {   /* other bytes (line tables): another key */
+        size_t at = strlen(opts);
+        snprintf(opts + at, opts_len - at, " %s", k_lineinfo[0]);
+    }
     FJ_RETURN_IF(!fj_embedded_find(v->source), ctx, FAJIT_UNSUPPORTED,
                  "no embedded source named %s", v->source);
     fj_key_inputs in = key_inputs(v, arch, nvrtc_version, opts);
@@ -123,8 +130,8 @@ static fajit_status compile_only(fajit_ctx *ctx, const fj_nvrtc *nv, const fj_va
     }
     char err[512], head[1024];
     double t0 = now_s();
-    int rc = fj_nvrtc_compile(nv, v->preamble, &main_src, headers, nh, arch, NULL, co, err,
-                              sizeof err);
+    int rc = fj_nvrtc_compile(nv, v->preamble, &main_src, headers, nh, arch,
+                              ctx->lineinfo ? k_lineinfo : NULL, co, err, sizeof err);
     ctx->compile_us += (uint64_t)((now_s() - t0) * 1e6);
     ctx->compiles++;
     fj_keep_compile_log(ctx, co->log);

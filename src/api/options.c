@@ -133,6 +133,11 @@ static fajit_status apply_env(fajit_ctx *ctx)
                      "FAJIT_CHECKED must be 0 or 1, got '%s'", e);
         ctx->opts.checked = e[0] == '1';
     }
+    if ((e = getenv("FAJIT_LINEINFO")) && *e) {
+        FJ_RETURN_IF(strcmp(e, "0") != 0 && strcmp(e, "1") != 0, ctx, FAJIT_INVALID_ARGUMENT,
+                     "FAJIT_LINEINFO must be 0 or 1, got '%s'", e);
+        ctx->lineinfo = e[0] == '1';
+    }
     return FAJIT_OK;
 }
 

@@ -108,9 +108,12 @@ template <int UNUSED = 0> FJ_DEVICE void tma_prefetch_l2(const void *tmap, int c
                  "r"(c0), "r"(c1), "r"(c2), "r"(c3)
                  : "memory");
 }
+/* Used only for FA3_OCOPY's handoff words (the racecheck marks below name that
+ * hand-over; tests/racecheck_reviewed.md has its proof). */
 template <int UNUSED = 0> FJ_DEVICE int ld_shared_s32(fj_u32 addr)
 {
     int v;
+    /* racecheck: o-words */
     asm volatile("ld.shared.b32 %0, [%1];\n" : "=r"(v) : "r"(addr) : "memory");
     return v;
 }
@@ -119,6 +122,7 @@ template <int UNUSED = 0> FJ_DEVICE int ld_shared_s32(fj_u32 addr)
 template <int UNUSED = 0> FJ_DEVICE fj_u64 ld_shared_u64(fj_u32 addr)
 {
     fj_u64 v;
+    /* racecheck: o-words */
     asm volatile("ld.shared.b64 %0, [%1];\n" : "=l"(v) : "r"(addr) : "memory");
     return v;
 }

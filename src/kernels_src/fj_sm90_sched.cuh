@@ -41,6 +41,7 @@
  * the index and its coordinates, one 16-byte store (the consumers skip tile_coords). */
 template <int UNUSED = 0> FJ_DEVICE void put_tile(fj_u32 w, int t, int b, int h, int mb)
 {
+    /* racecheck: tile-word */
     asm volatile("st.shared.v4.b32 [%0], {%1, %2, %3, %4};\n" ::"r"(w), "r"(t), "r"(b), "r"(h), "r"(mb)
                  : "memory");
 }
