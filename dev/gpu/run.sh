@@ -30,7 +30,10 @@ for step in ${STEPS:-decode bench}; do
         timeout 500 "$B/tests/test_gpu" >"$OUT/gpu.log" 2>&1
         echo "gpu suite rc=$?"
         grep -E "sweep|second process|graph|timing|Checks|Failures|Error|:F:|:E:" "$OUT/gpu.log" | tail -30
-        timeout 60 "$B/tests/quickstart"; echo "quickstart rc=$?" ;;
+        timeout 60 "$B/tests/quickstart"; echo "quickstart rc=$?"
+        # the gpu suite's sanitizer test (meson's gpu suite runs it as gpu-sanitize)
+        timeout 900 bash tests/gpu_sanitize.sh "$B" "$OUT/sanitize" >"$OUT/sanitize.log" 2>&1
+        echo "sanitize rc=$?"; grep -E "memcheck|synccheck|racecheck|gpu_sanitize" "$OUT/sanitize.log" ;;
     bench)
         PYTHONUNBUFFERED=1 timeout 400 python3 bench/bench_decode.py --lib "$B/libfajit.so" \
             --out "$OUT/decode.md" ${BENCH_ARGS:-} >"$OUT/bench_decode.log" 2>&1

@@ -570,7 +570,8 @@ fj_attn_fwd_sm90(const __grid_constant__ fj_attn_params p, const __grid_constant
             {   /* no more tiles: -1 to the consumers through the next Q buffer's word */
                 const int qb = qi % QST;
                 mbar_wait(QE_BAR(qb), ((qi / QST) & 1) ^ 1);
-                /* racecheck: tile-word */
+                /* racecheck: tile-word (after QE_BAR, before QF_BAR's arrive: proof in
+                 * tests/racecheck_reviewed.md) */
                 asm volatile("st.shared.b32 [%0], %1;\n" ::"r"(Q_TILE(qb)), "r"(-1) : "memory");
                 mbar_arrive(QF_BAR(qb));
             }
@@ -611,7 +612,7 @@ fj_attn_fwd_sm90(const __grid_constant__ fj_attn_params p, const __grid_constant
     int ko = 0;
     auto o_wait_empty = [&]() { mbar_wait_warp(O_EMPTY(cw), (ko & 1) ^ 1); };
     auto o_handoff = [&](fj_u16 *go_row, int nrows, int qb) {
-        if ((threadIdx.x & 127) == 0)  /* racecheck: o-words */
+        if ((threadIdx.x & 127) == 0)  /* racecheck: o-words (ordered by O_FULL/O_EMPTY) */
             asm volatile("st.shared.b64 [%0], %1;\n"
                          "st.shared.v2.b32 [%0 + %4], {%2, %3};\n" ::"r"(O_WORDS(cw)),
                          "l"(go_row), "r"(nrows), "r"(qb), "n"(OW_ROWS)
@@ -641,7 +642,7 @@ fj_attn_fwd_sm90(const __grid_constant__ fj_attn_params p, const __grid_constant
         const int qb = qi % QST, qpar = (qi / QST) & 1;
         mbar_wait(QF_BAR(qb), qpar);
         int t, b, h, mb;
-        /* racecheck: tile-word */
+        /* racecheck: tile-word (read after QF_BAR's wait, released by QE_BAR) */
         asm volatile("ld.shared.v4.b32 {%0, %1, %2, %3}, [%4];\n"
                      : "=r"(t), "=r"(b), "=r"(h), "=r"(mb)
                      : "r"(Q_TILE(qb))

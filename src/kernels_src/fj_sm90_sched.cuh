@@ -41,7 +41,8 @@
  * the index and its coordinates, one 16-byte store (the consumers skip tile_coords). */
 template <int UNUSED = 0> FJ_DEVICE void put_tile(fj_u32 w, int t, int b, int h, int mb)
 {
-    /* racecheck: tile-word */
+    /* racecheck: tile-word (the caller waited on QE_BAR and arrives on QF_BAR after this:
+     * proof in tests/racecheck_reviewed.md) */
     asm volatile("st.shared.v4.b32 [%0], {%1, %2, %3, %4};\n" ::"r"(w), "r"(t), "r"(b), "r"(h), "r"(mb)
                  : "memory");
 }
