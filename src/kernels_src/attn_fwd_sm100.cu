@@ -269,11 +269,10 @@ fj_attn_fwd_sm100(const __grid_constant__ fj_attn_params p, const __grid_constan
     const fj_u32 tmem = (fj_u32)ld_shared_s32(TM_WORD);
 
     /* Every consumer role walks the tiles the load warp hands over, in the same order. */
-    auto next_word = [&](int ti, bool solo) -> fa4_tile {
+    auto next_word = [&](int ti) -> fa4_tile {
         mbar_wait(TI_FULL(ti & 1), (ti >> 1) & 1);
         const fa4_tile w = read_tile(TI_WORD(ti & 1));
-        if (!solo)  /* solo: the MMA warp's lane 0, alone (its warp waits elsewhere) */
-            __syncwarp();
+        __syncwarp();
         if (lane == 0)
             mbar_arrive(TI_EMPTY(ti & 1));
         return w;
@@ -368,89 +367,96 @@ fj_attn_fwd_sm100(const __grid_constant__ fj_attn_params p, const __grid_constan
         }
         if (warp != MMA_WARP)
             return;  /* warps 2, 3 of the warpgroup: idle */
-        /* ---- MMA warp: lane 0 issues; the warp deallocates TMEM at the end ---- */
-        if (lane == 0) {
-            const fj_u32 ID_QK = fj_tc_idesc_f16(FJ_DTYPE == FJ_DT_BF16, 128, BN, 0, 0);
-            const fj_u32 ID_PV = fj_tc_idesc_f16(FJ_DTYPE == FJ_DT_BF16, 128, HD, 0, 1);
-            int g = 0, qi = 0, blk = 0, of = 0;
-            /* S_t = Q_t K^T for the K tile in ring slot st */
-            auto gemm_s = [&](int t, int st) {
+        /* ---- MMA warp: the whole warp walks the work (waits with warp-uniform exits, descriptors
+         * in uniform registers), one elected lane issues every tcgen05.mma and commit; the
+         * warp deallocates TMEM at the end ---- */
+        const bool leader = elect_one();
+        const fj_u32 ID_QK = fj_tc_idesc_f16(FJ_DTYPE == FJ_DT_BF16, 128, BN, 0, 0);
+        const fj_u32 ID_PV = fj_tc_idesc_f16(FJ_DTYPE == FJ_DT_BF16, 128, HD, 0, 1);
+        int g = 0, qi = 0, blk = 0, of = 0;
+        /* S_t = Q_t K^T for the K tile in ring slot st */
+        auto gemm_s = [&](int t, int st) {
 #pragma unroll
-                for (int kk = 0; kk < HD / 16; ++kk) {
-                    const fj_u32 off = (kk & 3) * 32;  /* k16 step inside a 64-column chunk */
-                    const fj_u64 da = desc_k(s_q + t * Q_BYTES + (kk >> 2) * Q_CHUNK + off);
-                    const fj_u64 db = desc_k(s_kv + st * KV_BYTES + (kk >> 2) * KV_CHUNK + off);
+            for (int kk = 0; kk < HD / 16; ++kk) {
+                const fj_u32 off = (kk & 3) * 32;  /* k16 step inside a 64-column chunk */
+                const fj_u64 da = desc_k(s_q + t * Q_BYTES + (kk >> 2) * Q_CHUNK + off);
+                const fj_u64 db = desc_k(s_kv + st * KV_BYTES + (kk >> 2) * KV_CHUNK + off);
+                if (leader)
                     umma_ss(tmem + S_COL + t * BN, da, db, ID_QK, kk > 0);
-                }
+            }
+            if (leader)
                 umma_commit(S_FULL(t));
-            };
-            /* O_t (+)= P_t V for the V tile in ring slot st; first: the tile's first block */
-            auto gemm_o = [&](int t, int st, bool first) {
-                mbar_wait(P_FULL(t), blk & 1);
-                mbar_wait(O_READY(t), blk & 1);
-                if (first)
-                    mbar_wait(O_EMPTY(t), (of & 1) ^ 1);
-                tc_fence_after();
+        };
+        /* O_t (+)= P_t V for the V tile in ring slot st; first: the tile's first block */
+        auto gemm_o = [&](int t, int st, bool first) {
+            mbar_wait_warp(P_FULL(t), blk & 1);
+            mbar_wait_warp(O_READY(t), blk & 1);
+            if (first)
+                mbar_wait_warp(O_EMPTY(t), (of & 1) ^ 1);
+            tc_fence_after();
 #pragma unroll
-                for (int kk = 0; kk < BN / 16; ++kk)
+            for (int kk = 0; kk < BN / 16; ++kk)
+                if (leader)
                     umma_ts(tmem + O_COL + t * HD, tmem + S_COL + t * BN + P_OFF + kk * 8,
                             desc_mn(s_kv + st * KV_BYTES + kk * 2048), ID_PV, !first || kk > 0);
-            };
-            for (int ti = 0;; ++ti) {
-                const fa4_tile w = next_word(ti, true);
-                if (w.t < 0)
-                    break;
-                const fj_seq sq = fj_seq_of(p, w.b);
-                const fa4_band bd = band_of(p, sq, w.mb * BM);
-                const int n = bd.nb_hi - bd.nb_lo;
-                if (n <= 0)
-                    continue;
-                for (int t = 0; t < QT; ++t)
-                    mbar_wait(Q_FULL(t), qi & 1);
-                tc_fence_after();
-                int vst = 0;  /* ring slot of V_{j-1} */
+        };
+        for (int ti = 0;; ++ti) {
+            const fa4_tile w = next_word(ti);
+            if (w.t < 0)
+                break;
+            const fj_seq sq = fj_seq_of(p, w.b);
+            const fa4_band bd = band_of(p, sq, w.mb * BM);
+            const int n = bd.nb_hi - bd.nb_lo;
+            if (n <= 0)
+                continue;
+            for (int t = 0; t < QT; ++t)
+                mbar_wait_warp(Q_FULL(t), qi & 1);
+            tc_fence_after();
+            int vst = 0;  /* ring slot of V_{j-1} */
 #pragma unroll 1
-                for (int j = 0; j < n; ++j) {
-                    const int kst = g % ST;
-                    mbar_wait(KV_FULL(kst), (g / ST) & 1);
-                    ++g;
-                    tc_fence_after();
-                    if (j > 0) {
-                        vst = g % ST;
-                        mbar_wait(KV_FULL(vst), (g / ST) & 1);
-                        ++g;
-                        tc_fence_after();
-                    }
-                    for (int t = 0; t < QT; ++t) {
-                        if (j > 0)
-                            gemm_o(t, vst, j == 1);
-                        gemm_s(t, kst);
-                    }
-                    if (j > 0)
-                        ++blk;
-                    umma_commit(KV_EMPTY(kst));
-                    if (j > 0)
-                        umma_commit(KV_EMPTY(vst));
-                }
-                for (int t = 0; t < QT; ++t)
-                    umma_commit(Q_EMPTY(t));
-                ++qi;
-                /* the last block's PV */
-                vst = g % ST;
-                mbar_wait(KV_FULL(vst), (g / ST) & 1);
+            for (int j = 0; j < n; ++j) {
+                const int kst = g % ST;
+                mbar_wait_warp(KV_FULL(kst), (g / ST) & 1);
                 ++g;
                 tc_fence_after();
-                for (int t = 0; t < QT; ++t) {
-                    gemm_o(t, vst, n == 1);
-                    umma_commit(O_FINAL(t));
+                if (j > 0) {
+                    vst = g % ST;
+                    mbar_wait_warp(KV_FULL(vst), (g / ST) & 1);
+                    ++g;
+                    tc_fence_after();
                 }
-                ++blk;
-                ++of;
-                umma_commit(KV_EMPTY(vst));
+                for (int t = 0; t < QT; ++t) {
+                    if (j > 0)
+                        gemm_o(t, vst, j == 1);
+                    gemm_s(t, kst);
+                }
+                if (j > 0)
+                    ++blk;
+                if (leader)
+                    umma_commit(KV_EMPTY(kst));
+                if (j > 0 && leader)
+                    umma_commit(KV_EMPTY(vst));
             }
+            for (int t = 0; t < QT; ++t)
+                if (leader)
+                    umma_commit(Q_EMPTY(t));
+            ++qi;
+            /* the last block's PV */
+            vst = g % ST;
+            mbar_wait_warp(KV_FULL(vst), (g / ST) & 1);
+            ++g;
+            tc_fence_after();
+            for (int t = 0; t < QT; ++t) {
+                gemm_o(t, vst, n == 1);
+                if (leader)
+                    umma_commit(O_FINAL(t));
+            }
+            ++blk;
+            ++of;
+            if (leader)
+                umma_commit(KV_EMPTY(vst));
         }
-        __syncwarp();
-        mbar_wait(TM_FREE, 0);
+        mbar_wait_warp(TM_FREE, 0);
         tc_fence_after();
         tmem_dealloc(tmem, TM_COLS);
         return;
@@ -465,7 +471,7 @@ fj_attn_fwd_sm100(const __grid_constant__ fj_attn_params p, const __grid_constan
         const fj_u32 s_tm = fj_tmem_addr(tmem, wl, S_COL + t * BN);
         int blk = 0, rnd = 0;
         for (int ti = 0;; ++ti) {
-            const fa4_tile w = next_word(ti, false);
+            const fa4_tile w = next_word(ti);
             if (w.t < 0)
                 break;
             const fj_seq sq = fj_seq_of(p, w.b);
@@ -563,7 +569,7 @@ fj_attn_fwd_sm100(const __grid_constant__ fj_attn_params p, const __grid_constan
     setmaxnreg_dec<REG_C>();
     int rnd = 0, of = 0;
     for (int ti = 0;; ++ti) {
-        const fa4_tile w = next_word(ti, false);
+        const fa4_tile w = next_word(ti);
         if (w.t < 0)
             break;
         const fj_seq sq = fj_seq_of(p, w.b);

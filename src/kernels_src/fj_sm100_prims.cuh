@@ -10,6 +10,7 @@
  *   tmem_alloc, tmem_relinquish, tmem_dealloc
  *                    tcgen05.alloc / relinquish_alloc_permit / dealloc, cta_group::1; warp-wide
  *                    (.sync.aligned: every lane of one warp, converged)
+ *   elect_one        elect.sync: the warp's one issuing lane
  *   umma_ss, umma_ts tcgen05.mma.cta_group::1.kind::f16: D (TMEM) (+)= A * B; A from a shared
  *                    memory descriptor (SS) or from TMEM (TS), B from a descriptor; one thread
  *   umma_commit      tcgen05.commit ... mbarrier::arrive::one: the mbarrier gets one arrival when
@@ -52,6 +53,16 @@ FJ_DEVICE void tmem_dealloc(fj_u32 taddr, fj_u32 cols)
 }
 
 /* ---- MMA (one thread issues) ---------------------------------------------------------- */
+
+/* elect.sync over the full warp: 1 in exactly one lane (the same one while all 32 run). The
+ * MMA warp's issuer: its loop stays warp-uniform, only the issue is predicated. */
+FJ_DEVICE bool elect_one()
+{
+    fj_u32 r;
+    asm volatile("{\n.reg .pred p;\n.reg .b32 t;\nelect.sync t|p, 0xffffffff;\nselp.u32 %0, 1, 0, p;\n}\n"
+                 : "=r"(r));
+    return r != 0;
+}
 
 /* D[tmem d] = A * B (acc == 0) or D += A * B: A and B shared-memory descriptors. */
 FJ_DEVICE void umma_ss(fj_u32 d, fj_u64 adesc, fj_u64 bdesc, fj_u32 idesc, int acc)
