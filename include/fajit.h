@@ -115,7 +115,8 @@ typedef void (*fajit_progress_fn)(void *user, int done, int total, double eta_s,
 #define FAJIT_DEVICE_NONE (-1) /* a context with no GPU: compile for named targets only */
 
 /* Which kernel family serves fajit_attn_fwd. AUTO: the decode kernel for paged K/V and for
- * decode steps (few query rows per KV head), else the Hopper kernel (FA3 design) on compute
+ * decode steps (few query rows per KV head), else the Blackwell kernel (FA4 design) on compute
+ * capability 10.0 / 10.3 where it applies, else the Hopper kernel (FA3 design) on compute
  * capability 9.0 where it applies, else the portable one (FA2 design). Forcing a family
  * that does not apply to a problem falls back to the AUTO choice (for benchmarks and
  * triage). */
@@ -124,10 +125,17 @@ typedef enum fajit_family {
     FAJIT_FAMILY_REF = 1,    /* the naive reference kernel (AUTO: only where nothing else applies) */
     FAJIT_FAMILY_FA2 = 2,
     FAJIT_FAMILY_FA3 = 3,
-    FAJIT_FAMILY_DECODE = 4  /* paged / split-KV decode and chunked prefill, every target */
+    FAJIT_FAMILY_DECODE = 4, /* paged / split-KV decode and chunked prefill, every target */
+    FAJIT_FAMILY_FA4 = 5     /* Blackwell (FA4 design), compute capability 10.0 / 10.3: compiled
+                                and checked but not run on hardware (no Blackwell GPU was
+                                available); validated on first use on each GPU class */
 } fajit_family;
 /* "auto", "ref", "fa2", "fa3"; NULL for a value that names no family. */
 FAJIT_API const char *fajit_family_name(fajit_family f);
+/* A sentence on the family's standing, or NULL when there is nothing to say (also for a
+ * value that names no family): e.g. FA4's "compiled and checked ... but not run on
+ * hardware". Static storage; `fajit-tune info` and `plan` show it. */
+FAJIT_API const char *fajit_family_status_note(fajit_family f);
 
 /* What a kernel computes. One axis of every kernel key, tuning row and spec problem.
  * Values are stable; later operations (paged decode, backward) take the next numbers. */
@@ -142,7 +150,9 @@ FAJIT_API const char *fajit_op_name(fajit_op op);
 typedef enum fajit_validate_policy {
     FAJIT_VALIDATE_WARM = 0, /* default: `fajit-tune warm` and `tune` (fajit_validate) validate
                                 on a GPU machine; serving only reads verdicts, and dispatches
-                                a family without one as if validated */
+                                a family without one as if validated -- except a family with
+                                a status note (fajit_family_status_note: FA4, never run on
+                                hardware), which is validated on first use as under LAZY */
     FAJIT_VALIDATE_OFF = 1,  /* no validation at dispatch (verdicts still read) */
     FAJIT_VALIDATE_LAZY = 2  /* the first dispatch that would pick a family without a verdict
                                 validates it first, on the calling thread (a few hundred ms;

@@ -1,10 +1,13 @@
 /* cpu_ref.c - the float64 oracle. Deliberately plain: two passes per row (max, then sum
- * and weighted values), the mask written out as the formula of fajit_params.h. */
+ * and weighted values), the mask written out as the formula of fajit_params.h. Also a
+ * float32 emulation of the FA4-design online softmax with conditional rescaling, whose
+ * error the unit suite measures against the oracle (tests/test_sm100_host.c). */
 #include <math.h>
 #include <stdlib.h>
 #include <string.h>
 
 #include "cpu_ref.h"
+#include "../src/kernels_src/fj_exp2.cuh"
 
 float fj_half_to_f32(uint16_t h, int dtype)
 {
@@ -103,4 +106,100 @@ void fj_cpu_attention(const fj_attn_params *p, int dtype, double *o_out, double 
     }
     free(s);
     free(acc);
+}
+
+/* The FA4 emulation. Per row: a running maximum m (raw score units; m2 = m * scale_log2 in
+ * log2 units) that a block raises only when its own maximum exceeds m by more than
+ * `threshold` in log2 units. Otherwise the block's exponentials are taken against the stale
+ * m, so they reach up to 2^threshold; the row sum and O then simply carry that common
+ * factor, which the final O / l cancels. Saturation: with threshold T a probability is at
+ * most 2^T (256 for T = 8: exact in bf16 and fp16, whose maxima are 3.4e38 and 65504), the
+ * row sum at most n * 2^T and |O| at most n * 2^T * max|V|: for n = 2^31 keys that is
+ * 2^39 * max|V|, so fp32 (3.4e38 = 2^128) cannot overflow for any |V| below 2^89. */
+void fj_cpu_attn_cond_rescale(const fj_attn_params *p, int dtype, float threshold, int block_n,
+                              int poly_every, float *o_out, fj_cond_rescale_stats *st)
+{
+    const uint16_t *Q = (const uint16_t *)(uintptr_t)p->q;
+    const uint16_t *K = (const uint16_t *)(uintptr_t)p->k;
+    const uint16_t *V = (const uint16_t *)(uintptr_t)p->v;
+    const int32_t *cq = (const int32_t *)(uintptr_t)p->cu_seqlens_q;
+    const int32_t *ck = (const int32_t *)(uintptr_t)p->cu_seqlens_k;
+    const int d = p->head_dim, group = p->heads_q / p->heads_kv;
+    const float sl2 = p->scale_log2;
+    fj_cond_rescale_stats local = {0, 0, 0.f};
+    float *s = malloc(sizeof(float) * (size_t)block_n);
+    float *acc = malloc(sizeof(float) * (size_t)d);
+    for (int b = 0; b < p->batch; b++) {
+        int sq = cq ? cq[b + 1] - cq[b] : p->seqlen_q;
+        int sk = cq ? ck[b + 1] - ck[b] : p->seqlen_k;
+        int64_t q0 = cq ? (int64_t)cq[b] * p->q_row_stride : b * p->q_batch_stride;
+        int64_t o0 = cq ? (int64_t)cq[b] * p->o_row_stride : b * p->o_batch_stride;
+        int64_t k0 = cq ? (int64_t)ck[b] * p->k_row_stride : b * p->k_batch_stride;
+        int64_t v0 = cq ? (int64_t)ck[b] * p->v_row_stride : b * p->v_batch_stride;
+        for (int h = 0; h < p->heads_q; h++) {
+            int hk = h / group;
+            for (int i = 0; i < sq; i++) {
+                const uint16_t *q = Q + q0 + i * p->q_row_stride + h * p->q_head_stride;
+                int shift = i + sk - sq;
+                float m = -INFINITY, l = 0;
+                memset(acc, 0, sizeof(float) * (size_t)d);
+                for (int nb = (sk + block_n - 1) / block_n - 1; nb >= 0; nb--) {
+                    int j0 = nb * block_n, jn = sk - j0 < block_n ? sk - j0 : block_n;
+                    float mb = -INFINITY;
+                    for (int jj = 0; jj < jn; jj++) {
+                        int j = j0 + jj;
+                        int visible = (p->window_left < 0 || j >= shift - p->window_left) &&
+                                      (p->window_right < 0 || j <= shift + p->window_right);
+                        s[jj] = -INFINITY;
+                        if (!visible)
+                            continue;
+                        const uint16_t *k = K + k0 + (int64_t)j * p->k_row_stride + hk * p->k_head_stride;
+                        float dot = 0;   /* fp32 accumulation, as the tensor cores */
+                        for (int c = 0; c < d; c++)
+                            dot += fj_half_to_f32(q[c], dtype) * fj_half_to_f32(k[c], dtype);
+                        s[jj] = dot;
+                        mb = dot > mb ? dot : mb;
+                    }
+                    if (mb == -INFINITY)
+                        continue;   /* fully masked block: nothing to add */
+                    if (m == -INFINITY) {
+                        m = mb;     /* first visible block: nothing to rescale yet */
+                    } else if (mb * sl2 - m * sl2 > threshold) {
+                        float alpha = exp2f(m * sl2 - mb * sl2);
+                        l *= alpha;
+                        for (int c = 0; c < d; c++)
+                            acc[c] *= alpha;
+                        m = mb;
+                        local.rescaled++;
+                    } else if (mb > m) {
+                        local.skipped++;
+                    }
+                    float m2 = m * sl2;
+                    for (int jj = 0; jj < jn; jj++) {
+                        if (s[jj] == -INFINITY)
+                            continue;
+                        int j = j0 + jj;
+                        float x = fmaf(s[jj], sl2, -m2);
+                        float pj = poly_every > 0 && j % poly_every == 0 ? fj_exp2_poly(x)
+                                                                          : exp2f(x);
+                        local.p_max = pj > local.p_max ? pj : local.p_max;
+                        l += pj;
+                        float pr = fj_half_to_f32(fj_f32_to_half(pj, dtype), dtype);
+                        const uint16_t *v = V + v0 + (int64_t)j * p->v_row_stride + hk * p->v_head_stride;
+                        for (int c = 0; c < d; c++)
+                            acc[c] = fmaf(pr, fj_half_to_f32(v[c], dtype), acc[c]);
+                    }
+                }
+                float *o = o_out + o0 + i * p->o_row_stride + h * p->o_head_stride;
+                for (int c = 0; c < d; c++) {
+                    float oc = l > 0 ? (float)((double)acc[c] / l) : 0.f;
+                    o[c] = fj_half_to_f32(fj_f32_to_half(oc, dtype), dtype);
+                }
+            }
+        }
+    }
+    free(s);
+    free(acc);
+    if (st)
+        *st = local;
 }

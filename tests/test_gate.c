@@ -139,6 +139,26 @@ static const fj_family k_gt = {
     .kernels = gt_kernels, .check = gt_check, .cfg_name = gt_name, .cfg_parse = gt_parse,
     .describe_grid = gt_grid,
 };
+/* "gn": gt with a status note (as FA4's: compiled, never run on hardware), ranked above it. */
+static const fj_family k_gn;
+static void gn_default(const fajit_attn_desc *d, const fj_target *t, fj_kcfg *out)
+{
+    fj_family_fa2.default_cfg(d, t, out);
+    out->fam = &k_gn;
+}
+static int gn_one(const fajit_attn_desc *d, const fj_target *t, fj_kcfg *out, int max)
+{
+    if (max < 1)
+        return 0;
+    gn_default(d, t, out);
+    return 1;
+}
+static const fj_family k_gn = {
+    .name = "gn", .id = 11, .op = FAJIT_OP_FWD, .rank = 101, .cfg_prefix = "gn:",
+    .applies = gt_applies, .default_cfg = gn_default, .candidates = gn_one, .shipped = gn_one,
+    .kernels = gt_kernels, .check = gt_check, .cfg_name = gt_name, .cfg_parse = gt_parse,
+    .describe_grid = gt_grid, .status_note = "compiled and checked but not run on hardware",
+};
 
 typedef struct sink_t {
     int warns, quarantine_warns;
@@ -412,6 +432,37 @@ START_TEST(gate_lazy_capture)
 }
 END_TEST
 
+/* A family with a status note (FA4: never run on hardware) is validated on first use under the
+ * default WARM policy too, not under OFF; plan output carries the note. */
+START_TEST(gate_noted_family_warm)
+{
+    fj_cuda fake = fake_table();
+    fj_cuda_set_for_testing(&fake);
+    fj_family_register_for_testing(&k_gt);
+    fj_family_register_for_testing(&k_gn);
+    sink_t s = {0};
+    fajit_attn_desc d = hd128_causal();
+    CUstream stream = (CUstream)0x5;
+    memset(&g_fake, 0, sizeof g_fake);
+    fajit_ctx *ctx = fake_ctx(&s, FAJIT_VALIDATE_OFF, FAJIT_POLICY_STRICT);
+    ck_assert_int_eq(fajit_attn_fwd(ctx, &d, stream), FAJIT_CACHE_MISS);
+    ck_assert_int_eq(g_fake.allocs, 0);
+    char line[2048];
+    describe(ctx, &d, line, sizeof line);
+    ck_assert_msg(strstr(line, "; note: family gn is compiled and checked but not run on "
+                               "hardware"), "%s", line);
+    fajit_ctx_destroy(ctx);
+    ctx = fake_ctx(&s, FAJIT_VALIDATE_WARM, FAJIT_POLICY_STRICT);
+    ck_assert_int_eq(fajit_attn_fwd(ctx, &d, stream), FAJIT_CACHE_MISS);
+    ck_assert_int_eq(g_fake.allocs, 1);   /* it tried: the first case's inputs */
+    ck_assert_msg(strstr(s.last_warn, "validation: gn could not be validated"), "%s",
+                  s.last_warn);
+    fajit_ctx_destroy(ctx);
+    fj_family_register_for_testing(NULL);
+    fj_cuda_set_for_testing(NULL);
+}
+END_TEST
+
 /* fajit_validate's arguments and a run that cannot allocate its inputs. */
 START_TEST(gate_validate_api)
 {
@@ -482,6 +533,7 @@ TCase *fj_tcase_gate(void)
     tcase_add_test(tc, gate_quarantine);
     tcase_add_test(tc, gate_policy_option);
     tcase_add_test(tc, gate_lazy_capture);
+    tcase_add_test(tc, gate_noted_family_warm);
     tcase_add_test(tc, gate_validate_api);
     tcase_add_test(tc, gate_verdict_list);
     return tc;

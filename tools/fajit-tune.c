@@ -284,6 +284,12 @@ static int cmd_info(fajit_ctx *ctx)
                    di.cc_major, di.cc_minor, di.arch, di.sm_count,
                    di.total_mem / (1024.0 * 1024 * 1024));
     }
+    /* families with something to say about their standing (FA4: never run on hardware) */
+    for (int f = 1; fajit_family_name((fajit_family)f); f++) {
+        const char *note = fajit_family_status_note((fajit_family)f);
+        if (note)
+            printf("family %-5s %s\n", fajit_family_name((fajit_family)f), note);
+    }
     int64_t entries = 0, bytes = 0, file_bytes = 0;
     fajit_cache_stats(ctx, &entries, &bytes, &file_bytes);
     printf("cache        %s%s\n", si.cache_path ? si.cache_path : "memory only",

@@ -90,9 +90,12 @@ static int tuned_config(fajit_ctx *ctx, const fajit_attn_desc *d, const fj_targe
     return ok;
 }
 
-/* What the family choice did besides choosing: whether the LAZY gate may validate (plans
+/* What the family choice did besides choosing: whether the first-use gate may validate (plans
  * only: describe and the workspace query never run kernels), on which stream, and the first
- * family it passed over as quarantined (describe names it). */
+ * family it passed over as quarantined (describe names it). lazy: 1 (FAJIT_VALIDATE=lazy)
+ * every family without a verdict; 2 (warm, the default) only a family with a status note
+ * (compiled but never run on hardware: FA4), whose first use on a GPU class is exactly what
+ * the gate is for; 0 none. */
 typedef struct gate {
     int lazy;
     void *stream;
@@ -107,7 +110,7 @@ static const fj_family *pick_family(fajit_ctx *ctx, const fj_target *t, const fa
     const fj_family *skip[FJ_MAX_VERDICTS];
     for (int n = 0;;) {
         const fj_family *f = fj_family_choose_except(d, t, want, skip, n);
-        if (f && g && g->lazy)
+        if (f && g && (g->lazy == 1 || (g->lazy == 2 && f->status_note)))
             fj_validate_first_use(ctx, f, g->stream);
         if (!f || n == FJ_MAX_VERDICTS || !fj_quarantined(ctx, t, f))
             return f;
@@ -180,6 +183,9 @@ fajit_status fajit_dispatch_describe(fajit_ctx *ctx, const char *arch, const faj
                                ks.v[i].name, fj_kcfg_same(&c, &dc) ? "default" : "tuned",
                                i ? "" : ": ", i ? "" : grid, ks.threads[i], ks.dyn_smem[i],
                                ks.v[i].source, ks.v[i].function);
+    if (c.fam->status_note && at < len)
+        at += (size_t)snprintf(buf + at, len - at, "; note: family %s is %s", c.fam->name,
+                               c.fam->status_note);
     fj_verdict v;
     if (g.skipped && at < len && fj_verdict_state(ctx, g.skipped, &v) == FJ_VS_FAIL)
         snprintf(buf + at, len - at, "; family %s is QUARANTINED on this GPU class (failed "
@@ -372,7 +378,10 @@ static fajit_status make_plan(fajit_ctx *ctx, const fajit_attn_desc *d, int ref,
 {
     const fj_target t = fj_target_of(ctx, NULL);
     fj_kcfg c, dc;
-    gate g = {ctx->opts.validate == FAJIT_VALIDATE_LAZY, stream, NULL};
+    gate g = {ctx->opts.validate == FAJIT_VALIDATE_LAZY   ? 1
+              : ctx->opts.validate == FAJIT_VALIDATE_WARM ? 2
+                                                          : 0,
+              stream, NULL};
     FJ_CHECK(choose(ctx, &t, d, ref, &c, &dc, &g));
     fj_plan *p = calloc(1, sizeof *p);
     FJ_RETURN_IF(!p, ctx, FAJIT_OUT_OF_MEMORY, "allocating a plan");

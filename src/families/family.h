@@ -137,6 +137,10 @@ typedef struct fj_family {
     /* Whether any problem on `t` may need counters: the context then allocates them at
      * creation, so that no launch synchronizes (NULL: never). */
     int (*needs_counters)(const fj_target *t);
+    /* NULL, or a sentence on the family's standing that plan and info show (e.g. a kernel
+     * compiled and checked but never run on hardware). A family with a note is validated
+     * on first use under the default FAJIT_VALIDATE=warm too (src/api/dispatch.c). */
+    const char *status_note;
 } fj_family;
 
 /*------ the registry ------*/
@@ -182,6 +186,7 @@ int fj_family_variants(const fajit_attn_desc *d, const fj_target *t, int tune,
 const char *fj_dtype_name(int dtype);
 const char *fj_mask_name(int mask);
 
-extern const fj_family fj_family_ref, fj_family_fa2, fj_family_fa3, fj_family_decode;
+extern const fj_family fj_family_ref, fj_family_fa2, fj_family_fa3, fj_family_decode,
+    fj_family_fa4;
 
 #endif /* FJ_FAMILY_H */

@@ -10,7 +10,7 @@
 
 /* The families, by fajit_family value. A new family is a line here. */
 static const fj_family *const k_families[] = {&fj_family_ref, &fj_family_fa2, &fj_family_fa3,
-                                              &fj_family_decode};
+                                              &fj_family_decode, &fj_family_fa4};
 #define N_SHIPPED ((int)(sizeof k_families / sizeof k_families[0]))
 
 /* Families added by tests (fj_family_register_for_testing), after the shipped ones. */
@@ -206,6 +206,12 @@ const char *fajit_family_name(fajit_family f)
         return "auto";
     const fj_family *fam = fj_family_by_id((int)f);
     return fam ? fam->name : NULL;
+}
+
+const char *fajit_family_status_note(fajit_family f)
+{
+    const fj_family *fam = f == FAJIT_FAMILY_AUTO ? NULL : fj_family_by_id((int)f);
+    return fam ? fam->status_note : NULL;
 }
 
 const char *fajit_op_name(fajit_op op) { return fj_op_name((int)op); }

@@ -25,11 +25,13 @@
 
 #ifdef __CUDACC_RTC__
 typedef int fj_i32;
+typedef unsigned int fj_u32;
 typedef long long fj_i64;
 typedef unsigned long long fj_u64;
 #else
 #include <stdint.h>
 typedef int32_t fj_i32;
+typedef uint32_t fj_u32;
 typedef int64_t fj_i64;
 typedef uint64_t fj_u64;
 #endif
@@ -127,7 +129,7 @@ typedef struct fj_merge_params {
  * (tests/test_unit.c, params_layout). */
 #ifdef __CUDACC_RTC__
 static_assert(sizeof(fj_u64) == 8 && sizeof(fj_i64) == 8 && sizeof(fj_i32) == 4 &&
-                  sizeof(float) == 4, "fajit_params.h: field widths");
+                  sizeof(fj_u32) == 4 && sizeof(float) == 4, "fajit_params.h: field widths");
 static_assert(sizeof(fj_attn_params) == FJ_PARAMS_SIZE, "fajit_params.h: size");
 static_assert(sizeof(fj_decode_params) == FJ_DECODE_PARAMS_SIZE, "fajit_params.h: decode size");
 static_assert(sizeof(fj_merge_params) == FJ_MERGE_PARAMS_SIZE, "fajit_params.h: merge size");
