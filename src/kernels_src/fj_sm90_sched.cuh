@@ -37,6 +37,8 @@
 #ifndef FJ_SM90_SCHED_CUH
 #define FJ_SM90_SCHED_CUH
 
+#include "fj_tile_order.h"   /* the orders' arithmetic, host-tested */
+
 /* The dynamic order's hand-over of tile t (batch b, head h, query block mb) at `w` (Q_TILE):
  * the index and its coordinates, one 16-byte store (the consumers skip tile_coords). */
 template <int UNUSED = 0> FJ_DEVICE void put_tile(fj_u32 w, int t, int b, int h, int mb)
@@ -69,13 +71,9 @@ FJ_DEVICE fa3_sched sched_of(const fj_attn_params &p)
      * static round robin (run 4: -7..-36% at 4k-16k with groups always on, +9..+17% at
      * 512-1k). FA3_L2GROUP 0: never, 2: always (the dynamic order's default). */
     if (FA3_L2GROUP == 2 || (FA3_L2GROUP == 1 && 2 * s.bhn >= (int)gridDim.x)) {
-        const int grp_ratio = p.heads_q / p.heads_kv;
-        const long long kv_head = 4ll * p.seqlen_k * fa3::HD;  /* K+V bytes of one KV head */
         const long long bytes = FA3_DYN && p.seqlen_k <= FA3_L2_SHORT_SEQ
                                     ? (long long)FA3_L2_BYTES_SHORT : (long long)FA3_L2_BYTES;
-        int g = (int)(bytes / (kv_head > 0 ? kv_head : 1));
-        g = g < 1 ? grp_ratio : g * grp_ratio;  /* whole GQA groups */
-        s.gsz = g > s.bhn ? s.bhn : g;
+        s.gsz = fj_order_group(s.bhn, p.heads_q, p.heads_kv, p.seqlen_k, fa3::HD, bytes);
     }
 #endif
     return s;
@@ -93,16 +91,10 @@ FJ_DEVICE void tile_coords(const fj_attn_params &p, const fa3_sched &s, int t, i
 {
 #if FJ_FA3_PERSISTENT
 #if FA3_MASKED
-    const int gtiles = s.gsz * s.num_mb, gi = t / gtiles, local = t - gi * gtiles;
-    const int gbh = gi * s.gsz, gn = s.bhn - gbh < s.gsz ? s.bhn - gbh : s.gsz;
-    const int mi = local / gn, bh = gbh + (local - mi * gn);
-    mb = s.num_mb - 1 - mi;
+    fj_order_masked(t, s.num_mb, s.bhn, s.gsz, p.heads_q, &b, &h, &mb);
 #else
-    const int mi = t % s.num_mb, bh = t / s.num_mb;
-    mb = mi;
+    fj_order_plain(t, s.num_mb, p.heads_q, &b, &h, &mb);
 #endif
-    h = bh % p.heads_q;
-    b = bh / p.heads_q;
 #else
     (void)s;
     (void)t;
@@ -118,11 +110,7 @@ FJ_DEVICE void tile_coords(const fj_attn_params &p, const fa3_sched &s, int t, i
 #if FJ_FA3_PERSISTENT && !FA3_DYN
 FJ_DEVICE int sched_tile(int r)
 {
-#if FA3_MASKED
-    return r * (int)gridDim.x + ((r & 1) ? (int)gridDim.x - 1 - (int)blockIdx.x : (int)blockIdx.x);
-#else
-    return r * (int)gridDim.x + (int)blockIdx.x;
-#endif
+    return fj_order_round(r, (int)blockIdx.x, (int)gridDim.x, FA3_MASKED);
 }
 #endif
 
