@@ -81,6 +81,7 @@
  *   the 8 row addresses of every ldmatrix on 8 different bank groups.
  */
 #include "fj_common.cuh"
+#include "fj_sm80_prims.cuh"
 
 #if !defined(FJ_DTYPE) || !defined(FJ_HEAD_DIM)
 #error "attn_decode.cu needs FJ_DTYPE and FJ_HEAD_DIM"
@@ -130,66 +131,8 @@ static_assert(SMEM_BYTES <= 227 * 1024, "shared memory over 227 KiB");
 #endif
 }  // namespace dec
 
-/* ---- inline PTX ---------------------------------------------------------------------- */
+/* ---- inline PTX (cp.async, ldmatrix, mma, pack2, ex2: fj_sm80_prims.cuh) ------------- */
 
-FJ_DEVICE fj_u32 dec_smem_addr(const void *p)
-{
-    fj_u32 r;
-    asm("{ .reg .u64 t; cvta.to.shared.u64 t, %1; cvt.u32.u64 %0, t; }" : "=r"(r) : "l"(p));
-    return r;
-}
-/* 16-byte copy; src_bytes 0 zero-fills the destination and reads nothing. */
-FJ_DEVICE void dec_cp16(fj_u32 dst, const void *src, int src_bytes)
-{
-    asm volatile("cp.async.cg.shared.global [%0], [%1], 16, %2;\n" ::"r"(dst), "l"(src),
-                 "r"(src_bytes)
-                 : "memory");
-}
-FJ_DEVICE void dec_commit() { asm volatile("cp.async.commit_group;\n" ::: "memory"); }
-template <int N>
-FJ_DEVICE void dec_wait() { asm volatile("cp.async.wait_group %0;\n" ::"n"(N) : "memory"); }
-
-FJ_DEVICE void dec_ldsm4(fj_u32 a, fj_u32 &r0, fj_u32 &r1, fj_u32 &r2, fj_u32 &r3)
-{
-    asm volatile("ldmatrix.sync.aligned.m8n8.x4.shared.b16 {%0,%1,%2,%3}, [%4];\n"
-                 : "=r"(r0), "=r"(r1), "=r"(r2), "=r"(r3)
-                 : "r"(a));
-}
-FJ_DEVICE void dec_ldsm4_t(fj_u32 a, fj_u32 &r0, fj_u32 &r1, fj_u32 &r2, fj_u32 &r3)
-{
-    asm volatile("ldmatrix.sync.aligned.m8n8.x4.trans.shared.b16 {%0,%1,%2,%3}, [%4];\n"
-                 : "=r"(r0), "=r"(r1), "=r"(r2), "=r"(r3)
-                 : "r"(a));
-}
-/* c += a * b for one m16n8k16 tile, fp32 accumulation. */
-FJ_DEVICE void dec_mma(float *c, const fj_u32 *a, fj_u32 b0, fj_u32 b1)
-{
-#if DEC_BF16
-    asm("mma.sync.aligned.m16n8k16.row.col.f32.bf16.bf16.f32 "
-#else
-    asm("mma.sync.aligned.m16n8k16.row.col.f32.f16.f16.f32 "
-#endif
-        "{%0,%1,%2,%3}, {%4,%5,%6,%7}, {%8,%9}, {%0,%1,%2,%3};\n"
-        : "+f"(c[0]), "+f"(c[1]), "+f"(c[2]), "+f"(c[3])
-        : "r"(a[0]), "r"(a[1]), "r"(a[2]), "r"(a[3]), "r"(b0), "r"(b1));
-}
-/* Two floats into one register of two 16-bit values, `lo` in the low half. */
-FJ_DEVICE fj_u32 dec_pack2(float lo, float hi)
-{
-    fj_u32 r;
-#if DEC_BF16
-    asm("cvt.rn.bf16x2.f32 %0, %1, %2;\n" : "=r"(r) : "f"(hi), "f"(lo));
-#else
-    asm("cvt.rn.f16x2.f32 %0, %1, %2;\n" : "=r"(r) : "f"(hi), "f"(lo));
-#endif
-    return r;
-}
-FJ_DEVICE float dec_ex2(float x)
-{
-    float y;
-    asm("ex2.approx.ftz.f32 %0, %1;\n" : "=f"(y) : "f"(x));
-    return y;
-}
 FJ_DEVICE void dec_st16(void *g, fj_u32 x0, fj_u32 x1, fj_u32 x2, fj_u32 x3)
 {
     asm volatile("st.global.v4.b32 [%0], {%1,%2,%3,%4};\n" ::"l"(g), "r"(x0), "r"(x1), "r"(x2),
@@ -247,11 +190,11 @@ FJ_DEVICE float dec_merge4(const fj_decode_params &p, int R, int h, int c4, floa
             mn = fmaxf(mn, ls[u]);
         if (mn == -FJ_INF)
             continue;   /* nothing seen yet */
-        const float a = dec_ex2((m - mn) * LOG2E);   /* 0 when m = -inf */
+        const float a = ex2((m - mn) * LOG2E);   /* 0 when m = -inf */
         l *= a, acc.x *= a, acc.y *= a, acc.z *= a, acc.w *= a;
 #pragma unroll
         for (int u = 0; u < DEC_MERGE_U; ++u) {
-            const float w = dec_ex2((ls[u] - mn) * LOG2E);
+            const float w = ex2((ls[u] - mn) * LOG2E);
             l += w;
             acc.x += w * x[u].x, acc.y += w * x[u].y, acc.z += w * x[u].z, acc.w += w * x[u].w;
         }
@@ -265,7 +208,7 @@ FJ_DEVICE float dec_merge4(const fj_decode_params &p, int R, int h, int c4, floa
 /* 4 columns of O as two packed 16-bit pairs. */
 FJ_DEVICE void dec_st4(fj_u16 *g, float4 o)
 {
-    const fj_u32 x0 = dec_pack2(o.x, o.y), x1 = dec_pack2(o.z, o.w);
+    const fj_u32 x0 = pack2(o.x, o.y), x1 = pack2(o.z, o.w);
     asm volatile("st.global.v2.b32 [%0], {%1,%2};\n" ::"l"(g), "r"(x0), "r"(x1) : "memory");
 }
 
@@ -384,8 +327,8 @@ FJ_DEVICE void dec_issue(const fj_decode_params &p, const fj_u16 *gk, const fj_u
                 if (CH % 8 == 0 || cc < CH) {
                     const bool in = ok && (CHG == CH || cc < CHG);
                     const fj_u32 d = dec_off(r, cc);
-                    dec_cp16(sk + d, in ? srck + cc * 8 : gk, in ? 16 : 0);
-                    dec_cp16(sv + d, in ? srcv + cc * 8 : gv, in ? 16 : 0);
+                    cp_async16(sk + d, in ? srck + cc * 8 : gk, in ? 16 : 0);
+                    cp_async16(sv + d, in ? srcv + cc * 8 : gv, in ? 16 : 0);
                 }
             }
         }
@@ -454,7 +397,7 @@ fj_attn_decode(const __grid_constant__ fj_decode_params p)
     }
 #endif
 
-    const fj_u32 s_q = dec_smem_addr(smem);
+    const fj_u32 s_q = smem_addr(smem);
     const fj_u32 s_kv = s_q + Q_BYTES;  /* stage s: K at s*2*KV_BYTES, V after it */
     const fj_u16 *gk = (const fj_u16 *)p.k + (fj_i64)hk * p.k_head_stride;
     const fj_u16 *gv = (const fj_u16 *)p.v + (fj_i64)hk * p.v_head_stride;
@@ -498,7 +441,7 @@ fj_attn_decode(const __grid_constant__ fj_decode_params p)
                     const int cc = (tid & 7) + 8 * sg;
                     if (CH % 8 == 0 || cc < CH) {
                         const bool in = ok && (CHG == CH || cc < CHG);
-                        dec_cp16(s_q + dec_off(rl, cc), in ? src + cc * 8 : gq, in ? 16 : 0);
+                        cp_async16(s_q + dec_off(rl, cc), in ? src + cc * 8 : gq, in ? 16 : 0);
                     }
                 }
             }
@@ -515,7 +458,7 @@ fj_attn_decode(const __grid_constant__ fj_decode_params p)
             if (s < ntiles)
                 dec_issue(p, gk, gv, s_kv + s * 2 * KV_BYTES, s_kv + s * 2 * KV_BYTES + KV_BYTES,
                           tid, ppg[s], prip[s]);
-            dec_commit();
+            cp_async_commit();
         }
         if (STAGES - 1 < ntiles)
             dec_fetch(p, bt, b, kt0 + (STAGES - 1) * BN, k_lo, k_hi, tid, pg, rip);
@@ -532,14 +475,14 @@ fj_attn_decode(const __grid_constant__ fj_decode_params p)
     const int key_lane = wn * KW + 2 * (lane & 3);  /* + nt*8 + e, + k0 */
 
     for (int t = 0; t < ntiles; ++t) {
-        dec_wait<STAGES - 2>();
+        cp_async_wait<STAGES - 2>();
         __syncthreads();  /* tile t landed for all; every warp is done with tile t - 1 */
         {
             const int u = t + STAGES - 1;
             const fj_u32 st = s_kv + (u % STAGES) * 2 * KV_BYTES;
             if (u < ntiles)
                 dec_issue(p, gk, gv, st, st + KV_BYTES, tid, pg, rip);
-            dec_commit();
+            cp_async_commit();
             if (u + 1 < ntiles)  /* ids for the next copy: their latency hides behind this tile */
                 dec_fetch(p, bt, b, kt0 + (u + 1) * BN, k_lo, k_hi, tid, pg, rip);
         }
@@ -556,13 +499,13 @@ fj_attn_decode(const __grid_constant__ fj_decode_params p)
 #pragma unroll
         for (int kk = 0; kk < KD; ++kk) {
             fj_u32 a[4];
-            dec_ldsm4(s_q + dec_off(q_row, 2 * kk + q_half), a[0], a[1], a[2], a[3]);
+            ldsm_x4(s_q + dec_off(q_row, 2 * kk + q_half), a[0], a[1], a[2], a[3]);
 #pragma unroll
             for (int np = 0; np < NT / 2; ++np) {
                 fj_u32 b0, b1, b2, b3;
-                dec_ldsm4(s_k + dec_off(k_row + np * 16, 2 * kk + k_half), b0, b1, b2, b3);
-                dec_mma(acc_s[2 * np], a, b0, b1);
-                dec_mma(acc_s[2 * np + 1], a, b2, b3);
+                ldsm_x4(s_k + dec_off(k_row + np * 16, 2 * kk + k_half), b0, b1, b2, b3);
+                mma16816(acc_s[2 * np], a, b0, b1);
+                mma16816(acc_s[2 * np + 1], a, b2, b3);
             }
         }
 
@@ -593,7 +536,7 @@ fj_attn_decode(const __grid_constant__ fj_decode_params p)
             m = fmaxf(m, __shfl_xor_sync(0xffffffffu, m, 1));
             m = fmaxf(m, __shfl_xor_sync(0xffffffffu, m, 2));
             const float base = m == -FJ_INF ? 0.f : m * sl2;
-            const float alpha = dec_ex2(row_max[hf] * sl2 - base);  /* 0 from -inf */
+            const float alpha = ex2(row_max[hf] * sl2 - base);  /* 0 from -inf */
             row_max[hf] = m;
             float sum = row_sum[hf] * alpha;
 #pragma unroll
@@ -603,11 +546,11 @@ fj_attn_decode(const __grid_constant__ fj_decode_params p)
             }
 #pragma unroll
             for (int nt = 0; nt < NT; ++nt) {
-                const float p0 = dec_ex2(fmaf(acc_s[nt][2 * hf], sl2, -base));
-                const float p1 = dec_ex2(fmaf(acc_s[nt][2 * hf + 1], sl2, -base));
+                const float p0 = ex2(fmaf(acc_s[nt][2 * hf], sl2, -base));
+                const float p1 = ex2(fmaf(acc_s[nt][2 * hf + 1], sl2, -base));
                 sum += p0 + p1;
                 /* A operand of k16 step nt/2: a0/a1 from n-tile 2k, a2/a3 from 2k+1 */
-                pa[nt >> 1][(nt & 1) * 2 + hf] = dec_pack2(p0, p1);
+                pa[nt >> 1][(nt & 1) * 2 + hf] = pack2(p0, p1);
             }
             row_sum[hf] = sum;
         }
@@ -618,12 +561,12 @@ fj_attn_decode(const __grid_constant__ fj_decode_params p)
 #pragma unroll
             for (int dp = 0; dp < ND / 2; ++dp) {
                 fj_u32 b0, b1, b2, b3;
-                dec_ldsm4_t(s_v + dec_off(v_row + kk * 16, 2 * dp + v_half), b0, b1, b2, b3);
-                dec_mma(acc_o[2 * dp], pa[kk], b0, b1);
-                dec_mma(acc_o[2 * dp + 1], pa[kk], b2, b3);
+                ldsm_x4_t(s_v + dec_off(v_row + kk * 16, 2 * dp + v_half), b0, b1, b2, b3);
+                mma16816(acc_o[2 * dp], pa[kk], b0, b1);
+                mma16816(acc_o[2 * dp + 1], pa[kk], b2, b3);
             }
     }
-    dec_wait<0>();
+    cp_async_wait<0>();
     __syncthreads();  /* every warp is done with Q and K/V: the epilogue overlays them */
 
     /* Epilogue 1: each warp's m, l (quad-summed) and raw O into shared memory. */
@@ -665,7 +608,7 @@ fj_attn_decode(const __grid_constant__ fj_decode_params p)
 #pragma unroll
         for (int w = 0; w < WN; ++w) {
             const float mw = red_m[(w0 + w) * 16 + rr];
-            wt[w] = mw == -FJ_INF ? 0.f : dec_ex2((mw - M) * sl2);
+            wt[w] = mw == -FJ_INF ? 0.f : ex2((mw - M) * sl2);
             L += red_l[(w0 + w) * 16 + rr] * wt[w];
         }
         const float inv = L > 0.f ? 1.f / L : 0.f;
@@ -686,8 +629,8 @@ fj_attn_decode(const __grid_constant__ fj_decode_params p)
         if (p.splits == 1) {
             fj_u16 *go = (fj_u16 *)p.o + so.o + (fj_i64)i * p.o_row_stride +
                          (fj_i64)h * p.o_head_stride + cc * 8;
-            dec_st16(go, dec_pack2(o[0], o[1]), dec_pack2(o[2], o[3]), dec_pack2(o[4], o[5]),
-                     dec_pack2(o[6], o[7]));
+            dec_st16(go, pack2(o[0], o[1]), pack2(o[2], o[3]), pack2(o[4], o[5]),
+                     pack2(o[6], o[7]));
             if (p.lse && cc == 0)
                 dec_store_lse(p, b, so.row0, i, h, lse);
         } else {

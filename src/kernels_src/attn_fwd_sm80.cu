@@ -57,6 +57,7 @@
  * every change with dev/fa2/sweep.py (all head_dims x dtypes x masks x targets).
  */
 #include "fj_common.cuh"
+#include "fj_sm80_prims.cuh"
 
 #if !defined(FJ_DTYPE) || !defined(FJ_HEAD_DIM) || !defined(FJ_MASK) || !defined(FJ_BLOCK_M) || \
     !defined(FJ_BLOCK_N) || !defined(FJ_WARPS) || !defined(FJ_STAGES)
@@ -188,49 +189,7 @@ constexpr int QK_UNROLL = FA2_QK_UNROLL > 0 ? FA2_QK_UNROLL
 static_assert(QK_UNROLL >= 1 && KN >= 1, "tiles");
 }  // namespace fa2
 
-/* ---- inline PTX ---------------------------------------------------------------------- */
-
-FJ_DEVICE fj_u32 smem_addr(const void *p)
-{
-    fj_u32 r;
-    asm("{ .reg .u64 t; cvta.to.shared.u64 t, %1; cvt.u32.u64 %0, t; }" : "=r"(r) : "l"(p));
-    return r;
-}
-/* 16-byte copy; src_bytes 0 zero-fills the destination and reads nothing. */
-FJ_DEVICE void cp_async16(fj_u32 dst, const void *src, int src_bytes)
-{
-    asm volatile("cp.async.cg.shared.global [%0], [%1], 16, %2;\n" ::"r"(dst), "l"(src),
-                 "r"(src_bytes)
-                 : "memory");
-}
-FJ_DEVICE void cp_async_commit() { asm volatile("cp.async.commit_group;\n" ::: "memory"); }
-FJ_DEVICE void cp_async_wait_all() { asm volatile("cp.async.wait_group 0;\n" ::: "memory"); }
-
-FJ_DEVICE void ldsm_x4(fj_u32 a, fj_u32 &r0, fj_u32 &r1, fj_u32 &r2, fj_u32 &r3)
-{
-    asm volatile("ldmatrix.sync.aligned.m8n8.x4.shared.b16 {%0,%1,%2,%3}, [%4];\n"
-                 : "=r"(r0), "=r"(r1), "=r"(r2), "=r"(r3)
-                 : "r"(a));
-}
-FJ_DEVICE void ldsm_x4_t(fj_u32 a, fj_u32 &r0, fj_u32 &r1, fj_u32 &r2, fj_u32 &r3)
-{
-    asm volatile("ldmatrix.sync.aligned.m8n8.x4.trans.shared.b16 {%0,%1,%2,%3}, [%4];\n"
-                 : "=r"(r0), "=r"(r1), "=r"(r2), "=r"(r3)
-                 : "r"(a));
-}
-
-/* c += a * b for one m16n8k16 tile, fp32 accumulation. */
-FJ_DEVICE void mma16816(float *c, const fj_u32 *a, fj_u32 b0, fj_u32 b1)
-{
-#if FA2_BF16
-    asm("mma.sync.aligned.m16n8k16.row.col.f32.bf16.bf16.f32 "
-#else
-    asm("mma.sync.aligned.m16n8k16.row.col.f32.f16.f16.f32 "
-#endif
-        "{%0,%1,%2,%3}, {%4,%5,%6,%7}, {%8,%9}, {%0,%1,%2,%3};\n"
-        : "+f"(c[0]), "+f"(c[1]), "+f"(c[2]), "+f"(c[3])
-        : "r"(a[0]), "r"(a[1]), "r"(a[2]), "r"(a[3]), "r"(b0), "r"(b1));
-}
+/* ---- inline PTX (cp.async, ldmatrix, mma, pack2, ex2: fj_sm80_prims.cuh) ------------- */
 
 #if FA2_SPLIT_ON
 /* Barrier of the two warps of pair `pair` (named barrier 1 + pair, 64 threads). */
@@ -288,25 +247,6 @@ FJ_DEVICE fj_u32 ldsm_at(fj_u32 base, int k, int lane, int op)
     return (fa2::SWZ_XOR & op) ? (base ^ ((k & 3) << 5)) + ((k >> 2) << 7) : base + swz_k(k, lane);
 }
 #endif
-
-/* Two floats into one register of two 16-bit values, `lo` in the low half. */
-FJ_DEVICE fj_u32 pack2(float lo, float hi)
-{
-    fj_u32 r;
-#if FA2_BF16
-    asm("cvt.rn.bf16x2.f32 %0, %1, %2;\n" : "=r"(r) : "f"(hi), "f"(lo));
-#else
-    asm("cvt.rn.f16x2.f32 %0, %1, %2;\n" : "=r"(r) : "f"(hi), "f"(lo));
-#endif
-    return r;
-}
-
-FJ_DEVICE float ex2(float x)
-{
-    float y;
-    asm("ex2.approx.ftz.f32 %0, %1;\n" : "=f"(y) : "f"(x));
-    return y;
-}
 
 /* The value of x, unknown to the optimizer: keeps cheap address math where it is written
  * instead of letting it be hoisted and held in registers across the KV loop. */
