@@ -38,38 +38,60 @@ uint16_t fj_f32_to_half(float f, int dtype)
     return h;
 }
 
+/* Sequence b: its lengths and the element offsets of its first Q, O, K and V rows (packed
+ * rows with cu_seqlens, else the batch strides). */
+typedef struct ref_seq {
+    int sq, sk;
+    int64_t q0, o0, k0, v0;
+} ref_seq;
+static ref_seq seq_of(const fj_attn_params *p, int b)
+{
+    const int32_t *cq = (const int32_t *)(uintptr_t)p->cu_seqlens_q;
+    const int32_t *ck = (const int32_t *)(uintptr_t)p->cu_seqlens_k;
+    ref_seq s;
+    s.sq = cq ? cq[b + 1] - cq[b] : p->seqlen_q;
+    s.sk = cq ? ck[b + 1] - ck[b] : p->seqlen_k;
+    s.q0 = cq ? (int64_t)cq[b] * p->q_row_stride : b * p->q_batch_stride;
+    s.o0 = cq ? (int64_t)cq[b] * p->o_row_stride : b * p->o_batch_stride;
+    s.k0 = cq ? (int64_t)ck[b] * p->k_row_stride : b * p->k_batch_stride;
+    s.v0 = cq ? (int64_t)ck[b] * p->v_row_stride : b * p->v_batch_stride;
+    return s;
+}
+
+/* Whether key j is visible to query i of a sequence of sq queries and sk keys: the mask of
+ * fajit_params.h, written out. */
+static int visible(const fj_attn_params *p, int i, int j, int sq, int sk)
+{
+    const int shift = i + sk - sq;
+    return (p->window_left < 0 || j >= shift - p->window_left) &&
+           (p->window_right < 0 || j <= shift + p->window_right);
+}
+
 void fj_cpu_attention(const fj_attn_params *p, int dtype, double *o_out, double *lse_out)
 {
     const uint16_t *Q = (const uint16_t *)(uintptr_t)p->q;
     const uint16_t *K = (const uint16_t *)(uintptr_t)p->k;
     const uint16_t *V = (const uint16_t *)(uintptr_t)p->v;
     const int32_t *cq = (const int32_t *)(uintptr_t)p->cu_seqlens_q;
-    const int32_t *ck = (const int32_t *)(uintptr_t)p->cu_seqlens_k;
     const int d = p->head_dim, group = p->heads_q / p->heads_kv;
     int max_sk = 0;
     for (int b = 0; b < p->batch; b++) {
-        int sk = cq ? ck[b + 1] - ck[b] : p->seqlen_k;
+        const int sk = seq_of(p, b).sk;
         max_sk = sk > max_sk ? sk : max_sk;
     }
     double *s = malloc(sizeof(double) * (size_t)(max_sk ? max_sk : 1));
     double *acc = malloc(sizeof(double) * (size_t)d);
     for (int b = 0; b < p->batch; b++) {
-        int sq = cq ? cq[b + 1] - cq[b] : p->seqlen_q;
-        int sk = cq ? ck[b + 1] - ck[b] : p->seqlen_k;
-        int64_t q0 = cq ? (int64_t)cq[b] * p->q_row_stride : b * p->q_batch_stride;
-        int64_t o0 = cq ? (int64_t)cq[b] * p->o_row_stride : b * p->o_batch_stride;
-        int64_t k0 = cq ? (int64_t)ck[b] * p->k_row_stride : b * p->k_batch_stride;
-        int64_t v0 = cq ? (int64_t)ck[b] * p->v_row_stride : b * p->v_batch_stride;
+        const ref_seq S = seq_of(p, b);
+        const int sq = S.sq, sk = S.sk;
+        const int64_t q0 = S.q0, o0 = S.o0, k0 = S.k0, v0 = S.v0;
         for (int h = 0; h < p->heads_q; h++) {
             int hk = h / group;
             for (int i = 0; i < sq; i++) {
                 const uint16_t *q = Q + q0 + i * p->q_row_stride + h * p->q_head_stride;
                 double m = -INFINITY;
                 for (int j = 0; j < sk; j++) {
-                    int shift = i + sk - sq;
-                    int visible = (p->window_left < 0 || j >= shift - p->window_left) &&
-                                  (p->window_right < 0 || j <= shift + p->window_right);
-                    if (!visible) {
+                    if (!visible(p, i, j, sq, sk)) {
                         s[j] = -INFINITY;
                         continue;
                     }
@@ -122,25 +144,19 @@ void fj_cpu_attn_cond_rescale(const fj_attn_params *p, int dtype, float threshol
     const uint16_t *Q = (const uint16_t *)(uintptr_t)p->q;
     const uint16_t *K = (const uint16_t *)(uintptr_t)p->k;
     const uint16_t *V = (const uint16_t *)(uintptr_t)p->v;
-    const int32_t *cq = (const int32_t *)(uintptr_t)p->cu_seqlens_q;
-    const int32_t *ck = (const int32_t *)(uintptr_t)p->cu_seqlens_k;
     const int d = p->head_dim, group = p->heads_q / p->heads_kv;
     const float sl2 = p->scale_log2;
     fj_cond_rescale_stats local = {0, 0, 0.f};
     float *s = malloc(sizeof(float) * (size_t)block_n);
     float *acc = malloc(sizeof(float) * (size_t)d);
     for (int b = 0; b < p->batch; b++) {
-        int sq = cq ? cq[b + 1] - cq[b] : p->seqlen_q;
-        int sk = cq ? ck[b + 1] - ck[b] : p->seqlen_k;
-        int64_t q0 = cq ? (int64_t)cq[b] * p->q_row_stride : b * p->q_batch_stride;
-        int64_t o0 = cq ? (int64_t)cq[b] * p->o_row_stride : b * p->o_batch_stride;
-        int64_t k0 = cq ? (int64_t)ck[b] * p->k_row_stride : b * p->k_batch_stride;
-        int64_t v0 = cq ? (int64_t)ck[b] * p->v_row_stride : b * p->v_batch_stride;
+        const ref_seq S = seq_of(p, b);
+        const int sq = S.sq, sk = S.sk;
+        const int64_t q0 = S.q0, o0 = S.o0, k0 = S.k0, v0 = S.v0;
         for (int h = 0; h < p->heads_q; h++) {
             int hk = h / group;
             for (int i = 0; i < sq; i++) {
                 const uint16_t *q = Q + q0 + i * p->q_row_stride + h * p->q_head_stride;
-                int shift = i + sk - sq;
                 float m = -INFINITY, l = 0;
                 memset(acc, 0, sizeof(float) * (size_t)d);
                 for (int nb = (sk + block_n - 1) / block_n - 1; nb >= 0; nb--) {
@@ -148,10 +164,8 @@ void fj_cpu_attn_cond_rescale(const fj_attn_params *p, int dtype, float threshol
                     float mb = -INFINITY;
                     for (int jj = 0; jj < jn; jj++) {
                         int j = j0 + jj;
-                        int visible = (p->window_left < 0 || j >= shift - p->window_left) &&
-                                      (p->window_right < 0 || j <= shift + p->window_right);
                         s[jj] = -INFINITY;
-                        if (!visible)
+                        if (!visible(p, i, j, sq, sk))
                             continue;
                         const uint16_t *k = K + k0 + (int64_t)j * p->k_row_stride + hk * p->k_head_stride;
                         float dot = 0;   /* fp32 accumulation, as the tensor cores */

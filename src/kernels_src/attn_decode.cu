@@ -96,12 +96,12 @@
 
 namespace dec {
 constexpr int HD = FJ_HEAD_DIM;
+static_assert(FJ_DTYPE == FJ_DT_F16 || FJ_DTYPE == FJ_DT_BF16, "FJ_DTYPE");
+static_assert(HD % 8 == 0 && HD >= 8 && HD <= 256, "FJ_HEAD_DIM: a multiple of 8 in 8..256");
+#ifdef FJ_DEC_BN   /* (the split step's; the combine step needs only HD) */
 constexpr int DP = (HD + 15) / 16 * 16;  /* head_dim padded to the k16 of the MMA */
 constexpr int CH = DP / 8;               /* 16-byte chunks per shared row */
 constexpr int CHG = HD / 8;              /* chunks that exist in global memory */
-static_assert(FJ_DTYPE == FJ_DT_F16 || FJ_DTYPE == FJ_DT_BF16, "FJ_DTYPE");
-static_assert(HD % 8 == 0 && HD >= 8 && HD <= 256, "FJ_HEAD_DIM: a multiple of 8 in 8..256");
-#ifdef FJ_DEC_BN
 constexpr int BN = FJ_DEC_BN, STAGES = FJ_DEC_STAGES, WM = FJ_DEC_WM, WN = FJ_DEC_WN;
 constexpr int WARPS = WM * WN, THREADS = 32 * WARPS;
 constexpr int MT = 16 * WM;               /* packed rows per CTA */
@@ -130,15 +130,6 @@ static_assert((ND + NT) * 4 + 2 * KN * 4 <= 200, "accumulators exceed the regist
 static_assert(SMEM_BYTES <= 227 * 1024, "shared memory over 227 KiB");
 #endif
 }  // namespace dec
-
-/* ---- inline PTX (cp.async, ldmatrix, mma, pack2, ex2: fj_sm80_prims.cuh) ------------- */
-
-FJ_DEVICE void dec_st16(void *g, fj_u32 x0, fj_u32 x1, fj_u32 x2, fj_u32 x3)
-{
-    asm volatile("st.global.v4.b32 [%0], {%1,%2,%3,%4};\n" ::"l"(g), "r"(x0), "r"(x1), "r"(x2),
-                 "r"(x3)
-                 : "memory");
-}
 
 /* ---- merging the splits (the combine kernel and the fused combine) ------------------- */
 
@@ -214,6 +205,14 @@ FJ_DEVICE void dec_st4(fj_u16 *g, float4 o)
 
 /* ---- the split step ------------------------------------------------------------------ */
 #ifdef FJ_DEC_BN
+/* (PTX: cp.async, ldmatrix, mma from fj_sm80_prims.cuh; pack2, ex2 from fj_common.cuh) */
+
+FJ_DEVICE void dec_st16(void *g, fj_u32 x0, fj_u32 x1, fj_u32 x2, fj_u32 x3)
+{
+    asm volatile("st.global.v4.b32 [%0], {%1,%2,%3,%4};\n" ::"l"(g), "r"(x0), "r"(x1), "r"(x2),
+                 "r"(x3)
+                 : "memory");
+}
 
 /* Byte offset of 16-byte chunk `c` of shared row `r` (Q, K, V tiles). */
 FJ_DEVICE int dec_off(int r, int c) { return r * dec::LDB + ((dec::SWZ ? c ^ (r & 7) : c) << 4); }

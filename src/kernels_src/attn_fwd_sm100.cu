@@ -128,10 +128,6 @@ static_assert(HD == fa4::HD, "");  /* (read by the masked order only) */
 }
 #include "fj_sm90_sched.cuh"
 
-struct __align__(64) fj_tmap {
-    fj_u64 w[16];
-};
-
 /* The K/V blocks [nb_lo, nb_hi) that some row of the CTA tile at query row m0 sees. */
 struct fa4_band {
     int nb_lo, nb_hi;

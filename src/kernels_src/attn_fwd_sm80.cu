@@ -189,7 +189,7 @@ constexpr int QK_UNROLL = FA2_QK_UNROLL > 0 ? FA2_QK_UNROLL
 static_assert(QK_UNROLL >= 1 && KN >= 1, "tiles");
 }  // namespace fa2
 
-/* ---- inline PTX (cp.async, ldmatrix, mma, pack2, ex2: fj_sm80_prims.cuh) ------------- */
+/* ---- inline PTX (cp.async, ldmatrix, mma: fj_sm80_prims.cuh; pack2, ex2: fj_common.cuh) */
 
 #if FA2_SPLIT_ON
 /* Barrier of the two warps of pair `pair` (named barrier 1 + pair, 64 threads). */
@@ -377,6 +377,7 @@ FJ_DEVICE int unpark(fj_u32 slot)
 /* Row 0 of K (or V) for sequence b, kv head hk (as fj_seq_of). Called inside the KV loop
  * with opaque() indices: two 64-bit pointers held through the loop cost more registers
  * than this bit of integer math (and an L1 hit for varlen) per tile. */
+#if !FA2_SPLIT_ON
 FJ_DEVICE const fj_u16 *kv_rows(const fj_attn_params &p, bool is_v, int b, int hk)
 {
     const fj_i64 row_stride = is_v ? p.v_row_stride : p.k_row_stride;
@@ -385,7 +386,7 @@ FJ_DEVICE const fj_u16 *kv_rows(const fj_attn_params &p, bool is_v, int b, int h
     return (const fj_u16 *)(is_v ? p.v : p.k) + off +
            hk * (is_v ? p.v_head_stride : p.k_head_stride);
 }
-#if FA2_SPLIT_ON
+#else
 /* The same from kb = kv_seq(p, b), read once before the KV loop: the split path holds kb
  * (one register; on the other path it spills at head_dim 128), because the (predicated-
  * off) global load of cu_seqlens_k inside the loop waited behind the tile copies in the

@@ -262,11 +262,6 @@ static_assert(128 * (REG_PRODUCER + NWG * REG_CONSUMER) <= 65536, "setmaxnreg bu
 
 /* ---- the kernel --------------------------------------------------------------------------- */
 
-struct __align__(64) fj_tmap {
-    fj_u64 w[16];
-};
-
-
 /* The KV blocks [nb_lo, nb_hi) that some row of query block m0 sees, and the band. */
 struct fa3_band {
     int nb_lo, nb_hi, shift, wl, wr;

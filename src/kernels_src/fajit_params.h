@@ -36,6 +36,14 @@ typedef int64_t fj_i64;
 typedef uint64_t fj_u64;
 #endif
 
+/* A function for the host and the device alike (fj_tile_order.h, fj_exp2.cuh,
+ * fj_sm100_desc.cuh): one definition for NVRTC, nvcc and a plain C compiler. */
+#ifdef __CUDACC__
+#define FJ_HD static __host__ __device__ __forceinline__
+#else
+#define FJ_HD static inline
+#endif
+
 #define FJ_PARAMS_VERSION 1
 #define FJ_PARAMS_SIZE 192
 

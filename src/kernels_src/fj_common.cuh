@@ -1,6 +1,7 @@
 /* fj_common.cuh - device helpers shared by every kernel. Self-contained: NVRTC compiles
  * it with no toolkit headers, so 16-bit types are raw bit patterns (fj_u16) converted with
- * inline PTX. Expects FJ_DTYPE (FJ_DT_F16 or FJ_DT_BF16) from the preamble.
+ * inline PTX; pack2 (two floats to the FJ_DTYPE pair) and ex2 (ex2.approx.ftz) for the
+ * softmax of every fast kernel. Expects FJ_DTYPE (FJ_DT_F16 or FJ_DT_BF16) from the preamble.
  */
 #ifndef FJ_COMMON_CUH
 #define FJ_COMMON_CUH
@@ -8,7 +9,6 @@
 #include "fajit_params.h"
 
 typedef unsigned short fj_u16;
-typedef unsigned int fj_u32;
 
 #define FJ_DEVICE static __device__ __forceinline__
 #define FJ_INF __int_as_float(0x7f800000)
@@ -25,6 +25,25 @@ FJ_DEVICE fj_u16 fj_f32_to_f16(float f)
     asm("{ .reg .b16 t; cvt.rn.f16.f32 t, %1; mov.b16 %0, t; }" : "=h"(h) : "f"(f));
     return h;
 }
+/* Two floats into one register of two 16-bit values, `lo` in the low half. */
+FJ_DEVICE fj_u32 pack2(float lo, float hi)
+{
+    fj_u32 r;
+#if FJ_DTYPE == FJ_DT_BF16
+    asm("cvt.rn.bf16x2.f32 %0, %1, %2;\n" : "=r"(r) : "f"(hi), "f"(lo));
+#else
+    asm("cvt.rn.f16x2.f32 %0, %1, %2;\n" : "=r"(r) : "f"(hi), "f"(lo));
+#endif
+    return r;
+}
+
+FJ_DEVICE float ex2(float x)
+{
+    float y;
+    asm("ex2.approx.ftz.f32 %0, %1;\n" : "=f"(y) : "f"(x));
+    return y;
+}
+
 FJ_DEVICE float fj_bf16_to_f32(fj_u16 h) { return __uint_as_float(((fj_u32)h) << 16); }
 FJ_DEVICE fj_u16 fj_f32_to_bf16(float f)
 {

@@ -35,13 +35,6 @@
 
 #include "fajit_params.h"
 
-#ifndef FJ_HD
-#ifdef __CUDACC__
-#define FJ_HD static __host__ __device__ __forceinline__
-#else
-#define FJ_HD static inline
-#endif
-#endif
 
 /* Minimax coefficients of 2^f ~ 1 + c1 f + c2 f^2 + c3 f^3 on [0, 1] (floats, hex exact). */
 #define FJ_EXP2_C1 0x1.63e658p-1f /* 0.695116758 */

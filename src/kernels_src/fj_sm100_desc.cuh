@@ -55,14 +55,6 @@
 
 #include "fajit_params.h"
 
-/* Host-and-device functions: one definition for NVRTC, nvcc and a plain C compiler. */
-#ifndef FJ_HD
-#ifdef __CUDACC__
-#define FJ_HD static __host__ __device__ __forceinline__
-#else
-#define FJ_HD static inline
-#endif
-#endif
 
 /* Swizzle modes of the shared-memory descriptor (bits 61-63). */
 #define FJ_TC_SWZ_NONE 0

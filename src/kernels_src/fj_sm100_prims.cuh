@@ -2,8 +2,9 @@
  * attn_fwd_sm100.cu: Tensor Memory allocation, the fifth-generation tensor-core MMA (SS and
  * TS forms), its commit to an mbarrier, TMEM loads and stores, and the tcgen05 fences.
  * Nothing here knows the kernel's tiles. The generation-independent pieces (mbarrier, TMA,
- * named barriers, setmaxnreg, ex2, pack2) come from fj_sm90_prims.cuh, which this header
- * includes; the descriptor encodings from fj_sm100_desc.cuh.
+ * the tensor-map parameter, named barriers, setmaxnreg) come from fj_sm90_prims.cuh, which
+ * this header includes; ex2 and pack2 from fj_common.cuh; the descriptor encodings from
+ * fj_sm100_desc.cuh.
  *
  * Has (PTX ISA 9.7.16, CUTLASS include/cute/arch/{tmem_allocator,mma_sm100_umma,
  * copy_sm100}.hpp and include/cutlass/arch/barrier.h spell the same instructions):

@@ -5,9 +5,8 @@
  *   cp_async_commit, cp_async_wait<N>, cp_async_wait_all
  *   ldsm_x4, ldsm_x4_t ldmatrix x4 (and .trans) of 16-bit 8x8 tiles
  *   mma16816           c += a * b, one m16n8k16 tile, FJ_DTYPE inputs, fp32 accumulation
- *   pack2, ex2         two floats to one register of two FJ_DTYPE values; ex2.approx.ftz
- * Expects: FJ_DTYPE (FJ_DT_F16 or FJ_DT_BF16), fj_common.cuh. The Hopper and Blackwell kernels
- * have their own (fj_sm90_prims.cuh): a translation unit includes one of the two.
+ * (pack2 and ex2 are fj_common.cuh's, shared with the Hopper and Blackwell kernels.)
+ * Expects: FJ_DTYPE (FJ_DT_F16 or FJ_DT_BF16), fj_common.cuh.
  */
 #ifndef FJ_SM80_PRIMS_CUH
 #define FJ_SM80_PRIMS_CUH
@@ -54,25 +53,6 @@ FJ_DEVICE void mma16816(float *c, const fj_u32 *a, fj_u32 b0, fj_u32 b1)
         "{%0,%1,%2,%3}, {%4,%5,%6,%7}, {%8,%9}, {%0,%1,%2,%3};\n"
         : "+f"(c[0]), "+f"(c[1]), "+f"(c[2]), "+f"(c[3])
         : "r"(a[0]), "r"(a[1]), "r"(a[2]), "r"(a[3]), "r"(b0), "r"(b1));
-}
-
-/* Two floats into one register of two 16-bit values, `lo` in the low half. */
-FJ_DEVICE fj_u32 pack2(float lo, float hi)
-{
-    fj_u32 r;
-#if FJ_DTYPE == FJ_DT_BF16
-    asm("cvt.rn.bf16x2.f32 %0, %1, %2;\n" : "=r"(r) : "f"(hi), "f"(lo));
-#else
-    asm("cvt.rn.f16x2.f32 %0, %1, %2;\n" : "=r"(r) : "f"(hi), "f"(lo));
-#endif
-    return r;
-}
-
-FJ_DEVICE float ex2(float x)
-{
-    float y;
-    asm("ex2.approx.ftz.f32 %0, %1;\n" : "=f"(y) : "f"(x));
-    return y;
 }
 
 #endif /* FJ_SM80_PRIMS_CUH */

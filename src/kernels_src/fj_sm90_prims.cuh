@@ -6,6 +6,7 @@
  *   mbar_*                     mbarrier init / arrive (plain, count, expect_tx) / try_wait /
  *                              wait (per lane) / wait_warp (warp-uniform exit)
  *   named_sync, named_arrive   bar.sync / bar.arrive on a named barrier over N threads
+ *   fj_tmap                    a tensor map as a kernel parameter
  *   tma_load4, tma_prefetch_desc, tma_prefetch_l2
  *                              one box of a 4-D tensor map into shared memory (completing on an
  *                              mbarrier) or into L2; prefetch.tensormap
@@ -17,12 +18,11 @@
  *                              step 16; RS (A from registers) with B N-major (rs) or K-major
  *                              (rsk) for N = 16..256 step 16
  *   setmaxnreg_dec<N>, setmaxnreg_inc<N>   warpgroup register reallocation
- *   ex2, pack2                 ex2.approx.ftz; two floats to one register of 16-bit values
  *   FA3_CAT(a, b)              token pasting after expansion
  * Limits: sm_90a only (wgmma, setmaxnreg, TMA are rejected for plain sm_90). Functions a
  * variant may not call are templates or [[maybe_unused]]: NVRTC warns about unreferenced
  * static functions otherwise.
- * Expects: FJ_DTYPE (FJ_DT_F16 or FJ_DT_BF16: the wgmma input type and pack2's conversion).
+ * Expects: FJ_DTYPE (FJ_DT_F16 or FJ_DT_BF16: the wgmma input type); ex2 and pack2 are fj_common.cuh's.
  */
 #ifndef FJ_SM90_PRIMS_CUH
 #define FJ_SM90_PRIMS_CUH
@@ -87,6 +87,11 @@ template <int UNUSED = 0> FJ_DEVICE void mbar_wait_warp(fj_u32 bar, int parity)
     while (!__all_sync(0xffffffffu, mbar_try(bar, parity))) {
     }
 }
+
+/* A CUtensorMap as a kernel parameter (const __grid_constant__, 64-byte aligned, 128 bytes). */
+struct __align__(64) fj_tmap {
+    fj_u64 w[16];
+};
 
 /* One TMA box of a 4-D tensor map into shared memory, completing on `bar`. */
 FJ_DEVICE void tma_load4(fj_u32 dst, const void *tmap, int c0, int c1, int c2, int c3, fj_u32 bar)
@@ -288,24 +293,5 @@ FA3_DEF_RS(144, 9, 72, 73, 74, 75, 76, 77)
 FA3_DEF_RS(176, 11, 88, 89, 90, 91, 92, 93)
 FA3_DEF_RS(208, 13, 104, 105, 106, 107, 108, 109)
 FA3_DEF_RS(240, 15, 120, 121, 122, 123, 124, 125)
-
-FJ_DEVICE float ex2(float x)
-{
-    float y;
-    asm("ex2.approx.ftz.f32 %0, %1;\n" : "=f"(y) : "f"(x));
-    return y;
-}
-
-/* Two floats into one register of two 16-bit values, `lo` in the low half. */
-FJ_DEVICE fj_u32 pack2(float lo, float hi)
-{
-    fj_u32 r;
-#if FJ_DTYPE == FJ_DT_BF16
-    asm("cvt.rn.bf16x2.f32 %0, %1, %2;\n" : "=r"(r) : "f"(hi), "f"(lo));
-#else
-    asm("cvt.rn.f16x2.f32 %0, %1, %2;\n" : "=r"(r) : "f"(hi), "f"(lo));
-#endif
-    return r;
-}
 
 #endif

@@ -12,13 +12,8 @@
 #ifndef FJ_TILE_ORDER_H
 #define FJ_TILE_ORDER_H
 
-#ifndef FJ_HD
-#ifdef __CUDACC__
-#define FJ_HD static __host__ __device__ __forceinline__
-#else
-#define FJ_HD static inline
-#endif
-#endif
+#include "fajit_params.h"   /* FJ_HD */
+
 
 /* Masked persistent order, longest-processing-time first: groups of gsz (batch, head) pairs
  * one after the other (the last group may be smaller); within a group the query blocks from
