@@ -285,9 +285,20 @@ def max_err(o, ref):
 
 
 class Timer:
-    def __init__(self, flush_mib, reps, rounds):
-        self.flush = torch.empty(flush_mib << 20, dtype=torch.int8, device=DEV)
-        self.reps, self.rounds = reps, rounds
+    """flush_mode "read": the flush reads its buffer (L2 left holding clean lines, as after
+    the kernels a decode step follows); "write": it zeroes the buffer, which leaves the L2
+    full of dirty lines whose write-back the timed call then pays (~12 us for 50 MB at
+    4 TB/s: a floor under every short call, the peers' and the copy's as much as fajit's)."""
+    def __init__(self, flush_mib, reps, rounds, flush_mode="read"):
+        self.flush = torch.zeros(flush_mib << 20, dtype=torch.int8, device=DEV)
+        self.reps, self.rounds, self.mode = reps, rounds, flush_mode
+        torch.cuda.synchronize()
+
+    def do_flush(self):
+        if self.mode == "write":
+            self.flush.zero_()
+        else:
+            self.flush.max()
 
     def once(self, fn, flush=True):
         """Median per-call us over self.reps calls, each after an L2 flush."""
@@ -295,7 +306,7 @@ class Timer:
               for _ in range(self.reps)]
         for s, e in ev:
             if flush:
-                self.flush.zero_()
+                self.do_flush()
             s.record()
             fn()
             e.record()
@@ -469,6 +480,11 @@ def main():
     ap.add_argument("--rounds", type=int, default=3)
     ap.add_argument("--reps", type=int, default=15, help="timed calls per round and kernel")
     ap.add_argument("--flush-mib", type=int, default=256, help="L2 flush buffer (MiB)")
+    ap.add_argument("--verbose", action="store_true", help="a line before each fajit variant's "
+                    "first call")
+    ap.add_argument("--flush-mode", choices=("read", "write"), default="read",
+                    help="the flush reads its buffer (clean L2) or zeroes it (dirty L2, the "
+                    "mode of the results before 2026-12-02)")
     ap.add_argument("--graph-max-mib", type=float, default=32, help="shapes whose K+V is "
                     "below this are latency-bound: also timed as CUDA-graph replays")
     ap.add_argument("--graph-calls", type=int, default=100)
@@ -514,7 +530,7 @@ def main():
     torch.manual_seed(args.seed)
     gen = torch.Generator().manual_seed(args.seed)
     fj = Fajit(args.lib, torch.cuda.current_device())
-    timer = Timer(args.flush_mib, args.reps, args.rounds)
+    timer = Timer(args.flush_mib, args.reps, args.rounds, args.flush_mode)
     hq, hkv, hd = args.heads_q, args.heads_kv, args.head_dim
     scale = 1.0 / math.sqrt(hd)
     ps0 = page_sizes[0]
@@ -563,6 +579,8 @@ def main():
             variants = [(f"ps{ps}", paged[ps]) for ps in page_sizes] + [("contig", None)]
             for name, pg in variants:
                 o = torch.full_like(q, float("nan"))
+                if args.verbose:
+                    print(f"{tag}: fajit {name}: first call", flush=True)
                 try:
                     if pg is None:
                         d = fajit_desc(fj, q, k, v, o, N, causal, num_splits=args.num_splits)
@@ -746,7 +764,11 @@ def report(args, fj, rows, bw_rows, graph_rows, mixed, peers, opt, opt_cols, not
         f"given), fajit num_splits {args.num_splits}; the peers on the contiguous tensors.  ",
         f"Times: us per call, median over {args.rounds} interleaved rounds (odd rounds "
         f"reversed) of the median of {args.reps} calls, each after a {args.flush_mib} MiB L2 "
-        "flush, CUDA events. TB/s: K+V bytes of the keys in use / fajit paged "
+        f"flush ({args.flush_mode}: "
+        + ("a read of the buffer, clean L2" if args.flush_mode == "read" else
+           "the buffer zeroed, dirty L2") + "), CUDA events. "
+        f"fajit's decode loader: FAJIT_DECODE_LOADER={os.environ.get('FAJIT_DECODE_LOADER', 'auto')}. "
+        "TB/s: K+V bytes of the keys in use / fajit paged "
         f"(page size {ps0}) time. %copy rd: that over the copy's read rate (bytes/time); "
         "%copy rw: over the copy's read+write rate (2*bytes/time, what DRAM sustains). "
         f"x FLASH, x CUDNN: peer time / fajit ps{ps0} time (>1: fajit faster). psN/contig: "

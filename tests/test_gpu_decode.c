@@ -628,6 +628,16 @@ static fajit_ctx *new_ctx(int checked)
     return ctx;
 }
 
+/* A context whose decode defaults load K/V by TMA where it fits (FAJIT_DECODE_LOADER=tma;
+ * cp.async elsewhere: page sizes 1 and 64-multiples of head_dim aside, and before sm_90). */
+static fajit_ctx *new_ctx_tma(int checked)
+{
+    setenv("FAJIT_DECODE_LOADER", "tma", 1);
+    fajit_ctx *ctx = new_ctx(checked);
+    unsetenv("FAJIT_DECODE_LOADER");
+    return ctx;
+}
+
 /*------ 1. paged_sweep ------*/
 
 /* Multiply-adds of the reference (both products, visible keys only), with a budget that
@@ -711,7 +721,7 @@ static void draw_case(dcase *c)
 }
 
 typedef struct sweep_tally {
-    int passed, failed;
+    int passed, failed, tma;   /* tma: cases whose kernel loaded K/V by TMA */
     double err[2], rowrel[2], lse;   /* by dtype (0 f16, 1 bf16), over passing cases */
     int first_failed;
     char first[1024];
@@ -730,14 +740,13 @@ static void sweep_case(fajit_ctx *ctx, int k, int describe, int verbose, sweep_t
             break;
     }
     setup(&B, &c, NULL);
-    char text[512];
+    char text[512], buf[1024];
     case_text(&B, text, sizeof text);
-    if (describe) {
-        char buf[1024];
-        fajit_status st = fajit_dispatch_describe(ctx, NULL, &B.desc, buf, sizeof buf);
+    fajit_status dst = fajit_dispatch_describe(ctx, NULL, &B.desc, buf, sizeof buf);
+    if (describe)
         printf("decode sweep: case %d: %s\n  -> %s\n", k, text,
-               st == FAJIT_OK ? buf : fajit_errmsg(ctx));
-    }
+               dst == FAJIT_OK ? buf : fajit_errmsg(ctx));
+    const int by_tma = dst == FAJIT_OK && strstr(buf, " tma") != NULL;
     verdict v;
     memset(&v, 0, sizeof v);
     fajit_status st = launch(ctx, &B, NULL);
@@ -754,6 +763,7 @@ static void sweep_case(fajit_ctx *ctx, int k, int describe, int verbose, sweep_t
     }
     if (v.ok) {
         t->passed++;
+        t->tma += by_tma;
         t->err[c.dtype] = v.err > t->err[c.dtype] ? v.err : t->err[c.dtype];
         t->rowrel[c.dtype] = v.rowrel > t->rowrel[c.dtype] ? v.rowrel : t->rowrel[c.dtype];
         t->lse = v.lse_err > t->lse ? v.lse_err : t->lse;
@@ -761,10 +771,12 @@ static void sweep_case(fajit_ctx *ctx, int k, int describe, int verbose, sweep_t
         if (t->failed++ == 0) {
             t->first_failed = k;
             snprintf(t->first, sizeof t->first, "case %d (FAJIT_TEST_SEED=%u "
-                     "FAJIT_TEST_DECODE_ONLY=%d): %s: %s", k, g_seed, k, text, v.why);
+                     "FAJIT_TEST_DECODE_ONLY=%d%s): %s: %s", k, g_seed, k, by_tma ? ", TMA" : "",
+                     text, v.why);
         }
         if (t->failed <= 10)
-            printf("decode sweep: FAILED case %d: %s: %s\n", k, text, v.why);
+            printf("decode sweep: FAILED case %d%s: %s: %s\n", k, by_tma ? " (TMA)" : "", text,
+                   v.why);
     }
     if (verbose && v.ok)
         printf("decode sweep: case %d ok (err %.3g, row-relative %.3g): %s\n", k, v.err, v.rowrel,
@@ -774,7 +786,9 @@ static void sweep_case(fajit_ctx *ctx, int k, int describe, int verbose, sweep_t
 
 START_TEST(paged_sweep)
 {
-    fajit_ctx *ctx = new_ctx(0);
+    /* odd cases through a context that loads by TMA where it fits (the default's loader
+     * may be either: both are checked) */
+    fajit_ctx *ctx = new_ctx(0), *tctx = new_ctx_tma(0);
     const int n = env_int("FAJIT_TEST_DECODE_CASES", 200);
     const int only = env_int("FAJIT_TEST_DECODE_ONLY", -1);
     const int verbose = env_int("FAJIT_TEST_DECODE_VERBOSE", 0);
@@ -784,14 +798,15 @@ START_TEST(paged_sweep)
     for (int k = 0; k < n || (only >= n && k <= only); k++) {
         if (only >= 0 && k != only)
             continue;
-        sweep_case(ctx, k, ran < 4 || only >= 0, verbose, &t);
+        sweep_case(k % 2 ? tctx : ctx, k, ran < 4 || only >= 0, verbose, &t);
         ran++;
     }
-    printf("decode sweep: %d/%d cases passed, max rel err bf16 %.3g, f16 %.3g (row-relative "
-           "bf16 %.3g, f16 %.3g; tol bf16 %.4g, f16 %.4g), max LSE err %.3g\n",
-           t.passed, ran, t.err[1], t.err[0], t.rowrel[1], t.rowrel[0], tol_of(FAJIT_BF16),
+    printf("decode sweep: %d/%d cases passed (%d through TMA loads), max rel err bf16 %.3g, f16 "
+           "%.3g (row-relative bf16 %.3g, f16 %.3g; tol bf16 %.4g, f16 %.4g), max LSE err %.3g\n",
+           t.passed, ran, t.tma, t.err[1], t.err[0], t.rowrel[1], t.rowrel[0], tol_of(FAJIT_BF16),
            tol_of(FAJIT_F16), t.lse);
     fajit_ctx_destroy(ctx);
+    fajit_ctx_destroy(tctx);
     ck_assert_msg(t.failed == 0, "%d of %d decode cases failed; first: %s", t.failed, ran, t.first);
 }
 END_TEST
@@ -1067,6 +1082,13 @@ START_TEST(graph_replay)
     }
     /* with the context's scratch (stream-ordered allocation inside the graph) */
     capture_and_replay(ctx, &B, s, 2, "context scratch");
+    /* TMA loads where they fit: the tensor maps are kernel parameters baked into the graph
+     * (addresses and shapes only), while seqused_k and the block table change */
+    fajit_ctx *tctx = new_ctx_tma(0);
+    ck_assert_int_eq(fajit_dispatch_describe(tctx, NULL, &B.desc, buf, sizeof buf), FAJIT_OK);
+    printf("graph_replay: %s\n", buf);
+    capture_and_replay(tctx, &B, s, 2, "TMA loads, context scratch");
+    fajit_ctx_destroy(tctx);
 
     CU(G.stream_destroy(s));
     teardown(&B);
@@ -1368,6 +1390,49 @@ START_TEST(paged_plans_and_strict)
 }
 END_TEST
 
+/*------ 9. loader_page_sizes ------*/
+
+/* One context (TMA where it fits) serving the same problem over page sizes the TMA loader
+ * takes (16, 64, 256) and those it does not (1, 12): every call must pick its own plan
+ * (a TMA plan reused for page size 1 would wait for boxes it never issued), and all match
+ * the float64 oracle, NaN in every slot that is not a key. */
+START_TEST(loader_page_sizes)
+{
+    fajit_ctx *ctx = new_ctx_tma(0);
+    static const int pages[] = {16, 1, 64, 12, 256, 16};
+    for (size_t i = 0; i < sizeof pages / sizeof pages[0]; i++) {
+        reseed(g_seed ^ 0x70ad5ull ^ i);
+        dcase c = {.batch = 3, .hkv = 2, .group = 4, .hd = 128, .dtype = FAJIT_BF16,
+                   .mask = FAJIT_MASK_NONE, .q_len = 1, .seqlen_k = 1500, .paged = 1,
+                   .page_size = pages[i], .use_seqused = 1, .spare = 4, .poison = 1,
+                   .want_lse = 1};
+        dbufs B;
+        setup(&B, &c, NULL);
+        char buf[1024], text[512];
+        case_text(&B, text, sizeof text);
+        ck_assert_int_eq(fajit_dispatch_describe(ctx, NULL, &B.desc, buf, sizeof buf), FAJIT_OK);
+        const int tma = strstr(buf, " tma") != NULL;
+        ck_assert_msg(tma == (ctx->cc >= 90 && pages[i] % 16 == 0), "page size %d: %s",
+                      pages[i], buf);
+        fajit_status st = launch(ctx, &B, NULL);
+        ck_assert_msg(st == FAJIT_OK, "page size %d: %s", pages[i], fajit_errmsg(ctx));
+        fetch(&B);
+        double *ro = malloc(sizeof(double) * (B.n_o + 1));
+        double *rl = malloc(sizeof(double) * (B.n_lse + 1));
+        reference(&B, ro, rl);
+        verdict v;
+        memset(&v, 0, sizeof v);
+        compare(&B, ro, rl, &v);
+        free(ro), free(rl);
+        printf("loader_page_sizes: page size %d (%s): %s (err %.3g)\n", pages[i],
+               tma ? "TMA" : "cp.async", v.ok ? "ok" : v.why, v.err);
+        ck_assert_msg(v.ok, "page size %d: %s: %s", pages[i], text, v.why);
+        teardown(&B);
+    }
+    fajit_ctx_destroy(ctx);
+}
+END_TEST
+
 int main(void)
 {
     char why[256];
@@ -1406,6 +1471,7 @@ int main(void)
         {"combine_paths", combine_paths, 600},
         {"merge_partials", merge_partials, 600},
         {"paged_plans_and_strict", paged_plans_and_strict, 600},
+        {"loader_page_sizes", loader_page_sizes, 600},
     };
     for (size_t i = 0; i < sizeof cases / sizeof cases[0]; i++) {   /* CK_RUN_CASE=<name> */
         TCase *tc = tcase_create(cases[i].name);

@@ -1377,6 +1377,163 @@ START_TEST(decode_family_host)
 }
 END_TEST
 
+/* The decode family's two loaders: FAJIT_DECODE_LOADER, where TMA fits (sm_90+, head_dim a
+ * multiple of 64, page sizes that tile the key tile), its names, and the tensor maps its
+ * launch encodes (a fake encoder records them). */
+static struct {
+    int calls;
+    unsigned long long dim[2][4], stride[2][3];
+    unsigned box[2][4];
+    int swizzle;
+} g_dtm;
+static CUresult dec_tmap(void *m, int t, unsigned r, void *a, const unsigned long long *d,
+                         const unsigned long long *st, const unsigned *b, const unsigned *el,
+                         int i, int w, int l, int o)
+{
+    (void)t, (void)a, (void)el, (void)i, (void)l, (void)o;
+    const int x = g_dtm.calls++ % 2;
+    ck_assert_uint_eq(r, 4);
+    memcpy(g_dtm.dim[x], d, sizeof g_dtm.dim[x]);
+    memcpy(g_dtm.stride[x], st, sizeof g_dtm.stride[x]);
+    memcpy(g_dtm.box[x], b, sizeof g_dtm.box[x]);
+    g_dtm.swizzle = w;
+    memset(m, 0, 128);
+    return 0;
+}
+
+START_TEST(decode_loader)
+{
+    fajit_ctx_opts o;
+    fajit_ctx_opts_init(&o);
+    o.device = FAJIT_DEVICE_NONE, o.cache_dir = "";
+    fajit_ctx *ctx = NULL, *bad = NULL;
+    setenv("FAJIT_DECODE_LOADER", "TMA", 1);
+    ck_assert_int_eq(fajit_ctx_create(&ctx, &o), FAJIT_OK);
+    ck_assert_int_eq(ctx->dec_loader, FJ_DEC_LOADER_TMA);
+    fajit_ctx_destroy(ctx);
+    setenv("FAJIT_DECODE_LOADER", "bulk", 1);
+    ck_assert_int_eq(fajit_ctx_create(&bad, &o), FAJIT_INVALID_ARGUMENT);
+    ck_assert_ptr_nonnull(strstr(fajit_errmsg(bad),
+                                 "FAJIT_DECODE_LOADER must be auto, cpasync or tma, got 'bulk'"));
+    fajit_ctx_destroy(bad);
+    unsetenv("FAJIT_DECODE_LOADER");
+
+    fajit_attn_desc d;
+    void *p = (void *)(uintptr_t)0x100000;
+    fajit_attn_desc_init(&d, p, p, p, p, 1, 32, 8, 1, 4096, 128, FAJIT_BF16);
+    d.block_table = (const int32_t *)(uintptr_t)0x3000;
+    d.block_table_stride = 256, d.page_size = 16, d.num_pages = 1000;
+    fj_target h200 = {90, 1, 132, 0, FJ_DEC_LOADER_TMA}, a100 = {80, 0, 108, 0, FJ_DEC_LOADER_TMA};
+    fj_kcfg c, back;
+    char name[64], why[256];
+    fj_kernels ks;
+    /* forced TMA where it fits: its own name, macro and shared memory */
+    ck_assert_int_eq(fj_kcfg_default(&d, &h200, FAJIT_FAMILY_AUTO, &c), 0);
+    fj_kcfg_name(&c, name);
+    ck_assert_str_eq(name, "dec:64x3m1n4s0t");
+    ck_assert_int_eq(fj_kcfg_parse(name, &back), 0);
+    fj_kcfg_name(&back, name);
+    ck_assert_str_eq(name, "dec:64x3m1n4s0t");
+    c.fam->kernels(&c, &d, &ks);
+    ck_assert_ptr_nonnull(strstr(ks.v[0].preamble, "#define FJ_DEC_TMA 1\n"));
+    ck_assert_ptr_nonnull(strstr(ks.v[0].name, " tma"));
+    ck_assert_int_eq(ks.dyn_smem[0], 102400 + 64 + 1024);
+    ck_assert_int_eq(fj_kcfg_parse("dec:64x3m1n4s0tt", &back), -1);
+    ck_assert_int_eq(fj_kcfg_parse("dec:64x3m1n4s0x", &back), -1);
+    ck_assert_int_eq(fj_kcfg_parse("dec:64x3m1n4s0", &back), 0);   /* rows of before */
+    back.fam->kernels(&back, &d, &ks);
+    ck_assert_ptr_null(strstr(ks.v[0].preamble, "FJ_DEC_TMA"));
+    /* where TMA does not fit, the forced default keeps cp.async and check() says why */
+    ck_assert_int_eq(fj_kcfg_parse("dec:64x3m1n4s0t", &back), 0);
+    const struct { fj_target *t; int page, hd; const char *why; } misfit[] = {
+        {&a100, 16, 128, "TMA loads need sm_90 or later"},
+        {&h200, 1, 128, "TMA loads need page_size"},
+        {&h200, 12, 128, "TMA loads need page_size"},
+        {&h200, 16, 80, "TMA loads need head_dim a multiple of 64"},
+    };
+    for (size_t i = 0; i < sizeof misfit / sizeof misfit[0]; i++) {
+        fajit_attn_desc e = d;
+        e.page_size = misfit[i].page, e.head_dim = misfit[i].hd;
+        e.block_table_stride = 4096 / e.page_size + 1;
+        ck_assert_int_eq(fj_kcfg_default(&e, misfit[i].t, FAJIT_FAMILY_AUTO, &c), 0);
+        fj_kcfg_name(&c, name);
+        ck_assert_msg(name[strlen(name) - 1] == '0', "%zu: %s", i, name);
+        why[0] = 0;
+        ck_assert_int_ne(back.fam->check(&back, &e, misfit[i].t, why, sizeof why), 0);
+        ck_assert_msg(strstr(why, misfit[i].why), "%zu: %s", i, why);
+    }
+    fajit_attn_desc e = d;   /* pages holding whole tiles fit as well */
+    e.page_size = 128, e.block_table_stride = 32;
+    ck_assert_int_eq(back.fam->check(&back, &e, &h200, why, sizeof why), 0);
+    /* the candidates: both loaders on sm_90, cp.async alone on sm_80 */
+    fj_kcfg cand[64];
+    int tma[2] = {0, 0};
+    const fj_target *ts[2] = {&a100, &h200};
+    for (int x = 0; x < 2; x++) {
+        const int n = fj_kcfg_candidates(&d, ts[x], cand, 64);
+        for (int i = 0; i < n; i++) {
+            fj_kcfg_name(&cand[i], name);
+            tma[x] += strncmp(name, "dec:", 4) == 0 && name[strlen(name) - 1] == 't';
+        }
+    }
+    ck_assert_int_eq(tma[0], 0);
+    ck_assert_int_gt(tma[1], 4);
+
+    /* a launch encodes K and V maps of [pages][page_size][heads_kv][head_dim] */
+    fj_cuda fake = fake_device_table();
+    fake.cuLaunchKernel = dec_launch;
+    fake.cuMemAlloc = f_alloc, fake.cuMemsetD8 = f_memset, fake.cuCtxSynchronize = f_sync;
+    fake.cuMemFree = f_free, fake.cuCtxSetCurrent = f_setcur;
+    fake.cuMemAllocAsync = dm_alloc_async, fake.cuMemFreeAsync = dm_free_async;
+    fj_cuda_set_for_testing(&fake);
+    g_count = 1, g_fail_get = 0;
+    o.device = 0;
+    ck_assert_int_eq(fajit_ctx_create(&ctx, &o), FAJIT_OK);
+    fj_kernel kk[2];
+    memset(kk, 0, sizeof kk);
+    fj_kplan kp;
+    memset(&kp, 0, sizeof kp);
+    ck_assert_int_eq(fj_kcfg_parse("dec:64x3m1n4s0t", &kp.cfg), 0);
+    kp.cfg.fam->kernels(&kp.cfg, &d, &kp.ks);
+    kp.k[0] = &kk[0], kp.k[1] = &kk[1];
+    ck_assert_int_eq(fj_kplan_launch(ctx, &kp, &d, NULL), FAJIT_UNSUPPORTED);   /* no encoder */
+    ck_assert_ptr_nonnull(strstr(fajit_errmsg(ctx), "cuTensorMapEncodeTiled"));
+    fake.cuTensorMapEncodeTiled = dec_tmap;
+    memset(&g_dtm, 0, sizeof g_dtm);
+    memset(&g_dec, 0, sizeof g_dec);
+    ck_assert_int_eq(fj_kplan_launch(ctx, &kp, &d, NULL), FAJIT_OK);
+    ck_assert_int_eq(g_dtm.calls, 2);
+    for (int x = 0; x < 2; x++) {
+        const unsigned long long dim[4] = {128, 16, 8, 1000}, str[3] = {8 * 128 * 2, 128 * 2,
+                                                                       16 * 8 * 128 * 2};
+        const unsigned box[4] = {64, 16, 1, 1};
+        ck_assert_int_eq(memcmp(g_dtm.dim[x], dim, sizeof dim), 0);
+        ck_assert_int_eq(memcmp(g_dtm.stride[x], str, sizeof str), 0);
+        ck_assert_int_eq(memcmp(g_dtm.box[x], box, sizeof box), 0);
+    }
+    ck_assert_int_eq(g_dtm.swizzle, FJ_TMA_SWIZZLE_128B);
+    /* contiguous K/V: sequences as pages of seqlen_k rows, boxes of a whole tile */
+    fajit_attn_desc f = d;
+    f.block_table = NULL, f.block_table_stride = 0, f.page_size = 0, f.num_pages = 0;
+    f.batch = 3;
+    memset(&g_dtm, 0, sizeof g_dtm);
+    ck_assert_int_eq(fj_kplan_launch(ctx, &kp, &f, NULL), FAJIT_OK);
+    ck_assert_uint_eq(g_dtm.dim[0][1], 4096);
+    ck_assert_uint_eq(g_dtm.dim[0][3], 3);
+    ck_assert_uint_eq(g_dtm.box[0][1], 64);
+    ck_assert_uint_eq(g_dtm.stride[0][2], 4096ull * 8 * 128 * 2);
+    /* a TMA plan never launches a page size it cannot load (it would wait forever) */
+    fajit_attn_desc g = d;
+    g.page_size = 1, g.block_table_stride = 4096;
+    memset(&g_dec, 0, sizeof g_dec);
+    ck_assert_int_eq(fj_kplan_launch(ctx, &kp, &g, NULL), FAJIT_INVALID_ARGUMENT);
+    ck_assert_ptr_nonnull(strstr(fajit_errmsg(ctx), "cannot load head_dim 128 with page_size 1"));
+    ck_assert_int_eq(g_dec.launches, 0);
+    fajit_ctx_destroy(ctx);
+    fj_cuda_set_for_testing(NULL);
+}
+END_TEST
+
 START_TEST(registry_dummy_family)
 {
     fj_family_register_for_testing(&k_dummy);
@@ -1515,6 +1672,7 @@ int main(void)
     tcase_add_test(tt, config_names);
     tcase_add_test(tt, registry_dummy_family);
     tcase_add_test(tt, decode_family_host);
+    tcase_add_test(tt, decode_loader);
     tcase_add_test(tt, merge_validation);
     suite_add_tcase(s, tt);
     suite_add_tcase(s, fj_tcase_cache());

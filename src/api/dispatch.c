@@ -59,9 +59,11 @@ int fj_arch_is_a(const char *arch)
 
 fj_target fj_target_of(const fajit_ctx *ctx, const char *arch)
 {
-    fj_target t = {ctx->cc, fj_arch_is_a(ctx->arch), ctx->sm_count, ctx->opts.checked};
+    fj_target t = {ctx->cc, fj_arch_is_a(ctx->arch), ctx->sm_count, ctx->opts.checked,
+                   ctx->dec_loader};
     if (arch)
-        t = (fj_target){fj_arch_sm(arch), fj_arch_is_a(arch), 0, ctx->opts.checked};
+        t = (fj_target){fj_arch_sm(arch), fj_arch_is_a(arch), 0, ctx->opts.checked,
+                        ctx->dec_loader};
     return t;
 }
 
@@ -426,7 +428,8 @@ static fj_plan_key plan_key(int ref, const fajit_attn_desc *d)
             (uint64_t)d->dtype << 4 | (uint64_t)d->mask << 6 | (uint64_t)d->head_dim << 8 |
             (uint64_t)fj_bucket_index(d->seqlen_q, d->seqlen_k) << 20 |
             (uint64_t)d->op << 32,
-        d->heads_q / d->heads_kv, win ? d->window_left : -1, win ? d->window_right : -1};
+        d->heads_q / d->heads_kv, win ? d->window_left : -1, win ? d->window_right : -1,
+        paged ? d->page_size : 0};
     return k;
 }
 
@@ -434,14 +437,15 @@ static unsigned plan_bucket(const fj_plan_key *k)
 {
     uint64_t h = k->bits ^ (uint64_t)(unsigned)k->gqa << 40 ^
                  (uint64_t)(unsigned)k->window_left * 0x100000001b3ull ^
-                 (uint64_t)(unsigned)k->window_right << 17;
+                 (uint64_t)(unsigned)k->window_right << 17 ^
+                 (uint64_t)(unsigned)k->page_size * 0xff51afd7ed558ccdull;
     return (unsigned)(h * 0x9E3779B97F4A7C15ull >> 58) % FJ_PLAN_BUCKETS;
 }
 
 static int same_key(const fj_plan_key *a, const fj_plan_key *b)
 {
     return a->bits == b->bits && a->gqa == b->gqa && a->window_left == b->window_left &&
-           a->window_right == b->window_right;
+           a->window_right == b->window_right && a->page_size == b->page_size;
 }
 
 void fj_plans_retire(fajit_ctx *ctx)

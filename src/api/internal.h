@@ -40,6 +40,8 @@ typedef struct fj_kplan {
 typedef struct fj_plan_key {
     uint64_t bits;                 /* ref, varlen, totals, dtype, mask, head_dim, bucket, op */
     int gqa, window_left, window_right;
+    int page_size;                 /* 0 without a block table: tuned rows and the decode
+                                      loader (TMA or cp.async) depend on it */
 } fj_plan_key;
 
 typedef struct fj_plan {
@@ -76,6 +78,7 @@ struct fajit_ctx {
     char arch[16];              /* exact target of the device: "sm_90a" */
     int lineinfo;               /* FAJIT_LINEINFO=1: kernels compile with -lineinfo (their own
                                    cache keys), so compute-sanitizer names source lines */
+    int dec_loader;             /* FAJIT_DECODE_LOADER: FJ_DEC_LOADER_* (decode defaults) */
     int sm_count, smem_optin, cc;   /* cc = major*10 + minor */
     fj_cache *cache;
 

@@ -138,6 +138,13 @@ static fajit_status apply_env(fajit_ctx *ctx)
                      "FAJIT_LINEINFO must be 0 or 1, got '%s'", e);
         ctx->lineinfo = e[0] == '1';
     }
+    if ((e = getenv("FAJIT_DECODE_LOADER")) && *e) {
+        static const char *const loaders[] = {"auto", "cpasync", "tma"};   /* FJ_DEC_LOADER_* */
+        int i = lookup(e, loaders, 3);
+        FJ_RETURN_IF(i < 0, ctx, FAJIT_INVALID_ARGUMENT,
+                     "FAJIT_DECODE_LOADER must be auto, cpasync or tma, got '%s'", e);
+        ctx->dec_loader = i;
+    }
     return FAJIT_OK;
 }
 

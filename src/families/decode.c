@@ -7,8 +7,10 @@
  * tile, so every K/V row is read once per CTA; the keys of a sequence are split over up to
  * FAJIT_MAX_SPLITS CTAs when batch * heads_kv cannot fill the GPU, and the last CTA of each
  * group to finish merges the splits by their LSE (a counter per group from the context's
- * ring), or a combine kernel where the counters would not fit a slot. Tuning-row name: "dec:64x3m1n4s0" (keys per tile, stages,
- * warps along rows and keys, forced splits: 0 = chosen per call). */
+ * ring), or a combine kernel where the counters would not fit a slot. K/V tiles arrive by
+ * cp.async (every target) or, on sm_90 and later where the page size allows, by TMA
+ * (FJ_DEC_TMA). Tuning-row name: "dec:64x3m1n4s0" (keys per tile, stages, warps along rows
+ * and keys, forced splits: 0 = chosen per call), "t" appended for TMA loads. */
 #include <stdio.h>
 #include <string.h>
 
@@ -22,10 +24,14 @@ typedef struct fj_dec_config {
     int wm, wn;    /* warps along the packed rows and along the keys of a tile */
     int splits;    /* 0: chosen per call (dec_splits); else forced (a tuning winner) */
     int checked;   /* FJ_DEC_CHECKED */
+    int tma;       /* FJ_DEC_TMA: K/V tiles by TMA (sm_90+, dec_tma_fits) instead of cp.async */
 } fj_dec_config;
 _Static_assert(sizeof(fj_dec_config) <= FJ_CFG_BYTES, "fj_dec_config fits an fj_kcfg");
 
 #define COMBINE_THREADS 128   /* FJ_DEC_COMBINE_THREADS in attn_decode.cu */
+
+/* The loader of the defaults where TMA fits and FAJIT_DECODE_LOADER is auto. */
+#define DEC_TMA_DEFAULT 0
 
 static const fj_dec_config *of(const fj_kcfg *c) { return (const fj_dec_config *)(const void *)c->b; }
 
@@ -53,14 +59,33 @@ static int applies(const fajit_attn_desc *d, const fj_target *t)
     return !d->cu_seqlens_q && d->seqlen_q <= 16 && packed_rows(d) <= 64;
 }
 
-/* Dynamic shared memory of the split step (attn_decode.cu's formula). */
+/* Dynamic shared memory of the split step (attn_decode.cu's formula; TMA: + 64 bytes of
+ * barriers and 1024 of alignment slack). */
 static size_t smem_bytes(const fj_dec_config *c, int head_dim)
 {
     const size_t dp = (size_t)(head_dim + 15) / 16 * 16;
     const size_t ldb = dp % 64 == 0 ? 2 * dp : 2 * dp + 16;
     const size_t main = 16u * c->wm * ldb + 2u * c->stages * c->bn * ldb;
     const size_t red = (size_t)c->wm * c->wn * 16 * (dp + 8) * 4 + (size_t)c->wm * c->wn * 16 * 8;
-    return main > red ? main : red;
+    return (main > red ? main : red) + (c->tma ? 64 + 1024 : 0);
+}
+
+/* Where TMA can load the K/V tiles: sm_90 and later, head_dim a multiple of 64 (128-byte
+ * swizzled boxes of 64 columns), and a page size that is a multiple of the tile or divides
+ * it into whole 8-row swizzle atoms (no block table: one box of a tile's rows). NULL, or
+ * what is missing. */
+static const char *dec_tma_misfit(const fj_dec_config *c, const fajit_attn_desc *d,
+                                  const fj_target *t)
+{
+    if (t->sm < 90)
+        return "TMA loads need sm_90 or later";
+    if (d->head_dim % 64)
+        return "TMA loads need head_dim a multiple of 64";
+    if (d->block_table && d->page_size > 0 && d->page_size % c->bn &&
+        (c->bn % d->page_size || d->page_size % 8))
+        return "TMA loads need page_size a multiple of the tile's keys, or a multiple of 8 "
+               "that divides them";
+    return NULL;
 }
 
 static int check(const fj_kcfg *k, const fajit_attn_desc *d, const fj_target *t, char *why,
@@ -72,14 +97,17 @@ static int check(const fj_kcfg *k, const fajit_attn_desc *d, const fj_target *t,
         bad = "warps along rows must be 1..4 and along keys 1..8, at most 8 in all";
     else if (c->bn < 16 || c->bn > 256 || c->bn % (16 * c->wn))
         bad = "keys per tile must be a multiple of 16 per key warp, 16..256";
-    else if (c->stages < 2 || c->stages > 4)
-        bad = "stages must be 2..4";
+    else if (c->stages < 2 || c->stages > 6)
+        bad = "stages must be 2..6";
+    else if (c->tma && dec_tma_misfit(c, d, t))
+        bad = dec_tma_misfit(c, d, t);
     else if (c->splits < 0 || c->splits > FAJIT_MAX_SPLITS)
         bad = "forced splits out of range";
     else if (smem_bytes(c, d->head_dim) > fj_fa2_smem_limit(t->sm))
         bad = "the tile does not fit the target's shared memory";
     if (bad && why && n)
-        snprintf(why, n, "%s (dec %dx%d m%d n%d)", bad, c->bn, c->stages, c->wm, c->wn);
+        snprintf(why, n, "%s (dec %dx%d m%d n%d%s)", bad, c->bn, c->stages, c->wm, c->wn,
+                 c->tma ? " tma" : "");
     return bad ? -1 : 0;
 }
 
@@ -91,7 +119,7 @@ static int check(const fj_kcfg *k, const fajit_attn_desc *d, const fj_target *t,
 static void default_cfg(const fajit_attn_desc *d, const fj_target *t, fj_kcfg *out)
 {
     const int rows = packed_rows(d), wide = d->head_dim > 128;
-    fj_dec_config c = {64, 3, 1, 4, 0, t->checked};
+    fj_dec_config c = {64, 3, 1, 4, 0, t->checked, 0};
     if (rows <= 16) {
         if (wide)
             c.wn = 2, c.bn = 32;
@@ -109,6 +137,15 @@ static void default_cfg(const fajit_attn_desc *d, const fj_target *t, fj_kcfg *o
         c.stages--;
     while (smem_bytes(&c, d->head_dim) > limit && c.bn > 16 * c.wn)
         c.bn /= 2;
+    /* the loader: FAJIT_DECODE_LOADER (t->dec_loader), else DEC_TMA_DEFAULT */
+    const int want = t->dec_loader == FJ_DEC_LOADER_TMA ||
+                     (t->dec_loader == FJ_DEC_LOADER_AUTO && DEC_TMA_DEFAULT);
+    c.tma = 0;
+    if (want) {
+        c.tma = 1;
+        if (dec_tma_misfit(&c, d, t) || smem_bytes(&c, d->head_dim) > limit)
+            c.tma = 0;
+    }
     to_kcfg(&c, out);
 }
 
@@ -118,7 +155,7 @@ static void default_cfg(const fajit_attn_desc *d, const fj_target *t, fj_kcfg *o
 static int candidates(const fajit_attn_desc *d, const fj_target *t, fj_kcfg *out, int max)
 {
     static const int layouts[][2] = {{1, 4}, {2, 2}, {4, 1}, {2, 4}, {1, 8}};
-    static const int tiles[][2] = {{64, 3}, {64, 2}, {32, 3}, {128, 2}, {64, 4}};
+    static const int tiles[][2] = {{64, 3}, {64, 2}, {32, 3}, {128, 2}, {64, 4}, {64, 5}};
     int n = 0;
     if (max < 1)
         return 0;
@@ -131,12 +168,15 @@ static int candidates(const fajit_attn_desc *d, const fj_target *t, fj_kcfg *out
             c.bn = tiles[i][0], c.stages = tiles[i][1];
             if (d->head_dim > 128 && c.bn / c.wn > 16)
                 continue;   /* more than 16 keys per warp spills at head_dim 256 */
-            to_kcfg(&c, &out[n]);
-            int dup = 0;
-            for (int k = 0; k < n && !dup; k++)
-                dup = fj_kcfg_same(&out[k], &out[n]);
-            if (!dup && check(&out[n], d, t, NULL, 0) == 0)
-                n++;
+            for (int tma = 0; tma < 2 && n < max; tma++) {   /* each loader where it fits */
+                c.tma = tma;
+                to_kcfg(&c, &out[n]);
+                int dup = 0;
+                for (int k = 0; k < n && !dup; k++)
+                    dup = fj_kcfg_same(&out[k], &out[n]);
+                if (!dup && check(&out[n], d, t, NULL, 0) == 0)
+                    n++;
+            }
         }
     return n;
 }
@@ -160,14 +200,20 @@ static int shipped(const fajit_attn_desc *d, const fj_target *t, fj_kcfg *out, i
 static void cfg_name(const fj_kcfg *k, char *out, size_t n)
 {
     const fj_dec_config *c = of(k);
-    snprintf(out, n, "%dx%dm%dn%ds%d", c->bn, c->stages, c->wm, c->wn, c->splits);
+    snprintf(out, n, "%dx%dm%dn%ds%d%s", c->bn, c->stages, c->wm, c->wn, c->splits,
+             c->tma ? "t" : "");
 }
 
 static int cfg_parse(const char *s, fj_kcfg *k)
 {
     fj_dec_config c = {0};
-    char tail;
-    if (sscanf(s, "%dx%dm%dn%ds%d%c", &c.bn, &c.stages, &c.wm, &c.wn, &c.splits, &tail) != 5)
+    int end = -1;
+    if (sscanf(s, "%dx%dm%dn%ds%d%n", &c.bn, &c.stages, &c.wm, &c.wn, &c.splits, &end) != 5 ||
+        end < 0)
+        return -1;
+    if (strcmp(s + end, "t") == 0)
+        c.tma = 1;
+    else if (s[end])
         return -1;
     to_kcfg(&c, k);
     return 0;
@@ -185,10 +231,11 @@ static void kernels(const fj_kcfg *k, const fajit_attn_desc *d, fj_kernels *out)
     snprintf(v->preamble, sizeof v->preamble,
              "#define FJ_DTYPE %d\n#define FJ_HEAD_DIM %d\n#define FJ_DEC_BN %d\n"
              "#define FJ_DEC_STAGES %d\n#define FJ_DEC_WM %d\n#define FJ_DEC_WN %d\n"
-             "#define FJ_DEC_CHECKED %d\n",
-             dt, hd, c->bn, c->stages, c->wm, c->wn, c->checked);
-    snprintf(v->name, sizeof v->name, "dec %s d%d %dx%d m%d n%d%s", fj_dtype_name(dt), hd, c->bn,
-             c->stages, c->wm, c->wn, c->checked ? " checked" : "");
+             "#define FJ_DEC_CHECKED %d\n%s",
+             dt, hd, c->bn, c->stages, c->wm, c->wn, c->checked,
+             c->tma ? "#define FJ_DEC_TMA 1\n" : "");
+    snprintf(v->name, sizeof v->name, "dec %s d%d %dx%d m%d n%d%s%s", fj_dtype_name(dt), hd,
+             c->bn, c->stages, c->wm, c->wn, c->tma ? " tma" : "", c->checked ? " checked" : "");
     out->threads[0] = 32 * c->wm * c->wn;
     out->dyn_smem[0] = (int)smem_bytes(c, hd);
     /* one combine kernel per dtype and head_dim serves every split configuration */
@@ -271,15 +318,20 @@ static long long total_rows(const fajit_attn_desc *d)
 
 /* Counters of the fused combine (an int per (b, kv head, q tile)), or 0 for the combine
  * kernel: where they would not fit the context's slots (forced splits over a large batch),
- * or where the last CTA of a group would merge more than 32 partial 16-byte chunks per
- * thread (rows x head_dim/4 x splits: a chain of loads that one CTA serializes, measured
- * 1x1k q_len 4: 14.1 us fused against 8.6 us with the kernel). */
+ * or where the last CTA of a group can neither stage the group's partials in its shared
+ * memory (splits x rows x (4*head_dim + 4) bytes: one round trip) nor merge them from L2
+ * in at most 32 16-byte chunks per thread (a chain of loads that one CTA serializes,
+ * measured 1x1k q_len 4: 14.1 us fused against 8.6 us with the kernel). */
 static size_t fused_counters(const fj_dec_config *c, const fajit_attn_desc *d, int splits)
 {
     const size_t n = (size_t)d->batch * d->heads_kv * q_tiles(c, d) * sizeof(int);
     const int mt = 16 * c->wm, rows = packed_rows(d) < mt ? packed_rows(d) : mt;
     const long long loads = (long long)rows * (d->head_dim / 4) * splits;
-    return splits > 1 && n <= FJ_WS_COUNTER_MAX && loads <= 32LL * 32 * c->wm * c->wn ? n : 0;
+    /* the kernel stages the partials in shared memory where they fit: one round trip */
+    const size_t used = smem_bytes(c, d->head_dim) - (c->tma ? 64 + 1024 : 0);
+    const int staged = (size_t)splits * rows * ((size_t)d->head_dim * 4 + 4) <= used;
+    return splits > 1 && n <= FJ_WS_COUNTER_MAX &&
+                   (staged || loads <= 32LL * 32 * c->wm * c->wn) ? n : 0;
 }
 
 static size_t lse_offset(const fajit_attn_desc *d, int splits)
@@ -382,6 +434,38 @@ static void fill_params(const fj_dec_config *c, const fajit_attn_desc *d, const 
     }
 }
 
+/* The TMA kernel's K and V maps: [pages][page_size][heads_kv][head_dim] with the page, row
+ * and head strides (contiguous K/V: sequences as pages of seqlen_k rows), boxes of 64
+ * columns and min(BN, page_size) rows (attn_decode.cu's dec_tma_rows), 128-byte swizzle. */
+static fajit_status encode_kv_maps(const fj_dec_config *c, const fajit_attn_desc *d,
+                                   const fj_launch_env *env, const fj_decode_params *p,
+                                   fj_tmap maps[2], char *why, size_t n)
+{
+    if (!env->cu || !env->cu->cuTensorMapEncodeTiled) {
+        snprintf(why, n, "the driver lacks cuTensorMapEncodeTiled (needed by the TMA decode "
+                 "kernel)");
+        return FAJIT_UNSUPPORTED;
+    }
+    const int dt = d->dtype == FAJIT_BF16 ? FJ_TMA_BF16 : FJ_TMA_F16;
+    const unsigned rows = d->block_table && p->page_size % c->bn ? (unsigned)p->page_size
+                                                                 : (unsigned)c->bn;
+    for (int x = 0; x < 2; x++) {
+        fj_tma_tile t = {
+            .name = x ? "V" : "K",
+            .addr = x ? p->v : p->k, .data_type = dt, .elem_bytes = 2, .rank = 4,
+            .dim = {d->head_dim, p->page_size, d->heads_kv, p->num_pages},
+            .stride = {x ? p->v_row_stride : p->k_row_stride,
+                       x ? p->v_head_stride : p->k_head_stride,
+                       x ? p->v_page_stride : p->k_page_stride},
+            .box = {64, rows, 1, 1},
+            .swizzle = FJ_TMA_SWIZZLE_128B, .l2_promotion = FJ_TMA_L2_256B,
+        };
+        if (fj_tma_encode(env->cu, &t, &maps[x], why, n) != 0)
+            return FAJIT_INVALID_ARGUMENT;
+    }
+    return FAJIT_OK;
+}
+
 static fajit_status launch_args(const fj_kcfg *k, int i, const fajit_attn_desc *d,
                                 const fj_launch_env *env, fj_args *a, char *why, size_t n)
 {
@@ -389,6 +473,18 @@ static fajit_status launch_args(const fj_kcfg *k, int i, const fajit_attn_desc *
     const int splits = dec_splits(c, d, env->sm_count);
     fj_decode_params p;
     fill_params(c, d, env, splits, &p);
+    fj_tmap maps[2];
+    if (c->tma && (d->head_dim % 64 || (d->block_table && d->page_size % c->bn &&
+                                        (c->bn % d->page_size || d->page_size % 8)))) {
+        /* (check() refuses such a plan; a launch must never hang on missing boxes) */
+        snprintf(why, n, "the TMA decode kernel cannot load head_dim %d with page_size %d",
+                 d->head_dim, d->page_size);
+        return FAJIT_INVALID_ARGUMENT;
+    }
+    const fajit_status es = i == 0 && c->tma ? encode_kv_maps(c, d, env, &p, maps, why, n)
+                                             : FAJIT_OK;
+    if (es != FAJIT_OK)
+        return es;
     if (i == 0) {
         a->grid[0] = (unsigned)(splits * p.q_tiles);
         a->grid[1] = (unsigned)d->heads_kv;
@@ -399,7 +495,9 @@ static fajit_status launch_args(const fj_kcfg *k, int i, const fajit_attn_desc *
         a->grid[1] = (unsigned)((items + COMBINE_THREADS - 1) / COMBINE_THREADS);
         a->grid[2] = 1;
     }
-    if (fj_args_push(a, &p, sizeof p, 8) != 0) {
+    if (fj_args_push(a, &p, sizeof p, 8) != 0 ||
+        (i == 0 && c->tma && (fj_args_push(a, &maps[0], sizeof maps[0], 64) != 0 ||
+                              fj_args_push(a, &maps[1], sizeof maps[1], 64) != 0))) {
         snprintf(why, n, "the decode parameters exceed the argument block");
         return FAJIT_UNSUPPORTED;
     }

@@ -24,7 +24,12 @@ typedef struct fj_target {
     int sm, arch_a, sm_count;
     int checked;   /* the context runs checked (fajit_ctx_opts.checked): kernels that read
                       device-side indices test them and report the first bad one */
+    int dec_loader;   /* FAJIT_DECODE_LOADER: FJ_DEC_LOADER_* (0 = auto) */
 } fj_target;
+
+/* How the decode family's defaults load K/V tiles (FAJIT_DECODE_LOADER=auto|cpasync|tma):
+ * auto = the family's rule; tma applies only where TMA fits (sm_90+, see decode.c). */
+enum { FJ_DEC_LOADER_AUTO = 0, FJ_DEC_LOADER_CPASYNC = 1, FJ_DEC_LOADER_TMA = 2 };
 
 /* One configuration of some family: the family and its own bytes (a family casts them to
  * its configuration struct, checked by a static assert in its file). */

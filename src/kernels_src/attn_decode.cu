@@ -11,12 +11,21 @@
  *   FJ_DTYPE        FJ_DT_F16 | FJ_DT_BF16 (Q, K, V, O; fp32 accumulation, fp32 partials)
  *   FJ_HEAD_DIM     8..256, a multiple of 8 (padded to DP = roundup16 inside: zero columns)
  *   FJ_DEC_BN       keys per K/V tile: 16..256, a multiple of 16*FJ_DEC_WN
- *   FJ_DEC_STAGES   cp.async pipeline depth, 2..4 (tiles in flight: STAGES - 1)
+ *   FJ_DEC_STAGES   pipeline depth, 2..6 (tiles in flight: STAGES - 1)
  *   FJ_DEC_WM       warps along M, 1..4: the M tile is MT = 16*FJ_DEC_WM packed rows
  *   FJ_DEC_WN       warps along the keys, 1..8: warp (wm, wn) takes keys
  *                   [wn*BN/WN, (wn+1)*BN/WN) of every tile with its own m, l, O; the warps'
  *                   results are merged through shared memory at the end
  *   FJ_DEC_CHECKED  0 | 1: validate seqused_k and page ids (below)
+ *   FJ_DEC_TMA      0 (default) | 1: K/V tiles by TMA (sm_90 and later; head_dim a multiple
+ *                   of 64; page_size % BN == 0, or BN % page_size == 0 with page_size % 8 ==
+ *                   0): the kernel then takes two more parameters, the K and V tensor maps
+ *                   [pages][page_size][heads_kv][head_dim] (boxes of 64 columns x
+ *                   min(BN, page_size) rows, 128-byte swizzle; contiguous K/V: sequences as
+ *                   pages of seqlen_k rows). Warp 0 issues the boxes (lane l: the l-th page
+ *                   chunk of a tile) on one mbarrier per stage; V rows outside [kb, ke) are
+ *                   zeroed in shared memory after the copy (the TMA reads whole boxes).
+ *                   Dynamic shared memory + 64 (barriers) + 1024 (alignment slack).
  *
  * Split step fj_attn_decode. G = heads_q / heads_kv (heads_q % heads_kv == 0, any G).
  *   Packed row r = i*G + g (query position i of the sequence, head hk*G + g); sequence b
@@ -26,6 +35,7 @@
  *   Dynamic shared memory, bytes (all integer arithmetic):
  *     DP   = (FJ_HEAD_DIM + 15) / 16 * 16
  *     LDB  = DP % 64 == 0 ? 2*DP : 2*DP + 16                       (shared row, bytes)
+ *                                            (TMA: 64-column boxes of 128-byte rows instead)
  *     MAIN = 16*WM*LDB + 2*FJ_DEC_STAGES*FJ_DEC_BN*LDB              (Q tile + K/V ring)
  *     RED  = WM*WN*16*(DP + 8)*4 + WM*WN*16*8                       (epilogue, overlays MAIN)
  *     smem = max(MAIN, RED)
@@ -57,7 +67,9 @@
  *   Fused combine (splits > 1 and p.counters set): after its partials, each CTA counts its
  *   arrival on counters[(b*heads_kv + hk)*q_tiles + qt] (zero before the launch); the last of
  *   the group's splits merges the group's rows (as the combine step below) into O and LSE
- *   and sets the counter back to 0, so the combine kernel is not launched.
+ *   and sets the counter back to 0, so the combine kernel is not launched. Where the
+ *   group's partials fit the shared memory (splits * rows * (4*HD + 4) bytes) they are
+ *   copied there all at once first (one round trip to L2 instead of one per 6 splits).
  *
  * Combine step fj_attn_decode_combine (splits > 1 without counters): a thread per (R, h,
  *   4 columns), grid (total_rows, ceil(heads_q * HD/4 / FJ_DEC_COMBINE_THREADS), 1),
@@ -82,6 +94,12 @@
  */
 #include "fj_common.cuh"
 #include "fj_sm80_prims.cuh"
+#ifndef FJ_DEC_TMA
+#define FJ_DEC_TMA 0
+#endif
+#if FJ_DEC_TMA
+#include "fj_sm90_prims.cuh"   /* mbarriers, tensor maps, tma_load4 (sm_90 and later) */
+#endif
 
 #if !defined(FJ_DTYPE) || !defined(FJ_HEAD_DIM)
 #error "attn_decode.cu needs FJ_DTYPE and FJ_HEAD_DIM"
@@ -112,19 +130,26 @@ constexpr int Q_BYTES = MT * LDB, KV_BYTES = BN * LDB;  /* one K (or V) tile */
 constexpr int MAIN_BYTES = Q_BYTES + 2 * STAGES * KV_BYTES;
 constexpr int RLD = DP + 8;               /* epilogue O row stride, floats */
 constexpr int RED_O_BYTES = WARPS * 16 * RLD * 4, RED_BYTES = RED_O_BYTES + WARPS * 16 * 8;
-constexpr int SMEM_BYTES = MAIN_BYTES > RED_BYTES ? MAIN_BYTES : RED_BYTES;
+constexpr int SMEM_USE = MAIN_BYTES > RED_BYTES ? MAIN_BYTES : RED_BYTES;
+constexpr bool TMA = FJ_DEC_TMA != 0;
+/* TMA: STAGES mbarriers after the used bytes, 1024 bytes of slack to align the base (the
+ * 128-byte swizzle is a function of the address) */
+constexpr int SMEM_BYTES = SMEM_USE + (TMA ? 64 + 1024 : 0);
 constexpr int NT = KW / 8;                /* n8 tiles of a warp's S */
 constexpr int KD = DP / 16;               /* k16 steps of S = Q K^T */
 constexpr int ND = DP / 8;                /* n8 tiles of O */
 constexpr int KN = KW / 16;               /* k16 steps of O += P V */
 constexpr int SEGS = (CH + 7) / 8;        /* 8-chunk groups per row (one chunk per thread) */
 constexpr int RSTEP = THREADS / 8;        /* rows copied per pass (8 threads per row) */
-constexpr int ITERS = (BN + RSTEP - 1) / RSTEP;   /* K/V rows per thread and tile */
+[[maybe_unused]] constexpr int ITERS = (BN + RSTEP - 1) / RSTEP;   /* K/V rows per thread and
+                                                                     tile (cp.async) */
 constexpr int QITERS = (MT + RSTEP - 1) / RSTEP;  /* Q rows per thread */
 static_assert(WM >= 1 && WM <= 4, "FJ_DEC_WM: 1..4");
 static_assert(WN >= 1 && WN <= 8 && WARPS <= 16, "FJ_DEC_WN: 1..8, WM*WN <= 16");
 static_assert(BN % (16 * WN) == 0 && BN >= 16 && BN <= 256, "FJ_DEC_BN: multiple of 16*WN, <= 256");
-static_assert(STAGES >= 2 && STAGES <= 4, "FJ_DEC_STAGES: 2..4");
+static_assert(STAGES >= 2 && STAGES <= 6, "FJ_DEC_STAGES: 2..6");
+static_assert(!TMA || (SWZ && BN % 8 == 0 && STAGES <= 8),
+              "FJ_DEC_TMA: head_dim a multiple of 64 (128-byte swizzled 64-column boxes)");
 static_assert(FJ_DEC_CHECKED == 0 || FJ_DEC_CHECKED == 1, "FJ_DEC_CHECKED: 0 or 1");
 static_assert((ND + NT) * 4 + 2 * KN * 4 <= 200, "accumulators exceed the register file");
 static_assert(SMEM_BYTES <= 227 * 1024, "shared memory over 227 KiB");
@@ -214,8 +239,17 @@ FJ_DEVICE void dec_st16(void *g, fj_u32 x0, fj_u32 x1, fj_u32 x2, fj_u32 x3)
                  : "memory");
 }
 
-/* Byte offset of 16-byte chunk `c` of shared row `r` (Q, K, V tiles). */
-FJ_DEVICE int dec_off(int r, int c) { return r * dec::LDB + ((dec::SWZ ? c ^ (r & 7) : c) << 4); }
+/* Byte offset of 16-byte chunk `c` of shared row `r` of a tile of ROWS rows (Q: MT, K/V: BN).
+ * cp.async: rows of LDB bytes. TMA: the layout of its 128-byte swizzle, 64-column boxes one
+ * after the other ([DP/64][ROWS][128 bytes], chunk c & 7 of a box row at (c & 7) ^ (r & 7)),
+ * every box 1024-byte aligned. */
+template <int ROWS> FJ_DEVICE int dec_off(int r, int c)
+{
+    using namespace dec;
+    if (TMA)
+        return ((c >> 3) * ROWS + r) * 128 + (((c & 7) ^ (r & 7)) << 4);
+    return r * LDB + ((SWZ ? c ^ (r & 7) : c) << 4);
+}
 
 /* Where the rows of sequence b live and how many there are. */
 struct dec_seq {
@@ -267,40 +301,52 @@ FJ_DEVICE void dec_report(const fj_decode_params &p, int code, int b, int index,
 }
 #endif
 
-/* The page id and row within the page of each row this thread copies in the tile at key k0
- * (rip = -1: outside [kb, ke), zero-filled). Without a block table the "page" is b and the
- * row is j (page_stride = batch stride). */
-FJ_DEVICE void dec_fetch(const fj_decode_params &p, const int *bt, int b, int k0, int kb, int ke,
-                         int tid, int (&pg)[dec::ITERS], int (&rip)[dec::ITERS])
+#if !FJ_DEC_TMA   /* the cp.async loader */
+/* The page id and row within the page of each row this thread copies in the tile at key k0,
+ * read before the sequence's length is known (speculatively: rows up to the end of the
+ * block-table row, which the host bounds above seqlen_k, so no read leaves the table).
+ * Without a block table the "page" is b and the row is j (page_stride = batch stride). */
+FJ_DEVICE void dec_fetch(const fj_decode_params &p, const int *bt, int b, int k0, int tid,
+                         int (&pg)[dec::ITERS], int (&rip)[dec::ITERS])
 {
     using namespace dec;
     const int r0 = tid >> 3;
     if (!bt) {
 #pragma unroll
         for (int it = 0; it < ITERS; ++it) {
-            const int j = k0 + r0 + it * RSTEP;
             pg[it] = b;
-            rip[it] = j >= kb && j < ke ? j : -1;
+            rip[it] = k0 + r0 + it * RSTEP;
         }
     } else if (p.page_size % BN == 0) {  /* the tile lies in one page */
         const int pidx = (unsigned)k0 / (unsigned)p.page_size;
-        const int page = bt[pidx];
+        const int page = pidx < p.bt_stride ? bt[pidx] : 0;
         const int in0 = k0 - pidx * p.page_size;
 #pragma unroll
         for (int it = 0; it < ITERS; ++it) {
-            const int j = k0 + r0 + it * RSTEP;
             pg[it] = page;
-            rip[it] = j >= kb && j < ke ? in0 + r0 + it * RSTEP : -1;
+            rip[it] = in0 + r0 + it * RSTEP;
         }
     } else {
 #pragma unroll
         for (int it = 0; it < ITERS; ++it) {
             const int j = k0 + r0 + it * RSTEP;
-            const bool ok = j >= kb && j < ke;
-            const int pidx = ok ? (unsigned)j / (unsigned)p.page_size : 0;
+            const int pidx = (unsigned)j / (unsigned)p.page_size;
+            const bool ok = pidx < p.bt_stride;
             pg[it] = ok ? bt[pidx] : 0;
-            rip[it] = ok ? j - pidx * p.page_size : -1;
+            rip[it] = j - pidx * p.page_size;
         }
+    }
+}
+
+/* Marks the rows of the tile at k0 outside [kb, ke) (rip = -1: zero-filled, never read). */
+FJ_DEVICE void dec_clip(int k0, int kb, int ke, int tid, int (&rip)[dec::ITERS])
+{
+    using namespace dec;
+#pragma unroll
+    for (int it = 0; it < ITERS; ++it) {
+        const int j = k0 + (tid >> 3) + it * RSTEP;
+        if (j < kb || j >= ke)
+            rip[it] = -1;
     }
 }
 
@@ -325,7 +371,7 @@ FJ_DEVICE void dec_issue(const fj_decode_params &p, const fj_u16 *gk, const fj_u
                 const int cc = c + 8 * sg;
                 if (CH % 8 == 0 || cc < CH) {
                     const bool in = ok && (CHG == CH || cc < CHG);
-                    const fj_u32 d = dec_off(r, cc);
+                    const fj_u32 d = dec_off<BN>(r, cc);
                     cp_async16(sk + d, in ? srck + cc * 8 : gk, in ? 16 : 0);
                     cp_async16(sv + d, in ? srcv + cc * 8 : gv, in ? 16 : 0);
                 }
@@ -334,12 +380,196 @@ FJ_DEVICE void dec_issue(const fj_decode_params &p, const fj_u16 *gk, const fj_u
     }
 }
 
+#endif /* !FJ_DEC_TMA */
+
+#if FJ_DEC_TMA
+/* TMA loads (FJ_DEC_TMA 1): a tile is BN/R chunks of R rows, R = BN without a block table
+ * or when pages hold whole tiles (page_size % BN == 0), else R = page_size (the host takes
+ * TMA only where BN % page_size == 0 and page_size % 8 == 0, so every chunk is whole 8-row
+ * swizzle atoms); each chunk is DP/64 boxes of 64 columns, for K and for V. Lane l of warp 0
+ * loads chunk l. Boxes out of the tensor (a page id past num_pages) are zero-filled by the
+ * TMA unit and still count their bytes, so every tile completes TILE_TX bytes. */
+namespace dec {
+constexpr fj_u32 TILE_TX = 2u * BN * DP * 2u;   /* K + V bytes of a tile */
+}
+FJ_DEVICE int dec_tma_rows(const fj_decode_params &p, const int *bt)
+{
+    return !bt || p.page_size % dec::BN == 0 ? dec::BN : p.page_size;
+}
+/* The page (or sequence) and row of chunk l of the tile at k0, read before the lengths are
+ * known: a chunk past the block-table row gets page num_pages (out of the tensor). */
+FJ_DEVICE void dec_tma_at(const fj_decode_params &p, const int *bt, int b, int R, int k0, int l,
+                          int &page, int &row)
+{
+    if (!bt) {
+        page = b, row = k0;
+        return;
+    }
+    const int j = k0 + l * R, pidx = (unsigned)j / (unsigned)p.page_size;
+    page = pidx < p.bt_stride ? bt[pidx] : p.num_pages;
+    row = j - pidx * p.page_size;
+}
+/* A chunk without a key in [kb, ke) is not read: its page moves out of the tensor. */
+FJ_DEVICE int dec_tma_clip(const fj_decode_params &p, int R, int k0, int l, int kb, int ke,
+                           int page)
+{
+    const int j = k0 + l * R;
+    return j + R <= kb || j >= ke ? p.num_pages : page;
+}
+/* Warp 0: the K and V boxes of one tile into stage buffers sk/sv, completing on bar. */
+FJ_DEVICE void dec_tma_issue(const fj_tmap &tk, const fj_tmap &tv, fj_u32 sk, fj_u32 sv,
+                             fj_u32 bar, int lane, int R, int hk, int page, int row)
+{
+    using namespace dec;
+    if (lane == 0)
+        mbar_expect_tx(bar, TILE_TX);
+    __syncwarp();
+    if (lane < BN / R) {
+        /* (the buffer's last generic writes, dec_tma_zero's, before the async proxy's) */
+        asm volatile("fence.proxy.async.shared::cta;\n" ::: "memory");
+#pragma unroll
+        for (int h = 0; h < DP / 64; ++h) {
+            const fj_u32 off = (fj_u32)((h * BN + lane * R) * 128);
+            tma_load4(sk + off, &tk, h * 64, row, hk, page, bar);
+            tma_load4(sv + off, &tv, h * 64, row, hk, page, bar);
+        }
+    }
+}
+/* V rows of the tile at k0 outside [kb, ke) to zero: the TMA copied whatever the pages hold
+ * there (unused slots may be NaN, and P = 0 times NaN is NaN). K's are masked in S. */
+FJ_DEVICE void dec_tma_zero(fj_u32 sv, int k0, int kb, int ke, int tid)
+{
+    using namespace dec;
+    if (k0 >= kb && k0 + BN <= ke)
+        return;
+    for (int x = tid; x < BN * CH; x += THREADS) {
+        const int r = x / CH, c = x - r * CH, j = k0 + r;
+        if (j < kb || j >= ke)
+            asm volatile("st.shared.v4.b32 [%0], {%1, %1, %1, %1};\n" ::"r"(sv + dec_off<BN>(r, c)),
+                         "r"(0)
+                         : "memory");
+    }
+}
+#endif /* FJ_DEC_TMA */
+
+/* Fused combine, the last CTA of a group: O and LSE of its `rows` packed rows from every
+ * split's partials. Staged: all partials into shared memory at once (one round trip to L2:
+ * 16-byte cp.async.cg for O, 4-byte ld.cg for the LSEs), then each thread merges 4 columns
+ * of a row from shared memory. Direct: dec_merge4 from L2, 6 splits' loads in flight per
+ * step, for groups whose partials do not fit. */
+FJ_DEVICE void dec_merge_staged(const fj_decode_params &p, unsigned char *smem, int b,
+                                const dec_seq &so, int r0, int rows, int hk, int G, int tid)
+{
+    using namespace dec;
+    constexpr int C4 = HD / 4;
+    constexpr float LOG2E = 1.4426950408889634f;
+    const int S = p.splits;
+    float *s_o = (float *)smem;                      /* [split][row][HD] */
+    float *s_l = s_o + S * rows * HD;                /* [split][row] */
+    const fj_i64 sstride = (fj_i64)p.total_rows * p.heads_q;   /* one split, rows x heads */
+    const fj_u32 s_base = smem_addr(smem);
+    /* LSEs: a (split, row) per thread, loaded first so that their latency overlaps the
+     * copies; O: an item (row, 4 columns) per thread, its splits' chunks one after another
+     * (a division per item, not per chunk: the copies leave sooner) */
+    const int nl = S * rows;
+    float lv = 0.f;
+    if (tid < nl) {
+        const int rl = tid % rows, sp = tid / rows;
+        const int r = r0 + rl, i = r / G, h = hk * G + (r - i * G);
+        lv = dec_ldcg((const float *)p.part_lse + sp * sstride + (fj_i64)(so.row0 + i) * p.heads_q +
+                      h);
+    }
+#pragma unroll 1
+    for (int item = tid; item < rows * C4; item += THREADS) {
+        const int rl = item / C4, c4 = item - rl * C4;
+        const int r = r0 + rl, i = r / G, h = hk * G + (r - i * G);
+        const float *src = (const float *)p.part_o +
+                           (((fj_i64)(so.row0 + i) * p.heads_q + h) * HD + c4 * 4);
+        fj_u32 dst = s_base + (fj_u32)((rl * HD + c4 * 4) * 4);
+#pragma unroll 1
+        for (int sp = 0; sp < S; ++sp, src += sstride * HD, dst += rows * HD * 4)
+            cp_async16(dst, src, 16);
+    }
+    cp_async_commit();
+    if (tid < nl)
+        s_l[tid] = lv;
+#pragma unroll 1
+    for (int x = tid + THREADS; x < nl; x += THREADS) {   /* (more than THREADS: rare) */
+        const int rl = x % rows, sp = x / rows;
+        const int r = r0 + rl, i = r / G, h = hk * G + (r - i * G);
+        s_l[x] = dec_ldcg((const float *)p.part_lse + sp * sstride +
+                          (fj_i64)(so.row0 + i) * p.heads_q + h);
+    }
+    cp_async_wait<0>();
+    __syncthreads();
+#pragma unroll 1
+    for (int item = tid; item < rows * C4; item += THREADS) {
+        const int rl = item / C4, c4 = item - rl * C4;
+        /* (indices, unrolled by 2: a pointer per row, or 4 splits a step, spilled 8 B on sm_80
+         * at head_dim 8) */
+        const int ol = rl, ox = rl * HD + c4 * 4;   /* split 0; split s at + s*rows (*HD) */
+        float M = -FJ_INF;
+#pragma unroll 2
+        for (int sp = 0; sp < S; ++sp)
+            M = fmaxf(M, s_l[ol + sp * rows]);
+        float l = 0.f;
+        float4 acc = make_float4(0.f, 0.f, 0.f, 0.f);
+        if (M != -FJ_INF) {
+#pragma unroll 2
+            for (int sp = 0; sp < S; ++sp) {
+                const float w = ex2((s_l[ol + sp * rows] - M) * LOG2E);   /* 0 from -inf */
+                const float4 x = *(const float4 *)(s_o + ox + sp * rows * HD);
+                l += w;
+                acc.x += w * x.x, acc.y += w * x.y, acc.z += w * x.z, acc.w += w * x.w;
+            }
+        }
+        const float inv = l > 0.f ? 1.f / l : 0.f;
+        const int r = r0 + rl, i = r / G, h = hk * G + (r - i * G);
+        dec_st4((fj_u16 *)p.o + so.o + (fj_i64)i * p.o_row_stride + (fj_i64)h * p.o_head_stride +
+                    c4 * 4,
+                make_float4(acc.x * inv, acc.y * inv, acc.z * inv, acc.w * inv));
+        if (p.lse && c4 == 0)
+            dec_store_lse(p, b, so.row0, i, h, l > 0.f ? M + logf(l) : -FJ_INF);
+    }
+}
+FJ_DEVICE void dec_merge_direct(const fj_decode_params &p, int b, const dec_seq &so, int r0,
+                                int rows, int hk, int G, int tid)
+{
+    using namespace dec;
+    constexpr int C4 = HD / 4;
+#pragma unroll 1
+    for (int item = tid; item < rows * C4; item += THREADS) {
+        const int rl = item / C4, c4 = item - rl * C4;
+        const int r = r0 + rl, i = r / G, h = hk * G + (r - i * G);
+        float4 o;
+        /* (6 loads in flight: 8 spilled 4 B on sm_100a after the main loop) */
+        const float lse = dec_merge4<6>(p, so.row0 + i, h, c4, o);
+        dec_st4((fj_u16 *)p.o + so.o + (fj_i64)i * p.o_row_stride + (fj_i64)h * p.o_head_stride +
+                    c4 * 4,
+                o);
+        if (p.lse && c4 == 0)
+            dec_store_lse(p, b, so.row0, i, h, lse);
+    }
+}
+
 extern "C" __global__ void __launch_bounds__(dec::THREADS)
+#if FJ_DEC_TMA
+fj_attn_decode(const __grid_constant__ fj_decode_params p, const __grid_constant__ fj_tmap tk,
+               const __grid_constant__ fj_tmap tv)
+#else
 fj_attn_decode(const __grid_constant__ fj_decode_params p)
+#endif
 {
     using namespace dec;
     extern __shared__ __align__(128) unsigned char smem[];
+    unsigned char *const sm = TMA ? smem + ((1024 - (smem_addr(smem) & 1023)) & 1023) : smem;
 
+#if FJ_DEC_TMA
+    if (threadIdx.x == 0) {   /* (the maps are parameters: ready before the previous grid) */
+        tma_prefetch_desc(&tk);
+        tma_prefetch_desc(&tv);
+    }
+#endif
     fj_pdl_wait();      /* (launched as a dependent on sm_90+: inputs are ready after this) */
     fj_pdl_trigger();   /* the next kernel may launch; its CTAs wait for this grid's end */
     const int tid = threadIdx.x, lane = tid & 31, warp = tid >> 5;
@@ -347,6 +577,24 @@ fj_attn_decode(const __grid_constant__ fj_decode_params p)
     const int hk = blockIdx.y, b = blockIdx.z;
     const int split = blockIdx.x / p.q_tiles, qt = blockIdx.x - split * p.q_tiles;
     const int G = p.heads_q / p.heads_kv;
+    const int *bt = p.block_table ? (const int *)p.block_table + (fj_i64)b * p.bt_stride : nullptr;
+    /* The page ids of the split's first STAGES-1 tiles, read before the lengths (their loads
+     * overlap; without a window the split starts at kg: refetched below otherwise). */
+    const int kg = split * p.split_keys;
+#if FJ_DEC_TMA
+    const int R = dec_tma_rows(p, bt);   /* rows per TMA chunk; lane l of warp 0 loads chunk l */
+    int tpage[STAGES - 1], trow[STAGES - 1];
+    if (warp == 0 && lane < BN / R) {
+#pragma unroll
+        for (int s = 0; s < STAGES - 1; ++s)
+            dec_tma_at(p, bt, b, R, kg + s * BN, lane, tpage[s], trow[s]);
+    }
+#else
+    int ppg[STAGES - 1][ITERS], prip[STAGES - 1][ITERS];
+#pragma unroll
+    for (int s = 0; s < STAGES - 1; ++s)
+        dec_fetch(p, bt, b, kg + s * BN, tid, ppg[s], prip[s]);
+#endif
     const dec_seq sq = dec_seq_of(p, b);
     const int nrows = sq.qlen * G;
     const int r0 = qt * MT;  /* first packed row of this CTA */
@@ -355,7 +603,6 @@ fj_attn_decode(const __grid_constant__ fj_decode_params p)
 
     /* Keys of the sequence, checked where asked. */
     int len = p.seqused_k ? ((const int *)p.seqused_k)[b] : p.seqlen_k;
-    const int *bt = p.block_table ? (const int *)p.block_table + (fj_i64)b * p.bt_stride : nullptr;
 #if FJ_DEC_CHECKED
     {
         const long long bound = bt ? (long long)p.bt_stride * p.page_size : (long long)p.seqlen_k;
@@ -396,10 +643,21 @@ fj_attn_decode(const __grid_constant__ fj_decode_params p)
     }
 #endif
 
-    const fj_u32 s_q = smem_addr(smem);
+    const fj_u32 s_q = smem_addr(sm);
     const fj_u32 s_kv = s_q + Q_BYTES;  /* stage s: K at s*2*KV_BYTES, V after it */
+#if FJ_DEC_TMA
+    const fj_u32 s_bar = s_q + SMEM_USE;   /* stage s's full barrier at s_bar + 8*s */
+    if (tid == 0) {
+        for (int st = 0; st < STAGES; ++st)
+            mbar_init(s_bar + 8 * st, 1);
+        asm volatile("fence.mbarrier_init.release.cluster;\n" ::: "memory");
+    }
+    __syncthreads();
+#endif
+#if !FJ_DEC_TMA
     const fj_u16 *gk = (const fj_u16 *)p.k + (fj_i64)hk * p.k_head_stride;
     const fj_u16 *gv = (const fj_u16 *)p.v + (fj_i64)hk * p.v_head_stride;
+#endif
 
     /* Per-row key limits of this thread's two rows (lane>>2 and +8 of the warp's 16): key j
      * counts iff lo <= j < hi. Rows past nrows get an empty range. */
@@ -424,7 +682,11 @@ fj_attn_decode(const __grid_constant__ fj_decode_params p)
         for (int e = 0; e < 4; ++e)
             acc_o[nd][e] = 0.f;
 
+#if FJ_DEC_TMA
+    int npage = 0, nrow = 0;   /* warp 0: chunk `lane` of the next tile to load */
+#else
     int pg[ITERS], rip[ITERS];
+#endif
     if (ntiles > 0) {
         /* Q tile: packed row r -> (i = r / G, head hk*G + r % G); rows past nrows zero. */
         const fj_u16 *gq = (const fj_u16 *)p.q + sq.q;
@@ -440,18 +702,43 @@ fj_attn_decode(const __grid_constant__ fj_decode_params p)
                     const int cc = (tid & 7) + 8 * sg;
                     if (CH % 8 == 0 || cc < CH) {
                         const bool in = ok && (CHG == CH || cc < CHG);
-                        cp_async16(s_q + dec_off(rl, cc), in ? src + cc * 8 : gq, in ? 16 : 0);
+                        cp_async16(s_q + dec_off<MT>(rl, cc), in ? src + cc * 8 : gq, in ? 16 : 0);
                     }
                 }
             }
         }
-        /* Prologue: tiles 0 .. STAGES-2 (their page ids fetched together), then the ids of
-         * tile STAGES-1 for the loop's first copy. Q goes with tile 0's group. */
-        int ppg[STAGES - 1][ITERS], prip[STAGES - 1][ITERS];
+#if FJ_DEC_TMA
+        cp_async_commit();   /* Q: waited for below, published by the loop's first barrier */
+        if (warp == 0 && lane < BN / R) {
 #pragma unroll
-        for (int s = 0; s < STAGES - 1; ++s)
-            if (s < ntiles)
-                dec_fetch(p, bt, b, kt0 + s * BN, k_lo, k_hi, tid, ppg[s], prip[s]);
+            for (int s = 0; s < STAGES - 1; ++s)
+                if (s < ntiles) {
+                    if (kt0 != kg)   /* a window moved the start */
+                        dec_tma_at(p, bt, b, R, kt0 + s * BN, lane, tpage[s], trow[s]);
+                    tpage[s] = dec_tma_clip(p, R, kt0 + s * BN, lane, k_lo, k_hi, tpage[s]);
+                }
+            if (STAGES - 1 < ntiles) {
+                dec_tma_at(p, bt, b, R, kt0 + (STAGES - 1) * BN, lane, npage, nrow);
+                npage = dec_tma_clip(p, R, kt0 + (STAGES - 1) * BN, lane, k_lo, k_hi, npage);
+            }
+        }
+        if (warp == 0) {
+#pragma unroll
+            for (int s = 0; s < STAGES - 1; ++s)
+                if (s < ntiles)
+                    dec_tma_issue(tk, tv, s_kv + s * 2 * KV_BYTES, s_kv + s * 2 * KV_BYTES + KV_BYTES,
+                                  s_bar + 8 * s, lane, R, hk, tpage[s], trow[s]);
+        }
+        cp_async_wait<0>();
+#else
+        /* Prologue: tiles 0 .. STAGES-2 (their page ids read at the top), then the ids of
+         * tile STAGES-1 for the loop's first copy. Q goes with tile 0's group. */
+#pragma unroll
+        for (int s = 0; s < STAGES - 1; ++s) {
+            if (kt0 != kg && s < ntiles)   /* a window moved the start */
+                dec_fetch(p, bt, b, kt0 + s * BN, tid, ppg[s], prip[s]);
+            dec_clip(kt0 + s * BN, k_lo, k_hi, tid, prip[s]);
+        }
 #pragma unroll
         for (int s = 0; s < STAGES - 1; ++s) {
             if (s < ntiles)
@@ -459,8 +746,11 @@ fj_attn_decode(const __grid_constant__ fj_decode_params p)
                           tid, ppg[s], prip[s]);
             cp_async_commit();
         }
-        if (STAGES - 1 < ntiles)
-            dec_fetch(p, bt, b, kt0 + (STAGES - 1) * BN, k_lo, k_hi, tid, pg, rip);
+        if (STAGES - 1 < ntiles) {
+            dec_fetch(p, bt, b, kt0 + (STAGES - 1) * BN, tid, pg, rip);
+            dec_clip(kt0 + (STAGES - 1) * BN, k_lo, k_hi, tid, rip);
+        }
+#endif
     }
 
     /* Per-lane ldmatrix rows and chunk halves (FA2's fragment layouts). Q: rows lane & 15
@@ -474,6 +764,22 @@ fj_attn_decode(const __grid_constant__ fj_decode_params p)
     const int key_lane = wn * KW + 2 * (lane & 3);  /* + nt*8 + e, + k0 */
 
     for (int t = 0; t < ntiles; ++t) {
+#if FJ_DEC_TMA
+        mbar_wait(s_bar + 8 * (t % STAGES), (t / STAGES) & 1);
+        dec_tma_zero(s_kv + (t % STAGES) * 2 * KV_BYTES + KV_BYTES, kt0 + t * BN, k_lo, k_hi, tid);
+        __syncthreads();  /* V's edge rows zeroed; every warp is done with tile t - 1 */
+        if (warp == 0) {
+            const int u = t + STAGES - 1;
+            const fj_u32 st = s_kv + (u % STAGES) * 2 * KV_BYTES;
+            if (u < ntiles)
+                dec_tma_issue(tk, tv, st, st + KV_BYTES, s_bar + 8 * (u % STAGES), lane, R, hk,
+                              npage, nrow);
+            if (u + 1 < ntiles && lane < BN / R) {   /* the next tile's ids, a tile ahead */
+                dec_tma_at(p, bt, b, R, kt0 + (u + 1) * BN, lane, npage, nrow);
+                npage = dec_tma_clip(p, R, kt0 + (u + 1) * BN, lane, k_lo, k_hi, npage);
+            }
+        }
+#else
         cp_async_wait<STAGES - 2>();
         __syncthreads();  /* tile t landed for all; every warp is done with tile t - 1 */
         {
@@ -482,9 +788,12 @@ fj_attn_decode(const __grid_constant__ fj_decode_params p)
             if (u < ntiles)
                 dec_issue(p, gk, gv, st, st + KV_BYTES, tid, pg, rip);
             cp_async_commit();
-            if (u + 1 < ntiles)  /* ids for the next copy: their latency hides behind this tile */
-                dec_fetch(p, bt, b, kt0 + (u + 1) * BN, k_lo, k_hi, tid, pg, rip);
+            if (u + 1 < ntiles) {  /* ids for the next copy: their latency hides behind this tile */
+                dec_fetch(p, bt, b, kt0 + (u + 1) * BN, tid, pg, rip);
+                dec_clip(kt0 + (u + 1) * BN, k_lo, k_hi, tid, rip);
+            }
         }
+#endif
         const fj_u32 s_k = s_kv + (t % STAGES) * 2 * KV_BYTES, s_v = s_k + KV_BYTES;
         const int k0 = kt0 + t * BN;
 
@@ -498,11 +807,11 @@ fj_attn_decode(const __grid_constant__ fj_decode_params p)
 #pragma unroll
         for (int kk = 0; kk < KD; ++kk) {
             fj_u32 a[4];
-            ldsm_x4(s_q + dec_off(q_row, 2 * kk + q_half), a[0], a[1], a[2], a[3]);
+            ldsm_x4(s_q + dec_off<MT>(q_row, 2 * kk + q_half), a[0], a[1], a[2], a[3]);
 #pragma unroll
             for (int np = 0; np < NT / 2; ++np) {
                 fj_u32 b0, b1, b2, b3;
-                ldsm_x4(s_k + dec_off(k_row + np * 16, 2 * kk + k_half), b0, b1, b2, b3);
+                ldsm_x4(s_k + dec_off<BN>(k_row + np * 16, 2 * kk + k_half), b0, b1, b2, b3);
                 mma16816(acc_s[2 * np], a, b0, b1);
                 mma16816(acc_s[2 * np + 1], a, b2, b3);
             }
@@ -560,7 +869,7 @@ fj_attn_decode(const __grid_constant__ fj_decode_params p)
 #pragma unroll
             for (int dp = 0; dp < ND / 2; ++dp) {
                 fj_u32 b0, b1, b2, b3;
-                ldsm_x4_t(s_v + dec_off(v_row + kk * 16, 2 * dp + v_half), b0, b1, b2, b3);
+                ldsm_x4_t(s_v + dec_off<BN>(v_row + kk * 16, 2 * dp + v_half), b0, b1, b2, b3);
                 mma16816(acc_o[2 * dp], pa[kk], b0, b1);
                 mma16816(acc_o[2 * dp + 1], pa[kk], b2, b3);
             }
@@ -569,8 +878,8 @@ fj_attn_decode(const __grid_constant__ fj_decode_params p)
     __syncthreads();  /* every warp is done with Q and K/V: the epilogue overlays them */
 
     /* Epilogue 1: each warp's m, l (quad-summed) and raw O into shared memory. */
-    float *red_o = (float *)smem;                       /* [warp][16][RLD] */
-    float *red_m = (float *)(smem + RED_O_BYTES);       /* [warp][16] */
+    float *red_o = (float *)sm;                         /* [warp][16][RLD] */
+    float *red_m = (float *)(sm + RED_O_BYTES);         /* [warp][16] */
     float *red_l = red_m + WARPS * 16;                  /* [warp][16] */
 #pragma unroll
     for (int hf = 0; hf < 2; ++hf) {
@@ -650,35 +959,25 @@ fj_attn_decode(const __grid_constant__ fj_decode_params p)
      * the group's rows and puts the counter back to 0 for the next launch. No CTA waits for
      * another, so any number of them may be resident. Saves the combine kernel's launch. */
     if (p.splits > 1 && p.counters) {
-        int &s_last = *(int *)smem;   /* (the epilogue is done with shared memory) */
         __threadfence();
-        __syncthreads();
+        __syncthreads();   /* every thread's partials are visible before the count */
+        int last = 0;
         if (tid == 0) {
             /* (from blockIdx, not the loop's registers: ptxas spilled one on sm_100a) */
             int *cnt = (int *)p.counters +
                        ((fj_i64)blockIdx.z * p.heads_kv + blockIdx.y) * p.q_tiles +
                        blockIdx.x % (unsigned)p.q_tiles;
-            s_last = atomicAdd(cnt, 1) == p.splits - 1;
-            if (s_last)
+            last = atomicAdd(cnt, 1) == p.splits - 1;
+            if (last)
                 atomicExch(cnt, 0);   /* every split has arrived: nobody else touches it */
         }
-        __syncthreads();
-        if (s_last) {
-            __threadfence();   /* the others' partials: read through L2 (dec_ldcg) */
-            constexpr int C4 = HD / 4;
-            const int items = min(MT, nrows - r0) * C4;
-#pragma unroll 1
-            for (int item = tid; item < items; item += THREADS) {
-                const int rl = item / C4, c4 = item - rl * C4;
-                const int r = r0 + rl, i = r / G, h = hk * G + (r - i * G);
-                float4 o;
-                /* (6 loads in flight: 8 spilled 4 B on sm_100a after the main loop) */
-                const float lse = dec_merge4<6>(p, so.row0 + i, h, c4, o);
-                dec_st4((fj_u16 *)p.o + so.o + (fj_i64)i * p.o_row_stride +
-                            (fj_i64)h * p.o_head_stride + c4 * 4, o);
-                if (p.lse && c4 == 0)
-                    dec_store_lse(p, b, so.row0, i, h, lse);
-            }
+        if (__syncthreads_or(last)) {
+            __threadfence();   /* the others' partials: read through L2 only (.cg) */
+            const int rows = min(MT, nrows - r0);
+            if ((fj_i64)p.splits * rows * (HD * 4 + 4) <= SMEM_USE)
+                dec_merge_staged(p, sm, b, so, r0, rows, hk, G, tid);
+            else
+                dec_merge_direct(p, b, so, r0, rows, hk, G, tid);
         }
     }
 }
