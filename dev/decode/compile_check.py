@@ -44,9 +44,19 @@ CONFIGS = [
     ("prefill", 256, 16, 4, 4, 1, 0),
     ("prefill", 256, 32, 3, 2, 2, 0),
     ("prefill+chk", 128, 64, 3, 4, 1, 1),
+    # TMA loads (FJ_DEC_TMA 1, sm_90a and sm_100a only; head_dim a multiple of 64)
+    ("dec+tma", 64, 64, 4, 1, 4, 0),
+    ("dec+tma", 128, 64, 3, 1, 4, 0),
+    ("dec+tma", 128, 64, 5, 1, 4, 0),
+    ("dec+tma", 256, 32, 3, 1, 2, 0),
+    ("dec+tma+chk", 128, 64, 3, 1, 4, 1),
+    ("spec+tma", 128, 64, 3, 2, 2, 0),
+    ("prefill+tma", 128, 64, 3, 4, 1, 0),
+    ("dec", 128, 64, 5, 1, 4, 0),
 ]
 QUICK = [c for c in CONFIGS if c in (("dec", 128, 64, 3, 1, 4, 0), ("dec", 256, 32, 3, 1, 2, 0),
-                                    ("spec", 128, 64, 3, 2, 2, 0), ("prefill", 128, 64, 3, 4, 1, 0))]
+                                    ("spec", 128, 64, 3, 2, 2, 0), ("prefill", 128, 64, 3, 4, 1, 0),
+                                    ("dec+tma", 128, 64, 3, 1, 4, 0))]
 
 
 def smem_formula(hd, bn, st, wm, wn):
@@ -116,6 +126,8 @@ def one(cfg, arch, nd, dt=1):
     name, hd, bn, st, wm, wn, chk = cfg
     pre = ("#define FJ_DTYPE %d\n#define FJ_HEAD_DIM %d\n#define FJ_DEC_BN %d\n#define FJ_DEC_STAGES %d\n"
            "#define FJ_DEC_WM %d\n#define FJ_DEC_WN %d\n#define FJ_DEC_CHECKED %d\n" % (dt, hd, bn, st, wm, wn, chk))
+    if "tma" in name:
+        pre += "#define FJ_DEC_TMA 1\n"
     cubin = os.path.join(TMP, "%s_%d_%d_%d_%d_%d_%d_%d_%s.cubin" % (name, dt, hd, bn, st, wm, wn, chk, arch))
     r = subprocess.run(["nice", TOOL, arch, os.path.join(SRC, "attn_decode.cu"), SRC, pre, cubin],
                        capture_output=True, text=True)
@@ -135,7 +147,8 @@ def main():
     nd = nvdisasm()
     cfgs = QUICK if a.quick else CONFIGS
     dts = [1, 0] if a.f16 else [1]
-    jobs = [(c, arch, dt) for dt in dts for c in cfgs for arch in ARCHS]
+    jobs = [(c, arch, dt) for dt in dts for c in cfgs for arch in ARCHS
+            if "tma" not in c[0] or arch in ("sm_90a", "sm_100a")]
     with ThreadPoolExecutor(a.jobs) as ex:
         res = list(ex.map(lambda j: one(j[0], j[1], nd, j[2]), jobs))
     lines = ["| config (hd bn stages wm wn chk) | target | kernel | regs | spill st/ld | stack | LDL/STL | dyn smem |",

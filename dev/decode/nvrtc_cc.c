@@ -33,10 +33,13 @@ int main(int argc, char **argv)
         fprintf(stderr, "usage: %s ARCH SRC.cu HEADER_DIR PREAMBLE [OUT.cubin]\n", argv[0]);
         return 2;
     }
-    const char *hdr_names[] = {"fajit_params.h", "fj_common.cuh"};
-    const char *hdr_text[2];
+    /* every header the kernel sources include (src/kernels_src), passed in memory */
+    const char *hdr_names[] = {"fajit_params.h", "fj_common.cuh", "fj_sm80_prims.cuh",
+                               "fj_sm90_prims.cuh"};
+    enum { NH = sizeof hdr_names / sizeof hdr_names[0] };
+    const char *hdr_text[NH];
     char path[4096];
-    for (int i = 0; i < 2; i++) {
+    for (int i = 0; i < NH; i++) {
         snprintf(path, sizeof path, "%s/%s", argv[3], hdr_names[i]);
         if (!(hdr_text[i] = slurp(path))) {
             fprintf(stderr, "cannot read %s\n", path);
@@ -56,7 +59,7 @@ int main(int argc, char **argv)
     snprintf(arch, sizeof arch, "-arch=%s", argv[1]);
     const char *opts[] = {arch, "-std=c++17", "-default-device", "--ptxas-options=-v", "-DFJ_NVRTC=1"};
     nvrtcProgram prog;
-    if (nvrtcCreateProgram(&prog, text, name, 2, hdr_text, hdr_names) != NVRTC_SUCCESS)
+    if (nvrtcCreateProgram(&prog, text, name, NH, hdr_text, hdr_names) != NVRTC_SUCCESS)
         return 3;
     nvrtcResult r = nvrtcCompileProgram(prog, 5, opts);
     size_t ls = 0;
