@@ -1322,7 +1322,7 @@ START_TEST(decode_family_host)
     ck_assert_int_eq(g_dec.launches, 1);   /* the split step, combined by its last CTAs */
     const fj_decode_params *q = &g_dec.p[0];
     ck_assert_uint_ne(q->counters, 0);      /* a counter per (b, kv head, q tile) */
-    ck_assert_int_gt(q->splits, 16);       /* 8 CTAs alone would leave 124 SMs idle */
+    ck_assert_int_ge(q->splits, 16);       /* 8 CTAs alone would leave 124 SMs idle */
     ck_assert_uint_eq(g_dec.grid[0][0], (unsigned)(q->splits * q->q_tiles));
     ck_assert_uint_eq(g_dec.grid[0][1], 8);
     ck_assert_uint_eq(g_dec.grid[0][2], 1);
@@ -1369,6 +1369,21 @@ START_TEST(decode_family_host)
     ck_assert_uint_eq(g_dec.threads[1], 128);
     ck_assert_int_eq(fajit_attn_workspace_size(ctx, &d, &need), FAJIT_OK);
     ck_assert_uint_eq(need, (3ull * 64 * 32 * 128 * 4 + 255) / 256 * 256 + 3ull * 64 * 32 * 4);
+    /* the split rule counts the CTAs that fit an SM: 16 x 8k keys take 2 splits of the
+     * default (2 CTAs per SM) but 1 of a 5-deep pipeline (167 KB: one per SM, a wave of 128) */
+    d.num_splits = 0, d.batch = 16, d.seqlen_k = 8192;
+    const char *deep[][2] = {{"dec:64x3m1n4s0", "2"}, {"dec:64x5m1n4s0", "1"}, {"dec:64x4m1n4s0", "1"}};
+    for (int i = 0; i < 3; i++) {
+        fj_kplan kq;
+        memset(&kq, 0, sizeof kq);
+        ck_assert_int_eq(fj_kcfg_parse(deep[i][0], &kq.cfg), 0);
+        kq.cfg.fam->kernels(&kq.cfg, &d, &kq.ks);
+        kq.k[0] = &kk[0], kq.k[1] = &kk[1];
+        memset(&g_dec, 0, sizeof g_dec);
+        ck_assert_int_eq(fj_kplan_launch(ctx, &kq, &d, NULL), FAJIT_OK);
+        ck_assert_msg(g_dec.p[0].splits == atoi(deep[i][1]), "%s: %d splits", deep[i][0],
+                      g_dec.p[0].splits);
+    }
     /* the reference kernel does not read paged K/V */
     ck_assert_int_eq(fajit_attn_fwd_reference(ctx, &d, NULL), FAJIT_UNSUPPORTED);
     ck_assert_ptr_nonnull(strstr(fajit_errmsg(ctx), "no kernel family computes fwd"));

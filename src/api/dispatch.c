@@ -591,7 +591,7 @@ fajit_status fj_kplan_launch(fajit_ctx *ctx, const fj_kplan *kp, const fajit_att
     const fj_target t = fj_target_of(ctx, NULL);
     fj_workspace ws;
     workspace_of(&kp->cfg, d, &t, &ws);
-    fj_launch_env env = {ctx->cu, ctx->sm_count, 0, 0, 0};
+    fj_launch_env env = {ctx->cu, ctx->sm_count, 0, 0, 0, ctx->cc};
     CUdeviceptr scratch = 0;   /* stream-ordered scratch to give back after the launches */
     FJ_CHECK(take_workspace(ctx, kp, d, &ws, stream, &env, &scratch));
     fajit_status st = take_report(ctx, &ws, &env);

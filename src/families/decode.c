@@ -280,16 +280,29 @@ static int wave_splits(long long ctas, int slots, int tiles_k)
     return 1;
 }
 
+/* CTAs of configuration c that fit one SM, at most 2 (the split rule's count): by shared
+ * memory (per SM about the per-block limit + 1 KiB, and 1 KiB reserved per CTA); 2 for an
+ * unknown target (sm 0). Deep pipelines (64x4 and 64x5 at head_dim 128 on the H200) fit
+ * one. */
+static int per_sm(const fj_dec_config *c, int head_dim, int sm)
+{
+    if (sm <= 0)
+        return 2;
+    const size_t sm_bytes = fj_fa2_smem_limit(sm) + 1024, cta = smem_bytes(c, head_dim) + 1024;
+    return 2 * cta <= sm_bytes ? 2 : 1;
+}
+
 /* Splits of the keys: the caller's num_splits, a tuned forced count, else the wave rule
  * over one CTA per SM while that leaves each split at most 16 key tiles (latency-bound
  * shapes: a second CTA per SM only competes for the SM's loads, measured 1x2k-4k keys 16
  * splits 8.5/10.5 us against 32 splits 10.1/11.4 us on the H200), over two per SM beyond
  * (bandwidth-bound: 1x128k 32 splits 142 us against 16 splits 155 us; 16x8k 2 splits 140
- * against 1 split 152; bench/results/2026-12-01-h200-session14-decode.md); each split
+ * against 1 split 152; bench/results/2026-12-01-h200-session14-decode.md), or one per SM
+ * again for a configuration of which only one fits (per_sm); each split
  * whole key tiles. Depends only on host-known maxima (batch, heads, seqlen_q,
  * seqlen_k), so a CUDA graph captured once stays valid while seqused_k and the block table
  * change. */
-static int dec_splits(const fj_dec_config *c, const fajit_attn_desc *d, int sm_count)
+static int dec_splits(const fj_dec_config *c, const fajit_attn_desc *d, int sm_count, int sm)
 {
     const int tiles_k = (int)fj_tiles(d->seqlen_k, c->bn);
     int s = d->num_splits ? d->num_splits : c->splits;
@@ -298,7 +311,7 @@ static int dec_splits(const fj_dec_config *c, const fajit_attn_desc *d, int sm_c
         const int sms = sm_count > 0 ? sm_count : 132;
         s = wave_splits(ctas, sms, tiles_k);
         if ((tiles_k + s - 1) / s > 16)
-            s = wave_splits(ctas, 2 * sms, tiles_k);
+            s = wave_splits(ctas, per_sm(c, d->head_dim, sm) * sms, tiles_k);
     }
     if (s > tiles_k)
         s = tiles_k > 0 ? tiles_k : 1;
@@ -344,7 +357,7 @@ static void workspace(const fj_kcfg *k, const fajit_attn_desc *d, const fj_targe
                       fj_workspace *out)
 {
     const fj_dec_config *c = of(k);
-    int s = dec_splits(c, d, t->sm_count);
+    int s = dec_splits(c, d, t->sm_count, t->sm);
     if (s > 1)
         out->scratch_bytes = lse_offset(d, s) + (size_t)s * (size_t)total_rows(d) * d->heads_q * 4;
     out->counter_bytes = fused_counters(c, d, s);
@@ -378,7 +391,7 @@ static void describe_grid(const fj_kcfg *k, const fajit_attn_desc *d, const fj_t
                           char *out, size_t n)
 {
     const fj_dec_config *c = of(k);
-    const int s = dec_splits(c, d, t->sm_count);
+    const int s = dec_splits(c, d, t->sm_count, t->sm);
     snprintf(out, n, "grid (%d x %d, %d, %d): %d split%s of %d keys (%s) x %d q tile%s, then %s",
              s, q_tiles(c, d), d->heads_kv, d->batch, s, s > 1 ? "s" : "",
              (int)((fj_tiles(d->seqlen_k, c->bn) + s - 1) / s * c->bn),
@@ -470,7 +483,7 @@ static fajit_status launch_args(const fj_kcfg *k, int i, const fajit_attn_desc *
                                 const fj_launch_env *env, fj_args *a, char *why, size_t n)
 {
     const fj_dec_config *c = of(k);
-    const int splits = dec_splits(c, d, env->sm_count);
+    const int splits = dec_splits(c, d, env->sm_count, env->sm);
     fj_decode_params p;
     fill_params(c, d, env, splits, &p);
     fj_tmap maps[2];

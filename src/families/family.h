@@ -79,6 +79,7 @@ typedef struct fj_launch_env {
     CUdeviceptr counters;    /* fj_workspace.counter_bytes, or 0 when none were asked for */
     CUdeviceptr scratch;     /* fj_workspace.scratch_bytes, or 0 */
     CUdeviceptr report;      /* fj_workspace.report_bytes, or 0 */
+    int sm;                  /* the device's compute capability, major*10 + minor */
 } fj_launch_env;
 
 /* The arguments of one launch: copies of the kernel's parameters (fj_args_push) and the
