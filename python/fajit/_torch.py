@@ -234,8 +234,9 @@ def attention(q, k, v, *, causal=False, window=None, scale=None, return_lse=Fals
 
 
 def attention_with_kvcache(q, k_cache, v_cache, *, block_table=None, seqused_k=None,
-                           causal=False, window=None, scale=None, num_splits=0,
-                           return_lse=False, max_seqlen_k=None, out=None):
+                           cu_seqlens_q=None, max_seqlen_q=None, causal=False, window=None,
+                           scale=None, num_splits=0, return_lse=False, max_seqlen_k=None,
+                           out=None):
     """Decode and chunked prefill over a KV cache, the decode kernels' entry.
 
     q [batch, seqlen_q, heads_q, head_dim]. Without block_table, k_cache and v_cache are
@@ -243,13 +244,33 @@ def attention_with_kvcache(q, k_cache, v_cache, *, block_table=None, seqused_k=N
     are pages [num_pages, page_size, heads_kv, head_dim] (any strides: views of one combined
     tensor work), and seqused_k (int32 [batch], optional) gives the keys in use per sequence;
     the launch shape takes max_seqlen_k (default max_pages * page_size), so seqused_k may
-    change between CUDA graph replays. num_splits: split-KV count (0: fajit picks). Returns
-    O and, with return_lse, the LSE [batch, heads_q, seqlen_q]."""
-    _check_qkv(q, k_cache, v_cache, 4, 4, "k_cache")
+    change between CUDA graph replays. A mixed batch (chunked prefill and decode rows in one
+    call, vLLM's unified attention): q packed [total_q, heads_q, head_dim] with cu_seqlens_q
+    (int32 [batch + 1]) and max_seqlen_q (a host int), over a block_table; causal is then
+    bottom-right per sequence (query i of a sequence of q_b rows and k_b keys sees keys up
+    to i + k_b - q_b). num_splits: split-KV count (0: fajit picks). Returns O and, with
+    return_lse, the LSE [batch, heads_q, seqlen_q] ([heads_q, total_q] for a mixed batch)."""
+    varlen = cu_seqlens_q is not None
+    _check_qkv(q, k_cache, v_cache, 3 if varlen else 4, 4, "k_cache")
     _check_out(out, q)
     mask, wl, wr = _mask(causal, window)
     if not 0 <= int(num_splits) <= 128:
         raise invalid(f"num_splits must be in 0..128, got {num_splits}")
+    if varlen:
+        if block_table is None:
+            raise invalid("cu_seqlens_q (a mixed batch) needs a block_table (paged K/V)")
+        _tensor("cu_seqlens_q", cu_seqlens_q, 1, torch.int32)
+        if cu_seqlens_q.shape[0] < 2:
+            raise invalid("cu_seqlens_q needs batch + 1 >= 2 entries, got "
+                          f"{cu_seqlens_q.shape[0]}")
+        if max_seqlen_q is None:
+            raise invalid("cu_seqlens_q needs max_seqlen_q (a host int: the most query rows "
+                          "of one sequence)")
+        batch, max_q = cu_seqlens_q.shape[0] - 1, int(max_seqlen_q)
+    else:
+        if max_seqlen_q is not None:
+            raise invalid("max_seqlen_q goes with cu_seqlens_q (a mixed batch)")
+        batch, max_q = q.shape[0], q.shape[1]
     if block_table is None:
         if seqused_k is not None:
             raise invalid("seqused_k needs a block_table (paged K/V)")
@@ -259,20 +280,20 @@ def attention_with_kvcache(q, k_cache, v_cache, *, block_table=None, seqused_k=N
         max_k = k_cache.shape[1] if max_seqlen_k is None else int(max_seqlen_k)
     else:
         _tensor("block_table", block_table, 2, torch.int32)
-        if block_table.shape[0] != q.shape[0]:
-            raise invalid(f"block_table must have a row per sequence ({q.shape[0]}), got "
+        if block_table.shape[0] != batch:
+            raise invalid(f"block_table must have a row per sequence ({batch}), got "
                           f"{block_table.shape[0]}")
         if seqused_k is not None:
             _tensor("seqused_k", seqused_k, 1, torch.int32)
-            if seqused_k.shape[0] != q.shape[0]:
-                raise invalid(f"seqused_k must have {q.shape[0]} entries, got "
+            if seqused_k.shape[0] != batch:
+                raise invalid(f"seqused_k must have {batch} entries, got "
                               f"{seqused_k.shape[0]}")
         cap = block_table.shape[1] * k_cache.shape[1]
         max_k = cap if max_seqlen_k is None else int(max_seqlen_k)
     _on_cuda(q, k_cache=k_cache, v_cache=v_cache, out=out, block_table=block_table,
-             seqused_k=seqused_k)
-    return _run(q, k_cache, v_cache, out, return_lse, None, None, block_table, seqused_k,
-                q.shape[1], max_k, mask, wl, wr, None if scale is None else float(scale),
+             seqused_k=seqused_k, cu_seqlens_q=cu_seqlens_q)
+    return _run(q, k_cache, v_cache, out, return_lse, cu_seqlens_q, None, block_table,
+                seqused_k, max_q, max_k, mask, wl, wr, None if scale is None else float(scale),
                 return_lse, int(num_splits))
 
 

@@ -1,6 +1,7 @@
 """fajit on a GPU through torch: random shapes against a float64 reference (with SDPA's error on
 the same inputs as the yardstick), LSE, strides, varlen, paged decode, torch.compile and CUDA
 graph capture. Skipped without torch or a CUDA GPU. FAJIT_TEST_SEED fixes the shapes."""
+import itertools
 import math
 import os
 import random
@@ -152,6 +153,29 @@ def test_kvcache_paged(q_len, page_size):
                   f"splits {splits}")
     o = fajit.attention_with_kvcache(q, k, v, causal=True)   # contiguous cache
     check(o, None, q, k, v, causal=True, what="contiguous kvcache")
+
+
+def test_kvcache_mixed_batch():
+    """Chunked prefill and decode rows in one call (packed q, cu_seqlens_q) over one paged
+    cache, each sequence against the float32 reference of its own keys (bottom-right
+    causal), the LSE in the varlen layout [heads, total_q]."""
+    gen = torch.Generator().manual_seed(SEED)
+    b, n = 4, 700
+    k, v = rand(b, n, 8, 128), rand(b, n, 8, 128)
+    kp, vp, bt = paged(k, v, 16, gen)
+    q_lens, used = [37, 1, 1, 4], [700, 431, 1, 29]
+    cu = torch.tensor([0] + list(itertools.accumulate(q_lens)), dtype=torch.int32,
+                      device="cuda")
+    q = rand(sum(q_lens), 32, 128)
+    o, lse = fajit.attention_with_kvcache(q, kp, vp, block_table=bt,
+                                          seqused_k=torch.tensor(used, dtype=torch.int32,
+                                                                 device="cuda"),
+                                          cu_seqlens_q=cu, max_seqlen_q=max(q_lens),
+                                          causal=True, return_lse=True)
+    for i in range(b):
+        a, e, u = int(cu[i]), int(cu[i + 1]), used[i]
+        check(o[a:e].unsqueeze(0), lse[:, a:e].unsqueeze(0), q[a:e].unsqueeze(0),
+              k[i:i + 1, :u], v[i:i + 1, :u], causal=True, what=f"mixed batch seq {i}")
 
 
 def test_errors_from_the_library():

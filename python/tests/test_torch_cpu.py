@@ -91,6 +91,25 @@ def test_kvcache_rules():
                                                   block_table=bt, seqused_k=used[:1])
     assert "num_splits must be in 0..128" in err(fajit.attention_with_kvcache, q, pages, pages,
                                                  block_table=bt, num_splits=200)
+    # a mixed batch: packed q rows, cu_seqlens_q, max_seqlen_q, over a block table
+    qp = torch.zeros(7, 8, 64, dtype=BF)
+    cu = torch.tensor([0, 5, 7], dtype=torch.int32)
+    assert err(fajit.attention_with_kvcache, qp, pages, pages, cu_seqlens_q=cu,
+               max_seqlen_q=5) == "cu_seqlens_q (a mixed batch) needs a block_table (paged K/V)"
+    assert "needs max_seqlen_q" in err(fajit.attention_with_kvcache, qp, pages, pages,
+                                       block_table=bt, cu_seqlens_q=cu)
+    assert "max_seqlen_q goes with cu_seqlens_q" in err(fajit.attention_with_kvcache, q, pages,
+                                                        pages, block_table=bt, max_seqlen_q=1)
+    assert "cu_seqlens_q must be torch.int32" in err(fajit.attention_with_kvcache, qp, pages,
+                                                     pages, block_table=bt,
+                                                     cu_seqlens_q=cu.long(), max_seqlen_q=5)
+    assert "a row per sequence (3), got 2" in err(
+        fajit.attention_with_kvcache, qp, pages, pages, block_table=bt,
+        cu_seqlens_q=torch.tensor([0, 2, 5, 7], dtype=torch.int32), max_seqlen_q=3)
+    assert "q must have 3 dimensions" in err(fajit.attention_with_kvcache, q, pages, pages,
+                                             block_table=bt, cu_seqlens_q=cu, max_seqlen_q=5)
+    assert "CUDA tensor" in err(fajit.attention_with_kvcache, qp, pages, pages, block_table=bt,
+                                cu_seqlens_q=cu, max_seqlen_q=5)   # every rule passed
 
 
 @pytest.mark.skipif(not hasattr(torch.library, "custom_op"), reason="torch < 2.4")
