@@ -505,11 +505,12 @@ FJ_DEVICE void dec_merge_staged(const fj_decode_params &p, unsigned char *smem, 
 #pragma unroll 1
     for (int item = tid; item < rows * C4; item += THREADS) {
         const int rl = item / C4, c4 = item - rl * C4;
-        /* (indices, unrolled by 2: a pointer per row, or 4 splits a step, spilled 8 B on sm_80
-         * at head_dim 8) */
+        /* (indices; the maximum not unrolled, the sum by 2: a pointer per row, or 4 splits a
+         * step, spilled 8 B on sm_80 at head_dim 8; the maximum by 2 spilled 4-12 B on sm_90a
+         * at head_dim 88 and 112, 2 x 2 warps) */
         const int ol = rl, ox = rl * HD + c4 * 4;   /* split 0; split s at + s*rows (*HD) */
         float M = -FJ_INF;
-#pragma unroll 2
+#pragma unroll 1
         for (int sp = 0; sp < S; ++sp)
             M = fmaxf(M, s_l[ol + sp * rows]);
         float l = 0.f;
