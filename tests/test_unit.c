@@ -1265,6 +1265,18 @@ static CUresult dec_launch_ex(const fj_cu_launch_config *c, CUfunction f, void *
                       c->smem, c->stream, a, e);
 }
 
+/* The fake 132-SM sm_90 device of the decode tests: launches recorded by dec_launch,
+ * allocations (scratch, stream-ordered) faked. */
+static fj_cuda dec_fake_device(void)
+{
+    fj_cuda fake = fake_device_table();
+    fake.cuLaunchKernel = dec_launch;
+    fake.cuMemAlloc = f_alloc, fake.cuMemsetD8 = f_memset, fake.cuCtxSynchronize = f_sync;
+    fake.cuMemFree = f_free, fake.cuCtxSetCurrent = f_setcur;
+    fake.cuMemAllocAsync = dm_alloc_async, fake.cuMemFreeAsync = dm_free_async;
+    return fake;
+}
+
 START_TEST(decode_family_host)
 {
     fajit_ctx_opts o;
@@ -1298,11 +1310,7 @@ START_TEST(decode_family_host)
     fajit_ctx_destroy(ctx);
 
     /* launches through a fake 132-SM device: splits where batch * heads_kv cannot fill it */
-    fj_cuda fake = fake_device_table();
-    fake.cuLaunchKernel = dec_launch;
-    fake.cuMemAlloc = f_alloc, fake.cuMemsetD8 = f_memset, fake.cuCtxSynchronize = f_sync;
-    fake.cuMemFree = f_free, fake.cuCtxSetCurrent = f_setcur;
-    fake.cuMemAllocAsync = dm_alloc_async, fake.cuMemFreeAsync = dm_free_async;
+    fj_cuda fake = dec_fake_device();
     fj_cuda_set_for_testing(&fake);
     g_count = 1, g_fail_get = 0;
     o.device = 0;
@@ -1495,11 +1503,7 @@ START_TEST(decode_loader)
     ck_assert_int_gt(tma[1], 4);
 
     /* a launch encodes K and V maps of [pages][page_size][heads_kv][head_dim] */
-    fj_cuda fake = fake_device_table();
-    fake.cuLaunchKernel = dec_launch;
-    fake.cuMemAlloc = f_alloc, fake.cuMemsetD8 = f_memset, fake.cuCtxSynchronize = f_sync;
-    fake.cuMemFree = f_free, fake.cuCtxSetCurrent = f_setcur;
-    fake.cuMemAllocAsync = dm_alloc_async, fake.cuMemFreeAsync = dm_free_async;
+    fj_cuda fake = dec_fake_device();
     fj_cuda_set_for_testing(&fake);
     g_count = 1, g_fail_get = 0;
     o.device = 0;

@@ -59,15 +59,19 @@ static int applies(const fajit_attn_desc *d, const fj_target *t)
     return !d->cu_seqlens_q && d->seqlen_q <= 16 && packed_rows(d) <= 64;
 }
 
-/* Dynamic shared memory of the split step (attn_decode.cu's formula; TMA: + 64 bytes of
- * barriers and 1024 of alignment slack). */
-static size_t smem_bytes(const fj_dec_config *c, int head_dim)
+/* Shared memory the split step's tiles and epilogue use (attn_decode.cu's SMEM_USE), and
+ * its dynamic shared memory: TMA adds 64 bytes of barriers and 1024 of alignment slack. */
+static size_t smem_used(const fj_dec_config *c, int head_dim)
 {
     const size_t dp = (size_t)(head_dim + 15) / 16 * 16;
     const size_t ldb = dp % 64 == 0 ? 2 * dp : 2 * dp + 16;
     const size_t main = 16u * c->wm * ldb + 2u * c->stages * c->bn * ldb;
     const size_t red = (size_t)c->wm * c->wn * 16 * (dp + 8) * 4 + (size_t)c->wm * c->wn * 16 * 8;
-    return (main > red ? main : red) + (c->tma ? 64 + 1024 : 0);
+    return main > red ? main : red;
+}
+static size_t smem_bytes(const fj_dec_config *c, int head_dim)
+{
+    return smem_used(c, head_dim) + (c->tma ? 64 + 1024 : 0);
 }
 
 /* Where TMA can load the K/V tiles: sm_90 and later, head_dim a multiple of 64 (128-byte
@@ -99,12 +103,12 @@ static int check(const fj_kcfg *k, const fajit_attn_desc *d, const fj_target *t,
         bad = "keys per tile must be a multiple of 16 per key warp, 16..256";
     else if (c->stages < 2 || c->stages > 6)
         bad = "stages must be 2..6";
-    else if (c->tma && dec_tma_misfit(c, d, t))
-        bad = dec_tma_misfit(c, d, t);
     else if (c->splits < 0 || c->splits > FAJIT_MAX_SPLITS)
         bad = "forced splits out of range";
     else if (smem_bytes(c, d->head_dim) > fj_fa2_smem_limit(t->sm))
         bad = "the tile does not fit the target's shared memory";
+    else if (c->tma)
+        bad = dec_tma_misfit(c, d, t);
     if (bad && why && n)
         snprintf(why, n, "%s (dec %dx%d m%d n%d%s)", bad, c->bn, c->stages, c->wm, c->wn,
                  c->tma ? " tma" : "");
@@ -341,8 +345,8 @@ static size_t fused_counters(const fj_dec_config *c, const fajit_attn_desc *d, i
     const int mt = 16 * c->wm, rows = packed_rows(d) < mt ? packed_rows(d) : mt;
     const long long loads = (long long)rows * (d->head_dim / 4) * splits;
     /* the kernel stages the partials in shared memory where they fit: one round trip */
-    const size_t used = smem_bytes(c, d->head_dim) - (c->tma ? 64 + 1024 : 0);
-    const int staged = (size_t)splits * rows * ((size_t)d->head_dim * 4 + 4) <= used;
+    const int staged = (size_t)splits * rows * ((size_t)d->head_dim * 4 + 4) <=
+                       smem_used(c, d->head_dim);
     return splits > 1 && n <= FJ_WS_COUNTER_MAX &&
                    (staged || loads <= 32LL * 32 * c->wm * c->wn) ? n : 0;
 }
@@ -487,8 +491,8 @@ static fajit_status launch_args(const fj_kcfg *k, int i, const fajit_attn_desc *
     fj_decode_params p;
     fill_params(c, d, env, splits, &p);
     fj_tmap maps[2];
-    if (c->tma && (d->head_dim % 64 || (d->block_table && d->page_size % c->bn &&
-                                        (c->bn % d->page_size || d->page_size % 8)))) {
+    const fj_target here = {env->sm, 0, env->sm_count, c->checked, 0};
+    if (c->tma && dec_tma_misfit(c, d, &here)) {
         /* (check() refuses such a plan; a launch must never hang on missing boxes) */
         snprintf(why, n, "the TMA decode kernel cannot load head_dim %d with page_size %d",
                  d->head_dim, d->page_size);
