@@ -1380,8 +1380,9 @@ START_TEST(decode_family_host)
     /* the split rule counts the CTAs that fit an SM: 16 x 8k keys take 2 splits of the
      * default (2 CTAs per SM) but 1 of a 5-deep pipeline (167 KB: one per SM, a wave of 128) */
     d.num_splits = 0, d.batch = 16, d.seqlen_k = 8192;
-    const char *deep[][2] = {{"dec:64x3m1n4s0", "2"}, {"dec:64x5m1n4s0", "1"}, {"dec:64x4m1n4s0", "1"}};
-    for (int i = 0; i < 3; i++) {
+    const char *deep[][2] = {{"dec:64x3m1n4s0", "2"}, {"dec:64x5m1n4s0", "1"}, {"dec:64x4m1n4s0", "1"},
+                            {"dec:128x2m1n4s0", "1"}};
+    for (int i = 0; i < 4; i++) {
         fj_kplan kq;
         memset(&kq, 0, sizeof kq);
         ck_assert_int_eq(fj_kcfg_parse(deep[i][0], &kq.cfg), 0);
@@ -1397,6 +1398,56 @@ START_TEST(decode_family_host)
     ck_assert_ptr_nonnull(strstr(fajit_errmsg(ctx), "no kernel family computes fwd"));
     fajit_ctx_destroy(ctx);
     fj_cuda_set_for_testing(NULL);
+}
+END_TEST
+
+/* The decode defaults by shape: on sm_90 a bandwidth-bound problem (K+V of at least 32 MiB
+ * at the host maxima) at head_dim 72..128 takes 128-key tiles 2 deep; a latency-bound one,
+ * other head_dims and other targets keep 64-key tiles; the shipped list holds both, so that
+ * warm compiles what STRICT serves at any length. */
+START_TEST(decode_defaults)
+{
+    static const struct {
+        int sm, batch, seqlen_k, head_dim;
+        const char *want;
+    } cases[] = {
+        {90, 16, 8192, 128, "dec:128x2m1n4s0"},  {90, 1, 32768, 128, "dec:128x2m1n4s0"},
+        {90, 64, 16384, 128, "dec:128x2m1n4s0"}, {90, 128, 2048, 96, "dec:128x2m1n4s0"},
+        {90, 1, 4096, 128, "dec:64x3m1n4s0"},    {90, 1, 8191, 128, "dec:64x3m1n4s0"},
+        {90, 1, 8192, 128, "dec:128x2m1n4s0"},  {90, 16, 8192, 64, "dec:64x4m1n4s0"},
+        {90, 16, 8192, 256, "dec:32x3m1n2s0"},   {80, 16, 8192, 128, "dec:64x2m1n4s0"},
+        {100, 16, 8192, 128, "dec:64x3m1n4s0"},
+    };
+    void *p = (void *)(uintptr_t)0x100000;
+    char name[64];
+    for (size_t i = 0; i < sizeof cases / sizeof cases[0]; i++) {
+        fajit_attn_desc d;
+        fajit_attn_desc_init(&d, p, p, p, p, cases[i].batch, 32, 8, 1, cases[i].seqlen_k,
+                             cases[i].head_dim, FAJIT_BF16);
+        d.block_table = (const int32_t *)(uintptr_t)0x3000;
+        d.block_table_stride = 4096, d.page_size = 16, d.num_pages = 1 << 20;
+        const fj_target t = {cases[i].sm, cases[i].sm >= 90, 132, 0, FJ_DEC_LOADER_AUTO};
+        fj_kcfg c;
+        ck_assert_int_eq(fj_kcfg_default(&d, &t, FAJIT_FAMILY_AUTO, &c), 0);
+        fj_kcfg_name(&c, name);
+        ck_assert_msg(strcmp(name, cases[i].want) == 0, "case %zu: %s, want %s", i, name,
+                      cases[i].want);
+    }
+    /* shipped on sm_90 at head_dim 128: both row-16 tiles, then the wider row layouts */
+    fajit_attn_desc d;
+    fajit_attn_desc_init(&d, p, p, p, p, 1, 32, 8, 1, 4096, 128, FAJIT_BF16);
+    const fj_target h200 = {90, 1, 132, 0, FJ_DEC_LOADER_AUTO};
+    fj_kcfg s[8];
+    const int n = fj_family_decode.shipped(&d, &h200, s, 8);
+    ck_assert_int_eq(n, 4);
+    const char *want[] = {"dec:64x3m1n4s0", "dec:128x2m1n4s0", "dec:64x3m2n2s0", "dec:64x3m4n1s0"};
+    for (int i = 0; i < n; i++) {
+        fj_kcfg_name(&s[i], name);
+        ck_assert_str_eq(name, want[i]);
+    }
+    /* on sm_80 the long and short defaults are one */
+    const fj_target a100 = {80, 0, 108, 0, FJ_DEC_LOADER_AUTO};
+    ck_assert_int_eq(fj_family_decode.shipped(&d, &a100, s, 8), 3);
 }
 END_TEST
 
@@ -1692,6 +1743,7 @@ int main(void)
     tcase_add_test(tt, registry_dummy_family);
     tcase_add_test(tt, decode_family_host);
     tcase_add_test(tt, decode_loader);
+    tcase_add_test(tt, decode_defaults);
     tcase_add_test(tt, merge_validation);
     suite_add_tcase(s, tt);
     suite_add_tcase(s, fj_tcase_cache());

@@ -115,11 +115,23 @@ static int check(const fj_kcfg *k, const fajit_attn_desc *d, const fj_target *t,
     return bad ? -1 : 0;
 }
 
+/* Whether a problem streams more K/V than the L2 holds many times over (bandwidth-bound):
+ * its K+V bytes at the host-known maxima, against STREAM_BYTES. */
+#define STREAM_BYTES (32ll << 20)
+static int streams(const fajit_attn_desc *d)
+{
+    const long long per_key = 2ll * 2 * d->head_dim * (d->heads_kv > 0 ? d->heads_kv : 1);
+    return (long long)(d->batch > 0 ? d->batch : 1) * d->seqlen_k * per_key >= STREAM_BYTES;
+}
+
 /* The defaults (dev/decode/NOTES.md): warps along the keys while the packed rows fit 16
  * (the FlashDecoding layout: every warp streams its own part of each tile), along the rows
  * beyond; 16-32 keys per warp (16 at head_dim > 128, where O takes most registers); 64-key
- * tiles 3 deep (4 at head_dim <= 64); fewer stages where two CTAs would not fit an SM, and
- * narrower tiles where one would not. */
+ * tiles 3 deep (4 at head_dim <= 64); on sm_90 at head_dim 72..128, bandwidth-bound
+ * problems (streams()) take 128-key tiles 2 deep, one CTA per SM (measured 1.5-3.5%
+ * faster at 16x8k, 1x32k and 64x16k keys, bench/results/2026-12-02-h200-session17-
+ * decode.md); fewer stages where two CTAs would not fit an SM, and narrower tiles where
+ * one would not. */
 static void default_cfg(const fajit_attn_desc *d, const fj_target *t, fj_kcfg *out)
 {
     const int rows = packed_rows(d), wide = d->head_dim > 128;
@@ -129,6 +141,8 @@ static void default_cfg(const fajit_attn_desc *d, const fj_target *t, fj_kcfg *o
             c.wn = 2, c.bn = 32;
         else if (d->head_dim <= 64)
             c.stages = 4;
+        else if (t->sm == 90 && streams(d))
+            c.bn = 128, c.stages = 2;
     } else if (rows <= 32) {
         c.wm = 2, c.wn = 2, c.bn = wide ? 32 : 64;
     } else if (wide) {   /* (4 x 1 warps with 16-key tiles spill at head_dim 200-208) */
@@ -190,12 +204,14 @@ static int shipped(const fajit_attn_desc *d, const fj_target *t, fj_kcfg *out, i
 {
     int n = 0;
     fajit_attn_desc e = *d;
-    for (int rows = 16; rows <= 64 && n < max; rows *= 2) {
-        e.heads_kv = 1, e.heads_q = rows, e.seqlen_q = 1;
+    /* each row layout short (latency-bound) and long (streams()) */
+    for (int i = 0; i < 6 && n < max; i++) {
+        e.heads_kv = 1, e.heads_q = 16 << i / 2, e.seqlen_q = 1, e.batch = 1;
+        e.seqlen_k = i % 2 ? 1 << 24 : 1;
         default_cfg(&e, t, &out[n]);
         int dup = 0;
-        for (int i = 0; i < n && !dup; i++)
-            dup = fj_kcfg_same(&out[i], &out[n]);
+        for (int k = 0; k < n && !dup; k++)
+            dup = fj_kcfg_same(&out[k], &out[n]);
         n += !dup;
     }
     return n;
