@@ -1402,8 +1402,9 @@ START_TEST(decode_family_host)
 END_TEST
 
 /* The decode defaults by shape: on sm_90 a bandwidth-bound problem (K+V of at least 32 MiB
- * at the host maxima) at head_dim 72..128 takes 128-key tiles 2 deep; a latency-bound one,
- * other head_dims and other targets keep 64-key tiles; the shipped list holds both, so that
+ * at the host maxima) whose keys split (fewer sequence x KV head pairs than the 132 SMs) at
+ * head_dim 72..128 takes 128-key tiles 2 deep; a latency-bound one, a full batch, other
+ * head_dims and other targets keep 64-key tiles; the shipped list holds both, so that
  * warm compiles what STRICT serves at any length. */
 START_TEST(decode_defaults)
 {
@@ -1412,7 +1413,8 @@ START_TEST(decode_defaults)
         const char *want;
     } cases[] = {
         {90, 16, 8192, 128, "dec:128x2m1n4s0"},  {90, 1, 32768, 128, "dec:128x2m1n4s0"},
-        {90, 64, 16384, 128, "dec:128x2m1n4s0"}, {90, 128, 2048, 96, "dec:128x2m1n4s0"},
+        {90, 64, 16384, 128, "dec:64x3m1n4s0"},  {90, 128, 2048, 96, "dec:64x3m1n4s0"},
+        {90, 17, 8192, 128, "dec:64x3m1n4s0"},   {90, 2, 131072, 96, "dec:128x2m1n4s0"},
         {90, 1, 4096, 128, "dec:64x3m1n4s0"},    {90, 1, 8191, 128, "dec:64x3m1n4s0"},
         {90, 1, 8192, 128, "dec:128x2m1n4s0"},  {90, 16, 8192, 64, "dec:64x4m1n4s0"},
         {90, 16, 8192, 256, "dec:32x3m1n2s0"},   {80, 16, 8192, 128, "dec:64x2m1n4s0"},

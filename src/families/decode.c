@@ -115,21 +115,25 @@ static int check(const fj_kcfg *k, const fajit_attn_desc *d, const fj_target *t,
     return bad ? -1 : 0;
 }
 
-/* Whether a problem streams more K/V than the L2 holds many times over (bandwidth-bound):
- * its K+V bytes at the host-known maxima, against STREAM_BYTES. */
+/* Whether the keys of a problem split to fill the GPU while its K/V stream from DRAM: fewer
+ * (sequence, KV head) pairs than SMs, and K+V bytes at the host-known maxima of at least
+ * STREAM_BYTES (bandwidth-bound; below, graph-replayed steps run from the L2). */
 #define STREAM_BYTES (32ll << 20)
-static int streams(const fajit_attn_desc *d)
+static int split_streams(const fajit_attn_desc *d, const fj_target *t)
 {
-    const long long per_key = 2ll * 2 * d->head_dim * (d->heads_kv > 0 ? d->heads_kv : 1);
-    return (long long)(d->batch > 0 ? d->batch : 1) * d->seqlen_k * per_key >= STREAM_BYTES;
+    const long long b = d->batch > 0 ? d->batch : 1, h = d->heads_kv > 0 ? d->heads_kv : 1;
+    const int sms = t->sm_count > 0 ? t->sm_count : 132;
+    return b * h < sms && b * d->seqlen_k * 2 * 2 * d->head_dim * h >= STREAM_BYTES;
 }
 
 /* The defaults (dev/decode/NOTES.md): warps along the keys while the packed rows fit 16
  * (the FlashDecoding layout: every warp streams its own part of each tile), along the rows
  * beyond; 16-32 keys per warp (16 at head_dim > 128, where O takes most registers); 64-key
  * tiles 3 deep (4 at head_dim <= 64); on sm_90 at head_dim 72..128, bandwidth-bound
- * problems (streams()) take 128-key tiles 2 deep, one CTA per SM (measured 1.5-3.5%
- * faster at 16x8k, 1x32k and 64x16k keys, bench/results/2026-12-02-h200-session17-
+ * problems whose keys split (split_streams()) take 128-key tiles 2 deep, one CTA per SM
+ * (page size 16 on the H200: 1x32k 41.7 against 43.2 us, 1x128k 132.1 against 135.1; but
+ * 64x16k 980 against 960 and 128x2k 264 against 248 without a split, where the 8 pages of a
+ * tile cost more than they do in 64-key tiles; bench/results/2026-12-02-h200-session17-
  * decode.md); fewer stages where two CTAs would not fit an SM, and narrower tiles where
  * one would not. */
 static void default_cfg(const fajit_attn_desc *d, const fj_target *t, fj_kcfg *out)
@@ -141,7 +145,7 @@ static void default_cfg(const fajit_attn_desc *d, const fj_target *t, fj_kcfg *o
             c.wn = 2, c.bn = 32;
         else if (d->head_dim <= 64)
             c.stages = 4;
-        else if (t->sm == 90 && streams(d))
+        else if (t->sm == 90 && split_streams(d, t))
             c.bn = 128, c.stages = 2;
     } else if (rows <= 32) {
         c.wm = 2, c.wn = 2, c.bn = wide ? 32 : 64;
@@ -204,7 +208,7 @@ static int shipped(const fajit_attn_desc *d, const fj_target *t, fj_kcfg *out, i
 {
     int n = 0;
     fajit_attn_desc e = *d;
-    /* each row layout short (latency-bound) and long (streams()) */
+    /* each row layout short (latency-bound) and long (split_streams()) */
     for (int i = 0; i < 6 && n < max; i++) {
         e.heads_kv = 1, e.heads_q = 16 << i / 2, e.seqlen_q = 1, e.batch = 1;
         e.seqlen_k = i % 2 ? 1 << 24 : 1;
