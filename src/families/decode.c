@@ -119,11 +119,13 @@ static int check(const fj_kcfg *k, const fajit_attn_desc *d, const fj_target *t,
  * (sequence, KV head) pairs than SMs, and K+V bytes at the host-known maxima of at least
  * STREAM_BYTES (bandwidth-bound; below, graph-replayed steps run from the L2). */
 #define STREAM_BYTES (32ll << 20)
+/* SMs of a target, 132 (an H100/H200) where unknown (warm, plan for an arch) */
+static int sms_of(int sm_count) { return sm_count > 0 ? sm_count : 132; }
 static int split_streams(const fajit_attn_desc *d, const fj_target *t)
 {
     const long long b = d->batch > 0 ? d->batch : 1, h = d->heads_kv > 0 ? d->heads_kv : 1;
-    const int sms = t->sm_count > 0 ? t->sm_count : 132;
-    return b * h < sms && b * d->seqlen_k * 2 * 2 * d->head_dim * h >= STREAM_BYTES;
+    const long long kv_bytes = b * d->seqlen_k * h * d->head_dim * 2 /* K, V */ * 2 /* 16 bit */;
+    return b * h < sms_of(t->sm_count) && kv_bytes >= STREAM_BYTES;
 }
 
 /* The defaults (dev/decode/NOTES.md): warps along the keys while the packed rows fit 16
@@ -332,7 +334,7 @@ static int dec_splits(const fj_dec_config *c, const fajit_attn_desc *d, int sm_c
     int s = d->num_splits ? d->num_splits : c->splits;
     if (!s) {
         const long long ctas = (long long)d->batch * d->heads_kv * q_tiles(c, d);
-        const int sms = sm_count > 0 ? sm_count : 132;
+        const int sms = sms_of(sm_count);
         s = wave_splits(ctas, sms, tiles_k);
         if ((tiles_k + s - 1) / s > 16)
             s = wave_splits(ctas, per_sm(c, d->head_dim, sm) * sms, tiles_k);
