@@ -61,12 +61,18 @@ static int applies(const fajit_attn_desc *d, const fj_target *t)
 
 /* Shared memory the split step's tiles and epilogue use (attn_decode.cu's SMEM_USE), and
  * its dynamic shared memory: TMA adds 64 bytes of barriers and 1024 of alignment slack. */
+/* The epilogue's area (RED_BYTES), which overlays the tiles. */
+static size_t red_bytes(const fj_dec_config *c, int head_dim)
+{
+    const size_t dp = (size_t)(head_dim + 15) / 16 * 16;
+    return (size_t)c->wm * c->wn * 16 * (dp + 8) * 4 + (size_t)c->wm * c->wn * 16 * 8;
+}
 static size_t smem_used(const fj_dec_config *c, int head_dim)
 {
     const size_t dp = (size_t)(head_dim + 15) / 16 * 16;
     const size_t ldb = dp % 64 == 0 ? 2 * dp : 2 * dp + 16;
     const size_t main = 16u * c->wm * ldb + 2u * c->stages * c->bn * ldb;
-    const size_t red = (size_t)c->wm * c->wn * 16 * (dp + 8) * 4 + (size_t)c->wm * c->wn * 16 * 8;
+    const size_t red = red_bytes(c, head_dim);
     return main > red ? main : red;
 }
 static size_t smem_bytes(const fj_dec_config *c, int head_dim)
@@ -274,6 +280,7 @@ static void kernels(const fj_kcfg *k, const fajit_attn_desc *d, fj_kernels *out)
     snprintf(v->name, sizeof v->name, "dec combine %s d%d", fj_dtype_name(dt), hd);
     out->threads[1] = COMBINE_THREADS;
     out->pdl[0] = out->pdl[1] = 1;   /* a decode step is mostly launch latency */
+    out->cluster[0] = 1;              /* the cluster merge (cluster_merge) */
     out->n = 2;
 }
 
@@ -346,6 +353,30 @@ static int dec_splits(const fj_dec_config *c, const fajit_attn_desc *d, int sm_c
     return per > 0 ? (tiles_k + per - 1) / per : 1;
 }
 
+/* Whether the splits of each group merge through distributed shared memory (the kernel's
+ * p.cluster; FAJIT_DECODE_MERGE, default DEC_CLUSTER_DEFAULT): sm_90+, 2..16 splits and one
+ * q tile, so that a group's splits are one cluster along grid x; the CTA's partials (MT
+ * rows of head_dim + 1 floats) fit after the epilogue's area (attn_decode.cu's CLU_FIT);
+ * the CTAs fit one wave (the split rule's case: a forced count over a full batch keeps the
+ * global merge, where clusters would only constrain the scheduling of many waves); and a
+ * cluster of more than 8 CTAs takes at most 8 SMs (two CTAs per SM), which every GPC of an
+ * H100/H200 has free. Else the global merge (fused_counters). */
+#define DEC_CLUSTER_DEFAULT 1
+static int cluster_merge(const fj_dec_config *c, const fajit_attn_desc *d, const fj_target *t,
+                         int splits)
+{
+    if (t->dec_merge == FJ_DEC_MERGE_GLOBAL ||
+        (t->dec_merge == FJ_DEC_MERGE_AUTO && !DEC_CLUSTER_DEFAULT) || t->sm < 90 ||
+        splits < 2 || splits > 16 || q_tiles(c, d) != 1)
+        return 0;
+    const size_t mt = 16u * c->wm, part = mt * (size_t)d->head_dim * 4 + mt * 4;
+    const int fit = per_sm(c, d->head_dim, t->sm);
+    if (red_bytes(c, d->head_dim) + part > smem_used(c, d->head_dim) ||
+        (long long)d->batch * d->heads_kv * splits > (long long)fit * sms_of(t->sm_count))
+        return 0;
+    return splits <= 8 || fit == 2;
+}
+
 /* Rows of the partials: the packed query rows of the whole batch (an upper bound when
  * varlen without total_q). */
 static long long total_rows(const fajit_attn_desc *d)
@@ -384,6 +415,8 @@ static void workspace(const fj_kcfg *k, const fajit_attn_desc *d, const fj_targe
 {
     const fj_dec_config *c = of(k);
     int s = dec_splits(c, d, t->sm_count, t->sm);
+    if (cluster_merge(c, d, t, s))
+        s = 1;   /* no partials in global memory, no counters */
     if (s > 1)
         out->scratch_bytes = lse_offset(d, s) + (size_t)s * (size_t)total_rows(d) * d->heads_q * 4;
     out->counter_bytes = fused_counters(c, d, s);
@@ -424,8 +457,11 @@ static void describe_grid(const fj_kcfg *k, const fajit_attn_desc *d, const fj_t
              d->num_splits ? "forced" : c->splits ? "tuned" : t->sm_count ? "chosen for this GPU"
                                                                            : "chosen for 132 SMs",
              q_tiles(c, d), q_tiles(c, d) > 1 ? "s" : "",
-             s < 2 ? "no combine" : fused_counters(c, d, s) ? "the last CTA of each group combines"
-                                                            : "the combine kernel");
+             s < 2 ? "no combine"
+             : cluster_merge(c, d, t, s)
+                 ? "the splits of each group merge as one cluster through shared memory"
+             : fused_counters(c, d, s) ? "the last CTA of each group combines"
+                                       : "the combine kernel");
 }
 
 static void fill_params(const fj_dec_config *c, const fajit_attn_desc *d, const fj_launch_env *env,
@@ -462,11 +498,13 @@ static void fill_params(const fj_dec_config *c, const fajit_attn_desc *d, const 
     p->split_keys = (tiles_k + splits - 1) / splits * c->bn;
     p->q_tiles = q_tiles(c, d);
     p->total_rows = (int)total_rows(d);
+    const fj_target here = {env->sm, 0, env->sm_count, c->checked, 0, env->dec_merge};
+    p->cluster = cluster_merge(c, d, &here, splits);
     fj_attn_params ap;   /* the window convention of every attention kernel */
     fj_params_from_desc(d, &ap);
     p->window_left = ap.window_left, p->window_right = ap.window_right;
     p->scale = ap.scale, p->scale_log2 = ap.scale_log2;
-    if (splits > 1) {
+    if (splits > 1 && !p->cluster) {
         p->counters = env->counters;   /* set: the fused combine */
         p->part_o = env->scratch;
         p->part_lse = env->scratch + lse_offset(d, splits);
@@ -513,7 +551,7 @@ static fajit_status launch_args(const fj_kcfg *k, int i, const fajit_attn_desc *
     fj_decode_params p;
     fill_params(c, d, env, splits, &p);
     fj_tmap maps[2];
-    const fj_target here = {env->sm, 0, env->sm_count, c->checked, 0};
+    const fj_target here = {env->sm, 0, env->sm_count, c->checked, 0, env->dec_merge};
     if (c->tma && dec_tma_misfit(c, d, &here)) {
         /* (check() refuses such a plan; a launch must never hang on missing boxes) */
         snprintf(why, n, "the TMA decode kernel cannot load head_dim %d with page_size %d",
@@ -528,9 +566,10 @@ static fajit_status launch_args(const fj_kcfg *k, int i, const fajit_attn_desc *
         a->grid[0] = (unsigned)(splits * p.q_tiles);
         a->grid[1] = (unsigned)d->heads_kv;
         a->grid[2] = (unsigned)d->batch;
+        a->cluster = p.cluster ? (unsigned)splits : 0;
     } else {   /* the combine kernel, after a split without the fused combine */
         const long long items = (long long)d->heads_q * (d->head_dim / 4);
-        a->grid[0] = splits > 1 && !p.counters ? (unsigned)p.total_rows : 0;
+        a->grid[0] = splits > 1 && !p.counters && !p.cluster ? (unsigned)p.total_rows : 0;
         a->grid[1] = (unsigned)((items + COMBINE_THREADS - 1) / COMBINE_THREADS);
         a->grid[2] = 1;
     }
