@@ -424,7 +424,8 @@ def optional_peers():
     out = {}
     for name in ("flashinfer", "flash_attn"):
         try:
-            out[name] = (__import__(name), "installed")
+            m = __import__(name)
+            out[name] = (m, f"installed, {getattr(m, '__version__', 'version unknown')}")
         except ImportError:
             out[name] = (None, "not installed")
         except Exception as ex:   # noqa: BLE001 - a broken install must not stop the run
@@ -432,18 +433,35 @@ def optional_peers():
     return out
 
 
-def flashinfer_fn(fi, q, kvp, bt, page_size, N, hq, hkv, dim):
-    """flashinfer's paged decode (q_len 1 only) on fajit's own paged cache (NHD layout)."""
+# The table columns of each optional peer. flashinfer is timed twice: "FI tc" is its decode
+# wrapper with use_tensor_cores=True (its FA2 prefill kernels over the paged cache, what it
+# advises for GQA groups of 4 and more), "FI cc" its CUDA-core decode kernel (the default).
+OPT_COLS = {"flashinfer": ("FI tc", "FI cc"), "flash_attn": ("flash_attn",)}
+
+
+def flashinfer_fn(fi, q, kvp, bt, page_size, N, hq, hkv, dim, scale, tensor_cores):
+    """flashinfer's paged decode (q_len 1 only; flashinfer 0.7.2's
+    BatchDecodeWithPagedKVCacheWrapper) on fajit's own paged cache: kvp [2, pages, page_size,
+    hkv, dim] is the NHD layout flashinfer reads, K and V as a tuple of two [pages, page_size,
+    hkv, dim] tensors; fajit's block table bt [b, pps] (every sequence N keys, pps pages)
+    becomes flashinfer's CSR page list. plan() runs here, once; the returned callable is
+    run() alone, into a preallocated output."""
     b = q.shape[0]
-    ws = torch.empty(128 << 20, dtype=torch.uint8, device=DEV)
-    w = fi.BatchDecodeWithPagedKVCacheWrapper(ws, "NHD")
+    # 128 MiB float workspace (its split-k partials), zeroed as its first use wants
+    ws = torch.zeros(128 << 20, dtype=torch.uint8, device=DEV)
+    # backend fa2 by name: "auto" picks it on sm90 too, but first asks cuDNN's frontend
+    w = fi.BatchDecodeWithPagedKVCacheWrapper(ws, "NHD", use_tensor_cores=tensor_cores,
+                                              backend="fa2")
     pps = bt.shape[1]
-    indptr = torch.arange(0, b + 1, dtype=torch.int32, device=DEV) * pps
+    indptr = torch.arange(0, b + 1, dtype=torch.int32, device=DEV) * pps   # pps pages each
+    indices = bt.reshape(-1).contiguous()                                 # page ids, in order
     last = torch.full((b,), N - (pps - 1) * page_size, dtype=torch.int32, device=DEV)
-    w.plan(indptr, bt.reshape(-1), last, hq, hkv, dim, page_size, q_data_type=torch.bfloat16,
-           kv_data_type=torch.bfloat16)
-    q3 = q[:, 0].contiguous()
-    return lambda: w.run(q3, (kvp[0], kvp[1]))
+    w.plan(indptr, indices, last, hq, hkv, dim, page_size, q_data_type=torch.bfloat16,
+           kv_data_type=torch.bfloat16, sm_scale=scale)
+    q3 = q[:, 0].contiguous()                                             # [b, hq, dim]
+    o = torch.empty_like(q3)
+    kv = (kvp[0], kvp[1])
+    return lambda: w.run(q3, kv, out=o)
 
 
 def flash_attn_fn(fa, q, k, v, causal):
@@ -544,7 +562,7 @@ def main():
           f"{len(shapes)} shapes x q_len {args.q_lens}, page sizes {args.page_sizes}",
           flush=True)
     rows, bw_rows, graph_rows, notes, kernels = [], [], [], [], {}
-    opt_cols = [n for n, (m, _) in opt.items() if m is not None]
+    opt_cols = [c for n, (m, _) in opt.items() if m is not None for c in OPT_COLS[n]]
     total = len(shapes) * len(q_lens)
     idx = 0
     for b, N in shapes:
@@ -615,24 +633,25 @@ def main():
                     expanded[p.name] = exp
                     keep.append(buf)
             for name, (m, _) in opt.items():
-                if m is None:
-                    continue
-                try:
-                    if name == "flashinfer":
-                        if L != 1:
-                            raise RuntimeError("its decode wrapper takes q_len 1 only")
-                        kvp, bt, _u = paged[ps0]
-                        fn = flashinfer_fn(m, q, kvp, bt, ps0, N, hq, hkv, hd)
-                        out = fn().view(b, 1, hq, hd)
-                    else:
-                        fn = flash_attn_fn(m, q, k, v, causal)
-                        out = fn()
-                    e = max_err(out, ref)
-                    if e > args.tol:
-                        raise RuntimeError(f"max abs error {e:.3g}")
-                    fns[name] = fn
-                except Exception as ex:   # noqa: BLE001 - optional peers never stop the run
-                    notes.append(f"{b}x{N} q{L} {name}: {str(ex)[:160]}")
+                if m is None or (name == "flashinfer" and L != 1):
+                    continue   # flashinfer's decode wrapper: q_len 1 only (said in the report)
+                for col in OPT_COLS[name]:
+                    try:
+                        if name == "flashinfer":
+                            kvp, bt, _u = paged[ps0]
+                            fn = flashinfer_fn(m, q, kvp, bt, ps0, N, hq, hkv, hd, scale,
+                                               tensor_cores=col == "FI tc")
+                            out = fn().view(b, 1, hq, hd)
+                        else:
+                            fn = flash_attn_fn(m, q, k, v, causal)
+                            out = fn()
+                        e = max_err(out, ref)
+                        if e > args.tol:
+                            raise RuntimeError(f"max abs error {e:.3g}")
+                        fns[col] = fn
+                        errs[col] = e
+                    except Exception as ex:   # noqa: BLE001 - optional peers never stop the run
+                        notes.append(f"{b}x{N} q{L} {col}: {str(ex)[:160]}")
             t = timer.interleaved(fns, notes, f"{b}x{N} q{L}")
             g = {}
             if latency:
@@ -842,7 +861,10 @@ def report(args, fj, rows, bw_rows, graph_rows, mixed, peers, opt, opt_cols, not
             if L in p.notes:
                 lines.append(f"- {p.name} q_len {L}: {p.notes[L]}")
     for n, (_, status) in opt.items():
-        lines.append(f"- {n}: {status}")
+        lines.append(f"- {n}: {status}" + (
+            "; q_len 1 only, paged (page size %d, fajit's pages and block table), backend "
+            "fa2; FI tc: use_tensor_cores=True, FI cc: its CUDA-core decode kernel" % ps0
+            if n == "flashinfer" else ""))
     if kernels:
         lines += ["", "fajit's kernels (fajit_dispatch_describe), one line per distinct "
                   "description:", ""]
