@@ -1267,8 +1267,6 @@ static CUresult dec_launch_ex(const fj_cu_launch_config *c, CUfunction f, void *
             ck_assert_uint_eq(c->attrs[i].v.dim.z, 1);
             cluster = c->attrs[i].v.dim.x;
         }
-        if (c->attrs[i].id == FJ_CU_LAUNCH_ATTR_CLUSTER_POLICY)
-            ck_assert_int_eq(c->attrs[i].v.value, FJ_CU_CLUSTER_SPREAD);
     }
     g_dec.cluster[g_dec.launches % 4] = cluster;
     return dec_launch(f, c->grid_x, c->grid_y, c->grid_z, c->block_x, c->block_y, c->block_z,

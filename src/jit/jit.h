@@ -35,8 +35,6 @@ enum {
 /* cuLaunchKernelEx's CUlaunchAttribute and CUlaunchConfig (cuda.h, CUDA 12.0+). */
 #define FJ_CU_LAUNCH_ATTR_PDL 6   /* CU_LAUNCH_ATTRIBUTE_PROGRAMMATIC_STREAM_SERIALIZATION */
 #define FJ_CU_LAUNCH_ATTR_CLUSTER 4   /* CU_LAUNCH_ATTRIBUTE_CLUSTER_DIMENSION */
-#define FJ_CU_LAUNCH_ATTR_CLUSTER_POLICY 5   /* ..._CLUSTER_SCHEDULING_POLICY_PREFERENCE */
-#define FJ_CU_CLUSTER_SPREAD 1               /* CU_CLUSTER_SCHEDULING_POLICY_SPREAD */
 typedef struct fj_cu_launch_attr {
     int id;
     char pad_[4];
@@ -163,8 +161,7 @@ CUresult fj_func_dyn_smem(const fj_cuda *cu, CUfunction fn, int bytes);
  * touching memory) where the driver has cuLaunchKernelEx, else a plain launch. cluster > 1:
  * thread-block clusters of `cluster` x 1 x 1 CTAs (sm_90+, needs cuLaunchKernelEx: else
  * CUDA_ERROR_NOT_SUPPORTED; above 8 the function must allow non-portable sizes,
- * fj_func_cluster16), asking the scheduler to spread a cluster's CTAs over the SMs of its
- * GPC rather than pack them onto as few as fit. */
+ * fj_func_cluster16). */
 CUresult fj_launch(const fj_cuda *cu, CUfunction fn, const unsigned grid[3], unsigned threads,
                    unsigned dyn_smem, CUstream stream, void **args, int pdl, unsigned cluster);
 /* Lets fn launch in clusters of up to 16 CTAs (the non-portable sizes of sm_90). */

@@ -45,7 +45,7 @@ CUresult fj_launch(const fj_cuda *cu, CUfunction fn, const unsigned grid[3], uns
     if (cluster > 1 && !cu->cuLaunchKernelEx)
         return FJ_CUDA_ERROR_NOT_SUPPORTED;
     if ((pdl || cluster > 1) && cu->cuLaunchKernelEx) {
-        fj_cu_launch_attr attr[3];
+        fj_cu_launch_attr attr[2];
         unsigned n = 0;
         memset(attr, 0, sizeof attr);
         if (pdl)
@@ -53,7 +53,6 @@ CUresult fj_launch(const fj_cuda *cu, CUfunction fn, const unsigned grid[3], uns
         if (cluster > 1) {
             attr[n].id = FJ_CU_LAUNCH_ATTR_CLUSTER;
             attr[n].v.dim.x = cluster, attr[n].v.dim.y = 1, attr[n++].v.dim.z = 1;
-            attr[n].id = FJ_CU_LAUNCH_ATTR_CLUSTER_POLICY, attr[n++].v.value = FJ_CU_CLUSTER_SPREAD;
         }
         const fj_cu_launch_config c = {grid[0], grid[1], grid[2], threads, 1, 1, dyn_smem,
                                        stream, attr, n};
