@@ -638,11 +638,12 @@ static fajit_ctx *new_ctx_tma(int checked)
     return ctx;
 }
 
-/* A context whose decode splits merge through global memory (FAJIT_DECODE_MERGE=global):
- * the last CTA of each group, or the combine kernel, as before sm_90. */
-static fajit_ctx *new_ctx_global(int checked)
+/* A context whose decode splits merge through distributed shared memory where a group's
+ * splits fit one cluster (FAJIT_DECODE_MERGE=cluster; sm_90+): not the default, which
+ * merges through global memory (the last CTA of each group, or the combine kernel). */
+static fajit_ctx *new_ctx_cluster(int checked)
 {
-    setenv("FAJIT_DECODE_MERGE", "global", 1);
+    setenv("FAJIT_DECODE_MERGE", "cluster", 1);
     fajit_ctx *ctx = new_ctx(checked);
     unsetenv("FAJIT_DECODE_MERGE");
     return ctx;
@@ -801,9 +802,8 @@ static void sweep_case(fajit_ctx *ctx, int k, int describe, int verbose, sweep_t
 START_TEST(paged_sweep)
 {
     /* a third of the cases each through the default context, one that loads by TMA where it
-     * fits, and one whose splits merge through global memory (the defaults' loader and
-     * merge may be either: all are checked) */
-    fajit_ctx *ctx = new_ctx(0), *tctx = new_ctx_tma(0), *gctx = new_ctx_global(0);
+     * fits, and one whose splits merge as clusters where they fit */
+    fajit_ctx *ctx = new_ctx(0), *tctx = new_ctx_tma(0), *gctx = new_ctx_cluster(0);
     fajit_ctx *ctxs[3] = {ctx, tctx, gctx};
     const int n = env_int("FAJIT_TEST_DECODE_CASES", 200);
     const int only = env_int("FAJIT_TEST_DECODE_ONLY", -1);
@@ -1107,12 +1107,11 @@ START_TEST(graph_replay)
     printf("graph_replay: %s\n", buf);
     capture_and_replay(tctx, &B, s, 2, "TMA loads, context scratch");
     fajit_ctx_destroy(tctx);
-    /* both merges of the splits: clusters (the default on sm_90+: no workspace) and the last
-     * CTA of each group through global memory (counters reset inside the graph) */
-    fajit_ctx *gctx = new_ctx_global(0);
+    /* the splits merged as clusters where asked (sm_90+: no workspace) */
+    fajit_ctx *gctx = new_ctx_cluster(0);
     ck_assert_int_eq(fajit_dispatch_describe(gctx, NULL, &B.desc, buf, sizeof buf), FAJIT_OK);
     printf("graph_replay: %s\n", buf);
-    capture_and_replay(gctx, &B, s, 2, "global merge, context scratch");
+    capture_and_replay(gctx, &B, s, 2, "cluster merge");
     fajit_ctx_destroy(gctx);
 
     CU(G.stream_destroy(s));
@@ -1205,20 +1204,24 @@ END_TEST
  * counters at zero is graph_replay's: the replays of one capture share one slot.) */
 START_TEST(combine_paths)
 {
-    fajit_ctx *gctx = new_ctx_global(0), *dctx = new_ctx(0);
+    fajit_ctx *gctx = new_ctx(0), *dctx = new_ctx_cluster(0);
     reseed(g_seed ^ 0xc0b1eull);
-    static const struct { const char *what, *want; int varlen, splits, global, batch; } runs[] = {
-        {"fused", "the last CTA of each group combines", 0, 5, 1, 8},
-        {"kernel", "the combine kernel", 1, 3, 1, 8},
-        {"cluster", CLUSTER_TEXT, 0, 5, 0, 8},       /* (sm_90+) */
-        {"cluster 16", CLUSTER_TEXT, 0, 16, 0, 2},   /* (one wave: 2 x 4 x 16 CTAs) */
+    /* (cluster: sm_90+, 32 packed rows of 64x2m2n2, two CTAs per SM, in one wave) */
+    static const struct {
+        const char *what, *want;
+        int varlen, splits, global, batch, q_len;
+    } runs[] = {
+        {"fused", "the last CTA of each group combines", 0, 5, 1, 8, 2},
+        {"kernel", "the combine kernel", 1, 3, 1, 8, 2},
+        {"cluster", CLUSTER_TEXT, 0, 5, 0, 8, 8},
+        {"cluster 16", CLUSTER_TEXT, 0, 16, 0, 2, 8},
     };
     for (int i = 0; i < 4; i++) {
         fajit_ctx *ctx = runs[i].global ? gctx : dctx;
         if (!runs[i].global && ctx->cc < 90)
             continue;
         dcase c = {.batch = runs[i].batch, .hkv = 4, .group = 4, .hd = 128, .dtype = FAJIT_BF16,
-                   .mask = FAJIT_MASK_CAUSAL, .q_len = 2, .seqlen_k = 1000, .paged = 1,
+                   .mask = FAJIT_MASK_CAUSAL, .q_len = runs[i].q_len, .seqlen_k = 1000, .paged = 1,
                    .page_size = 16, .use_seqused = 1, .spare = 5, .want_lse = 1,
                    .num_splits = runs[i].splits, .varlen = runs[i].varlen};
         if (c.varlen) {

@@ -1409,11 +1409,12 @@ START_TEST(decode_family_host)
 }
 END_TEST
 
-/* The decode defaults by shape: on sm_90 a bandwidth-bound problem (K+V of at least 32 MiB
- * at the host maxima) whose keys split (fewer sequence x KV head pairs than the 132 SMs) at
- * head_dim 72..128 takes 128-key tiles 2 deep; a latency-bound one, a full batch, other
- * head_dims and other targets keep 64-key tiles; the shipped list holds both, so that
- * warm compiles what STRICT serves at any length. */
+/* The decode defaults by shape: on sm_90 at head_dim 72..128 a problem whose keys split
+ * (fewer sequence x KV head pairs than the 132 SMs) takes 128-key tiles 2 deep, over 4 warps
+ * when bandwidth-bound (K+V of at least 32 MiB at the host maxima) and 8 when latency-bound;
+ * at 17..32 packed rows the latency-bound ones take 64-key tiles 2 deep; a full batch,
+ * other head_dims and other targets keep 64-key tiles 3 deep (2 on sm_80 at head_dim 128);
+ * the shipped list holds all, so that warm compiles what STRICT serves at any length. */
 START_TEST(decode_defaults)
 {
     static const struct {
@@ -1423,7 +1424,9 @@ START_TEST(decode_defaults)
         {90, 16, 8192, 128, "dec:128x2m1n4s0"},  {90, 1, 32768, 128, "dec:128x2m1n4s0"},
         {90, 64, 16384, 128, "dec:64x3m1n4s0"},  {90, 128, 2048, 96, "dec:64x3m1n4s0"},
         {90, 17, 8192, 128, "dec:64x3m1n4s0"},   {90, 2, 131072, 96, "dec:128x2m1n4s0"},
-        {90, 1, 4096, 128, "dec:64x3m1n4s0"},    {90, 1, 8191, 128, "dec:64x3m1n4s0"},
+        {90, 1, 4096, 128, "dec:128x2m1n8s0"},   {90, 1, 8191, 128, "dec:128x2m1n8s0"},
+        {90, 40, 512, 128, "dec:64x3m1n4s0"},    {90, 8, 1024, 80, "dec:128x2m1n8s0"},
+        {80, 1, 4096, 128, "dec:64x2m1n4s0"},
         {90, 1, 8192, 128, "dec:128x2m1n4s0"},  {90, 16, 8192, 64, "dec:64x4m1n4s0"},
         {90, 16, 8192, 256, "dec:32x3m1n2s0"},   {80, 16, 8192, 128, "dec:64x2m1n4s0"},
         {100, 16, 8192, 128, "dec:64x3m1n4s0"},
@@ -1442,32 +1445,45 @@ START_TEST(decode_defaults)
         fj_kcfg_name(&c, name);
         ck_assert_msg(strcmp(name, cases[i].want) == 0, "case %zu: %s, want %s", i, name,
                       cases[i].want);
+        /* q_len 8 x 4 heads: 32 packed rows */
+        d.seqlen_q = 8, d.mask = FAJIT_MASK_CAUSAL;
+        ck_assert_int_eq(fj_kcfg_default(&d, &t, FAJIT_FAMILY_AUTO, &c), 0);
+        fj_kcfg_name(&c, name);
+        const int lat8 = cases[i].sm == 90 && strcmp(cases[i].want, "dec:128x2m1n8s0") == 0;
+        const char *want8 = cases[i].head_dim == 256 ? "dec:32x3m2n2s0"
+                            : cases[i].sm == 80      ? "dec:64x2m2n2s0"
+                            : lat8                   ? "dec:64x2m2n2s0"
+                                                     : "dec:64x3m2n2s0";
+        ck_assert_msg(strcmp(name, want8) == 0, "case %zu q_len 8: %s, want %s", i, name, want8);
     }
-    /* shipped on sm_90 at head_dim 128: both row-16 tiles, then the wider row layouts */
+    /* shipped on sm_90 at head_dim 128: the row-16 tiles of the three split classes, then
+     * the wider row layouts */
     fajit_attn_desc d;
     fajit_attn_desc_init(&d, p, p, p, p, 1, 32, 8, 1, 4096, 128, FAJIT_BF16);
     const fj_target h200 = {90, 1, 132, 0, FJ_DEC_LOADER_AUTO, FJ_DEC_MERGE_AUTO};
-    fj_kcfg s[8];
-    const int n = fj_family_decode.shipped(&d, &h200, s, 8);
-    ck_assert_int_eq(n, 4);
-    const char *want[] = {"dec:64x3m1n4s0", "dec:128x2m1n4s0", "dec:64x3m2n2s0", "dec:64x3m4n1s0"};
+    fj_kcfg s[12];
+    const int n = fj_family_decode.shipped(&d, &h200, s, 12);
+    ck_assert_int_eq(n, 6);
+    const char *want[] = {"dec:128x2m1n8s0", "dec:128x2m1n4s0", "dec:64x3m1n4s0",
+                          "dec:64x2m2n2s0", "dec:64x3m2n2s0", "dec:64x3m4n1s0"};
     for (int i = 0; i < n; i++) {
         fj_kcfg_name(&s[i], name);
         ck_assert_str_eq(name, want[i]);
     }
     /* on sm_80 the long and short defaults are one */
     const fj_target a100 = {80, 0, 108, 0, FJ_DEC_LOADER_AUTO, FJ_DEC_MERGE_AUTO};
-    ck_assert_int_eq(fj_family_decode.shipped(&d, &a100, s, 8), 3);
+    ck_assert_int_eq(fj_family_decode.shipped(&d, &a100, s, 12), 3);
 }
 END_TEST
 
-/* The cluster merge (FAJIT_DECODE_MERGE): on the fake sm_90 device a latency-bound decode
- * step (1 x 4k keys, 16 splits) launches its splits as clusters of the group's splits that
- * merge in shared memory: no counters, no partials, no combine kernel, no workspace; q_len
- * 8 (32 packed rows, one q tile) too. The global merge where asked, where one wave would not
- * hold the CTAs, where 16 splits of a config that fits one CTA per SM would need 16 SMs of a
- * GPC, and on sm_80. A launch in clusters needs cuLaunchKernelEx; the non-portable sizes are
- * a function attribute. */
+/* The cluster merge (FAJIT_DECODE_MERGE=cluster): on the fake sm_90 device a latency-bound
+ * decode step (1 x 4k keys, 16 splits) launches its splits as clusters of the group's
+ * splits that merge in shared memory: no counters, no partials, no combine kernel, no
+ * workspace; q_len 8 (32 packed rows, one q tile) too. The global merge by default (auto),
+ * where one wave would not hold the CTAs, where 16 splits of a config that fits one CTA per
+ * SM would need 16 SMs of a GPC, and on sm_80. A launch in clusters needs cuLaunchKernelEx;
+ * the non-portable sizes are a function attribute. */
+#define CLUSTER_LINE "merge as one cluster through shared memory"
 static int g_fattr[2];
 static CUresult dec_fset(CUfunction f, int attr, int value)
 {
@@ -1487,10 +1503,12 @@ START_TEST(decode_cluster_merge)
     fajit_ctx_opts_init(&o);
     o.cache_dir = "", o.device = 0;
     fajit_ctx *ctx, *glob, *bad;
+    setenv("FAJIT_DECODE_MERGE", "Cluster", 1);
     ck_assert_int_eq(fajit_ctx_create(&ctx, &o), FAJIT_OK);
-    setenv("FAJIT_DECODE_MERGE", "Global", 1);
-    ck_assert_int_eq(fajit_ctx_create(&glob, &o), FAJIT_OK);
-    ck_assert_int_eq(glob->dec_merge, FJ_DEC_MERGE_GLOBAL);
+    ck_assert_int_eq(ctx->dec_merge, FJ_DEC_MERGE_CLUSTER);
+    unsetenv("FAJIT_DECODE_MERGE");
+    ck_assert_int_eq(fajit_ctx_create(&glob, &o), FAJIT_OK);   /* auto: global */
+    ck_assert_int_eq(glob->dec_merge, FJ_DEC_MERGE_AUTO);
     setenv("FAJIT_DECODE_MERGE", "dsmem", 1);
     ck_assert_int_eq(fajit_ctx_create(&bad, &o), FAJIT_INVALID_ARGUMENT);
     ck_assert_ptr_nonnull(strstr(fajit_errmsg(bad),
@@ -1510,9 +1528,10 @@ START_TEST(decode_cluster_merge)
     static const struct {
         int glob, q_len, seqlen_k, batch, num_splits, cluster;
     } cases[] = {
-        {0, 1, 4096, 1, 0, 1},      /* 16 splits of 64x3 (two per SM): clusters of 16 */
-        {1, 1, 4096, 1, 0, 0},      /* FAJIT_DECODE_MERGE=global */
-        {0, 8, 4096, 1, 0, 1},      /* q_len 8: 32 rows in one q tile of 64x3m2n2 */
+        {0, 1, 4096, 1, 0, 0},      /* 16 splits of 128x2m1n8 (one per SM): global */
+        {0, 1, 4096, 1, 8, 1},      /* ... 8 forced: clusters of 8 */
+        {1, 1, 4096, 1, 0, 0},      /* the default, auto */
+        {0, 8, 4096, 1, 0, 1},      /* q_len 8: 32 rows in one q tile of 64x2m2n2, 16 splits */
         {0, 1, 32768, 1, 0, 0},     /* 16 splits of 128x2 (one per SM): the global merge */
         {0, 1, 32768, 1, 8, 1},     /* ... unless forced to 8 */
         {0, 1, 4096, 64, 3, 0},     /* forced splits over 64 x 8 groups: many waves */
@@ -1546,7 +1565,7 @@ START_TEST(decode_cluster_merge)
             ck_assert_uint_eq(q->counters, 0);
             ck_assert_uint_eq(q->part_o, 0);
             ck_assert_uint_eq(need, 0);
-            ck_assert_msg(strstr(line, "merge as one cluster through shared memory"), "%s", line);
+            ck_assert_msg(strstr(line, CLUSTER_LINE), "%s", line);
         } else {
             ck_assert_uint_eq(g_dec.cluster[0], 0);
             ck_assert_uint_ne(q->part_o, 0);
@@ -1554,8 +1573,13 @@ START_TEST(decode_cluster_merge)
             ck_assert_msg(!strstr(line, "cluster"), "%s", line);
         }
     }
-    /* sm_80: never */
+    /* sm_80: never; sm_90a only when asked (8 forced splits of 1 x 4k keys) */
+    d.num_splits = 8;
     ck_assert_int_eq(fajit_dispatch_describe(ctx, "sm_80", &d, line, sizeof line), FAJIT_OK);
+    ck_assert_msg(strstr(line, "the last CTA of each group combines"), "%s", line);
+    ck_assert_int_eq(fajit_dispatch_describe(ctx, "sm_90a", &d, line, sizeof line), FAJIT_OK);
+    ck_assert_msg(strstr(line, CLUSTER_LINE), "%s", line);
+    ck_assert_int_eq(fajit_dispatch_describe(glob, "sm_90a", &d, line, sizeof line), FAJIT_OK);
     ck_assert_msg(strstr(line, "the last CTA of each group combines"), "%s", line);
     /* the launch layer: clusters need cuLaunchKernelEx; 16 CTAs a function attribute */
     const unsigned grid[3] = {16, 8, 1};
@@ -1624,14 +1648,14 @@ START_TEST(decode_loader)
     /* forced TMA where it fits: its own name, macro and shared memory */
     ck_assert_int_eq(fj_kcfg_default(&d, &h200, FAJIT_FAMILY_AUTO, &c), 0);
     fj_kcfg_name(&c, name);
-    ck_assert_str_eq(name, "dec:64x3m1n4s0t");
+    ck_assert_str_eq(name, "dec:128x2m1n8s0t");
     ck_assert_int_eq(fj_kcfg_parse(name, &back), 0);
     fj_kcfg_name(&back, name);
-    ck_assert_str_eq(name, "dec:64x3m1n4s0t");
+    ck_assert_str_eq(name, "dec:128x2m1n8s0t");
     c.fam->kernels(&c, &d, &ks);
     ck_assert_ptr_nonnull(strstr(ks.v[0].preamble, "#define FJ_DEC_TMA 1\n"));
     ck_assert_ptr_nonnull(strstr(ks.v[0].name, " tma"));
-    ck_assert_int_eq(ks.dyn_smem[0], 102400 + 64 + 1024);
+    ck_assert_int_eq(ks.dyn_smem[0], 135168 + 64 + 1024);
     ck_assert_int_eq(fj_kcfg_parse("dec:64x3m1n4s0tt", &back), -1);
     ck_assert_int_eq(fj_kcfg_parse("dec:64x3m1n4s0x", &back), -1);
     ck_assert_int_eq(fj_kcfg_parse("dec:64x3m1n4s0", &back), 0);   /* rows of before */

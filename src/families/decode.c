@@ -121,42 +121,55 @@ static int check(const fj_kcfg *k, const fajit_attn_desc *d, const fj_target *t,
     return bad ? -1 : 0;
 }
 
-/* Whether the keys of a problem split to fill the GPU while its K/V stream from DRAM: fewer
- * (sequence, KV head) pairs than SMs, and K+V bytes at the host-known maxima of at least
- * STREAM_BYTES (bandwidth-bound; below, graph-replayed steps run from the L2). */
+/* How the keys of a problem split: 0 where the (sequence, KV head) pairs fill the SMs (no
+ * split); else SPLIT_STREAM where K+V at the host-known maxima are at least STREAM_BYTES
+ * (bandwidth-bound: they stream from DRAM), SPLIT_LATENCY below (latency-bound:
+ * graph-replayed steps run from the L2). */
 #define STREAM_BYTES (32ll << 20)
+enum { SPLIT_NONE = 0, SPLIT_STREAM = 1, SPLIT_LATENCY = 2 };
 /* SMs of a target, 132 (an H100/H200) where unknown (warm, plan for an arch) */
 static int sms_of(int sm_count) { return sm_count > 0 ? sm_count : 132; }
-static int split_streams(const fajit_attn_desc *d, const fj_target *t)
+static int split_class(const fajit_attn_desc *d, const fj_target *t)
 {
     const long long b = d->batch > 0 ? d->batch : 1, h = d->heads_kv > 0 ? d->heads_kv : 1;
     const long long kv_bytes = b * d->seqlen_k * h * d->head_dim * 2 /* K, V */ * 2 /* 16 bit */;
-    return b * h < sms_of(t->sm_count) && kv_bytes >= STREAM_BYTES;
+    if (b * h >= sms_of(t->sm_count))
+        return SPLIT_NONE;
+    return kv_bytes >= STREAM_BYTES ? SPLIT_STREAM : SPLIT_LATENCY;
 }
 
 /* The defaults (dev/decode/NOTES.md): warps along the keys while the packed rows fit 16
  * (the FlashDecoding layout: every warp streams its own part of each tile), along the rows
  * beyond; 16-32 keys per warp (16 at head_dim > 128, where O takes most registers); 64-key
- * tiles 3 deep (4 at head_dim <= 64); on sm_90 at head_dim 72..128, bandwidth-bound
- * problems whose keys split (split_streams()) take 128-key tiles 2 deep, one CTA per SM
- * (page size 16 on the H200: 1x32k 41.7 against 43.2 us, 1x128k 132.1 against 135.1; but
- * 64x16k 980 against 960 and 128x2k 264 against 248 without a split, where the 8 pages of a
- * tile cost more than they do in 64-key tiles; bench/results/2026-12-02-h200-session17-
- * decode.md); fewer stages where two CTAs would not fit an SM, and narrower tiles where
- * one would not. */
+ * tiles 3 deep (4 at head_dim <= 64); on sm_90 at head_dim 72..128 where the keys split
+ * (split_class()): bandwidth-bound problems of at most 16 packed rows take 128-key tiles 2
+ * deep, one CTA per SM (page size 16 on the H200: 1x32k 41.7 against 43.2 us, 1x128k
+ * 132.1 against 135.1; but 64x16k 980 against 960 and 128x2k 264 against 248 without a
+ * split, where the 8 pages of a tile cost more than they do in 64-key tiles;
+ * bench/results/2026-12-02-h200-session17-decode.md), latency-bound ones 128-key tiles 2
+ * deep over 8 warps (graph replay 1 x 1k/2k/4k keys 7.0/8.0/9.5 against 7.2/8.0/10.2 us)
+ * and, at 17..32 rows, 64-key tiles 2 deep (q_len 8 x 4 heads: 8.5/9.8/12.1 against
+ * 8.8/9.8/12.5; bench/results/2026-12-03-h200-session18-decode.md); fewer stages where two
+ * CTAs would not fit an SM, and narrower tiles where one would not. */
 static void default_cfg(const fajit_attn_desc *d, const fj_target *t, fj_kcfg *out)
 {
     const int rows = packed_rows(d), wide = d->head_dim > 128;
+    /* sm_90 at head_dim 72..128: the split class picks the tiles (measured on the H200) */
+    const int split = t->sm == 90 && d->head_dim > 64 && !wide ? split_class(d, t) : SPLIT_NONE;
     fj_dec_config c = {64, 3, 1, 4, 0, t->checked, 0};
     if (rows <= 16) {
         if (wide)
             c.wn = 2, c.bn = 32;
         else if (d->head_dim <= 64)
             c.stages = 4;
-        else if (t->sm == 90 && split_streams(d, t))
+        else if (split == SPLIT_STREAM)
             c.bn = 128, c.stages = 2;
+        else if (split == SPLIT_LATENCY)
+            c.bn = 128, c.stages = 2, c.wn = 8;
     } else if (rows <= 32) {
         c.wm = 2, c.wn = 2, c.bn = wide ? 32 : 64;
+        if (split == SPLIT_LATENCY)
+            c.stages = 2;
     } else if (wide) {   /* (4 x 1 warps with 16-key tiles spill at head_dim 200-208) */
         c.wm = 2, c.wn = 2, c.bn = 32;
     } else {
@@ -211,15 +224,17 @@ static int candidates(const fajit_attn_desc *d, const fj_target *t, fj_kcfg *out
     return n;
 }
 
-/* The defaults for problems like d at any length: the row layouts of every q_len <= 16. */
+/* The defaults for problems like d at any length and batch: the row layouts of every q_len
+ * <= 16, each in the three split classes (split_class()). */
 static int shipped(const fajit_attn_desc *d, const fj_target *t, fj_kcfg *out, int max)
 {
     int n = 0;
     fajit_attn_desc e = *d;
-    /* each row layout short (latency-bound) and long (split_streams()) */
-    for (int i = 0; i < 6 && n < max; i++) {
-        e.heads_kv = 1, e.heads_q = 16 << i / 2, e.seqlen_q = 1, e.batch = 1;
-        e.seqlen_k = i % 2 ? 1 << 24 : 1;
+    for (int i = 0; i < 9 && n < max; i++) {
+        const int cls = i % 3;   /* latency-bound split, streaming split, a full batch */
+        e.heads_kv = 1, e.heads_q = 16 << i / 3, e.seqlen_q = 1;
+        e.batch = cls == 2 ? 1 << 12 : 1;
+        e.seqlen_k = cls == 1 ? 1 << 24 : 1;
         default_cfg(&e, t, &out[n]);
         int dup = 0;
         for (int k = 0; k < n && !dup; k++)
@@ -354,20 +369,21 @@ static int dec_splits(const fj_dec_config *c, const fajit_attn_desc *d, int sm_c
 }
 
 /* Whether the splits of each group merge through distributed shared memory (the kernel's
- * p.cluster; FAJIT_DECODE_MERGE, default DEC_CLUSTER_DEFAULT): sm_90+, 2..16 splits and one
- * q tile, so that a group's splits are one cluster along grid x; the CTA's partials (MT
- * rows of head_dim + 1 floats) fit after the epilogue's area (attn_decode.cu's CLU_FIT);
+ * p.cluster), only where FAJIT_DECODE_MERGE=cluster asks: on the H200 it was slower than
+ * the global merge in every case measured (graph replay 1x4k q_len 1 12.0 against 10.3 us,
+ * q_len 8 15.6 against 12.6; bench/results/2026-12-03-h200-session18-decode.md), so auto
+ * is the global merge. Where: sm_90+, 2..16 splits and one q tile, so that a group's
+ * splits are one cluster along grid x; the CTA's partials (MT rows of head_dim + 1
+ * floats) fit after the epilogue's area (attn_decode.cu's CLU_FIT);
  * the CTAs fit one wave (the split rule's case: a forced count over a full batch keeps the
  * global merge, where clusters would only constrain the scheduling of many waves); and a
  * cluster of more than 8 CTAs takes at most 8 SMs (two CTAs per SM), which every GPC of an
  * H100/H200 has free. Else the global merge (fused_counters). */
-#define DEC_CLUSTER_DEFAULT 1
 static int cluster_merge(const fj_dec_config *c, const fajit_attn_desc *d, const fj_target *t,
                          int splits)
 {
-    if (t->dec_merge == FJ_DEC_MERGE_GLOBAL ||
-        (t->dec_merge == FJ_DEC_MERGE_AUTO && !DEC_CLUSTER_DEFAULT) || t->sm < 90 ||
-        splits < 2 || splits > 16 || q_tiles(c, d) != 1)
+    if (t->dec_merge != FJ_DEC_MERGE_CLUSTER || t->sm < 90 || splits < 2 || splits > 16 ||
+        q_tiles(c, d) != 1)
         return 0;
     const size_t mt = 16u * c->wm, part = mt * (size_t)d->head_dim * 4 + mt * 4;
     const int fit = per_sm(c, d->head_dim, t->sm);

@@ -32,9 +32,10 @@ typedef struct fj_target {
  * auto = the family's rule; tma applies only where TMA fits (sm_90+, see decode.c). */
 enum { FJ_DEC_LOADER_AUTO = 0, FJ_DEC_LOADER_CPASYNC = 1, FJ_DEC_LOADER_TMA = 2 };
 /* How the decode family merges its splits (FAJIT_DECODE_MERGE=auto|global|cluster): auto =
- * the family's rule; global = through partials in global memory (the last CTA of a group,
- * or the combine kernel); cluster = through distributed shared memory where a group's
- * splits fit one cluster (sm_90+, see decode.c), global elsewhere. */
+ * the family's rule (global: measured faster on the H200); global = through partials in
+ * global memory (the last CTA of a group, or the combine kernel); cluster = through
+ * distributed shared memory where a group's splits fit one cluster (sm_90+, see decode.c),
+ * global elsewhere. */
 enum { FJ_DEC_MERGE_AUTO = 0, FJ_DEC_MERGE_GLOBAL = 1, FJ_DEC_MERGE_CLUSTER = 2 };
 
 /* One configuration of some family: the family and its own bytes (a family casts them to
