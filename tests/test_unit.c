@@ -1573,6 +1573,15 @@ START_TEST(decode_cluster_merge)
             ck_assert_msg(!strstr(line, "cluster"), "%s", line);
         }
     }
+    /* q_len 4 over 16 splits of 128x2m1n8: 132 KB of partials would fit its shared memory,
+     * but one CTA pulling more than 100 KiB is slower than the combine kernel */
+    {
+        fajit_attn_desc e = d;
+        e.seqlen_q = 4, e.mask = FAJIT_MASK_CAUSAL;
+        ck_assert_int_eq(fajit_dispatch_describe(glob, NULL, &e, line, sizeof line), FAJIT_OK);
+        ck_assert_msg(strstr(line, "128x2 m1 n8") && strstr(line, "16 splits") &&
+                          strstr(line, "then the combine kernel"), "%s", line);
+    }
     /* sm_80: never; sm_90a only when asked (8 forced splits of 1 x 4k keys) */
     d.num_splits = 8;
     ck_assert_int_eq(fajit_dispatch_describe(ctx, "sm_80", &d, line, sizeof line), FAJIT_OK);

@@ -405,19 +405,24 @@ static long long total_rows(const fajit_attn_desc *d)
 /* Counters of the fused combine (an int per (b, kv head, q tile)), or 0 for the combine
  * kernel: where they would not fit the context's slots (forced splits over a large batch),
  * or where the last CTA of a group can neither stage the group's partials in its shared
- * memory (splits x rows x (4*head_dim + 4) bytes: one round trip) nor merge them from L2
- * in at most 32 16-byte chunks per thread (a chain of loads that one CTA serializes,
- * measured 1x1k q_len 4: 14.1 us fused against 8.6 us with the kernel). */
+ * memory (splits x rows x (4*head_dim + 4) bytes, at most DEC_STAGE_MAX: one round trip)
+ * nor merge them from L2 in at most 32 16-byte chunks per thread of 4 warps (a chain of
+ * loads that one CTA serializes, measured 1x1k q_len 4: 14.1 us fused against 8.6 us with
+ * the kernel). One SM pulling more than DEC_STAGE_MAX (the 64x3 tiles' shared memory) is
+ * slower than the combine kernel: 1x4k q_len 4 over 16 splits of 128x2m1n8 staged 132 KB in
+ * 12.2 us against 10.5 with the kernel (graph replay, H200, session 18). */
+#define DEC_STAGE_MAX 102400   /* attn_decode.cu's */
 static size_t fused_counters(const fj_dec_config *c, const fajit_attn_desc *d, int splits)
 {
     const size_t n = (size_t)d->batch * d->heads_kv * q_tiles(c, d) * sizeof(int);
     const int mt = 16 * c->wm, rows = packed_rows(d) < mt ? packed_rows(d) : mt;
     const long long loads = (long long)rows * (d->head_dim / 4) * splits;
+    const int warps = c->wm * c->wn < 4 ? c->wm * c->wn : 4;
     /* the kernel stages the partials in shared memory where they fit: one round trip */
-    const int staged = (size_t)splits * rows * ((size_t)d->head_dim * 4 + 4) <=
-                       smem_used(c, d->head_dim);
+    const size_t bytes = (size_t)splits * rows * ((size_t)d->head_dim * 4 + 4);
+    const int staged = bytes <= smem_used(c, d->head_dim) && bytes <= DEC_STAGE_MAX;
     return splits > 1 && n <= FJ_WS_COUNTER_MAX &&
-                   (staged || loads <= 32LL * 32 * c->wm * c->wn) ? n : 0;
+                   (staged || loads <= 32LL * 32 * warps) ? n : 0;
 }
 
 static size_t lse_offset(const fajit_attn_desc *d, int splits)

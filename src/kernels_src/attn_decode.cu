@@ -68,7 +68,8 @@
  *   arrival on counters[(b*heads_kv + hk)*q_tiles + qt] (zero before the launch); the last of
  *   the group's splits merges the group's rows (as the combine step below) into O and LSE
  *   and sets the counter back to 0, so the combine kernel is not launched. Where the
- *   group's partials fit the shared memory (splits * rows * (4*HD + 4) bytes) they are
+ *   group's partials fit the shared memory (splits * rows * (4*HD + 4) bytes, at most
+ *   DEC_STAGE_MAX) they are
  *   copied there all at once first (one round trip to L2 instead of one per 6 splits).
  *
  * Combine step fj_attn_decode_combine (splits > 1 without counters): a thread per (R, h,
@@ -109,6 +110,9 @@
 #error "attn_decode.cu split step needs FJ_DEC_BN FJ_DEC_STAGES FJ_DEC_WM FJ_DEC_WN FJ_DEC_CHECKED"
 #endif
 #define FJ_DEC_COMBINE_THREADS 128
+/* The most partial bytes the fused combine stages in one CTA's shared memory (decode.c's
+ * DEC_STAGE_MAX): beyond, one SM pulling them is slower than the combine kernel. */
+#define DEC_STAGE_MAX 102400
 
 #define DEC_BF16 (FJ_DTYPE == FJ_DT_BF16)
 
@@ -1077,7 +1081,8 @@ fj_attn_decode(const __grid_constant__ fj_decode_params p)
         if (__syncthreads_or(last)) {
             __threadfence();   /* the others' partials: read through L2 only (.cg) */
             const int rows = min(MT, nrows - r0);
-            if ((fj_i64)p.splits * rows * (HD * 4 + 4) <= SMEM_USE)
+            const fj_i64 bytes = (fj_i64)p.splits * rows * (HD * 4 + 4);
+            if (bytes <= SMEM_USE && bytes <= DEC_STAGE_MAX)   /* (decode.c's rule) */
                 dec_merge_staged(p, sm, b, so, r0, rows, hk, G, tid);
             else
                 dec_merge_direct(p, b, so, r0, rows, hk, G, tid);
