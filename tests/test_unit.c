@@ -1573,14 +1573,25 @@ START_TEST(decode_cluster_merge)
             ck_assert_msg(!strstr(line, "cluster"), "%s", line);
         }
     }
-    /* q_len 4 over 16 splits of 128x2m1n8: 132 KB of partials would fit its shared memory,
-     * but one CTA pulling more than 100 KiB is slower than the combine kernel */
+    /* q_len 4 (16 rows) keeps 64x3m1n4; over 16 splits of 128x2m1n8 its 132 KB of
+     * partials would fit the shared memory, but one CTA pulling more than 100 KiB is slower
+     * than the combine kernel */
     {
         fajit_attn_desc e = d;
         e.seqlen_q = 4, e.mask = FAJIT_MASK_CAUSAL;
         ck_assert_int_eq(fajit_dispatch_describe(glob, NULL, &e, line, sizeof line), FAJIT_OK);
-        ck_assert_msg(strstr(line, "128x2 m1 n8") && strstr(line, "16 splits") &&
+        ck_assert_msg(strstr(line, "64x3 m1 n4") && strstr(line, "16 splits") &&
                           strstr(line, "then the combine kernel"), "%s", line);
+        fj_kplan kp;
+        memset(&kp, 0, sizeof kp);
+        ck_assert_int_eq(fj_kcfg_parse("dec:128x2m1n8s0", &kp.cfg), 0);
+        kp.cfg.fam->kernels(&kp.cfg, &e, &kp.ks);
+        kp.k[0] = &kk[0], kp.k[1] = &kk[1];
+        memset(&g_dec, 0, sizeof g_dec);
+        ck_assert_int_eq(fj_kplan_launch(glob, &kp, &e, NULL), FAJIT_OK);
+        ck_assert_int_eq(g_dec.p[0].splits, 16);
+        ck_assert_uint_eq(g_dec.p[0].counters, 0);
+        ck_assert_int_eq(g_dec.launches, 2);   /* the combine kernel */
     }
     /* sm_80: never; sm_90a only when asked (8 forced splits of 1 x 4k keys) */
     d.num_splits = 8;

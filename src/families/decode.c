@@ -146,11 +146,13 @@ static int split_class(const fajit_attn_desc *d, const fj_target *t)
  * deep, one CTA per SM (page size 16 on the H200: 1x32k 41.7 against 43.2 us, 1x128k
  * 132.1 against 135.1; but 64x16k 980 against 960 and 128x2k 264 against 248 without a
  * split, where the 8 pages of a tile cost more than they do in 64-key tiles;
- * bench/results/2026-12-02-h200-session17-decode.md), latency-bound ones 128-key tiles 2
- * deep over 8 warps (graph replay 1 x 1k/2k/4k keys 7.0/8.0/9.5 against 7.2/8.0/10.2 us)
- * and, at 17..32 rows, 64-key tiles 2 deep (q_len 8 x 4 heads: 8.5/9.8/12.1 against
- * 8.8/9.8/12.5; bench/results/2026-12-03-h200-session18-decode.md); fewer stages where two
- * CTAs would not fit an SM, and narrower tiles where one would not. */
+ * bench/results/2026-12-02-h200-session17-decode.md); latency-bound ones of at most 8 rows
+ * 128-key tiles 2 deep over 8 warps (graph replay, q_len 1 x 4 heads at 1 x 1k/2k/4k keys:
+ * 7.0/8.0/9.6 against 7.1/7.9/10.1 us; but q_len 4, 16 rows, 8.8/8.5/11.1 against
+ * 7.6/8.2/10.5, so 9..16 rows keep 64x3) and, at 17..32 rows, 64-key tiles 2 deep (q_len 8
+ * x 4 heads: 8.5/9.8/12.1 against 8.8/9.8/12.5; bench/results/2026-12-03-h200-session18-
+ * decode.md); fewer stages where two CTAs would not fit an SM, and narrower tiles where one
+ * would not. */
 static void default_cfg(const fajit_attn_desc *d, const fj_target *t, fj_kcfg *out)
 {
     const int rows = packed_rows(d), wide = d->head_dim > 128;
@@ -164,7 +166,7 @@ static void default_cfg(const fajit_attn_desc *d, const fj_target *t, fj_kcfg *o
             c.stages = 4;
         else if (split == SPLIT_STREAM)
             c.bn = 128, c.stages = 2;
-        else if (split == SPLIT_LATENCY)
+        else if (split == SPLIT_LATENCY && rows <= 8)
             c.bn = 128, c.stages = 2, c.wn = 8;
     } else if (rows <= 32) {
         c.wm = 2, c.wn = 2, c.bn = wide ? 32 : 64;
@@ -230,9 +232,9 @@ static int shipped(const fajit_attn_desc *d, const fj_target *t, fj_kcfg *out, i
 {
     int n = 0;
     fajit_attn_desc e = *d;
-    for (int i = 0; i < 9 && n < max; i++) {
+    for (int i = 0; i < 12 && n < max; i++) {
         const int cls = i % 3;   /* latency-bound split, streaming split, a full batch */
-        e.heads_kv = 1, e.heads_q = 16 << i / 3, e.seqlen_q = 1;
+        e.heads_kv = 1, e.heads_q = 8 << i / 3, e.seqlen_q = 1;
         e.batch = cls == 2 ? 1 << 12 : 1;
         e.seqlen_k = cls == 1 ? 1 << 24 : 1;
         default_cfg(&e, t, &out[n]);
