@@ -53,10 +53,17 @@ CONFIGS = [
     ("spec+tma", 128, 64, 3, 2, 2, 0),
     ("prefill+tma", 128, 64, 3, 4, 1, 0),
     ("dec", 128, 64, 5, 1, 4, 0),
+    # the sm_90 latency-bound defaults (session 18)
+    ("dec", 128, 128, 2, 1, 8, 0),
+    ("dec+chk", 128, 128, 2, 1, 8, 1),
+    ("spec", 128, 64, 2, 2, 2, 0),
+    ("dec", 96, 128, 2, 1, 8, 0),
+    ("dec", 80, 128, 2, 1, 8, 0),
 ]
 QUICK = [c for c in CONFIGS if c in (("dec", 128, 64, 3, 1, 4, 0), ("dec", 256, 32, 3, 1, 2, 0),
                                     ("spec", 128, 64, 3, 2, 2, 0), ("prefill", 128, 64, 3, 4, 1, 0),
                                     ("dec+tma", 128, 64, 3, 1, 4, 0))]
+NEW18 = CONFIGS[-5:]
 
 
 def smem_formula(hd, bn, st, wm, wn):
@@ -139,13 +146,14 @@ def one(cfg, arch, nd, dt=1):
 def main():
     ap = argparse.ArgumentParser()
     ap.add_argument("--quick", action="store_true")
+    ap.add_argument("--new18", action="store_true", help="only the sm_90 latency-bound defaults of session 18")
     ap.add_argument("--jobs", type=int, default=2)
     ap.add_argument("--out")
     ap.add_argument("--f16", action="store_true", help="also FJ_DTYPE f16 (rows tagged f16; default bf16 only)")
     a = ap.parse_args()
     build_tool()
     nd = nvdisasm()
-    cfgs = QUICK if a.quick else CONFIGS
+    cfgs = NEW18 if a.new18 else QUICK if a.quick else CONFIGS
     dts = [1, 0] if a.f16 else [1]
     jobs = [(c, arch, dt) for dt in dts for c in cfgs for arch in ARCHS
             if "tma" not in c[0] or arch in ("sm_90a", "sm_100a")]
