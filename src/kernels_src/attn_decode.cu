@@ -461,6 +461,21 @@ FJ_DEVICE void dec_tma_zero(fj_u32 sv, int k0, int kb, int ke, int tid)
 }
 #endif /* FJ_DEC_TMA */
 
+/* Stores 4 columns (c4) of packed row r of a merged result: O = acc / l, and the LSE
+ * (natural log; -inf where l = 0: every split empty) from column 0. M: the largest split
+ * LSE, the base of the weights that make acc and l. */
+FJ_DEVICE void dec_store_merged(const fj_decode_params &p, int b, const dec_seq &so, int r, int hk,
+                                int G, int c4, float4 acc, float l, float M)
+{
+    const float inv = l > 0.f ? 1.f / l : 0.f;
+    const int i = r / G, h = hk * G + (r - i * G);
+    dec_st4((fj_u16 *)p.o + so.o + (fj_i64)i * p.o_row_stride + (fj_i64)h * p.o_head_stride +
+                c4 * 4,
+            make_float4(acc.x * inv, acc.y * inv, acc.z * inv, acc.w * inv));
+    if (p.lse && c4 == 0)
+        dec_store_lse(p, b, so.row0, i, h, l > 0.f ? M + logf(l) : -FJ_INF);
+}
+
 /* Fused combine, the last CTA of a group: O and LSE of its `rows` packed rows from every
  * split's partials. Staged: all partials into shared memory at once (one round trip to L2:
  * 16-byte cp.async.cg for O, 4-byte ld.cg for the LSEs), then each thread merges 4 columns
@@ -533,13 +548,7 @@ FJ_DEVICE void dec_merge_staged(const fj_decode_params &p, unsigned char *smem, 
                 acc.x += w * x.x, acc.y += w * x.y, acc.z += w * x.z, acc.w += w * x.w;
             }
         }
-        const float inv = l > 0.f ? 1.f / l : 0.f;
-        const int r = r0 + rl, i = r / G, h = hk * G + (r - i * G);
-        dec_st4((fj_u16 *)p.o + so.o + (fj_i64)i * p.o_row_stride + (fj_i64)h * p.o_head_stride +
-                    c4 * 4,
-                make_float4(acc.x * inv, acc.y * inv, acc.z * inv, acc.w * inv));
-        if (p.lse && c4 == 0)
-            dec_store_lse(p, b, so.row0, i, h, l > 0.f ? M + logf(l) : -FJ_INF);
+        dec_store_merged(p, b, so, r0 + rl, hk, G, c4, acc, l, M);
     }
 }
 FJ_DEVICE void dec_merge_direct(const fj_decode_params &p, int b, const dec_seq &so, int r0,
@@ -627,13 +636,7 @@ FJ_DEVICE void dec_merge_cluster(const fj_decode_params &p, fj_u32 s_po, fj_u32 
                     acc.x += w * x.x, acc.y += w * x.y, acc.z += w * x.z, acc.w += w * x.w;
                 }
         }
-        const float inv = l > 0.f ? 1.f / l : 0.f;
-        const int r = r0 + rl, i = r / G, h = hk * G + (r - i * G);
-        dec_st4((fj_u16 *)p.o + so.o + (fj_i64)i * p.o_row_stride + (fj_i64)h * p.o_head_stride +
-                    c4 * 4,
-                make_float4(acc.x * inv, acc.y * inv, acc.z * inv, acc.w * inv));
-        if (p.lse && c4 == 0)
-            dec_store_lse(p, b, so.row0, i, h, l > 0.f ? M + logf(l) : -FJ_INF);
+        dec_store_merged(p, b, so, r0 + rl, hk, G, c4, acc, l, M);
     }
     dec_cluster_sync();   /* the others are done reading this CTA's shared memory */
 }
