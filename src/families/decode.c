@@ -59,14 +59,14 @@ static int applies(const fajit_attn_desc *d, const fj_target *t)
     return !d->cu_seqlens_q && d->seqlen_q <= 16 && packed_rows(d) <= 64;
 }
 
-/* Shared memory the split step's tiles and epilogue use (attn_decode.cu's SMEM_USE), and
- * its dynamic shared memory: TMA adds 64 bytes of barriers and 1024 of alignment slack. */
-/* The epilogue's area (RED_BYTES), which overlays the tiles. */
+/* The epilogue's area (attn_decode.cu's RED_BYTES), which overlays the tiles. */
 static size_t red_bytes(const fj_dec_config *c, int head_dim)
 {
     const size_t dp = (size_t)(head_dim + 15) / 16 * 16;
     return (size_t)c->wm * c->wn * 16 * (dp + 8) * 4 + (size_t)c->wm * c->wn * 16 * 8;
 }
+/* Shared memory the split step's tiles and epilogue use (attn_decode.cu's SMEM_USE), and
+ * its dynamic shared memory: TMA adds 64 bytes of barriers and 1024 of alignment slack. */
 static size_t smem_used(const fj_dec_config *c, int head_dim)
 {
     const size_t dp = (size_t)(head_dim + 15) / 16 * 16;
@@ -375,12 +375,12 @@ static int dec_splits(const fj_dec_config *c, const fajit_attn_desc *d, int sm_c
  * the global merge in every case measured (graph replay 1x4k q_len 1 12.0 against 10.3 us,
  * q_len 8 15.6 against 12.6; bench/results/2026-12-03-h200-session18-decode.md), so auto
  * is the global merge. Where: sm_90+, 2..16 splits and one q tile, so that a group's
- * splits are one cluster along grid x; the CTA's partials (MT rows of head_dim + 1
- * floats) fit after the epilogue's area (attn_decode.cu's CLU_FIT);
- * the CTAs fit one wave (the split rule's case: a forced count over a full batch keeps the
- * global merge, where clusters would only constrain the scheduling of many waves); and a
- * cluster of more than 8 CTAs takes at most 8 SMs (two CTAs per SM), which every GPC of an
- * H100/H200 has free. Else the global merge (fused_counters). */
+ * splits are one cluster along grid x; the CTA's partials (MT rows of head_dim + 1 floats)
+ * fit after the epilogue's area (attn_decode.cu's CLU_FIT); the CTAs fit one wave (the
+ * split rule's case: a forced count over a full batch keeps the global merge, where
+ * clusters would only constrain the scheduling of many waves); and a cluster of more than 8
+ * CTAs takes at most 8 SMs (two CTAs per SM), which every GPC of an H100/H200 has free.
+ * Else the global merge (fused_counters). */
 static int cluster_merge(const fj_dec_config *c, const fajit_attn_desc *d, const fj_target *t,
                          int splits)
 {

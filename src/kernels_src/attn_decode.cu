@@ -69,8 +69,12 @@
  *   the group's splits merges the group's rows (as the combine step below) into O and LSE
  *   and sets the counter back to 0, so the combine kernel is not launched. Where the
  *   group's partials fit the shared memory (splits * rows * (4*HD + 4) bytes, at most
- *   DEC_STAGE_MAX) they are
- *   copied there all at once first (one round trip to L2 instead of one per 6 splits).
+ *   DEC_STAGE_MAX) they are copied there all at once first (one round trip to L2 instead
+ *   of one per 6 splits).
+ *   Cluster merge (p.cluster, sm_90+; the host sets it only where FAJIT_DECODE_MERGE=cluster
+ *   asks and q_tiles == 1, 2..16 splits): the grid runs in clusters of the splits of one
+ *   group; each CTA keeps its partials in shared memory and the cluster merges them over
+ *   distributed shared memory (dec_merge_cluster): no partials, counters or combine kernel.
  *
  * Combine step fj_attn_decode_combine (splits > 1 without counters): a thread per (R, h,
  *   4 columns), grid (total_rows, ceil(heads_q * HD/4 / FJ_DEC_COMBINE_THREADS), 1),
