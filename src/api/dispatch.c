@@ -263,7 +263,9 @@ static fajit_status load_one(fajit_ctx *ctx, fj_kplan *kp, int i, unsigned flags
     CUresult r = fj_func_dyn_smem(ctx->cu, kp->k[i]->fn, kp->ks.dyn_smem[i]);
     FJ_RETURN_IF(r, ctx, FAJIT_CUDA_ERROR, "raising the shared memory of %s to %d: %s", v->name,
                  kp->ks.dyn_smem[i], fj_cuda_errname(ctx->cu, r, err, sizeof err));
-    if (kp->ks.cluster[i] && ctx->cc >= 90) {
+    /* (only where clusters may launch: FAJIT_DECODE_MERGE=cluster; a driver that refuses the
+     * attribute then fails the load with its reason) */
+    if (kp->ks.cluster[i] && ctx->cc >= 90 && ctx->dec_merge == FJ_DEC_MERGE_CLUSTER) {
         r = fj_func_cluster16(ctx->cu, kp->k[i]->fn);
         FJ_RETURN_IF(r, ctx, FAJIT_CUDA_ERROR, "allowing clusters of 16 CTAs for %s: %s",
                      v->name, fj_cuda_errname(ctx->cu, r, err, sizeof err));
