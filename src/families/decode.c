@@ -149,10 +149,10 @@ static int split_class(const fajit_attn_desc *d, const fj_target *t)
  * bench/results/2026-12-02-h200-session17-decode.md); latency-bound ones of at most 8 rows
  * 128-key tiles 2 deep over 8 warps (graph replay, q_len 1 x 4 heads at 1 x 1k/2k/4k keys:
  * 7.0/8.0/9.6 against 7.1/7.9/10.1 us; but q_len 4, 16 rows, 8.8/8.5/11.1 against
- * 7.6/8.2/10.5, so 9..16 rows keep 64x3) and, at 17..32 rows, 64-key tiles 2 deep (q_len 8
- * x 4 heads: 8.5/9.8/12.1 against 8.8/9.8/12.5; bench/results/2026-12-03-h200-session18-
- * decode.md); fewer stages where two CTAs would not fit an SM, and narrower tiles where one
- * would not. */
+ * 7.6/8.2/10.5, so 9..16 rows keep 64x3) and, at 17..32 rows and head_dim 96 or 128, 64-key
+ * tiles 2 deep (q_len 8 x 4 heads: 8.5/9.8/12.1 against 8.8/9.8/12.5; bench/results/
+ * 2026-12-03-h200-session18-decode.md); fewer stages where two CTAs would not fit an SM,
+ * and narrower tiles where one would not. */
 static void default_cfg(const fajit_attn_desc *d, const fj_target *t, fj_kcfg *out)
 {
     const int rows = packed_rows(d), wide = d->head_dim > 128;
@@ -170,8 +170,8 @@ static void default_cfg(const fajit_attn_desc *d, const fj_target *t, fj_kcfg *o
             c.bn = 128, c.stages = 2, c.wn = 8;
     } else if (rows <= 32) {
         c.wm = 2, c.wn = 2, c.bn = wide ? 32 : 64;
-        if (split == SPLIT_LATENCY)
-            c.stages = 2;
+        if (split == SPLIT_LATENCY && d->head_dim % 32 == 0)
+            c.stages = 2;   /* (2 stages spill 8 B at head_dim 104 and 112 on sm_90a) */
     } else if (wide) {   /* (4 x 1 warps with 16-key tiles spill at head_dim 200-208) */
         c.wm = 2, c.wn = 2, c.bn = 32;
     } else {
