@@ -638,18 +638,6 @@ static fajit_ctx *new_ctx_tma(int checked)
     return ctx;
 }
 
-/* A context whose decode splits merge through distributed shared memory where a group's
- * splits fit one cluster (FAJIT_DECODE_MERGE=cluster; sm_90+): not the default, which
- * merges through global memory (the last CTA of each group, or the combine kernel). */
-static fajit_ctx *new_ctx_cluster(int checked)
-{
-    setenv("FAJIT_DECODE_MERGE", "cluster", 1);
-    fajit_ctx *ctx = new_ctx(checked);
-    unsetenv("FAJIT_DECODE_MERGE");
-    return ctx;
-}
-#define CLUSTER_TEXT "merge as one cluster through shared memory"
-
 /*------ 1. paged_sweep ------*/
 
 /* Multiply-adds of the reference (both products, visible keys only), with a budget that
@@ -734,7 +722,6 @@ static void draw_case(dcase *c)
 
 typedef struct sweep_tally {
     int passed, failed, tma;   /* tma: cases whose kernel loaded K/V by TMA */
-    int cluster;               /* cases whose splits merged as a cluster */
     double err[2], rowrel[2], lse;   /* by dtype (0 f16, 1 bf16), over passing cases */
     int first_failed;
     char first[1024];
@@ -760,7 +747,6 @@ static void sweep_case(fajit_ctx *ctx, int k, int describe, int verbose, sweep_t
         printf("decode sweep: case %d: %s\n  -> %s\n", k, text,
                dst == FAJIT_OK ? buf : fajit_errmsg(ctx));
     const int by_tma = dst == FAJIT_OK && strstr(buf, " tma") != NULL;
-    const int by_cluster = dst == FAJIT_OK && strstr(buf, CLUSTER_TEXT) != NULL;
     verdict v;
     memset(&v, 0, sizeof v);
     fajit_status st = launch(ctx, &B, NULL);
@@ -778,7 +764,6 @@ static void sweep_case(fajit_ctx *ctx, int k, int describe, int verbose, sweep_t
     if (v.ok) {
         t->passed++;
         t->tma += by_tma;
-        t->cluster += by_cluster;
         t->err[c.dtype] = v.err > t->err[c.dtype] ? v.err : t->err[c.dtype];
         t->rowrel[c.dtype] = v.rowrel > t->rowrel[c.dtype] ? v.rowrel : t->rowrel[c.dtype];
         t->lse = v.lse_err > t->lse ? v.lse_err : t->lse;
@@ -801,10 +786,9 @@ static void sweep_case(fajit_ctx *ctx, int k, int describe, int verbose, sweep_t
 
 START_TEST(paged_sweep)
 {
-    /* a third of the cases each through the default context, one that loads by TMA where it
-     * fits, and one whose splits merge as clusters where they fit */
-    fajit_ctx *ctx = new_ctx(0), *tctx = new_ctx_tma(0), *gctx = new_ctx_cluster(0);
-    fajit_ctx *ctxs[3] = {ctx, tctx, gctx};
+    /* odd cases through a context that loads by TMA where it fits (the default's loader
+     * may be either: both are checked) */
+    fajit_ctx *ctx = new_ctx(0), *tctx = new_ctx_tma(0);
     const int n = env_int("FAJIT_TEST_DECODE_CASES", 200);
     const int only = env_int("FAJIT_TEST_DECODE_ONLY", -1);
     const int verbose = env_int("FAJIT_TEST_DECODE_VERBOSE", 0);
@@ -814,17 +798,15 @@ START_TEST(paged_sweep)
     for (int k = 0; k < n || (only >= n && k <= only); k++) {
         if (only >= 0 && k != only)
             continue;
-        sweep_case(ctxs[k % 3], k, ran < 4 || only >= 0, verbose, &t);
+        sweep_case(k % 2 ? tctx : ctx, k, ran < 4 || only >= 0, verbose, &t);
         ran++;
     }
-    printf("decode sweep: %d/%d cases passed (%d through TMA loads, %d merged as clusters), max "
-           "rel err bf16 %.3g, f16 %.3g (row-relative bf16 %.3g, f16 %.3g; tol bf16 %.4g, f16 "
-           "%.4g), max LSE err %.3g\n",
-           t.passed, ran, t.tma, t.cluster, t.err[1], t.err[0], t.rowrel[1], t.rowrel[0],
-           tol_of(FAJIT_BF16), tol_of(FAJIT_F16), t.lse);
+    printf("decode sweep: %d/%d cases passed (%d through TMA loads), max rel err bf16 %.3g, f16 "
+           "%.3g (row-relative bf16 %.3g, f16 %.3g; tol bf16 %.4g, f16 %.4g), max LSE err %.3g\n",
+           t.passed, ran, t.tma, t.err[1], t.err[0], t.rowrel[1], t.rowrel[0], tol_of(FAJIT_BF16),
+           tol_of(FAJIT_F16), t.lse);
     fajit_ctx_destroy(ctx);
     fajit_ctx_destroy(tctx);
-    fajit_ctx_destroy(gctx);
     ck_assert_msg(t.failed == 0, "%d of %d decode cases failed; first: %s", t.failed, ran, t.first);
 }
 END_TEST
@@ -1107,12 +1089,6 @@ START_TEST(graph_replay)
     printf("graph_replay: %s\n", buf);
     capture_and_replay(tctx, &B, s, 2, "TMA loads, context scratch");
     fajit_ctx_destroy(tctx);
-    /* the splits merged as clusters where asked (sm_90+: no workspace) */
-    fajit_ctx *gctx = new_ctx_cluster(0);
-    ck_assert_int_eq(fajit_dispatch_describe(gctx, NULL, &B.desc, buf, sizeof buf), FAJIT_OK);
-    printf("graph_replay: %s\n", buf);
-    capture_and_replay(gctx, &B, s, 2, "cluster merge");
-    fajit_ctx_destroy(gctx);
 
     CU(G.stream_destroy(s));
     teardown(&B);
@@ -1204,24 +1180,15 @@ END_TEST
  * counters at zero is graph_replay's: the replays of one capture share one slot.) */
 START_TEST(combine_paths)
 {
-    fajit_ctx *gctx = new_ctx(0), *dctx = new_ctx_cluster(0);
+    fajit_ctx *ctx = new_ctx(0);
     reseed(g_seed ^ 0xc0b1eull);
-    /* (cluster: sm_90+, 32 packed rows of 64x2m2n2, two CTAs per SM, in one wave) */
-    static const struct {
-        const char *what, *want;
-        int varlen, splits, global, batch, q_len;
-    } runs[] = {
-        {"fused", "the last CTA of each group combines", 0, 5, 1, 8, 2},
-        {"kernel", "the combine kernel", 1, 3, 1, 8, 2},
-        {"cluster", CLUSTER_TEXT, 0, 5, 0, 8, 8},
-        {"cluster 16", CLUSTER_TEXT, 0, 16, 0, 2, 8},
+    static const struct { const char *what, *want; int varlen, splits; } runs[] = {
+        {"fused", "the last CTA of each group combines", 0, 5},
+        {"kernel", "the combine kernel", 1, 3},
     };
-    for (int i = 0; i < 4; i++) {
-        fajit_ctx *ctx = runs[i].global ? gctx : dctx;
-        if (!runs[i].global && ctx->cc < 90)
-            continue;
-        dcase c = {.batch = runs[i].batch, .hkv = 4, .group = 4, .hd = 128, .dtype = FAJIT_BF16,
-                   .mask = FAJIT_MASK_CAUSAL, .q_len = runs[i].q_len, .seqlen_k = 1000, .paged = 1,
+    for (int i = 0; i < 2; i++) {
+        dcase c = {.batch = 8, .hkv = 4, .group = 4, .hd = 128, .dtype = FAJIT_BF16,
+                   .mask = FAJIT_MASK_CAUSAL, .q_len = 2, .seqlen_k = 1000, .paged = 1,
                    .page_size = 16, .use_seqused = 1, .spare = 5, .want_lse = 1,
                    .num_splits = runs[i].splits, .varlen = runs[i].varlen};
         if (c.varlen) {
@@ -1244,8 +1211,7 @@ START_TEST(combine_paths)
                v.lse_err);
         teardown(&B);
     }
-    fajit_ctx_destroy(gctx);
-    fajit_ctx_destroy(dctx);
+    fajit_ctx_destroy(ctx);
 }
 END_TEST
 

@@ -283,7 +283,7 @@ START_TEST(candidate_spaces)
                 memset(&d, 0, sizeof d);
                 d.dtype = FAJIT_BF16, d.head_dim = hdims[h], d.mask = (fajit_mask)mask;
                 fj_kcfg c[48];
-                const fj_target t = {fj_arch_sm(archs[a]), fj_arch_is_a(archs[a]), 0, 0, 0, 0};
+                const fj_target t = {fj_arch_sm(archs[a]), fj_arch_is_a(archs[a]), 0, 0, 0};
                 int k = fj_kcfg_candidates(&d, &t, c, 48);
                 ck_assert_int_ge(k, 1);
                 for (int i = 0; i < k; i++) {
@@ -340,13 +340,7 @@ static CUresult fk_load(CUmodule *m, const void *img)
 static CUresult fk_unload(CUmodule m) { free(m); return 0; }
 static CUresult fk_getfn(CUfunction *f, CUmodule m, const char *name) { (void)name; *f = (CUfunction)m; return 0; }
 static CUresult fk_fattr(int *v, int a, CUfunction f) { (void)f; *v = a == FJ_CU_FUNC_ATTR_NUM_REGS ? 128 : 0; return 0; }
-static int g_cluster16;   /* functions allowed non-portable cluster sizes */
-static CUresult fk_fset(CUfunction f, int a, int v)
-{
-    (void)f;
-    g_cluster16 += a == FJ_CU_FUNC_ATTR_NON_PORTABLE_CLUSTER && v == 1;
-    return 0;
-}
+static CUresult fk_fset(CUfunction f, int a, int v) { (void)f, (void)a, (void)v; return 0; }
 static CUresult fk_launch(CUfunction f, unsigned gx, unsigned gy, unsigned gz, unsigned bx,
                           unsigned by, unsigned bz, unsigned smem, CUstream s, void **a, void **e)
 {
@@ -428,40 +422,6 @@ static fj_cuda fake_h200(void)
     return fake;
 }
 
-/* cuLaunchKernelEx of the fake: recorded as a plain launch. */
-static CUresult fk_launch_ex(const fj_cu_launch_config *c, CUfunction f, void **a, void **e)
-{
-    return fk_launch(f, c->grid_x, c->grid_y, c->grid_z, c->block_x, c->block_y, c->block_z,
-                     c->smem, c->stream, a, e);
-}
-
-/* A decode kernel (a real compile) loads on the fake H200 allowing clusters of 16 CTAs only
- * in a context that may launch clusters (FAJIT_DECODE_MERGE=cluster). */
-START_TEST(decode_cluster_attribute)
-{
-    fj_cuda fake = fake_h200();
-    fake.cuLaunchKernelEx = fk_launch_ex;
-    fj_cuda_set_for_testing(&fake);
-    make_dir();
-    fajit_attn_desc d;   /* a decode step over a full batch: no split */
-    void *p = (void *)(uintptr_t)0x100000;
-    fajit_attn_desc_init(&d, p, p, p, p, 64, 32, 8, 1, 4096, 128, FAJIT_BF16);
-    for (int cluster = 0; cluster < 2; cluster++) {
-        if (cluster)
-            setenv("FAJIT_DECODE_MERGE", "cluster", 1);
-        fajit_ctx *ctx = policy_ctx(FAJIT_POLICY_BLOCKING);
-        unsetenv("FAJIT_DECODE_MERGE");
-        g_cluster16 = 0, g_fake.launches = 0;
-        ck_assert_msg(fajit_attn_fwd(ctx, &d, NULL) == FAJIT_OK, "%s", fajit_errmsg(ctx));
-        ck_assert_int_eq(g_fake.launches, 1);
-        ck_assert_int_eq(g_cluster16, cluster);
-        fajit_ctx_destroy(ctx);
-    }
-    remove_dir();
-    fj_cuda_set_for_testing(NULL);
-}
-END_TEST
-
 START_TEST(policies_with_fake_driver)
 {
     fj_cuda fake = fake_h200();
@@ -473,7 +433,7 @@ START_TEST(policies_with_fake_driver)
     fajit_attn_desc_init(&d, p, p, p, p, 1, 16, 16, 4096, 4096, 128, FAJIT_BF16);
     d.mask = FAJIT_MASK_CAUSAL;
     fj_kcfg dc, cand[48], tuned;
-    const fj_target h200 = {90, 1, 132, 0, 0, 0};
+    const fj_target h200 = {90, 1, 132, 0, 0};
     fj_kcfg_default(&d, &h200, FAJIT_FAMILY_AUTO, &dc);
     ck_assert_ptr_nonnull(fj_fa3_of(&dc));   /* sm_90a, hdim 128: the Hopper kernel */
     int n = fj_kcfg_candidates(&d, &h200, cand, 48);
@@ -726,7 +686,6 @@ int main(void)
     tcase_add_test(tc, candidate_spaces);
     tcase_add_test(tc, cache_cap_prunes);
     tcase_add_test(tc, policies_with_fake_driver);
-    tcase_add_test(tc, decode_cluster_attribute);
     tcase_add_test(tc, warm_spec_serves_strict);
     suite_add_tcase(s, tc);
     TCase *tm = tcase_create("memory");   /* alone: CK_RUN_CASE=memory */

@@ -1242,7 +1242,7 @@ static CUresult dm_free_async(CUdeviceptr p, CUstream s)
 
 static struct {
     fj_decode_params p[4];
-    unsigned grid[4][3], threads[4], cluster[4];
+    unsigned grid[4][3], threads[4];
     int launches, pdl_launches;
 } g_dec;
 static CUresult dec_launch(CUfunction f, unsigned gx, unsigned gy, unsigned gz, unsigned bx,
@@ -1259,16 +1259,8 @@ static CUresult dec_launch(CUfunction f, unsigned gx, unsigned gy, unsigned gz, 
 /* cuLaunchKernelEx: counts the launches that ask for programmatic dependent launch. */
 static CUresult dec_launch_ex(const fj_cu_launch_config *c, CUfunction f, void **a, void **e)
 {
-    unsigned cluster = 0;
-    for (unsigned i = 0; i < c->num_attrs; i++) {
+    for (unsigned i = 0; i < c->num_attrs; i++)
         g_dec.pdl_launches += c->attrs[i].id == FJ_CU_LAUNCH_ATTR_PDL && c->attrs[i].v.value == 1;
-        if (c->attrs[i].id == FJ_CU_LAUNCH_ATTR_CLUSTER) {
-            ck_assert_uint_eq(c->attrs[i].v.dim.y, 1);
-            ck_assert_uint_eq(c->attrs[i].v.dim.z, 1);
-            cluster = c->attrs[i].v.dim.x;
-        }
-    }
-    g_dec.cluster[g_dec.launches % 4] = cluster;
     return dec_launch(f, c->grid_x, c->grid_y, c->grid_z, c->block_x, c->block_y, c->block_z,
                       c->smem, c->stream, a, e);
 }
@@ -1412,8 +1404,7 @@ END_TEST
 /* The decode defaults by shape: on sm_90 at head_dim 72..128 a problem whose keys split
  * (fewer sequence x KV head pairs than the 132 SMs) takes 128-key tiles 2 deep, over 4 warps
  * when bandwidth-bound (K+V of at least 32 MiB at the host maxima) and 8 when latency-bound;
- * at 17..32 packed rows the latency-bound ones take 64-key tiles 2 deep (head_dim 96 and
- * 128); a full batch,
+ * at 17..32 packed rows the latency-bound ones take 64-key tiles 2 deep; a full batch,
  * other head_dims and other targets keep 64-key tiles 3 deep (2 on sm_80 at head_dim 128);
  * the shipped list holds all, so that warm compiles what STRICT serves at any length. */
 START_TEST(decode_defaults)
@@ -1440,7 +1431,7 @@ START_TEST(decode_defaults)
                              cases[i].head_dim, FAJIT_BF16);
         d.block_table = (const int32_t *)(uintptr_t)0x3000;
         d.block_table_stride = 4096, d.page_size = 16, d.num_pages = 1 << 20;
-        const fj_target t = {cases[i].sm, cases[i].sm >= 90, 132, 0, FJ_DEC_LOADER_AUTO, FJ_DEC_MERGE_AUTO};
+        const fj_target t = {cases[i].sm, cases[i].sm >= 90, 132, 0, FJ_DEC_LOADER_AUTO};
         fj_kcfg c;
         ck_assert_int_eq(fj_kcfg_default(&d, &t, FAJIT_FAMILY_AUTO, &c), 0);
         fj_kcfg_name(&c, name);
@@ -1450,9 +1441,7 @@ START_TEST(decode_defaults)
         d.seqlen_q = 8, d.mask = FAJIT_MASK_CAUSAL;
         ck_assert_int_eq(fj_kcfg_default(&d, &t, FAJIT_FAMILY_AUTO, &c), 0);
         fj_kcfg_name(&c, name);
-        /* (2 stages at head_dim 96 and 128 only: 104 and 112 spill) */
-        const int lat8 = cases[i].sm == 90 && strcmp(cases[i].want, "dec:128x2m1n8s0") == 0 &&
-                         cases[i].head_dim % 32 == 0;
+        const int lat8 = cases[i].sm == 90 && strcmp(cases[i].want, "dec:128x2m1n8s0") == 0;
         const char *want8 = cases[i].head_dim == 256 ? "dec:32x3m2n2s0"
                             : cases[i].sm == 80      ? "dec:64x2m2n2s0"
                             : lat8                   ? "dec:64x2m2n2s0"
@@ -1463,7 +1452,7 @@ START_TEST(decode_defaults)
      * the wider row layouts */
     fajit_attn_desc d;
     fajit_attn_desc_init(&d, p, p, p, p, 1, 32, 8, 1, 4096, 128, FAJIT_BF16);
-    const fj_target h200 = {90, 1, 132, 0, FJ_DEC_LOADER_AUTO, FJ_DEC_MERGE_AUTO};
+    const fj_target h200 = {90, 1, 132, 0, FJ_DEC_LOADER_AUTO};
     fj_kcfg s[12];
     const int n = fj_family_decode.shipped(&d, &h200, s, 12);
     ck_assert_int_eq(n, 6);
@@ -1474,145 +1463,52 @@ START_TEST(decode_defaults)
         ck_assert_str_eq(name, want[i]);
     }
     /* on sm_80 the long and short defaults are one */
-    const fj_target a100 = {80, 0, 108, 0, FJ_DEC_LOADER_AUTO, FJ_DEC_MERGE_AUTO};
+    const fj_target a100 = {80, 0, 108, 0, FJ_DEC_LOADER_AUTO};
     ck_assert_int_eq(fj_family_decode.shipped(&d, &a100, s, 12), 3);
 }
 END_TEST
 
-/* The cluster merge (FAJIT_DECODE_MERGE=cluster): on the fake sm_90 device a latency-bound
- * decode step (1 x 4k keys, 16 splits) launches its splits as clusters of the group's
- * splits that merge in shared memory: no counters, no partials, no combine kernel, no
- * workspace; q_len 8 (32 packed rows, one q tile) too. The global merge by default (auto),
- * where one wave would not hold the CTAs, where 16 splits of a config that fits one CTA per
- * SM would need 16 SMs of a GPC, and on sm_80. A launch in clusters needs cuLaunchKernelEx;
- * the non-portable sizes are a function attribute. */
-#define CLUSTER_LINE "merge as one cluster through shared memory"
-static int g_fattr[2];
-static CUresult dec_fset(CUfunction f, int attr, int value)
-{
-    (void)f;
-    g_fattr[0] = attr, g_fattr[1] = value;
-    return 0;
-}
-
-START_TEST(decode_cluster_merge)
+/* The fused merge stages at most 100 KiB of partials in one CTA: q_len 4 (16 packed rows)
+ * keeps 64x3m1n4 by default; over 16 splits of a forced 128x2m1n8 its 132 KB of partials
+ * would fit that config's shared memory, but take the combine kernel. */
+START_TEST(decode_staged_cap)
 {
     fj_cuda fake = dec_fake_device();
-    fake.cuLaunchKernelEx = dec_launch_ex;
-    fake.cuFuncSetAttribute = dec_fset;
     fj_cuda_set_for_testing(&fake);
     g_count = 1, g_fail_get = 0;
     fajit_ctx_opts o;
     fajit_ctx_opts_init(&o);
     o.cache_dir = "", o.device = 0;
-    fajit_ctx *ctx, *glob, *bad;
-    setenv("FAJIT_DECODE_MERGE", "Cluster", 1);
+    fajit_ctx *ctx;
     ck_assert_int_eq(fajit_ctx_create(&ctx, &o), FAJIT_OK);
-    ck_assert_int_eq(ctx->dec_merge, FJ_DEC_MERGE_CLUSTER);
-    unsetenv("FAJIT_DECODE_MERGE");
-    ck_assert_int_eq(fajit_ctx_create(&glob, &o), FAJIT_OK);   /* auto: global */
-    ck_assert_int_eq(glob->dec_merge, FJ_DEC_MERGE_AUTO);
-    setenv("FAJIT_DECODE_MERGE", "dsmem", 1);
-    ck_assert_int_eq(fajit_ctx_create(&bad, &o), FAJIT_INVALID_ARGUMENT);
-    ck_assert_ptr_nonnull(strstr(fajit_errmsg(bad),
-                                 "FAJIT_DECODE_MERGE must be auto, global or cluster, got 'dsmem'"));
-    fajit_ctx_destroy(bad);
-    unsetenv("FAJIT_DECODE_MERGE");
-
     fajit_attn_desc d;
     void *p = (void *)(uintptr_t)0x100000;
-    fajit_attn_desc_init(&d, p, p, p, p, 1, 32, 8, 1, 4096, 128, FAJIT_BF16);
+    fajit_attn_desc_init(&d, p, p, p, p, 1, 32, 8, 4, 4096, 128, FAJIT_BF16);
+    d.mask = FAJIT_MASK_CAUSAL;
     d.block_table = (const int32_t *)(uintptr_t)0x3000;
     d.block_table_stride = 256, d.page_size = 16, d.num_pages = 1000;
+    char line[1024];
+    ck_assert_int_eq(fajit_dispatch_describe(ctx, NULL, &d, line, sizeof line), FAJIT_OK);
+    ck_assert_msg(strstr(line, "64x3 m1 n4") && strstr(line, "16 splits") &&
+                      strstr(line, "then the combine kernel"), "%s", line);
     fj_kernel kk[2];
     memset(kk, 0, sizeof kk);
-    char line[1024];
-    size_t need;
-    static const struct {
-        int glob, q_len, seqlen_k, batch, num_splits, cluster;
-    } cases[] = {
-        {0, 1, 4096, 1, 0, 0},      /* 16 splits of 128x2m1n8 (one per SM): global */
-        {0, 1, 4096, 1, 8, 1},      /* ... 8 forced: clusters of 8 */
-        {1, 1, 4096, 1, 0, 0},      /* the default, auto */
-        {0, 8, 4096, 1, 0, 1},      /* q_len 8: 32 rows in one q tile of 64x2m2n2, 16 splits */
-        {0, 1, 32768, 1, 0, 0},     /* 16 splits of 128x2 (one per SM): the global merge */
-        {0, 1, 32768, 1, 8, 1},     /* ... unless forced to 8 */
-        {0, 1, 4096, 64, 3, 0},     /* forced splits over 64 x 8 groups: many waves */
-    };
-    for (size_t i = 0; i < sizeof cases / sizeof cases[0]; i++) {
-        fajit_ctx *c = cases[i].glob ? glob : ctx;
-        fajit_attn_desc e = d;
-        e.seqlen_q = cases[i].q_len, e.seqlen_k = cases[i].seqlen_k, e.batch = cases[i].batch;
-        e.num_splits = cases[i].num_splits;
-        e.mask = cases[i].q_len > 1 ? FAJIT_MASK_CAUSAL : FAJIT_MASK_NONE;
-        e.block_table_stride = e.seqlen_k / 16;
-        const fj_target t = fj_target_of(c, NULL);
-        fj_kplan kp;
-        memset(&kp, 0, sizeof kp);
-        ck_assert_int_eq(fj_kcfg_default(&e, &t, FAJIT_FAMILY_AUTO, &kp.cfg), 0);
-        kp.cfg.fam->kernels(&kp.cfg, &e, &kp.ks);
-        ck_assert_int_eq(kp.ks.cluster[0], 1);
-        kp.k[0] = &kk[0], kp.k[1] = &kk[1];
-        memset(&g_dec, 0, sizeof g_dec);
-        ck_assert_int_eq(fj_kplan_launch(c, &kp, &e, NULL), FAJIT_OK);
-        const fj_decode_params *q = &g_dec.p[0];
-        ck_assert_msg(q->splits > 1, "case %zu: %d splits", i, q->splits);
-        ck_assert_msg(q->cluster == cases[i].cluster, "case %zu: cluster %d", i, q->cluster);
-        ck_assert_int_eq(fajit_attn_workspace_size(c, &e, &need), FAJIT_OK);
-        ck_assert_int_eq(fajit_dispatch_describe(c, NULL, &e, line, sizeof line), FAJIT_OK);
-        if (cases[i].cluster) {
-            ck_assert_int_eq(g_dec.launches, 1);   /* no combine kernel */
-            ck_assert_uint_eq(g_dec.cluster[0], (unsigned)q->splits);
-            ck_assert_uint_eq(g_dec.grid[0][0], (unsigned)q->splits);
-            ck_assert_int_eq(q->q_tiles, 1);
-            ck_assert_uint_eq(q->counters, 0);
-            ck_assert_uint_eq(q->part_o, 0);
-            ck_assert_uint_eq(need, 0);
-            ck_assert_msg(strstr(line, CLUSTER_LINE), "%s", line);
-        } else {
-            ck_assert_uint_eq(g_dec.cluster[0], 0);
-            ck_assert_uint_ne(q->part_o, 0);
-            ck_assert_uint_gt(need, 0);
-            ck_assert_msg(!strstr(line, "cluster"), "%s", line);
-        }
-    }
-    /* q_len 4 (16 rows) keeps 64x3m1n4; over 16 splits of 128x2m1n8 its 132 KB of
-     * partials would fit the shared memory, but one CTA pulling more than 100 KiB is slower
-     * than the combine kernel */
-    {
-        fajit_attn_desc e = d;
-        e.seqlen_q = 4, e.mask = FAJIT_MASK_CAUSAL;
-        ck_assert_int_eq(fajit_dispatch_describe(glob, NULL, &e, line, sizeof line), FAJIT_OK);
-        ck_assert_msg(strstr(line, "64x3 m1 n4") && strstr(line, "16 splits") &&
-                          strstr(line, "then the combine kernel"), "%s", line);
-        fj_kplan kp;
-        memset(&kp, 0, sizeof kp);
-        ck_assert_int_eq(fj_kcfg_parse("dec:128x2m1n8s0", &kp.cfg), 0);
-        kp.cfg.fam->kernels(&kp.cfg, &e, &kp.ks);
-        kp.k[0] = &kk[0], kp.k[1] = &kk[1];
-        memset(&g_dec, 0, sizeof g_dec);
-        ck_assert_int_eq(fj_kplan_launch(glob, &kp, &e, NULL), FAJIT_OK);
-        ck_assert_int_eq(g_dec.p[0].splits, 16);
-        ck_assert_uint_eq(g_dec.p[0].counters, 0);
-        ck_assert_int_eq(g_dec.launches, 2);   /* the combine kernel */
-    }
-    /* sm_80: never; sm_90a only when asked (8 forced splits of 1 x 4k keys) */
-    d.num_splits = 8;
-    ck_assert_int_eq(fajit_dispatch_describe(ctx, "sm_80", &d, line, sizeof line), FAJIT_OK);
-    ck_assert_msg(strstr(line, "the last CTA of each group combines"), "%s", line);
-    ck_assert_int_eq(fajit_dispatch_describe(ctx, "sm_90a", &d, line, sizeof line), FAJIT_OK);
-    ck_assert_msg(strstr(line, CLUSTER_LINE), "%s", line);
-    ck_assert_int_eq(fajit_dispatch_describe(glob, "sm_90a", &d, line, sizeof line), FAJIT_OK);
-    ck_assert_msg(strstr(line, "the last CTA of each group combines"), "%s", line);
-    /* the launch layer: clusters need cuLaunchKernelEx; 16 CTAs a function attribute */
-    const unsigned grid[3] = {16, 8, 1};
-    fake.cuLaunchKernelEx = NULL;
-    ck_assert_int_eq(fj_launch(&fake, NULL, grid, 128, 0, NULL, NULL, 1, 16),
-                     FJ_CUDA_ERROR_NOT_SUPPORTED);
-    ck_assert_int_eq(fj_func_cluster16(&fake, NULL), 0);
-    ck_assert_int_eq(g_fattr[0], FJ_CU_FUNC_ATTR_NON_PORTABLE_CLUSTER);
-    ck_assert_int_eq(g_fattr[1], 1);
-    fajit_ctx_destroy(glob);
+    fj_kplan kp;
+    memset(&kp, 0, sizeof kp);
+    ck_assert_int_eq(fj_kcfg_parse("dec:128x2m1n8s0", &kp.cfg), 0);
+    kp.cfg.fam->kernels(&kp.cfg, &d, &kp.ks);
+    kp.k[0] = &kk[0], kp.k[1] = &kk[1];
+    memset(&g_dec, 0, sizeof g_dec);
+    ck_assert_int_eq(fj_kplan_launch(ctx, &kp, &d, NULL), FAJIT_OK);
+    ck_assert_int_eq(g_dec.p[0].splits, 16);
+    ck_assert_uint_eq(g_dec.p[0].counters, 0);
+    ck_assert_int_eq(g_dec.launches, 2);   /* the combine kernel */
+    /* q_len 1 (4 rows) over the same 16 splits: 33 KB staged by the last CTA */
+    d.seqlen_q = 1, d.mask = FAJIT_MASK_NONE;
+    memset(&g_dec, 0, sizeof g_dec);
+    ck_assert_int_eq(fj_kplan_launch(ctx, &kp, &d, NULL), FAJIT_OK);
+    ck_assert_uint_ne(g_dec.p[0].counters, 0);
+    ck_assert_int_eq(g_dec.launches, 1);
     fajit_ctx_destroy(ctx);
     fj_cuda_set_for_testing(NULL);
 }
@@ -1664,7 +1560,7 @@ START_TEST(decode_loader)
     fajit_attn_desc_init(&d, p, p, p, p, 1, 32, 8, 1, 4096, 128, FAJIT_BF16);
     d.block_table = (const int32_t *)(uintptr_t)0x3000;
     d.block_table_stride = 256, d.page_size = 16, d.num_pages = 1000;
-    fj_target h200 = {90, 1, 132, 0, FJ_DEC_LOADER_TMA, FJ_DEC_MERGE_AUTO}, a100 = {80, 0, 108, 0, FJ_DEC_LOADER_TMA, FJ_DEC_MERGE_AUTO};
+    fj_target h200 = {90, 1, 132, 0, FJ_DEC_LOADER_TMA}, a100 = {80, 0, 108, 0, FJ_DEC_LOADER_TMA};
     fj_kcfg c, back;
     char name[64], why[256];
     fj_kernels ks;
@@ -1912,7 +1808,7 @@ int main(void)
     tcase_add_test(tt, decode_family_host);
     tcase_add_test(tt, decode_loader);
     tcase_add_test(tt, decode_defaults);
-    tcase_add_test(tt, decode_cluster_merge);
+    tcase_add_test(tt, decode_staged_cap);
     tcase_add_test(tt, merge_validation);
     suite_add_tcase(s, tt);
     suite_add_tcase(s, fj_tcase_cache());

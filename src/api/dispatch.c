@@ -60,10 +60,10 @@ int fj_arch_is_a(const char *arch)
 fj_target fj_target_of(const fajit_ctx *ctx, const char *arch)
 {
     fj_target t = {ctx->cc, fj_arch_is_a(ctx->arch), ctx->sm_count, ctx->opts.checked,
-                   ctx->dec_loader, ctx->dec_merge};
+                   ctx->dec_loader};
     if (arch)
         t = (fj_target){fj_arch_sm(arch), fj_arch_is_a(arch), 0, ctx->opts.checked,
-                        ctx->dec_loader, ctx->dec_merge};
+                        ctx->dec_loader};
     return t;
 }
 
@@ -263,13 +263,6 @@ static fajit_status load_one(fajit_ctx *ctx, fj_kplan *kp, int i, unsigned flags
     CUresult r = fj_func_dyn_smem(ctx->cu, kp->k[i]->fn, kp->ks.dyn_smem[i]);
     FJ_RETURN_IF(r, ctx, FAJIT_CUDA_ERROR, "raising the shared memory of %s to %d: %s", v->name,
                  kp->ks.dyn_smem[i], fj_cuda_errname(ctx->cu, r, err, sizeof err));
-    /* (only where clusters may launch: FAJIT_DECODE_MERGE=cluster; a driver that refuses the
-     * attribute then fails the load with its reason) */
-    if (kp->ks.cluster[i] && ctx->cc >= 90 && ctx->dec_merge == FJ_DEC_MERGE_CLUSTER) {
-        r = fj_func_cluster16(ctx->cu, kp->k[i]->fn);
-        FJ_RETURN_IF(r, ctx, FAJIT_CUDA_ERROR, "allowing clusters of 16 CTAs for %s: %s",
-                     v->name, fj_cuda_errname(ctx->cu, r, err, sizeof err));
-    }
     return FAJIT_OK;
 }
 
@@ -598,13 +591,13 @@ fajit_status fj_kplan_launch(fajit_ctx *ctx, const fj_kplan *kp, const fajit_att
     const fj_target t = fj_target_of(ctx, NULL);
     fj_workspace ws;
     workspace_of(&kp->cfg, d, &t, &ws);
-    fj_launch_env env = {ctx->cu, ctx->sm_count, 0, 0, 0, ctx->cc, ctx->dec_merge};
+    fj_launch_env env = {ctx->cu, ctx->sm_count, 0, 0, 0, ctx->cc};
     CUdeviceptr scratch = 0;   /* stream-ordered scratch to give back after the launches */
     FJ_CHECK(take_workspace(ctx, kp, d, &ws, stream, &env, &scratch));
     fajit_status st = take_report(ctx, &ws, &env);
     for (int i = 0; i < kp->ks.n && st == FAJIT_OK; i++) {
         fj_args a;
-        a.used = 0, a.n = 0, a.cluster = 0;
+        a.used = 0, a.n = 0;
         err[0] = 0;
         st = f->launch_args(&kp->cfg, i, d, &env, &a, err, sizeof err);
         if (st != FAJIT_OK) {
@@ -615,7 +608,7 @@ fajit_status fj_kplan_launch(fajit_ctx *ctx, const fj_kplan *kp, const fajit_att
             continue;
         CUresult r = fj_launch(ctx->cu, kp->k[i]->fn, a.grid, (unsigned)kp->ks.threads[i],
                                (unsigned)kp->ks.dyn_smem[i], (CUstream)stream, a.ptr,
-                               kp->ks.pdl[i] && t.sm >= 90, a.cluster);
+                               kp->ks.pdl[i] && t.sm >= 90);
         if (r)
             st = fj_fail(ctx, FAJIT_CUDA_ERROR, "cuLaunchKernel(%s): %s", kp->ks.v[i].name,
                          fj_cuda_errname(ctx->cu, r, err, sizeof err));

@@ -48,10 +48,6 @@ fajit_status fj_bind_device(fajit_ctx *ctx)
                        fj_cuda_errname(cu, r, err, sizeof err));
     ctx->cc = major * 10 + minor;
     fj_arch_of(major, minor, ctx->arch, sizeof ctx->arch);
-    /* clusters launch through cuLaunchKernelEx (drivers of CUDA 12.0 on): without it the
-     * decode splits merge through global memory, whatever FAJIT_DECODE_MERGE asks */
-    if (!cu->cuLaunchKernelEx)
-        ctx->dec_merge = FJ_DEC_MERGE_GLOBAL;
     return FAJIT_OK;
 }
 

@@ -79,7 +79,6 @@ struct fajit_ctx {
     int lineinfo;               /* FAJIT_LINEINFO=1: kernels compile with -lineinfo (their own
                                    cache keys), so compute-sanitizer names source lines */
     int dec_loader;             /* FAJIT_DECODE_LOADER: FJ_DEC_LOADER_* (decode defaults) */
-    int dec_merge;              /* FAJIT_DECODE_MERGE: FJ_DEC_MERGE_* (decode split merge) */
     int sm_count, smem_optin, cc;   /* cc = major*10 + minor */
     fj_cache *cache;
 

@@ -145,13 +145,6 @@ static fajit_status apply_env(fajit_ctx *ctx)
                      "FAJIT_DECODE_LOADER must be auto, cpasync or tma, got '%s'", e);
         ctx->dec_loader = i;
     }
-    if ((e = getenv("FAJIT_DECODE_MERGE")) && *e) {
-        static const char *const merges[] = {"auto", "global", "cluster"};   /* FJ_DEC_MERGE_* */
-        int i = lookup(e, merges, 3);
-        FJ_RETURN_IF(i < 0, ctx, FAJIT_INVALID_ARGUMENT,
-                     "FAJIT_DECODE_MERGE must be auto, global or cluster, got '%s'", e);
-        ctx->dec_merge = i;
-    }
     return FAJIT_OK;
 }
 

@@ -147,7 +147,7 @@ int fj_warm_variants(const char *arch, fj_variant *out, int max)
      * costs 0.3-0.6 s, so a target is a minute or two of one core, and a server never meets
      * a cold variant. */
     const fj_target t = {fj_arch_sm(arch), fj_arch_is_a(arch), 0, 0,
-                         FJ_DEC_LOADER_AUTO, FJ_DEC_MERGE_AUTO};   /* (checked-mode variants compile on first use) */
+                         FJ_DEC_LOADER_AUTO};   /* (checked-mode variants compile on first use) */
     int n = 0;
     for (int op = 0; fj_op_name(op); op++)
         for (int dt = 0; dt < 2; dt++)
@@ -229,7 +229,7 @@ fajit_status fajit_warm_spec(fajit_ctx *ctx, const char *spec, const char *arch,
     }
     /* Every candidate of every family (the defaults among them) for each shape, as the tuner
      * and dispatch will ask; the same variant may serve several problems: compiled once. */
-    const fj_target t = {sm, fj_arch_is_a(arch), 0, 0, ctx->dec_loader, ctx->dec_merge};
+    const fj_target t = {sm, fj_arch_is_a(arch), 0, 0, ctx->dec_loader};
     int m = 0;
     for (size_t i = 0; i < sp.n_problems; i++) {
         const fj_problem *p = &sp.problems[i];

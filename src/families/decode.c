@@ -59,12 +59,6 @@ static int applies(const fajit_attn_desc *d, const fj_target *t)
     return !d->cu_seqlens_q && d->seqlen_q <= 16 && packed_rows(d) <= 64;
 }
 
-/* The epilogue's area (attn_decode.cu's RED_BYTES), which overlays the tiles. */
-static size_t red_bytes(const fj_dec_config *c, int head_dim)
-{
-    const size_t dp = (size_t)(head_dim + 15) / 16 * 16;
-    return (size_t)c->wm * c->wn * 16 * (dp + 8) * 4 + (size_t)c->wm * c->wn * 16 * 8;
-}
 /* Shared memory the split step's tiles and epilogue use (attn_decode.cu's SMEM_USE), and
  * its dynamic shared memory: TMA adds 64 bytes of barriers and 1024 of alignment slack. */
 static size_t smem_used(const fj_dec_config *c, int head_dim)
@@ -72,7 +66,7 @@ static size_t smem_used(const fj_dec_config *c, int head_dim)
     const size_t dp = (size_t)(head_dim + 15) / 16 * 16;
     const size_t ldb = dp % 64 == 0 ? 2 * dp : 2 * dp + 16;
     const size_t main = 16u * c->wm * ldb + 2u * c->stages * c->bn * ldb;
-    const size_t red = red_bytes(c, head_dim);
+    const size_t red = (size_t)c->wm * c->wn * 16 * (dp + 8) * 4 + (size_t)c->wm * c->wn * 16 * 8;
     return main > red ? main : red;
 }
 static size_t smem_bytes(const fj_dec_config *c, int head_dim)
@@ -149,10 +143,10 @@ static int split_class(const fajit_attn_desc *d, const fj_target *t)
  * bench/results/2026-12-02-h200-session17-decode.md); latency-bound ones of at most 8 rows
  * 128-key tiles 2 deep over 8 warps (graph replay, q_len 1 x 4 heads at 1 x 1k/2k/4k keys:
  * 7.0/8.0/9.6 against 7.1/7.9/10.1 us; but q_len 4, 16 rows, 8.8/8.5/11.1 against
- * 7.6/8.2/10.5, so 9..16 rows keep 64x3) and, at 17..32 rows and head_dim 96 or 128, 64-key
- * tiles 2 deep (q_len 8 x 4 heads: 8.5/9.8/12.1 against 8.8/9.8/12.5; bench/results/
- * 2026-12-03-h200-session18-decode.md); fewer stages where two CTAs would not fit an SM,
- * and narrower tiles where one would not. */
+ * 7.6/8.2/10.5, so 9..16 rows keep 64x3) and, at 17..32 rows, 64-key tiles 2 deep (q_len 8
+ * x 4 heads: 8.5/9.8/12.1 against 8.8/9.8/12.5; bench/results/2026-12-03-h200-session18-
+ * decode.md); fewer stages where two CTAs would not fit an SM, and narrower tiles where one
+ * would not. */
 static void default_cfg(const fajit_attn_desc *d, const fj_target *t, fj_kcfg *out)
 {
     const int rows = packed_rows(d), wide = d->head_dim > 128;
@@ -170,8 +164,8 @@ static void default_cfg(const fajit_attn_desc *d, const fj_target *t, fj_kcfg *o
             c.bn = 128, c.stages = 2, c.wn = 8;
     } else if (rows <= 32) {
         c.wm = 2, c.wn = 2, c.bn = wide ? 32 : 64;
-        if (split == SPLIT_LATENCY && d->head_dim % 32 == 0)
-            c.stages = 2;   /* (2 stages spill 8 B at head_dim 104 and 112 on sm_90a) */
+        if (split == SPLIT_LATENCY)
+            c.stages = 2;
     } else if (wide) {   /* (4 x 1 warps with 16-key tiles spill at head_dim 200-208) */
         c.wm = 2, c.wn = 2, c.bn = 32;
     } else {
@@ -297,7 +291,6 @@ static void kernels(const fj_kcfg *k, const fajit_attn_desc *d, fj_kernels *out)
     snprintf(v->name, sizeof v->name, "dec combine %s d%d", fj_dtype_name(dt), hd);
     out->threads[1] = COMBINE_THREADS;
     out->pdl[0] = out->pdl[1] = 1;   /* a decode step is mostly launch latency */
-    out->cluster[0] = 1;              /* the cluster merge (cluster_merge) */
     out->n = 2;
 }
 
@@ -370,31 +363,6 @@ static int dec_splits(const fj_dec_config *c, const fajit_attn_desc *d, int sm_c
     return per > 0 ? (tiles_k + per - 1) / per : 1;
 }
 
-/* Whether the splits of each group merge through distributed shared memory (the kernel's
- * p.cluster), only where FAJIT_DECODE_MERGE=cluster asks: on the H200 it was slower than
- * the global merge in every case measured (graph replay 1x4k q_len 1 12.0 against 10.3 us,
- * q_len 8 15.6 against 12.6; bench/results/2026-12-03-h200-session18-decode.md), so auto
- * is the global merge. Where: sm_90+, 2..16 splits and one q tile, so that a group's
- * splits are one cluster along grid x; the CTA's partials (MT rows of head_dim + 1 floats)
- * fit after the epilogue's area (attn_decode.cu's CLU_FIT); the CTAs fit one wave (the
- * split rule's case: a forced count over a full batch keeps the global merge, where
- * clusters would only constrain the scheduling of many waves); and a cluster of more than 8
- * CTAs takes at most 8 SMs (two CTAs per SM), which every GPC of an H100/H200 has free.
- * Else the global merge (fused_counters). */
-static int cluster_merge(const fj_dec_config *c, const fajit_attn_desc *d, const fj_target *t,
-                         int splits)
-{
-    if (t->dec_merge != FJ_DEC_MERGE_CLUSTER || t->sm < 90 || splits < 2 || splits > 16 ||
-        q_tiles(c, d) != 1)
-        return 0;
-    const size_t mt = 16u * c->wm, part = mt * (size_t)d->head_dim * 4 + mt * 4;
-    const int fit = per_sm(c, d->head_dim, t->sm);
-    if (red_bytes(c, d->head_dim) + part > smem_used(c, d->head_dim) ||
-        (long long)d->batch * d->heads_kv * splits > (long long)fit * sms_of(t->sm_count))
-        return 0;
-    return splits <= 8 || fit == 2;
-}
-
 /* Rows of the partials: the packed query rows of the whole batch (an upper bound when
  * varlen without total_q). */
 static long long total_rows(const fajit_attn_desc *d)
@@ -438,8 +406,6 @@ static void workspace(const fj_kcfg *k, const fajit_attn_desc *d, const fj_targe
 {
     const fj_dec_config *c = of(k);
     int s = dec_splits(c, d, t->sm_count, t->sm);
-    if (cluster_merge(c, d, t, s))
-        s = 1;   /* no partials in global memory, no counters */
     if (s > 1)
         out->scratch_bytes = lse_offset(d, s) + (size_t)s * (size_t)total_rows(d) * d->heads_q * 4;
     out->counter_bytes = fused_counters(c, d, s);
@@ -480,11 +446,8 @@ static void describe_grid(const fj_kcfg *k, const fajit_attn_desc *d, const fj_t
              d->num_splits ? "forced" : c->splits ? "tuned" : t->sm_count ? "chosen for this GPU"
                                                                            : "chosen for 132 SMs",
              q_tiles(c, d), q_tiles(c, d) > 1 ? "s" : "",
-             s < 2 ? "no combine"
-             : cluster_merge(c, d, t, s)
-                 ? "the splits of each group merge as one cluster through shared memory"
-             : fused_counters(c, d, s) ? "the last CTA of each group combines"
-                                       : "the combine kernel");
+             s < 2 ? "no combine" : fused_counters(c, d, s) ? "the last CTA of each group combines"
+                                                            : "the combine kernel");
 }
 
 static void fill_params(const fj_dec_config *c, const fajit_attn_desc *d, const fj_launch_env *env,
@@ -521,13 +484,11 @@ static void fill_params(const fj_dec_config *c, const fajit_attn_desc *d, const 
     p->split_keys = (tiles_k + splits - 1) / splits * c->bn;
     p->q_tiles = q_tiles(c, d);
     p->total_rows = (int)total_rows(d);
-    const fj_target here = {env->sm, 0, env->sm_count, c->checked, 0, env->dec_merge};
-    p->cluster = cluster_merge(c, d, &here, splits);
     fj_attn_params ap;   /* the window convention of every attention kernel */
     fj_params_from_desc(d, &ap);
     p->window_left = ap.window_left, p->window_right = ap.window_right;
     p->scale = ap.scale, p->scale_log2 = ap.scale_log2;
-    if (splits > 1 && !p->cluster) {
+    if (splits > 1) {
         p->counters = env->counters;   /* set: the fused combine */
         p->part_o = env->scratch;
         p->part_lse = env->scratch + lse_offset(d, splits);
@@ -574,7 +535,7 @@ static fajit_status launch_args(const fj_kcfg *k, int i, const fajit_attn_desc *
     fj_decode_params p;
     fill_params(c, d, env, splits, &p);
     fj_tmap maps[2];
-    const fj_target here = {env->sm, 0, env->sm_count, c->checked, 0, env->dec_merge};
+    const fj_target here = {env->sm, 0, env->sm_count, c->checked, 0};
     if (c->tma && dec_tma_misfit(c, d, &here)) {
         /* (check() refuses such a plan; a launch must never hang on missing boxes) */
         snprintf(why, n, "the TMA decode kernel cannot load head_dim %d with page_size %d",
@@ -589,10 +550,9 @@ static fajit_status launch_args(const fj_kcfg *k, int i, const fajit_attn_desc *
         a->grid[0] = (unsigned)(splits * p.q_tiles);
         a->grid[1] = (unsigned)d->heads_kv;
         a->grid[2] = (unsigned)d->batch;
-        a->cluster = p.cluster ? (unsigned)splits : 0;
     } else {   /* the combine kernel, after a split without the fused combine */
         const long long items = (long long)d->heads_q * (d->head_dim / 4);
-        a->grid[0] = splits > 1 && !p.counters && !p.cluster ? (unsigned)p.total_rows : 0;
+        a->grid[0] = splits > 1 && !p.counters ? (unsigned)p.total_rows : 0;
         a->grid[1] = (unsigned)((items + COMBINE_THREADS - 1) / COMBINE_THREADS);
         a->grid[2] = 1;
     }

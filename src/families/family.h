@@ -25,18 +25,11 @@ typedef struct fj_target {
     int checked;   /* the context runs checked (fajit_ctx_opts.checked): kernels that read
                       device-side indices test them and report the first bad one */
     int dec_loader;   /* FAJIT_DECODE_LOADER: FJ_DEC_LOADER_* (0 = auto) */
-    int dec_merge;    /* FAJIT_DECODE_MERGE: FJ_DEC_MERGE_* (0 = auto) */
 } fj_target;
 
 /* How the decode family's defaults load K/V tiles (FAJIT_DECODE_LOADER=auto|cpasync|tma):
  * auto = the family's rule; tma applies only where TMA fits (sm_90+, see decode.c). */
 enum { FJ_DEC_LOADER_AUTO = 0, FJ_DEC_LOADER_CPASYNC = 1, FJ_DEC_LOADER_TMA = 2 };
-/* How the decode family merges its splits (FAJIT_DECODE_MERGE=auto|global|cluster): auto =
- * the family's rule (global: measured faster on the H200); global = through partials in
- * global memory (the last CTA of a group, or the combine kernel); cluster = through
- * distributed shared memory where a group's splits fit one cluster (sm_90+, see decode.c),
- * global elsewhere. */
-enum { FJ_DEC_MERGE_AUTO = 0, FJ_DEC_MERGE_GLOBAL = 1, FJ_DEC_MERGE_CLUSTER = 2 };
 
 /* One configuration of some family: the family and its own bytes (a family casts them to
  * its configuration struct, checked by a static assert in its file). */
@@ -65,8 +58,6 @@ typedef struct fj_kernels {
     int pdl[FJ_MAX_LAUNCHES];         /* 1: the kernel starts with fj_pdl_wait (fj_common.cuh),
                                          so on sm_90+ it is launched as a programmatic
                                          dependent launch (fj_launch) */
-    int cluster[FJ_MAX_LAUNCHES];     /* 1: may launch in clusters of up to 16 CTAs (on sm_90+
-                                         the non-portable sizes are allowed at load) */
 } fj_kernels;
 
 /* What one call needs besides its tensors. counter_bytes: device memory that is zero when
@@ -89,7 +80,6 @@ typedef struct fj_launch_env {
     CUdeviceptr scratch;     /* fj_workspace.scratch_bytes, or 0 */
     CUdeviceptr report;      /* fj_workspace.report_bytes, or 0 */
     int sm;                  /* the device's compute capability, major*10 + minor */
-    int dec_merge;           /* FAJIT_DECODE_MERGE: FJ_DEC_MERGE_* */
 } fj_launch_env;
 
 /* The arguments of one launch: copies of the kernel's parameters (fj_args_push) and the
@@ -102,7 +92,6 @@ typedef struct fj_args {
     void *ptr[FJ_ARGS_MAX];
     int n;
     unsigned grid[3];
-    unsigned cluster;   /* > 1: clusters of cluster x 1 x 1 CTAs (0: none) */
 } fj_args;
 /* Appends a copy of `size` bytes aligned to `align` as the next kernel parameter. 0, or -1
  * when the argument block is full. */

@@ -10,7 +10,6 @@
 #include <stddef.h>
 
 typedef int CUresult;              /* CUDA_SUCCESS = 0 */
-#define FJ_CUDA_ERROR_NOT_SUPPORTED 801
 typedef int CUdevice;
 typedef struct CUctx_st *CUcontext;
 typedef struct CUmod_st *CUmodule;
@@ -28,22 +27,17 @@ enum {
     FJ_CU_FUNC_ATTR_NUM_REGS = 4,
     FJ_CU_FUNC_ATTR_LOCAL_BYTES = 3,
     FJ_CU_FUNC_ATTR_MAX_DYN_SMEM = 8,
-    FJ_CU_FUNC_ATTR_NON_PORTABLE_CLUSTER = 14,   /* clusters of more than 8 CTAs */
     FJ_CU_CAPTURE_MODE_RELAXED = 2,
 };
 
 /* cuLaunchKernelEx's CUlaunchAttribute and CUlaunchConfig (cuda.h, CUDA 12.0+). */
 #define FJ_CU_LAUNCH_ATTR_PDL 6   /* CU_LAUNCH_ATTRIBUTE_PROGRAMMATIC_STREAM_SERIALIZATION */
-#define FJ_CU_LAUNCH_ATTR_CLUSTER 4   /* CU_LAUNCH_ATTRIBUTE_CLUSTER_DIMENSION */
 typedef struct fj_cu_launch_attr {
     int id;
     char pad_[4];
     union {
         char pad[64];
         int value;
-        struct {
-            unsigned x, y, z;
-        } dim;   /* clusterDim */
     } v;
 } fj_cu_launch_attr;
 typedef struct fj_cu_launch_config {
@@ -158,14 +152,9 @@ CUresult fj_func_dyn_smem(const fj_cuda *cu, CUfunction fn, int bytes);
 /* Launches fn on grid x threads x 1 x 1 with `args` (one pointer per parameter). pdl 1:
  * as a programmatic dependent launch (sm_90+; the kernel starts before the stream's previous
  * kernel ends once that one has triggered, and waits for it with griddepcontrol.wait before
- * touching memory) where the driver has cuLaunchKernelEx, else a plain launch. cluster > 1:
- * thread-block clusters of `cluster` x 1 x 1 CTAs (sm_90+, needs cuLaunchKernelEx: else
- * CUDA_ERROR_NOT_SUPPORTED; above 8 the function must allow non-portable sizes,
- * fj_func_cluster16). */
+ * touching memory) where the driver has cuLaunchKernelEx, else a plain launch. */
 CUresult fj_launch(const fj_cuda *cu, CUfunction fn, const unsigned grid[3], unsigned threads,
-                   unsigned dyn_smem, CUstream stream, void **args, int pdl, unsigned cluster);
-/* Lets fn launch in clusters of up to 16 CTAs (the non-portable sizes of sm_90). */
-CUresult fj_func_cluster16(const fj_cuda *cu, CUfunction fn);
+                   unsigned dyn_smem, CUstream stream, void **args, int pdl);
 
 /* Loads libcuda.so.1 (once per process) and calls cuInit. Returns NULL when there is no
  * driver; `why` (may be NULL) then says what failed. Thread-safe. */

@@ -34,28 +34,16 @@ CUresult fj_func_dyn_smem(const fj_cuda *cu, CUfunction fn, int bytes)
     return bytes <= 48 * 1024 ? 0 : cu->cuFuncSetAttribute(fn, FJ_CU_FUNC_ATTR_MAX_DYN_SMEM, bytes);
 }
 
-CUresult fj_func_cluster16(const fj_cuda *cu, CUfunction fn)
-{
-    return cu->cuFuncSetAttribute(fn, FJ_CU_FUNC_ATTR_NON_PORTABLE_CLUSTER, 1);
-}
-
 CUresult fj_launch(const fj_cuda *cu, CUfunction fn, const unsigned grid[3], unsigned threads,
-                   unsigned dyn_smem, CUstream stream, void **args, int pdl, unsigned cluster)
+                   unsigned dyn_smem, CUstream stream, void **args, int pdl)
 {
-    if (cluster > 1 && !cu->cuLaunchKernelEx)
-        return FJ_CUDA_ERROR_NOT_SUPPORTED;
-    if ((pdl || cluster > 1) && cu->cuLaunchKernelEx) {
-        fj_cu_launch_attr attr[2];
-        unsigned n = 0;
-        memset(attr, 0, sizeof attr);
-        if (pdl)
-            attr[n].id = FJ_CU_LAUNCH_ATTR_PDL, attr[n++].v.value = 1;
-        if (cluster > 1) {
-            attr[n].id = FJ_CU_LAUNCH_ATTR_CLUSTER;
-            attr[n].v.dim.x = cluster, attr[n].v.dim.y = 1, attr[n++].v.dim.z = 1;
-        }
+    if (pdl && cu->cuLaunchKernelEx) {
+        fj_cu_launch_attr attr;
+        memset(&attr, 0, sizeof attr);
+        attr.id = FJ_CU_LAUNCH_ATTR_PDL;
+        attr.v.value = 1;
         const fj_cu_launch_config c = {grid[0], grid[1], grid[2], threads, 1, 1, dyn_smem,
-                                       stream, attr, n};
+                                       stream, &attr, 1};
         return cu->cuLaunchKernelEx(&c, fn, args, NULL);
     }
     return cu->cuLaunchKernel(fn, grid[0], grid[1], grid[2], threads, 1, 1, dyn_smem, stream,

@@ -71,10 +71,6 @@
  *   group's partials fit the shared memory (splits * rows * (4*HD + 4) bytes, at most
  *   DEC_STAGE_MAX) they are copied there all at once first (one round trip to L2 instead
  *   of one per 6 splits).
- *   Cluster merge (p.cluster, sm_90+; the host sets it only where FAJIT_DECODE_MERGE=cluster
- *   asks and q_tiles == 1, 2..16 splits): the grid runs in clusters of the splits of one
- *   group; each CTA keeps its partials in shared memory and the cluster merges them over
- *   distributed shared memory (dec_merge_cluster): no partials, counters or combine kernel.
  *
  * Combine step fj_attn_decode_combine (splits > 1 without counters): a thread per (R, h,
  *   4 columns), grid (total_rows, ceil(heads_q * HD/4 / FJ_DEC_COMBINE_THREADS), 1),
@@ -139,11 +135,6 @@ constexpr int MAIN_BYTES = Q_BYTES + 2 * STAGES * KV_BYTES;
 constexpr int RLD = DP + 8;               /* epilogue O row stride, floats */
 constexpr int RED_O_BYTES = WARPS * 16 * RLD * 4, RED_BYTES = RED_O_BYTES + WARPS * 16 * 8;
 constexpr int SMEM_USE = MAIN_BYTES > RED_BYTES ? MAIN_BYTES : RED_BYTES;
-/* Cluster merge (p.cluster): the CTA's partials, O [MT][HD] and LSE [MT] (fp32), after the
- * epilogue's area; only where they fit the shared memory already asked for (the host's
- * rule is the same). */
-constexpr int CLU_BYTES = MT * HD * 4 + MT * 4;
-constexpr bool CLU_FIT = RED_BYTES + CLU_BYTES <= SMEM_USE;
 constexpr bool TMA = FJ_DEC_TMA != 0;
 /* TMA: STAGES mbarriers after the used bytes, 1024 bytes of slack to align the base (the
  * 128-byte swizzle is a function of the address) */
@@ -465,21 +456,6 @@ FJ_DEVICE void dec_tma_zero(fj_u32 sv, int k0, int kb, int ke, int tid)
 }
 #endif /* FJ_DEC_TMA */
 
-/* Stores 4 columns (c4) of packed row r of a merged result: O = acc / l, and the LSE
- * (natural log; -inf where l = 0: every split empty) from column 0. M: the largest split
- * LSE, the base of the weights that make acc and l. */
-FJ_DEVICE void dec_store_merged(const fj_decode_params &p, int b, const dec_seq &so, int r, int hk,
-                                int G, int c4, float4 acc, float l, float M)
-{
-    const float inv = l > 0.f ? 1.f / l : 0.f;
-    const int i = r / G, h = hk * G + (r - i * G);
-    dec_st4((fj_u16 *)p.o + so.o + (fj_i64)i * p.o_row_stride + (fj_i64)h * p.o_head_stride +
-                c4 * 4,
-            make_float4(acc.x * inv, acc.y * inv, acc.z * inv, acc.w * inv));
-    if (p.lse && c4 == 0)
-        dec_store_lse(p, b, so.row0, i, h, l > 0.f ? M + logf(l) : -FJ_INF);
-}
-
 /* Fused combine, the last CTA of a group: O and LSE of its `rows` packed rows from every
  * split's partials. Staged: all partials into shared memory at once (one round trip to L2:
  * 16-byte cp.async.cg for O, 4-byte ld.cg for the LSEs), then each thread merges 4 columns
@@ -552,7 +528,13 @@ FJ_DEVICE void dec_merge_staged(const fj_decode_params &p, unsigned char *smem, 
                 acc.x += w * x.x, acc.y += w * x.y, acc.z += w * x.z, acc.w += w * x.w;
             }
         }
-        dec_store_merged(p, b, so, r0 + rl, hk, G, c4, acc, l, M);
+        const float inv = l > 0.f ? 1.f / l : 0.f;
+        const int r = r0 + rl, i = r / G, h = hk * G + (r - i * G);
+        dec_st4((fj_u16 *)p.o + so.o + (fj_i64)i * p.o_row_stride + (fj_i64)h * p.o_head_stride +
+                    c4 * 4,
+                make_float4(acc.x * inv, acc.y * inv, acc.z * inv, acc.w * inv));
+        if (p.lse && c4 == 0)
+            dec_store_lse(p, b, so.row0, i, h, l > 0.f ? M + logf(l) : -FJ_INF);
     }
 }
 FJ_DEVICE void dec_merge_direct(const fj_decode_params &p, int b, const dec_seq &so, int r0,
@@ -574,83 +556,6 @@ FJ_DEVICE void dec_merge_direct(const fj_decode_params &p, int b, const dec_seq 
             dec_store_lse(p, b, so.row0, i, h, lse);
     }
 }
-
-/* Cluster merge (sm_90+; p.cluster: the group's splits are the CTAs of one cluster, rank =
- * split). Every CTA has put its partials (O divided by its row sum, LSE) into its own
- * shared memory at s_po [MT][HD] and s_pl [MT]; after a cluster barrier, CTA `rank` merges
- * the items (row, 4 columns) rank, rank + S, ... (S = p.splits <= 16) by reading every
- * split's LSE and O through distributed shared memory, and writes O and LSE. A second
- * barrier keeps each CTA's shared memory alive until the others have read it. No partials
- * go to global memory and no counter is taken: one barrier instead of a fence, an atomic
- * and a round trip to L2. */
-#if __CUDA_ARCH__ >= 900
-FJ_DEVICE void dec_cluster_sync()
-{
-    asm volatile("barrier.cluster.arrive.release.aligned;\n"
-                 "barrier.cluster.wait.acquire.aligned;\n" ::: "memory");
-}
-FJ_DEVICE fj_u32 dec_mapa(fj_u32 addr, int rank)
-{
-    fj_u32 r;
-    asm volatile("mapa.shared::cluster.u32 %0, %1, %2;\n" : "=r"(r) : "r"(addr), "r"(rank));
-    return r;
-}
-FJ_DEVICE float dec_ld_cl(fj_u32 addr)
-{
-    float r;
-    asm volatile("ld.shared::cluster.f32 %0, [%1];\n" : "=f"(r) : "r"(addr) : "memory");
-    return r;
-}
-FJ_DEVICE float4 dec_ld_cl4(fj_u32 addr)
-{
-    float4 r;
-    asm volatile("ld.shared::cluster.v4.f32 {%0,%1,%2,%3}, [%4];\n"
-                 : "=f"(r.x), "=f"(r.y), "=f"(r.z), "=f"(r.w)
-                 : "r"(addr)
-                 : "memory");
-    return r;
-}
-FJ_DEVICE void dec_merge_cluster(const fj_decode_params &p, fj_u32 s_po, fj_u32 s_pl, int b,
-                                 const dec_seq &so, int r0, int rows, int hk, int G, int rank,
-                                 int tid)
-{
-    using namespace dec;
-    constexpr int C4 = HD / 4, SMAX = 16;   /* (FAJIT_MAX_SPLITS may exceed a cluster) */
-    constexpr float LOG2E = 1.4426950408889634f;
-    const int S = p.splits;
-    dec_cluster_sync();   /* every split's partials are in its shared memory */
-#pragma unroll 1
-    for (int item = rank * THREADS + tid; item < rows * C4; item += S * THREADS) {
-        const int rl = item / C4, c4 = item - rl * C4;
-        float ls[SMAX], M = -FJ_INF;
-#pragma unroll
-        for (int s = 0; s < SMAX; ++s) {
-            ls[s] = s < S ? dec_ld_cl(dec_mapa(s_pl + rl * 4, s)) : -FJ_INF;
-            M = fmaxf(M, ls[s]);
-        }
-        float l = 0.f;
-        float4 acc = make_float4(0.f, 0.f, 0.f, 0.f);
-        if (M != -FJ_INF) {
-#pragma unroll
-            for (int s = 0; s < SMAX; ++s)
-                if (s < S) {
-                    const float w = ex2((ls[s] - M) * LOG2E);   /* 0 from -inf */
-                    const float4 x = dec_ld_cl4(dec_mapa(s_po + (rl * HD + c4 * 4) * 4, s));
-                    l += w;
-                    acc.x += w * x.x, acc.y += w * x.y, acc.z += w * x.z, acc.w += w * x.w;
-                }
-        }
-        dec_store_merged(p, b, so, r0 + rl, hk, G, c4, acc, l, M);
-    }
-    dec_cluster_sync();   /* the others are done reading this CTA's shared memory */
-}
-FJ_DEVICE int dec_cluster_rank()
-{
-    fj_u32 r;
-    asm volatile("mov.u32 %0, %%cluster_ctarank;\n" : "=r"(r));
-    return (int)r;
-}
-#endif
 
 extern "C" __global__ void __launch_bounds__(dec::THREADS)
 #if FJ_DEC_TMA
@@ -1041,12 +946,6 @@ fj_attn_decode(const __grid_constant__ fj_decode_params p)
                      pack2(o[6], o[7]));
             if (p.lse && cc == 0)
                 dec_store_lse(p, b, so.row0, i, h, lse);
-        } else if (CLU_FIT && p.cluster) {   /* into this CTA's shared memory */
-            float *po = (float *)(sm + RED_BYTES) + rl * HD + cc * 8;
-            *(float4 *)po = make_float4(o[0], o[1], o[2], o[3]);
-            *(float4 *)(po + 4) = make_float4(o[4], o[5], o[6], o[7]);
-            if (cc == 0)
-                ((float *)(sm + RED_BYTES) + MT * HD)[rl] = lse;
         } else {
             const fj_i64 prow = ((fj_i64)split * p.total_rows + so.row0 + i) * p.heads_q + h;
             float *po = (float *)p.part_o + prow * HD + cc * 8;
@@ -1059,14 +958,6 @@ fj_attn_decode(const __grid_constant__ fj_decode_params p)
         }
     }
 
-#if __CUDA_ARCH__ >= 900
-    if (CLU_FIT && p.cluster) {   /* (the host sets it only on sm_90+, splits > 1) */
-        const fj_u32 s_po = smem_addr(sm + RED_BYTES);
-        dec_merge_cluster(p, s_po, s_po + MT * HD * 4, b, so, r0, min(MT, nrows - r0), hk, G,
-                          dec_cluster_rank(), tid);
-        return;
-    }
-#endif
     /* Fused combine: the group's (q tile, kv head, b) CTAs of every split count their
      * arrival once their partials are visible (threadFenceReduction's pattern: every thread
      * fences its stores, then one thread counts); the last to arrive merges all splits of

@@ -89,9 +89,7 @@ typedef struct fj_attn_params {
  * and the combine skips rows >= cu_seqlens_q[batch]; an empty split writes LSE -inf), which
  * the combine step merges into O and LSE: the last CTA of each (q tile, kv head, b) to
  * finish does it when `counters` is set (one zeroed int per such group, counted up by its
- * splits and put back to 0 by the last), else the combine kernel; with `cluster` set the
- * splits of a group are one cluster (grid x = splits, q_tiles 1) and merge in shared memory
- * instead. */
+ * splits and put back to 0 by the last), else the combine kernel. */
 #define FJ_DECODE_PARAMS_SIZE 264
 typedef struct fj_decode_params {
     fj_u64 q, k, v, o;              /*   0 */
@@ -113,12 +111,8 @@ typedef struct fj_decode_params {
     fj_i32 num_pages, splits, split_keys, q_tiles;        /* 224: num_pages bounds page ids */
     fj_i32 window_left, window_right;                     /* 240 */
     float scale, scale_log2;                              /* 248 */
-    fj_i32 total_rows;                                    /* 256: rows of the partials
+    fj_i32 total_rows, pad_;                              /* 256: rows of the partials
                                                              (>= every R + 1) */
-    fj_i32 cluster;                                       /* 260: 1: the splits of a group
-                                         form one thread-block cluster and merge through
-                                         distributed shared memory (sm_90+; no partials in
-                                         global memory, no counters) */
 } fj_decode_params;                                       /* 264 */
 
 /* fajit_attn_merge's kernel (attn_merge.cu): two partial results of the same queries over
