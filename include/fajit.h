@@ -556,7 +556,7 @@ FAJIT_API fajit_status fajit_tune_spec(fajit_ctx *ctx, const char *spec,
  * inputs it allocates: a first call (it may compile, per the context's policy), three
  * warm-up calls, then `reps` timed calls on the default stream, each between two CUDA
  * events with the L2 flushed before it (the tuner's discipline). K and V are contiguous,
- * or pages in order where the spec sets page_size. `fn` (may be NULL) receives each shape's
+ * or pages in random order where the spec sets page_size. `fn` (may be NULL) receives each shape's
  * result; progress goes to the context's progress callback. Blocking; needs a device. */
 typedef struct fajit_bench_result {
     const char *problem;       /* the spec section's name; valid during the callback */

@@ -472,7 +472,7 @@ START_TEST(sanitizer_launches)
         setup(&c, &B);
         fj_oracle orc;
         ck_assert_int_eq(fj_oracle_init(ctx, &orc, &B.desc), FAJIT_OK);
-        ck_assert_msg(fj_oracle_reference(ctx, &orc, &B.desc) == FAJIT_OK, "%s: %s", c.text,
+        ck_assert_msg(fj_oracle_reference(ctx, &orc, &B.desc, 0, 0) == FAJIT_OK, "%s: %s", c.text,
                       fajit_errmsg(ctx));
         for (int fi = 0; fi < 2; fi++) {
             const fj_family *f = fams[fi];

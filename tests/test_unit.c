@@ -9,6 +9,7 @@
 #include <unistd.h>
 
 #include "../src/api/internal.h"
+#include "../src/api/oracle.h"
 #include "../src/autotune/spec.h"
 #include "../src/autotune/tune.h"
 #include "../src/autotune/fa2_config.h"
@@ -771,6 +772,91 @@ START_TEST(fake_driver)
     ck_assert_str_eq(ctx->arch, "sm_90a");
     ck_assert_int_eq(ctx->sm_count, 132);
     ck_assert_str_eq(ctx->gpu_name, "Fake GPU");
+    fajit_ctx_destroy(ctx);
+    fj_cuda_set_for_testing(NULL);
+}
+END_TEST
+
+/* The tuner's paged inputs (oracle.c): the block table scatters the pages in random order,
+ * and the reference's twin holds set 0's keys and values in sequence order, page by page
+ * from where the table put them. Device memory is host memory here (a fake driver). */
+static CUresult f_hmalloc(CUdeviceptr *p, size_t n)
+{
+    void *m = malloc(n);
+    *p = (CUdeviceptr)(uintptr_t)m;
+    return m ? 0 : 2;
+}
+static CUresult f_hfree(CUdeviceptr p) { free((void *)(uintptr_t)p); return 0; }
+static CUresult f_htod(CUdeviceptr d, const void *s, size_t n)
+{
+    memcpy((void *)(uintptr_t)d, s, n);
+    return 0;
+}
+
+START_TEST(inputs_shuffled_pages)
+{
+    fj_cuda fake = fake_device_table();
+    fake.cuMemAlloc = f_hmalloc, fake.cuMemFree = f_hfree, fake.cuMemcpyHtoD = f_htod;
+    fj_cuda_set_for_testing(&fake);
+    fajit_ctx_opts o;
+    fajit_ctx_opts_init(&o);
+    o.cache_dir = "";
+    fajit_ctx *ctx;
+    g_count = 1, g_fail_get = 0;
+    ck_assert_int_eq(fajit_ctx_create(&ctx, &o), FAJIT_OK);
+
+    fj_problem p;
+    memset(&p, 0, sizeof p);
+    snprintf(p.name, sizeof p.name, "paged");
+    p.dtype = FAJIT_BF16, p.head_dim = 16, p.heads_q = 4, p.heads_kv = 2;
+    p.window_left = p.window_right = -1;
+    p.page_size = 16;
+    const fj_shape sh = {1, 50, 3};   /* 4 pages per sequence, 12 in all */
+    const int pps = 4, pages = 12, pe = 16 * 2 * 16;
+    fj_inputs in;
+    ck_assert_int_eq(fj_inputs_make(ctx, &p, &sh, 2, NULL, NULL, 1, &in), FAJIT_OK);
+    const fajit_attn_desc *d = &in.d[0];
+    ck_assert_int_eq(d->page_size, 16);
+    ck_assert_int_eq(d->block_table_stride, pps);
+    ck_assert_int_eq(d->num_pages, pages);
+    ck_assert_ptr_eq(d->block_table, (const void *)(uintptr_t)in.bt);
+    ck_assert_ptr_eq(in.d[1].block_table, d->block_table);
+    const int32_t *bt = d->block_table;
+    int seen[12] = {0}, moved = 0;
+    for (int l = 0; l < pages; l++) {
+        ck_assert(bt[l] >= 0 && bt[l] < pages);
+        seen[bt[l]]++;
+        moved += bt[l] != l;
+    }
+    for (int l = 0; l < pages; l++)
+        ck_assert_int_eq(seen[l], 1);   /* a permutation ... */
+    ck_assert_int_gt(moved, pages / 2);  /* ... that moves most pages */
+    ck_assert(in.k_twin && in.v_twin);
+    for (int l = 0; l < pages; l++) {   /* the twin: logical page l from physical bt[l] */
+        const uint16_t *k = (const uint16_t *)(uintptr_t)in.k[0] + (size_t)bt[l] * pe;
+        const uint16_t *v = (const uint16_t *)(uintptr_t)in.v[0] + (size_t)bt[l] * pe;
+        ck_assert(!memcmp((const uint16_t *)(uintptr_t)in.k_twin + (size_t)l * pe, k, pe * 2));
+        ck_assert(!memcmp((const uint16_t *)(uintptr_t)in.v_twin + (size_t)l * pe, v, pe * 2));
+    }
+    ck_assert(memcmp((const void *)(uintptr_t)in.k[0], (const void *)(uintptr_t)in.k_twin,
+                     (size_t)pages * pe * 2));
+    /* the oracle refuses a paged problem without its twin (before any launch) */
+    fj_oracle orc;
+    memset(&orc, 0, sizeof orc);
+    ck_assert_int_eq(fj_oracle_reference(ctx, &orc, d, 0, 0), FAJIT_INVALID_ARGUMENT);
+    ck_assert_ptr_nonnull(strstr(fajit_errmsg(ctx), "sequence order"));
+    fj_inputs_free(ctx->cu, &in);
+    ck_assert(!in.k_twin && !in.bt);
+
+    /* without the twin (the benchmark): shuffled pages, no second copy */
+    ck_assert_int_eq(fj_inputs_make(ctx, &p, &sh, 1, NULL, NULL, 0, &in), FAJIT_OK);
+    ck_assert(in.bt && !in.k_twin && !in.v_twin);
+    fj_inputs_free(ctx->cu, &in);
+    /* contiguous: no table, no twin even when asked */
+    p.page_size = 0;
+    ck_assert_int_eq(fj_inputs_make(ctx, &p, &sh, 1, NULL, NULL, 1, &in), FAJIT_OK);
+    ck_assert(!in.bt && !in.k_twin && !in.d[0].block_table);
+    fj_inputs_free(ctx->cu, &in);
     fajit_ctx_destroy(ctx);
     fj_cuda_set_for_testing(NULL);
 }
@@ -1793,6 +1879,7 @@ int main(void)
     tcase_add_test(tc, ctx_options);
     tcase_add_test(tc, ctx_cache_location);
     tcase_add_test(tc, fake_driver);
+    tcase_add_test(tc, inputs_shuffled_pages);
     tcase_add_test(tc, sched_counters);
     tcase_add_test(tc, fa3_length_classes);
     tcase_add_test(tc, no_driver);

@@ -89,14 +89,14 @@ static fajit_status time_one(bench *b, const fajit_attn_desc *d, fajit_bench_res
     return FAJIT_OK;
 }
 
-/* Allocates one shape's inputs (oracle.c: random values; paged problems on pages in order),
+/* Allocates one shape's inputs (oracle.c: random values; paged problems on shuffled pages),
  * times it, frees them. */
 static fajit_status bench_shape(bench *b, const fj_problem *p, const fj_shape *sh,
                                 fajit_bench_fn fn, void *user)
 {
     fajit_ctx *ctx = b->ctx;
     fj_inputs in;
-    FJ_CHECK(fj_inputs_make(ctx, p, sh, 1, NULL, NULL, &in));
+    FJ_CHECK(fj_inputs_make(ctx, p, sh, 1, NULL, NULL, 0, &in));
     const fajit_attn_desc *d = &in.d[0];
     fajit_bench_result res;
     memset(&res, 0, sizeof res);

@@ -85,12 +85,16 @@ fajit_status fj_oracle_read(fajit_ctx *ctx, fj_oracle *o, const fajit_attn_desc 
     return FAJIT_OK;
 }
 
-/* For a paged problem (pages laid out in order, fj_inputs_make) the oracle reads the same
- * memory as contiguous K/V: the reference kernel reads no block table. */
-fajit_status fj_oracle_reference(fajit_ctx *ctx, fj_oracle *o, const fajit_attn_desc *d)
+/* A paged problem runs as its contiguous twin (k_twin, v_twin: fj_inputs_make's copy of
+ * the keys in sequence order): the reference kernel reads no block table. */
+fajit_status fj_oracle_reference(fajit_ctx *ctx, fj_oracle *o, const fajit_attn_desc *d,
+                                 CUdeviceptr k_twin, CUdeviceptr v_twin)
 {
     fajit_attn_desc twin = *d;
     if (d->block_table) {
+        FJ_RETURN_IF(!k_twin || !v_twin, ctx, FAJIT_INVALID_ARGUMENT, "the oracle of a paged problem "
+                     "needs its keys in sequence order (fj_inputs_make with twin)");
+        twin.k = (const void *)(uintptr_t)k_twin, twin.v = (const void *)(uintptr_t)v_twin;
         twin.block_table = NULL, twin.block_table_stride = 0, twin.page_size = 0;
         twin.num_pages = 0, twin.k_page_stride = twin.v_page_stride = 0;
         twin.seqused_k = NULL;
@@ -125,10 +129,15 @@ int fj_oracle_check(fajit_ctx *ctx, fj_oracle *o, const fj_kplan *kp, const faji
 /*------ random inputs on the device ------*/
 
 static uint64_t g_rand = 0x9E3779B97F4A7C15ull;
-static uint16_t rand_half(int bf16)
+static uint64_t rand_u64(void)
 {
     g_rand ^= g_rand << 13, g_rand ^= g_rand >> 7, g_rand ^= g_rand << 17;
-    float f = (float)(g_rand >> 40) / (float)(1 << 24) * 2.f - 1.f;   /* [-1, 1) */
+    return g_rand;
+}
+
+static uint16_t rand_half(int bf16)
+{
+    float f = (float)(rand_u64() >> 40) / (float)(1 << 24) * 2.f - 1.f;   /* [-1, 1) */
     uint32_t u;
     memcpy(&u, &f, 4);
     if (bf16)
@@ -155,19 +164,26 @@ static CUresult upload_ints(const fj_cuda *cu, CUdeviceptr *p, const int32_t *v,
     return r ? r : cu->cuMemcpyHtoD(*p, v, n * sizeof *v);
 }
 
-/* A paged problem's block table: sequence b's pages b*pps .. b*pps + pps-1, so that its
- * K/V are contiguous too (the oracle's view). */
-static CUresult upload_table(const fj_cuda *cu, CUdeviceptr *p, int batch, int pps)
+void fj_pages_shuffle(int32_t *t, size_t n)
 {
-    const size_t n = (size_t)batch * pps;
-    int32_t *t = malloc(n * sizeof *t);
-    if (!t)
-        return 2;   /* CUDA_ERROR_OUT_OF_MEMORY */
     for (size_t i = 0; i < n; i++)
         t[i] = (int32_t)i;
-    CUresult r = upload_ints(cu, p, t, n);
-    free(t);
-    return r;
+    for (size_t i = n; i > 1; i--) {   /* Fisher-Yates */
+        const size_t j = (size_t)(rand_u64() % i);
+        const int32_t x = t[i - 1];
+        t[i - 1] = t[j], t[j] = x;
+    }
+}
+
+/* Uploads the physical pages `pool` (host, `pages` of `pe` elements) in sequence order:
+ * logical page L (sequence L / pages per sequence) is physical page t[L]. */
+static CUresult upload_twin(const fj_cuda *cu, CUdeviceptr *p, const uint16_t *pool,
+                           const int32_t *t, size_t pages, size_t pe, uint16_t *scratch)
+{
+    for (size_t l = 0; l < pages; l++)
+        memcpy(scratch + l * pe, pool + (size_t)t[l] * pe, pe * 2);
+    CUresult r = cu->cuMemAlloc(p, pages * pe * 2);
+    return r ? r : cu->cuMemcpyHtoD(*p, scratch, pages * pe * 2);
 }
 
 /* Varlen: prefix sums of the lengths, cu_seqlens_q then cu_seqlens_k in one buffer. */
@@ -185,20 +201,20 @@ static CUresult upload_varlen(const fj_cuda *cu, fj_inputs *in, int batch, const
 
 void fj_inputs_free(const fj_cuda *cu, fj_inputs *in)
 {
-    CUdeviceptr *all[] = {&in->o, &in->bt, &in->cu};
+    CUdeviceptr *all[] = {&in->o, &in->bt, &in->cu, &in->k_twin, &in->v_twin};
     for (int s = 0; s < FJ_INPUT_SETS; s++) {
         if (in->q[s]) cu->cuMemFree(in->q[s]);
         if (in->k[s]) cu->cuMemFree(in->k[s]);
         if (in->v[s]) cu->cuMemFree(in->v[s]);
     }
-    for (int i = 0; i < 3; i++)
+    for (int i = 0; i < 5; i++)
         if (*all[i])
             cu->cuMemFree(*all[i]);
     memset(in, 0, sizeof *in);
 }
 
-/* The descriptor of set k: contiguous, or paged over whole pages per sequence, or varlen
- * packed rows. */
+/* The descriptor of set k: contiguous, or paged over whole pages per sequence (the batch
+ * strides are the twin's), or varlen packed rows. */
 static void describe_set(fj_inputs *in, int k, const fj_problem *p, const fj_shape *sh,
                          int pps, size_t rows_k)
 {
@@ -224,7 +240,7 @@ static void describe_set(fj_inputs *in, int k, const fj_problem *p, const fj_sha
 }
 
 fajit_status fj_inputs_make(fajit_ctx *ctx, const fj_problem *p, const fj_shape *sh, int sets,
-                            const int *lens_q, const int *lens_k, fj_inputs *in)
+                            const int *lens_q, const int *lens_k, int twin, fj_inputs *in)
 {
     const fj_cuda *cu = ctx->cu;
     char err[64];
@@ -233,24 +249,35 @@ fajit_status fj_inputs_make(fajit_ctx *ctx, const fj_problem *p, const fj_shape 
                  sh->batch > FJ_INPUT_MAX_BATCH)), ctx, FAJIT_INVALID_ARGUMENT,
                  "fj_inputs_make: %d sets, varlen %d x paged %d", sets, lens_q != NULL,
                  p->page_size);
-    /* paged: whole pages per sequence (pps of them), laid out in order */
+    /* paged: whole pages per sequence (pps of them), scattered by the block table */
     const int pps = p->page_size ? (sh->seqlen_k + p->page_size - 1) / p->page_size : 0;
     const size_t rows_k = p->page_size ? (size_t)pps * p->page_size : (size_t)sh->seqlen_k;
+    const size_t pages = (size_t)sh->batch * pps;
+    const size_t pe = (size_t)p->page_size * p->heads_kv * p->head_dim;   /* a page's elements */
     size_t nq = (size_t)sh->batch * sh->seqlen_q * p->heads_q * p->head_dim;
     size_t nk = (size_t)sh->batch * rows_k * p->heads_kv * p->head_dim;
+    twin = twin && p->page_size;
     uint16_t *host = malloc((nq > nk ? nq : nk) * 2);
-    CUresult r = host ? 0 : 2;
+    uint16_t *scratch = twin ? malloc(nk * 2) : NULL;
+    int32_t *table = pages ? malloc(pages * sizeof *table) : NULL;
+    CUresult r = host && (!twin || scratch) && (!pages || table) ? 0 : 2;
+    if (!r && pages)
+        fj_pages_shuffle(table, pages);
     for (int k = 0; k < sets && !r; k++) {
         int bf16 = p->dtype == FAJIT_BF16;
         if (!(r = upload_random(cu, &in->q[k], nq, bf16, host)) &&
-            !(r = upload_random(cu, &in->k[k], nk, bf16, host)))
-            r = upload_random(cu, &in->v[k], nk, bf16, host);
+            !(r = upload_random(cu, &in->k[k], nk, bf16, host)) && k == 0 && twin)
+            r = upload_twin(cu, &in->k_twin, host, table, pages, pe, scratch);
+        if (!r && !(r = upload_random(cu, &in->v[k], nk, bf16, host)) && k == 0 && twin)
+            r = upload_twin(cu, &in->v_twin, host, table, pages, pe, scratch);
     }
     free(host);
+    free(scratch);
     if (!r)
         r = cu->cuMemAlloc(&in->o, nq * 2);
-    if (!r && p->page_size)
-        r = upload_table(cu, &in->bt, sh->batch, pps);
+    if (!r && pages)
+        r = upload_ints(cu, &in->bt, table, pages);
+    free(table);
     if (!r && lens_q)
         r = upload_varlen(cu, in, sh->batch, lens_q, lens_k);
     if (r) {

@@ -20,28 +20,37 @@ fajit_status fj_oracle_init(fajit_ctx *ctx, fj_oracle *o, const fajit_attn_desc 
 void fj_oracle_free(fj_oracle *o);
 /* Waits for the device, copies O back and gathers its valid elements into dst. */
 fajit_status fj_oracle_read(fajit_ctx *ctx, fj_oracle *o, const fajit_attn_desc *d, float *dst);
-/* Runs the reference kernel on d (a paged d as its contiguous twin) into o->ref. */
-fajit_status fj_oracle_reference(fajit_ctx *ctx, fj_oracle *o, const fajit_attn_desc *d);
+/* Runs the reference kernel on d into o->ref. A paged d (the reference reads no block
+ * table) runs as contiguous K/V: k_twin and v_twin, its keys in sequence order
+ * (fj_inputs.k_twin); 0 for an unpaged d. */
+fajit_status fj_oracle_reference(fajit_ctx *ctx, fj_oracle *o, const fajit_attn_desc *d,
+                                 CUdeviceptr k_twin, CUdeviceptr v_twin);
 /* Poisons O, launches kp on d, compares with o->ref: 0, or -1 with the reason ("wrong
  * result: max error ..." or "launch failed: ..."). */
 int fj_oracle_check(fajit_ctx *ctx, fj_oracle *o, const fj_kplan *kp, const fajit_attn_desc *d,
                     char *why, size_t n);
 
 /* Random inputs of a spec problem and shape on the device: `sets` sets of Q, K, V (same
- * shapes, different values), one O, a block table for a paged problem (pages in order, so
- * the same memory reads as contiguous K/V), cu_seqlens for varlen (lens_q/lens_k given:
- * batch lengths each, packed rows; not with paging). d[k] describes set k. */
+ * shapes, different values), one O, cu_seqlens for varlen (lens_q/lens_k given: batch
+ * lengths each, packed rows; not with paging), and for a paged problem a block table that
+ * scatters the pages of every sequence over the cache in random order (as a server's
+ * cache holds them after a while: page gathers cost what they cost in serving) and, where
+ * `twin` is set, the keys and values of set 0 once more in sequence order (k_twin, v_twin:
+ * what the reference kernel reads). d[k] describes set k. */
 #define FJ_INPUT_SETS 2
 #define FJ_INPUT_MAX_BATCH 16
 typedef struct fj_inputs {
     CUdeviceptr q[FJ_INPUT_SETS], k[FJ_INPUT_SETS], v[FJ_INPUT_SETS], o;
-    CUdeviceptr bt;        /* paged: block table [batch][pages per sequence] */
+    CUdeviceptr bt;        /* paged: block table [batch][pages per sequence], shuffled */
+    CUdeviceptr k_twin, v_twin;   /* paged with twin: set 0's K/V contiguous [b][key] */
     CUdeviceptr cu;        /* varlen: cu_seqlens_q [batch+1], then cu_seqlens_k */
     int total_q, total_k, sets;
     fajit_attn_desc d[FJ_INPUT_SETS];
 } fj_inputs;
 fajit_status fj_inputs_make(fajit_ctx *ctx, const fj_problem *p, const fj_shape *sh, int sets,
-                            const int *lens_q, const int *lens_k, fj_inputs *in);
+                            const int *lens_q, const int *lens_k, int twin, fj_inputs *in);
+/* The block table fj_inputs_make uploads: a random permutation of 0 .. n-1 (n pages). */
+void fj_pages_shuffle(int32_t *t, size_t n);
 void fj_inputs_free(const fj_cuda *cu, fj_inputs *in);
 
 #endif /* FJ_ORACLE_H */

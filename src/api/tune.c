@@ -119,9 +119,11 @@ static void result_from_row(const fj_tune_row *row, fajit_tune_result *out)
     out->from_cache = 1;
 }
 
-/* Tunes the problem of sets[0] (all sets describe the same shapes). */
+/* Tunes the problem of sets[0] (all sets describe the same shapes); in: where they came
+ * from (a paged problem's oracle reads in->k_twin), NULL for a caller's contiguous one. */
 static fajit_status tune_sets(fajit_ctx *ctx, const fajit_attn_desc *const *sets, int n_sets,
-                              const fajit_tune_opts *o, fajit_tune_result *out)
+                              const fj_inputs *in, const fajit_tune_opts *o,
+                              fajit_tune_result *out)
 {
     fajit_tune_opts def;
     if (!o) {
@@ -172,8 +174,9 @@ static fajit_status tune_sets(fajit_ctx *ctx, const fajit_attn_desc *const *sets
         goto done;
     }
     /* The oracle: the reference kernel's output on the first input set (a paged problem,
-     * only from fajit_tune_spec, on pages laid out in order). */
-    if ((st = fj_oracle_reference(ctx, &t->orc, d)) != FAJIT_OK)
+     * only from fajit_tune_spec, on its twin in sequence order). */
+    if ((st = fj_oracle_reference(ctx, &t->orc, d, in ? in->k_twin : 0,
+                                  in ? in->v_twin : 0)) != FAJIT_OK)
         goto done;
 
     for (int i = 0; i < n; i++)
@@ -257,7 +260,7 @@ fajit_status fajit_tune(fajit_ctx *ctx, const fajit_attn_desc *d, const fajit_tu
     FJ_CHECK(fajit_attn_check(ctx, d));
     FJ_RETURN_IF(d->block_table, ctx, FAJIT_UNSUPPORTED, "fajit_tune takes contiguous K/V "
                  "(the reference it checks against reads no block table); tune a paged problem "
-                 "with a spec that sets page_size (fajit_tune_spec), on pages it lays out");
+                 "with a spec that sets page_size (fajit_tune_spec), on pages it scatters");
     FJ_RETURN_IF(!ctx->cu, ctx, FAJIT_NO_DEVICE, "tuning needs a device");
     FJ_RETURN_IF(ctx->cc < 80, ctx, FAJIT_UNSUPPORTED, "tuning needs sm_80 or newer");
     FJ_CHECK(check_opts(ctx, o));
@@ -266,7 +269,7 @@ fajit_status fajit_tune(fajit_ctx *ctx, const fajit_attn_desc *d, const fajit_tu
     FJ_RETURN_IF(r, ctx, FAJIT_CUDA_ERROR, "cuCtxSetCurrent: %s",
                  fj_cuda_errname(ctx->cu, r, err, sizeof err));
     const fajit_attn_desc *sets[1] = {d};
-    return tune_sets(ctx, sets, 1, o, out);
+    return tune_sets(ctx, sets, 1, NULL, o, out);
 }
 
 /*------ a whole spec on random inputs ------*/
@@ -304,13 +307,13 @@ fajit_status fajit_tune_spec(fajit_ctx *ctx, const char *spec, const fajit_tune_
             size_t nk = (size_t)sh->batch * rows_k * p->heads_kv * p->head_dim;
             int sets = (nq + 2 * nk) * 2 < (size_t)96 << 20 ? 2 : 1;
             fj_inputs in;
-            if ((st = fj_inputs_make(ctx, p, sh, sets, NULL, NULL, &in)) != FAJIT_OK)
+            if ((st = fj_inputs_make(ctx, p, sh, sets, NULL, NULL, 1, &in)) != FAJIT_OK)
                 break;
             const fajit_attn_desc *ds[MAX_SETS] = {&in.d[0], &in.d[1]};
             fajit_tune_result res;
             st = fajit_attn_check(ctx, ds[0]);
             if (st == FAJIT_OK)
-                st = tune_sets(ctx, ds, sets, o, &res);
+                st = tune_sets(ctx, ds, sets, &in, o, &res);
             fj_inputs_free(ctx->cu, &in);
             done++;
             if (st == FAJIT_OK && fn)

@@ -114,7 +114,7 @@ static fajit_status run_case(fajit_ctx *ctx, const fj_family *f, const vcase *c,
     fj_kplan kp;
     *failed = 0;
     FJ_CHECK(fj_inputs_make(ctx, &p, &c->shape, 1, c->lens_q[0] ? c->lens_q : NULL,
-                            c->lens_k, &in));
+                            c->lens_k, 1, &in));
     const fajit_attn_desc *d = &in.d[0];
     memset(&kp, 0, sizeof kp);
     fajit_status st = fajit_attn_check(ctx, d);
@@ -123,7 +123,7 @@ static fajit_status run_case(fajit_ctx *ctx, const fj_family *f, const vcase *c,
     else
         memset(&orc, 0, sizeof orc);
     if (st == FAJIT_OK)
-        st = fj_oracle_reference(ctx, &orc, d);
+        st = fj_oracle_reference(ctx, &orc, d, in.k_twin, in.v_twin);
     if (st == FAJIT_OK) {
         f->default_cfg(d, &t, &kp.cfg);
         st = fj_kplan_load(ctx, &kp, d, flags);
