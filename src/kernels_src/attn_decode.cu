@@ -78,7 +78,8 @@
  *   real rows (R >= batch*q_len, or >= cu_seqlens_q[batch] when varlen) are skipped, so
  *   total_rows may be an upper bound. O = sum_s w_s O_s with
  *   w_s = exp(lse_s - M) / sum exp(lse_s - M), M = max lse_s; all splits empty: O = 0,
- *   LSE = -inf. One pass with a running maximum, 8 splits' loads in flight per step.
+ *   LSE = -inf. One pass with a running maximum, 8 splits' loads in flight per step (16
+ *   where there are more than 8 splits).
  *
  * Limits: scale > 0 (row maxima are taken on raw scores); Q/K/V/O strides multiples of 8
  *   elements, pointers 16-byte aligned (cp.async / vector stores; host-checked); page
@@ -241,6 +242,18 @@ FJ_DEVICE void dec_st16(void *g, fj_u32 x0, fj_u32 x1, fj_u32 x2, fj_u32 x3)
     asm volatile("st.global.v4.b32 [%0], {%1,%2,%3,%4};\n" ::"l"(g), "r"(x0), "r"(x1), "r"(x2),
                  "r"(x3)
                  : "memory");
+}
+
+/* The fused combine's arrival count: an atomic add with release and acquire semantics at
+ * gpu scope (publishes this CTA's partials, sees every earlier arrival's); the old value. */
+FJ_DEVICE int dec_count_arrival(int *cnt)
+{
+    int old;
+    asm volatile("atom.acq_rel.gpu.global.add.s32 %0, [%1], 1;\n"
+                 : "=r"(old)
+                 : "l"(cnt)
+                 : "memory");
+    return old;
 }
 
 /* Byte offset of 16-byte chunk `c` of shared row `r` of a tile of ROWS rows (Q: MT, K/V: BN).
@@ -959,25 +972,26 @@ fj_attn_decode(const __grid_constant__ fj_decode_params p)
     }
 
     /* Fused combine: the group's (q tile, kv head, b) CTAs of every split count their
-     * arrival once their partials are visible (threadFenceReduction's pattern: every thread
-     * fences its stores, then one thread counts); the last to arrive merges all splits of
-     * the group's rows and puts the counter back to 0 for the next launch. No CTA waits for
-     * another, so any number of them may be resident. Saves the combine kernel's launch. */
+     * arrival once their partials are stored; the last to arrive merges all splits of the
+     * group's rows and puts the counter back to 0 for the next launch. No CTA waits for
+     * another, so any number of them may be resident. Saves the combine kernel's launch.
+     * Ordering (the PTX memory model; CUTLASS's GenericBarrier does the same): the barrier
+     * puts every thread's partial stores before thread 0's count, whose release at gpu
+     * scope is cumulative over them; the last CTA's count acquires every earlier one's,
+     * and its barrier puts all its threads' reads after that. No fence per thread. */
     if (p.splits > 1 && p.counters) {
-        __threadfence();
-        __syncthreads();   /* every thread's partials are visible before the count */
+        __syncthreads();   /* every thread's partials are stored before thread 0 counts */
         int last = 0;
         if (tid == 0) {
             /* (from blockIdx, not the loop's registers: ptxas spilled one on sm_100a) */
             int *cnt = (int *)p.counters +
                        ((fj_i64)blockIdx.z * p.heads_kv + blockIdx.y) * p.q_tiles +
                        blockIdx.x % (unsigned)p.q_tiles;
-            last = atomicAdd(cnt, 1) == p.splits - 1;
+            last = dec_count_arrival(cnt) == p.splits - 1;
             if (last)
                 atomicExch(cnt, 0);   /* every split has arrived: nobody else touches it */
         }
-        if (__syncthreads_or(last)) {
-            __threadfence();   /* the others' partials: read through L2 only (.cg) */
+        if (__syncthreads_or(last)) {   /* (the others' partials: read through L2, .cg) */
             const int rows = min(MT, nrows - r0);
             const fj_i64 bytes = (fj_i64)p.splits * rows * (HD * 4 + 4);
             if (bytes <= SMEM_USE && bytes <= DEC_STAGE_MAX)   /* (decode.c's rule) */
@@ -1030,7 +1044,9 @@ fj_attn_decode_combine(const __grid_constant__ fj_decode_params p)
     if (h >= p.heads_q || R >= p.total_rows || !dec_cmb_row(p, R, h, nullptr, nullptr))
         return;
     float4 o;
-    const float lse = dec_merge4<8>(p, R, h, c4, o);
+    /* every split's loads in one step up to 16 splits (each step is a round trip to L2) */
+    const float lse =
+        p.splits > 8 ? dec_merge4<16>(p, R, h, c4, o) : dec_merge4<8>(p, R, h, c4, o);
     fj_i64 o_off, lse_at;
     dec_cmb_row(p, R, h, &o_off, &lse_at);
     dec_st4((fj_u16 *)p.o + o_off + c4 * 4, o);
