@@ -303,7 +303,7 @@ START_TEST(gate_quarantine)
     snprintf(row.arch, sizeof row.arch, "sm_90a");
     row.sm_count = 132;
     fj_desc_signature(&d, row.signature, sizeof row.signature);
-    fj_desc_bucket(&d, row.bucket, sizeof row.bucket);
+    fj_desc_bucket(&d, row.sm_count, row.bucket, sizeof row.bucket);
     snprintf(row.config, sizeof row.config, "gt:64x64w4s2");
     for (int fail = 0; fail < 2; fail++) {
         ctx = fake_ctx(&s, FAJIT_VALIDATE_WARM, FAJIT_POLICY_BLOCKING);

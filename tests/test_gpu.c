@@ -1115,7 +1115,7 @@ START_TEST(fallback_never_blocks)
     snprintf(row.arch, sizeof row.arch, "sm_90a");
     cu->cuDeviceGetAttribute(&row.sm_count, FJ_CU_ATTR_SM_COUNT, dev);
     fj_desc_signature(&B.desc, row.signature, sizeof row.signature);
-    fj_desc_bucket(&B.desc, row.bucket, sizeof row.bucket);
+    fj_desc_bucket(&B.desc, row.sm_count, row.bucket, sizeof row.bucket);
     fj_kcfg_name(&other, row.config);
     ck_assert_int_eq(fj_cache_tune_put(cache, &row), 0);
     fj_cache_close(cache);

@@ -478,7 +478,7 @@ START_TEST(policies_with_fake_driver)
     snprintf(row.arch, sizeof row.arch, "sm_90a");
     row.sm_count = 132;
     fj_desc_signature(&d, row.signature, sizeof row.signature);
-    fj_desc_bucket(&d, row.bucket, sizeof row.bucket);
+    fj_desc_bucket(&d, row.sm_count, row.bucket, sizeof row.bucket);
     fj_kcfg_name(&tuned, row.config);
     row.time_ms = 1.0;
     ck_assert_int_eq(fj_cache_tune_put(cache, &row), 0);

@@ -1493,6 +1493,42 @@ END_TEST
  * at 17..32 packed rows the latency-bound ones take 64-key tiles 2 deep; a full batch,
  * other head_dims and other targets keep 64-key tiles 3 deep (2 on sm_80 at head_dim 128);
  * the shipped list holds all, so that warm compiles what STRICT serves at any length. */
+/* Decode problems at one length but different batches take different tiles (the split
+ * class), so their tuning buckets (and plans) differ by class: ",lat" / ",bw" / none. */
+START_TEST(decode_split_buckets)
+{
+    static const struct {
+        int batch, seqlen_q, seqlen_k, sm_count;
+        const char *want;
+    } cases[] = {
+        {1, 1, 2048, 132, "sq=1,sk<=2k,lat"},    {128, 1, 2048, 132, "sq=1,sk<=2k"},
+        {1, 1, 32768, 132, "sq=1,sk>16k,bw"},    {64, 1, 32768, 132, "sq=1,sk>16k"},
+        {16, 1, 8192, 132, "sq=1,sk<=8k,bw"},    {16, 1, 8192, 100, "sq=1,sk<=8k"},
+        {16, 1, 8192, 0, "sq=1,sk<=8k,bw"},      {1, 8, 4096, 132, "sq<=8,sk<=4k,lat"},
+        {1, 16, 16384, 132, "sq<=16,sk<=16k,bw"}, {1, 512, 4608, 132, "sq<=512"},
+        {1, 17, 4096, 132, "sq<=512"},
+    };
+    void *p = (void *)(uintptr_t)0x100000;
+    char b[FJ_DESC_BUCKET_LEN];
+    for (size_t i = 0; i < sizeof cases / sizeof cases[0]; i++) {
+        fajit_attn_desc d;
+        fajit_attn_desc_init(&d, p, p, p, p, cases[i].batch, 32, 8, cases[i].seqlen_q,
+                             cases[i].seqlen_k, 128, FAJIT_BF16);
+        fj_desc_bucket(&d, cases[i].sm_count, b, sizeof b);
+        ck_assert_msg(strcmp(b, cases[i].want) == 0, "case %zu: %s, want %s", i, b,
+                      cases[i].want);
+    }
+    fajit_attn_desc d;
+    fajit_attn_desc_init(&d, p, p, p, p, 1, 32, 8, 1, 2048, 128, FAJIT_BF16);
+    ck_assert_int_eq(fj_dec_split_class(&d, 132), FJ_DEC_SPLIT_LATENCY);
+    fj_desc_bucket(&d, 132, b, 12);   /* "sq=1,sk<=2k,lat" does not fit: empty */
+    ck_assert_str_eq(b, "");
+    d.batch = 17;   /* 136 (sequence, KV head) pairs: the batch alone fills 132 SMs */
+    ck_assert_int_eq(fj_dec_split_class(&d, 132), FJ_DEC_SPLIT_NONE);
+    ck_assert_int_eq(fj_dec_split_class(&d, 140), FJ_DEC_SPLIT_STREAM);   /* 142 MB */
+}
+END_TEST
+
 START_TEST(decode_defaults)
 {
     static const struct {
@@ -1895,6 +1931,7 @@ int main(void)
     tcase_add_test(tt, decode_family_host);
     tcase_add_test(tt, decode_loader);
     tcase_add_test(tt, decode_defaults);
+    tcase_add_test(tt, decode_split_buckets);
     tcase_add_test(tt, decode_staged_cap);
     tcase_add_test(tt, merge_validation);
     suite_add_tcase(s, tt);

@@ -29,10 +29,15 @@ void fj_desc_signature(const fajit_attn_desc *d, char *sig, size_t n)
         sig[0] = 0;
 }
 
-void fj_desc_bucket(const fajit_attn_desc *d, char *bucket, size_t n)
+void fj_desc_bucket(const fajit_attn_desc *d, int sm_count, char *bucket, size_t n)
 {
+    static const char *const suffix[] = {"", ",bw", ",lat"};
     int sq = d->seqlen_q > 0 ? d->seqlen_q : 1, sk = d->seqlen_k > 0 ? d->seqlen_k : 1;
-    if (fj_shape_bucket(sq, sk, bucket, n) != 0 && n)
+    char base[FJ_BUCKET_LEN];
+    const int cls = sq <= 16 ? fj_dec_split_class(d, sm_count) : FJ_DEC_SPLIT_NONE;
+    int r = fj_shape_bucket(sq, sk, base, sizeof base) == 0
+                ? snprintf(bucket, n, "%s%s", base, suffix[cls]) : -1;
+    if ((r < 0 || (size_t)r >= n) && n)
         bucket[0] = 0;
 }
 
@@ -73,12 +78,12 @@ fj_target fj_target_of(const fajit_ctx *ctx, const char *arch)
  * that it serves but whose configuration fails the family's check is reported. */
 static int tuned_config(fajit_ctx *ctx, const fajit_attn_desc *d, const fj_target *t, fj_kcfg *c)
 {
-    char sig[128], bucket[FJ_BUCKET_LEN], why[160] = "";
+    char sig[128], bucket[FJ_DESC_BUCKET_LEN], why[160] = "";
     fj_tune_row row;
     if (!ctx->cu)
         return 0;
     fj_desc_signature(d, sig, sizeof sig);
-    fj_desc_bucket(d, bucket, sizeof bucket);
+    fj_desc_bucket(d, ctx->sm_count, bucket, sizeof bucket);
     if (!fj_cache_tune_get(ctx->cache, ctx->gpu_name, ctx->arch, ctx->sm_count, sig, bucket,
                            &row))
         return 0;
@@ -419,7 +424,7 @@ static fajit_status make_plan(fajit_ctx *ctx, const fajit_attn_desc *d, int ref,
     return FAJIT_OK;
 }
 
-static fj_plan_key plan_key(int ref, const fajit_attn_desc *d)
+static fj_plan_key plan_key(const fajit_ctx *ctx, int ref, const fajit_attn_desc *d)
 {
     int varlen = d->cu_seqlens_q != NULL, totals = varlen && d->total_q > 0 && d->total_k > 0;
     int win = d->mask == FAJIT_MASK_WINDOW, paged = d->block_table != NULL;
@@ -429,7 +434,7 @@ static fj_plan_key plan_key(int ref, const fajit_attn_desc *d)
             (uint64_t)fj_bucket_index(d->seqlen_q, d->seqlen_k) << 20 |
             (uint64_t)d->op << 32,
         d->heads_q / d->heads_kv, win ? d->window_left : -1, win ? d->window_right : -1,
-        paged ? d->page_size : 0};
+        paged ? d->page_size : 0, fj_dec_split_class(d, ctx->sm_count)};
     return k;
 }
 
@@ -445,7 +450,8 @@ static unsigned plan_bucket(const fj_plan_key *k)
 static int same_key(const fj_plan_key *a, const fj_plan_key *b)
 {
     return a->bits == b->bits && a->gqa == b->gqa && a->window_left == b->window_left &&
-           a->window_right == b->window_right && a->page_size == b->page_size;
+           a->window_right == b->window_right && a->page_size == b->page_size &&
+           a->split_class == b->split_class;
 }
 
 void fj_plans_retire(fajit_ctx *ctx)
@@ -483,7 +489,7 @@ static fajit_status run(fajit_ctx *ctx, const fajit_attn_desc *d, void *stream, 
     FJ_RETURN_IF(r, ctx, FAJIT_CUDA_ERROR, "cuCtxSetCurrent: %s",
                  fj_cuda_errname(ctx->cu, r, err, sizeof err));
 
-    const fj_plan_key key = plan_key(ref, d);
+    const fj_plan_key key = plan_key(ctx, ref, d);
     const unsigned b = plan_bucket(&key);
     pthread_mutex_lock(&ctx->lock);
     fj_plan *p = ctx->plans[b];

@@ -42,6 +42,8 @@ typedef struct fj_plan_key {
     int gqa, window_left, window_right;
     int page_size;                 /* 0 without a block table: tuned rows and the decode
                                       loader (TMA or cp.async) depend on it */
+    int split_class;               /* fj_dec_split_class: the decode family's tiles (and
+                                      its tuning rows) depend on the batch through it */
 } fj_plan_key;
 
 typedef struct fj_plan {
@@ -224,7 +226,12 @@ fj_target fj_target_of(const fajit_ctx *ctx, const char *arch);
 int fj_bucket_index(int seqlen_q, int seqlen_k);
 /* Tuning-row names of a problem: signature ("fwd.bf16.hd128.causal.gqa4") and bucket. */
 void fj_desc_signature(const fajit_attn_desc *d, char *sig, size_t n);
-void fj_desc_bucket(const fajit_attn_desc *d, char *bucket, size_t n);
+/* The bucket of a problem with up to 16 query rows gains the decode split class on a GPU
+ * of sm_count SMs: ",bw" (bandwidth-bound split), ",lat" (latency-bound split), nothing
+ * where the batch fills the GPU ("sq=1,sk<=2k,lat"): one tuned configuration per class.
+ * At most FJ_DESC_BUCKET_LEN bytes. */
+#define FJ_DESC_BUCKET_LEN 24
+void fj_desc_bucket(const fajit_attn_desc *d, int sm_count, char *bucket, size_t n);
 /* Compiles variants for `arch` on `jobs` threads with progress (src/api/warm.c). */
 fajit_status fj_warm_list(fajit_ctx *ctx, const char *arch, const fj_variant *vs, int n,
                           int jobs, int *n_compiled, int *n_cached);

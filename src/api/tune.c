@@ -131,9 +131,11 @@ static fajit_status tune_sets(fajit_ctx *ctx, const fajit_attn_desc *const *sets
         o = &def;
     }
     const fajit_attn_desc *d = sets[0];
+    char bucket[FJ_DESC_BUCKET_LEN];   /* the row's; out->bucket may be shorter */
     memset(out, 0, sizeof *out);
     fj_desc_signature(d, out->signature, sizeof out->signature);
-    fj_desc_bucket(d, out->bucket, sizeof out->bucket);
+    fj_desc_bucket(d, ctx->sm_count, bucket, sizeof bucket);
+    snprintf(out->bucket, sizeof out->bucket, "%.*s", (int)sizeof out->bucket - 1, bucket);
     out->seqlen_q = d->seqlen_q, out->seqlen_k = d->seqlen_k, out->batch = d->batch;
     const fj_target tg = fj_target_of(ctx, NULL);
     fj_kcfg dc;
@@ -143,7 +145,7 @@ static fajit_status tune_sets(fajit_ctx *ctx, const fajit_attn_desc *const *sets
 
     fj_tune_row row;
     if (!o->force && fj_cache_tune_get(ctx->cache, ctx->gpu_name, ctx->arch, ctx->sm_count,
-                                       out->signature, out->bucket, &row)) {
+                                       out->signature, bucket, &row)) {
         result_from_row(&row, out);
         fj_tune_row_free(&row);
         return FAJIT_OK;
@@ -188,13 +190,13 @@ static fajit_status tune_sets(fajit_ctx *ctx, const fajit_attn_desc *const *sets
         out->pruned += !e[i].ok;
         if (!e[i].ok)
             fj_log(ctx, FAJIT_LOG_INFO, "tune %s %s: %s pruned: %s", out->signature,
-                   out->bucket, e[i].config, e[i].why);
+                   bucket, e[i].config, e[i].why);
     }
     if (e[0].ok && strcmp(e[0].config, out->default_config) == 0)
         out->default_ms = e[0].median_ms;
     if (w < 0) {
         st = fj_fail(ctx, FAJIT_UNSUPPORTED, "tuning %s %s: all %d candidates were pruned "
-                     "(first: %s: %s)", out->signature, out->bucket, n, e[0].config, e[0].why);
+                     "(first: %s: %s)", out->signature, bucket, n, e[0].config, e[0].why);
         goto done;
     }
     snprintf(out->winner, sizeof out->winner, "%s", e[w].config);
@@ -210,7 +212,7 @@ static fajit_status tune_sets(fajit_ctx *ctx, const fajit_attn_desc *const *sets
     snprintf(row.arch, sizeof row.arch, "%s", ctx->arch);
     row.sm_count = ctx->sm_count;
     snprintf(row.signature, sizeof row.signature, "%s", out->signature);
-    snprintf(row.bucket, sizeof row.bucket, "%s", out->bucket);
+    snprintf(row.bucket, sizeof row.bucket, "%s", bucket);
     snprintf(row.config, sizeof row.config, "%s", out->winner);
     row.time_ms = out->winner_ms;
     row.pinned = o->pin;
@@ -222,10 +224,10 @@ static fajit_status tune_sets(fajit_ctx *ctx, const fajit_attn_desc *const *sets
     free(row.table_json);
     if (put < 0)
         st = fj_fail(ctx, FAJIT_CACHE_ERROR, "storing the tuning row %s %s failed (read-only "
-                     "cache?)", out->signature, out->bucket);
+                     "cache?)", out->signature, bucket);
     else if (put == 1)
         fj_log(ctx, FAJIT_LOG_INFO, "tune %s %s: a pinned row exists and is kept",
-               out->signature, out->bucket);
+               out->signature, bucket);
     fj_plans_retire(ctx);   /* plans made before this row existed must not outlive it */
 done:
     if (t) {

@@ -120,16 +120,21 @@ static int check(const fj_kcfg *k, const fajit_attn_desc *d, const fj_target *t,
  * (bandwidth-bound: they stream from DRAM), SPLIT_LATENCY below (latency-bound:
  * graph-replayed steps run from the L2). */
 #define STREAM_BYTES (32ll << 20)
-enum { SPLIT_NONE = 0, SPLIT_STREAM = 1, SPLIT_LATENCY = 2 };
+enum { SPLIT_NONE = FJ_DEC_SPLIT_NONE, SPLIT_STREAM = FJ_DEC_SPLIT_STREAM,
+       SPLIT_LATENCY = FJ_DEC_SPLIT_LATENCY };
 /* SMs of a target, 132 (an H100/H200) where unknown (warm, plan for an arch) */
 static int sms_of(int sm_count) { return sm_count > 0 ? sm_count : 132; }
-static int split_class(const fajit_attn_desc *d, const fj_target *t)
+int fj_dec_split_class(const fajit_attn_desc *d, int sm_count)
 {
     const long long b = d->batch > 0 ? d->batch : 1, h = d->heads_kv > 0 ? d->heads_kv : 1;
     const long long kv_bytes = b * d->seqlen_k * h * d->head_dim * 2 /* K, V */ * 2 /* 16 bit */;
-    if (b * h >= sms_of(t->sm_count))
+    if (b * h >= sms_of(sm_count))
         return SPLIT_NONE;
     return kv_bytes >= STREAM_BYTES ? SPLIT_STREAM : SPLIT_LATENCY;
+}
+static int split_class(const fajit_attn_desc *d, const fj_target *t)
+{
+    return fj_dec_split_class(d, t->sm_count);
 }
 
 /* The defaults (dev/decode/NOTES.md): warps along the keys while the packed rows fit 16

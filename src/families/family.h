@@ -171,6 +171,13 @@ const fj_family *fj_family_choose(const fajit_attn_desc *d, const fj_target *t, 
  * family falls back to the AUTO choice among the others. */
 const fj_family *fj_family_choose_except(const fajit_attn_desc *d, const fj_target *t, int want,
                                          const fj_family *const *skip, int n);
+/* How the decode family splits the keys of d on a GPU of sm_count SMs (0: unknown, taken
+ * as 132): NONE where the (sequence, KV head) pairs fill the SMs, else STREAM where K+V
+ * at the host-known maxima are at least 32 MiB (bandwidth-bound), LATENCY below. Its
+ * default tiles depend on it, so plans and decode tuning buckets are kept per class. */
+enum { FJ_DEC_SPLIT_NONE = 0, FJ_DEC_SPLIT_STREAM = 1, FJ_DEC_SPLIT_LATENCY = 2 };
+int fj_dec_split_class(const fajit_attn_desc *d, int sm_count);
+
 /* The default configuration of the family fj_family_choose picks: 0, or -1 when none. */
 int fj_kcfg_default(const fajit_attn_desc *d, const fj_target *t, int want, fj_kcfg *out);
 /* What the tuner times for d on t: the chosen family's candidates (its default first),
