@@ -1433,6 +1433,53 @@ START_TEST(loader_page_sizes)
 }
 END_TEST
 
+/*------ 10. plans_per_class ------*/
+
+/* One context, one length bucket, two batches: the decode family's tiles depend on the
+ * batch through the split class (the sequences x KV heads fill the SMs or not), so each
+ * batch gets a plan of its own holding its own default (plans keyed without the class
+ * served the second batch the tiles of the first: on the H200 64x3m1n4 for 1 x 32 KV
+ * heads instead of 128x2m1n8). */
+START_TEST(plans_per_class)
+{
+    fajit_ctx *ctx = new_ctx(0);
+    reseed(g_seed ^ 0x5c1a55ull);
+    const int batches[2] = {8, 1};   /* 8 x 32 KV heads fill 132 SMs; 1 x 32 do not */
+    char names[2][64];
+    for (int i = 0; i < 2; i++) {
+        dcase c = {.batch = batches[i], .hkv = 32, .group = 1, .hd = 128, .dtype = FAJIT_BF16,
+                   .mask = FAJIT_MASK_NONE, .q_len = 1, .seqlen_k = 1024, .paged = 1,
+                   .page_size = 16, .spare = 4, .want_lse = 1};
+        dbufs B;
+        setup(&B, &c, NULL);
+        ck_assert_msg(launch(ctx, &B, NULL) == FAJIT_OK, "%s", fajit_errmsg(ctx));
+        fetch(&B);
+        check_against_reference(&B, "plans_per_class");
+        const int cls = fj_dec_split_class(&B.desc, ctx->sm_count);
+        const fj_target t = fj_target_of(ctx, NULL);
+        fj_kcfg want;
+        ck_assert_int_eq(fj_kcfg_default(&B.desc, &t, FAJIT_FAMILY_AUTO, &want), 0);
+        fj_kcfg_name(&want, names[i]);
+        char got[64] = "";
+        int plans = 0;
+        for (int b = 0; b < FJ_PLAN_BUCKETS; b++)
+            for (fj_plan *p = ctx->plans[b]; p; p = p->next) {
+                plans++;
+                if (p->key.split_class == cls)
+                    fj_kcfg_name(&atomic_load(&p->launch)->cfg, got);
+            }
+        printf("plans_per_class: batch %d x 32 KV heads, split class %d: plan %s, default %s, "
+               "%d plan(s)\n", batches[i], cls, got, names[i], plans);
+        ck_assert_int_eq(plans, i + 1);
+        ck_assert_str_eq(got, names[i]);
+        teardown(&B);
+    }
+    if (ctx->cc == 90)   /* (the sm_90 defaults differ by class; elsewhere they may not) */
+        ck_assert_str_ne(names[0], names[1]);
+    fajit_ctx_destroy(ctx);
+}
+END_TEST
+
 int main(void)
 {
     char why[256];
@@ -1472,6 +1519,7 @@ int main(void)
         {"merge_partials", merge_partials, 600},
         {"paged_plans_and_strict", paged_plans_and_strict, 600},
         {"loader_page_sizes", loader_page_sizes, 600},
+        {"plans_per_class", plans_per_class, 600},
     };
     for (size_t i = 0; i < sizeof cases / sizeof cases[0]; i++) {   /* CK_RUN_CASE=<name> */
         TCase *tc = tcase_create(cases[i].name);
