@@ -168,6 +168,28 @@ START_TEST(fa2_every_generation)
 }
 END_TEST
 
+/* The timing harnesses' L2 flush (l2_flush.cu) compiles for every generation, clean. */
+START_TEST(l2_flush_compiles)
+{
+    static const char *const archs[] = {"sm_80", "sm_90a", "sm_100a", "sm_120"};
+    make_dir();
+    fajit_ctx *ctx = compile_ctx();
+    fj_variant v;
+    fj_l2_flush_variant(&v);
+    for (size_t a = 0; a < sizeof archs / sizeof archs[0]; a++) {
+        int compiled = 0;
+        ck_assert_msg(fj_kernel_warm(ctx, &v, archs[a], &compiled) == FAJIT_OK, "%s: %s",
+                      archs[a], fajit_errmsg(ctx));
+        ck_assert_int_eq(compiled, 1);
+    }
+    audit a = {0};
+    ck_assert_int_eq(fj_cache_list(ctx->cache, audit_entry, &a), 0);
+    ck_assert_int_eq(a.n, 4);
+    fajit_ctx_destroy(ctx);
+    remove_dir();
+}
+END_TEST
+
 /* A broken source reports NVRTC's error and keeps the whole log. */
 START_TEST(compile_error_is_reported)
 {
@@ -683,6 +705,7 @@ int main(void)
     tcase_add_test(tc, compile_error_is_reported);
     tcase_add_test(tc, warm_three_targets);
     tcase_add_test(tc, fa2_every_generation);
+    tcase_add_test(tc, l2_flush_compiles);
     tcase_add_test(tc, candidate_spaces);
     tcase_add_test(tc, cache_cap_prunes);
     tcase_add_test(tc, policies_with_fake_driver);

@@ -1,6 +1,7 @@
 /* bench.c - fajit_bench_spec: fajit_attn_fwd timed on every shape of a spec, on random
  * inputs, with CUDA events through the driver table, the L2 flushed before every
- * repetition (the tuner's discipline, src/api/tune.c, applied to the public call). */
+ * repetition (the tuner's discipline, src/api/tune.c, applied to the public call); and
+ * that flush, fj_l2_flush, which both use. */
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -20,6 +21,33 @@ typedef struct bench {
     double *samples, *sorted;
     int reps, n_ev;
 } bench;
+
+void fj_l2_flush_variant(fj_variant *v)
+{
+    memset(v, 0, sizeof *v);
+    v->op = FAJIT_OP_FWD;
+    v->source = "l2_flush.cu";
+    v->function = "fj_l2_flush";
+    snprintf(v->name, sizeof v->name, "l2 flush");
+}
+
+fajit_status fj_l2_flush(fajit_ctx *ctx, CUdeviceptr buf, size_t bytes)
+{
+    fj_variant v;
+    fj_l2_flush_variant(&v);
+    fj_kernel *k = NULL;
+    FJ_CHECK(fj_kernel_get(ctx, &v, 0, &k));
+    unsigned long long n16 = bytes / 16;
+    unsigned *sink = NULL;
+    void *args[] = {&buf, &n16, &sink};
+    const int sms = ctx->sm_count > 0 ? ctx->sm_count : 132;
+    const unsigned grid[3] = {(unsigned)sms * 8, 1, 1};
+    char err[64];
+    CUresult r = fj_launch(ctx->cu, k->fn, grid, 256, 0, NULL, args, 0);
+    FJ_RETURN_IF(r, ctx, FAJIT_CUDA_ERROR, "cuLaunchKernel(l2 flush): %s",
+                 fj_cuda_errname(ctx->cu, r, err, sizeof err));
+    return FAJIT_OK;
+}
 
 static int cmp_double(const void *a, const void *b)
 {
@@ -62,7 +90,7 @@ static fajit_status time_one(bench *b, const fajit_attn_desc *d, fajit_bench_res
     FJ_RETURN_IF(r, ctx, FAJIT_CUDA_ERROR, "benchmark warm-up failed: %s",
                  fj_cuda_errname(cu, r, err, sizeof err));
     for (int k = 0; k < b->reps; k++) {
-        cu->cuMemsetD8(b->flush, (unsigned char)k, FLUSH_BYTES);   /* evict L2 */
+        FJ_CHECK(fj_l2_flush(ctx, b->flush, FLUSH_BYTES));   /* evict L2, leave it clean */
         cu->cuEventRecord(b->ev[2 * k], NULL);
         FJ_CHECK(fajit_attn_fwd(ctx, d, NULL));
         cu->cuEventRecord(b->ev[2 * k + 1], NULL);

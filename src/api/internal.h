@@ -198,6 +198,10 @@ int fj_ctx_live(const fajit_ctx *ctx);
  * Flags: FJ_KF_NO_COMPILE (a miss returns FAJIT_CACHE_MISS), FJ_KF_SERVING / _BACKGROUND
  * (which counter a compile goes to). */
 enum { FJ_KF_NO_COMPILE = 1, FJ_KF_SERVING = 2, FJ_KF_BACKGROUND = 4 };
+/* The timing harnesses' L2 flush (bench.c): a kernel (l2_flush.cu) reading `bytes` of buf
+ * on the default stream, compiled on first use; leaves the L2 clean. */
+fajit_status fj_l2_flush(fajit_ctx *ctx, CUdeviceptr buf, size_t bytes);
+void fj_l2_flush_variant(fj_variant *v);   /* its kernel (warm, tests) */
 fajit_status fj_kernel_get(fajit_ctx *ctx, const fj_variant *v, unsigned flags, fj_kernel **out);
 /* Compiles `v` for `arch` into the cache unless present; *compiled says which. */
 fajit_status fj_kernel_warm(fajit_ctx *ctx, const fj_variant *v, const char *arch,

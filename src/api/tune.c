@@ -85,7 +85,10 @@ static int time_it(void *user, int i, double *samples, int reps, char *why, size
         if (fj_kplan_launch(ctx, &t->plan[i], t->sets[w % t->n_sets], NULL) != FAJIT_OK)
             goto launch_failed;
     for (int k = 0; k < reps; k++) {
-        cu->cuMemsetD8(t->flush, (unsigned char)k, FLUSH_BYTES);   /* evict L2 */
+        if (fj_l2_flush(ctx, t->flush, FLUSH_BYTES) != FAJIT_OK) {   /* evict L2, clean */
+            snprintf(why, n, "L2 flush: %s", fajit_errmsg(ctx));
+            goto done;
+        }
         cu->cuEventRecord(ev[2 * k], NULL);
         if (fj_kplan_launch(ctx, &t->plan[i], t->sets[k % t->n_sets], NULL) != FAJIT_OK)
             goto launch_failed;
