@@ -12,7 +12,6 @@
 
 #define BENCH_MAX_REPS 1000
 #define WARM_MS 200.0f   /* sustained calls before the samples */
-#define FLUSH_BYTES ((size_t)256 << 20)   /* > 4x the 50-60 MB L2 of an H100/H200 */
 
 typedef struct bench {
     fajit_ctx *ctx;
@@ -90,7 +89,7 @@ static fajit_status time_one(bench *b, const fajit_attn_desc *d, fajit_bench_res
     FJ_RETURN_IF(r, ctx, FAJIT_CUDA_ERROR, "benchmark warm-up failed: %s",
                  fj_cuda_errname(cu, r, err, sizeof err));
     for (int k = 0; k < b->reps; k++) {
-        FJ_CHECK(fj_l2_flush(ctx, b->flush, FLUSH_BYTES));   /* evict L2, leave it clean */
+        FJ_CHECK(fj_l2_flush(ctx, b->flush, FJ_L2_FLUSH_BYTES));   /* evict L2, leave it clean */
         cu->cuEventRecord(b->ev[2 * k], NULL);
         FJ_CHECK(fajit_attn_fwd(ctx, d, NULL));
         cu->cuEventRecord(b->ev[2 * k + 1], NULL);
@@ -163,7 +162,7 @@ fajit_status fajit_bench_spec(fajit_ctx *ctx, const char *spec, int reps, fajit_
     while (!r && b.n_ev < 2 * reps && !(r = ctx->cu->cuEventCreate(&b.ev[b.n_ev], 0)))
         b.n_ev++;
     if (!r)
-        r = ctx->cu->cuMemAlloc(&b.flush, FLUSH_BYTES);
+        r = ctx->cu->cuMemAlloc(&b.flush, FJ_L2_FLUSH_BYTES);
     if (r) {
         st = fj_fail(ctx, FAJIT_CUDA_ERROR, "setting up the benchmark (events, L2 flush "
                      "buffer): %s", fj_cuda_errname(ctx->cu, r, err, sizeof err));

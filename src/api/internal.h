@@ -199,7 +199,9 @@ int fj_ctx_live(const fajit_ctx *ctx);
  * (which counter a compile goes to). */
 enum { FJ_KF_NO_COMPILE = 1, FJ_KF_SERVING = 2, FJ_KF_BACKGROUND = 4 };
 /* The timing harnesses' L2 flush (bench.c): a kernel (l2_flush.cu) reading `bytes` of buf
- * on the default stream, compiled on first use; leaves the L2 clean. */
+ * on the default stream, compiled on first use; leaves the L2 clean. The buffer the tuner
+ * and the benchmark flush with: */
+#define FJ_L2_FLUSH_BYTES ((size_t)256 << 20)   /* > 4x the 50-60 MB L2 of an H100/H200 */
 fajit_status fj_l2_flush(fajit_ctx *ctx, CUdeviceptr buf, size_t bytes);
 void fj_l2_flush_variant(fj_variant *v);   /* its kernel (warm, tests) */
 fajit_status fj_kernel_get(fajit_ctx *ctx, const fj_variant *v, unsigned flags, fj_kernel **out);

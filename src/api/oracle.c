@@ -164,7 +164,8 @@ static CUresult upload_ints(const fj_cuda *cu, CUdeviceptr *p, const int32_t *v,
     return r ? r : cu->cuMemcpyHtoD(*p, v, n * sizeof *v);
 }
 
-void fj_pages_shuffle(int32_t *t, size_t n)
+/* The block table: a random permutation of 0 .. n-1 (n pages). */
+static void pages_shuffle(int32_t *t, size_t n)
 {
     for (size_t i = 0; i < n; i++)
         t[i] = (int32_t)i;
@@ -262,7 +263,7 @@ fajit_status fj_inputs_make(fajit_ctx *ctx, const fj_problem *p, const fj_shape 
     int32_t *table = pages ? malloc(pages * sizeof *table) : NULL;
     CUresult r = host && (!twin || scratch) && (!pages || table) ? 0 : 2;
     if (!r && pages)
-        fj_pages_shuffle(table, pages);
+        pages_shuffle(table, pages);
     for (int k = 0; k < sets && !r; k++) {
         int bf16 = p->dtype == FAJIT_BF16;
         if (!(r = upload_random(cu, &in->q[k], nq, bf16, host)) &&

@@ -49,8 +49,6 @@ typedef struct fj_inputs {
 } fj_inputs;
 fajit_status fj_inputs_make(fajit_ctx *ctx, const fj_problem *p, const fj_shape *sh, int sets,
                             const int *lens_q, const int *lens_k, int twin, fj_inputs *in);
-/* The block table fj_inputs_make uploads: a random permutation of 0 .. n-1 (n pages). */
-void fj_pages_shuffle(int32_t *t, size_t n);
 void fj_inputs_free(const fj_cuda *cu, fj_inputs *in);
 
 #endif /* FJ_ORACLE_H */

@@ -13,7 +13,6 @@
 
 #define MAX_CANDIDATES 48
 #define MAX_SETS FJ_INPUT_SETS
-#define FLUSH_BYTES ((size_t)256 << 20)   /* > 4x the 50-60 MB L2 of an H100/H200 */
 
 typedef struct tuner {
     fajit_ctx *ctx;
@@ -85,7 +84,7 @@ static int time_it(void *user, int i, double *samples, int reps, char *why, size
         if (fj_kplan_launch(ctx, &t->plan[i], t->sets[w % t->n_sets], NULL) != FAJIT_OK)
             goto launch_failed;
     for (int k = 0; k < reps; k++) {
-        if (fj_l2_flush(ctx, t->flush, FLUSH_BYTES) != FAJIT_OK) {   /* evict L2, clean */
+        if (fj_l2_flush(ctx, t->flush, FJ_L2_FLUSH_BYTES) != FAJIT_OK) {   /* evict L2, clean */
             snprintf(why, n, "L2 flush: %s", fajit_errmsg(ctx));
             goto done;
         }
@@ -172,7 +171,7 @@ static fajit_status tune_sets(fajit_ctx *ctx, const fajit_attn_desc *const *sets
         t->plan[i].cfg = cfg[i];
     if ((st = fj_oracle_init(ctx, &t->orc, d)) != FAJIT_OK)
         goto done;
-    CUresult r = ctx->cu->cuMemAlloc(&t->flush, FLUSH_BYTES);
+    CUresult r = ctx->cu->cuMemAlloc(&t->flush, FJ_L2_FLUSH_BYTES);
     if (r) {
         st = fj_fail(ctx, FAJIT_CUDA_ERROR, "allocating the tuner's L2 flush buffer: %s",
                      fj_cuda_errname(ctx->cu, r, err, sizeof err));
