@@ -560,6 +560,9 @@ START_TEST(params_layout)
     ck_assert_uint_eq(offsetof(fj_decode_params, num_pages), 224);
     ck_assert_uint_eq(offsetof(fj_decode_params, scale), 248);
     ck_assert_uint_eq(offsetof(fj_decode_params, total_rows), 256);
+    ck_assert_uint_eq(offsetof(fj_decode_params, page_shift), 260);
+    ck_assert_uint_eq(offsetof(fj_decode_params, k_page16), 264);
+    ck_assert_uint_eq(offsetof(fj_decode_params, off16), 280);
 }
 END_TEST
 
@@ -1426,6 +1429,12 @@ START_TEST(decode_family_host)
     ck_assert_int_eq(q->k_page_stride, 16 * 8 * 128);   /* dense pages by default */
     ck_assert_int_eq(q->page_size, 16);
     ck_assert_int_eq(q->bt_stride, 2048);
+    ck_assert_int_eq(q->page_shift, 4);           /* page 16: shifts */
+    ck_assert_int_eq(q->off16, 1);                /* 2^20 pages of 32 KiB: 32-bit offsets */
+    ck_assert_uint_eq(q->k_page16, 16 * 8 * 128 / 8);
+    ck_assert_uint_eq(q->k_row16, 8 * 128 / 8);
+    ck_assert_uint_eq(q->v_page16, 16 * 8 * 128 / 8);
+    ck_assert_uint_eq(q->v_row16, 8 * 128 / 8);
     ck_assert_int_eq(q->window_left, -1);
     ck_assert_int_eq(q->window_right, -1);
     ck_assert_uint_eq(q->part_o, g_dm.allocated & ~0ull);
@@ -1444,6 +1453,35 @@ START_TEST(decode_family_host)
     ck_assert_int_eq(g_dec.launches, 1);
     ck_assert_int_eq(g_dec.pdl_launches, 1);
     ck_assert_uint_eq(g_dec.grid[0][1], 8);
+    /* the address fast paths only where they hold: a page size of 24 divides; 2^21 pages
+     * of 32 KiB (64 GiB of K) just fit 2^32 16-byte units, one page more does not; a stride
+     * off 16 bytes and a negative one keep the 64-bit path */
+    static const struct { int page_size, num_pages; int64_t v_page; int shift, off16; } ap[] = {
+        {24, 1 << 20, 0, -1, 1}, {16, (1 << 21) + 1, 0, 4, 0}, {16, 1 << 21, 0, 4, 1},
+        {16, 1 << 20, 16 * 8 * 128 + 4, 4, 0}, {32, 1 << 20, -16 * 8 * 128, 5, 0}};
+    for (size_t i = 0; i < sizeof ap / sizeof ap[0]; i++) {
+        fajit_attn_desc e = d;
+        e.page_size = ap[i].page_size, e.num_pages = ap[i].num_pages;
+        e.k_page_stride = 16 * 8 * 128;   /* (page 24 or 32: rows past 16 overlap; only strides) */
+        e.v_page_stride = ap[i].v_page ? ap[i].v_page : 16 * 8 * 128;
+        e.block_table_stride = 32768 / ap[i].page_size + 1;
+        memset(&g_dec, 0, sizeof g_dec);
+        if (fj_kplan_launch(ctx, &kp, &e, NULL) != FAJIT_OK) {   /* (a refused stride) */
+            ck_assert_msg(ap[i].v_page % 8 || ap[i].v_page < 0, "case %zu: %s", i,
+                          fajit_errmsg(ctx));
+            continue;
+        }
+        ck_assert_msg(g_dec.p[0].page_shift == ap[i].shift && g_dec.p[0].off16 == ap[i].off16,
+                      "case %zu: shift %d off16 %d", i, g_dec.p[0].page_shift, g_dec.p[0].off16);
+    }
+    /* contiguous K/V: no block table, no shift; 32-bit offsets within 64 GiB */
+    fajit_attn_desc f = d;
+    f.block_table = NULL, f.block_table_stride = 0, f.page_size = 0, f.num_pages = 0;
+    memset(&g_dec, 0, sizeof g_dec);
+    ck_assert_int_eq(fj_kplan_launch(ctx, &kp, &f, NULL), FAJIT_OK);
+    ck_assert_int_eq(g_dec.p[0].page_shift, -1);
+    ck_assert_int_eq(g_dec.p[0].off16, 1);
+    ck_assert_uint_eq(g_dec.p[0].k_page16, (uint32_t)(f.k_batch_stride / 8));
     /* a full batch needs no split and no combine; a forced count is obeyed */
     d.batch = 64, d.seqlen_k = 16384;
     memset(&g_dec, 0, sizeof g_dec);

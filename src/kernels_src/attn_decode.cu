@@ -51,8 +51,10 @@
  *   hk*head_stride with page = block_table[b*bt_stride + j/page_size], or page = b and
  *   row j without a block table. Page ids are read one tile ahead into registers (their
  *   latency hides behind a tile of math); one id per tile when page_size % BN == 0 (and no
- *   lookup at all without a table), one per row otherwise. Every row is copied with 16-byte
- *   cp.async.cg, 8 threads per 128 bytes of the row.
+ *   lookup at all without a table), one per row otherwise (a shift where page_shift >= 0).
+ *   Every row is copied with 16-byte cp.async.cg, 8 threads per 128 bytes of the row, its
+ *   address one 32-bit multiply-add in 16-byte units where the host set off16 (64-bit
+ *   element arithmetic otherwise).
  *   Output: splits == 1: O (dtype, o strides) and LSE (if p.lse: natural log; fixed length
  *   lse[(b*heads_q + h)*q_len + i], varlen lse[h*cu_seqlens_q[batch] + cu_seqlens_q[b] + i],
  *   as attn_ref.cu); splits > 1: part_o[split][R][h][0..head_dim) (O already divided by its
@@ -87,8 +89,9 @@
  *   keys, rows and split_keys*splits below 2^31.
  * Algorithm per warp and tile: S = Q K^T (Q and K by ldmatrix), a mask for keys outside the
  *   row's [lo, hi) (split, sequence, window, causal bottom-right: shift = i + len_b - q_len_b),
- *   online softmax in log2 units (exp2(s*scale_log2 - m*scale_log2)), P in registers as the A
- *   operand of O += P V (V by ldmatrix.trans). Epilogue: every warp puts m, l and its raw O
+ *   online softmax in log2 units (exp2(s*scale_log2 - m*scale_log2); O rescaled only when a
+ *   row maximum of the warp moved, up to head_dim 128), P in registers as the A operand of
+ *   O += P V (V by ldmatrix.trans). Epilogue: every warp puts m, l and its raw O
  *   (fp32) into shared memory; all threads then merge the WN warps of each row and store 16
  *   bytes per thread. Shared rows: 16-byte chunk c of row r at c ^ (r & 7) when DP % 64 == 0
  *   (whole 128-byte segments), else an odd number of chunks per row (LDB above); both keep
@@ -343,6 +346,15 @@ FJ_DEVICE void dec_fetch(const fj_decode_params &p, const int *bt, int b, int k0
             pg[it] = page;
             rip[it] = in0 + r0 + it * RSTEP;
         }
+    } else if (p.page_shift >= 0) {   /* a power of two: shifts, not divisions */
+        const int sh = p.page_shift, msk = (1 << sh) - 1;
+#pragma unroll
+        for (int it = 0; it < ITERS; ++it) {
+            const int j = k0 + r0 + it * RSTEP;
+            const int pidx = j >> sh;
+            pg[it] = pidx < p.bt_stride ? bt[pidx] : 0;
+            rip[it] = j & msk;
+        }
     } else {
 #pragma unroll
         for (int it = 0; it < ITERS; ++it) {
@@ -367,13 +379,39 @@ FJ_DEVICE void dec_clip(int k0, int kb, int ke, int tid, int (&rip)[dec::ITERS])
     }
 }
 
-/* K and V rows of one tile into stage buffers sk/sv (rows from dec_fetch). */
+/* K and V rows of one tile into stage buffers sk/sv (rows from dec_fetch). With p.off16 a
+ * row's offset is one 32-bit multiply-add in 16-byte units (a clipped row: offset 0, the
+ * tensor's first row, copied as 0 bytes), else 64-bit element arithmetic. */
 FJ_DEVICE void dec_issue(const fj_decode_params &p, const fj_u16 *gk, const fj_u16 *gv, fj_u32 sk,
                          fj_u32 sv, int tid, const int (&pg)[dec::ITERS],
                          const int (&rip)[dec::ITERS])
 {
     using namespace dec;
     const int r0 = tid >> 3, c = tid & 7;
+    if (p.off16) {
+#pragma unroll
+        for (int it = 0; it < ITERS; ++it) {
+            const int r = r0 + it * RSTEP;
+            if (BN % RSTEP == 0 || r < BN) {
+                const bool ok = rip[it] >= 0;
+                const fj_u32 ok_k = ok ? (fj_u32)pg[it] * p.k_page16 + (fj_u32)rip[it] * p.k_row16 : 0u;
+                const fj_u32 ok_v = ok ? (fj_u32)pg[it] * p.v_page16 + (fj_u32)rip[it] * p.v_row16 : 0u;
+                const fj_u16 *srck = gk + (fj_u64)ok_k * 8, *srcv = gv + (fj_u64)ok_v * 8;
+#pragma unroll
+                for (int sg = 0; sg < SEGS; ++sg) {
+                    const int cc = c + 8 * sg;
+                    if (CH % 8 == 0 || cc < CH) {
+                        const bool in = ok && (CHG == CH || cc < CHG);
+                        const fj_u32 d = dec_off<BN>(r, cc);
+                        /* (cc < CHG: inside the row even when clipped, so no select) */
+                        cp_async16(sk + d, CHG == CH || in ? srck + cc * 8 : gk, in ? 16 : 0);
+                        cp_async16(sv + d, CHG == CH || in ? srcv + cc * 8 : gv, in ? 16 : 0);
+                    }
+                }
+            }
+        }
+        return;
+    }
 #pragma unroll
     for (int it = 0; it < ITERS; ++it) {
         const int r = r0 + it * RSTEP;
@@ -853,6 +891,7 @@ fj_attn_decode(const __grid_constant__ fj_decode_params p)
         /* Online softmax (log2 units). A row with no visible key so far keeps m = -inf and
          * uses base 0, so its P is exp2(-inf) = 0 and nothing moves. */
         fj_u32 pa[KN][4];
+        float alpha0 = 1.f, alpha1 = 1.f;
 #pragma unroll
         for (int hf = 0; hf < 2; ++hf) {
             float m = row_max[hf];
@@ -862,14 +901,13 @@ fj_attn_decode(const __grid_constant__ fj_decode_params p)
             m = fmaxf(m, __shfl_xor_sync(0xffffffffu, m, 1));
             m = fmaxf(m, __shfl_xor_sync(0xffffffffu, m, 2));
             const float base = m == -FJ_INF ? 0.f : m * sl2;
-            const float alpha = ex2(row_max[hf] * sl2 - base);  /* 0 from -inf */
+            const float alpha = ex2(row_max[hf] * sl2 - base);  /* 0 from -inf, 1 if m stays */
+            if (hf)
+                alpha1 = alpha;
+            else
+                alpha0 = alpha;
             row_max[hf] = m;
             float sum = row_sum[hf] * alpha;
-#pragma unroll
-            for (int nd = 0; nd < ND; ++nd) {
-                acc_o[nd][2 * hf] *= alpha;
-                acc_o[nd][2 * hf + 1] *= alpha;
-            }
 #pragma unroll
             for (int nt = 0; nt < NT; ++nt) {
                 const float p0 = ex2(fmaf(acc_s[nt][2 * hf], sl2, -base));
@@ -879,6 +917,18 @@ fj_attn_decode(const __grid_constant__ fj_decode_params p)
                 pa[nt >> 1][(nt & 1) * 2 + hf] = pack2(p0, p1);
             }
             row_sum[hf] = sum;
+        }
+        /* O *= alpha, skipped where no row maximum of the warp moved (alpha exactly 1: the
+         * product would change nothing): after the first tiles most tiles of a long split.
+         * Up to head_dim 128 (at 240 the branch cost ptxas a spill on sm_100a). */
+        if (DP > 128 || __any_sync(0xffffffffu, alpha0 != 1.f || alpha1 != 1.f)) {
+#pragma unroll
+            for (int nd = 0; nd < ND; ++nd) {
+                acc_o[nd][0] *= alpha0;
+                acc_o[nd][1] *= alpha0;
+                acc_o[nd][2] *= alpha1;
+                acc_o[nd][3] *= alpha1;
+            }
         }
 
         /* O += P V */

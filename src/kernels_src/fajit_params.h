@@ -89,8 +89,14 @@ typedef struct fj_attn_params {
  * and the combine skips rows >= cu_seqlens_q[batch]; an empty split writes LSE -inf), which
  * the combine step merges into O and LSE: the last CTA of each (q tile, kv head, b) to
  * finish does it when `counters` is set (one zeroed int per such group, counted up by its
- * splits and put back to 0 by the last), else the combine kernel. */
-#define FJ_DECODE_PARAMS_SIZE 264
+ * splits and put back to 0 by the last), else the combine kernel.
+ * Address fast paths (set by the host, optional: 0 / -1 take the general paths):
+ * page_shift = log2(page_size) where that is a power of two (a shift for the page of a key);
+ * off16 = 1 where the K and V offsets fit 32 bits in 16-byte units (the page and row
+ * strides, also in those units, in k_page16 .. v_row16: one 32-bit multiply-add per row
+ * instead of 64-bit ones; the host sets it only where every page id below num_pages and
+ * row below page_size stays below 2^32 units). */
+#define FJ_DECODE_PARAMS_SIZE 288
 typedef struct fj_decode_params {
     fj_u64 q, k, v, o;              /*   0 */
     fj_u64 lse;                     /*  32: float*, 0 when not wanted (layout as fj_attn_params) */
@@ -111,9 +117,12 @@ typedef struct fj_decode_params {
     fj_i32 num_pages, splits, split_keys, q_tiles;        /* 224: num_pages bounds page ids */
     fj_i32 window_left, window_right;                     /* 240 */
     float scale, scale_log2;                              /* 248 */
-    fj_i32 total_rows, pad_;                              /* 256: rows of the partials
+    fj_i32 total_rows;                                    /* 256: rows of the partials
                                                              (>= every R + 1) */
-} fj_decode_params;                                       /* 264 */
+    fj_i32 page_shift;                                    /* 260: -1 or log2(page_size) */
+    fj_u32 k_page16, k_row16, v_page16, v_row16;          /* 264: strides / 8 (off16) */
+    fj_i32 off16, pad_;                                   /* 280 */
+} fj_decode_params;                                       /* 288 */
 
 /* fajit_attn_merge's kernel (attn_merge.cu): two partial results of the same queries over
  * disjoint key sets, O_x [batch][seqlen][heads][head_dim] (each with its strides, elements)
