@@ -379,60 +379,53 @@ FJ_DEVICE void dec_clip(int k0, int kb, int ke, int tid, int (&rip)[dec::ITERS])
     }
 }
 
-/* K and V rows of one tile into stage buffers sk/sv (rows from dec_fetch). With p.off16 a
- * row's offset is one 32-bit multiply-add in 16-byte units (a clipped row: offset 0, the
- * tensor's first row, copied as 0 bytes), else 64-bit element arithmetic. */
-FJ_DEVICE void dec_issue(const fj_decode_params &p, const fj_u16 *gk, const fj_u16 *gv, fj_u32 sk,
-                         fj_u32 sv, int tid, const int (&pg)[dec::ITERS],
-                         const int (&rip)[dec::ITERS])
+/* K and V rows of one tile into stage buffers sk/sv (rows from dec_fetch). NARROW (p.off16):
+ * a row's offset is one 32-bit multiply-add in 16-byte units (a clipped row: offset 0, the
+ * tensor's first row, copied as 0 bytes, so no select where every chunk lies in the row);
+ * else 64-bit element arithmetic. */
+template <bool NARROW>
+FJ_DEVICE void dec_issue_rows(const fj_decode_params &p, const fj_u16 *gk, const fj_u16 *gv,
+                              fj_u32 sk, fj_u32 sv, int tid, const int (&pg)[dec::ITERS],
+                              const int (&rip)[dec::ITERS])
 {
     using namespace dec;
     const int r0 = tid >> 3, c = tid & 7;
-    if (p.off16) {
-#pragma unroll
-        for (int it = 0; it < ITERS; ++it) {
-            const int r = r0 + it * RSTEP;
-            if (BN % RSTEP == 0 || r < BN) {
-                const bool ok = rip[it] >= 0;
-                const fj_u32 ok_k = ok ? (fj_u32)pg[it] * p.k_page16 + (fj_u32)rip[it] * p.k_row16 : 0u;
-                const fj_u32 ok_v = ok ? (fj_u32)pg[it] * p.v_page16 + (fj_u32)rip[it] * p.v_row16 : 0u;
-                const fj_u16 *srck = gk + (fj_u64)ok_k * 8, *srcv = gv + (fj_u64)ok_v * 8;
-#pragma unroll
-                for (int sg = 0; sg < SEGS; ++sg) {
-                    const int cc = c + 8 * sg;
-                    if (CH % 8 == 0 || cc < CH) {
-                        const bool in = ok && (CHG == CH || cc < CHG);
-                        const fj_u32 d = dec_off<BN>(r, cc);
-                        /* (cc < CHG: inside the row even when clipped, so no select) */
-                        cp_async16(sk + d, CHG == CH || in ? srck + cc * 8 : gk, in ? 16 : 0);
-                        cp_async16(sv + d, CHG == CH || in ? srcv + cc * 8 : gv, in ? 16 : 0);
-                    }
-                }
-            }
-        }
-        return;
-    }
 #pragma unroll
     for (int it = 0; it < ITERS; ++it) {
         const int r = r0 + it * RSTEP;
         if (BN % RSTEP == 0 || r < BN) {
             const bool ok = rip[it] >= 0;
-            const fj_u16 *srck =
-                gk + ((fj_i64)pg[it] * p.k_page_stride + (fj_i64)rip[it] * p.k_row_stride);
-            const fj_u16 *srcv =
-                gv + ((fj_i64)pg[it] * p.v_page_stride + (fj_i64)rip[it] * p.v_row_stride);
+            const fj_u16 *srck, *srcv;
+            if (NARROW) {
+                const fj_u32 ok_k = ok ? (fj_u32)pg[it] * p.k_page16 + (fj_u32)rip[it] * p.k_row16 : 0u;
+                const fj_u32 ok_v = ok ? (fj_u32)pg[it] * p.v_page16 + (fj_u32)rip[it] * p.v_row16 : 0u;
+                srck = gk + (fj_u64)ok_k * 8, srcv = gv + (fj_u64)ok_v * 8;
+            } else {
+                srck = gk + ((fj_i64)pg[it] * p.k_page_stride + (fj_i64)rip[it] * p.k_row_stride);
+                srcv = gv + ((fj_i64)pg[it] * p.v_page_stride + (fj_i64)rip[it] * p.v_row_stride);
+            }
 #pragma unroll
             for (int sg = 0; sg < SEGS; ++sg) {
                 const int cc = c + 8 * sg;
                 if (CH % 8 == 0 || cc < CH) {
                     const bool in = ok && (CHG == CH || cc < CHG);
+                    const bool direct = NARROW && CHG == CH;   /* (the address is valid) */
                     const fj_u32 d = dec_off<BN>(r, cc);
-                    cp_async16(sk + d, in ? srck + cc * 8 : gk, in ? 16 : 0);
-                    cp_async16(sv + d, in ? srcv + cc * 8 : gv, in ? 16 : 0);
+                    cp_async16(sk + d, direct || in ? srck + cc * 8 : gk, in ? 16 : 0);
+                    cp_async16(sv + d, direct || in ? srcv + cc * 8 : gv, in ? 16 : 0);
                 }
             }
         }
     }
+}
+FJ_DEVICE void dec_issue(const fj_decode_params &p, const fj_u16 *gk, const fj_u16 *gv, fj_u32 sk,
+                         fj_u32 sv, int tid, const int (&pg)[dec::ITERS],
+                         const int (&rip)[dec::ITERS])
+{
+    if (p.off16)
+        dec_issue_rows<true>(p, gk, gv, sk, sv, tid, pg, rip);
+    else
+        dec_issue_rows<false>(p, gk, gv, sk, sv, tid, pg, rip);
 }
 
 #endif /* !FJ_DEC_TMA */
