@@ -85,17 +85,17 @@
  *
  * Limits: scale > 0 (row maxima are taken on raw scores); Q/K/V/O strides multiples of 8
  *   elements, pointers 16-byte aligned (cp.async / vector stores; host-checked); page
- *   strides, row strides and page ids make 64-bit offsets (all address math is 64-bit);
- *   keys, rows and split_keys*splits below 2^31.
+ *   strides, row strides and page ids make 64-bit offsets (or 32-bit ones in 16-byte units
+ *   where the host sets off16); keys, rows and split_keys*splits below 2^31.
  * Algorithm per warp and tile: S = Q K^T (Q and K by ldmatrix), a mask for keys outside the
  *   row's [lo, hi) (split, sequence, window, causal bottom-right: shift = i + len_b - q_len_b),
  *   online softmax in log2 units (exp2(s*scale_log2 - m*scale_log2); O rescaled only when a
  *   row maximum of the warp moved, up to head_dim 128), P in registers as the A operand of
- *   O += P V (V by ldmatrix.trans). Epilogue: every warp puts m, l and its raw O
- *   (fp32) into shared memory; all threads then merge the WN warps of each row and store 16
- *   bytes per thread. Shared rows: 16-byte chunk c of row r at c ^ (r & 7) when DP % 64 == 0
- *   (whole 128-byte segments), else an odd number of chunks per row (LDB above); both keep
- *   the 8 row addresses of every ldmatrix on 8 different bank groups.
+ *   O += P V (V by ldmatrix.trans). Epilogue: every warp puts m, l and its raw O (fp32) of
+ *   the rows that exist into shared memory; all threads then merge the WN warps of each row
+ *   and store 16 bytes per thread. Shared rows: 16-byte chunk c of row r at c ^ (r & 7) when
+ *   DP % 64 == 0 (whole 128-byte segments), else an odd number of chunks per row (LDB
+ *   above); both keep the 8 row addresses of every ldmatrix on 8 different bank groups.
  */
 #include "fj_common.cuh"
 #include "fj_sm80_prims.cuh"
@@ -502,9 +502,13 @@ FJ_DEVICE void dec_tma_zero(fj_u32 sv, int k0, int kb, int ke, int tid)
 
 /* Fused combine, the last CTA of a group: O and LSE of its `rows` packed rows from every
  * split's partials. Staged: all partials into shared memory at once (one round trip to L2:
- * 16-byte cp.async.cg for O, 4-byte ld.cg for the LSEs), then each thread merges 4 columns
- * of a row from shared memory. Direct: dec_merge4 from L2, 6 splits' loads in flight per
- * step, for groups whose partials do not fit. */
+ * 16-byte cp.async.cg for O, 4-byte ld.cg for the LSEs), then a warp per row turns the
+ * row's LSEs into weights (shuffles), and each thread merges 4 columns of a row. Direct:
+ * dec_merge4 from L2, 6 splits' loads in flight per step, for groups whose partials do not
+ * fit. (Both in compact loops: this code runs once per launch in a few CTAs, at the end of
+ * the critical path, and a cold call fetches its instructions from DRAM: the same merge
+ * fully unrolled in registers was 0.5 us faster in graph replay and 2.4 us slower after an
+ * L2 flush, H200, session 21.) */
 FJ_DEVICE void dec_merge_staged(const fj_decode_params &p, unsigned char *smem, int b,
                                 const dec_seq &so, int r0, int rows, int hk, int G, int tid)
 {
@@ -550,35 +554,51 @@ FJ_DEVICE void dec_merge_staged(const fj_decode_params &p, unsigned char *smem, 
     }
     cp_async_wait<0>();
     __syncthreads();
+    /* A warp per row (shuffle trees): M = the row's largest LSE, L = sum exp(lse_s - M),
+     * the row's LSE M + log L out, and each LSE in shared memory replaced by its weight
+     * exp(lse_s - M) / L (0 for an empty split; all 0, LSE -inf, when every split is). */
+#pragma unroll 1
+    for (int rl = tid >> 5; rl < rows; rl += WARPS) {
+        const int lane = tid & 31;
+        float m = -FJ_INF, l = 0.f;
+#pragma unroll 1
+        for (int sp = lane; sp < S; sp += 32)
+            m = fmaxf(m, s_l[sp * rows + rl]);
+#pragma unroll
+        for (int o = 16; o; o >>= 1)
+            m = fmaxf(m, __shfl_xor_sync(0xffffffffu, m, o));
+        const float base = m == -FJ_INF ? 0.f : m;   /* (exp(-inf - 0) = 0) */
+#pragma unroll 1
+        for (int sp = lane; sp < S; sp += 32)
+            l += ex2((s_l[sp * rows + rl] - base) * LOG2E);
+#pragma unroll
+        for (int o = 16; o; o >>= 1)
+            l += __shfl_xor_sync(0xffffffffu, l, o);
+        const float inv = l > 0.f ? 1.f / l : 0.f;
+#pragma unroll 1
+        for (int sp = lane; sp < S; sp += 32)
+            s_l[sp * rows + rl] = ex2((s_l[sp * rows + rl] - base) * LOG2E) * inv;
+        if (p.lse && lane == 0) {
+            const int r = r0 + rl, i = r / G, h = hk * G + (r - i * G);
+            dec_store_lse(p, b, so.row0, i, h, l > 0.f ? m + logf(l) : -FJ_INF);
+        }
+    }
+    __syncthreads();
 #pragma unroll 1
     for (int item = tid; item < rows * C4; item += THREADS) {
         const int rl = item / C4, c4 = item - rl * C4;
-        /* (indices; the maximum not unrolled, the sum by 2: a pointer per row, or 4 splits a
-         * step, spilled 8 B on sm_80 at head_dim 8; the maximum by 2 spilled 4-12 B on sm_90a
-         * at head_dim 88 and 112, 2 x 2 warps) */
         const int ol = rl, ox = rl * HD + c4 * 4;   /* split 0; split s at + s*rows (*HD) */
-        float M = -FJ_INF;
-#pragma unroll 1
-        for (int sp = 0; sp < S; ++sp)
-            M = fmaxf(M, s_l[ol + sp * rows]);
-        float l = 0.f;
         float4 acc = make_float4(0.f, 0.f, 0.f, 0.f);
-        if (M != -FJ_INF) {
 #pragma unroll 2
-            for (int sp = 0; sp < S; ++sp) {
-                const float w = ex2((s_l[ol + sp * rows] - M) * LOG2E);   /* 0 from -inf */
-                const float4 x = *(const float4 *)(s_o + ox + sp * rows * HD);
-                l += w;
-                acc.x += w * x.x, acc.y += w * x.y, acc.z += w * x.z, acc.w += w * x.w;
-            }
+        for (int sp = 0; sp < S; ++sp) {   /* (independent loads: 2 in flight a step) */
+            const float w = s_l[ol + sp * rows];
+            const float4 x = *(const float4 *)(s_o + ox + sp * rows * HD);
+            acc.x += w * x.x, acc.y += w * x.y, acc.z += w * x.z, acc.w += w * x.w;
         }
-        const float inv = l > 0.f ? 1.f / l : 0.f;
         const int r = r0 + rl, i = r / G, h = hk * G + (r - i * G);
         dec_st4((fj_u16 *)p.o + so.o + (fj_i64)i * p.o_row_stride + (fj_i64)h * p.o_head_stride +
                     c4 * 4,
-                make_float4(acc.x * inv, acc.y * inv, acc.z * inv, acc.w * inv));
-        if (p.lse && c4 == 0)
-            dec_store_lse(p, b, so.row0, i, h, l > 0.f ? M + logf(l) : -FJ_INF);
+                acc);
     }
 }
 FJ_DEVICE void dec_merge_direct(const fj_decode_params &p, int b, const dec_seq &so, int r0,
@@ -601,6 +621,32 @@ FJ_DEVICE void dec_merge_direct(const fj_decode_params &p, int b, const dec_seq 
     }
 }
 
+/* The Q tile into shared memory: packed row r -> (i = r / G, head hk*G + r % G); rows past
+ * nrows zero-filled. */
+FJ_DEVICE void dec_issue_q(const fj_decode_params &p, const dec_seq &sq, fj_u32 s_q, int r0,
+                           int nrows, int G, int hk, int tid)
+{
+    using namespace dec;
+    const fj_u16 *gq = (const fj_u16 *)p.q + sq.q;
+#pragma unroll
+    for (int it = 0; it < QITERS; ++it) {
+        const int rl = (tid >> 3) + it * RSTEP;
+        if (MT % RSTEP == 0 || rl < MT) {
+            const int r = r0 + rl, i = r / G, h = hk * G + (r - i * G);
+            const bool ok = r < nrows;
+            const fj_i64 off = (fj_i64)i * p.q_row_stride + (fj_i64)h * p.q_head_stride;
+#pragma unroll
+            for (int sg = 0; sg < SEGS; ++sg) {
+                const int cc = (tid & 7) + 8 * sg;
+                if (CH % 8 == 0 || cc < CH) {
+                    const bool in = ok && (CHG == CH || cc < CHG);
+                    cp_async16(s_q + dec_off<MT>(rl, cc), in ? gq + off + cc * 8 : gq, in ? 16 : 0);
+                }
+            }
+        }
+    }
+}
+
 extern "C" __global__ void __launch_bounds__(dec::THREADS)
 #if FJ_DEC_TMA
 fj_attn_decode(const __grid_constant__ fj_decode_params p, const __grid_constant__ fj_tmap tk,
@@ -619,17 +665,21 @@ fj_attn_decode(const __grid_constant__ fj_decode_params p)
         tma_prefetch_desc(&tv);
     }
 #endif
-    fj_pdl_wait();      /* (launched as a dependent on sm_90+: inputs are ready after this) */
-    fj_pdl_trigger();   /* the next kernel may launch; its CTAs wait for this grid's end */
+    /* What needs only the parameters comes before the wait (a dependent launch's CTAs sit
+     * there while the previous grid ends: this arithmetic, and fetching its code, is free). */
     const int tid = threadIdx.x, lane = tid & 31, warp = tid >> 5;
     const int wm = warp / WN, wn = warp % WN;
     const int hk = blockIdx.y, b = blockIdx.z;
     const int split = blockIdx.x / p.q_tiles, qt = blockIdx.x - split * p.q_tiles;
     const int G = p.heads_q / p.heads_kv;
     const int *bt = p.block_table ? (const int *)p.block_table + (fj_i64)b * p.bt_stride : nullptr;
+    const int kg = split * p.split_keys;
+    fj_pdl_wait();      /* (launched as a dependent on sm_90+: inputs are ready after this) */
+    fj_pdl_trigger();   /* the next kernel may launch; its CTAs wait for this grid's end */
+    /* Keys of the sequence: asked for first, its latency overlaps the page ids' below. */
+    int len = p.seqused_k ? ((const int *)p.seqused_k)[b] : p.seqlen_k;
     /* The page ids of the split's first STAGES-1 tiles, read before the lengths (their loads
      * overlap; without a window the split starts at kg: refetched below otherwise). */
-    const int kg = split * p.split_keys;
 #if FJ_DEC_TMA
     const int R = dec_tma_rows(p, bt);   /* rows per TMA chunk; lane l of warp 0 loads chunk l */
     int tpage[STAGES - 1], trow[STAGES - 1];
@@ -650,9 +700,7 @@ fj_attn_decode(const __grid_constant__ fj_decode_params p)
     if (r0 >= nrows)
         return;  /* whole CTA: no barrier passed yet */
 
-    /* Keys of the sequence, checked where asked. */
-    int len = p.seqused_k ? ((const int *)p.seqused_k)[b] : p.seqlen_k;
-#if FJ_DEC_CHECKED
+#if FJ_DEC_CHECKED   /* the keys of the sequence, checked */
     {
         const long long bound = bt ? (long long)p.bt_stride * p.page_size : (long long)p.seqlen_k;
         if (len < 0 || len > bound) {
@@ -708,55 +756,14 @@ fj_attn_decode(const __grid_constant__ fj_decode_params p)
     const fj_u16 *gv = (const fj_u16 *)p.v + (fj_i64)hk * p.v_head_stride;
 #endif
 
-    /* Per-row key limits of this thread's two rows (lane>>2 and +8 of the warp's 16): key j
-     * counts iff lo <= j < hi. Rows past nrows get an empty range. */
-    int row_lo[2], row_hi[2];
-#pragma unroll
-    for (int hf = 0; hf < 2; ++hf) {
-        const int r = r0 + wm * 16 + (lane >> 2) + hf * 8;
-        const int i = r / G;
-        long long lo = k_lo, hi = k_hi;
-        if (p.window_left >= 0) lo = max(lo, (long long)i + shift - p.window_left);
-        if (p.window_right >= 0) hi = min(hi, (long long)i + shift + p.window_right + 1);
-        const bool ok = r < nrows && hi > lo;
-        row_lo[hf] = ok ? (int)lo : 0;
-        row_hi[hf] = ok ? (int)hi : 0;
-    }
-
-    float acc_o[ND][4];
-    float row_max[2] = {-FJ_INF, -FJ_INF}, row_sum[2] = {0.f, 0.f};
-#pragma unroll
-    for (int nd = 0; nd < ND; ++nd)
-#pragma unroll
-        for (int e = 0; e < 4; ++e)
-            acc_o[nd][e] = 0.f;
-
 #if FJ_DEC_TMA
     int npage = 0, nrow = 0;   /* warp 0: chunk `lane` of the next tile to load */
 #else
     int pg[ITERS], rip[ITERS];
 #endif
     if (ntiles > 0) {
-        /* Q tile: packed row r -> (i = r / G, head hk*G + r % G); rows past nrows zero. */
-        const fj_u16 *gq = (const fj_u16 *)p.q + sq.q;
-#pragma unroll
-        for (int it = 0; it < QITERS; ++it) {
-            const int rl = (tid >> 3) + it * RSTEP;
-            if (MT % RSTEP == 0 || rl < MT) {
-                const int r = r0 + rl, i = r / G, h = hk * G + (r - i * G);
-                const bool ok = r < nrows;
-                const fj_u16 *src = gq + ((fj_i64)i * p.q_row_stride + (fj_i64)h * p.q_head_stride);
-#pragma unroll
-                for (int sg = 0; sg < SEGS; ++sg) {
-                    const int cc = (tid & 7) + 8 * sg;
-                    if (CH % 8 == 0 || cc < CH) {
-                        const bool in = ok && (CHG == CH || cc < CHG);
-                        cp_async16(s_q + dec_off<MT>(rl, cc), in ? src + cc * 8 : gq, in ? 16 : 0);
-                    }
-                }
-            }
-        }
 #if FJ_DEC_TMA
+        dec_issue_q(p, sq, s_q, r0, nrows, G, hk, tid);
         cp_async_commit();   /* Q: waited for below, published by the loop's first barrier */
         if (warp == 0 && lane < BN / R) {
 #pragma unroll
@@ -781,7 +788,8 @@ fj_attn_decode(const __grid_constant__ fj_decode_params p)
         cp_async_wait<0>();
 #else
         /* Prologue: tiles 0 .. STAGES-2 (their page ids read at the top), then the ids of
-         * tile STAGES-1 for the loop's first copy. Q goes with tile 0's group. */
+         * tile STAGES-1 for the loop's first copy. Tile 0's K/V leave first (the chain to
+         * the first byte is the latency of a short call), Q after them in their group. */
 #pragma unroll
         for (int s = 0; s < STAGES - 1; ++s) {
             if (kt0 != kg && s < ntiles)   /* a window moved the start */
@@ -793,6 +801,8 @@ fj_attn_decode(const __grid_constant__ fj_decode_params p)
             if (s < ntiles)
                 dec_issue(p, gk, gv, s_kv + s * 2 * KV_BYTES, s_kv + s * 2 * KV_BYTES + KV_BYTES,
                           tid, ppg[s], prip[s]);
+            if (s == 0)
+                dec_issue_q(p, sq, s_q, r0, nrows, G, hk, tid);
             cp_async_commit();
         }
         if (STAGES - 1 < ntiles) {
@@ -801,6 +811,29 @@ fj_attn_decode(const __grid_constant__ fj_decode_params p)
         }
 #endif
     }
+
+    /* Per-row key limits of this thread's two rows (lane>>2 and +8 of the warp's 16): key j
+     * counts iff lo <= j < hi. Rows past nrows get an empty range. */
+    int row_lo[2], row_hi[2];
+#pragma unroll
+    for (int hf = 0; hf < 2; ++hf) {
+        const int r = r0 + wm * 16 + (lane >> 2) + hf * 8;
+        const int i = r / G;
+        long long lo = k_lo, hi = k_hi;
+        if (p.window_left >= 0) lo = max(lo, (long long)i + shift - p.window_left);
+        if (p.window_right >= 0) hi = min(hi, (long long)i + shift + p.window_right + 1);
+        const bool ok = r < nrows && hi > lo;
+        row_lo[hf] = ok ? (int)lo : 0;
+        row_hi[hf] = ok ? (int)hi : 0;
+    }
+
+    float acc_o[ND][4];
+    float row_max[2] = {-FJ_INF, -FJ_INF}, row_sum[2] = {0.f, 0.f};
+#pragma unroll
+    for (int nd = 0; nd < ND; ++nd)
+#pragma unroll
+        for (int e = 0; e < 4; ++e)
+            acc_o[nd][e] = 0.f;
 
     /* Per-lane ldmatrix rows and chunk halves (FA2's fragment layouts). Q: rows lane & 15
      * at chunk hi = lane >> 4 -> a0..a3. K: keys (lane & 7) + 8*(lane >> 4) at chunk
@@ -948,6 +981,8 @@ fj_attn_decode(const __grid_constant__ fj_decode_params p)
         l += __shfl_xor_sync(0xffffffffu, l, 1);
         l += __shfl_xor_sync(0xffffffffu, l, 2);
         const int rr = (lane >> 2) + hf * 8;
+        if (r0 + wm * 16 + rr >= nrows)
+            continue;   /* a padding row (decode: rows = heads per KV head): never read */
         if ((lane & 3) == 0) {
             red_m[warp * 16 + rr] = row_max[hf];
             red_l[warp * 16 + rr] = l;
