@@ -638,6 +638,16 @@ static fajit_ctx *new_ctx_tma(int checked)
     return ctx;
 }
 
+/* A context that never launches thread-block clusters (FAJIT_DECODE_CLUSTER=0): on sm_90+
+ * its splits merge by the last CTA of each group or the combine kernel, as before sm_90. */
+static fajit_ctx *new_ctx_nocluster(int checked)
+{
+    setenv("FAJIT_DECODE_CLUSTER", "0", 1);
+    fajit_ctx *ctx = new_ctx(checked);
+    unsetenv("FAJIT_DECODE_CLUSTER");
+    return ctx;
+}
+
 /*------ 1. paged_sweep ------*/
 
 /* Multiply-adds of the reference (both products, visible keys only), with a budget that
@@ -787,8 +797,9 @@ static void sweep_case(fajit_ctx *ctx, int k, int describe, int verbose, sweep_t
 START_TEST(paged_sweep)
 {
     /* odd cases through a context that loads by TMA where it fits (the default's loader
-     * may be either: both are checked) */
-    fajit_ctx *ctx = new_ctx(0), *tctx = new_ctx_tma(0);
+     * may be either: both are checked), every fourth through one without clusters (the
+     * default merges 2..16 splits in a cluster on sm_90+: the other merges stay checked) */
+    fajit_ctx *ctx = new_ctx(0), *tctx = new_ctx_tma(0), *nctx = new_ctx_nocluster(0);
     const int n = env_int("FAJIT_TEST_DECODE_CASES", 200);
     const int only = env_int("FAJIT_TEST_DECODE_ONLY", -1);
     const int verbose = env_int("FAJIT_TEST_DECODE_VERBOSE", 0);
@@ -798,7 +809,7 @@ START_TEST(paged_sweep)
     for (int k = 0; k < n || (only >= n && k <= only); k++) {
         if (only >= 0 && k != only)
             continue;
-        sweep_case(k % 2 ? tctx : ctx, k, ran < 4 || only >= 0, verbose, &t);
+        sweep_case(k % 2 ? tctx : k % 4 == 2 ? nctx : ctx, k, ran < 4 || only >= 0, verbose, &t);
         ran++;
     }
     printf("decode sweep: %d/%d cases passed (%d through TMA loads), max rel err bf16 %.3g, f16 "
@@ -807,6 +818,7 @@ START_TEST(paged_sweep)
            tol_of(FAJIT_F16), t.lse);
     fajit_ctx_destroy(ctx);
     fajit_ctx_destroy(tctx);
+    fajit_ctx_destroy(nctx);
     ck_assert_msg(t.failed == 0, "%d of %d decode cases failed; first: %s", t.failed, ran, t.first);
 }
 END_TEST
@@ -1173,44 +1185,58 @@ END_TEST
 
 /*------ 6. combine_paths ------*/
 
-/* The two ways splits are merged: by the last CTA of each (b, kv head, q tile) group, with a
- * counter per group from the context's ring, and by the combine kernel where the counters
- * would not fit a ring slot (here 8 sequences x 4 KV heads x 19 q tiles of a 300-row chunked
- * prefill = 608 groups). Both against the float64 oracle. (That the fused path leaves its
- * counters at zero is graph_replay's: the replays of one capture share one slot.) */
+/* The three ways splits are merged: as one thread-block cluster per (b, kv head, q tile)
+ * group (sm_90+, the default where the GPU runs it), by the last CTA of each group with a
+ * counter per group from the context's ring (FAJIT_DECODE_CLUSTER=0 here), and by the
+ * combine kernel where the counters would not fit a ring slot (here 8 sequences x 4 KV heads
+ * x 19 q tiles of a 300-row chunked prefill = 608 groups; also without clusters). All
+ * against the float64 oracle. (That the fused path leaves its counters at zero is
+ * graph_replay's: the replays of one capture share one slot.) */
 START_TEST(combine_paths)
 {
-    fajit_ctx *ctx = new_ctx(0);
+    fajit_ctx *cctx = new_ctx(0), *ctx = new_ctx_nocluster(0);
     reseed(g_seed ^ 0xc0b1eull);
-    static const struct { const char *what, *want; int varlen, splits; } runs[] = {
-        {"fused", "the last CTA of each group combines", 0, 5},
-        {"kernel", "the combine kernel", 1, 3},
+    /* (the cluster runs: few enough groups that the clusters take one wave, so the cluster
+     * merge is what runs, not only what describe offers) */
+    static const struct {
+        const char *what, *want;
+        int varlen, splits, cluster, batch, hkv;
+    } runs[] = {
+        {"cluster", "a cluster per group merges", 0, 5, 1, 2, 4},
+        {"cluster, chunked prefill", "a cluster per group merges", 1, 3, 1, 2, 1},
+        {"fused", "the last CTA of each group combines", 0, 5, 0, 8, 4},
+        {"kernel", "the combine kernel", 1, 3, 0, 8, 4},
     };
-    for (int i = 0; i < 2; i++) {
-        dcase c = {.batch = 8, .hkv = 4, .group = 4, .hd = 128, .dtype = FAJIT_BF16,
+    for (int i = 0; i < 4; i++) {
+        if (runs[i].cluster && cctx->cc < 90)
+            continue;   /* (no clusters before sm_90) */
+        dcase c = {.batch = runs[i].batch, .hkv = runs[i].hkv, .group = 4, .hd = 128,
+                   .dtype = FAJIT_BF16,
                    .mask = FAJIT_MASK_CAUSAL, .q_len = 2, .seqlen_k = 1000, .paged = 1,
                    .page_size = 16, .use_seqused = 1, .spare = 5, .want_lse = 1,
                    .num_splits = runs[i].splits, .varlen = runs[i].varlen};
         if (c.varlen) {
             for (int b = 0; b < c.batch; b++)
-                c.qlens[b] = b == 3 ? 300 : 1 + b % 2;
+                c.qlens[b] = b == c.batch / 2 ? 300 : 1 + b % 2;
             c.give_total_q = 1;
         }
         dbufs B;
         setup(&B, &c, NULL);
         char buf[1024];
-        ck_assert_int_eq(fajit_dispatch_describe(ctx, NULL, &B.desc, buf, sizeof buf), FAJIT_OK);
+        fajit_ctx *x = runs[i].cluster ? cctx : ctx;
+        ck_assert_int_eq(fajit_dispatch_describe(x, NULL, &B.desc, buf, sizeof buf), FAJIT_OK);
         printf("combine_paths: %s: %s\n", runs[i].what, buf);
         ck_assert_msg(strstr(buf, runs[i].want), "%s: expected '%s' in: %s", runs[i].what,
                       runs[i].want, buf);
-        ck_assert_msg(launch(ctx, &B, NULL) == FAJIT_OK, "%s: %s", runs[i].what,
-                      fajit_errmsg(ctx));
+        ck_assert_msg(launch(x, &B, NULL) == FAJIT_OK, "%s: %s", runs[i].what,
+                      fajit_errmsg(x));
         fetch(&B);
         verdict v = check_against_reference(&B, runs[i].what);
         printf("combine_paths: %s: ok (err %.3g, LSE err %.3g)\n", runs[i].what, v.err,
                v.lse_err);
         teardown(&B);
     }
+    fajit_ctx_destroy(cctx);
     fajit_ctx_destroy(ctx);
 }
 END_TEST

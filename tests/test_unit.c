@@ -1674,6 +1674,240 @@ START_TEST(decode_staged_cap)
 }
 END_TEST
 
+/* The cluster merge's host half: the probe (fj_cluster_max) against a fake driver that runs
+ * clusters up to g_cl.fit CTAs, the launch (cluster dimension, CTA order, no combine
+ * kernel, no counters) where the plan's probe allows the splits, the last-CTA merge where
+ * it does not, FAJIT_DECODE_CLUSTER=0, and fj_launch without cuLaunchKernelEx. */
+static struct {
+    int fit, nonportable, set_fails, queries;
+    unsigned dim[4];   /* the cluster x of each recorded launch, 0 without */
+    unsigned smem[4];  /* and its dynamic shared memory */
+} g_cl;
+static CUresult cl_occupancy(int *n, CUfunction f, const fj_cu_launch_config *c)
+{
+    (void)f;
+    g_cl.queries++;
+    unsigned x = 1;
+    for (unsigned i = 0; i < c->num_attrs; i++)
+        if (c->attrs[i].id == FJ_CU_LAUNCH_ATTR_CLUSTER)
+            x = c->attrs[i].v.dim[0];
+    *n = (int)x <= g_cl.fit && (x <= 8 || g_cl.nonportable) ? 3 : 0;
+    return 0;
+}
+static CUresult cl_set_attr(CUfunction f, int attr, int value)
+{
+    (void)f;
+    if (attr == FJ_CU_FUNC_ATTR_NON_PORTABLE_CLUSTER) {
+        if (g_cl.set_fails)
+            return 1;
+        g_cl.nonportable = value;
+    }
+    return 0;
+}
+static CUresult cl_launch_ex(const fj_cu_launch_config *c, CUfunction f, void **a, void **e)
+{
+    unsigned x = 0;
+    for (unsigned i = 0; i < c->num_attrs; i++)
+        if (c->attrs[i].id == FJ_CU_LAUNCH_ATTR_CLUSTER)
+            x = c->attrs[i].v.dim[0];
+    g_cl.dim[g_dec.launches % 4] = x;
+    g_cl.smem[g_dec.launches % 4] = c->smem;
+    return dec_launch_ex(c, f, a, e);
+}
+
+/* The probe's answer for every cluster size 2..8: n clusters at once. */
+static void set_active(fj_kplan *kp, int n)
+{
+    for (int s = 2; s <= 8; s++)
+        kp->cluster_active[0][s] = n;
+}
+
+START_TEST(decode_cluster_merge)
+{
+    fj_cuda fake = dec_fake_device();
+    fake.cuLaunchKernelEx = cl_launch_ex;
+    fake.cuOccupancyMaxActiveClusters = cl_occupancy;
+    fake.cuFuncSetAttribute = cl_set_attr;
+    fj_cuda_set_for_testing(&fake);
+    g_count = 1, g_fail_get = 0;
+    /* the probe: how many clusters of each size run at once, sizes above 8 only where
+     * non-portable sizes were allowed; the largest that runs */
+    memset(&g_cl, 0, sizeof g_cl);
+    CUfunction fn = (CUfunction)(uintptr_t)0x10;
+    int act[FJ_CLUSTER_MAX + 1];
+    g_cl.fit = 16;
+    ck_assert_int_eq(fj_cluster_probe(&fake, fn, 128, 135168, 16, act), 16);
+    ck_assert_int_eq(act[0] + act[1], 0);
+    for (int n = 2; n <= 16; n++)
+        ck_assert_int_eq(act[n], 3);
+    ck_assert_int_eq(g_cl.nonportable, 1);
+    g_cl.nonportable = 0, g_cl.set_fails = 1;
+    ck_assert_int_eq(fj_cluster_probe(&fake, fn, 128, 135168, 16, act), 8);
+    ck_assert_int_eq(act[8], 3);
+    ck_assert_int_eq(act[9], 0);
+    g_cl.set_fails = 0, g_cl.fit = 5;
+    ck_assert_int_eq(fj_cluster_probe(&fake, fn, 128, 135168, 8, act), 5);
+    ck_assert_int_eq(act[5], 3);
+    ck_assert_int_eq(act[6], 0);
+    g_cl.fit = 1;
+    ck_assert_int_eq(fj_cluster_probe(&fake, fn, 128, 135168, 8, act), 0);
+    ck_assert_int_eq(act[2], 0);
+    fj_cuda bare = fake;
+    bare.cuOccupancyMaxActiveClusters = NULL;
+    ck_assert_int_eq(fj_cluster_probe(&bare, fn, 128, 135168, 8, act), 0);
+    /* a cluster launch needs cuLaunchKernelEx: refused, never launched without clusters */
+    bare.cuLaunchKernelEx = NULL;
+    const unsigned grid1[3] = {16, 8, 1};
+    memset(&g_dec, 0, sizeof g_dec);
+    ck_assert_int_eq(fj_launch(&bare, fn, grid1, 128, 0, NULL, NULL, 1, 8),
+                     FJ_CU_ERROR_NOT_SUPPORTED);
+    ck_assert_int_eq(g_dec.launches, 0);
+
+    fajit_ctx_opts o;
+    fajit_ctx_opts_init(&o);
+    o.cache_dir = "", o.device = 0;
+    fajit_ctx *ctx;
+    ck_assert_int_eq(fajit_ctx_create(&ctx, &o), FAJIT_OK);
+    fajit_attn_desc d;   /* 2 x 8k keys, q_len 1: 16 groups of 8 splits (128x2m1n4) */
+    void *p = (void *)(uintptr_t)0x100000;
+    fajit_attn_desc_init(&d, p, p, p, p, 2, 32, 8, 1, 8192, 128, FAJIT_BF16);
+    d.block_table = (const int32_t *)(uintptr_t)0x3000;
+    d.block_table_stride = 512, d.page_size = 16, d.num_pages = 1 << 20;
+    const fj_target t = fj_target_of(ctx, NULL);
+    fj_kernel kk[2];
+    memset(kk, 0, sizeof kk);
+    fj_kplan kp;
+    memset(&kp, 0, sizeof kp);
+    ck_assert_int_eq(fj_kcfg_default(&d, &t, FAJIT_FAMILY_AUTO, &kp.cfg), 0);
+    kp.cfg.fam->kernels(&kp.cfg, &d, &kp.ks);
+    ck_assert_int_eq(kp.ks.cluster[0], 8);   /* the split step may cluster, the combine not */
+    ck_assert_int_eq(kp.ks.cluster[1], 0);
+    kp.k[0] = &kk[0], kp.k[1] = &kk[1];
+    kp.cluster_max[0] = 8;   /* as the load's probe found, */
+    set_active(&kp, 16);
+    kp.cluster_smem[0] = kp.ks.dyn_smem[0] + 1024;   /* (at least half an SM's memory) */
+    memset(&g_dec, 0, sizeof g_dec);
+    ck_assert_int_eq(fj_kplan_launch(ctx, &kp, &d, NULL), FAJIT_OK);
+    ck_assert_int_eq(g_dec.launches, 1);
+    ck_assert_int_eq(g_dec.p[0].splits, 8);
+    ck_assert_int_eq(g_dec.p[0].cluster, 1);
+    ck_assert_uint_eq(g_cl.dim[0], 8);
+    ck_assert_uint_eq(g_cl.smem[0], (unsigned)kp.ks.dyn_smem[0] + 1024);
+    ck_assert_uint_eq(g_dec.grid[0][0], 8);   /* x: the group's splits in a row */
+    ck_assert_uint_eq(g_dec.grid[0][2], 2);
+    ck_assert_int_eq(g_dec.pdl_launches, 1);  /* and still a dependent launch */
+    /* q_len 8 (32 rows, 64x2m2n2): its merge went to the combine kernel; now the cluster */
+    fajit_attn_desc e = d;
+    e.seqlen_q = 8, e.seqlen_k = 2048, e.mask = FAJIT_MASK_CAUSAL;
+    fj_kplan kq;
+    memset(&kq, 0, sizeof kq);
+    ck_assert_int_eq(fj_kcfg_default(&e, &t, FAJIT_FAMILY_AUTO, &kq.cfg), 0);
+    kq.cfg.fam->kernels(&kq.cfg, &e, &kq.ks);
+    kq.k[0] = &kk[0], kq.k[1] = &kk[1];
+    kq.cluster_max[0] = 8;
+    set_active(&kq, 16);
+    memset(&g_dec, 0, sizeof g_dec);
+    ck_assert_int_eq(fj_kplan_launch(ctx, &kq, &e, NULL), FAJIT_OK);
+    ck_assert_int_eq(g_dec.launches, 1);
+    ck_assert_int_eq(g_dec.p[0].cluster, 1);
+    ck_assert_int_le(g_dec.p[0].splits, 8);
+    ck_assert_uint_eq(g_cl.dim[0], (unsigned)g_dec.p[0].splits);
+    ck_assert_uint_eq(g_dec.grid[0][0], (unsigned)(g_dec.p[0].splits * g_dec.p[0].q_tiles));
+    /* clusters that would take a wave more than the plain CTAs (4 at once: 16 in 4 waves
+     * against 128 CTAs in one): merged as before */
+    set_active(&kp, 4);
+    memset(&g_dec, 0, sizeof g_dec);
+    memset(g_cl.dim, 0, sizeof g_cl.dim);
+    ck_assert_int_eq(fj_kplan_launch(ctx, &kp, &d, NULL), FAJIT_OK);
+    ck_assert_int_eq(g_dec.p[0].cluster, 0);
+    ck_assert_uint_ne(g_dec.p[0].counters, 0);
+    ck_assert_uint_eq(g_cl.dim[0], 0);
+    ck_assert_uint_eq(g_cl.smem[0], (unsigned)kp.ks.dyn_smem[0]);   /* its own */
+    set_active(&kp, 16);
+    /* per size: 16 groups of 7 forced splits where the GPU runs 15 such clusters at once
+     * (clusters live in a GPC: no more of 7 than of 8) merge as before */
+    kp.cluster_active[0][7] = 15;
+    d.num_splits = 7;
+    memset(&g_dec, 0, sizeof g_dec);
+    ck_assert_int_eq(fj_kplan_launch(ctx, &kp, &d, NULL), FAJIT_OK);
+    ck_assert_int_eq(g_dec.p[0].splits, 7);
+    ck_assert_int_eq(g_dec.p[0].cluster, 0);
+    d.num_splits = 0;
+    /* 16 splits (one sequence of 32k keys): more than a cluster merges */
+    fajit_attn_desc f = d;
+    f.batch = 1, f.seqlen_k = 32768, f.block_table_stride = 2048;
+    memset(&g_dec, 0, sizeof g_dec);
+    ck_assert_int_eq(fj_kplan_launch(ctx, &kp, &f, NULL), FAJIT_OK);
+    ck_assert_int_eq(g_dec.p[0].splits, 16);
+    ck_assert_int_eq(g_dec.p[0].cluster, 0);
+    ck_assert_uint_eq(g_cl.dim[0], 0);
+    /* one sequence of 2k keys: 16 tiles, where the wave rule takes 16 splits of one tile,
+     * 8 splits of 2 in clusters; 4k (32 tiles) keeps its 16; a forced 16 stays */
+    f.seqlen_k = 2048;
+    char line[1024];
+    ck_assert_int_eq(fajit_dispatch_describe(ctx, NULL, &f, line, sizeof line), FAJIT_OK);
+    ck_assert_msg(strstr(line, "16 splits") && strstr(line, "8 splits merged by clusters"),
+                  "%s", line);
+    memset(&g_dec, 0, sizeof g_dec);
+    ck_assert_int_eq(fj_kplan_launch(ctx, &kp, &f, NULL), FAJIT_OK);
+    ck_assert_int_eq(g_dec.p[0].splits, 8);
+    ck_assert_int_eq(g_dec.p[0].split_keys, 256);
+    ck_assert_int_eq(g_dec.p[0].cluster, 1);
+    ck_assert_uint_eq(g_cl.dim[0], 8);
+    f.num_splits = 16;
+    memset(&g_dec, 0, sizeof g_dec);
+    ck_assert_int_eq(fj_kplan_launch(ctx, &kp, &f, NULL), FAJIT_OK);
+    ck_assert_int_eq(g_dec.p[0].splits, 16);
+    ck_assert_int_eq(g_dec.p[0].cluster, 0);
+    /* q_len 8 x 4 heads (32 rows, 64x2m2n2) over 1k keys: 16 tiles, but 16 splits stay */
+    fajit_attn_desc g = f;
+    g.num_splits = 0, g.seqlen_q = 8, g.mask = FAJIT_MASK_CAUSAL, g.seqlen_k = 1024;
+    memset(&g_dec, 0, sizeof g_dec);
+    ck_assert_int_eq(fj_kplan_launch(ctx, &kq, &g, NULL), FAJIT_OK);
+    ck_assert_int_eq(g_dec.p[0].splits, 16);
+    ck_assert_int_eq(g_dec.p[0].cluster, 0);
+    f.num_splits = 0, f.seqlen_k = 4096;
+    memset(&g_dec, 0, sizeof g_dec);
+    ck_assert_int_eq(fj_kplan_launch(ctx, &kp, &f, NULL), FAJIT_OK);
+    ck_assert_int_eq(g_dec.p[0].splits, 16);
+    ck_assert_int_eq(g_dec.p[0].cluster, 0);
+    /* a GPU that runs clusters of 4 only: 8 splits merge as before, forced 4 in clusters */
+    kp.cluster_max[0] = 4;
+    memset(&g_dec, 0, sizeof g_dec);
+    ck_assert_int_eq(fj_kplan_launch(ctx, &kp, &d, NULL), FAJIT_OK);
+    ck_assert_int_eq(g_dec.p[0].cluster, 0);
+    d.num_splits = 4;
+    memset(&g_dec, 0, sizeof g_dec);
+    ck_assert_int_eq(fj_kplan_launch(ctx, &kp, &d, NULL), FAJIT_OK);
+    ck_assert_int_eq(g_dec.p[0].cluster, 1);
+    ck_assert_uint_eq(g_cl.dim[0], 4);
+    /* one split: nothing to merge, no cluster */
+    d.num_splits = 1;
+    memset(&g_dec, 0, sizeof g_dec);
+    memset(g_cl.dim, 0, sizeof g_cl.dim);
+    ck_assert_int_eq(fj_kplan_launch(ctx, &kp, &d, NULL), FAJIT_OK);
+    ck_assert_int_eq(g_dec.p[0].cluster, 0);
+    ck_assert_uint_eq(g_cl.dim[0], 0);
+    d.num_splits = 0;
+    fajit_ctx_destroy(ctx);
+    /* FAJIT_DECODE_CLUSTER=0: never, whatever the probe said; a bad value is refused */
+    setenv("FAJIT_DECODE_CLUSTER", "0", 1);
+    ck_assert_int_eq(fajit_ctx_create(&ctx, &o), FAJIT_OK);
+    kp.cluster_max[0] = 8;
+    memset(&g_dec, 0, sizeof g_dec);
+    ck_assert_int_eq(fj_kplan_launch(ctx, &kp, &d, NULL), FAJIT_OK);
+    ck_assert_int_eq(g_dec.p[0].cluster, 0);
+    ck_assert_uint_ne(g_dec.p[0].counters, 0);
+    fajit_ctx_destroy(ctx);
+    setenv("FAJIT_DECODE_CLUSTER", "yes", 1);
+    ck_assert_int_eq(fajit_ctx_create(&ctx, &o), FAJIT_INVALID_ARGUMENT);
+    ck_assert_ptr_nonnull(strstr(fajit_errmsg(ctx), "FAJIT_DECODE_CLUSTER must be 0 or 1"));
+    fajit_ctx_destroy(ctx);
+    unsetenv("FAJIT_DECODE_CLUSTER");
+    fj_cuda_set_for_testing(NULL);
+}
+END_TEST
+
 /* The decode family's two loaders: FAJIT_DECODE_LOADER, where TMA fits (sm_90+, head_dim a
  * multiple of 64, page sizes that tile the key tile), its names, and the tensor maps its
  * launch encodes (a fake encoder records them). */
@@ -1971,6 +2205,7 @@ int main(void)
     tcase_add_test(tt, decode_defaults);
     tcase_add_test(tt, decode_split_buckets);
     tcase_add_test(tt, decode_staged_cap);
+    tcase_add_test(tt, decode_cluster_merge);
     tcase_add_test(tt, merge_validation);
     suite_add_tcase(s, tt);
     suite_add_tcase(s, fj_tcase_cache());

@@ -42,7 +42,7 @@ fajit_status fj_l2_flush(fajit_ctx *ctx, CUdeviceptr buf, size_t bytes)
     const int sms = ctx->sm_count > 0 ? ctx->sm_count : 132;
     const unsigned grid[3] = {(unsigned)sms * 8, 1, 1};
     char err[64];
-    CUresult r = fj_launch(ctx->cu, k->fn, grid, 256, 0, NULL, args, 0);
+    CUresult r = fj_launch(ctx->cu, k->fn, grid, 256, 0, NULL, args, 0, 0);
     FJ_RETURN_IF(r, ctx, FAJIT_CUDA_ERROR, "cuLaunchKernel(l2 flush): %s",
                  fj_cuda_errname(ctx->cu, r, err, sizeof err));
     return FAJIT_OK;

@@ -178,7 +178,7 @@ fajit_status fajit_dispatch_describe(fajit_ctx *ctx, const char *arch, const faj
     fj_target t;
     fj_kcfg c, dc;
     fj_kernels ks;
-    char grid[160];
+    char grid[256];
     gate g = {0, NULL, NULL};
     FJ_CHECK(describe_choice(ctx, arch, d, buf, len, &t, &c, &dc, &g));
     c.fam->kernels(&c, d, &ks);
@@ -268,6 +268,24 @@ static fajit_status load_one(fajit_ctx *ctx, fj_kplan *kp, int i, unsigned flags
     CUresult r = fj_func_dyn_smem(ctx->cu, kp->k[i]->fn, kp->ks.dyn_smem[i]);
     FJ_RETURN_IF(r, ctx, FAJIT_CUDA_ERROR, "raising the shared memory of %s to %d: %s", v->name,
                  kp->ks.dyn_smem[i], fj_cuda_errname(ctx->cu, r, err, sizeof err));
+    /* The clusters the GPU runs of it. A cluster launch asks for at least half the SM's
+     * shared memory, so that each CTA of a cluster has an SM to itself: where two or three
+     * fit one SM, a GPC stacks a cluster's CTAs on fewer SMs, halving a streaming kernel's
+     * SMs (decode q_len 8, 74 KB CTAs: 1.6-4 us slower on the H200 with clusters of 4-8,
+     * also under the SPREAD scheduling policy; dev/decode/call22c-d). */
+    kp->cluster_max[i] = kp->cluster_smem[i] = 0;
+    memset(kp->cluster_active[i], 0, sizeof kp->cluster_active[i]);
+    if (kp->ks.cluster[i] > 1 && ctx->cc >= 90) {
+        int cs = ctx->smem_optin / 2 + 1024;
+        cs = cs > kp->ks.dyn_smem[i] ? cs : kp->ks.dyn_smem[i];
+        cs = cs < ctx->smem_optin ? cs : kp->ks.dyn_smem[i];
+        if (cs == kp->ks.dyn_smem[i] || fj_func_dyn_smem(ctx->cu, kp->k[i]->fn, cs) == 0) {
+            kp->cluster_smem[i] = cs;
+            kp->cluster_max[i] = fj_cluster_probe(ctx->cu, kp->k[i]->fn,
+                                                  (unsigned)kp->ks.threads[i], (unsigned)cs,
+                                                  kp->ks.cluster[i], kp->cluster_active[i]);
+        }
+    }
     return FAJIT_OK;
 }
 
@@ -281,6 +299,9 @@ fajit_status fj_kplan_load(fajit_ctx *ctx, fj_kplan *kp, const fajit_attn_desc *
     const fj_cuda *cu = ctx->cu;
     kp->cfg.fam->kernels(&kp->cfg, d, &kp->ks);
     memset(kp->k, 0, sizeof kp->k);
+    memset(kp->cluster_max, 0, sizeof kp->cluster_max);
+    memset(kp->cluster_active, 0, sizeof kp->cluster_active);
+    memset(kp->cluster_smem, 0, sizeof kp->cluster_smem);
     int mode = FJ_CU_CAPTURE_MODE_RELAXED;
     int swapped = cu->cuThreadExchangeStreamCaptureMode &&
                   cu->cuThreadExchangeStreamCaptureMode(&mode) == 0;
@@ -597,13 +618,17 @@ fajit_status fj_kplan_launch(fajit_ctx *ctx, const fj_kplan *kp, const fajit_att
     const fj_target t = fj_target_of(ctx, NULL);
     fj_workspace ws;
     workspace_of(&kp->cfg, d, &t, &ws);
-    fj_launch_env env = {ctx->cu, ctx->sm_count, 0, 0, 0, ctx->cc};
+    fj_launch_env env = {ctx->cu, ctx->sm_count, 0, 0, 0, ctx->cc, {0}, {{0}}};
+    for (int i = 0; i < kp->ks.n && !ctx->no_cluster && t.sm >= 90; i++) {
+        env.cluster_max[i] = kp->cluster_max[i];
+        memcpy(env.cluster_active[i], kp->cluster_active[i], sizeof env.cluster_active[i]);
+    }
     CUdeviceptr scratch = 0;   /* stream-ordered scratch to give back after the launches */
     FJ_CHECK(take_workspace(ctx, kp, d, &ws, stream, &env, &scratch));
     fajit_status st = take_report(ctx, &ws, &env);
     for (int i = 0; i < kp->ks.n && st == FAJIT_OK; i++) {
         fj_args a;
-        a.used = 0, a.n = 0;
+        a.used = 0, a.n = 0, a.cluster = 0;
         err[0] = 0;
         st = f->launch_args(&kp->cfg, i, d, &env, &a, err, sizeof err);
         if (st != FAJIT_OK) {
@@ -612,9 +637,11 @@ fajit_status fj_kplan_launch(fajit_ctx *ctx, const fj_kplan *kp, const fajit_att
         }
         if (!a.grid[0] || !a.grid[1] || !a.grid[2])
             continue;
+        const int smem = a.cluster > 1 && kp->cluster_smem[i] > kp->ks.dyn_smem[i]
+                             ? kp->cluster_smem[i] : kp->ks.dyn_smem[i];
         CUresult r = fj_launch(ctx->cu, kp->k[i]->fn, a.grid, (unsigned)kp->ks.threads[i],
-                               (unsigned)kp->ks.dyn_smem[i], (CUstream)stream, a.ptr,
-                               kp->ks.pdl[i] && t.sm >= 90);
+                               (unsigned)smem, (CUstream)stream, a.ptr,
+                               kp->ks.pdl[i] && t.sm >= 90, a.cluster);
         if (r)
             st = fj_fail(ctx, FAJIT_CUDA_ERROR, "cuLaunchKernel(%s): %s", kp->ks.v[i].name,
                          fj_cuda_errname(ctx->cu, r, err, sizeof err));

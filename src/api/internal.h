@@ -29,6 +29,11 @@ typedef struct fj_kplan {
     fj_kcfg cfg;
     fj_kernels ks;
     fj_kernel *k[FJ_MAX_LAUNCHES];
+    /* where ks.cluster[i] asks: fj_cluster_probe of k[i] (its largest size, and how many
+     * clusters of each size run at once) */
+    int cluster_max[FJ_MAX_LAUNCHES];
+    int cluster_active[FJ_MAX_LAUNCHES][FJ_CLUSTER_MAX + 1];
+    int cluster_smem[FJ_MAX_LAUNCHES];     /* the dynamic shared memory of a cluster launch */
 } fj_kplan;
 
 /* A launch plan for one problem signature (op, dtype, head_dim, mask, shape bucket).
@@ -81,6 +86,7 @@ struct fajit_ctx {
     int lineinfo;               /* FAJIT_LINEINFO=1: kernels compile with -lineinfo (their own
                                    cache keys), so compute-sanitizer names source lines */
     int dec_loader;             /* FAJIT_DECODE_LOADER: FJ_DEC_LOADER_* (decode defaults) */
+    int no_cluster;             /* FAJIT_DECODE_CLUSTER=0: no thread-block cluster launches */
     int sm_count, smem_optin, cc;   /* cc = major*10 + minor */
     fj_cache *cache;
 

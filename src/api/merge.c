@@ -149,7 +149,7 @@ fajit_status fajit_attn_merge(fajit_ctx *ctx, const fajit_merge_desc *user, void
     const unsigned grid[3] = {(unsigned)((pairs + MERGE_WARPS - 1) / MERGE_WARPS), 1, 1};
     char err[64];
     CUresult r = fj_launch(cu, k->fn, grid, 32 * MERGE_WARPS, 0, (CUstream)stream, args,
-                           fj_target_of(ctx, NULL).sm >= 90);
+                           fj_target_of(ctx, NULL).sm >= 90, 0);
     FJ_RETURN_IF(r, ctx, FAJIT_CUDA_ERROR, "cuLaunchKernel(%s): %s", v.name,
                  fj_cuda_errname(cu, r, err, sizeof err));
     ctx->calls++;

@@ -145,6 +145,11 @@ static fajit_status apply_env(fajit_ctx *ctx)
                      "FAJIT_DECODE_LOADER must be auto, cpasync or tma, got '%s'", e);
         ctx->dec_loader = i;
     }
+    if ((e = getenv("FAJIT_DECODE_CLUSTER")) && *e) {
+        FJ_RETURN_IF(strcmp(e, "0") != 0 && strcmp(e, "1") != 0, ctx, FAJIT_INVALID_ARGUMENT,
+                     "FAJIT_DECODE_CLUSTER must be 0 or 1, got '%s'", e);
+        ctx->no_cluster = e[0] == '0';
+    }
     return FAJIT_OK;
 }
 

@@ -62,13 +62,26 @@ static int applies(const fajit_attn_desc *d, const fj_target *t)
 
 /* Shared memory the split step's tiles and epilogue use (attn_decode.cu's SMEM_USE), and
  * its dynamic shared memory: TMA adds 64 bytes of barriers and 1024 of alignment slack. */
+static size_t red_bytes(const fj_dec_config *c, int head_dim)   /* (the epilogue's RED_BYTES) */
+{
+    const size_t dp = (size_t)(head_dim + 15) / 16 * 16;
+    return (size_t)c->wm * c->wn * 16 * (dp + 8) * 4 + (size_t)c->wm * c->wn * 16 * 8;
+}
 static size_t smem_used(const fj_dec_config *c, int head_dim)
 {
     const size_t dp = (size_t)(head_dim + 15) / 16 * 16;
     const size_t ldb = dp % 64 == 0 ? 2 * dp : 2 * dp + 16;
     const size_t main = 16u * c->wm * ldb + 2u * c->stages * c->bn * ldb;
-    const size_t red = (size_t)c->wm * c->wn * 16 * (dp + 8) * 4 + (size_t)c->wm * c->wn * 16 * 8;
+    const size_t red = red_bytes(c, head_dim);
     return main > red ? main : red;
+}
+/* Whether the cluster merge's partials (attn_decode.cu's CL_FITS: O [16*wm][head_dim] and
+ * LSE in fp32 after the epilogue's reduction area) fit the split step's shared memory. */
+static int cluster_fits(const fj_dec_config *c, int head_dim)
+{
+    const size_t mt = 16u * c->wm;
+    return (red_bytes(c, head_dim) + 15) / 16 * 16 + mt * head_dim * 4 + mt * 4 <=
+           smem_used(c, head_dim);
 }
 static size_t smem_bytes(const fj_dec_config *c, int head_dim)
 {
@@ -121,6 +134,7 @@ static int check(const fj_kcfg *k, const fajit_attn_desc *d, const fj_target *t,
  * (bandwidth-bound: they stream from DRAM), SPLIT_LATENCY below (latency-bound:
  * graph-replayed steps run from the L2). */
 #define STREAM_BYTES (32ll << 20)
+#define DEC_CLUSTER_MAX 8   /* the most splits merged as one cluster (use_cluster()) */
 enum { SPLIT_NONE = FJ_DEC_SPLIT_NONE, SPLIT_STREAM = FJ_DEC_SPLIT_STREAM,
        SPLIT_LATENCY = FJ_DEC_SPLIT_LATENCY };
 /* SMs of a target, 132 (an H100/H200) where unknown (warm, plan for an arch) */
@@ -297,6 +311,7 @@ static void kernels(const fj_kcfg *k, const fajit_attn_desc *d, fj_kernels *out)
     snprintf(v->name, sizeof v->name, "dec combine %s d%d", fj_dtype_name(dt), hd);
     out->threads[1] = COMBINE_THREADS;
     out->pdl[0] = out->pdl[1] = 1;   /* a decode step is mostly launch latency */
+    out->cluster[0] = cluster_fits(c, hd) ? DEC_CLUSTER_MAX : 0;
     out->n = 2;
 }
 
@@ -401,6 +416,57 @@ static size_t fused_counters(const fj_dec_config *c, const fajit_attn_desc *d, i
                    (staged || loads <= 32LL * 32 * warps) ? n : 0;
 }
 
+/* The cluster merge (sm_90+): the splits of each group launch as one thread-block cluster
+ * and merge through distributed shared memory (attn_decode.cu's dec_merge_cluster), where
+ * there are 2..DEC_CLUSTER_MAX splits, the GPU runs clusters that large of this kernel
+ * (env->cluster_max, probed at load) and the partials fit. No L2 round trip for the
+ * partials, no arrival count, the merge spread over the group's SMs, so it replaces both
+ * the last-CTA merge and the combine kernel. Else 0: those as before. */
+static int use_cluster(const fj_dec_config *c, const fajit_attn_desc *d, int splits,
+                       const fj_launch_env *env)
+{
+    if (splits < 2 || splits > DEC_CLUSTER_MAX || splits > env->cluster_max[0] ||
+        !cluster_fits(c, d->head_dim))
+        return 0;
+    /* no more waves than the same CTAs without clusters: clusters live within one GPC,
+     * which may leave SMs idle */
+    const long long clusters = (long long)d->batch * d->heads_kv * q_tiles(c, d);
+    const long long slots = (long long)per_sm(c, d->head_dim, env->sm) * sms_of(env->sm_count);
+    /* (per size: GPCs fit clusters of 7 no better than clusters of 8) */
+    const long long active = env->cluster_active[0][splits] > 0 ? env->cluster_active[0][splits] : 1;
+    return (clusters + active - 1) / active <= (clusters * splits + slots - 1) / slots;
+}
+
+/* Whether the family's own split count may drop to DEC_CLUSTER_MAX for the cluster merge
+ * (launch_splits()): it chose more over at most 2*DEC_CLUSTER_MAX key tiles, for at most 16
+ * packed rows (q_len 8 x 4 heads at 1x1k: 8.6-8.7 us against 8.0 with 16 splits and the
+ * combine kernel, dev/decode/call22g). */
+static int fewer_for_cluster(const fj_dec_config *c, const fajit_attn_desc *d, int s)
+{
+    return s > DEC_CLUSTER_MAX && !d->num_splits && !c->splits && packed_rows(d) <= 16 &&
+           fj_tiles(d->seqlen_k, c->bn) <= 2 * DEC_CLUSTER_MAX;
+}
+
+/* The splits of a launch: dec_splits(), except where the wave rule chose more splits than a
+ * cluster holds over at most 2*DEC_CLUSTER_MAX key tiles: there DEC_CLUSTER_MAX splits
+ * (each walking at most 2 tiles) merged in clusters beat them where the GPU runs those
+ * clusters in one wave (graph replay on the H200, q_len 1 1x2k: 6.7 against 7.1-7.2 us,
+ * q_len 4 1x1k: 6.6-6.7 against 7.1-7.2; but 1x4k, 4 tiles a split: 9.2 against 8.2;
+ * dev/decode/call22f-g). A caller's num_splits and a tuned count stay. Fewer
+ * splits than dec_splits() need no more workspace. */
+static int launch_splits(const fj_dec_config *c, const fajit_attn_desc *d, const fj_launch_env *env)
+{
+    const int s = dec_splits(c, d, env->sm_count, env->sm);
+    if (fewer_for_cluster(c, d, s)) {
+        const int tiles_k = (int)fj_tiles(d->seqlen_k, c->bn);
+        const int per = (tiles_k + DEC_CLUSTER_MAX - 1) / DEC_CLUSTER_MAX;
+        const int fewer = (tiles_k + per - 1) / per;   /* (whole tiles per split) */
+        if (use_cluster(c, d, fewer, env))
+            return fewer;
+    }
+    return s;
+}
+
 static size_t lse_offset(const fajit_attn_desc *d, int splits)
 {
     size_t o = (size_t)splits * (size_t)total_rows(d) * d->heads_q * d->head_dim * 4;
@@ -446,14 +512,26 @@ static void describe_grid(const fj_kcfg *k, const fajit_attn_desc *d, const fj_t
 {
     const fj_dec_config *c = of(k);
     const int s = dec_splits(c, d, t->sm_count, t->sm);
-    snprintf(out, n, "grid (%d x %d, %d, %d): %d split%s of %d keys (%s) x %d q tile%s, then %s",
+    /* (whether the GPU runs the clusters is known only once the kernel is loaded) */
+    const int fit = t->sm >= 90 && cluster_fits(c, d->head_dim);
+    const int cl = s >= 2 && s <= DEC_CLUSTER_MAX && fit;
+    const char *merge = s < 2 ? "no combine"
+                        : fused_counters(c, d, s) ? "the last CTA of each group combines"
+                                                  : "the combine kernel";
+    char pre[64] = "";
+    if (cl)
+        snprintf(pre, sizeof pre, "a cluster per group merges (where the GPU runs it; else ");
+    else if (fit && fewer_for_cluster(c, d, s))
+        snprintf(pre, sizeof pre, "%d splits merged by clusters (where they run; else ",
+                 DEC_CLUSTER_MAX);
+    snprintf(out, n, "grid (%d x %d, %d, %d): %d split%s of %d keys (%s) x %d q tile%s, then "
+             "%s%s%s",
              s, q_tiles(c, d), d->heads_kv, d->batch, s, s > 1 ? "s" : "",
              (int)((fj_tiles(d->seqlen_k, c->bn) + s - 1) / s * c->bn),
              d->num_splits ? "forced" : c->splits ? "tuned" : t->sm_count ? "chosen for this GPU"
                                                                            : "chosen for 132 SMs",
              q_tiles(c, d), q_tiles(c, d) > 1 ? "s" : "",
-             s < 2 ? "no combine" : fused_counters(c, d, s) ? "the last CTA of each group combines"
-                                                            : "the combine kernel");
+             pre, merge, pre[0] ? ")" : "");
 }
 
 /* The kernel's 32-bit offset path (p->off16): K and V rows at 16-byte multiples (strides
@@ -479,7 +557,7 @@ static void narrow_offsets(fj_decode_params *p)
 }
 
 static void fill_params(const fj_dec_config *c, const fajit_attn_desc *d, const fj_launch_env *env,
-                        int splits, fj_decode_params *p)
+                        int splits, int cluster, fj_decode_params *p)
 {
     memset(p, 0, sizeof *p);
     p->q = (uintptr_t)d->q, p->k = (uintptr_t)d->k, p->v = (uintptr_t)d->v;
@@ -513,6 +591,7 @@ static void fill_params(const fj_dec_config *c, const fajit_attn_desc *d, const 
     p->batch = d->batch, p->heads_q = d->heads_q, p->heads_kv = d->heads_kv;
     p->head_dim = d->head_dim, p->q_len = d->seqlen_q, p->seqlen_k = d->seqlen_k;
     p->splits = splits;
+    p->cluster = cluster;
     const int tiles_k = (int)fj_tiles(d->seqlen_k, c->bn);
     p->split_keys = (tiles_k + splits - 1) / splits * c->bn;
     p->q_tiles = q_tiles(c, d);
@@ -564,9 +643,10 @@ static fajit_status launch_args(const fj_kcfg *k, int i, const fajit_attn_desc *
                                 const fj_launch_env *env, fj_args *a, char *why, size_t n)
 {
     const fj_dec_config *c = of(k);
-    const int splits = dec_splits(c, d, env->sm_count, env->sm);
+    const int splits = launch_splits(c, d, env);
+    const int cluster = use_cluster(c, d, splits, env);
     fj_decode_params p;
-    fill_params(c, d, env, splits, &p);
+    fill_params(c, d, env, splits, cluster, &p);
     fj_tmap maps[2];
     const fj_target here = {env->sm, 0, env->sm_count, c->checked, 0};
     if (c->tma && dec_tma_misfit(c, d, &here)) {
@@ -583,9 +663,10 @@ static fajit_status launch_args(const fj_kcfg *k, int i, const fajit_attn_desc *
         a->grid[0] = (unsigned)(splits * p.q_tiles);
         a->grid[1] = (unsigned)d->heads_kv;
         a->grid[2] = (unsigned)d->batch;
+        a->cluster = cluster ? (unsigned)splits : 0;   /* (x: the group's splits in a row) */
     } else {   /* the combine kernel, after a split without the fused combine */
         const long long items = (long long)d->heads_q * (d->head_dim / 4);
-        a->grid[0] = splits > 1 && !p.counters ? (unsigned)p.total_rows : 0;
+        a->grid[0] = splits > 1 && !p.counters && !cluster ? (unsigned)p.total_rows : 0;
         a->grid[1] = (unsigned)((items + COMBINE_THREADS - 1) / COMBINE_THREADS);
         a->grid[2] = 1;
     }

@@ -58,6 +58,10 @@ typedef struct fj_kernels {
     int pdl[FJ_MAX_LAUNCHES];         /* 1: the kernel starts with fj_pdl_wait (fj_common.cuh),
                                          so on sm_90+ it is launched as a programmatic
                                          dependent launch (fj_launch) */
+    int cluster[FJ_MAX_LAUNCHES];     /* the largest thread-block cluster (along x) the family
+                                         may launch the kernel in on sm_90+ (0: never); the
+                                         device's answer reaches launch_args as
+                                         fj_launch_env.cluster_max */
 } fj_kernels;
 
 /* What one call needs besides its tensors. counter_bytes: device memory that is zero when
@@ -80,6 +84,11 @@ typedef struct fj_launch_env {
     CUdeviceptr scratch;     /* fj_workspace.scratch_bytes, or 0 */
     CUdeviceptr report;      /* fj_workspace.report_bytes, or 0 */
     int sm;                  /* the device's compute capability, major*10 + minor */
+    /* per launch: the largest cluster the GPU runs of that kernel (fj_kernels.cluster
+     * probed at load, fj_cluster_probe) and how many of each size n run at once
+     * ([i][n]); 0 where clusters are off (sm < 90, the driver, or FAJIT_DECODE_CLUSTER=0) */
+    int cluster_max[FJ_MAX_LAUNCHES];
+    int cluster_active[FJ_MAX_LAUNCHES][FJ_CLUSTER_MAX + 1];
 } fj_launch_env;
 
 /* The arguments of one launch: copies of the kernel's parameters (fj_args_push) and the
@@ -92,6 +101,7 @@ typedef struct fj_args {
     void *ptr[FJ_ARGS_MAX];
     int n;
     unsigned grid[3];
+    unsigned cluster;   /* > 1: clusters of cluster x 1 x 1 CTAs (<= env cluster_max) */
 } fj_args;
 /* Appends a copy of `size` bytes aligned to `align` as the next kernel parameter. 0, or -1
  * when the argument block is full. */

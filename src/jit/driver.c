@@ -79,6 +79,7 @@ static void load_once(void)
     *(void **)&c->cuMemAllocAsync = dlsym(c->handle, "cuMemAllocAsync");
     *(void **)&c->cuMemFreeAsync = dlsym(c->handle, "cuMemFreeAsync");
     *(void **)&c->cuLaunchKernelEx = dlsym(c->handle, "cuLaunchKernelEx");
+    *(void **)&c->cuOccupancyMaxActiveClusters = dlsym(c->handle, "cuOccupancyMaxActiveClusters");
     CUresult r = c->cuInit(0);
     if (r != 0) {
         const char *name = "?";

@@ -28,16 +28,22 @@ enum {
     FJ_CU_FUNC_ATTR_LOCAL_BYTES = 3,
     FJ_CU_FUNC_ATTR_MAX_DYN_SMEM = 8,
     FJ_CU_CAPTURE_MODE_RELAXED = 2,
+    FJ_CU_ERROR_NOT_SUPPORTED = 801,   /* CUDA_ERROR_NOT_SUPPORTED */
 };
 
 /* cuLaunchKernelEx's CUlaunchAttribute and CUlaunchConfig (cuda.h, CUDA 12.0+). */
 #define FJ_CU_LAUNCH_ATTR_PDL 6   /* CU_LAUNCH_ATTRIBUTE_PROGRAMMATIC_STREAM_SERIALIZATION */
+#define FJ_CU_LAUNCH_ATTR_CLUSTER 4   /* CU_LAUNCH_ATTRIBUTE_CLUSTER_DIMENSION (v.dim) */
+#define FJ_CU_LAUNCH_ATTR_CLUSTER_POLICY 5   /* ..._CLUSTER_SCHEDULING_POLICY_PREFERENCE (v.value) */
+#define FJ_CU_CLUSTER_SPREAD 1   /* CU_CLUSTER_SCHEDULING_POLICY_SPREAD */
+#define FJ_CU_FUNC_ATTR_NON_PORTABLE_CLUSTER 14   /* ..._NON_PORTABLE_CLUSTER_SIZE_ALLOWED */
 typedef struct fj_cu_launch_attr {
     int id;
     char pad_[4];
     union {
         char pad[64];
         int value;
+        unsigned dim[3];   /* cluster dimensions */
     } v;
 } fj_cu_launch_attr;
 typedef struct fj_cu_launch_config {
@@ -97,6 +103,8 @@ typedef struct fj_cuda {
     CUresult (*cuMemFreeAsync)(CUdeviceptr, CUstream);
     /* optional (CUDA 12.0+): launches with attributes (programmatic dependent launch) */
     CUresult (*cuLaunchKernelEx)(const fj_cu_launch_config *, CUfunction, void **, void **);
+    /* optional (CUDA 12.0+): how many clusters of a launch configuration fit the GPU at once */
+    CUresult (*cuOccupancyMaxActiveClusters)(int *, CUfunction, const fj_cu_launch_config *);
 } fj_cuda;
 
 /* A tiled TMA descriptor (CUtensorMap): 128 opaque bytes, 64-byte aligned, passed to a
@@ -152,9 +160,23 @@ CUresult fj_func_dyn_smem(const fj_cuda *cu, CUfunction fn, int bytes);
 /* Launches fn on grid x threads x 1 x 1 with `args` (one pointer per parameter). pdl 1:
  * as a programmatic dependent launch (sm_90+; the kernel starts before the stream's previous
  * kernel ends once that one has triggered, and waits for it with griddepcontrol.wait before
- * touching memory) where the driver has cuLaunchKernelEx, else a plain launch. */
+ * touching memory) where the driver has cuLaunchKernelEx, else a plain launch. cluster > 1:
+ * thread-block clusters of `cluster` x 1 x 1 CTAs (sm_90+, needs cuLaunchKernelEx: without
+ * it FJ_CU_ERROR_NOT_SUPPORTED; fj_cluster_probe says which sizes the GPU takes), spread over
+ * the SMs of their GPC (the scheduling policy: by default a GPC may stack a cluster's CTAs
+ * on fewer SMs where several fit one, which halves a streaming kernel's SMs). */
 CUresult fj_launch(const fj_cuda *cu, CUfunction fn, const unsigned grid[3], unsigned threads,
-                   unsigned dyn_smem, CUstream stream, void **args, int pdl);
+                   unsigned dyn_smem, CUstream stream, void **args, int pdl, unsigned cluster);
+/* How many clusters of fn of each size n = 2..want (at most FJ_CLUSTER_MAX) the GPU runs at
+ * once with this block size and shared memory, into active[n] (0: none; active[0] and
+ * active[1] are 0; above 8, non-portable sizes are allowed on fn first, else 0). Clusters
+ * live within one GPC, so the counts do not scale with the size: on the H200 at one CTA per
+ * SM 15 clusters of 8 and 15 of 7 run at once. Returns the largest n with active[n] > 0, or
+ * 0: the driver lacks cuLaunchKernelEx or cuOccupancyMaxActiveClusters, or not even 2
+ * fit. Not stream work. */
+#define FJ_CLUSTER_MAX 16
+int fj_cluster_probe(const fj_cuda *cu, CUfunction fn, unsigned threads, unsigned dyn_smem,
+                     int want, int active[FJ_CLUSTER_MAX + 1]);
 
 /* Loads libcuda.so.1 (once per process) and calls cuInit. Returns NULL when there is no
  * driver; `why` (may be NULL) then says what failed. Thread-safe. */

@@ -35,17 +35,56 @@ CUresult fj_func_dyn_smem(const fj_cuda *cu, CUfunction fn, int bytes)
 }
 
 CUresult fj_launch(const fj_cuda *cu, CUfunction fn, const unsigned grid[3], unsigned threads,
-                   unsigned dyn_smem, CUstream stream, void **args, int pdl)
+                   unsigned dyn_smem, CUstream stream, void **args, int pdl, unsigned cluster)
 {
-    if (pdl && cu->cuLaunchKernelEx) {
-        fj_cu_launch_attr attr;
-        memset(&attr, 0, sizeof attr);
-        attr.id = FJ_CU_LAUNCH_ATTR_PDL;
-        attr.v.value = 1;
+    if ((pdl || cluster > 1) && cu->cuLaunchKernelEx) {
+        fj_cu_launch_attr attr[3];
+        unsigned n = 0;
+        memset(attr, 0, sizeof attr);
+        if (pdl) {
+            attr[n].id = FJ_CU_LAUNCH_ATTR_PDL;
+            attr[n++].v.value = 1;
+        }
+        if (cluster > 1) {
+            attr[n].id = FJ_CU_LAUNCH_ATTR_CLUSTER;
+            attr[n].v.dim[0] = cluster, attr[n].v.dim[1] = attr[n].v.dim[2] = 1;
+            n++;
+            attr[n].id = FJ_CU_LAUNCH_ATTR_CLUSTER_POLICY;
+            attr[n++].v.value = FJ_CU_CLUSTER_SPREAD;
+        }
         const fj_cu_launch_config c = {grid[0], grid[1], grid[2], threads, 1, 1, dyn_smem,
-                                       stream, &attr, 1};
+                                       stream, attr, n};
         return cu->cuLaunchKernelEx(&c, fn, args, NULL);
     }
+    if (cluster > 1)
+        return FJ_CU_ERROR_NOT_SUPPORTED;
     return cu->cuLaunchKernel(fn, grid[0], grid[1], grid[2], threads, 1, 1, dyn_smem, stream,
                               args, NULL);
+}
+
+int fj_cluster_probe(const fj_cuda *cu, CUfunction fn, unsigned threads, unsigned dyn_smem,
+                     int want, int active[FJ_CLUSTER_MAX + 1])
+{
+    int most = 0;
+    memset(active, 0, sizeof(int) * (FJ_CLUSTER_MAX + 1));
+    if (!cu->cuLaunchKernelEx || !cu->cuOccupancyMaxActiveClusters)
+        return 0;
+    if (want > FJ_CLUSTER_MAX)
+        want = FJ_CLUSTER_MAX;
+    if (want > 8 && (!cu->cuFuncSetAttribute ||
+                     cu->cuFuncSetAttribute(fn, FJ_CU_FUNC_ATTR_NON_PORTABLE_CLUSTER, 1) != 0))
+        want = 8;
+    for (int n = 2; n <= want; n++) {
+        fj_cu_launch_attr attr;
+        memset(&attr, 0, sizeof attr);
+        attr.id = FJ_CU_LAUNCH_ATTR_CLUSTER;
+        attr.v.dim[0] = (unsigned)n, attr.v.dim[1] = attr.v.dim[2] = 1;
+        const fj_cu_launch_config c = {(unsigned)n, 1, 1, threads, 1, 1, dyn_smem, NULL, &attr, 1};
+        int clusters = 0;
+        if (cu->cuOccupancyMaxActiveClusters(&clusters, fn, &c) == 0 && clusters > 0) {
+            active[n] = clusters;
+            most = n;
+        }
+    }
+    return most;
 }

@@ -74,6 +74,12 @@
  *   DEC_STAGE_MAX) they are copied there all at once first (one round trip to L2 instead
  *   of one per 6 splits).
  *
+ *   Cluster merge (p.cluster, sm_90+; the host sets it only with 2..8 splits and where
+ *   CL_FITS): the splits of a group are one thread-block cluster of p.splits CTAs along x
+ *   (CTA x = qt * splits + split, rank = split). Each CTA leaves its partials in its own
+ *   shared memory, every CTA then merges a share of the group's items from all ranks'
+ *   shared memory (dec_merge_cluster) into O and LSE; no counters, no part_o/part_lse.
+ *
  * Combine step fj_attn_decode_combine (splits > 1 without counters): a thread per (R, h,
  *   4 columns), grid (total_rows, ceil(heads_q * HD/4 / FJ_DEC_COMBINE_THREADS), 1),
  *   FJ_DEC_COMBINE_THREADS = 128 threads, no dynamic shared memory. Rows R past the
@@ -114,6 +120,13 @@
 #error "attn_decode.cu split step needs FJ_DEC_BN FJ_DEC_STAGES FJ_DEC_WM FJ_DEC_WN FJ_DEC_CHECKED"
 #endif
 #define FJ_DEC_COMBINE_THREADS 128
+/* The cluster merge's code exists where clusters do (sm_90+): elsewhere p.cluster is never
+ * set, and none of its code is compiled (sm_80's registers stay as they were). */
+#if __CUDA_ARCH__ >= 900
+#define DEC_CLUSTER 1
+#else
+#define DEC_CLUSTER 0
+#endif
 /* The most partial bytes the fused combine stages in one CTA's shared memory (decode.c's
  * DEC_STAGE_MAX): beyond, one SM pulling them is slower than the combine kernel. */
 #define DEC_STAGE_MAX 102400
@@ -139,6 +152,10 @@ constexpr int MAIN_BYTES = Q_BYTES + 2 * STAGES * KV_BYTES;
 constexpr int RLD = DP + 8;               /* epilogue O row stride, floats */
 constexpr int RED_O_BYTES = WARPS * 16 * RLD * 4, RED_BYTES = RED_O_BYTES + WARPS * 16 * 8;
 constexpr int SMEM_USE = MAIN_BYTES > RED_BYTES ? MAIN_BYTES : RED_BYTES;
+/* Cluster merge (p.cluster): the CTA's partials, O [MT][HD] then LSE [MT] (fp32), after the
+ * epilogue's reduction area; the host asks for it only where they fit (decode.c) */
+constexpr int CL_OFF = (RED_BYTES + 15) / 16 * 16, CL_BYTES = MT * HD * 4 + MT * 4;
+constexpr bool CL_FITS = CL_OFF + CL_BYTES <= SMEM_USE;
 constexpr bool TMA = FJ_DEC_TMA != 0;
 /* TMA: STAGES mbarriers after the used bytes, 1024 bytes of slack to align the base (the
  * 128-byte swizzle is a function of the address) */
@@ -183,6 +200,37 @@ FJ_DEVICE float dec_ldcg(const float *g)
     return r;
 }
 
+/* One step of a merge: U splits' LSEs and 4-column O chunks into the running maximum m,
+ * weight sum l and weighted sum acc (LSE -inf: an empty split, or past the last; weight 0). */
+template <int U>
+FJ_DEVICE void dec_fold(float &m, float &l, float4 &acc, const float (&ls)[U], const float4 (&x)[U])
+{
+    constexpr float LOG2E = 1.4426950408889634f;
+    float mn = m;
+#pragma unroll
+    for (int u = 0; u < U; ++u)
+        mn = fmaxf(mn, ls[u]);
+    if (mn == -FJ_INF)
+        return;   /* nothing seen yet */
+    const float a = ex2((m - mn) * LOG2E);   /* 0 when m = -inf */
+    l *= a, acc.x *= a, acc.y *= a, acc.z *= a, acc.w *= a;
+#pragma unroll
+    for (int u = 0; u < U; ++u) {
+        const float w = ex2((ls[u] - mn) * LOG2E);
+        l += w;
+        acc.x += w * x[u].x, acc.y += w * x[u].y, acc.z += w * x[u].z, acc.w += w * x[u].w;
+    }
+    m = mn;
+}
+
+/* The merged 4 columns (acc / l) and the natural-log LSE; O = 0, LSE = -inf when empty. */
+FJ_DEVICE float dec_fold_end(float m, float l, float4 acc, float4 &out)
+{
+    const float inv = l > 0.f ? 1.f / l : 0.f;
+    out = make_float4(acc.x * inv, acc.y * inv, acc.z * inv, acc.w * inv);
+    return l > 0.f ? m + logf(l) : -FJ_INF;
+}
+
 /* Merges the p.splits partials of row R, head h for columns [4*c4, 4*c4 + 4): O (already
  * divided by its row sum) weighted by exp(lse_s - M) / sum exp(lse_s - M). One pass with a
  * running maximum, U splits' loads in flight per step (the chain of steps is the latency of
@@ -191,7 +239,6 @@ FJ_DEVICE float dec_ldcg(const float *g)
 template <int DEC_MERGE_U>
 FJ_DEVICE float dec_merge4(const fj_decode_params &p, int R, int h, int c4, float4 &out)
 {
-    constexpr float LOG2E = 1.4426950408889634f;
     const fj_i64 sstride = (fj_i64)p.total_rows * p.heads_q;  /* one split, in rows x heads */
     const float *pl = (const float *)p.part_lse + (fj_i64)R * p.heads_q + h;
     const float *po = (const float *)p.part_o + ((fj_i64)R * p.heads_q + h) * FJ_HEAD_DIM + c4 * 4;
@@ -208,25 +255,9 @@ FJ_DEVICE float dec_merge4(const fj_decode_params &p, int R, int h, int c4, floa
             if (s0 + u >= p.splits)
                 ls[u] = -FJ_INF;
         }
-        float mn = m;
-#pragma unroll
-        for (int u = 0; u < DEC_MERGE_U; ++u)
-            mn = fmaxf(mn, ls[u]);
-        if (mn == -FJ_INF)
-            continue;   /* nothing seen yet */
-        const float a = ex2((m - mn) * LOG2E);   /* 0 when m = -inf */
-        l *= a, acc.x *= a, acc.y *= a, acc.z *= a, acc.w *= a;
-#pragma unroll
-        for (int u = 0; u < DEC_MERGE_U; ++u) {
-            const float w = ex2((ls[u] - mn) * LOG2E);
-            l += w;
-            acc.x += w * x[u].x, acc.y += w * x[u].y, acc.z += w * x[u].z, acc.w += w * x[u].w;
-        }
-        m = mn;
+        dec_fold<DEC_MERGE_U>(m, l, acc, ls, x);
     }
-    const float inv = l > 0.f ? 1.f / l : 0.f;
-    out = make_float4(acc.x * inv, acc.y * inv, acc.z * inv, acc.w * inv);
-    return l > 0.f ? m + logf(l) : -FJ_INF;
+    return dec_fold_end(m, l, acc, out);
 }
 
 /* 4 columns of O as two packed 16-bit pairs. */
@@ -621,6 +652,102 @@ FJ_DEVICE void dec_merge_direct(const fj_decode_params &p, int b, const dec_seq 
     }
 }
 
+#if DEC_CLUSTER
+/* Every thread of every CTA of the cluster: the shared-memory writes before it (release) are
+ * visible to the reads after it in any CTA of the cluster (acquire). */
+FJ_DEVICE void dec_cluster_sync()
+{
+    asm volatile("barrier.cluster.arrive.release.aligned;\n"
+                 "barrier.cluster.wait.acquire.aligned;\n" ::: "memory");
+}
+/* A float / 4 floats at shared address `a` of this CTA's layout, in the CTA of rank `rank`. */
+FJ_DEVICE float dec_ld_dsm(fj_u32 a, int rank)
+{
+    float v;
+    asm volatile("{\n .reg .b32 ra;\n mapa.shared::cluster.u32 ra, %1, %2;\n"
+                 " ld.shared::cluster.f32 %0, [ra];\n}\n"
+                 : "=f"(v) : "r"(a), "r"(rank) : "memory");
+    return v;
+}
+FJ_DEVICE float4 dec_ld_dsm4(fj_u32 a, int rank)
+{
+    float4 v;
+    asm volatile("{\n .reg .b32 ra;\n mapa.shared::cluster.u32 ra, %4, %5;\n"
+                 " ld.shared::cluster.v4.f32 {%0,%1,%2,%3}, [ra];\n}\n"
+                 : "=f"(v.x), "=f"(v.y), "=f"(v.z), "=f"(v.w) : "r"(a), "r"(rank) : "memory");
+    return v;
+}
+
+/* Cluster merge (p.cluster, sm_90+): the splits of a group are the CTAs of one cluster
+ * (rank = split), each of which left its partials of the group's rows in its own shared
+ * memory at CL_OFF and passed a cluster barrier. Every CTA merges its share of the (row, 4
+ * columns) items, a contiguous 1/S of them (neighbouring threads read neighbouring 16 bytes;
+ * items S apart per thread made every remote 16-byte load an 8-way bank conflict: q_len 8 at
+ * 2 x 2k-4k 2.5 us slower on the H200), reading the S <= 8 ranks' partials through distributed shared memory: a
+ * thread reads 4 ranks, so where S > 4 a lane pair shares an item (ranks 0-3 and 4-7, its
+ * two partial merges combined by a shuffle) and every load is in flight at once. (All 8 in
+ * one thread spilled 4 B on sm_90a at 128x2 m1n4, head_dim 96.) No L2 round trip, no
+ * arrival count, the merge spread over the group's SMs. The caller passes a second barrier
+ * before leaving (its partials are read until then). */
+FJ_DEVICE void dec_merge_cluster(const fj_decode_params &p, unsigned char *sm, int b,
+                                 const dec_seq &so, int r0, int rows, int hk, int G, int rank,
+                                 int tid)
+{
+    using namespace dec;
+    constexpr int C4 = HD / 4, U = 4;
+    constexpr float LOG2E = 1.4426950408889634f;
+    const int S = p.splits, T = S > U ? 2 : 1;   /* threads per item */
+    const int sub = tid % T, lane = tid & 31;
+    const fj_u32 base = smem_addr(sm) + CL_OFF;
+    const int items = rows * C4, per = (items + S - 1) / S;
+    const int beg = rank * per, mine = min(items, beg + per) - beg;
+#pragma unroll 1
+    for (int k = tid / T; k < mine; k += THREADS / T) {   /* (a pair shares k: same trips) */
+        const int item = beg + k, rl = item / C4, c4 = item - rl * C4;
+        const fj_u32 ao = base + (fj_u32)((rl * HD + c4 * 4) * 4);
+        const fj_u32 al = base + (fj_u32)((MT * HD + rl) * 4);
+        float ls[U];
+        float4 x[U];
+#pragma unroll
+        for (int u = 0; u < U; ++u) {
+            const int s = sub * U + u;
+            ls[u] = dec_ld_dsm(al, s < S ? s : 0);   /* (past S: weighed 0 below) */
+            x[u] = dec_ld_dsm4(ao, s < S ? s : 0);
+            if (s >= S)
+                ls[u] = -FJ_INF;
+        }
+        float m = -FJ_INF, l = 0.f;
+        float4 acc = make_float4(0.f, 0.f, 0.f, 0.f);
+        dec_fold<U>(m, l, acc, ls, x);
+        if (T == 2) {   /* the pair's two partial merges into one */
+            const unsigned pair = 3u << (lane & 30);
+            const float mo = __shfl_xor_sync(pair, m, 1), lo = __shfl_xor_sync(pair, l, 1);
+            float4 ao4;
+            ao4.x = __shfl_xor_sync(pair, acc.x, 1), ao4.y = __shfl_xor_sync(pair, acc.y, 1);
+            ao4.z = __shfl_xor_sync(pair, acc.z, 1), ao4.w = __shfl_xor_sync(pair, acc.w, 1);
+            const float mn = fmaxf(m, mo);
+            if (mn != -FJ_INF) {
+                const float a = ex2((m - mn) * LOG2E), c = ex2((mo - mn) * LOG2E);
+                l = l * a + lo * c;
+                acc.x = acc.x * a + ao4.x * c, acc.y = acc.y * a + ao4.y * c;
+                acc.z = acc.z * a + ao4.z * c, acc.w = acc.w * a + ao4.w * c;
+                m = mn;
+            }
+        }
+        if (sub)
+            continue;
+        float4 o;
+        const float lse = dec_fold_end(m, l, acc, o);
+        const int r = r0 + rl, i = r / G, h = hk * G + (r - i * G);
+        dec_st4((fj_u16 *)p.o + so.o + (fj_i64)i * p.o_row_stride + (fj_i64)h * p.o_head_stride +
+                    c4 * 4,
+                o);
+        if (p.lse && c4 == 0)
+            dec_store_lse(p, b, so.row0, i, h, lse);
+    }
+}
+#endif /* DEC_CLUSTER */
+
 /* The Q tile into shared memory: packed row r -> (i = r / G, head hk*G + r % G); rows past
  * nrows zero-filled. */
 FJ_DEVICE void dec_issue_q(const fj_decode_params &p, const dec_seq &sq, fj_u32 s_q, int r0,
@@ -670,7 +797,11 @@ fj_attn_decode(const __grid_constant__ fj_decode_params p)
     const int tid = threadIdx.x, lane = tid & 31, warp = tid >> 5;
     const int wm = warp / WN, wn = warp % WN;
     const int hk = blockIdx.y, b = blockIdx.z;
-    const int split = blockIdx.x / p.q_tiles, qt = blockIdx.x - split * p.q_tiles;
+    /* CTA x: split * q_tiles + qt, or qt * splits + split where the splits of a group are
+     * one cluster (consecutive x) */
+    const bool clu = DEC_CLUSTER && p.cluster;
+    const int split = clu ? blockIdx.x % p.splits : blockIdx.x / p.q_tiles;
+    const int qt = clu ? blockIdx.x / p.splits : blockIdx.x - split * p.q_tiles;
     const int G = p.heads_q / p.heads_kv;
     const int *bt = p.block_table ? (const int *)p.block_table + (fj_i64)b * p.bt_stride : nullptr;
     const int kg = split * p.split_keys;
@@ -1037,6 +1168,12 @@ fj_attn_decode(const __grid_constant__ fj_decode_params p)
                      pack2(o[6], o[7]));
             if (p.lse && cc == 0)
                 dec_store_lse(p, b, so.row0, i, h, lse);
+        } else if (DEC_CLUSTER && CL_FITS && clu) {   /* this CTA's shared memory (cluster merge) */
+            float *po = (float *)(sm + CL_OFF) + rl * HD + cc * 8;
+            *(float4 *)po = make_float4(o[0], o[1], o[2], o[3]);
+            *(float4 *)(po + 4) = make_float4(o[4], o[5], o[6], o[7]);
+            if (cc == 0)
+                ((float *)(sm + CL_OFF))[MT * HD + rl] = lse;
         } else {
             const fj_i64 prow = ((fj_i64)split * p.total_rows + so.row0 + i) * p.heads_q + h;
             float *po = (float *)p.part_o + prow * HD + cc * 8;
@@ -1057,6 +1194,14 @@ fj_attn_decode(const __grid_constant__ fj_decode_params p)
      * puts every thread's partial stores before thread 0's count, whose release at gpu
      * scope is cumulative over them; the last CTA's count acquires every earlier one's,
      * and its barrier puts all its threads' reads after that. No fence per thread. */
+#if DEC_CLUSTER
+    if (CL_FITS && clu) {   /* (the host sets it only with splits > 1) */
+        dec_cluster_sync();   /* every split's partials are in its shared memory */
+        dec_merge_cluster(p, sm, b, so, r0, min(MT, nrows - r0), hk, G, split, tid);
+        dec_cluster_sync();   /* no CTA leaves while another reads its partials */
+        return;
+    }
+#endif
     if (p.splits > 1 && p.counters) {
         __syncthreads();   /* every thread's partials are stored before thread 0 counts */
         int last = 0;

@@ -121,7 +121,9 @@ typedef struct fj_decode_params {
                                                              (>= every R + 1) */
     fj_i32 page_shift;                                    /* 260: -1 or log2(page_size) */
     fj_u32 k_page16, k_row16, v_page16, v_row16;          /* 264: strides / 8 (off16) */
-    fj_i32 off16, pad_;                                   /* 280 */
+    fj_i32 off16;                                         /* 280 */
+    fj_i32 cluster;                                       /* 284: 1: the splits of a group
+                                               are one thread-block cluster (sm_90+) */
 } fj_decode_params;                                       /* 288 */
 
 /* fajit_attn_merge's kernel (attn_merge.cu): two partial results of the same queries over
