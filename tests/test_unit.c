@@ -1628,9 +1628,10 @@ START_TEST(decode_defaults)
 }
 END_TEST
 
-/* The fused merge stages at most 100 KiB of partials in one CTA: q_len 4 (16 packed rows)
+/* The fused merge stages at most 48 KiB of partials in one CTA: q_len 4 (16 packed rows)
  * keeps 64x3m1n4 by default; over 16 splits of a forced 128x2m1n8 its 132 KB of partials
- * would fit that config's shared memory, but take the combine kernel. */
+ * would fit that config's shared memory, but take the combine kernel, and so do batch 2's
+ * 66 KB (8 splits); q_len 1's 33 KB over 16 splits stay fused. */
 START_TEST(decode_staged_cap)
 {
     fj_cuda fake = dec_fake_device();
@@ -1663,6 +1664,14 @@ START_TEST(decode_staged_cap)
     ck_assert_int_eq(g_dec.p[0].splits, 16);
     ck_assert_uint_eq(g_dec.p[0].counters, 0);
     ck_assert_int_eq(g_dec.launches, 2);   /* the combine kernel */
+    /* batch 2: 8 splits of 16 rows, 66 KB: the combine kernel too */
+    d.batch = 2;
+    memset(&g_dec, 0, sizeof g_dec);
+    ck_assert_int_eq(fj_kplan_launch(ctx, &kp, &d, NULL), FAJIT_OK);
+    ck_assert_int_eq(g_dec.p[0].splits, 8);
+    ck_assert_uint_eq(g_dec.p[0].counters, 0);
+    ck_assert_int_eq(g_dec.launches, 2);
+    d.batch = 1;
     /* q_len 1 (4 rows) over the same 16 splits: 33 KB staged by the last CTA */
     d.seqlen_q = 1, d.mask = FAJIT_MASK_NONE;
     memset(&g_dec, 0, sizeof g_dec);

@@ -395,25 +395,22 @@ static long long total_rows(const fajit_attn_desc *d)
 
 /* Counters of the fused combine (an int per (b, kv head, q tile)), or 0 for the combine
  * kernel: where they would not fit the context's slots (forced splits over a large batch),
- * or where the last CTA of a group can neither stage the group's partials in its shared
- * memory (splits x rows x (4*head_dim + 4) bytes, at most DEC_STAGE_MAX: one round trip)
- * nor merge them from L2 in at most 32 16-byte chunks per thread of 4 warps (a chain of
- * loads that one CTA serializes, measured 1x1k q_len 4: 14.1 us fused against 8.6 us with
- * the kernel). One SM pulling more than DEC_STAGE_MAX (the 64x3 tiles' shared memory) is
- * slower than the combine kernel: 1x4k q_len 4 over 16 splits of 128x2m1n8 staged 132 KB in
- * 12.2 us against 10.5 with the kernel (graph replay, H200, session 18). */
-#define DEC_STAGE_MAX 102400   /* attn_decode.cu's */
+ * or where the last CTA of a group cannot stage the group's partials in its shared memory
+ * (splits x rows x (4*head_dim + 4) bytes, at most DEC_STAGE_MAX: one round trip). One SM
+ * pulling more is slower than the combine kernel's launch: 66 KB (8 splits of 16 rows, 4
+ * of 32) cost batch 2-4 25-30% (graph replay, H200: 2x2k q_len 4 12.7 us staged against 8.9
+ * with the kernel, 2x4k 14.4 against 10.8, 4x2k q_len 8 21.3 against 15.3, 4x4k 32.5
+ * against 26.6; merging them from L2 in the last CTA instead: 13.5 / 15.6 / 20.5 / 31.6;
+ * dev/decode/call22j), 132 KB at 1x4k q_len 4 12.2 us against 10.5 (session 18); 33 KB (16
+ * splits of 4 rows, q_len 1) stays fused. */
+#define DEC_STAGE_MAX 49152   /* attn_decode.cu's */
 static size_t fused_counters(const fj_dec_config *c, const fajit_attn_desc *d, int splits)
 {
     const size_t n = (size_t)d->batch * d->heads_kv * q_tiles(c, d) * sizeof(int);
     const int mt = 16 * c->wm, rows = packed_rows(d) < mt ? packed_rows(d) : mt;
-    const long long loads = (long long)rows * (d->head_dim / 4) * splits;
-    const int warps = c->wm * c->wn < 4 ? c->wm * c->wn : 4;
-    /* the kernel stages the partials in shared memory where they fit: one round trip */
     const size_t bytes = (size_t)splits * rows * ((size_t)d->head_dim * 4 + 4);
     const int staged = bytes <= smem_used(c, d->head_dim) && bytes <= DEC_STAGE_MAX;
-    return splits > 1 && n <= FJ_WS_COUNTER_MAX &&
-                   (staged || loads <= 32LL * 32 * warps) ? n : 0;
+    return splits > 1 && n <= FJ_WS_COUNTER_MAX && staged ? n : 0;
 }
 
 /* The cluster merge (sm_90+): the splits of each group launch as one thread-block cluster

@@ -129,7 +129,7 @@
 #endif
 /* The most partial bytes the fused combine stages in one CTA's shared memory (decode.c's
  * DEC_STAGE_MAX): beyond, one SM pulling them is slower than the combine kernel. */
-#define DEC_STAGE_MAX 102400
+#define DEC_STAGE_MAX 49152
 
 #define DEC_BF16 (FJ_DTYPE == FJ_DT_BF16)
 
@@ -536,7 +536,9 @@ FJ_DEVICE void dec_tma_zero(fj_u32 sv, int k0, int kb, int ke, int tid)
  * 16-byte cp.async.cg for O, 4-byte ld.cg for the LSEs), then a warp per row turns the
  * row's LSEs into weights (shuffles), and each thread merges 4 columns of a row. Direct:
  * dec_merge4 from L2, 6 splits' loads in flight per step, for groups whose partials do not
- * fit. (Both in compact loops: this code runs once per launch in a few CTAs, at the end of
+ * fit (decode.c sets counters only where they fit since session 22, the combine kernel
+ * being faster than both beyond; this keeps the kernel right for any counters it gets).
+ * (Both in compact loops: this code runs once per launch in a few CTAs, at the end of
  * the critical path, and a cold call fetches its instructions from DRAM: the same merge
  * fully unrolled in registers was 0.5 us faster in graph replay and 2.4 us slower after an
  * L2 flush, H200, session 21.) */
