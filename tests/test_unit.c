@@ -1692,14 +1692,19 @@ static struct {
     unsigned dim[4];   /* the cluster x of each recorded launch, 0 without */
     unsigned smem[4];  /* and its dynamic shared memory */
 } g_cl;
+/* The cluster x of a launch configuration, 0 without the attribute. */
+static unsigned cluster_x(const fj_cu_launch_config *c)
+{
+    for (unsigned i = 0; i < c->num_attrs; i++)
+        if (c->attrs[i].id == FJ_CU_LAUNCH_ATTR_CLUSTER)
+            return c->attrs[i].v.dim[0];
+    return 0;
+}
 static CUresult cl_occupancy(int *n, CUfunction f, const fj_cu_launch_config *c)
 {
     (void)f;
     g_cl.queries++;
-    unsigned x = 1;
-    for (unsigned i = 0; i < c->num_attrs; i++)
-        if (c->attrs[i].id == FJ_CU_LAUNCH_ATTR_CLUSTER)
-            x = c->attrs[i].v.dim[0];
+    const unsigned x = cluster_x(c) ? cluster_x(c) : 1;
     *n = (int)x <= g_cl.fit && (x <= 8 || g_cl.nonportable) ? 3 : 0;
     return 0;
 }
@@ -1715,11 +1720,7 @@ static CUresult cl_set_attr(CUfunction f, int attr, int value)
 }
 static CUresult cl_launch_ex(const fj_cu_launch_config *c, CUfunction f, void **a, void **e)
 {
-    unsigned x = 0;
-    for (unsigned i = 0; i < c->num_attrs; i++)
-        if (c->attrs[i].id == FJ_CU_LAUNCH_ATTR_CLUSTER)
-            x = c->attrs[i].v.dim[0];
-    g_cl.dim[g_dec.launches % 4] = x;
+    g_cl.dim[g_dec.launches % 4] = cluster_x(c);
     g_cl.smem[g_dec.launches % 4] = c->smem;
     return dec_launch_ex(c, f, a, e);
 }

@@ -273,13 +273,10 @@ static fajit_status load_one(fajit_ctx *ctx, fj_kplan *kp, int i, unsigned flags
      * fit one SM, a GPC stacks a cluster's CTAs on fewer SMs, halving a streaming kernel's
      * SMs (decode q_len 8, 74 KB CTAs: 1.6-4 us slower on the H200 with clusters of 4-8,
      * also under the SPREAD scheduling policy; dev/decode/call22c-d). */
-    kp->cluster_max[i] = kp->cluster_smem[i] = 0;
-    memset(kp->cluster_active[i], 0, sizeof kp->cluster_active[i]);
-    if (kp->ks.cluster[i] > 1 && ctx->cc >= 90) {
-        int cs = ctx->smem_optin / 2 + 1024;
-        cs = cs > kp->ks.dyn_smem[i] ? cs : kp->ks.dyn_smem[i];
-        cs = cs < ctx->smem_optin ? cs : kp->ks.dyn_smem[i];
-        if (cs == kp->ks.dyn_smem[i] || fj_func_dyn_smem(ctx->cu, kp->k[i]->fn, cs) == 0) {
+    if (kp->ks.cluster[i] > 1 && ctx->cc >= 90) {   /* (fj_kplan_load zeroed the fields) */
+        const int own = kp->ks.dyn_smem[i], half = ctx->smem_optin / 2 + 1024;
+        const int cs = half > own && half < ctx->smem_optin ? half : own;
+        if (cs == own || fj_func_dyn_smem(ctx->cu, kp->k[i]->fn, cs) == 0) {
             kp->cluster_smem[i] = cs;
             kp->cluster_max[i] = fj_cluster_probe(ctx->cu, kp->k[i]->fn,
                                                   (unsigned)kp->ks.threads[i], (unsigned)cs,

@@ -1170,7 +1170,7 @@ fj_attn_decode(const __grid_constant__ fj_decode_params p)
                      pack2(o[6], o[7]));
             if (p.lse && cc == 0)
                 dec_store_lse(p, b, so.row0, i, h, lse);
-        } else if (DEC_CLUSTER && CL_FITS && clu) {   /* this CTA's shared memory (cluster merge) */
+        } else if (CL_FITS && clu) {   /* this CTA's shared memory (cluster merge) */
             float *po = (float *)(sm + CL_OFF) + rl * HD + cc * 8;
             *(float4 *)po = make_float4(o[0], o[1], o[2], o[3]);
             *(float4 *)(po + 4) = make_float4(o[4], o[5], o[6], o[7]);
