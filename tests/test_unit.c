@@ -1601,12 +1601,19 @@ START_TEST(decode_defaults)
         d.seqlen_q = 8, d.mask = FAJIT_MASK_CAUSAL;
         ck_assert_int_eq(fj_kcfg_default(&d, &t, FAJIT_FAMILY_AUTO, &c), 0);
         fj_kcfg_name(&c, name);
-        const int lat8 = cases[i].sm == 90 && strcmp(cases[i].want, "dec:128x2m1n8s0") == 0;
+        const int lat = cases[i].sm == 90 && strcmp(cases[i].want, "dec:128x2m1n8s0") == 0;
+        const int split = lat || (cases[i].sm == 90 && strcmp(cases[i].want, "dec:128x2m1n4s0") == 0);
         const char *want8 = cases[i].head_dim == 256 ? "dec:32x3m2n2s0"
                             : cases[i].sm == 80      ? "dec:64x2m2n2s0"
-                            : lat8                   ? "dec:64x2m2n2s0"
+                            : split                  ? "dec:128x2m2n4s0"
                                                      : "dec:64x3m2n2s0";
         ck_assert_msg(strcmp(name, want8) == 0, "case %zu q_len 8: %s, want %s", i, name, want8);
+        /* q_len 4 x 4 heads: 16 packed rows, 4 warps along the keys where latency-bound */
+        d.seqlen_q = 4;
+        ck_assert_int_eq(fj_kcfg_default(&d, &t, FAJIT_FAMILY_AUTO, &c), 0);
+        fj_kcfg_name(&c, name);
+        const char *want4 = lat ? "dec:128x2m1n4s0" : cases[i].want;
+        ck_assert_msg(strcmp(name, want4) == 0, "case %zu q_len 4: %s, want %s", i, name, want4);
     }
     /* shipped on sm_90 at head_dim 128: the row-16 tiles of the three split classes, then
      * the wider row layouts */
@@ -1617,7 +1624,7 @@ START_TEST(decode_defaults)
     const int n = fj_family_decode.shipped(&d, &h200, s, 12);
     ck_assert_int_eq(n, 6);
     const char *want[] = {"dec:128x2m1n8s0", "dec:128x2m1n4s0", "dec:64x3m1n4s0",
-                          "dec:64x2m2n2s0", "dec:64x3m2n2s0", "dec:64x3m4n1s0"};
+                          "dec:128x2m2n4s0", "dec:64x3m2n2s0", "dec:64x3m4n1s0"};
     for (int i = 0; i < n; i++) {
         fj_kcfg_name(&s[i], name);
         ck_assert_str_eq(name, want[i]);
@@ -1629,7 +1636,8 @@ START_TEST(decode_defaults)
 END_TEST
 
 /* The fused merge stages at most 48 KiB of partials in one CTA: q_len 4 (16 packed rows)
- * keeps 64x3m1n4 by default; over 16 splits of a forced 128x2m1n8 its 132 KB of partials
+ * at 1 x 4k takes 128x2m1n4 by default, whose 16 splits end in the combine kernel; over 16
+ * splits of a forced 128x2m1n8 its 132 KB of partials
  * would fit that config's shared memory, but take the combine kernel, and so do batch 2's
  * 66 KB (8 splits); q_len 1's 33 KB over 16 splits stay fused. */
 START_TEST(decode_staged_cap)
@@ -1650,7 +1658,7 @@ START_TEST(decode_staged_cap)
     d.block_table_stride = 256, d.page_size = 16, d.num_pages = 1000;
     char line[1024];
     ck_assert_int_eq(fajit_dispatch_describe(ctx, NULL, &d, line, sizeof line), FAJIT_OK);
-    ck_assert_msg(strstr(line, "64x3 m1 n4") && strstr(line, "16 splits") &&
+    ck_assert_msg(strstr(line, "128x2 m1 n4") && strstr(line, "16 splits") &&
                       strstr(line, "then the combine kernel"), "%s", line);
     fj_kernel kk[2];
     memset(kk, 0, sizeof kk);
@@ -1806,7 +1814,7 @@ START_TEST(decode_cluster_merge)
     ck_assert_uint_eq(g_dec.grid[0][0], 8);   /* x: the group's splits in a row */
     ck_assert_uint_eq(g_dec.grid[0][2], 2);
     ck_assert_int_eq(g_dec.pdl_launches, 1);  /* and still a dependent launch */
-    /* q_len 8 (32 rows, 64x2m2n2): its merge went to the combine kernel; now the cluster */
+    /* q_len 8 (32 rows, 128x2m2n4): its merge went to the combine kernel; now the cluster */
     fajit_attn_desc e = d;
     e.seqlen_q = 8, e.seqlen_k = 2048, e.mask = FAJIT_MASK_CAUSAL;
     fj_kplan kq;
@@ -1869,9 +1877,9 @@ START_TEST(decode_cluster_merge)
     ck_assert_int_eq(fj_kplan_launch(ctx, &kp, &f, NULL), FAJIT_OK);
     ck_assert_int_eq(g_dec.p[0].splits, 16);
     ck_assert_int_eq(g_dec.p[0].cluster, 0);
-    /* q_len 8 x 4 heads (32 rows, 64x2m2n2) over 1k keys: 16 tiles, but 16 splits stay */
+    /* q_len 8 x 4 heads (32 rows, 128x2m2n4) over 2k keys: 16 tiles, but 16 splits stay */
     fajit_attn_desc g = f;
-    g.num_splits = 0, g.seqlen_q = 8, g.mask = FAJIT_MASK_CAUSAL, g.seqlen_k = 1024;
+    g.num_splits = 0, g.seqlen_q = 8, g.mask = FAJIT_MASK_CAUSAL, g.seqlen_k = 2048;
     memset(&g_dec, 0, sizeof g_dec);
     ck_assert_int_eq(fj_kplan_launch(ctx, &kq, &g, NULL), FAJIT_OK);
     ck_assert_int_eq(g_dec.p[0].splits, 16);

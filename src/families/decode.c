@@ -160,13 +160,14 @@ static int split_class(const fajit_attn_desc *d, const fj_target *t)
  * deep, one CTA per SM (page size 16 on the H200: 1x32k 41.7 against 43.2 us, 1x128k
  * 132.1 against 135.1; but 64x16k 980 against 960 and 128x2k 264 against 248 without a
  * split, where the 8 pages of a tile cost more than they do in 64-key tiles;
- * bench/results/2026-12-02-h200-session17-decode.md); latency-bound ones of at most 8 rows
- * 128-key tiles 2 deep over 8 warps (graph replay, q_len 1 x 4 heads at 1 x 1k/2k/4k keys:
- * 7.0/8.0/9.6 against 7.1/7.9/10.1 us; but q_len 4, 16 rows, 8.8/8.5/11.1 against
- * 7.6/8.2/10.5, so 9..16 rows keep 64x3) and, at 17..32 rows, 64-key tiles 2 deep (q_len 8
- * x 4 heads: 8.5/9.8/12.1 against 8.8/9.8/12.5; bench/results/2026-12-03-h200-session18-
- * decode.md); fewer stages where two CTAs would not fit an SM, and narrower tiles where one
- * would not. */
+ * bench/results/2026-12-02-h200-session17-decode.md); latency-bound ones 128-key tiles 2
+ * deep, over 8 warps up to 8 rows (graph replay, q_len 1 x 4 heads at 1 x 1k/2k/4k keys:
+ * 7.0/8.0/9.6 against 7.1/7.9/10.1 us, session 18) and 4 at 9..16 (q_len 4: 6.4/7.7/8.9
+ * against 64x3's 6.7/7.8/9.5, 2 x 2k 8.2 against 9.0); at 17..32 rows, where the keys split,
+ * 128-key tiles 2 deep over 2 x 4 warps (q_len 8 x 4 heads: 1 x 1k/2k/4k 7.5/9.0/10.5 us
+ * against 64x2m2n2's 7.9/9.1/11.3, 2 x 4k 13.1 against 15.1, 4 x 4k 25.4 against 26.6;
+ * bench/results/2026-12-04-h200-session23-decode.md); fewer stages where two CTAs would
+ * not fit an SM, and narrower tiles where one would not. */
 static void default_cfg(const fajit_attn_desc *d, const fj_target *t, fj_kcfg *out)
 {
     const int rows = packed_rows(d), wide = d->head_dim > 128;
@@ -180,12 +181,12 @@ static void default_cfg(const fajit_attn_desc *d, const fj_target *t, fj_kcfg *o
             c.stages = 4;
         else if (split == SPLIT_STREAM)
             c.bn = 128, c.stages = 2;
-        else if (split == SPLIT_LATENCY && rows <= 8)
-            c.bn = 128, c.stages = 2, c.wn = 8;
+        else if (split == SPLIT_LATENCY)
+            c.bn = 128, c.stages = 2, c.wn = rows <= 8 ? 8 : 4;
     } else if (rows <= 32) {
         c.wm = 2, c.wn = 2, c.bn = wide ? 32 : 64;
-        if (split == SPLIT_LATENCY)
-            c.stages = 2;
+        if (split != SPLIT_NONE)
+            c.bn = 128, c.stages = 2, c.wn = 4;
     } else if (wide) {   /* (4 x 1 warps with 16-key tiles spill at head_dim 200-208) */
         c.wm = 2, c.wn = 2, c.bn = 32;
     } else {
