@@ -29,7 +29,7 @@ def q(v, p):
 
 
 STAMPS = ["entry", "wait", "ids", "len", "Q", "issued", "tile0", "loop", "epi1", "parts",
-          "merger", "staged", "merged"]
+          "merger", "staged", "merged", "left"]   # 13: the cluster's second barrier (or --twice)
 
 
 def summarize(tag, raw, ev_us, kv_bytes, ctas):
@@ -41,13 +41,13 @@ def summarize(tag, raw, ev_us, kv_bytes, ctas):
     tiles = [r[15] >> 16 for r in rows]
     sms = {r[15] & 0xffff for r in rows}
     merged = [r for r in rows if r[12] and r[12] >= r[10] >= r[9]]   # this call's mergers
-    ends = [(max(r[9], r[12] if r in merged else 0) - t0) / 1e3 for r in rows]
+    ends = [(max(r[9], r[12] if r in merged else 0, r[13]) - t0) / 1e3 for r in rows]
     f = lambda v: "%.2f/%.2f/%.2f" % (min(v), statistics.median(v), max(v)) if v else "-"  # noqa
     print(f"  {tag}: event {ev_us:.1f} us, last stamp {max(ends):.1f}, CTAs {len(rows)} on "
           f"{len(sms)} SMs, tiles/CTA {min(tiles)}-{max(tiles)}")
     print(f"    entry (from the first) {f([(r[0] - t0) / 1e3 for r in rows])}")
     parts = []
-    for k in range(1, 13):   # from the latest earlier stamp the CTA has
+    for k in range(1, 14):   # from the latest earlier stamp the CTA has
         src = merged if k >= 11 else rows
         v = []
         for r in src:
@@ -75,7 +75,7 @@ def summarize(tag, raw, ev_us, kv_bytes, ctas):
     if merged:   # the critical path: the group that finished last
         r = max(merged, key=lambda x: x[12])
         print("    last group's merger: " + ", ".join(
-            f"{STAMPS[k]} {(r[k] - t0) / 1e3:.2f}" for k in range(13) if r[k]))
+            f"{STAMPS[k]} {(r[k] - t0) / 1e3:.2f}" for k in range(14) if r[k]))
     return rows
 
 

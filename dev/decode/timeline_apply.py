@@ -10,9 +10,10 @@ stamp k to ((u64 *)p.err)[cta * 16 + k]) and src/families/decode.c (the preamble
 FJ_DEC_TIMELINE 1; p.err = the address in the environment variable FJ_LAB_TL when set).
 Stamps: 0 entry, 1 after griddepcontrol.wait, 2 first page ids asked for, 3 seqused_k
 arrived, 4 tile 0's ids clipped, 5 the prologue issued (loop start), 6 tile 0 landed, 7
-loop end, 8 epilogue 1, 9 partials stored, 10 the merger known (barrier), 14 the others'
-partials seen published (the merger), 11 merge: partials staged, 12 merge done, 15 smid |
-ntiles << 16. Fails loudly when an anchor
+loop end, 8 epilogue 1, 9 partials stored, 10 the merger known (arrival barrier) or the
+cluster's first barrier passed, 11 merge: partials staged (last CTA), 12 merge done, 13 the
+cluster's second barrier passed, 15 smid | ntiles << 16 (anchors updated in session 23 for
+the cluster merge). Fails loudly when an anchor
 is gone (the kernel moved on: adapt the anchors).
 --twice: the last CTA merges twice (the same result; stamp 11 is then the second pass's
 staging, 13 its end): how much of the first pass is its code's first run."""
@@ -31,7 +32,7 @@ TL = r'''
 #endif
 '''
 KEDITS = [  # (anchor, text before it, text after it)
-    ("#define DEC_STAGE_MAX 102400\n", "", TL),
+    ("#define DEC_STAGE_MAX 49152\n", "", TL),
     ("    fj_pdl_wait();      /* (launched", "    DEC_TL(0);\n", ""),
     ("    fj_pdl_trigger();   /* the next kernel", "    DEC_TL(1);\n", ""),
     ("    const dec_seq sq = dec_seq_of(p, b);\n", "    DEC_TL(2);\n", ""),
@@ -46,12 +47,15 @@ KEDITS = [  # (anchor, text before it, text after it)
     ("    __syncthreads();  /* every warp is done with Q and K/V: the epilogue overlays them */\n",
      "", "    DEC_TL(7);\n"),
     ("\n    /* Epilogue 2: row rl, chunk cc", "    DEC_TL(8);\n", ""),
-    ("    if (p.splits > 1 && p.counters) {\n",
+    ("#if DEC_CLUSTER\n    if (CL_FITS && clu) {   /* (the host sets it only with splits > 1) */\n",
      "    DEC_TL(9);\n#if FJ_DEC_TIMELINE\n    if (threadIdx.x == 0 && p.err) {\n"
      "        unsigned smid_;\n        asm volatile(\"mov.u32 %0, %%smid;\" : \"=r\"(smid_));\n"
      "        DEC_TL_AT(15) = smid_ | ((unsigned long long)ntiles << 16);\n    }\n#endif\n", ""),
-    ("        if (__syncthreads_or(tid == 0 && ended_before", "        DEC_TL(10);\n", ""),
-    ("                dec_wait_published(cnt, p.splits - 1);\n", "", "                DEC_TL(14);\n"),
+    ("        dec_cluster_sync();   /* every split's partials are in its shared memory */\n", "",
+     "        DEC_TL(10);\n"),
+    ("        dec_cluster_sync();   /* no CTA leaves while another reads its partials */\n",
+     "        DEC_TL(12);\n", "        DEC_TL(13);\n"),
+    ("        if (__syncthreads_or(last)) {", "        DEC_TL(10);\n", ""),
     ("    /* A warp per row (shuffle trees)", "    DEC_TL(11);\n", ""),
     ("                dec_merge_direct(p, b, so, r0, rows, hk, G, tid);\n", "",
      "            __syncthreads();\n            DEC_TL(12);\n"),
