@@ -1127,15 +1127,21 @@ fj_attn_decode(const __grid_constant__ fj_decode_params p)
     }
     __syncthreads();
 
-    /* Epilogue 2: row rl, chunk cc (8 columns) per item: merge the WN warps of the row. */
+    /* Epilogue 2: merge the WN warps of each row. TPR threads per row, each CPT chunks of 8
+     * columns (cc = its lane in the row + j * TPR: neighbouring threads, neighbouring 32
+     * bytes), so that the row's weights are computed once per thread and the loads of all
+     * its chunks are in flight together (32 rows over 256 threads: 2 chunks; one chunk per
+     * item in turn cost q_len 8 a second chain of 0.6 us at 1 x 1k, H200, session 23). */
     const dec_seq so = dec_seq_of(p, b);
-    constexpr int ITEMS = MT * CHG;
+    constexpr int CPT0 = (MT * CHG + THREADS - 1) / THREADS;
+    constexpr int CPT = CPT0 < 2 ? CPT0 : 2;          /* chunks per thread and row (4 spilled
+                                                       * at 64x3m4n1, head_dim 56, sm_90a) */
+    constexpr int TPR = (CHG + CPT - 1) / CPT;        /* threads per row */
+    constexpr int RPP = THREADS / TPR;                /* rows per pass */
+    const int nrl = min(MT, nrows - r0);              /* real rows of this CTA */
+    const int c0 = tid % TPR;
 #pragma unroll 1
-    for (int item = tid; item < ITEMS; item += THREADS) {
-        const int rl = item / CHG, cc = item - rl * CHG;
-        const int r = r0 + rl;
-        if (r >= nrows)
-            continue;
+    for (int rl = tid / TPR; rl < nrl && tid < RPP * TPR; rl += RPP) {
         const int w0 = (rl >> 4) * WN, rr = rl & 15;
         float M = -FJ_INF;
 #pragma unroll
@@ -1149,41 +1155,64 @@ fj_attn_decode(const __grid_constant__ fj_decode_params p)
             L += red_l[(w0 + w) * 16 + rr] * wt[w];
         }
         const float inv = L > 0.f ? 1.f / L : 0.f;
-        float o[8];
+        float o[CPT][8];
 #pragma unroll
-        for (int e = 0; e < 8; ++e)
-            o[e] = 0.f;
+        for (int j = 0; j < CPT; ++j) {
+            const int cc = c0 + j * TPR;
 #pragma unroll
-        for (int w = 0; w < WN; ++w) {
-            const float4 *src = (const float4 *)(red_o + ((w0 + w) * 16 + rr) * RLD + cc * 8);
-            const float4 x = src[0], y = src[1];
-            const float f = wt[w] * inv;
-            o[0] += f * x.x; o[1] += f * x.y; o[2] += f * x.z; o[3] += f * x.w;
-            o[4] += f * y.x; o[5] += f * y.y; o[6] += f * y.z; o[7] += f * y.w;
+            for (int e = 0; e < 8; ++e)
+                o[j][e] = 0.f;
+            if (TPR * CPT == CHG || cc < CHG) {
+#pragma unroll
+                for (int w = 0; w < WN; ++w) {
+                    const float4 *src = (const float4 *)(red_o + ((w0 + w) * 16 + rr) * RLD + cc * 8);
+                    const float4 x = src[0], y = src[1];
+                    const float f = wt[w] * inv;
+                    o[j][0] += f * x.x; o[j][1] += f * x.y; o[j][2] += f * x.z; o[j][3] += f * x.w;
+                    o[j][4] += f * y.x; o[j][5] += f * y.y; o[j][6] += f * y.z; o[j][7] += f * y.w;
+                }
+            }
         }
         const float lse = L > 0.f ? M * p.scale + logf(L) : -FJ_INF;
+        const int r = r0 + rl;
         const int i = r / G, h = hk * G + (r - i * G);
         if (p.splits == 1) {
-            fj_u16 *go = (fj_u16 *)p.o + so.o + (fj_i64)i * p.o_row_stride +
-                         (fj_i64)h * p.o_head_stride + cc * 8;
-            dec_st16(go, pack2(o[0], o[1]), pack2(o[2], o[3]), pack2(o[4], o[5]),
-                     pack2(o[6], o[7]));
-            if (p.lse && cc == 0)
+            fj_u16 *go = (fj_u16 *)p.o + so.o + (fj_i64)i * p.o_row_stride + (fj_i64)h * p.o_head_stride;
+#pragma unroll
+            for (int j = 0; j < CPT; ++j) {
+                const int cc = c0 + j * TPR;
+                if (TPR * CPT == CHG || cc < CHG)
+                    dec_st16(go + cc * 8, pack2(o[j][0], o[j][1]), pack2(o[j][2], o[j][3]),
+                             pack2(o[j][4], o[j][5]), pack2(o[j][6], o[j][7]));
+            }
+            if (p.lse && c0 == 0)
                 dec_store_lse(p, b, so.row0, i, h, lse);
         } else if (CL_FITS && clu) {   /* this CTA's shared memory (cluster merge) */
-            float *po = (float *)(sm + CL_OFF) + rl * HD + cc * 8;
-            *(float4 *)po = make_float4(o[0], o[1], o[2], o[3]);
-            *(float4 *)(po + 4) = make_float4(o[4], o[5], o[6], o[7]);
-            if (cc == 0)
+            float *po = (float *)(sm + CL_OFF) + rl * HD;
+#pragma unroll
+            for (int j = 0; j < CPT; ++j) {
+                const int cc = c0 + j * TPR;
+                if (TPR * CPT == CHG || cc < CHG) {
+                    *(float4 *)(po + cc * 8) = make_float4(o[j][0], o[j][1], o[j][2], o[j][3]);
+                    *(float4 *)(po + cc * 8 + 4) = make_float4(o[j][4], o[j][5], o[j][6], o[j][7]);
+                }
+            }
+            if (c0 == 0)
                 ((float *)(sm + CL_OFF))[MT * HD + rl] = lse;
         } else {
             const fj_i64 prow = ((fj_i64)split * p.total_rows + so.row0 + i) * p.heads_q + h;
-            float *po = (float *)p.part_o + prow * HD + cc * 8;
-            dec_st16(po, __float_as_uint(o[0]), __float_as_uint(o[1]), __float_as_uint(o[2]),
-                     __float_as_uint(o[3]));
-            dec_st16(po + 4, __float_as_uint(o[4]), __float_as_uint(o[5]), __float_as_uint(o[6]),
-                     __float_as_uint(o[7]));
-            if (cc == 0)
+            float *po = (float *)p.part_o + prow * HD;
+#pragma unroll
+            for (int j = 0; j < CPT; ++j) {
+                const int cc = c0 + j * TPR;
+                if (TPR * CPT == CHG || cc < CHG) {
+                    dec_st16(po + cc * 8, __float_as_uint(o[j][0]), __float_as_uint(o[j][1]),
+                             __float_as_uint(o[j][2]), __float_as_uint(o[j][3]));
+                    dec_st16(po + cc * 8 + 4, __float_as_uint(o[j][4]), __float_as_uint(o[j][5]),
+                             __float_as_uint(o[j][6]), __float_as_uint(o[j][7]));
+                }
+            }
+            if (c0 == 0)
                 ((float *)p.part_lse)[prow] = lse;
         }
     }
