@@ -1525,26 +1525,25 @@ START_TEST(decode_family_host)
 }
 END_TEST
 
-/* The decode defaults by shape: on sm_90 at head_dim 72..128 a problem whose keys split
- * (fewer sequence x KV head pairs than the 132 SMs) takes 128-key tiles 2 deep, over 4 warps
- * when bandwidth-bound (K+V of at least 32 MiB at the host maxima) and 8 when latency-bound;
- * at 17..32 packed rows the latency-bound ones take 64-key tiles 2 deep; a full batch,
- * other head_dims and other targets keep 64-key tiles 3 deep (2 on sm_80 at head_dim 128);
- * the shipped list holds all, so that warm compiles what STRICT serves at any length. */
 /* Decode problems at one length but different batches take different tiles (the split
- * class), so their tuning buckets (and plans) differ by class: ",lat" / ",bw" / none. */
+ * class), so their tuning buckets (and plans) differ by class: ",latf" / ",lat" / ",bwm" /
+ * ",bw" / none. */
 START_TEST(decode_split_buckets)
 {
     static const struct {
         int batch, seqlen_q, seqlen_k, sm_count;
         const char *want;
     } cases[] = {
-        {1, 1, 2048, 132, "sq=1,sk<=2k,lat"},    {128, 1, 2048, 132, "sq=1,sk<=2k"},
+        {1, 1, 2048, 132, "sq=1,sk<=2k,latf"},   {128, 1, 2048, 132, "sq=1,sk<=2k"},
         {1, 1, 32768, 132, "sq=1,sk>16k,bw"},    {64, 1, 32768, 132, "sq=1,sk>16k"},
         {16, 1, 8192, 132, "sq=1,sk<=8k,bw"},    {16, 1, 8192, 100, "sq=1,sk<=8k"},
-        {16, 1, 8192, 0, "sq=1,sk<=8k,bw"},      {1, 8, 4096, 132, "sq<=8,sk<=4k,lat"},
+        {16, 1, 8192, 0, "sq=1,sk<=8k,bw"},      {1, 8, 4096, 132, "sq<=8,sk<=4k,latf"},
         {1, 16, 16384, 132, "sq<=16,sk<=16k,bw"}, {1, 512, 4608, 132, "sq<=512"},
-        {1, 17, 4096, 132, "sq<=512"},
+        {1, 17, 4096, 132, "sq<=512"},           {4, 4, 4096, 132, "sq<=4,sk<=4k,bwm"},
+        {2, 4, 4096, 132, "sq<=4,sk<=4k,bw"},    {4, 4, 4096, 161, "sq<=4,sk<=4k,bw"},
+        {4, 4, 2047, 132, "sq<=4,sk<=2k,lat"},   {8, 4, 4096, 132, "sq<=4,sk<=4k,bwm"},
+        {9, 4, 4096, 132, "sq<=4,sk<=4k,bw"},    {1, 1, 2048, 127, "sq=1,sk<=2k,lat"},
+        {2, 1, 1024, 132, "sq=1,sk<=1k,lat"},
     };
     void *p = (void *)(uintptr_t)0x100000;
     char b[FJ_DESC_BUCKET_LEN];
@@ -1558,33 +1557,66 @@ START_TEST(decode_split_buckets)
     }
     fajit_attn_desc d;
     fajit_attn_desc_init(&d, p, p, p, p, 1, 32, 8, 1, 2048, 128, FAJIT_BF16);
-    ck_assert_int_eq(fj_dec_split_class(&d, 132), FJ_DEC_SPLIT_LATENCY);
-    fj_desc_bucket(&d, 132, b, 12);   /* "sq=1,sk<=2k,lat" does not fit: empty */
+    ck_assert_int_eq(fj_dec_split_class(&d, 132), FJ_DEC_SPLIT_LATENCY_FEW);
+    fj_desc_bucket(&d, 132, b, 12);   /* "sq=1,sk<=2k,latf" does not fit: empty */
     ck_assert_str_eq(b, "");
     d.batch = 17;   /* 136 (sequence, KV head) pairs: the batch alone fills 132 SMs */
     ck_assert_int_eq(fj_dec_split_class(&d, 132), FJ_DEC_SPLIT_NONE);
     ck_assert_int_eq(fj_dec_split_class(&d, 140), FJ_DEC_SPLIT_STREAM);   /* 142 MB */
+    d.batch = 3;   /* 24 pairs: a fifth of 120 SMs, under a fifth of 121 or 132 */
+    d.seqlen_k = 1 << 16;
+    ck_assert_int_eq(fj_dec_split_class(&d, 132), FJ_DEC_SPLIT_STREAM);
+    ck_assert_int_eq(fj_dec_split_class(&d, 120), FJ_DEC_SPLIT_STREAM_MID);
+    ck_assert_int_eq(fj_dec_split_class(&d, 121), FJ_DEC_SPLIT_STREAM);
+    d.batch = 8;   /* 64 pairs: under half of 132 SMs, half of 128 */
+    ck_assert_int_eq(fj_dec_split_class(&d, 132), FJ_DEC_SPLIT_STREAM_MID);
+    ck_assert_int_eq(fj_dec_split_class(&d, 128), FJ_DEC_SPLIT_STREAM);
 }
 END_TEST
 
+/* The decode defaults by shape: on sm_90 at head_dim 72..128 a problem whose keys split
+ * (fewer sequence x KV head pairs than the 132 SMs) takes 128-key tiles 2 deep, the warps
+ * by split class and rows (decode.c's default_cfg); a full batch, other head_dims and
+ * other targets keep 64-key tiles 3 deep (2 on sm_80 at head_dim 128); the shipped list
+ * holds all, so that warm compiles what STRICT serves at any length. */
 START_TEST(decode_defaults)
 {
+    /* 32 query heads over 8 KV heads: q_len 1, 4 and 8 pack 4, 16 and 32 rows */
     static const struct {
         int sm, batch, seqlen_k, head_dim;
-        const char *want;
+        const char *want1, *want4, *want8;
     } cases[] = {
-        {90, 16, 8192, 128, "dec:128x2m1n4s0"},  {90, 1, 32768, 128, "dec:128x2m1n4s0"},
-        {90, 64, 16384, 128, "dec:64x3m1n4s0"},  {90, 128, 2048, 96, "dec:64x3m1n4s0"},
-        {90, 17, 8192, 128, "dec:64x3m1n4s0"},   {90, 2, 131072, 96, "dec:128x2m1n4s0"},
-        {90, 1, 4096, 128, "dec:128x2m1n8s0"},   {90, 1, 8191, 128, "dec:128x2m1n8s0"},
-        {90, 40, 512, 128, "dec:64x3m1n4s0"},    {90, 8, 1024, 80, "dec:128x2m1n8s0"},
-        {80, 1, 4096, 128, "dec:64x2m1n4s0"},   {90, 1, 4096, 104, "dec:128x2m1n8s0"},
-        {90, 1, 8192, 128, "dec:128x2m1n4s0"},  {90, 16, 8192, 64, "dec:64x4m1n4s0"},
-        {90, 16, 8192, 256, "dec:32x3m1n2s0"},   {80, 16, 8192, 128, "dec:64x2m1n4s0"},
-        {100, 16, 8192, 128, "dec:64x3m1n4s0"},
+        /* sm_90, bandwidth-bound (STREAM): 128 and 8 pairs */
+        {90, 16, 8192, 128, "128x2m1n4", "128x2m1n4", "128x2m2n4"},
+        {90, 1, 32768, 128, "128x2m1n4", "128x2m1n4", "128x2m2n4"},
+        {90, 2, 131072, 96, "128x2m1n4", "128x2m1n4", "128x2m2n4"},
+        {90, 1, 8192, 128, "128x2m1n4", "128x2m1n4", "128x2m2n4"},
+        /* STREAM_MID: 32 and 64 pairs, 8 warps at 9..16 rows */
+        {90, 4, 4096, 128, "128x2m1n4", "128x2m1n8", "128x2m2n4"},
+        {90, 8, 4096, 104, "128x2m1n4", "128x2m1n8", "128x2m2n4"},
+        /* no split: the batch fills the SMs */
+        {90, 64, 16384, 128, "64x3m1n4", "64x3m1n4", "64x3m2n2"},
+        {90, 128, 2048, 96, "64x3m1n4", "64x3m1n4", "64x3m2n2"},
+        {90, 17, 8192, 128, "64x3m1n4", "64x3m1n4", "64x3m2n2"},
+        {90, 40, 512, 128, "64x3m1n4", "64x3m1n4", "64x3m2n2"},
+        /* latency-bound (LATENCY): 64 and 16 pairs */
+        {90, 8, 1024, 80, "128x2m1n8", "128x2m1n4", "128x2m2n4"},
+        {90, 2, 2048, 128, "128x2m1n8", "128x2m1n4", "128x2m2n4"},
+        /* LATENCY_FEW: 8 pairs, two q tiles of 16 rows at 17..32 rows */
+        {90, 1, 4096, 128, "128x2m1n8", "128x2m1n4", "128x2m1n4"},
+        {90, 1, 8191, 128, "128x2m1n8", "128x2m1n4", "128x2m1n4"},
+        {90, 1, 4096, 104, "128x2m1n8", "128x2m1n4", "128x2m1n4"},
+        {90, 1, 2048, 128, "128x2m1n8", "128x2m1n4", "128x2m1n4"},
+        {90, 1, 1024, 96, "128x2m1n8", "128x2m1n4", "128x2m1n4"},
+        /* other head_dims and targets: no split class */
+        {90, 16, 8192, 64, "64x4m1n4", "64x4m1n4", "64x3m2n2"},
+        {90, 16, 8192, 256, "32x3m1n2", "32x3m1n2", "32x3m2n2"},
+        {80, 1, 4096, 128, "64x2m1n4", "64x2m1n4", "64x2m2n2"},
+        {80, 16, 8192, 128, "64x2m1n4", "64x2m1n4", "64x2m2n2"},
+        {100, 16, 8192, 128, "64x3m1n4", "64x3m1n4", "64x3m2n2"},
     };
     void *p = (void *)(uintptr_t)0x100000;
-    char name[64];
+    char name[64], want_name[64];
     for (size_t i = 0; i < sizeof cases / sizeof cases[0]; i++) {
         fajit_attn_desc d;
         fajit_attn_desc_init(&d, p, p, p, p, cases[i].batch, 32, 8, 1, cases[i].seqlen_k,
@@ -1592,30 +1624,37 @@ START_TEST(decode_defaults)
         d.block_table = (const int32_t *)(uintptr_t)0x3000;
         d.block_table_stride = 4096, d.page_size = 16, d.num_pages = 1 << 20;
         const fj_target t = {cases[i].sm, cases[i].sm >= 90, 132, 0, FJ_DEC_LOADER_AUTO};
-        fj_kcfg c;
-        ck_assert_int_eq(fj_kcfg_default(&d, &t, FAJIT_FAMILY_AUTO, &c), 0);
-        fj_kcfg_name(&c, name);
-        ck_assert_msg(strcmp(name, cases[i].want) == 0, "case %zu: %s, want %s", i, name,
-                      cases[i].want);
-        /* q_len 8 x 4 heads: 32 packed rows */
-        d.seqlen_q = 8, d.mask = FAJIT_MASK_CAUSAL;
-        ck_assert_int_eq(fj_kcfg_default(&d, &t, FAJIT_FAMILY_AUTO, &c), 0);
-        fj_kcfg_name(&c, name);
-        const int lat = cases[i].sm == 90 && strcmp(cases[i].want, "dec:128x2m1n8s0") == 0;
-        const int split = lat || (cases[i].sm == 90 && strcmp(cases[i].want, "dec:128x2m1n4s0") == 0);
-        const char *want8 = cases[i].head_dim == 256 ? "dec:32x3m2n2s0"
-                            : cases[i].sm == 80      ? "dec:64x2m2n2s0"
-                            : split                  ? "dec:128x2m2n4s0"
-                                                     : "dec:64x3m2n2s0";
-        ck_assert_msg(strcmp(name, want8) == 0, "case %zu q_len 8: %s, want %s", i, name, want8);
-        /* q_len 4 x 4 heads: 16 packed rows, 4 warps along the keys where latency-bound */
-        d.seqlen_q = 4;
-        ck_assert_int_eq(fj_kcfg_default(&d, &t, FAJIT_FAMILY_AUTO, &c), 0);
-        fj_kcfg_name(&c, name);
-        const char *want4 = lat ? "dec:128x2m1n4s0" : cases[i].want;
-        ck_assert_msg(strcmp(name, want4) == 0, "case %zu q_len 4: %s, want %s", i, name, want4);
+        const int q_lens[3] = {1, 4, 8};
+        const char *wants[3] = {cases[i].want1, cases[i].want4, cases[i].want8};
+        for (int q = 0; q < 3; q++) {
+            d.seqlen_q = q_lens[q];
+            d.mask = q_lens[q] > 1 ? FAJIT_MASK_CAUSAL : FAJIT_MASK_NONE;
+            fj_kcfg c;
+            ck_assert_int_eq(fj_kcfg_default(&d, &t, FAJIT_FAMILY_AUTO, &c), 0);
+            fj_kcfg_name(&c, name);
+            snprintf(want_name, sizeof want_name, "dec:%ss0", wants[q]);
+            ck_assert_msg(strcmp(name, want_name) == 0, "case %zu q_len %d: %s, want %s", i,
+                          q_lens[q], name, want_name);
+        }
     }
-    /* shipped on sm_90 at head_dim 128: the row-16 tiles of the three split classes, then
+    /* q_len 1 x 16 heads per KV head (16 packed rows) over 2 KV heads: 8 warps in
+     * STREAM_MID (16 x 8k: 32 pairs), 4 in STREAM (8 x 8k: 16) */
+    {
+        fajit_attn_desc g;
+        fajit_attn_desc_init(&g, p, p, p, p, 16, 32, 2, 1, 8192, 128, FAJIT_BF16);
+        g.block_table = (const int32_t *)(uintptr_t)0x3000;
+        g.block_table_stride = 4096, g.page_size = 16, g.num_pages = 1 << 20;
+        const fj_target t = {90, 1, 132, 0, FJ_DEC_LOADER_AUTO};
+        fj_kcfg c;
+        ck_assert_int_eq(fj_kcfg_default(&g, &t, FAJIT_FAMILY_AUTO, &c), 0);
+        fj_kcfg_name(&c, name);
+        ck_assert_str_eq(name, "dec:128x2m1n8s0");
+        g.batch = 8;
+        ck_assert_int_eq(fj_kcfg_default(&g, &t, FAJIT_FAMILY_AUTO, &c), 0);
+        fj_kcfg_name(&c, name);
+        ck_assert_str_eq(name, "dec:128x2m1n4s0");
+    }
+    /* shipped on sm_90 at head_dim 128: the row-16 tiles of the five split classes, then
      * the wider row layouts */
     fajit_attn_desc d;
     fajit_attn_desc_init(&d, p, p, p, p, 1, 32, 8, 1, 4096, 128, FAJIT_BF16);
@@ -1632,6 +1671,43 @@ START_TEST(decode_defaults)
     /* on sm_80 the long and short defaults are one */
     const fj_target a100 = {80, 0, 108, 0, FJ_DEC_LOADER_AUTO};
     ck_assert_int_eq(fj_family_decode.shipped(&d, &a100, s, 12), 3);
+    /* every default of a decode step (up to 16 query rows, 64 packed) at any batch, length
+     * and grouping is in the shipped list of its target: warm compiles what STRICT serves */
+    static const int batches[] = {1, 2, 3, 4, 6, 8, 16, 24, 32, 64, 128, 4096};
+    static const int lengths[] = {1, 1000, 2048, 4096, 8192, 32768, 1 << 20};
+    static const int kv_heads[] = {1, 2, 8}, groups[] = {1, 3, 4, 8, 16}, q_lens[] = {1, 4, 16};
+    static const int sms[] = {132, 108, 20, 0}, dims[] = {64, 96, 128, 256};
+    int checked = 0;
+    for (size_t a = 0; a < sizeof sms / sizeof sms[0]; a++)
+        for (size_t h = 0; h < sizeof dims / sizeof dims[0]; h++) {
+            const fj_target t = {90, 1, sms[a], 0, FJ_DEC_LOADER_AUTO};
+            fajit_attn_desc e;
+            fajit_attn_desc_init(&e, p, p, p, p, 1, 8, 8, 1, 1, dims[h], FAJIT_BF16);
+            const int ns = fj_family_decode.shipped(&e, &t, s, 12);
+            for (size_t b = 0; b < sizeof batches / sizeof batches[0]; b++)
+                for (size_t l = 0; l < sizeof lengths / sizeof lengths[0]; l++)
+                    for (size_t k = 0; k < sizeof kv_heads / sizeof kv_heads[0]; k++)
+                        for (size_t g = 0; g < sizeof groups / sizeof groups[0]; g++)
+                            for (size_t q = 0; q < sizeof q_lens / sizeof q_lens[0]; q++) {
+                                if (groups[g] * q_lens[q] > 64)
+                                    continue;
+                                e.batch = batches[b], e.seqlen_k = lengths[l];
+                                e.heads_kv = kv_heads[k], e.heads_q = kv_heads[k] * groups[g];
+                                e.seqlen_q = q_lens[q];
+                                fj_kcfg c;
+                                fj_family_decode.default_cfg(&e, &t, &c);
+                                int found = 0;
+                                for (int i = 0; i < ns && !found; i++)
+                                    found = fj_kcfg_same(&s[i], &c);
+                                fj_kcfg_name(&c, name);
+                                ck_assert_msg(found, "%s (batch %d, %d keys, %d/%d heads, q_len "
+                                              "%d, %d SMs, head_dim %d) is not shipped", name,
+                                              e.batch, e.seqlen_k, e.heads_q, e.heads_kv,
+                                              e.seqlen_q, sms[a], dims[h]);
+                                checked++;
+                            }
+        }
+    ck_assert_int_gt(checked, 10000);
 }
 END_TEST
 
