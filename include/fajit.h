@@ -529,9 +529,9 @@ static inline void fajit_tune_opts_init(fajit_tune_opts *o)
 typedef struct fajit_tune_result {
     char signature[128];
     char bucket[16];          /* "sq=1,sk<=2k,lat": the shape bucket (up to 16 query rows:
-                                 and the decode split class, ",bw", ",bwm", ",lat" or
-                                 ",latf"), cut to 15 characters where longer (the cache
-                                 row has it whole) */
+                                 and the decode split class, ",bw", ",lat" or ",latf"),
+                                 cut to 15 characters where longer (the cache row has
+                                 it whole) */
     int seqlen_q, seqlen_k, batch;
     char winner[32];          /* "128x64w4s1": block_m x block_n, warps, stages */
     char default_config[32];

@@ -1526,8 +1526,8 @@ START_TEST(decode_family_host)
 END_TEST
 
 /* Decode problems at one length but different batches take different tiles (the split
- * class), so their tuning buckets (and plans) differ by class: ",latf" / ",lat" / ",bwm" /
- * ",bw" / none. */
+ * class), so their tuning buckets (and plans) differ by class: ",latf" / ",lat" / ",bw" /
+ * none. */
 START_TEST(decode_split_buckets)
 {
     static const struct {
@@ -1539,11 +1539,9 @@ START_TEST(decode_split_buckets)
         {16, 1, 8192, 132, "sq=1,sk<=8k,bw"},    {16, 1, 8192, 100, "sq=1,sk<=8k"},
         {16, 1, 8192, 0, "sq=1,sk<=8k,bw"},      {1, 8, 4096, 132, "sq<=8,sk<=4k,latf"},
         {1, 16, 16384, 132, "sq<=16,sk<=16k,bw"}, {1, 512, 4608, 132, "sq<=512"},
-        {1, 17, 4096, 132, "sq<=512"},           {4, 4, 4096, 132, "sq<=4,sk<=4k,bwm"},
-        {2, 4, 4096, 132, "sq<=4,sk<=4k,bw"},    {4, 4, 4096, 161, "sq<=4,sk<=4k,bw"},
-        {4, 4, 2047, 132, "sq<=4,sk<=2k,lat"},   {8, 4, 4096, 132, "sq<=4,sk<=4k,bwm"},
-        {9, 4, 4096, 132, "sq<=4,sk<=4k,bw"},    {1, 1, 2048, 127, "sq=1,sk<=2k,lat"},
-        {2, 1, 1024, 132, "sq=1,sk<=1k,lat"},
+        {1, 17, 4096, 132, "sq<=512"},           {4, 4, 4096, 132, "sq<=4,sk<=4k,bw"},
+        {4, 4, 2047, 132, "sq<=4,sk<=2k,lat"},   {1, 1, 2048, 127, "sq=1,sk<=2k,lat"},
+        {2, 1, 1024, 132, "sq=1,sk<=1k,lat"},    {8, 1, 512, 132, "sq=1,sk<=512,lat"},
     };
     void *p = (void *)(uintptr_t)0x100000;
     char b[FJ_DESC_BUCKET_LEN];
@@ -1563,14 +1561,6 @@ START_TEST(decode_split_buckets)
     d.batch = 17;   /* 136 (sequence, KV head) pairs: the batch alone fills 132 SMs */
     ck_assert_int_eq(fj_dec_split_class(&d, 132), FJ_DEC_SPLIT_NONE);
     ck_assert_int_eq(fj_dec_split_class(&d, 140), FJ_DEC_SPLIT_STREAM);   /* 142 MB */
-    d.batch = 3;   /* 24 pairs: a fifth of 120 SMs, under a fifth of 121 or 132 */
-    d.seqlen_k = 1 << 16;
-    ck_assert_int_eq(fj_dec_split_class(&d, 132), FJ_DEC_SPLIT_STREAM);
-    ck_assert_int_eq(fj_dec_split_class(&d, 120), FJ_DEC_SPLIT_STREAM_MID);
-    ck_assert_int_eq(fj_dec_split_class(&d, 121), FJ_DEC_SPLIT_STREAM);
-    d.batch = 8;   /* 64 pairs: under half of 132 SMs, half of 128 */
-    ck_assert_int_eq(fj_dec_split_class(&d, 132), FJ_DEC_SPLIT_STREAM_MID);
-    ck_assert_int_eq(fj_dec_split_class(&d, 128), FJ_DEC_SPLIT_STREAM);
 }
 END_TEST
 
@@ -1586,14 +1576,14 @@ START_TEST(decode_defaults)
         int sm, batch, seqlen_k, head_dim;
         const char *want1, *want4, *want8;
     } cases[] = {
-        /* sm_90, bandwidth-bound (STREAM): 128 and 8 pairs */
-        {90, 16, 8192, 128, "128x2m1n4", "128x2m1n4", "128x2m2n4"},
-        {90, 1, 32768, 128, "128x2m1n4", "128x2m1n4", "128x2m2n4"},
-        {90, 2, 131072, 96, "128x2m1n4", "128x2m1n4", "128x2m2n4"},
-        {90, 1, 8192, 128, "128x2m1n4", "128x2m1n4", "128x2m2n4"},
-        /* STREAM_MID: 32 and 64 pairs, 8 warps at 9..16 rows */
-        {90, 4, 4096, 128, "128x2m1n4", "128x2m1n8", "128x2m2n4"},
-        {90, 8, 4096, 104, "128x2m1n4", "128x2m1n8", "128x2m2n4"},
+        /* sm_90, bandwidth-bound (STREAM): 128, 64, 32, 16 and 8 pairs */
+        {90, 16, 8192, 128, "128x3m1n8", "128x3m1n8", "128x2m2n4"},
+        {90, 8, 4096, 104, "128x3m1n8", "128x3m1n8", "128x2m2n4"},
+        {90, 4, 4096, 128, "128x3m1n8", "128x3m1n8", "128x2m2n4"},
+        {90, 2, 131072, 96, "128x3m1n8", "128x3m1n8", "128x2m2n4"},
+        {90, 1, 32768, 128, "128x3m1n8", "128x3m1n8", "128x2m2n4"},
+        {90, 1, 8192, 128, "128x3m1n8", "128x3m1n8", "128x2m2n4"},
+        {90, 1, 16384, 72, "128x3m1n8", "128x3m1n8", "128x2m2n4"},
         /* no split: the batch fills the SMs */
         {90, 64, 16384, 128, "64x3m1n4", "64x3m1n4", "64x3m2n2"},
         {90, 128, 2048, 96, "64x3m1n4", "64x3m1n4", "64x3m2n2"},
@@ -1637,33 +1627,17 @@ START_TEST(decode_defaults)
                           q_lens[q], name, want_name);
         }
     }
-    /* q_len 1 x 16 heads per KV head (16 packed rows) over 2 KV heads: 8 warps in
-     * STREAM_MID (16 x 8k: 32 pairs), 4 in STREAM (8 x 8k: 16) */
-    {
-        fajit_attn_desc g;
-        fajit_attn_desc_init(&g, p, p, p, p, 16, 32, 2, 1, 8192, 128, FAJIT_BF16);
-        g.block_table = (const int32_t *)(uintptr_t)0x3000;
-        g.block_table_stride = 4096, g.page_size = 16, g.num_pages = 1 << 20;
-        const fj_target t = {90, 1, 132, 0, FJ_DEC_LOADER_AUTO};
-        fj_kcfg c;
-        ck_assert_int_eq(fj_kcfg_default(&g, &t, FAJIT_FAMILY_AUTO, &c), 0);
-        fj_kcfg_name(&c, name);
-        ck_assert_str_eq(name, "dec:128x2m1n8s0");
-        g.batch = 8;
-        ck_assert_int_eq(fj_kcfg_default(&g, &t, FAJIT_FAMILY_AUTO, &c), 0);
-        fj_kcfg_name(&c, name);
-        ck_assert_str_eq(name, "dec:128x2m1n4s0");
-    }
-    /* shipped on sm_90 at head_dim 128: the row-16 tiles of the five split classes, then
+    /* shipped on sm_90 at head_dim 128: the row-16 tiles of the four split classes, then
      * the wider row layouts */
     fajit_attn_desc d;
     fajit_attn_desc_init(&d, p, p, p, p, 1, 32, 8, 1, 4096, 128, FAJIT_BF16);
     const fj_target h200 = {90, 1, 132, 0, FJ_DEC_LOADER_AUTO};
     fj_kcfg s[12];
     const int n = fj_family_decode.shipped(&d, &h200, s, 12);
-    ck_assert_int_eq(n, 6);
-    const char *want[] = {"dec:128x2m1n8s0", "dec:128x2m1n4s0", "dec:64x3m1n4s0",
-                          "dec:128x2m2n4s0", "dec:64x3m2n2s0", "dec:64x3m4n1s0"};
+    ck_assert_int_eq(n, 7);
+    const char *want[] = {"dec:128x2m1n8s0", "dec:128x3m1n8s0", "dec:64x3m1n4s0",
+                          "dec:128x2m1n4s0", "dec:128x2m2n4s0", "dec:64x3m2n2s0",
+                          "dec:64x3m4n1s0"};
     for (int i = 0; i < n; i++) {
         fj_kcfg_name(&s[i], name);
         ck_assert_str_eq(name, want[i]);

@@ -31,7 +31,7 @@ void fj_desc_signature(const fajit_attn_desc *d, char *sig, size_t n)
 
 void fj_desc_bucket(const fajit_attn_desc *d, int sm_count, char *bucket, size_t n)
 {
-    static const char *const suffix[FJ_DEC_SPLIT_CLASSES] = {"", ",bw", ",lat", ",bwm", ",latf"};
+    static const char *const suffix[FJ_DEC_SPLIT_CLASSES] = {"", ",bw", ",lat", ",latf"};
     int sq = d->seqlen_q > 0 ? d->seqlen_q : 1, sk = d->seqlen_k > 0 ? d->seqlen_k : 1;
     char base[FJ_BUCKET_LEN];
     const int cls = sq <= 16 ? fj_dec_split_class(d, sm_count) : FJ_DEC_SPLIT_NONE;

@@ -239,10 +239,10 @@ int fj_bucket_index(int seqlen_q, int seqlen_k);
 /* Tuning-row names of a problem: signature ("fwd.bf16.hd128.causal.gqa4") and bucket. */
 void fj_desc_signature(const fajit_attn_desc *d, char *sig, size_t n);
 /* The bucket of a problem with up to 16 query rows gains the decode split class on a GPU
- * of sm_count SMs (fj_dec_split_class): ",bw" and ",bwm" (bandwidth-bound split, the
- * second over a fifth to a half of the SMs' count of sequence x KV head pairs), ",lat" and
- * ",latf" (latency-bound split, the second over at most a sixteenth), nothing where the
- * batch fills the GPU ("sq=1,sk<=2k,latf"): one tuned configuration per class.
+ * of sm_count SMs (fj_dec_split_class): ",bw" (bandwidth-bound split), ",lat" and ",latf"
+ * (latency-bound split, the second over at most a sixteenth of the SMs' count of sequence
+ * x KV head pairs), nothing where the batch fills the GPU ("sq=1,sk<=2k,latf"): one tuned
+ * configuration per class.
  * At most FJ_DESC_BUCKET_LEN bytes. */
 #define FJ_DESC_BUCKET_LEN 24
 void fj_desc_bucket(const fajit_attn_desc *d, int sm_count, char *bucket, size_t n);

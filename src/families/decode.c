@@ -130,19 +130,16 @@ static int check(const fj_kcfg *k, const fajit_attn_desc *d, const fj_target *t,
 }
 
 /* How the keys of a problem split (fj_dec_split_class), from the (sequence, KV head)
- * pairs: SPLIT_NONE where they fill the SMs (no split); below STREAM_BYTES of K+V at the
- * host-known maxima latency-bound (graph-replayed steps run from the L2): SPLIT_LATENCY_FEW
- * with at most a sixteenth of the SMs' count of pairs (8 on 132: a batch of 1-2, where a
- * group's splits alone fill the GPU), SPLIT_LATENCY with more; from STREAM_BYTES
- * bandwidth-bound (they stream from DRAM): SPLIT_STREAM_MID with a fifth to a half of the
- * SMs' count (27..65 on 132: 2-4 splits each, merged in the last CTA), SPLIT_STREAM with
- * fewer (many splits, the combine kernel) or more (one split). The classes are where the
- * H200's best tiles differ (default_cfg). */
+ * pairs: SPLIT_NONE where they fill the SMs (no split); SPLIT_STREAM from STREAM_BYTES of
+ * K+V at the host-known maxima (bandwidth-bound: they stream from DRAM); below it
+ * latency-bound (graph-replayed steps run from the L2): SPLIT_LATENCY_FEW with at most a
+ * sixteenth of the SMs' count of pairs (8 on 132: a batch of 1-2, where one group's
+ * splits fill most of the GPU), SPLIT_LATENCY with more. The classes are where the H200's
+ * best tiles differ (default_cfg). */
 #define STREAM_BYTES (32ll << 20)
 #define DEC_CLUSTER_MAX 8   /* the most splits merged as one cluster (use_cluster()) */
 enum { SPLIT_NONE = FJ_DEC_SPLIT_NONE, SPLIT_STREAM = FJ_DEC_SPLIT_STREAM,
-       SPLIT_LATENCY = FJ_DEC_SPLIT_LATENCY, SPLIT_STREAM_MID = FJ_DEC_SPLIT_STREAM_MID,
-       SPLIT_LATENCY_FEW = FJ_DEC_SPLIT_LATENCY_FEW };
+       SPLIT_LATENCY = FJ_DEC_SPLIT_LATENCY, SPLIT_LATENCY_FEW = FJ_DEC_SPLIT_LATENCY_FEW };
 /* SMs of a target, 132 (an H100/H200) where unknown (warm, plan for an arch) */
 static int sms_of(int sm_count) { return sm_count > 0 ? sm_count : 132; }
 int fj_dec_split_class(const fajit_attn_desc *d, int sm_count)
@@ -150,12 +147,11 @@ int fj_dec_split_class(const fajit_attn_desc *d, int sm_count)
     const long long b = d->batch > 0 ? d->batch : 1, h = d->heads_kv > 0 ? d->heads_kv : 1;
     const long long kv_bytes = b * d->seqlen_k * h * d->head_dim * 2 /* K, V */ * 2 /* 16 bit */;
     const long long pairs = b * h;
-    const int sms = sms_of(sm_count);
-    if (pairs >= sms)
+    if (pairs >= sms_of(sm_count))
         return SPLIT_NONE;
-    if (kv_bytes < STREAM_BYTES)
-        return pairs * 16 <= sms ? SPLIT_LATENCY_FEW : SPLIT_LATENCY;
-    return pairs * 5 >= sms && pairs * 2 < sms ? SPLIT_STREAM_MID : SPLIT_STREAM;
+    if (kv_bytes >= STREAM_BYTES)
+        return SPLIT_STREAM;
+    return pairs * 16 <= sms_of(sm_count) ? SPLIT_LATENCY_FEW : SPLIT_LATENCY;
 }
 static int split_class(const fajit_attn_desc *d, const fj_target *t)
 {
@@ -167,42 +163,40 @@ static int split_class(const fajit_attn_desc *d, const fj_target *t)
  * beyond; 16-32 keys per warp (16 at head_dim > 128, where O takes most registers); 64-key
  * tiles 3 deep (4 at head_dim <= 64); fewer stages where two CTAs would not fit an SM, and
  * narrower tiles where one would not. On sm_90 at head_dim 72..128 where the keys split,
- * the split class (split_class()) picks 128-key tiles 2 deep (measured on the H200, bf16,
- * page size 16; us per call, graph replay where latency-bound):
- * - up to 16 rows bandwidth-bound over 4 warps, one CTA per SM (1x32k 41.7 against 43.2,
- *   1x128k 132.1 against 135.1; not without a split: 64x16k 980 against 960, 128x2k 264
- *   against 248, where a tile's 8 pages cost more than in 64-key tiles; session 17); 9..16
- *   rows in SPLIT_STREAM_MID over 8 (q_len 4 x 4 heads: 4x2k 21.7 -> 19.7, 4x4k 28.9 ->
- *   27.3, graph 13.5 -> 12.4 and 25.4 -> 24.4; q_len 1 x 16 heads 16x8k 44.1 -> 43.1; level
- *   at 64 pairs, 8x4k; not at 128 pairs: 16x8k q_len 4 130.9 against 131.9; call24a-b);
- * - up to 8 rows latency-bound over 8 warps (q_len 1 x 4 heads at 1x1k/2k/4k 7.0/8.0/9.6
- *   against 7.1/7.9/10.1, session 18), 9..16 over 4 (q_len 4: 6.4/7.7/8.9 against 64x3's
- *   6.7/7.8/9.5, 2x2k 8.2 against 9.0);
- * - 17..32 rows over 2 x 4 warps (q_len 8 x 4 heads: 1x1k/2k/4k 7.5/9.0/10.5 against
+ * the split class (split_class()) picks 128-key tiles at one CTA per SM (measured on the
+ * H200, bf16, 8 KV heads, page size 16, pages shuffled; us per call, graph replay where
+ * latency-bound):
+ * - up to 16 rows bandwidth-bound 3 deep over 8 warps: the shuffled pages' latency needs
+ *   the bytes in flight (q_len 1: 16x8k 130.6 -> 127.5, 1x32k 42.3 -> 40.5, 1x128k 133.2 ->
+ *   130.9, 4x16k 71.0 -> 70.0, ps1 16x8k 135.3 -> 129.9; q_len 4: 16x8k 130.6 -> 128.3,
+ *   1x32k 44.3 -> 42.9; call24d); 2 deep over 4 warps lost to 64-key tiles where no split
+ *   (64x16k 980 against 960, 128x2k 264 against 248: a tile's 8 pages; session 17);
+ * - up to 8 rows latency-bound 2 deep over 8 warps (q_len 1 x 4 heads at 1x1k/2k/4k
+ *   7.0/8.0/9.6 against 7.1/7.9/10.1, session 18; 3 deep 5.7/6.9/8.5 against 5.6/6.7/8.3,
+ *   call24d), 9..16 over 4 (q_len 4: 6.4/7.7/8.9 against 64x3's 6.7/7.8/9.5, 2x2k 8.2
+ *   against 9.0);
+ * - 17..32 rows 2 deep over 2 x 4 warps (q_len 8 x 4 heads: 1x1k/2k/4k 7.5/9.0/10.5 against
  *   64x2m2n2's 7.9/9.1/11.3, 2x4k 13.1 against 15.1, 4x4k 25.4 against 26.6; session 23),
  *   but in SPLIT_LATENCY_FEW over 1 x 4, two q tiles of 16 rows per group, each merged
- *   apart (q_len 8 x 4 heads, 8 KV heads: 1x1k 7.4 -> 6.3, 1x2k 9.1 -> 7.9, 1x4k 10.6 ->
- *   10.5 and per call 17.2 -> 16.0; q_len 4 x 8 heads, 4 KV heads: 1x1k/2k/4k/8k
- *   6.8/7.9/10.7/12.3 -> 6.1/7.0/8.7/11.2; not at 16 pairs: 2x1k q_len 8 8.2 against
- *   10.7; call24a-b). */
+ *   apart (q_len 8 x 4 heads: 1x1k 7.4 -> 6.3, 1x2k 9.1 -> 7.9, 1x4k 10.6 level and per
+ *   call 17.4 -> 16.1; q_len 4 x 8 heads over 4 KV heads: 1x1k/2k/4k/8k 6.8/7.9/10.7/12.3
+ *   -> 6.1/7.0/8.7/11.2; not at 16 pairs: 2x1k q_len 8 8.2 against 10.7; call24a-c). */
 static void default_cfg(const fajit_attn_desc *d, const fj_target *t, fj_kcfg *out)
 {
     const int rows = packed_rows(d), wide = d->head_dim > 128;
     /* sm_90 at head_dim 72..128: the split class picks the tiles (measured on the H200) */
     const int split = t->sm == 90 && d->head_dim > 64 && !wide ? split_class(d, t) : SPLIT_NONE;
-    const int latency = split == SPLIT_LATENCY || split == SPLIT_LATENCY_FEW;
+    int deep = 0;   /* more stages than two CTAs per SM allow: one CTA per SM by design */
     fj_dec_config c = {64, 3, 1, 4, 0, t->checked, 0};
     if (rows <= 16) {
         if (wide)
             c.wn = 2, c.bn = 32;
         else if (d->head_dim <= 64)
             c.stages = 4;
+        else if (split == SPLIT_STREAM)
+            c.bn = 128, c.stages = 3, c.wn = 8, deep = 1;
         else if (split != SPLIT_NONE)
-            c.bn = 128, c.stages = 2;
-        if (latency && rows <= 8)
-            c.wn = 8;
-        else if (split == SPLIT_STREAM_MID && rows > 8)
-            c.wn = 8;
+            c.bn = 128, c.stages = 2, c.wn = rows <= 8 ? 8 : 4;
     } else if (rows <= 32) {
         c.wm = 2, c.wn = 2, c.bn = wide ? 32 : 64;
         if (split != SPLIT_NONE)
@@ -215,7 +209,9 @@ static void default_cfg(const fajit_attn_desc *d, const fj_target *t, fj_kcfg *o
         c.wm = 4, c.wn = 1;
     }
     const size_t limit = fj_fa2_smem_limit(t->sm);
-    while (smem_bytes(&c, d->head_dim) > limit / 2 && c.stages > 2)
+    while (!deep && smem_bytes(&c, d->head_dim) > limit / 2 && c.stages > 2)
+        c.stages--;
+    while (smem_bytes(&c, d->head_dim) > limit && c.stages > 2)
         c.stages--;
     while (smem_bytes(&c, d->head_dim) > limit && c.bn > 16 * c.wn)
         c.bn /= 2;
@@ -264,7 +260,7 @@ static int candidates(const fajit_attn_desc *d, const fj_target *t, fj_kcfg *out
 }
 
 /* The defaults for problems like d at any length and batch: the row layouts of every q_len
- * <= 16, each in the five split classes (split_class(): a batch and length in each). */
+ * <= 16, each in the four split classes (split_class(): a batch and length in each). */
 static int shipped(const fajit_attn_desc *d, const fj_target *t, fj_kcfg *out, int max)
 {
     const int third = sms_of(t->sm_count) / 3 > 0 ? sms_of(t->sm_count) / 3 : 1;
@@ -273,7 +269,6 @@ static int shipped(const fajit_attn_desc *d, const fj_target *t, fj_kcfg *out, i
         {1, 1},                  /* SPLIT_LATENCY_FEW (one KV head: one pair) */
         {0, 1},                  /* SPLIT_LATENCY (a third of the SMs' count of pairs) */
         {1, long_keys},          /* SPLIT_STREAM */
-        {0, long_keys},          /* SPLIT_STREAM_MID */
         {1 << 12, 1},            /* SPLIT_NONE */
     };
     const int nc = (int)(sizeof classes / sizeof classes[0]);

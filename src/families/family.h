@@ -183,13 +183,12 @@ const fj_family *fj_family_choose_except(const fajit_attn_desc *d, const fj_targ
                                          const fj_family *const *skip, int n);
 /* How the decode family splits the keys of d on a GPU of sm_count SMs (0: unknown, taken
  * as 132), from the (sequence, KV head) pairs and K+V at the host-known maxima: NONE where
- * the pairs fill the SMs; below 32 MiB (latency-bound) LATENCY_FEW with at most a
- * sixteenth of the SMs' count of pairs, LATENCY with more; from 32 MiB (bandwidth-bound)
- * STREAM_MID with a fifth to a half of the SMs' count (a few splits each), STREAM with
- * fewer or more. Its default tiles depend on it, so plans and decode tuning buckets are
- * kept per class. */
+ * the pairs fill the SMs; else STREAM from 32 MiB (bandwidth-bound), and below it
+ * (latency-bound) LATENCY_FEW with at most a sixteenth of the SMs' count of pairs, LATENCY
+ * with more. Its default tiles depend on it, so plans and decode tuning buckets are kept
+ * per class. */
 enum { FJ_DEC_SPLIT_NONE = 0, FJ_DEC_SPLIT_STREAM = 1, FJ_DEC_SPLIT_LATENCY = 2,
-       FJ_DEC_SPLIT_STREAM_MID = 3, FJ_DEC_SPLIT_LATENCY_FEW = 4, FJ_DEC_SPLIT_CLASSES = 5 };
+       FJ_DEC_SPLIT_LATENCY_FEW = 3, FJ_DEC_SPLIT_CLASSES = 4 };
 int fj_dec_split_class(const fajit_attn_desc *d, int sm_count);
 
 /* The default configuration of the family fj_family_choose picks: 0, or -1 when none. */
