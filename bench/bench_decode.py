@@ -227,13 +227,19 @@ def fajit_desc(fj, q, k, v, o, seqlen_k, causal, paged=None, num_splits=0, cu_se
     return d
 
 
+PAGES_IN_ORDER = False   # --pages-in-order
+
+
 def make_paged(kv, page_size, gen):
     """kv: [2, b, N, hkv, d] -> (kvp [2, pages, page_size, hkv, d], block_table [b, pps]
-    int32): the same keys scattered over pages in a random order (a served cache's)."""
+    int32): the same keys scattered over pages in a random order (a served cache's), or
+    laid out in order with --pages-in-order (what paging costs without the scatter)."""
     _, b, N, h, dim = kv.shape
     pps = -(-N // page_size)
     pages = b * pps
     perm = torch.randperm(pages, generator=gen, device="cpu").to(DEV)
+    if PAGES_IN_ORDER:
+        perm = torch.arange(pages, device=DEV)
     kvp = torch.empty(2, pages, page_size, h, dim, dtype=kv.dtype, device=DEV)
     src = kv
     if pps * page_size != N:
@@ -515,6 +521,8 @@ def main():
                     help="mixed batch: P chunked-prefill sequences of NEW tokens over PREFIX "
                     "keys, D decode rows over CTX keys (page size: the first of --page-sizes)")
     ap.add_argument("--seed", type=int, default=0)
+    ap.add_argument("--pages-in-order", action="store_true", help="block tables list the pages "
+                    "in order (default: a random order, as a served cache has them)")
     ap.add_argument("--check-layout", action="store_true", help="only check the ctypes "
                     "mirror against the library (a context without a GPU; no torch)")
     args = ap.parse_args()
@@ -526,6 +534,8 @@ def main():
         return
     if args.rounds < 1 or args.reps < 1:
         ap.error("--rounds and --reps must be at least 1")
+    global PAGES_IN_ORDER
+    PAGES_IN_ORDER = args.pages_in_order
     try:
         shapes = [tuple(int(x) for x in s.lower().split("x")) for s in args.shapes.split(",")]
         q_lens = [int(x) for x in args.q_lens.split(",")]
@@ -779,7 +789,8 @@ def report(args, fj, rows, bw_rows, graph_rows, mixed, peers, opt, opt_cols, not
         f"run took {elapsed:.0f} s  ",
         f"bf16, heads {args.heads_q} query / {args.heads_kv} KV, head_dim {args.head_dim}; "
         f"q_len {','.join(map(str, q_lens))} (q_len > 1: bottom-right causal); fajit paged "
-        f"page sizes {','.join(map(str, page_sizes))} (pages in random order, seqused_k "
+        f"page sizes {','.join(map(str, page_sizes))} (pages "
+        f"{'in order' if PAGES_IN_ORDER else 'in random order'}, seqused_k "
         f"given), fajit num_splits {args.num_splits}; the peers on the contiguous tensors.  ",
         f"Times: us per call, median over {args.rounds} interleaved rounds (odd rounds "
         f"reversed) of the median of {args.reps} calls, each after a {args.flush_mib} MiB L2 "
