@@ -227,18 +227,15 @@ def fajit_desc(fj, q, k, v, o, seqlen_k, causal, paged=None, num_splits=0, cu_se
     return d
 
 
-PAGES_IN_ORDER = False   # --pages-in-order
-
-
-def make_paged(kv, page_size, gen):
+def make_paged(kv, page_size, gen, in_order=False):
     """kv: [2, b, N, hkv, d] -> (kvp [2, pages, page_size, hkv, d], block_table [b, pps]
     int32): the same keys scattered over pages in a random order (a served cache's), or
-    laid out in order with --pages-in-order (what paging costs without the scatter)."""
+    laid out in order (in_order, --pages-in-order: what paging costs without the scatter)."""
     _, b, N, h, dim = kv.shape
     pps = -(-N // page_size)
     pages = b * pps
     perm = torch.randperm(pages, generator=gen, device="cpu").to(DEV)
-    if PAGES_IN_ORDER:
+    if in_order:   # (the random order is still drawn: the inputs after it stay the same)
         perm = torch.arange(pages, device=DEV)
     kvp = torch.empty(2, pages, page_size, h, dim, dtype=kv.dtype, device=DEV)
     src = kv
@@ -534,8 +531,6 @@ def main():
         return
     if args.rounds < 1 or args.reps < 1:
         ap.error("--rounds and --reps must be at least 1")
-    global PAGES_IN_ORDER
-    PAGES_IN_ORDER = args.pages_in_order
     try:
         shapes = [tuple(int(x) for x in s.lower().split("x")) for s in args.shapes.split(",")]
         q_lens = [int(x) for x in args.q_lens.split(",")]
@@ -582,7 +577,7 @@ def main():
         k, v = kv[0], kv[1]
         paged = {}
         for ps in page_sizes:
-            kvp, bt = make_paged(kv, ps, gen)
+            kvp, bt = make_paged(kv, ps, gen, args.pages_in_order)
             used = torch.full((b,), N, dtype=torch.int32, device=DEV)
             paged[ps] = (kvp, bt, used)
         # the bandwidth ceiling: a copy of the same bytes, and a read-only reduction
@@ -710,7 +705,7 @@ def run_mixed(fj, timer, mixed, ps, hq, hkv, hd, scale, gen, args, notes, kernel
     print(f"mixed: {P} x ({new} new over {prefix}) + {D} decode rows over {ctx}, page size "
           f"{ps}, one call vs two", flush=True)
     kv = torch.randn(2, b, Nmax, hkv, hd, dtype=torch.bfloat16, device=DEV)
-    kvp, bt = make_paged(kv, ps, gen)
+    kvp, bt = make_paged(kv, ps, gen, args.pages_in_order)
     used = torch.tensor(lens_k, dtype=torch.int32, device=DEV)
     cu = torch.tensor([0] + list(itertools.accumulate(lens_q)), dtype=torch.int32,
                       device=DEV)
@@ -790,7 +785,7 @@ def report(args, fj, rows, bw_rows, graph_rows, mixed, peers, opt, opt_cols, not
         f"bf16, heads {args.heads_q} query / {args.heads_kv} KV, head_dim {args.head_dim}; "
         f"q_len {','.join(map(str, q_lens))} (q_len > 1: bottom-right causal); fajit paged "
         f"page sizes {','.join(map(str, page_sizes))} (pages "
-        f"{'in order' if PAGES_IN_ORDER else 'in random order'}, seqused_k "
+        f"{'in order' if args.pages_in_order else 'in random order'}, seqused_k "
         f"given), fajit num_splits {args.num_splits}; the peers on the contiguous tensors.  ",
         f"Times: us per call, median over {args.rounds} interleaved rounds (odd rounds "
         f"reversed) of the median of {args.reps} calls, each after a {args.flush_mib} MiB L2 "

@@ -263,12 +263,11 @@ static int candidates(const fajit_attn_desc *d, const fj_target *t, fj_kcfg *out
  * <= 16, each in the four split classes (split_class(): a batch and length in each). */
 static int shipped(const fajit_attn_desc *d, const fj_target *t, fj_kcfg *out, int max)
 {
-    const int third = sms_of(t->sm_count) / 3 > 0 ? sms_of(t->sm_count) / 3 : 1;
-    const int long_keys = 1 << 24;
-    const struct { int batch, seqlen_k; } classes[] = {
-        {1, 1},                  /* SPLIT_LATENCY_FEW (one KV head: one pair) */
-        {0, 1},                  /* SPLIT_LATENCY (a third of the SMs' count of pairs) */
-        {1, long_keys},          /* SPLIT_STREAM */
+    const int third = sms_of(t->sm_count) / 3 > 1 ? sms_of(t->sm_count) / 3 : 1;
+    const struct { int batch, seqlen_k; } classes[] = {   /* one KV head: batch = pairs */
+        {1, 1},                  /* SPLIT_LATENCY_FEW */
+        {third, 1},              /* SPLIT_LATENCY (a third of the SMs' count of pairs) */
+        {1, 1 << 24},            /* SPLIT_STREAM */
         {1 << 12, 1},            /* SPLIT_NONE */
     };
     const int nc = (int)(sizeof classes / sizeof classes[0]);
@@ -276,8 +275,7 @@ static int shipped(const fajit_attn_desc *d, const fj_target *t, fj_kcfg *out, i
     fajit_attn_desc e = *d;
     for (int i = 0; i < 4 * nc && n < max; i++) {
         e.heads_kv = 1, e.heads_q = 8 << i / nc, e.seqlen_q = 1;
-        e.batch = classes[i % nc].batch ? classes[i % nc].batch : third;
-        e.seqlen_k = classes[i % nc].seqlen_k;
+        e.batch = classes[i % nc].batch, e.seqlen_k = classes[i % nc].seqlen_k;
         default_cfg(&e, t, &out[n]);
         int dup = 0;
         for (int k = 0; k < n && !dup; k++)
