@@ -6,18 +6,8 @@
 # CTAs per SM) against the new default; (3) the final rule against main in reversed order
 # (lib_s24c first), and the gpu-decode suite on bba6651.
 set -u
-bench() {   # $1 lib, $2 tag, $3 q_lens, $4 shapes, $5 heads_kv, $6.. extra
-    local lib=$1 tag=$2 q=$3 sh=$4 hk=$5; shift 5
-    FAJIT_CACHE_DIR=$PWD/.fjcache/$tag timeout 200 python3 \
-        bench/bench_decode.py --lib $lib --q-lens $q --shapes $sh --heads-kv $hk \
-        --no-mixed --no-peers --rounds 3 --reps 10 --graph-replays 10 --graph-max-mib 80 \
-        --out "/tmp/c_$tag.md" "$@" > /tmp/c_$tag.log 2>&1
-    echo "== $tag rc=$?"
-    grep -E '^\| shape \| q \| K' "/tmp/c_$tag.md" | head -1
-    grep -E '^\| [0-9]+x[0-9]+ \| [0-9]+ \| [0-9]+ \|' "/tmp/c_$tag.md" | cut -c1-160
-    sed -n '/^Latency-bound/,$p' "/tmp/c_$tag.md" | grep -E '^\| [0-9]x' | cut -d'|' -f2-4 | tr '\n' ' '
-    echo
-}
+LAB_PREFIX=c LAB_FIELDS=rows
+. "$(dirname "$0")/lab_bench.sh"
 mkdir -p .fjcache
 nvidia-smi --query-gpu=name,clocks.sm,power.limit --format=csv,noheader
 B=16x8192,1x32768

@@ -5,18 +5,8 @@
 # forced through lib_lab.so: q_len 1 bandwidth-bound (STREAM and STREAM_MID shapes), q_len 4,
 # and q_len 1 latency-bound in graph replay.
 set -u
-bench() {   # $1 lib, $2 tag, $3 q_lens, $4 shapes, $5 heads_kv, $6.. extra
-    local lib=$1 tag=$2 q=$3 sh=$4 hk=$5; shift 5
-    FAJIT_CACHE_DIR=$PWD/.fjcache/$tag timeout 200 python3 \
-        bench/bench_decode.py --lib $lib --q-lens $q --shapes $sh --heads-kv $hk \
-        --no-mixed --no-peers --rounds 3 --reps 10 --graph-replays 10 --graph-max-mib 80 \
-        --out "/tmp/d_$tag.md" "$@" > /tmp/d_$tag.log 2>&1
-    echo "== $tag rc=$?"
-    grep -E '^\| [0-9]+x[0-9]+ \| [0-9]+ \| [0-9]+ \|' "/tmp/d_$tag.md" | cut -d'|' -f2,3,5,9,10 | tr '\n' ' '
-    echo
-    sed -n '/^Latency-bound/,$p' "/tmp/d_$tag.md" | grep -E '^\| [0-9]x' | cut -d'|' -f2-4 | tr '\n' ' '
-    echo
-}
+LAB_PREFIX=d LAB_FIELDS=2,3,5,9,10
+. "$(dirname "$0")/lab_bench.sh"
 mkdir -p .fjcache
 nvidia-smi --query-gpu=name,clocks.sm,power.limit --format=csv,noheader
 S1=16x8192,1x32768,1x131072,2x32768,4x16384,8x8192

@@ -4,18 +4,8 @@
 # against bba6651 (lib_s24c.so), two turns, q_len 1 and 4, ps16 shuffled; shapes below
 # 80 MiB also in graph replay.
 set -u
-bench() {   # $1 lib, $2 tag, $3 q_lens, $4 shapes, $5 heads_kv, $6.. extra
-    local lib=$1 tag=$2 q=$3 sh=$4 hk=$5; shift 5
-    FAJIT_CACHE_DIR=$PWD/.fjcache/$tag timeout 200 python3 \
-        bench/bench_decode.py --lib $lib --q-lens $q --shapes $sh --heads-kv $hk \
-        --no-mixed --no-peers --rounds 3 --reps 10 --graph-replays 10 --graph-max-mib 80 \
-        --out "/tmp/e_$tag.md" "$@" > /tmp/e_$tag.log 2>&1
-    echo "== $tag rc=$?"
-    grep -E '^\| [0-9]+x[0-9]+ \| [0-9]+ \| [0-9]+ \|' "/tmp/e_$tag.md" | cut -d'|' -f2,3,5,9 | tr '\n' ' '
-    echo
-    sed -n '/^Latency-bound/,$p' "/tmp/e_$tag.md" | grep -E '^\| [0-9]x' | cut -d'|' -f2-4 | tr '\n' ' '
-    echo
-}
+LAB_PREFIX=e
+. "$(dirname "$0")/lab_bench.sh"
 mkdir -p .fjcache
 nvidia-smi --query-gpu=name,clocks.sm,power.limit --format=csv,noheader
 S1=16x8192,1x32768,1x131072,4x16384,8x8192,2x4096,1x8192

@@ -4,18 +4,8 @@
 # (8ff9d8e)? main 8ff9d8e (lib_s24d.so) against 128x3m2n4 forced through lib_lab.so
 # (FJ_LAB_CFG8), two turns, ps16 shuffled.
 set -u
-bench() {   # $1 lib, $2 tag, $3 q_lens, $4 shapes, $5 heads_kv, $6.. extra
-    local lib=$1 tag=$2 q=$3 sh=$4 hk=$5; shift 5
-    FAJIT_CACHE_DIR=$PWD/.fjcache/$tag timeout 200 python3 \
-        bench/bench_decode.py --lib $lib --q-lens $q --shapes $sh --heads-kv $hk \
-        --no-mixed --no-peers --rounds 3 --reps 10 --graph-replays 10 --graph-max-mib 80 \
-        --out "/tmp/g_$tag.md" "$@" > /tmp/g_$tag.log 2>&1
-    echo "== $tag rc=$?"
-    grep -E '^\| [0-9]+x[0-9]+ \| [0-9]+ \| [0-9]+ \|' "/tmp/g_$tag.md" | cut -d'|' -f2,3,5,9 | tr '\n' ' '
-    echo
-    sed -n '/^Latency-bound/,$p' "/tmp/g_$tag.md" | grep -E '^\| [0-9]x' | cut -d'|' -f2-4 | tr '\n' ' '
-    echo
-}
+LAB_PREFIX=g
+. "$(dirname "$0")/lab_bench.sh"
 mkdir -p .fjcache
 S8=16x8192,1x32768,1x131072,4x16384,2x4096
 for turn in 1 2; do

@@ -1,0 +1,24 @@
+# lab_bench.sh - lab: the bench() that call24c-h.sh source. One bench_decode.py run without
+# peers or the mixed batch; prints the per-call rows and the graph-replay rows on one line
+# each. LAB_PREFIX (a letter per script) names /tmp/<prefix>_<tag>.md; LAB_FIELDS the
+# per-call columns to keep (cut -f, default 2,3,5,9: shape, q, ps16, the next column), or
+# "rows" for the table header and whole rows.
+bench() {   # $1 lib, $2 tag, $3 q_lens, $4 shapes, $5 heads_kv, $6.. extra bench options
+    local lib=$1 tag=$2 q=$3 sh=$4 hk=$5; shift 5
+    local md=/tmp/${LAB_PREFIX:-x}_$tag.md
+    FAJIT_CACHE_DIR=$PWD/.fjcache/$tag timeout 200 python3 \
+        bench/bench_decode.py --lib $lib --q-lens $q --shapes $sh --heads-kv $hk \
+        --no-mixed --no-peers --rounds 3 --reps 10 --graph-replays 10 --graph-max-mib 80 \
+        --out "$md" "$@" > "${md%.md}.log" 2>&1
+    echo "== $tag rc=$?"
+    if [ "${LAB_FIELDS:-}" = rows ]; then
+        grep -E '^\| shape \| q \| K' "$md" | head -1
+        grep -E '^\| [0-9]+x[0-9]+ \| [0-9]+ \| [0-9]+ \|' "$md" | cut -c1-160
+    else
+        grep -E '^\| [0-9]+x[0-9]+ \| [0-9]+ \| [0-9]+ \|' "$md" |
+            cut -d'|' -f"${LAB_FIELDS:-2,3,5,9}" | tr '\n' ' '
+        echo
+    fi
+    sed -n '/^Latency-bound/,$p' "$md" | grep -E '^\| [0-9]x' | cut -d'|' -f2-4 | tr '\n' ' '
+    echo
+}
