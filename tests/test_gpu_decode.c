@@ -1506,6 +1506,60 @@ START_TEST(plans_per_class)
 }
 END_TEST
 
+/*------ 11. defaults_per_class ------*/
+
+/* Every default tile of the decode family on this GPU against the oracle: head_dim 64 and
+ * 128, a shape in each split class (fj_dec_split_class: the batch fills the SMs; the keys
+ * stream from DRAM; latency-bound with many or few (sequence, KV head) pairs), q_len 1, 4
+ * and 8 over 4 query heads per KV head (4, 16 and 32 packed rows). On an sm_90 GPU that
+ * is each class's own tiles (decode.c's default_cfg: at head_dim 64 256-key tiles where
+ * the keys stream, 64-key tiles four CTAs per SM where the batch fills the SMs), which the
+ * random sweep reaches rarely: its long sequences are one in 25 cases. */
+START_TEST(defaults_per_class)
+{
+    fajit_ctx *ctx = new_ctx(0);
+    static const struct {
+        const char *what;
+        int batch, hkv, seqlen_k;
+    } shapes[] = {
+        {"no split", 8, 32, 600},        /* 256 pairs */
+        {"stream", 2, 4, 17000},         /* >= 32 MiB of K+V at head_dim 64 */
+        {"latency", 4, 8, 1500},         /* 32 pairs */
+        {"latency, few", 1, 4, 3000},    /* 4 pairs */
+    };
+    static const int hds[] = {64, 128}, q_lens[] = {1, 4, 8};
+    int n = 0;
+    for (size_t h = 0; h < sizeof hds / sizeof hds[0]; h++)
+        for (size_t i = 0; i < sizeof shapes / sizeof shapes[0]; i++)
+            for (size_t q = 0; q < sizeof q_lens / sizeof q_lens[0]; q++) {
+                reseed(g_seed ^ 0xdefc1a55ull ^ (h << 8 | i << 4 | q));
+                dcase c = {.batch = shapes[i].batch, .hkv = shapes[i].hkv, .group = 4,
+                           .hd = hds[h], .dtype = (int)(n++ % 2), .q_len = q_lens[q],
+                           .mask = q_lens[q] > 1 ? FAJIT_MASK_CAUSAL : FAJIT_MASK_NONE,
+                           .seqlen_k = shapes[i].seqlen_k, .paged = 1, .page_size = 16,
+                           .use_seqused = 1, .force_full = 1, .spare = 4, .poison = 1,
+                           .want_lse = 1};
+                dbufs B;
+                setup(&B, &c, NULL);
+                char buf[1024], what[96];
+                ck_assert_int_eq(fajit_dispatch_describe(ctx, NULL, &B.desc, buf, sizeof buf),
+                                 FAJIT_OK);
+                const int cls = fj_dec_split_class(&B.desc, ctx->sm_count);
+                snprintf(what, sizeof what, "defaults_per_class: %s, head_dim %d, q_len %d",
+                         shapes[i].what, hds[h], q_lens[q]);
+                ck_assert_msg(strstr(buf, "(default)"), "%s: %s", what, buf);
+                ck_assert_msg(launch(ctx, &B, NULL) == FAJIT_OK, "%s: %s", what,
+                              fajit_errmsg(ctx));
+                fetch(&B);
+                const verdict v = check_against_reference(&B, what);
+                printf("%s (split class %d): ok (err %.3g): %.*s\n", what, cls, v.err,
+                       (int)strcspn(buf, ":"), buf);
+                teardown(&B);
+            }
+    fajit_ctx_destroy(ctx);
+}
+END_TEST
+
 int main(void)
 {
     char why[256];
@@ -1546,6 +1600,7 @@ int main(void)
         {"paged_plans_and_strict", paged_plans_and_strict, 600},
         {"loader_page_sizes", loader_page_sizes, 600},
         {"plans_per_class", plans_per_class, 600},
+        {"defaults_per_class", defaults_per_class, 900},
     };
     for (size_t i = 0; i < sizeof cases / sizeof cases[0]; i++) {   /* CK_RUN_CASE=<name> */
         TCase *tc = tcase_create(cases[i].name);

@@ -1565,10 +1565,12 @@ START_TEST(decode_split_buckets)
 END_TEST
 
 /* The decode defaults by shape: on sm_90 at head_dim 72..128 a problem whose keys split
- * (fewer sequence x KV head pairs than the 132 SMs) takes 128-key tiles 2 deep, the warps
- * by split class and rows (decode.c's default_cfg); a full batch, other head_dims and
- * other targets keep 64-key tiles 3 deep (2 on sm_80 at head_dim 128); the shipped list
- * holds all, so that warm compiles what STRICT serves at any length. */
+ * (fewer sequence x KV head pairs than the 132 SMs) takes 128-key tiles 2-3 deep, the warps
+ * by split class and rows (decode.c's default_cfg), at head_dim 49..64 256-key tiles where
+ * the keys stream and 64-key tiles 3 deep (four CTAs per SM) where the batch fills the SMs;
+ * a full batch at head_dim 72..128, other head_dims and other targets keep 64-key tiles 3
+ * deep (4 at head_dim <= 64, 2 on sm_80 at head_dim 128); the shipped list holds all, so
+ * that warm compiles what STRICT serves at any length. */
 START_TEST(decode_defaults)
 {
     /* 32 query heads over 8 KV heads: q_len 1, 4 and 8 pack 4, 16 and 32 rows */
@@ -1598,8 +1600,18 @@ START_TEST(decode_defaults)
         {90, 1, 4096, 104, "128x2m1n8", "128x2m1n4", "128x2m1n4"},
         {90, 1, 2048, 128, "128x2m1n8", "128x2m1n4", "128x2m1n4"},
         {90, 1, 1024, 96, "128x2m1n8", "128x2m1n4", "128x2m1n4"},
+        /* head_dim 49..64 on sm_90: stream, no split, latency-bound, few pairs */
+        {90, 16, 8192, 64, "256x3m1n8", "256x3m1n8", "128x2m2n4"},
+        {90, 1, 32768, 64, "256x3m1n8", "256x3m1n8", "128x2m2n4"},
+        {90, 64, 16384, 64, "64x3m1n4", "64x3m1n4", "64x3m2n2"},
+        {90, 128, 2048, 56, "64x3m1n4", "64x3m1n4", "64x3m2n2"},
+        {90, 8, 1024, 64, "128x2m1n8", "128x2m1n8", "64x3m2n2"},
+        {90, 1, 4096, 64, "128x2m1n8", "128x2m1n8", "64x3m2n2"},
+        {90, 1, 2048, 56, "128x2m1n8", "128x2m1n8", "64x3m2n2"},
         /* other head_dims and targets: no split class */
-        {90, 16, 8192, 64, "64x4m1n4", "64x4m1n4", "64x3m2n2"},
+        {90, 16, 8192, 48, "64x4m1n4", "64x4m1n4", "64x3m2n2"},
+        {80, 16, 8192, 64, "64x4m1n4", "64x4m1n4", "64x3m2n2"},
+        {100, 1, 4096, 64, "64x4m1n4", "64x4m1n4", "64x3m2n2"},
         {90, 16, 8192, 256, "32x3m1n2", "32x3m1n2", "32x3m2n2"},
         {80, 1, 4096, 128, "64x2m1n4", "64x2m1n4", "64x2m2n2"},
         {80, 16, 8192, 128, "64x2m1n4", "64x2m1n4", "64x2m2n2"},
@@ -1620,7 +1632,8 @@ START_TEST(decode_defaults)
             d.seqlen_q = q_lens[q];
             d.mask = q_lens[q] > 1 ? FAJIT_MASK_CAUSAL : FAJIT_MASK_NONE;
             fj_kcfg c;
-            ck_assert_int_eq(fj_kcfg_default(&d, &t, FAJIT_FAMILY_AUTO, &c), 0);
+            ck_assert_msg(fj_kcfg_default(&d, &t, FAJIT_FAMILY_AUTO, &c) == 0,
+                          "case %zu q_len %d: no default", i, q_lens[q]);
             fj_kcfg_name(&c, name);
             snprintf(want_name, sizeof want_name, "dec:%ss0", wants[q]);
             ck_assert_msg(strcmp(name, want_name) == 0, "case %zu q_len %d: %s, want %s", i,

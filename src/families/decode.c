@@ -180,29 +180,43 @@ static int split_class(const fajit_attn_desc *d, const fj_target *t)
  *   but in SPLIT_LATENCY_FEW over 1 x 4, two q tiles of 16 rows per group, each merged
  *   apart (q_len 8 x 4 heads: 1x1k 7.4 -> 6.3, 1x2k 9.1 -> 7.9, 1x4k 10.6 level and per
  *   call 17.4 -> 16.1; q_len 4 x 8 heads over 4 KV heads: 1x1k/2k/4k/8k 6.8/7.9/10.7/12.3
- *   -> 6.1/7.0/8.7/11.2; not at 16 pairs: 2x1k q_len 8 8.2 against 10.7; call24a-c). */
+ *   -> 6.1/7.0/8.7/11.2; not at 16 pairs: 2x1k q_len 8 8.2 against 10.7; call24a-c).
+ * At head_dim 49..64 (rows of 128 bytes) the same classes on sm_90 (q_len 1 x 4 heads, the
+ * former 64x4m1n4 -> these; call25d-e): 256-key tiles 3 deep over 8 warps where the keys
+ * stream (16x8k 73.7 -> 66.8, 1x128k 76.0 -> 70.5, 1x32k 28.0 -> 27.2); 128x2m1n8 up to 16
+ * latency-bound rows (graph 1x1k/2k/4k 5.4/7.1/8.5 -> 4.8/5.5/7.1, q_len 4 6.0/7.1/8.3 ->
+ * 5.1/5.9/7.4); 64x3m1n4 where the batch fills the SMs (4 CTAs per SM at 50 KB: 64x16k's
+ * 512 CTAs in one wave, 580 -> 486; 128x2k 137.5 -> 129.5); 17..32 rows take 128x2m2n4 only
+ * where the keys stream (q_len 8 16x8k 83.4 -> 75.2; latency-bound 1x1k-4k 1.5-2.3 us
+ * slower in graph replay than 64x3m2n2). */
 static void default_cfg(const fajit_attn_desc *d, const fj_target *t, fj_kcfg *out)
 {
     const int rows = packed_rows(d), wide = d->head_dim > 128;
-    /* sm_90 at head_dim 72..128: the split class picks the tiles (measured on the H200) */
-    const int split = t->sm == 90 && d->head_dim > 64 && !wide ? split_class(d, t) : SPLIT_NONE;
+    const int narrow = d->head_dim > 48 && d->head_dim <= 64;   /* rows of 128 bytes */
+    /* sm_90 at head_dim 49..128: the split class picks the tiles (measured on the H200) */
+    const int split = t->sm == 90 && d->head_dim > 48 && !wide ? split_class(d, t) : SPLIT_NONE;
     int deep = 0;   /* more stages than two CTAs per SM allow: one CTA per SM by design */
     fj_dec_config c = {64, 3, 1, 4, 0, t->checked, 0};
     if (rows <= 16) {
-        if (wide)
+        if (wide) {
             c.wn = 2, c.bn = 32;
-        else if (d->head_dim <= 64)
+        } else if (narrow && t->sm == 90) {   /* SPLIT_NONE: 64x3m1n4, four CTAs per SM */
+            if (split == SPLIT_STREAM)
+                c.bn = 256, c.stages = 3, c.wn = 8, deep = 1;
+            else if (split != SPLIT_NONE)
+                c.bn = 128, c.stages = 2, c.wn = 8;
+        } else if (d->head_dim <= 64) {
             c.stages = 4;
-        else if (split == SPLIT_STREAM)
+        } else if (split == SPLIT_STREAM) {
             c.bn = 128, c.stages = 3, c.wn = 8, deep = 1;
-        else if (split != SPLIT_NONE)
+        } else if (split != SPLIT_NONE) {
             c.bn = 128, c.stages = 2, c.wn = rows <= 8 ? 8 : 4;
+        }
     } else if (rows <= 32) {
         c.wm = 2, c.wn = 2, c.bn = wide ? 32 : 64;
-        if (split != SPLIT_NONE)
-            c.bn = 128, c.stages = 2, c.wn = 4;
-        if (split == SPLIT_LATENCY_FEW)
-            c.wm = 1;
+        /* (at head_dim 49..64 only where the keys stream) */
+        if (narrow ? split == SPLIT_STREAM : split != SPLIT_NONE)
+            c.bn = 128, c.stages = 2, c.wn = 4, c.wm = split == SPLIT_LATENCY_FEW ? 1 : 2;
     } else if (wide) {   /* (4 x 1 warps with 16-key tiles spill at head_dim 200-208) */
         c.wm = 2, c.wn = 2, c.bn = 32;
     } else {
