@@ -46,7 +46,7 @@ KEDITS = [  # (anchor, text before it, text after it)
      "", "        if (t == 0) DEC_TL(6);\n"),
     ("    __syncthreads();  /* every warp is done with Q and K/V: the epilogue overlays them */\n",
      "", "    DEC_TL(7);\n"),
-    ("\n    /* Epilogue 2: row rl, chunk cc", "    DEC_TL(8);\n", ""),
+    ("\n    /* Epilogue 2: merge the WN warps", "    DEC_TL(8);\n", ""),
     ("#if DEC_CLUSTER\n    if (CL_FITS && clu) {   /* (the host sets it only with splits > 1) */\n",
      "    DEC_TL(9);\n#if FJ_DEC_TIMELINE\n    if (threadIdx.x == 0 && p.err) {\n"
      "        unsigned smid_;\n        asm volatile(\"mov.u32 %0, %%smid;\" : \"=r\"(smid_));\n"
