@@ -1517,6 +1517,28 @@ START_TEST(decode_family_host)
         ck_assert_msg(g_dec.p[0].splits == atoi(deep[i][1]), "%s: %d splits", deep[i][0],
                       g_dec.p[0].splits);
     }
+    /* a full batch whose second wave would idle takes the splits that fill the waves
+     * (fill_splits; 64x3m1n4 at head_dim 128: 2 CTAs per SM, 264 slots): 40 x 8k (320 CTAs,
+     * a second wave of 56) 4 splits of 2k keys, 48 x 8k 2, 100 x 8k 6; 64 x 8k (97% of two
+     * waves) and 33 x 8k (one full wave) none; 40 x 2k 2 (16 tiles each, the least), 40 x 1k
+     * none; at head_dim 64 (50 KB: 4 per SM, 528 slots) 40 x 8k is one wave: none */
+    static const int fill[][4] = {{40, 8192, 128, 4}, {48, 8192, 128, 2}, {100, 8192, 128, 6},
+                                  {64, 8192, 128, 1}, {33, 8192, 128, 1}, {40, 2048, 128, 2},
+                                  {40, 1024, 128, 1}, {40, 8192, 64, 1}, {80, 8192, 64, 4}};
+    for (size_t i = 0; i < sizeof fill / sizeof fill[0]; i++) {
+        fajit_attn_desc e = d;
+        e.batch = fill[i][0], e.seqlen_k = fill[i][1], e.head_dim = fill[i][2];
+        fj_kplan kq;
+        memset(&kq, 0, sizeof kq);
+        ck_assert_int_eq(fj_kcfg_parse("dec:64x3m1n4s0", &kq.cfg), 0);
+        kq.cfg.fam->kernels(&kq.cfg, &e, &kq.ks);
+        kq.k[0] = &kk[0], kq.k[1] = &kk[1];
+        memset(&g_dec, 0, sizeof g_dec);
+        ck_assert_msg(fj_kplan_launch(ctx, &kq, &e, NULL) == FAJIT_OK, "case %zu: %s", i,
+                      fajit_errmsg(ctx));
+        ck_assert_msg(g_dec.p[0].splits == fill[i][3], "%d x %d, head_dim %d: %d splits",
+                      fill[i][0], fill[i][1], fill[i][2], g_dec.p[0].splits);
+    }
     /* the reference kernel does not read paged K/V */
     ck_assert_int_eq(fajit_attn_fwd_reference(ctx, &d, NULL), FAJIT_UNSUPPORTED);
     ck_assert_ptr_nonnull(strstr(fajit_errmsg(ctx), "no kernel family computes fwd"));

@@ -364,6 +364,13 @@ static int q_tiles(const fj_dec_config *c, const fajit_attn_desc *d)
  * already fill 80% of them, else the fewest splits within 95% of the best wave efficiency
  * (FlashAttention takes 85%; an idle SM costs more here than the combine), counting only
  * split counts that change the whole tiles per split. */
+/* Waves of `ctas` CTAs split k ways over `slots`, over the waves launched: 1 when the last is full. */
+static double wave_eff(long long ctas, int k, int slots)
+{
+    const double waves = (double)(ctas * k) / slots;
+    return waves / (double)(long long)(waves + 0.999999);
+}
+
 static int wave_splits(long long ctas, int slots, int tiles_k)
 {
     const int max_s = tiles_k < FAJIT_MAX_SPLITS ? tiles_k : FAJIT_MAX_SPLITS;
@@ -371,8 +378,7 @@ static int wave_splits(long long ctas, int slots, int tiles_k)
     if (ctas >= 0.8 * slots || max_s <= 1)
         return 1;
     for (int k = 1; k <= max_s; k++) {
-        double waves = (double)(ctas * k) / slots;
-        eff[k] = waves / (double)(long long)(waves + 0.999999);
+        eff[k] = wave_eff(ctas, k, slots);
         best = eff[k] > best ? eff[k] : best;
     }
     for (int k = 1; k <= max_s; k++) {
@@ -383,16 +389,44 @@ static int wave_splits(long long ctas, int slots, int tiles_k)
     return 1;
 }
 
-/* CTAs of configuration c that fit one SM, at most 2 (the split rule's count): by shared
- * memory (per SM about the per-block limit + 1 KiB, and 1 KiB reserved per CTA); 2 for an
- * unknown target (sm 0). Deep pipelines (64x4 and 64x5 at head_dim 128 on the H200) fit
- * one. */
-static int per_sm(const fj_dec_config *c, int head_dim, int sm)
+/* A batch of more CTAs than `slots` (the CTAs resident at once) whose last wave would
+ * leave more than a tenth of them idle (e.g. 40 sequences x 8 KV heads = 320 CTAs over 264
+ * slots: a second wave of 56): the fewest splits, each of at least 16 key tiles
+ * (bandwidth-bound), that fill 95% of the waves, else the best of them where it gains a
+ * tenth; 1 otherwise (one wave: every CTA streams at once, none is a tail). */
+static int fill_splits(long long ctas, int slots, int tiles_k)
+{
+    const double eff1 = wave_eff(ctas, 1, slots);
+    int best_k = 1;
+    double best = eff1;
+    if (ctas <= slots || eff1 >= 0.9)
+        return 1;
+    for (int k = 2; k <= FAJIT_MAX_SPLITS && tiles_k / k >= 16; k++) {
+        const double e = wave_eff(ctas, k, slots);
+        if (e >= 0.95)
+            return k;
+        if (e > best)
+            best = e, best_k = k;
+    }
+    return best >= eff1 + 0.1 ? best_k : 1;
+}
+
+/* CTAs of configuration c that fit one SM by shared memory (per SM about the per-block
+ * limit + 1 KiB, and 1 KiB reserved per CTA; the defaults' registers allow as many); 2 for
+ * an unknown target (sm 0). */
+static int fit_sm(const fj_dec_config *c, int head_dim, int sm)
 {
     if (sm <= 0)
         return 2;
     const size_t sm_bytes = fj_fa2_smem_limit(sm) + 1024, cta = smem_bytes(c, head_dim) + 1024;
-    return 2 * cta <= sm_bytes ? 2 : 1;
+    return cta <= sm_bytes ? (int)(sm_bytes / cta) : 1;
+}
+/* The same, at most 2 (the split rule's count). Deep pipelines (64x4 and 64x5 at head_dim
+ * 128 on the H200) fit one. */
+static int per_sm(const fj_dec_config *c, int head_dim, int sm)
+{
+    const int n = fit_sm(c, head_dim, sm);
+    return n < 2 ? n : 2;
 }
 
 /* Splits of the keys: the caller's num_splits, a tuned forced count, else the wave rule
@@ -401,10 +435,12 @@ static int per_sm(const fj_dec_config *c, int head_dim, int sm)
  * splits 8.5/10.5 us against 32 splits 10.1/11.4 us on the H200), over two per SM beyond
  * (bandwidth-bound: 1x128k 32 splits 142 us against 16 splits 155 us; 16x8k 2 splits 140
  * against 1 split 152; bench/results/2026-12-01-h200-session14-decode.md), or one per SM
- * again for a configuration of which only one fits (per_sm); each split
- * whole key tiles. Depends only on host-known maxima (batch, heads, seqlen_q,
- * seqlen_k), so a CUDA graph captured once stays valid while seqused_k and the block table
- * change. */
+ * again for a configuration of which only one fits (per_sm); where that leaves a full
+ * batch one split but a second wave mostly idle, fill_splits (H200, head_dim 128, q_len 1,
+ * ps16: 40 x 8k 383 -> 309 us, 48 x 8k 393 -> 366, 72 x 8k 611 -> 547, 100 x 8k 814 ->
+ * 757, 40 x 2k 102.5 -> 92.8; dev/decode/call25g). Each split whole key tiles. Depends
+ * only on host-known maxima (batch, heads, seqlen_q, seqlen_k), so a CUDA graph captured
+ * once stays valid while seqused_k and the block table change. */
 static int dec_splits(const fj_dec_config *c, const fajit_attn_desc *d, int sm_count, int sm)
 {
     const int tiles_k = (int)fj_tiles(d->seqlen_k, c->bn);
@@ -415,6 +451,8 @@ static int dec_splits(const fj_dec_config *c, const fajit_attn_desc *d, int sm_c
         s = wave_splits(ctas, sms, tiles_k);
         if ((tiles_k + s - 1) / s > 16)
             s = wave_splits(ctas, per_sm(c, d->head_dim, sm) * sms, tiles_k);
+        if (s == 1)
+            s = fill_splits(ctas, fit_sm(c, d->head_dim, sm) * sms, tiles_k);
     }
     if (s > tiles_k)
         s = tiles_k > 0 ? tiles_k : 1;
