@@ -130,12 +130,12 @@ static int check(const fj_kcfg *k, const fajit_attn_desc *d, const fj_target *t,
 }
 
 /* How the keys of a problem split (fj_dec_split_class), from the (sequence, KV head)
- * pairs: SPLIT_NONE where they fill the SMs (no split); SPLIT_STREAM from STREAM_BYTES of
- * K+V at the host-known maxima (bandwidth-bound: they stream from DRAM); below it
- * latency-bound (graph-replayed steps run from the L2): SPLIT_LATENCY_FEW with at most a
- * sixteenth of the SMs' count of pairs (8 on 132: a batch of 1-2, where one group's
- * splits fill most of the GPU), SPLIT_LATENCY with more. The classes are where the H200's
- * best tiles differ (default_cfg). */
+ * pairs: SPLIT_NONE where they fill the SMs (no split, but where a last wave would idle:
+ * fill_splits); SPLIT_STREAM from STREAM_BYTES of K+V at the host-known maxima
+ * (bandwidth-bound: they stream from DRAM); below it latency-bound (graph-replayed steps
+ * run from the L2): SPLIT_LATENCY_FEW with at most a sixteenth of the SMs' count of pairs
+ * (8 on 132: a batch of 1-2, where one group's splits fill most of the GPU), SPLIT_LATENCY
+ * with more. The classes are where the H200's best tiles differ (default_cfg). */
 #define STREAM_BYTES (32ll << 20)
 #define DEC_CLUSTER_MAX 8   /* the most splits merged as one cluster (use_cluster()) */
 enum { SPLIT_NONE = FJ_DEC_SPLIT_NONE, SPLIT_STREAM = FJ_DEC_SPLIT_STREAM,
@@ -360,17 +360,18 @@ static int q_tiles(const fj_dec_config *c, const fajit_attn_desc *d)
     return (packed_rows(d) + mt - 1) / mt;
 }
 
-/* FlashAttention's wave-efficiency rule for `slots` concurrent CTAs: none when the CTAs
- * already fill 80% of them, else the fewest splits within 95% of the best wave efficiency
- * (FlashAttention takes 85%; an idle SM costs more here than the combine), counting only
- * split counts that change the whole tiles per split. */
-/* Waves of `ctas` CTAs split k ways over `slots`, over the waves launched: 1 when the last is full. */
+/* The waves that `ctas` CTAs split k ways fill over `slots` at once, over the waves they
+ * launch: 1 where the last is full. */
 static double wave_eff(long long ctas, int k, int slots)
 {
     const double waves = (double)(ctas * k) / slots;
     return waves / (double)(long long)(waves + 0.999999);
 }
 
+/* FlashAttention's wave-efficiency rule for `slots` concurrent CTAs: none when the CTAs
+ * already fill 80% of them, else the fewest splits within 95% of the best wave efficiency
+ * (FlashAttention takes 85%; an idle SM costs more here than the combine), counting only
+ * split counts that change the whole tiles per split. */
 static int wave_splits(long long ctas, int slots, int tiles_k)
 {
     const int max_s = tiles_k < FAJIT_MAX_SPLITS ? tiles_k : FAJIT_MAX_SPLITS;
