@@ -508,7 +508,7 @@ FAJIT_API fajit_status fajit_warm_spec(fajit_ctx *ctx, const char *spec, const c
  * of it are equal and the earliest in candidate order (the default first) wins. The whole
  * timing table is stored with the row. Tuning runs only when asked: never inside
  * fajit_attn_fwd. A `spec` is a file path or a built-in preset name (docs/spec-format.md:
- * llama-3-8b, llama-3-70b, qwen2.5-7b, mistral-7b). */
+ * llama-3-8b, llama-3-70b, qwen2.5-7b, mistral-7b, llama-3-8b-paged, llama-3.2-1b-paged). */
 typedef struct fajit_tune_opts {
     size_t struct_size;   /* set by fajit_tune_opts_init: see "Growing structs" */
     int reps;             /* timed repetitions per candidate; default 20 */

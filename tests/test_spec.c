@@ -319,7 +319,7 @@ START_TEST(spec_preset_names)
 {
     fj_spec s;
     char err[256];
-    ck_assert_ptr_null(fj_spec_preset_name(5));
+    ck_assert_ptr_null(fj_spec_preset_name(6));
     ck_assert_ptr_null(fj_spec_preset_name(-1));
     ck_assert_int_eq(fj_spec_preset("Llama-3-8B", &s, err, sizeof err), 0);   /* any case */
     fj_spec_free(&s);
@@ -327,7 +327,7 @@ START_TEST(spec_preset_names)
     ck_assert_ptr_null(fj_spec_preset_text("gpt-5"));
     ck_assert_int_eq(fj_spec_preset("gpt-5", &s, err, sizeof err), -1);
     ck_assert_str_eq(err, "unknown preset 'gpt-5'; known: llama-3-8b, llama-3-70b, "
-                     "qwen2.5-7b, mistral-7b, llama-3-8b-paged");
+                     "qwen2.5-7b, mistral-7b, llama-3-8b-paged, llama-3.2-1b-paged");
     ck_assert_ptr_null(s.problems);
     ck_assert_int_eq(fj_spec_preset(NULL, &s, err, sizeof err), -1);
 }
@@ -404,6 +404,15 @@ START_TEST(spec_paged)
     assert_shape(&p->shapes[0], 1, 1024, 1);
     assert_shape(&p->shapes[1], 1, 1024, 64);
     assert_shape(&p->shapes[17], 512, 4608, 64);
+    fj_spec_free(&s);
+    /* its head_dim 64 twin */
+    ck_assert_int_eq(fj_spec_preset("llama-3.2-1b-paged", &s, err, sizeof err), 0);
+    p = &s.problems[0];
+    ck_assert_int_eq(p->head_dim, 64);
+    ck_assert_int_eq(fj_tune_signature(p, sig, sizeof sig), 0);
+    ck_assert_str_eq(sig, "fwd.bf16.hd64.causal.gqa4.paged");
+    ck_assert_uint_eq(p->n_shapes, (6 + 3) * 2);
+    assert_shape(&p->shapes[0], 1, 1024, 1);
     fj_spec_free(&s);
 }
 END_TEST

@@ -13,7 +13,7 @@
  *   fajit-tune cache explain [--arch A] [--op O] [--hdim D] [--dtype T] [--mask M] [--seqlen S]
  * Global options: --cache-dir DIR, -v (debug log), -q (no progress).
  * SPEC is a spec file (docs/spec-format.md) or a preset: llama-3-8b, llama-3-70b,
- * qwen2.5-7b, mistral-7b.
+ * qwen2.5-7b, mistral-7b, llama-3-8b-paged, llama-3.2-1b-paged.
  */
 #include <errno.h>
 #include <fajit.h>
@@ -73,7 +73,7 @@ static void usage(FILE *f)
             "                            the key of the kernel that problem needs; for a miss,\n"
             "                            the nearest entry and what differs\n"
             "SPEC: a spec file (docs/spec-format.md) or a preset: llama-3-8b, llama-3-70b,\n"
-            "qwen2.5-7b, mistral-7b\n");
+            "qwen2.5-7b, mistral-7b, llama-3-8b-paged, llama-3.2-1b-paged\n");
 }
 
 static void on_log(void *user, fajit_log_level level, const char *msg)
