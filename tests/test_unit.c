@@ -1354,6 +1354,23 @@ static CUresult dec_launch_ex(const fj_cu_launch_config *c, CUfunction f, void *
                       c->smem, c->stream, a, e);
 }
 
+/* The splits that a launch of configuration `cfg` (a tuning-row name) takes for d through
+ * ctx's fake device: the launch must succeed. */
+static int dec_splits_of(fajit_ctx *ctx, const char *cfg, const fajit_attn_desc *d)
+{
+    fj_kernel kk[2];
+    memset(kk, 0, sizeof kk);
+    fj_kplan kp;
+    memset(&kp, 0, sizeof kp);
+    ck_assert_int_eq(fj_kcfg_parse(cfg, &kp.cfg), 0);
+    kp.cfg.fam->kernels(&kp.cfg, d, &kp.ks);
+    kp.k[0] = &kk[0], kp.k[1] = &kk[1];
+    memset(&g_dec, 0, sizeof g_dec);
+    ck_assert_msg(fj_kplan_launch(ctx, &kp, d, NULL) == FAJIT_OK, "%s: %s", cfg,
+                  fajit_errmsg(ctx));
+    return g_dec.p[0].splits;
+}
+
 /* The fake 132-SM sm_90 device of the decode tests: launches recorded by dec_launch,
  * allocations (scratch, stream-ordered) faked. */
 static fj_cuda dec_fake_device(void)
@@ -1507,15 +1524,8 @@ START_TEST(decode_family_host)
     const char *deep[][2] = {{"dec:64x3m1n4s0", "2"}, {"dec:64x5m1n4s0", "1"}, {"dec:64x4m1n4s0", "1"},
                             {"dec:128x2m1n4s0", "1"}};
     for (int i = 0; i < 4; i++) {
-        fj_kplan kq;
-        memset(&kq, 0, sizeof kq);
-        ck_assert_int_eq(fj_kcfg_parse(deep[i][0], &kq.cfg), 0);
-        kq.cfg.fam->kernels(&kq.cfg, &d, &kq.ks);
-        kq.k[0] = &kk[0], kq.k[1] = &kk[1];
-        memset(&g_dec, 0, sizeof g_dec);
-        ck_assert_int_eq(fj_kplan_launch(ctx, &kq, &d, NULL), FAJIT_OK);
-        ck_assert_msg(g_dec.p[0].splits == atoi(deep[i][1]), "%s: %d splits", deep[i][0],
-                      g_dec.p[0].splits);
+        const int n = dec_splits_of(ctx, deep[i][0], &d);
+        ck_assert_msg(n == atoi(deep[i][1]), "%s: %d splits", deep[i][0], n);
     }
     /* a full batch whose second wave would idle takes the splits that fill the waves
      * (fill_splits; 64x3m1n4 at head_dim 128: 2 CTAs per SM, 264 slots): 40 x 8k (320 CTAs,
@@ -1528,16 +1538,9 @@ START_TEST(decode_family_host)
     for (size_t i = 0; i < sizeof fill / sizeof fill[0]; i++) {
         fajit_attn_desc e = d;
         e.batch = fill[i][0], e.seqlen_k = fill[i][1], e.head_dim = fill[i][2];
-        fj_kplan kq;
-        memset(&kq, 0, sizeof kq);
-        ck_assert_int_eq(fj_kcfg_parse("dec:64x3m1n4s0", &kq.cfg), 0);
-        kq.cfg.fam->kernels(&kq.cfg, &e, &kq.ks);
-        kq.k[0] = &kk[0], kq.k[1] = &kk[1];
-        memset(&g_dec, 0, sizeof g_dec);
-        ck_assert_msg(fj_kplan_launch(ctx, &kq, &e, NULL) == FAJIT_OK, "case %zu: %s", i,
-                      fajit_errmsg(ctx));
-        ck_assert_msg(g_dec.p[0].splits == fill[i][3], "%d x %d, head_dim %d: %d splits",
-                      fill[i][0], fill[i][1], fill[i][2], g_dec.p[0].splits);
+        const int n = dec_splits_of(ctx, "dec:64x3m1n4s0", &e);
+        ck_assert_msg(n == fill[i][3], "%d x %d, head_dim %d: %d splits", fill[i][0],
+                      fill[i][1], fill[i][2], n);
     }
     /* the reference kernel does not read paged K/V */
     ck_assert_int_eq(fajit_attn_fwd_reference(ctx, &d, NULL), FAJIT_UNSUPPORTED);
