@@ -32,6 +32,9 @@ import sys
 import time
 import warnings
 
+sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
+import decode_goals  # noqa: E402 - bench/decode_goals.py, the issue's goals on the report
+
 torch = F = None   # imported in main(): --help and --check-layout work without torch
 DEV = "cuda"       # tests of the helpers set "cpu"
 
@@ -882,6 +885,11 @@ def report(args, fj, rows, bw_rows, graph_rows, mixed, peers, opt, opt_cols, not
                                          k[-1]) for k in keys[:4])
             more = f" (+{len(keys) - 4} more)" if len(keys) > 4 else ""
             lines.append(f"- `{desc}`: {where}{more}")
+    body = "\n".join(lines)
+    if decode_goals.reports(body):   # (head_dim 128, 32 / 8 heads: the goals' problems)
+        lines += ["", "The serving goals (issue 18) on this report (bench/decode_goals.py): "
+                  "what a shape or column the run left out cannot show is not measured.", "",
+                  decode_goals.markdown(decode_goals.evaluate(body))]
     if notes:
         lines += ["", "Notes:", ""] + [f"- {n}" for n in notes]
     text = "\n".join(lines) + "\n"

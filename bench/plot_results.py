@@ -22,8 +22,14 @@ import sys
 
 def tables(path):
     """Every markdown table of the file: a list of (header, rows), each row a dict."""
+    with open(path, encoding="utf-8") as f:
+        return tables_of_lines(f)
+
+
+def tables_of_lines(lines):
+    """tables() over an iterable of lines (a report's text split, an open file)."""
     out, header, rows = [], None, []
-    for line in open(path, encoding="utf-8"):
+    for line in lines:
         line = line.strip()
         cells = [c.strip() for c in line.strip("|").split("|")] if line.startswith("|") else None
         if cells is None:
