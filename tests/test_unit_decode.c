@@ -1,0 +1,861 @@
+/* test_unit_decode.c - the decode family's host half in the `unit` suite (no GPU): its
+ * descriptions, launches through the fake device of fake_cuda.h (splits, workspace,
+ * programmatic dependent launch, the fused and cluster merges, the TMA loader's maps), the
+ * sm_90 defaults per split class, plan buckets, and the staged-merge cap. */
+#include <check.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "fake_cuda.h"
+
+static struct {
+    fj_decode_params p[4];
+    unsigned grid[4][3], threads[4];
+    int launches, pdl_launches;
+} g_dec;
+static CUresult dec_launch(CUfunction f, unsigned gx, unsigned gy, unsigned gz, unsigned bx,
+                           unsigned by, unsigned bz, unsigned smem, CUstream s, void **a, void **e)
+{
+    (void)f, (void)by, (void)bz, (void)smem, (void)s, (void)e;
+    int i = g_dec.launches++ % 4;
+    memcpy(&g_dec.p[i], a[0], sizeof g_dec.p[i]);
+    g_dec.grid[i][0] = gx, g_dec.grid[i][1] = gy, g_dec.grid[i][2] = gz;
+    g_dec.threads[i] = bx;
+    return 0;
+}
+
+/* cuLaunchKernelEx: counts the launches that ask for programmatic dependent launch. */
+static CUresult dec_launch_ex(const fj_cu_launch_config *c, CUfunction f, void **a, void **e)
+{
+    for (unsigned i = 0; i < c->num_attrs; i++)
+        g_dec.pdl_launches += c->attrs[i].id == FJ_CU_LAUNCH_ATTR_PDL && c->attrs[i].v.value == 1;
+    return dec_launch(f, c->grid_x, c->grid_y, c->grid_z, c->block_x, c->block_y, c->block_z,
+                      c->smem, c->stream, a, e);
+}
+
+/* The splits that a launch of configuration `cfg` (a tuning-row name) takes for d through
+ * ctx's fake device: the launch must succeed. */
+static int dec_splits_of(fajit_ctx *ctx, const char *cfg, const fajit_attn_desc *d)
+{
+    fj_kernel kk[2];
+    memset(kk, 0, sizeof kk);
+    fj_kplan kp;
+    memset(&kp, 0, sizeof kp);
+    ck_assert_int_eq(fj_kcfg_parse(cfg, &kp.cfg), 0);
+    kp.cfg.fam->kernels(&kp.cfg, d, &kp.ks);
+    kp.k[0] = &kk[0], kp.k[1] = &kk[1];
+    memset(&g_dec, 0, sizeof g_dec);
+    ck_assert_msg(fj_kplan_launch(ctx, &kp, d, NULL) == FAJIT_OK, "%s: %s", cfg,
+                  fajit_errmsg(ctx));
+    return g_dec.p[0].splits;
+}
+
+/* The fake 132-SM sm_90 device of the decode tests: launches recorded by dec_launch,
+ * allocations (scratch, stream-ordered) faked. */
+static fj_cuda dec_fake_device(void)
+{
+    fj_cuda fake = fake_device_table();
+    fake.cuLaunchKernel = dec_launch;
+    fake.cuMemAlloc = f_alloc, fake.cuMemsetD8 = f_memset, fake.cuCtxSynchronize = f_sync;
+    fake.cuMemFree = f_free, fake.cuCtxSetCurrent = f_setcur;
+    fake.cuMemAllocAsync = dm_alloc_async, fake.cuMemFreeAsync = dm_free_async;
+    return fake;
+}
+
+START_TEST(decode_family_host)
+{
+    fajit_ctx_opts o;
+    fajit_ctx_opts_init(&o);
+    o.cache_dir = "";
+    o.device = FAJIT_DEVICE_NONE;
+    fajit_ctx *ctx;
+    ck_assert_int_eq(fajit_ctx_create(&ctx, &o), FAJIT_OK);
+    fajit_attn_desc d;
+    void *p = (void *)(uintptr_t)0x100000;
+    /* decode step: 32 query heads over 8 KV heads, one new token, paged K/V */
+    fajit_attn_desc_init(&d, p, p, p, p, 1, 32, 8, 1, 32768, 128, FAJIT_BF16);
+    d.block_table = (const int32_t *)(uintptr_t)0x3000;
+    d.block_table_stride = 2048, d.page_size = 16, d.num_pages = 1 << 20;
+    char line[1024];
+    const char *archs[] = {"sm_80", "sm_86", "sm_90a", "sm_100a"};
+    for (int a = 0; a < 4; a++) {
+        ck_assert_int_eq(fajit_dispatch_describe(ctx, archs[a], &d, line, sizeof line), FAJIT_OK);
+        ck_assert_msg(strstr(line, "dec bf16 d128") && strstr(line, "then dec combine bf16 d128"),
+                      "%s: %s", archs[a], line);
+    }
+    /* contiguous decode goes to the decode family too; prefill does not */
+    fajit_attn_desc c = d;
+    c.block_table = NULL, c.block_table_stride = 0, c.page_size = 0, c.num_pages = 0;
+    ck_assert_int_eq(fajit_dispatch_describe(ctx, "sm_90a", &c, line, sizeof line), FAJIT_OK);
+    ck_assert_msg(strstr(line, "dec bf16 d128"), "%s", line);
+    c.seqlen_q = c.seqlen_k = 512;
+    ck_assert_int_eq(fajit_dispatch_describe(ctx, "sm_90a", &c, line, sizeof line), FAJIT_OK);
+    ck_assert_msg(strstr(line, "fa3 bf16 d128"), "%s", line);
+    /* the reference kernel does not read paged K/V */
+    fajit_ctx_destroy(ctx);
+
+    /* launches through a fake 132-SM device: splits where batch * heads_kv cannot fill it */
+    fj_cuda fake = dec_fake_device();
+    fj_cuda_set_for_testing(&fake);
+    g_count = 1, g_fail_get = 0;
+    o.device = 0;
+    ck_assert_int_eq(fajit_ctx_create(&ctx, &o), FAJIT_OK);
+    const fj_target t = fj_target_of(ctx, NULL);
+    fj_kernel kk[2];
+    memset(kk, 0, sizeof kk);
+    fj_kplan kp;
+    memset(&kp, 0, sizeof kp);
+    ck_assert_int_eq(fj_kcfg_default(&d, &t, FAJIT_FAMILY_AUTO, &kp.cfg), 0);
+    ck_assert_ptr_eq(kp.cfg.fam, &fj_family_decode);
+    kp.cfg.fam->kernels(&kp.cfg, &d, &kp.ks);
+    kp.k[0] = &kk[0], kp.k[1] = &kk[1];
+    memset(&g_dec, 0, sizeof g_dec);
+    memset(&g_dm, 0, sizeof g_dm);
+    ck_assert_int_eq(fj_kplan_launch(ctx, &kp, &d, NULL), FAJIT_OK);
+    ck_assert_int_eq(g_dec.launches, 1);   /* the split step, combined by its last CTAs */
+    const fj_decode_params *q = &g_dec.p[0];
+    ck_assert_uint_ne(q->counters, 0);      /* a counter per (b, kv head, q tile) */
+    ck_assert_int_ge(q->splits, 16);       /* 8 CTAs alone would leave 124 SMs idle */
+    ck_assert_uint_eq(g_dec.grid[0][0], (unsigned)(q->splits * q->q_tiles));
+    ck_assert_uint_eq(g_dec.grid[0][1], 8);
+    ck_assert_uint_eq(g_dec.grid[0][2], 1);
+    ck_assert_int_eq(q->split_keys % 64, 0);
+    ck_assert_int_ge((long long)q->split_keys * q->splits, 32768);
+    ck_assert_int_lt((long long)q->split_keys * (q->splits - 1), 32768);
+    ck_assert_int_eq(q->k_page_stride, 16 * 8 * 128);   /* dense pages by default */
+    ck_assert_int_eq(q->page_size, 16);
+    ck_assert_int_eq(q->bt_stride, 2048);
+    ck_assert_int_eq(q->page_shift, 4);           /* page 16: shifts */
+    ck_assert_int_eq(q->off16, 1);                /* 2^20 pages of 32 KiB: 32-bit offsets */
+    ck_assert_uint_eq(q->k_page16, 16 * 8 * 128 / 8);
+    ck_assert_uint_eq(q->k_row16, 8 * 128 / 8);
+    ck_assert_uint_eq(q->v_page16, 16 * 8 * 128 / 8);
+    ck_assert_uint_eq(q->v_row16, 8 * 128 / 8);
+    ck_assert_int_eq(q->window_left, -1);
+    ck_assert_int_eq(q->window_right, -1);
+    ck_assert_uint_eq(q->part_o, g_dm.allocated & ~0ull);
+    ck_assert(q->part_lse > q->part_o && (q->part_lse - q->part_o) % 256 == 0);
+    ck_assert_uint_eq(g_dm.freed, g_dm.allocated);
+    size_t need;   /* a caller's workspace: the counters' 256 bytes, then the partials */
+    ck_assert_int_eq(fajit_attn_workspace_size(ctx, &d, &need), FAJIT_OK);
+    ck_assert_uint_eq(need, 256 + ((size_t)q->splits * 32 * 128 * 4 + 255) / 256 * 256 +
+                                (size_t)q->splits * 32 * 4);
+    ck_assert_int_eq(fajit_dispatch_describe(ctx, NULL, &d, line, sizeof line), FAJIT_OK);
+    ck_assert_msg(strstr(line, "the last CTA of each group combines"), "%s", line);
+    /* with cuLaunchKernelEx, on this sm_90 device: a programmatic dependent launch */
+    fake.cuLaunchKernelEx = dec_launch_ex;
+    memset(&g_dec, 0, sizeof g_dec);
+    ck_assert_int_eq(fj_kplan_launch(ctx, &kp, &d, NULL), FAJIT_OK);
+    ck_assert_int_eq(g_dec.launches, 1);
+    ck_assert_int_eq(g_dec.pdl_launches, 1);
+    ck_assert_uint_eq(g_dec.grid[0][1], 8);
+    /* the address fast paths only where they hold: a page size of 24 divides; 2^21 pages
+     * of 32 KiB (64 GiB of K) just fit 2^32 16-byte units, one page more does not; a stride
+     * off 16 bytes and a negative one keep the 64-bit path */
+    static const struct { int page_size, num_pages; int64_t v_page; int shift, off16; } ap[] = {
+        {24, 1 << 20, 0, -1, 1}, {16, (1 << 21) + 1, 0, 4, 0}, {16, 1 << 21, 0, 4, 1},
+        {16, 1 << 20, 16 * 8 * 128 + 4, 4, 0}, {32, 1 << 20, -16 * 8 * 128, 5, 0}};
+    for (size_t i = 0; i < sizeof ap / sizeof ap[0]; i++) {
+        fajit_attn_desc e = d;
+        e.page_size = ap[i].page_size, e.num_pages = ap[i].num_pages;
+        e.k_page_stride = 16 * 8 * 128;   /* (page 24 or 32: rows past 16 overlap; only strides) */
+        e.v_page_stride = ap[i].v_page ? ap[i].v_page : 16 * 8 * 128;
+        e.block_table_stride = 32768 / ap[i].page_size + 1;
+        memset(&g_dec, 0, sizeof g_dec);
+        if (fj_kplan_launch(ctx, &kp, &e, NULL) != FAJIT_OK) {   /* (a refused stride) */
+            ck_assert_msg(ap[i].v_page % 8 || ap[i].v_page < 0, "case %zu: %s", i,
+                          fajit_errmsg(ctx));
+            continue;
+        }
+        ck_assert_msg(g_dec.p[0].page_shift == ap[i].shift && g_dec.p[0].off16 == ap[i].off16,
+                      "case %zu: shift %d off16 %d", i, g_dec.p[0].page_shift, g_dec.p[0].off16);
+    }
+    /* contiguous K/V: no block table, no shift; 32-bit offsets within 64 GiB */
+    fajit_attn_desc f = d;
+    f.block_table = NULL, f.block_table_stride = 0, f.page_size = 0, f.num_pages = 0;
+    memset(&g_dec, 0, sizeof g_dec);
+    ck_assert_int_eq(fj_kplan_launch(ctx, &kp, &f, NULL), FAJIT_OK);
+    ck_assert_int_eq(g_dec.p[0].page_shift, -1);
+    ck_assert_int_eq(g_dec.p[0].off16, 1);
+    ck_assert_uint_eq(g_dec.p[0].k_page16, (uint32_t)(f.k_batch_stride / 8));
+    /* a full batch needs no split and no combine; a forced count is obeyed */
+    d.batch = 64, d.seqlen_k = 16384;
+    memset(&g_dec, 0, sizeof g_dec);
+    ck_assert_int_eq(fj_kplan_launch(ctx, &kp, &d, NULL), FAJIT_OK);
+    ck_assert_int_eq(g_dec.launches, 1);
+    ck_assert_int_eq(g_dec.p[0].splits, 1);
+    ck_assert_uint_eq(g_dec.p[0].part_o, 0);
+    /* forced splits over 64 x 8 groups: more counters than a slot holds, the combine kernel */
+    d.num_splits = 3;
+    memset(&g_dec, 0, sizeof g_dec);
+    ck_assert_int_eq(fj_kplan_launch(ctx, &kp, &d, NULL), FAJIT_OK);
+    ck_assert_int_eq(g_dec.launches, 2);
+    ck_assert_int_eq(g_dec.p[0].splits, 3);
+    ck_assert_uint_eq(g_dec.p[0].counters, 0);
+    ck_assert_uint_eq(g_dec.grid[1][0], 64);            /* a row per CTA, */
+    ck_assert_uint_eq(g_dec.grid[1][1], 32 * 32 / 128); /* a thread per (head, 4 columns) */
+    ck_assert_uint_eq(g_dec.threads[1], 128);
+    ck_assert_int_eq(fajit_attn_workspace_size(ctx, &d, &need), FAJIT_OK);
+    ck_assert_uint_eq(need, (3ull * 64 * 32 * 128 * 4 + 255) / 256 * 256 + 3ull * 64 * 32 * 4);
+    /* the split rule counts the CTAs that fit an SM: 16 x 8k keys take 2 splits of the
+     * default (2 CTAs per SM) but 1 of a 5-deep pipeline (167 KB: one per SM, a wave of 128) */
+    d.num_splits = 0, d.batch = 16, d.seqlen_k = 8192;
+    const char *deep[][2] = {{"dec:64x3m1n4s0", "2"}, {"dec:64x5m1n4s0", "1"}, {"dec:64x4m1n4s0", "1"},
+                            {"dec:128x2m1n4s0", "1"}};
+    for (int i = 0; i < 4; i++) {
+        const int n = dec_splits_of(ctx, deep[i][0], &d);
+        ck_assert_msg(n == atoi(deep[i][1]), "%s: %d splits", deep[i][0], n);
+    }
+    /* a full batch whose second wave would idle takes the splits that fill the waves
+     * (fill_splits; 64x3m1n4 at head_dim 128: 2 CTAs per SM, 264 slots): 40 x 8k (320 CTAs,
+     * a second wave of 56) 4 splits of 2k keys, 48 x 8k 2, 100 x 8k 6; 64 x 8k (97% of two
+     * waves) and 33 x 8k (one full wave) none; 40 x 2k 2 (16 tiles each, the least), 40 x 1k
+     * none; at head_dim 64 (50 KB: 4 per SM, 528 slots) 40 x 8k is one wave: none */
+    static const int fill[][4] = {{40, 8192, 128, 4}, {48, 8192, 128, 2}, {100, 8192, 128, 6},
+                                  {64, 8192, 128, 1}, {33, 8192, 128, 1}, {40, 2048, 128, 2},
+                                  {40, 1024, 128, 1}, {40, 8192, 64, 1}, {80, 8192, 64, 4}};
+    for (size_t i = 0; i < sizeof fill / sizeof fill[0]; i++) {
+        fajit_attn_desc e = d;
+        e.batch = fill[i][0], e.seqlen_k = fill[i][1], e.head_dim = fill[i][2];
+        const int n = dec_splits_of(ctx, "dec:64x3m1n4s0", &e);
+        ck_assert_msg(n == fill[i][3], "%d x %d, head_dim %d: %d splits", fill[i][0],
+                      fill[i][1], fill[i][2], n);
+    }
+    /* the reference kernel does not read paged K/V */
+    ck_assert_int_eq(fajit_attn_fwd_reference(ctx, &d, NULL), FAJIT_UNSUPPORTED);
+    ck_assert_ptr_nonnull(strstr(fajit_errmsg(ctx), "no kernel family computes fwd"));
+    fajit_ctx_destroy(ctx);
+    fj_cuda_set_for_testing(NULL);
+}
+END_TEST
+
+/* Decode problems at one length but different batches take different tiles (the split
+ * class), so their tuning buckets (and plans) differ by class: ",latf" / ",lat" / ",bw" /
+ * none. */
+START_TEST(decode_split_buckets)
+{
+    static const struct {
+        int batch, seqlen_q, seqlen_k, sm_count;
+        const char *want;
+    } cases[] = {
+        {1, 1, 2048, 132, "sq=1,sk<=2k,latf"},   {128, 1, 2048, 132, "sq=1,sk<=2k"},
+        {1, 1, 32768, 132, "sq=1,sk>16k,bw"},    {64, 1, 32768, 132, "sq=1,sk>16k"},
+        {16, 1, 8192, 132, "sq=1,sk<=8k,bw"},    {16, 1, 8192, 100, "sq=1,sk<=8k"},
+        {16, 1, 8192, 0, "sq=1,sk<=8k,bw"},      {1, 8, 4096, 132, "sq<=8,sk<=4k,latf"},
+        {1, 16, 16384, 132, "sq<=16,sk<=16k,bw"}, {1, 512, 4608, 132, "sq<=512"},
+        {1, 17, 4096, 132, "sq<=512"},           {4, 4, 4096, 132, "sq<=4,sk<=4k,bw"},
+        {4, 4, 2047, 132, "sq<=4,sk<=2k,lat"},   {1, 1, 2048, 127, "sq=1,sk<=2k,lat"},
+        {2, 1, 1024, 132, "sq=1,sk<=1k,lat"},    {8, 1, 512, 132, "sq=1,sk<=512,lat"},
+    };
+    void *p = (void *)(uintptr_t)0x100000;
+    char b[FJ_DESC_BUCKET_LEN];
+    for (size_t i = 0; i < sizeof cases / sizeof cases[0]; i++) {
+        fajit_attn_desc d;
+        fajit_attn_desc_init(&d, p, p, p, p, cases[i].batch, 32, 8, cases[i].seqlen_q,
+                             cases[i].seqlen_k, 128, FAJIT_BF16);
+        fj_desc_bucket(&d, cases[i].sm_count, b, sizeof b);
+        ck_assert_msg(strcmp(b, cases[i].want) == 0, "case %zu: %s, want %s", i, b,
+                      cases[i].want);
+    }
+    fajit_attn_desc d;
+    fajit_attn_desc_init(&d, p, p, p, p, 1, 32, 8, 1, 2048, 128, FAJIT_BF16);
+    ck_assert_int_eq(fj_dec_split_class(&d, 132), FJ_DEC_SPLIT_LATENCY_FEW);
+    fj_desc_bucket(&d, 132, b, 12);   /* "sq=1,sk<=2k,latf" does not fit: empty */
+    ck_assert_str_eq(b, "");
+    d.batch = 17;   /* 136 (sequence, KV head) pairs: the batch alone fills 132 SMs */
+    ck_assert_int_eq(fj_dec_split_class(&d, 132), FJ_DEC_SPLIT_NONE);
+    ck_assert_int_eq(fj_dec_split_class(&d, 140), FJ_DEC_SPLIT_STREAM);   /* 142 MB */
+}
+END_TEST
+
+/* The decode defaults by shape: on sm_90 at head_dim 72..128 a problem whose keys split
+ * (fewer sequence x KV head pairs than the 132 SMs) takes 128-key tiles 2-3 deep, the warps
+ * by split class and rows (decode.c's default_cfg), at head_dim 49..64 256-key tiles where
+ * the keys stream and 64-key tiles 3 deep (four CTAs per SM) where the batch fills the SMs;
+ * a full batch at head_dim 72..128, other head_dims and other targets keep 64-key tiles 3
+ * deep (4 at head_dim <= 64, 2 on sm_80 at head_dim 128); the shipped list holds all, so
+ * that warm compiles what STRICT serves at any length. */
+START_TEST(decode_defaults)
+{
+    /* 32 query heads over 8 KV heads: q_len 1, 4 and 8 pack 4, 16 and 32 rows */
+    static const struct {
+        int sm, batch, seqlen_k, head_dim;
+        const char *want1, *want4, *want8;
+    } cases[] = {
+        /* sm_90, bandwidth-bound (STREAM): 128, 64, 32, 16 and 8 pairs */
+        {90, 16, 8192, 128, "128x3m1n8", "128x3m1n8", "128x2m2n4"},
+        {90, 8, 4096, 104, "128x3m1n8", "128x3m1n8", "128x2m2n4"},
+        {90, 4, 4096, 128, "128x3m1n8", "128x3m1n8", "128x2m2n4"},
+        {90, 2, 131072, 96, "128x3m1n8", "128x3m1n8", "128x2m2n4"},
+        {90, 1, 32768, 128, "128x3m1n8", "128x3m1n8", "128x2m2n4"},
+        {90, 1, 8192, 128, "128x3m1n8", "128x3m1n8", "128x2m2n4"},
+        {90, 1, 16384, 72, "128x3m1n8", "128x3m1n8", "128x2m2n4"},
+        /* no split: the batch fills the SMs */
+        {90, 64, 16384, 128, "64x3m1n4", "64x3m1n4", "64x3m2n2"},
+        {90, 128, 2048, 96, "64x3m1n4", "64x3m1n4", "64x3m2n2"},
+        {90, 17, 8192, 128, "64x3m1n4", "64x3m1n4", "64x3m2n2"},
+        {90, 40, 512, 128, "64x3m1n4", "64x3m1n4", "64x3m2n2"},
+        /* latency-bound (LATENCY): 64 and 16 pairs */
+        {90, 8, 1024, 80, "128x2m1n8", "128x2m1n4", "128x2m2n4"},
+        {90, 2, 2048, 128, "128x2m1n8", "128x2m1n4", "128x2m2n4"},
+        /* LATENCY_FEW: 8 pairs, two q tiles of 16 rows at 17..32 rows */
+        {90, 1, 4096, 128, "128x2m1n8", "128x2m1n4", "128x2m1n4"},
+        {90, 1, 8191, 128, "128x2m1n8", "128x2m1n4", "128x2m1n4"},
+        {90, 1, 4096, 104, "128x2m1n8", "128x2m1n4", "128x2m1n4"},
+        {90, 1, 2048, 128, "128x2m1n8", "128x2m1n4", "128x2m1n4"},
+        {90, 1, 1024, 96, "128x2m1n8", "128x2m1n4", "128x2m1n4"},
+        /* head_dim 49..64 on sm_90: stream, no split, latency-bound, few pairs */
+        {90, 16, 8192, 64, "256x3m1n8", "256x3m1n8", "128x2m2n4"},
+        {90, 1, 32768, 64, "256x3m1n8", "256x3m1n8", "128x2m2n4"},
+        {90, 64, 16384, 64, "64x3m1n4", "64x3m1n4", "64x3m2n2"},
+        {90, 128, 2048, 56, "64x3m1n4", "64x3m1n4", "64x3m2n2"},
+        {90, 8, 1024, 64, "128x2m1n8", "128x2m1n8", "64x3m2n2"},
+        {90, 1, 4096, 64, "128x2m1n8", "128x2m1n8", "64x3m2n2"},
+        {90, 1, 2048, 56, "128x2m1n8", "128x2m1n8", "64x3m2n2"},
+        /* other head_dims and targets: no split class */
+        {90, 16, 8192, 48, "64x4m1n4", "64x4m1n4", "64x3m2n2"},
+        {80, 16, 8192, 64, "64x4m1n4", "64x4m1n4", "64x3m2n2"},
+        {100, 1, 4096, 64, "64x4m1n4", "64x4m1n4", "64x3m2n2"},
+        {90, 16, 8192, 256, "32x3m1n2", "32x3m1n2", "32x3m2n2"},
+        {80, 1, 4096, 128, "64x2m1n4", "64x2m1n4", "64x2m2n2"},
+        {80, 16, 8192, 128, "64x2m1n4", "64x2m1n4", "64x2m2n2"},
+        {100, 16, 8192, 128, "64x3m1n4", "64x3m1n4", "64x3m2n2"},
+    };
+    void *p = (void *)(uintptr_t)0x100000;
+    char name[64], want_name[64];
+    for (size_t i = 0; i < sizeof cases / sizeof cases[0]; i++) {
+        fajit_attn_desc d;
+        fajit_attn_desc_init(&d, p, p, p, p, cases[i].batch, 32, 8, 1, cases[i].seqlen_k,
+                             cases[i].head_dim, FAJIT_BF16);
+        d.block_table = (const int32_t *)(uintptr_t)0x3000;
+        d.block_table_stride = 4096, d.page_size = 16, d.num_pages = 1 << 20;
+        const fj_target t = {cases[i].sm, cases[i].sm >= 90, 132, 0, FJ_DEC_LOADER_AUTO};
+        const int q_lens[3] = {1, 4, 8};
+        const char *wants[3] = {cases[i].want1, cases[i].want4, cases[i].want8};
+        for (int q = 0; q < 3; q++) {
+            d.seqlen_q = q_lens[q];
+            d.mask = q_lens[q] > 1 ? FAJIT_MASK_CAUSAL : FAJIT_MASK_NONE;
+            fj_kcfg c;
+            ck_assert_msg(fj_kcfg_default(&d, &t, FAJIT_FAMILY_AUTO, &c) == 0,
+                          "case %zu q_len %d: no default", i, q_lens[q]);
+            fj_kcfg_name(&c, name);
+            snprintf(want_name, sizeof want_name, "dec:%ss0", wants[q]);
+            ck_assert_msg(strcmp(name, want_name) == 0, "case %zu q_len %d: %s, want %s", i,
+                          q_lens[q], name, want_name);
+        }
+    }
+    /* shipped on sm_90 at head_dim 128: the row-16 tiles of the four split classes, then
+     * the wider row layouts */
+    fajit_attn_desc d;
+    fajit_attn_desc_init(&d, p, p, p, p, 1, 32, 8, 1, 4096, 128, FAJIT_BF16);
+    const fj_target h200 = {90, 1, 132, 0, FJ_DEC_LOADER_AUTO};
+    fj_kcfg s[12];
+    const int n = fj_family_decode.shipped(&d, &h200, s, 12);
+    ck_assert_int_eq(n, 7);
+    const char *want[] = {"dec:128x2m1n8s0", "dec:128x3m1n8s0", "dec:64x3m1n4s0",
+                          "dec:128x2m1n4s0", "dec:128x2m2n4s0", "dec:64x3m2n2s0",
+                          "dec:64x3m4n1s0"};
+    for (int i = 0; i < n; i++) {
+        fj_kcfg_name(&s[i], name);
+        ck_assert_str_eq(name, want[i]);
+    }
+    /* on sm_80 the long and short defaults are one */
+    const fj_target a100 = {80, 0, 108, 0, FJ_DEC_LOADER_AUTO};
+    ck_assert_int_eq(fj_family_decode.shipped(&d, &a100, s, 12), 3);
+    /* every default of a decode step (up to 16 query rows, 64 packed) at any batch, length
+     * and grouping is in the shipped list of its target: warm compiles what STRICT serves */
+    static const int batches[] = {1, 2, 3, 4, 6, 8, 16, 24, 32, 64, 128, 4096};
+    static const int lengths[] = {1, 1000, 2048, 4096, 8192, 32768, 1 << 20};
+    static const int kv_heads[] = {1, 2, 8}, groups[] = {1, 3, 4, 8, 16}, q_lens[] = {1, 4, 16};
+    static const int sms[] = {132, 108, 20, 0}, dims[] = {64, 96, 128, 256};
+    int checked = 0;
+    for (size_t a = 0; a < sizeof sms / sizeof sms[0]; a++)
+        for (size_t h = 0; h < sizeof dims / sizeof dims[0]; h++) {
+            const fj_target t = {90, 1, sms[a], 0, FJ_DEC_LOADER_AUTO};
+            fajit_attn_desc e;
+            fajit_attn_desc_init(&e, p, p, p, p, 1, 8, 8, 1, 1, dims[h], FAJIT_BF16);
+            const int ns = fj_family_decode.shipped(&e, &t, s, 12);
+            for (size_t b = 0; b < sizeof batches / sizeof batches[0]; b++)
+                for (size_t l = 0; l < sizeof lengths / sizeof lengths[0]; l++)
+                    for (size_t k = 0; k < sizeof kv_heads / sizeof kv_heads[0]; k++)
+                        for (size_t g = 0; g < sizeof groups / sizeof groups[0]; g++)
+                            for (size_t q = 0; q < sizeof q_lens / sizeof q_lens[0]; q++) {
+                                if (groups[g] * q_lens[q] > 64)
+                                    continue;
+                                e.batch = batches[b], e.seqlen_k = lengths[l];
+                                e.heads_kv = kv_heads[k], e.heads_q = kv_heads[k] * groups[g];
+                                e.seqlen_q = q_lens[q];
+                                fj_kcfg c;
+                                fj_family_decode.default_cfg(&e, &t, &c);
+                                int found = 0;
+                                for (int i = 0; i < ns && !found; i++)
+                                    found = fj_kcfg_same(&s[i], &c);
+                                fj_kcfg_name(&c, name);
+                                ck_assert_msg(found, "%s (batch %d, %d keys, %d/%d heads, q_len "
+                                              "%d, %d SMs, head_dim %d) is not shipped", name,
+                                              e.batch, e.seqlen_k, e.heads_q, e.heads_kv,
+                                              e.seqlen_q, sms[a], dims[h]);
+                                checked++;
+                            }
+        }
+    ck_assert_int_gt(checked, 10000);
+}
+END_TEST
+
+/* The fused merge stages at most 48 KiB of partials in one CTA: q_len 4 (16 packed rows)
+ * at 1 x 4k takes 128x2m1n4 by default, whose 16 splits end in the combine kernel; over 16
+ * splits of a forced 128x2m1n8 its 132 KB of partials
+ * would fit that config's shared memory, but take the combine kernel, and so do batch 2's
+ * 66 KB (8 splits); q_len 1's 33 KB over 16 splits stay fused. */
+START_TEST(decode_staged_cap)
+{
+    fj_cuda fake = dec_fake_device();
+    fj_cuda_set_for_testing(&fake);
+    g_count = 1, g_fail_get = 0;
+    fajit_ctx_opts o;
+    fajit_ctx_opts_init(&o);
+    o.cache_dir = "", o.device = 0;
+    fajit_ctx *ctx;
+    ck_assert_int_eq(fajit_ctx_create(&ctx, &o), FAJIT_OK);
+    fajit_attn_desc d;
+    void *p = (void *)(uintptr_t)0x100000;
+    fajit_attn_desc_init(&d, p, p, p, p, 1, 32, 8, 4, 4096, 128, FAJIT_BF16);
+    d.mask = FAJIT_MASK_CAUSAL;
+    d.block_table = (const int32_t *)(uintptr_t)0x3000;
+    d.block_table_stride = 256, d.page_size = 16, d.num_pages = 1000;
+    char line[1024];
+    ck_assert_int_eq(fajit_dispatch_describe(ctx, NULL, &d, line, sizeof line), FAJIT_OK);
+    ck_assert_msg(strstr(line, "128x2 m1 n4") && strstr(line, "16 splits") &&
+                      strstr(line, "then the combine kernel"), "%s", line);
+    fj_kernel kk[2];
+    memset(kk, 0, sizeof kk);
+    fj_kplan kp;
+    memset(&kp, 0, sizeof kp);
+    ck_assert_int_eq(fj_kcfg_parse("dec:128x2m1n8s0", &kp.cfg), 0);
+    kp.cfg.fam->kernels(&kp.cfg, &d, &kp.ks);
+    kp.k[0] = &kk[0], kp.k[1] = &kk[1];
+    memset(&g_dec, 0, sizeof g_dec);
+    ck_assert_int_eq(fj_kplan_launch(ctx, &kp, &d, NULL), FAJIT_OK);
+    ck_assert_int_eq(g_dec.p[0].splits, 16);
+    ck_assert_uint_eq(g_dec.p[0].counters, 0);
+    ck_assert_int_eq(g_dec.launches, 2);   /* the combine kernel */
+    /* batch 2: 8 splits of 16 rows, 66 KB: the combine kernel too */
+    d.batch = 2;
+    memset(&g_dec, 0, sizeof g_dec);
+    ck_assert_int_eq(fj_kplan_launch(ctx, &kp, &d, NULL), FAJIT_OK);
+    ck_assert_int_eq(g_dec.p[0].splits, 8);
+    ck_assert_uint_eq(g_dec.p[0].counters, 0);
+    ck_assert_int_eq(g_dec.launches, 2);
+    d.batch = 1;
+    /* q_len 1 (4 rows) over the same 16 splits: 33 KB staged by the last CTA */
+    d.seqlen_q = 1, d.mask = FAJIT_MASK_NONE;
+    memset(&g_dec, 0, sizeof g_dec);
+    ck_assert_int_eq(fj_kplan_launch(ctx, &kp, &d, NULL), FAJIT_OK);
+    ck_assert_uint_ne(g_dec.p[0].counters, 0);
+    ck_assert_int_eq(g_dec.launches, 1);
+    fajit_ctx_destroy(ctx);
+    fj_cuda_set_for_testing(NULL);
+}
+END_TEST
+
+/* The cluster merge's host half: the probe (fj_cluster_max) against a fake driver that runs
+ * clusters up to g_cl.fit CTAs, the launch (cluster dimension, CTA order, no combine
+ * kernel, no counters) where the plan's probe allows the splits, the last-CTA merge where
+ * it does not, FAJIT_DECODE_CLUSTER=0, and fj_launch without cuLaunchKernelEx. */
+static struct {
+    int fit, nonportable, set_fails, queries;
+    unsigned dim[4];   /* the cluster x of each recorded launch, 0 without */
+    unsigned smem[4];  /* and its dynamic shared memory */
+} g_cl;
+/* The cluster x of a launch configuration, 0 without the attribute. */
+static unsigned cluster_x(const fj_cu_launch_config *c)
+{
+    for (unsigned i = 0; i < c->num_attrs; i++)
+        if (c->attrs[i].id == FJ_CU_LAUNCH_ATTR_CLUSTER)
+            return c->attrs[i].v.dim[0];
+    return 0;
+}
+static CUresult cl_occupancy(int *n, CUfunction f, const fj_cu_launch_config *c)
+{
+    (void)f;
+    g_cl.queries++;
+    const unsigned x = cluster_x(c) ? cluster_x(c) : 1;
+    *n = (int)x <= g_cl.fit && (x <= 8 || g_cl.nonportable) ? 3 : 0;
+    return 0;
+}
+static CUresult cl_set_attr(CUfunction f, int attr, int value)
+{
+    (void)f;
+    if (attr == FJ_CU_FUNC_ATTR_NON_PORTABLE_CLUSTER) {
+        if (g_cl.set_fails)
+            return 1;
+        g_cl.nonportable = value;
+    }
+    return 0;
+}
+static CUresult cl_launch_ex(const fj_cu_launch_config *c, CUfunction f, void **a, void **e)
+{
+    g_cl.dim[g_dec.launches % 4] = cluster_x(c);
+    g_cl.smem[g_dec.launches % 4] = c->smem;
+    return dec_launch_ex(c, f, a, e);
+}
+
+/* The probe's answer for every cluster size 2..8: n clusters at once. */
+static void set_active(fj_kplan *kp, int n)
+{
+    for (int s = 2; s <= 8; s++)
+        kp->cluster_active[0][s] = n;
+}
+
+START_TEST(decode_cluster_merge)
+{
+    fj_cuda fake = dec_fake_device();
+    fake.cuLaunchKernelEx = cl_launch_ex;
+    fake.cuOccupancyMaxActiveClusters = cl_occupancy;
+    fake.cuFuncSetAttribute = cl_set_attr;
+    fj_cuda_set_for_testing(&fake);
+    g_count = 1, g_fail_get = 0;
+    /* the probe: how many clusters of each size run at once, sizes above 8 only where
+     * non-portable sizes were allowed; the largest that runs */
+    memset(&g_cl, 0, sizeof g_cl);
+    CUfunction fn = (CUfunction)(uintptr_t)0x10;
+    int act[FJ_CLUSTER_MAX + 1];
+    g_cl.fit = 16;
+    ck_assert_int_eq(fj_cluster_probe(&fake, fn, 128, 135168, 16, act), 16);
+    ck_assert_int_eq(act[0] + act[1], 0);
+    for (int n = 2; n <= 16; n++)
+        ck_assert_int_eq(act[n], 3);
+    ck_assert_int_eq(g_cl.nonportable, 1);
+    g_cl.nonportable = 0, g_cl.set_fails = 1;
+    ck_assert_int_eq(fj_cluster_probe(&fake, fn, 128, 135168, 16, act), 8);
+    ck_assert_int_eq(act[8], 3);
+    ck_assert_int_eq(act[9], 0);
+    g_cl.set_fails = 0, g_cl.fit = 5;
+    ck_assert_int_eq(fj_cluster_probe(&fake, fn, 128, 135168, 8, act), 5);
+    ck_assert_int_eq(act[5], 3);
+    ck_assert_int_eq(act[6], 0);
+    g_cl.fit = 1;
+    ck_assert_int_eq(fj_cluster_probe(&fake, fn, 128, 135168, 8, act), 0);
+    ck_assert_int_eq(act[2], 0);
+    fj_cuda bare = fake;
+    bare.cuOccupancyMaxActiveClusters = NULL;
+    ck_assert_int_eq(fj_cluster_probe(&bare, fn, 128, 135168, 8, act), 0);
+    /* a cluster launch needs cuLaunchKernelEx: refused, never launched without clusters */
+    bare.cuLaunchKernelEx = NULL;
+    const unsigned grid1[3] = {16, 8, 1};
+    memset(&g_dec, 0, sizeof g_dec);
+    ck_assert_int_eq(fj_launch(&bare, fn, grid1, 128, 0, NULL, NULL, 1, 8),
+                     FJ_CU_ERROR_NOT_SUPPORTED);
+    ck_assert_int_eq(g_dec.launches, 0);
+
+    fajit_ctx_opts o;
+    fajit_ctx_opts_init(&o);
+    o.cache_dir = "", o.device = 0;
+    fajit_ctx *ctx;
+    ck_assert_int_eq(fajit_ctx_create(&ctx, &o), FAJIT_OK);
+    fajit_attn_desc d;   /* 2 x 8k keys, q_len 1: 16 groups of 8 splits (128x2m1n4) */
+    void *p = (void *)(uintptr_t)0x100000;
+    fajit_attn_desc_init(&d, p, p, p, p, 2, 32, 8, 1, 8192, 128, FAJIT_BF16);
+    d.block_table = (const int32_t *)(uintptr_t)0x3000;
+    d.block_table_stride = 512, d.page_size = 16, d.num_pages = 1 << 20;
+    const fj_target t = fj_target_of(ctx, NULL);
+    fj_kernel kk[2];
+    memset(kk, 0, sizeof kk);
+    fj_kplan kp;
+    memset(&kp, 0, sizeof kp);
+    ck_assert_int_eq(fj_kcfg_default(&d, &t, FAJIT_FAMILY_AUTO, &kp.cfg), 0);
+    kp.cfg.fam->kernels(&kp.cfg, &d, &kp.ks);
+    ck_assert_int_eq(kp.ks.cluster[0], 8);   /* the split step may cluster, the combine not */
+    ck_assert_int_eq(kp.ks.cluster[1], 0);
+    kp.k[0] = &kk[0], kp.k[1] = &kk[1];
+    kp.cluster_max[0] = 8;   /* as the load's probe found, */
+    set_active(&kp, 16);
+    kp.cluster_smem[0] = kp.ks.dyn_smem[0] + 1024;   /* (at least half an SM's memory) */
+    memset(&g_dec, 0, sizeof g_dec);
+    ck_assert_int_eq(fj_kplan_launch(ctx, &kp, &d, NULL), FAJIT_OK);
+    ck_assert_int_eq(g_dec.launches, 1);
+    ck_assert_int_eq(g_dec.p[0].splits, 8);
+    ck_assert_int_eq(g_dec.p[0].cluster, 1);
+    ck_assert_uint_eq(g_cl.dim[0], 8);
+    ck_assert_uint_eq(g_cl.smem[0], (unsigned)kp.ks.dyn_smem[0] + 1024);
+    ck_assert_uint_eq(g_dec.grid[0][0], 8);   /* x: the group's splits in a row */
+    ck_assert_uint_eq(g_dec.grid[0][2], 2);
+    ck_assert_int_eq(g_dec.pdl_launches, 1);  /* and still a dependent launch */
+    /* q_len 8 (32 rows, 128x2m2n4): its merge went to the combine kernel; now the cluster */
+    fajit_attn_desc e = d;
+    e.seqlen_q = 8, e.seqlen_k = 2048, e.mask = FAJIT_MASK_CAUSAL;
+    fj_kplan kq;
+    memset(&kq, 0, sizeof kq);
+    ck_assert_int_eq(fj_kcfg_default(&e, &t, FAJIT_FAMILY_AUTO, &kq.cfg), 0);
+    kq.cfg.fam->kernels(&kq.cfg, &e, &kq.ks);
+    kq.k[0] = &kk[0], kq.k[1] = &kk[1];
+    kq.cluster_max[0] = 8;
+    set_active(&kq, 16);
+    memset(&g_dec, 0, sizeof g_dec);
+    ck_assert_int_eq(fj_kplan_launch(ctx, &kq, &e, NULL), FAJIT_OK);
+    ck_assert_int_eq(g_dec.launches, 1);
+    ck_assert_int_eq(g_dec.p[0].cluster, 1);
+    ck_assert_int_le(g_dec.p[0].splits, 8);
+    ck_assert_uint_eq(g_cl.dim[0], (unsigned)g_dec.p[0].splits);
+    ck_assert_uint_eq(g_dec.grid[0][0], (unsigned)(g_dec.p[0].splits * g_dec.p[0].q_tiles));
+    /* clusters that would take a wave more than the plain CTAs (4 at once: 16 in 4 waves
+     * against 128 CTAs in one): merged as before */
+    set_active(&kp, 4);
+    memset(&g_dec, 0, sizeof g_dec);
+    memset(g_cl.dim, 0, sizeof g_cl.dim);
+    ck_assert_int_eq(fj_kplan_launch(ctx, &kp, &d, NULL), FAJIT_OK);
+    ck_assert_int_eq(g_dec.p[0].cluster, 0);
+    ck_assert_uint_ne(g_dec.p[0].counters, 0);
+    ck_assert_uint_eq(g_cl.dim[0], 0);
+    ck_assert_uint_eq(g_cl.smem[0], (unsigned)kp.ks.dyn_smem[0]);   /* its own */
+    set_active(&kp, 16);
+    /* per size: 16 groups of 7 forced splits where the GPU runs 15 such clusters at once
+     * (clusters live in a GPC: no more of 7 than of 8) merge as before */
+    kp.cluster_active[0][7] = 15;
+    d.num_splits = 7;
+    memset(&g_dec, 0, sizeof g_dec);
+    ck_assert_int_eq(fj_kplan_launch(ctx, &kp, &d, NULL), FAJIT_OK);
+    ck_assert_int_eq(g_dec.p[0].splits, 7);
+    ck_assert_int_eq(g_dec.p[0].cluster, 0);
+    d.num_splits = 0;
+    /* 16 splits (one sequence of 32k keys): more than a cluster merges */
+    fajit_attn_desc f = d;
+    f.batch = 1, f.seqlen_k = 32768, f.block_table_stride = 2048;
+    memset(&g_dec, 0, sizeof g_dec);
+    ck_assert_int_eq(fj_kplan_launch(ctx, &kp, &f, NULL), FAJIT_OK);
+    ck_assert_int_eq(g_dec.p[0].splits, 16);
+    ck_assert_int_eq(g_dec.p[0].cluster, 0);
+    ck_assert_uint_eq(g_cl.dim[0], 0);
+    /* one sequence of 2k keys: 16 tiles, where the wave rule takes 16 splits of one tile,
+     * 8 splits of 2 in clusters; 4k (32 tiles) keeps its 16; a forced 16 stays */
+    f.seqlen_k = 2048;
+    char line[1024];
+    ck_assert_int_eq(fajit_dispatch_describe(ctx, NULL, &f, line, sizeof line), FAJIT_OK);
+    ck_assert_msg(strstr(line, "16 splits") && strstr(line, "8 splits merged by clusters"),
+                  "%s", line);
+    memset(&g_dec, 0, sizeof g_dec);
+    ck_assert_int_eq(fj_kplan_launch(ctx, &kp, &f, NULL), FAJIT_OK);
+    ck_assert_int_eq(g_dec.p[0].splits, 8);
+    ck_assert_int_eq(g_dec.p[0].split_keys, 256);
+    ck_assert_int_eq(g_dec.p[0].cluster, 1);
+    ck_assert_uint_eq(g_cl.dim[0], 8);
+    f.num_splits = 16;
+    memset(&g_dec, 0, sizeof g_dec);
+    ck_assert_int_eq(fj_kplan_launch(ctx, &kp, &f, NULL), FAJIT_OK);
+    ck_assert_int_eq(g_dec.p[0].splits, 16);
+    ck_assert_int_eq(g_dec.p[0].cluster, 0);
+    /* q_len 8 x 4 heads (32 rows, 128x2m2n4) over 2k keys: 16 tiles, but 16 splits stay */
+    fajit_attn_desc g = f;
+    g.num_splits = 0, g.seqlen_q = 8, g.mask = FAJIT_MASK_CAUSAL, g.seqlen_k = 2048;
+    memset(&g_dec, 0, sizeof g_dec);
+    ck_assert_int_eq(fj_kplan_launch(ctx, &kq, &g, NULL), FAJIT_OK);
+    ck_assert_int_eq(g_dec.p[0].splits, 16);
+    ck_assert_int_eq(g_dec.p[0].cluster, 0);
+    f.num_splits = 0, f.seqlen_k = 4096;
+    memset(&g_dec, 0, sizeof g_dec);
+    ck_assert_int_eq(fj_kplan_launch(ctx, &kp, &f, NULL), FAJIT_OK);
+    ck_assert_int_eq(g_dec.p[0].splits, 16);
+    ck_assert_int_eq(g_dec.p[0].cluster, 0);
+    /* a GPU that runs clusters of 4 only: 8 splits merge as before, forced 4 in clusters */
+    kp.cluster_max[0] = 4;
+    memset(&g_dec, 0, sizeof g_dec);
+    ck_assert_int_eq(fj_kplan_launch(ctx, &kp, &d, NULL), FAJIT_OK);
+    ck_assert_int_eq(g_dec.p[0].cluster, 0);
+    d.num_splits = 4;
+    memset(&g_dec, 0, sizeof g_dec);
+    ck_assert_int_eq(fj_kplan_launch(ctx, &kp, &d, NULL), FAJIT_OK);
+    ck_assert_int_eq(g_dec.p[0].cluster, 1);
+    ck_assert_uint_eq(g_cl.dim[0], 4);
+    /* one split: nothing to merge, no cluster */
+    d.num_splits = 1;
+    memset(&g_dec, 0, sizeof g_dec);
+    memset(g_cl.dim, 0, sizeof g_cl.dim);
+    ck_assert_int_eq(fj_kplan_launch(ctx, &kp, &d, NULL), FAJIT_OK);
+    ck_assert_int_eq(g_dec.p[0].cluster, 0);
+    ck_assert_uint_eq(g_cl.dim[0], 0);
+    d.num_splits = 0;
+    fajit_ctx_destroy(ctx);
+    /* FAJIT_DECODE_CLUSTER=0: never, whatever the probe said; a bad value is refused */
+    setenv("FAJIT_DECODE_CLUSTER", "0", 1);
+    ck_assert_int_eq(fajit_ctx_create(&ctx, &o), FAJIT_OK);
+    kp.cluster_max[0] = 8;
+    memset(&g_dec, 0, sizeof g_dec);
+    ck_assert_int_eq(fj_kplan_launch(ctx, &kp, &d, NULL), FAJIT_OK);
+    ck_assert_int_eq(g_dec.p[0].cluster, 0);
+    ck_assert_uint_ne(g_dec.p[0].counters, 0);
+    fajit_ctx_destroy(ctx);
+    setenv("FAJIT_DECODE_CLUSTER", "yes", 1);
+    ck_assert_int_eq(fajit_ctx_create(&ctx, &o), FAJIT_INVALID_ARGUMENT);
+    ck_assert_ptr_nonnull(strstr(fajit_errmsg(ctx), "FAJIT_DECODE_CLUSTER must be 0 or 1"));
+    fajit_ctx_destroy(ctx);
+    unsetenv("FAJIT_DECODE_CLUSTER");
+    fj_cuda_set_for_testing(NULL);
+}
+END_TEST
+
+/* The decode family's two loaders: FAJIT_DECODE_LOADER, where TMA fits (sm_90+, head_dim a
+ * multiple of 64, page sizes that tile the key tile), its names, and the tensor maps its
+ * launch encodes (a fake encoder records them). */
+static struct {
+    int calls;
+    unsigned long long dim[2][4], stride[2][3];
+    unsigned box[2][4];
+    int swizzle;
+} g_dtm;
+static CUresult dec_tmap(void *m, int t, unsigned r, void *a, const unsigned long long *d,
+                         const unsigned long long *st, const unsigned *b, const unsigned *el,
+                         int i, int w, int l, int o)
+{
+    (void)t, (void)a, (void)el, (void)i, (void)l, (void)o;
+    const int x = g_dtm.calls++ % 2;
+    ck_assert_uint_eq(r, 4);
+    memcpy(g_dtm.dim[x], d, sizeof g_dtm.dim[x]);
+    memcpy(g_dtm.stride[x], st, sizeof g_dtm.stride[x]);
+    memcpy(g_dtm.box[x], b, sizeof g_dtm.box[x]);
+    g_dtm.swizzle = w;
+    memset(m, 0, 128);
+    return 0;
+}
+
+START_TEST(decode_loader)
+{
+    fajit_ctx_opts o;
+    fajit_ctx_opts_init(&o);
+    o.device = FAJIT_DEVICE_NONE, o.cache_dir = "";
+    fajit_ctx *ctx = NULL, *bad = NULL;
+    setenv("FAJIT_DECODE_LOADER", "TMA", 1);
+    ck_assert_int_eq(fajit_ctx_create(&ctx, &o), FAJIT_OK);
+    ck_assert_int_eq(ctx->dec_loader, FJ_DEC_LOADER_TMA);
+    fajit_ctx_destroy(ctx);
+    setenv("FAJIT_DECODE_LOADER", "bulk", 1);
+    ck_assert_int_eq(fajit_ctx_create(&bad, &o), FAJIT_INVALID_ARGUMENT);
+    ck_assert_ptr_nonnull(strstr(fajit_errmsg(bad),
+                                 "FAJIT_DECODE_LOADER must be auto, cpasync or tma, got 'bulk'"));
+    fajit_ctx_destroy(bad);
+    unsetenv("FAJIT_DECODE_LOADER");
+
+    fajit_attn_desc d;
+    void *p = (void *)(uintptr_t)0x100000;
+    fajit_attn_desc_init(&d, p, p, p, p, 1, 32, 8, 1, 4096, 128, FAJIT_BF16);
+    d.block_table = (const int32_t *)(uintptr_t)0x3000;
+    d.block_table_stride = 256, d.page_size = 16, d.num_pages = 1000;
+    fj_target h200 = {90, 1, 132, 0, FJ_DEC_LOADER_TMA}, a100 = {80, 0, 108, 0, FJ_DEC_LOADER_TMA};
+    fj_kcfg c, back;
+    char name[64], why[256];
+    fj_kernels ks;
+    /* forced TMA where it fits: its own name, macro and shared memory */
+    ck_assert_int_eq(fj_kcfg_default(&d, &h200, FAJIT_FAMILY_AUTO, &c), 0);
+    fj_kcfg_name(&c, name);
+    ck_assert_str_eq(name, "dec:128x2m1n8s0t");
+    ck_assert_int_eq(fj_kcfg_parse(name, &back), 0);
+    fj_kcfg_name(&back, name);
+    ck_assert_str_eq(name, "dec:128x2m1n8s0t");
+    c.fam->kernels(&c, &d, &ks);
+    ck_assert_ptr_nonnull(strstr(ks.v[0].preamble, "#define FJ_DEC_TMA 1\n"));
+    ck_assert_ptr_nonnull(strstr(ks.v[0].name, " tma"));
+    ck_assert_int_eq(ks.dyn_smem[0], 135168 + 64 + 1024);
+    ck_assert_int_eq(fj_kcfg_parse("dec:64x3m1n4s0tt", &back), -1);
+    ck_assert_int_eq(fj_kcfg_parse("dec:64x3m1n4s0x", &back), -1);
+    ck_assert_int_eq(fj_kcfg_parse("dec:64x3m1n4s0", &back), 0);   /* rows of before */
+    back.fam->kernels(&back, &d, &ks);
+    ck_assert_ptr_null(strstr(ks.v[0].preamble, "FJ_DEC_TMA"));
+    /* where TMA does not fit, the forced default keeps cp.async and check() says why */
+    ck_assert_int_eq(fj_kcfg_parse("dec:64x3m1n4s0t", &back), 0);
+    const struct { fj_target *t; int page, hd; const char *why; } misfit[] = {
+        {&a100, 16, 128, "TMA loads need sm_90 or later"},
+        {&h200, 1, 128, "TMA loads need page_size"},
+        {&h200, 12, 128, "TMA loads need page_size"},
+        {&h200, 16, 80, "TMA loads need head_dim a multiple of 64"},
+    };
+    for (size_t i = 0; i < sizeof misfit / sizeof misfit[0]; i++) {
+        fajit_attn_desc e = d;
+        e.page_size = misfit[i].page, e.head_dim = misfit[i].hd;
+        e.block_table_stride = 4096 / e.page_size + 1;
+        ck_assert_int_eq(fj_kcfg_default(&e, misfit[i].t, FAJIT_FAMILY_AUTO, &c), 0);
+        fj_kcfg_name(&c, name);
+        ck_assert_msg(name[strlen(name) - 1] == '0', "%zu: %s", i, name);
+        why[0] = 0;
+        ck_assert_int_ne(back.fam->check(&back, &e, misfit[i].t, why, sizeof why), 0);
+        ck_assert_msg(strstr(why, misfit[i].why), "%zu: %s", i, why);
+    }
+    fajit_attn_desc e = d;   /* pages holding whole tiles fit as well */
+    e.page_size = 128, e.block_table_stride = 32;
+    ck_assert_int_eq(back.fam->check(&back, &e, &h200, why, sizeof why), 0);
+    /* the candidates: both loaders on sm_90, cp.async alone on sm_80 */
+    fj_kcfg cand[64];
+    int tma[2] = {0, 0};
+    const fj_target *ts[2] = {&a100, &h200};
+    for (int x = 0; x < 2; x++) {
+        const int n = fj_kcfg_candidates(&d, ts[x], cand, 64);
+        for (int i = 0; i < n; i++) {
+            fj_kcfg_name(&cand[i], name);
+            tma[x] += strncmp(name, "dec:", 4) == 0 && name[strlen(name) - 1] == 't';
+        }
+    }
+    ck_assert_int_eq(tma[0], 0);
+    ck_assert_int_gt(tma[1], 4);
+
+    /* a launch encodes K and V maps of [pages][page_size][heads_kv][head_dim] */
+    fj_cuda fake = dec_fake_device();
+    fj_cuda_set_for_testing(&fake);
+    g_count = 1, g_fail_get = 0;
+    o.device = 0;
+    ck_assert_int_eq(fajit_ctx_create(&ctx, &o), FAJIT_OK);
+    fj_kernel kk[2];
+    memset(kk, 0, sizeof kk);
+    fj_kplan kp;
+    memset(&kp, 0, sizeof kp);
+    ck_assert_int_eq(fj_kcfg_parse("dec:64x3m1n4s0t", &kp.cfg), 0);
+    kp.cfg.fam->kernels(&kp.cfg, &d, &kp.ks);
+    kp.k[0] = &kk[0], kp.k[1] = &kk[1];
+    ck_assert_int_eq(fj_kplan_launch(ctx, &kp, &d, NULL), FAJIT_UNSUPPORTED);   /* no encoder */
+    ck_assert_ptr_nonnull(strstr(fajit_errmsg(ctx), "cuTensorMapEncodeTiled"));
+    fake.cuTensorMapEncodeTiled = dec_tmap;
+    memset(&g_dtm, 0, sizeof g_dtm);
+    memset(&g_dec, 0, sizeof g_dec);
+    ck_assert_int_eq(fj_kplan_launch(ctx, &kp, &d, NULL), FAJIT_OK);
+    ck_assert_int_eq(g_dtm.calls, 2);
+    for (int x = 0; x < 2; x++) {
+        const unsigned long long dim[4] = {128, 16, 8, 1000}, str[3] = {8 * 128 * 2, 128 * 2,
+                                                                       16 * 8 * 128 * 2};
+        const unsigned box[4] = {64, 16, 1, 1};
+        ck_assert_int_eq(memcmp(g_dtm.dim[x], dim, sizeof dim), 0);
+        ck_assert_int_eq(memcmp(g_dtm.stride[x], str, sizeof str), 0);
+        ck_assert_int_eq(memcmp(g_dtm.box[x], box, sizeof box), 0);
+    }
+    ck_assert_int_eq(g_dtm.swizzle, FJ_TMA_SWIZZLE_128B);
+    /* contiguous K/V: sequences as pages of seqlen_k rows, boxes of a whole tile */
+    fajit_attn_desc f = d;
+    f.block_table = NULL, f.block_table_stride = 0, f.page_size = 0, f.num_pages = 0;
+    f.batch = 3;
+    memset(&g_dtm, 0, sizeof g_dtm);
+    ck_assert_int_eq(fj_kplan_launch(ctx, &kp, &f, NULL), FAJIT_OK);
+    ck_assert_uint_eq(g_dtm.dim[0][1], 4096);
+    ck_assert_uint_eq(g_dtm.dim[0][3], 3);
+    ck_assert_uint_eq(g_dtm.box[0][1], 64);
+    ck_assert_uint_eq(g_dtm.stride[0][2], 4096ull * 8 * 128 * 2);
+    /* a TMA plan never launches a page size it cannot load (it would wait forever) */
+    fajit_attn_desc g = d;
+    g.page_size = 1, g.block_table_stride = 4096;
+    memset(&g_dec, 0, sizeof g_dec);
+    ck_assert_int_eq(fj_kplan_launch(ctx, &kp, &g, NULL), FAJIT_INVALID_ARGUMENT);
+    ck_assert_ptr_nonnull(strstr(fajit_errmsg(ctx), "cannot load head_dim 128 with page_size 1"));
+    ck_assert_int_eq(g_dec.launches, 0);
+    fajit_ctx_destroy(ctx);
+    fj_cuda_set_for_testing(NULL);
+}
+END_TEST
+
+TCase *fj_tcase_decode(void)
+{
+    TCase *tc = tcase_create("decode");
+    tcase_set_timeout(tc, 120);
+    tcase_add_test(tc, decode_family_host);
+    tcase_add_test(tc, decode_loader);
+    tcase_add_test(tc, decode_defaults);
+    tcase_add_test(tc, decode_split_buckets);
+    tcase_add_test(tc, decode_staged_cap);
+    tcase_add_test(tc, decode_cluster_merge);
+    return tc;
+}
