@@ -131,14 +131,11 @@ static void *worker(void *unused)
     (void)unused;
     char why[256];
     const fj_nvrtc *nv = fj_nvrtc_get(why, sizeof why);
-    fj_src hdr[32];
-    int nh = 0;
-    for (int i = 0; i < fj_embedded_count && nh < 32; i++) {
-        const char *name = fj_embedded_sources[i].name;
-        size_t len = strlen(name);
-        if ((len > 2 && strcmp(name + len - 2, ".h") == 0) ||
-            (len > 4 && strcmp(name + len - 4, ".cuh") == 0))
-            hdr[nh++] = (fj_src){name, fj_embedded_sources[i].text, fj_embedded_sources[i].len};
+    fj_src hdr[FJ_NVRTC_MAX_HEADERS];
+    const int nh = fj_kernel_headers(hdr, FJ_NVRTC_MAX_HEADERS);
+    if (nh < 0) {
+        fprintf(stderr, "more than %d embedded headers\n", FJ_NVRTC_MAX_HEADERS);
+        exit(1);
     }
     for (;;) {
         pthread_mutex_lock(&g_lock);

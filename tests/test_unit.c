@@ -982,6 +982,28 @@ START_TEST(no_driver)
 }
 END_TEST
 
+/* Every compile gets the embedded headers: all of them fit FJ_NVRTC_MAX_HEADERS (a header
+ * past the limit fails here, not as a confusing "cannot open" in a kernel's compile), and
+ * an array too small for them is refused, not silently cut. */
+START_TEST(kernel_headers)
+{
+    fj_src h[FJ_NVRTC_MAX_HEADERS];
+    const int n = fj_kernel_headers(h, FJ_NVRTC_MAX_HEADERS);
+    ck_assert_int_gt(n, 0);
+    int dec = 0, params = 0;
+    for (int i = 0; i < n; i++) {
+        size_t len = strlen(h[i].name);
+        ck_assert(strcmp(h[i].name + len - 2, ".h") == 0 || strcmp(h[i].name + len - 4, ".cuh") == 0);
+        ck_assert_uint_eq(h[i].len, strlen(h[i].text));
+        params += strcmp(h[i].name, "fajit_params.h") == 0;
+        dec += strcmp(h[i].name, "fj_sm80_prims.cuh") == 0;
+    }
+    ck_assert_int_eq(params + dec, 2);
+    ck_assert_int_eq(fj_kernel_headers(h, n - 1), -1);
+    ck_assert_int_eq(fj_kernel_headers(h, n), n);
+}
+END_TEST
+
 START_TEST(ptxas_log_parse)
 {
     const char *log =
@@ -1377,6 +1399,7 @@ int main(void)
     tcase_add_test(tc, sched_counters);
     tcase_add_test(tc, fa3_length_classes);
     tcase_add_test(tc, no_driver);
+    tcase_add_test(tc, kernel_headers);
     tcase_add_test(tc, ptxas_log_parse);
     suite_add_tcase(s, tc);
     TCase *tt = tcase_create("autotune");

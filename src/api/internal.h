@@ -223,6 +223,9 @@ fajit_status fj_kernel_key(fajit_ctx *ctx, const fj_variant *v, const char *arch
  * with the cached entry of `key`: *same 1 or 0. CACHE_MISS when the entry is gone. */
 fajit_status fj_kernel_recompile_same(fajit_ctx *ctx, const fj_variant *v, const char *arch,
                                       const fj_key *key, int *same);
+/* The embedded kernel headers (.h, .cuh: what any kernel may include) into out[max]: their
+ * count, or -1 when there are more than max. */
+int fj_kernel_headers(fj_src *out, int max);
 /* The local NVRTC's version (major*1000 + minor*10), or -1 without one. */
 int fj_kernel_nvrtc_version(void);
 /* The key of `v` for `arch`, its parts, and the cache's verdict on it, as text. */

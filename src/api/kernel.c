@@ -113,21 +113,32 @@ static void head_lines(const char *log, int n, char *out, size_t len)
     snprintf(out, len, "%.*s", (int)(k < len ? k : len - 1), log);
 }
 
+int fj_kernel_headers(fj_src *out, int max)
+{
+    int n = 0;
+    for (int i = 0; i < fj_embedded_count; i++) {
+        const char *name = fj_embedded_sources[i].name;
+        size_t len = strlen(name);
+        if ((len > 2 && strcmp(name + len - 2, ".h") == 0) ||
+            (len > 4 && strcmp(name + len - 4, ".cuh") == 0)) {
+            if (n == max)
+                return -1;
+            out[n++] = (fj_src){name, fj_embedded_sources[i].text, fj_embedded_sources[i].len};
+        }
+    }
+    return n;
+}
+
 /* Compiles `v` for `arch` into *co (freed by the caller on success). */
 static fajit_status compile_only(fajit_ctx *ctx, const fj_nvrtc *nv, const fj_variant *v,
                                  const char *arch, fj_compile_out *co)
 {
     const fj_embedded *src = fj_embedded_find(v->source);
     fj_src main_src = {src->name, src->text, src->len};
-    fj_src headers[16];
-    int nh = 0;
-    for (int i = 0; i < fj_embedded_count && nh < 16; i++) {
-        const char *name = fj_embedded_sources[i].name;
-        size_t len = strlen(name);
-        if ((len > 2 && strcmp(name + len - 2, ".h") == 0) ||
-            (len > 4 && strcmp(name + len - 4, ".cuh") == 0))
-            headers[nh++] = (fj_src){name, fj_embedded_sources[i].text, fj_embedded_sources[i].len};
-    }
+    fj_src headers[FJ_NVRTC_MAX_HEADERS];
+    const int nh = fj_kernel_headers(headers, FJ_NVRTC_MAX_HEADERS);
+    FJ_RETURN_IF(nh < 0, ctx, FAJIT_COMPILE_FAILED, "%s [%s]: the library embeds more than %d "
+                 "kernel headers (FJ_NVRTC_MAX_HEADERS)", v->name, arch, FJ_NVRTC_MAX_HEADERS);
     char err[512], head[1024];
     double t0 = now_s();
     int rc = fj_nvrtc_compile(nv, v->preamble, &main_src, headers, nh, arch,

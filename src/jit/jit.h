@@ -209,6 +209,9 @@ typedef struct fj_compile_out {
     int regs, smem, spill_bytes, stack_bytes; /* parsed from the ptxas -v log; -1 unknown */
 } fj_compile_out;
 
+/* The most headers one compile is given (NVRTC takes them as arrays). */
+#define FJ_NVRTC_MAX_HEADERS 32
+
 /* Compiles `main` (preamble prepended) for `arch` ("sm_90a") into a CUBIN with
  * `opts` (NULL-terminated) plus fajit's fixed options. Returns 0, or -1 with the NVRTC
  * error in `err` and the log in out->log. */

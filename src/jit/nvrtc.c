@@ -191,7 +191,7 @@ int fj_nvrtc_compile(const fj_nvrtc *n, const char *preamble, const fj_src *main
                      const fj_src *headers, int n_headers, const char *arch,
                      const char *const *opts, fj_compile_out *out, char *err, size_t err_len)
 {
-    const char *hdr_text[16], *hdr_name[16], *all_opts[48];
+    const char *hdr_text[FJ_NVRTC_MAX_HEADERS], *hdr_name[FJ_NVRTC_MAX_HEADERS], *all_opts[48];
     char arch_opt[64];
     nvrtcProgram prog = NULL;
     char *text = NULL;
@@ -200,8 +200,8 @@ int fj_nvrtc_compile(const fj_nvrtc *n, const char *preamble, const fj_src *main
 
     memset(out, 0, sizeof *out);
     out->regs = out->smem = out->spill_bytes = out->stack_bytes = -1;
-    if (n_headers > 16) {
-        snprintf(err, err_len, "too many headers (%d > 16)", n_headers);
+    if (n_headers > FJ_NVRTC_MAX_HEADERS) {
+        snprintf(err, err_len, "too many headers (%d > %d)", n_headers, FJ_NVRTC_MAX_HEADERS);
         goto done;
     }
     size_t plen = strlen(preamble);
