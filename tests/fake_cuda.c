@@ -5,13 +5,15 @@
 #include "fake_cuda.h"
 
 int g_count, g_fail_get;
+int g_fake_cc = 90, g_fake_sms = 132;
 static CUresult f_init(unsigned flags) { (void)flags; return 0; }
 static CUresult f_count(int *n) { *n = g_count; return g_fail_get ? 999 : 0; }
 static CUresult f_get(CUdevice *d, int i) { *d = i; return 0; }
 static CUresult f_attr(int *v, int a, CUdevice d)
 {
     (void)d;
-    *v = a == FJ_CU_ATTR_CC_MAJOR ? 9 : a == FJ_CU_ATTR_CC_MINOR ? 0 : 132;
+    *v = a == FJ_CU_ATTR_CC_MAJOR ? g_fake_cc / 10 : a == FJ_CU_ATTR_CC_MINOR ? g_fake_cc % 10
+         : a == FJ_CU_ATTR_SM_COUNT ? g_fake_sms : 132;
     return 0;
 }
 static CUresult f_retain(CUcontext *c, CUdevice d) { (void)d; *c = (CUcontext)0x1; return 0; }
@@ -23,7 +25,8 @@ static CUresult f_errname(CUresult r, const char **s)
     return 0;
 }
 
-/* A driver table with one fake sm_90 device of 132 SMs (what a context needs). */
+/* A driver table with one fake device (what a context needs): sm_90 with 132 SMs unless a
+ * test sets g_fake_cc / g_fake_sms. */
 fj_cuda fake_device_table(void)
 {
     fj_cuda fake = {0};

@@ -1,6 +1,7 @@
 /* fake_cuda.h - the unit tests' fake CUDA driver (fake_cuda.c), shared by test_unit.c and
- * test_unit_decode.c: a driver table with one sm_90 device of 132 SMs, and allocation and
- * launch functions that record what they were asked instead of touching a GPU. */
+ * test_unit_decode.c: a driver table with one device (sm_90, 132 SMs by default), and
+ * allocation and launch functions that record what they were asked instead of touching a
+ * GPU. */
 #ifndef FJ_TEST_FAKE_CUDA_H
 #define FJ_TEST_FAKE_CUDA_H
 
@@ -8,6 +9,9 @@
 
 /* The devices cuDeviceGetCount reports; g_fail_get: it fails with 999 (CUDA_ERROR_FAKE). */
 extern int g_count, g_fail_get;
+/* Its compute capability (major*10 + minor, default 90) and SM count (default 132); other
+ * attributes read 132. */
+extern int g_fake_cc, g_fake_sms;
 /* cuInit, the device queries, the primary context and error names of that device. */
 fj_cuda fake_device_table(void);
 

@@ -847,6 +847,164 @@ START_TEST(decode_loader)
 }
 END_TEST
 
+/* Random decode problems through a fake A100, A6000, H200 and B200 (sm_80, 86, 90, 100
+ * with 108, 84, 132 and 148 SMs): whatever the split rules (wave rule, fill_splits, the
+ * cluster cut, a forced num_splits) choose, the launch holds the kernel's contract:
+ * 1..FAJIT_MAX_SPLITS splits of whole key tiles, none empty, the grid (splits x q tiles,
+ * heads_kv, batch), partials only with splits and as large as they are, merged by the last
+ * CTA (counters) or else by the combine kernel, a caller's workspace of
+ * fajit_attn_workspace_size() bytes enough, and the same launch when only the device values
+ * (seqused_k, block table, query contents) change, as between CUDA-graph replays. */
+static unsigned dec_rnd(unsigned *s)
+{
+    *s = *s * 1664525u + 1013904223u;
+    return *s >> 8;
+}
+
+START_TEST(decode_random_plans)
+{
+    static const int cc[][2] = {{80, 108}, {86, 84}, {90, 132}, {100, 148}};   /* (A100, A6000, H200, B200) */
+    g_fake_cc = cc[_i][0], g_fake_sms = cc[_i][1];
+    fj_cuda fake = dec_fake_device();
+    fake.cuLaunchKernelEx = cl_launch_ex;   /* (records the cluster x, then dec_launch_ex) */
+    fj_cuda_set_for_testing(&fake);
+    g_count = 1, g_fail_get = 0;
+    fajit_ctx_opts o;
+    fajit_ctx_opts_init(&o);
+    o.cache_dir = "";
+    fajit_ctx *ctx;
+    ck_assert_int_eq(fajit_ctx_create(&ctx, &o), FAJIT_OK);
+    const fj_target t = fj_target_of(ctx, NULL);
+    static const int hds[] = {64, 72, 96, 128, 256}, pss[] = {0, 1, 8, 16, 16, 32, 64, 128, 256};
+    static const int lens[] = {1, 100, 1024, 2048, 4096, 8192, 32768, 131072};
+    unsigned seed = 2026u + (unsigned)_i;
+    int split_cases = 0, fused = 0, combined = 0, clustered = 0;
+    for (int it = 0; it < 1500; it++) {
+        void *ptr = (void *)(uintptr_t)0x100000;
+        const int small = dec_rnd(&seed) % 4 == 0;   /* a latency-bound step of 1-2 sequences */
+        const int hk = 1 + (int)(dec_rnd(&seed) % (small ? 8 : 16));
+        const int g = 1 + (int)(dec_rnd(&seed) % 16);
+        const int batch = small ? 1 + (int)(dec_rnd(&seed) % 2)
+                          : dec_rnd(&seed) % 4 ? 1 + (int)(dec_rnd(&seed) % 48)
+                                               : 1 + (int)(dec_rnd(&seed) % 400);
+        const int hd = hds[dec_rnd(&seed) % 5], ps = pss[dec_rnd(&seed) % 9];
+        const int keys = small ? 512 + (int)(dec_rnd(&seed) % 3584)
+                         : dec_rnd(&seed) % 2 ? lens[dec_rnd(&seed) % 8]
+                                              : 1 + (int)(dec_rnd(&seed) % 70000);
+        const int varlen = ps && !small && dec_rnd(&seed) % 5 == 0;
+        int q_len = small ? 1 + (int)(dec_rnd(&seed) % 2)
+                    : varlen ? 1 + (int)(dec_rnd(&seed) % 300) : 1 + (int)(dec_rnd(&seed) % 16);
+        if (!ps && q_len * g > 64)   /* contiguous: the decode family's decode steps only */
+            q_len = 64 / g > 0 ? 64 / g : 1;
+        fajit_attn_desc d;
+        fajit_attn_desc_init(&d, ptr, ptr, ptr, ptr, batch, hk * g, hk, q_len, keys, hd,
+                             dec_rnd(&seed) % 2 ? FAJIT_BF16 : FAJIT_F16);
+        d.mask = q_len > 1 ? FAJIT_MASK_CAUSAL : FAJIT_MASK_NONE;
+        if (ps) {
+            d.block_table = (const int32_t *)(uintptr_t)0x3000;
+            d.page_size = ps;
+            d.block_table_stride = (keys + ps - 1) / ps + (int)(dec_rnd(&seed) % 3);
+            d.num_pages = 1 << 22;
+            d.seqused_k = (const int32_t *)(uintptr_t)0x4000;
+            d.k_row_stride = d.v_row_stride = (int64_t)hk * hd;
+        }
+        if (varlen) {
+            d.cu_seqlens_q = (const int32_t *)(uintptr_t)0x5000;
+            d.total_q = dec_rnd(&seed) % 2 ? batch * q_len : 0;
+            d.q_batch_stride = d.o_batch_stride = 0;
+        }
+        if (!small && dec_rnd(&seed) % 6 == 0)
+            d.num_splits = 1 + (int)(dec_rnd(&seed) % FAJIT_MAX_SPLITS);
+        ck_assert_msg(fajit_attn_check(ctx, &d) == FAJIT_OK, "case %d: %s", it, fajit_errmsg(ctx));
+        fj_kernel kk[2];
+        memset(kk, 0, sizeof kk);
+        fj_kplan kp;
+        memset(&kp, 0, sizeof kp);
+        ck_assert_int_eq(fj_kcfg_default(&d, &t, FAJIT_FAMILY_AUTO, &kp.cfg), 0);
+        ck_assert_ptr_eq(kp.cfg.fam, &fj_family_decode);
+        char name[32];
+        fj_kcfg_name(&kp.cfg, name);
+        int bn, stages, wm, wn;
+        ck_assert_int_eq(sscanf(name, "dec:%dx%dm%dn%d", &bn, &stages, &wm, &wn), 4);
+        kp.cfg.fam->kernels(&kp.cfg, &d, &kp.ks);
+        kp.k[0] = &kk[0], kp.k[1] = &kk[1];
+        if (kp.ks.cluster[0]) {   /* as the H200's probe found: 15 clusters of up to 8 */
+            kp.cluster_max[0] = 8;
+            set_active(&kp, 15);
+            kp.cluster_smem[0] = kp.ks.dyn_smem[0];
+        }
+        memset(&g_dec, 0, sizeof g_dec);
+        memset(&g_dm, 0, sizeof g_dm);
+        memset(g_cl.dim, 0, sizeof g_cl.dim);
+        ck_assert_msg(fj_kplan_launch(ctx, &kp, &d, NULL) == FAJIT_OK, "case %d %s: %s", it,
+                      name, fajit_errmsg(ctx));
+        const fj_decode_params q = g_dec.p[0];
+        const long long tiles = (keys + bn - 1) / bn;
+        const int rows = q_len * g, q_tiles = (rows + 16 * wm - 1) / (16 * wm);
+        char what[200];
+        snprintf(what, sizeof what, "sm_%d, case %d: %s, %d x %d keys, %d x %d heads, q_len %d%s, "
+                 "page %d, num_splits %d: %d splits of %d keys", g_fake_cc, it, name, batch, keys, hk, g,
+                 q_len, varlen ? " varlen" : "", ps, d.num_splits, q.splits, q.split_keys);
+        ck_assert_msg(q.splits >= 1 && q.splits <= FAJIT_MAX_SPLITS && q.splits <= tiles, "%s", what);
+        ck_assert_msg(!d.num_splits || q.splits <= d.num_splits, "%s", what);
+        ck_assert_msg(q.split_keys % bn == 0 && (long long)q.split_keys * q.splits >= keys &&
+                      (long long)q.split_keys * (q.splits - 1) < keys, "%s", what);
+        ck_assert_msg(q.q_tiles == q_tiles && g_dec.grid[0][0] == (unsigned)(q.splits * q_tiles) &&
+                      g_dec.grid[0][1] == (unsigned)hk && g_dec.grid[0][2] == (unsigned)batch,
+                      "%s: grid %u %u %u", what, g_dec.grid[0][0], g_dec.grid[0][1], g_dec.grid[0][2]);
+        ck_assert_msg(g_dec.pdl_launches == (g_fake_cc >= 90 ? g_dec.launches : 0), "%s: %d "
+                      "programmatic launches of %d", what, g_dec.pdl_launches, g_dec.launches);
+        size_t need;
+        ck_assert_int_eq(fajit_attn_workspace_size(ctx, &d, &need), FAJIT_OK);
+        ck_assert_msg(q.cluster == (g_cl.dim[0] != 0) && (!q.cluster || g_fake_cc >= 90),
+                      "%s: cluster %d, x %u", what, q.cluster, g_cl.dim[0]);
+        if (q.splits == 1) {
+            ck_assert_msg(q.part_o == 0 && q.counters == 0 && g_dec.launches == 1, "%s", what);
+        } else if (q.cluster) {   /* the splits of a group merge over distributed shared memory
+                                   * (counters and partials set, unused: the kernel returns first) */
+            ck_assert_msg(q.splits <= 8 && g_cl.dim[0] == (unsigned)q.splits &&
+                          g_dec.launches == 1, "%s: cluster x %u, %d launches", what, g_cl.dim[0],
+                          g_dec.launches);
+            clustered++;
+        } else {
+            const unsigned long long po = (unsigned long long)q.splits * q.total_rows * d.heads_q *
+                                          hd * 4, pl = (unsigned long long)q.splits *
+                                          q.total_rows * d.heads_q * 4;
+            ck_assert_msg(q.total_rows >= (varlen && d.total_q ? d.total_q : batch * q_len), "%s", what);
+            ck_assert_msg(q.part_o && q.part_lse >= q.part_o + po, "%s", what);
+            ck_assert_msg(g_dm.allocated - 0x9000000 >= q.part_lse - q.part_o + pl, "%s", what);
+            ck_assert_msg(need >= po + pl + (q.counters ? 4 : 0), "%s: workspace %zu", what, need);
+            if (q.counters) {   /* the last CTA of each group merges */
+                ck_assert_msg(g_dec.launches == 1, "%s", what);
+                fused++;
+            } else {            /* the combine kernel: a CTA per row */
+                ck_assert_msg(g_dec.launches == 2 && g_dec.grid[1][0] == (unsigned)q.total_rows,
+                              "%s", what);
+                combined++;
+            }
+        }
+        split_cases += q.splits > 1;
+        /* a graph replay's new lengths, tables and queries: the same launch */
+        fajit_attn_desc e = d;
+        e.q = e.o = (void *)(uintptr_t)0x200000;
+        if (ps)
+            e.block_table = (const int32_t *)(uintptr_t)0x6000, e.seqused_k = (const int32_t *)(uintptr_t)0x7000;
+        memset(&g_dec, 0, sizeof g_dec);
+        ck_assert_int_eq(fj_kplan_launch(ctx, &kp, &e, NULL), FAJIT_OK);
+        ck_assert_msg(g_dec.p[0].splits == q.splits && g_dec.p[0].split_keys == q.split_keys &&
+                      g_dec.grid[0][0] == (unsigned)(q.splits * q_tiles), "%s: replay", what);
+    }
+    /* the draw reaches every kind of launch */
+    ck_assert_int_gt(split_cases, 300);
+    ck_assert_int_gt(fused, 50);
+    ck_assert_int_gt(combined, 50);
+    ck_assert_int_gt(clustered, g_fake_cc >= 90 ? 20 : -1);   /* (clusters: sm_90+) */
+    fajit_ctx_destroy(ctx);
+    fj_cuda_set_for_testing(NULL);
+    g_fake_cc = 90, g_fake_sms = 132;
+}
+END_TEST
+
 TCase *fj_tcase_decode(void)
 {
     TCase *tc = tcase_create("decode");
@@ -857,5 +1015,6 @@ TCase *fj_tcase_decode(void)
     tcase_add_test(tc, decode_split_buckets);
     tcase_add_test(tc, decode_staged_cap);
     tcase_add_test(tc, decode_cluster_merge);
+    tcase_add_loop_test(tc, decode_random_plans, 0, 4);
     return tc;
 }
