@@ -60,6 +60,7 @@ static fj_cuda dec_fake_device(void)
     fake.cuMemAlloc = f_alloc, fake.cuMemsetD8 = f_memset, fake.cuCtxSynchronize = f_sync;
     fake.cuMemFree = f_free, fake.cuCtxSetCurrent = f_setcur;
     fake.cuMemAllocAsync = dm_alloc_async, fake.cuMemFreeAsync = dm_free_async;
+    fake.cuStreamIsCapturing = f_capturing;
     return fake;
 }
 
@@ -582,6 +583,31 @@ START_TEST(decode_cluster_merge)
     ck_assert_uint_eq(g_dec.grid[0][0], 8);   /* x: the group's splits in a row */
     ck_assert_uint_eq(g_dec.grid[0][2], 2);
     ck_assert_int_eq(g_dec.pdl_launches, 1);  /* and still a dependent launch */
+    /* no counters and no partials: the context allocates nothing for it, and takes no
+     * counter slot (the dependent launches of graphs count them) */
+    ck_assert_uint_eq(g_dec.p[0].counters, 0);
+    ck_assert_uint_eq(g_dec.p[0].part_o, 0);
+    ck_assert_uint_eq(g_dec.p[0].part_lse, 0);
+    memset(&g_dm, 0, sizeof g_dm);
+    const unsigned graph_slots = atomic_load(&ctx->counter_graph_next);
+    memset(&g_dec, 0, sizeof g_dec);
+    ck_assert_int_eq(fj_kplan_launch(ctx, &kp, &d, F_CAPTURED), FAJIT_OK);
+    ck_assert_int_eq(g_dec.p[0].cluster, 1);
+    ck_assert_uint_eq(g_dm.allocated, 0);
+    ck_assert_uint_eq(atomic_load(&ctx->counter_graph_next), graph_slots);
+    /* a caller's workspace is still held to the plan's whole size (fajit_attn_workspace_size:
+     * the same on a GPU without clusters) */
+    size_t need;
+    ck_assert_int_eq(fajit_attn_workspace_size(ctx, &d, &need), FAJIT_OK);
+    ck_assert_uint_gt(need, 256);
+    fajit_attn_desc w = d;
+    w.workspace = (void *)(uintptr_t)0x8000000, w.workspace_bytes = need - 256;
+    ck_assert_int_eq(fj_kplan_launch(ctx, &kp, &w, NULL), FAJIT_INVALID_ARGUMENT);
+    w.workspace_bytes = need;
+    memset(&g_dec, 0, sizeof g_dec);
+    ck_assert_int_eq(fj_kplan_launch(ctx, &kp, &w, NULL), FAJIT_OK);
+    ck_assert_int_eq(g_dec.p[0].cluster, 1);
+    ck_assert_uint_eq(g_dec.p[0].part_o, 0);
     /* q_len 8 (32 rows, 128x2m2n4): its merge went to the combine kernel; now the cluster */
     fajit_attn_desc e = d;
     e.seqlen_q = 8, e.seqlen_k = 2048, e.mask = FAJIT_MASK_CAUSAL;
@@ -607,7 +633,10 @@ START_TEST(decode_cluster_merge)
     ck_assert_int_eq(fj_kplan_launch(ctx, &kp, &d, NULL), FAJIT_OK);
     ck_assert_int_eq(g_dec.p[0].cluster, 0);
     ck_assert_uint_ne(g_dec.p[0].counters, 0);
+    ck_assert_uint_ne(g_dec.p[0].part_o, 0);
     ck_assert_uint_eq(g_cl.dim[0], 0);
+    ck_assert_int_eq(fj_kplan_launch(ctx, &kp, &d, F_CAPTURED), FAJIT_OK);   /* (a slot) */
+    ck_assert_uint_eq(atomic_load(&ctx->counter_graph_next), graph_slots + 1);
     ck_assert_uint_eq(g_cl.smem[0], (unsigned)kp.ks.dyn_smem[0]);   /* its own */
     set_active(&kp, 16);
     /* per size: 16 groups of 7 forced splits where the GPU runs 15 such clusters at once
@@ -851,8 +880,9 @@ END_TEST
  * with 108, 84, 132 and 148 SMs): whatever the split rules (wave rule, fill_splits, the
  * cluster cut, a forced num_splits) choose, the launch holds the kernel's contract:
  * 1..FAJIT_MAX_SPLITS splits of whole key tiles, none empty, the grid (splits x q tiles,
- * heads_kv, batch), partials only with splits and as large as they are, merged by the last
- * CTA (counters) or else by the combine kernel, a caller's workspace of
+ * heads_kv, batch), partials only with splits and as large as they are, merged in clusters
+ * (sm_90+; then no partials, no counters, nothing allocated) or by the last CTA (counters)
+ * or else by the combine kernel, a caller's workspace of
  * fajit_attn_workspace_size() bytes enough, and the same launch when only the device values
  * (seqused_k, block table, query contents) change, as between CUDA-graph replays. */
 static unsigned dec_rnd(unsigned *s)
@@ -960,11 +990,13 @@ START_TEST(decode_random_plans)
                       "%s: cluster %d, x %u", what, q.cluster, g_cl.dim[0]);
         if (q.splits == 1) {
             ck_assert_msg(q.part_o == 0 && q.counters == 0 && g_dec.launches == 1, "%s", what);
-        } else if (q.cluster) {   /* the splits of a group merge over distributed shared memory
-                                   * (counters and partials set, unused: the kernel returns first) */
+        } else if (q.cluster) {   /* the splits of a group merge over distributed shared
+                                   * memory: no counters, no partials, nothing allocated */
             ck_assert_msg(q.splits <= 8 && g_cl.dim[0] == (unsigned)q.splits &&
-                          g_dec.launches == 1, "%s: cluster x %u, %d launches", what, g_cl.dim[0],
+                          g_dec.launches == 1 && !q.counters && !q.part_o && !q.part_lse &&
+                          !g_dm.allocated, "%s: cluster x %u, %d launches", what, g_cl.dim[0],
                           g_dec.launches);
+            ck_assert_msg(need >= 256, "%s: workspace %zu", what, need);   /* (an upper bound) */
             clustered++;
         } else {
             const unsigned long long po = (unsigned long long)q.splits * q.total_rows * d.heads_q *

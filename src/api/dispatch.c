@@ -531,13 +531,18 @@ static fajit_status run(fajit_ctx *ctx, const fajit_attn_desc *d, void *stream, 
     return FAJIT_OK;
 }
 
-/* The workspace of one call: from the caller's desc->workspace, else the context's
- * counter ring and stream-ordered scratch. */
+/* The workspace of one call: from the caller's desc->workspace (held to the plan's whole
+ * workspace), else the context's counter ring and stream-ordered scratch, as much of them
+ * as this launch uses (fj_family.launch_workspace: e.g. none for a cluster merge). */
 static fajit_status take_workspace(fajit_ctx *ctx, const fj_kplan *kp, const fajit_attn_desc *d,
-                                   const fj_workspace *ws, void *stream, fj_launch_env *env,
+                                   const fj_workspace *whole, void *stream, fj_launch_env *env,
                                    CUdeviceptr *to_free)
 {
     char err[64];
+    fj_workspace used = *whole;
+    const fj_workspace *ws = d->workspace ? whole : &used;
+    if (!d->workspace && kp->cfg.fam->launch_workspace)
+        kp->cfg.fam->launch_workspace(&kp->cfg, d, env, &used);
     if (!ws->counter_bytes && !ws->scratch_bytes)
         return FAJIT_OK;
     if (d->workspace) {

@@ -542,6 +542,18 @@ static int launch_splits(const fj_dec_config *c, const fajit_attn_desc *d, const
     return s;
 }
 
+/* A launch whose splits merge in clusters uses neither counters nor partials (the kernel's
+ * cluster path keeps them in shared memory): the context gives it none, so no scratch is
+ * allocated per call and no counter slot taken (a CUDA graph's slots are counted). */
+static void launch_workspace(const fj_kcfg *k, const fajit_attn_desc *d, const fj_launch_env *env,
+                             fj_workspace *ws)
+{
+    const fj_dec_config *c = of(k);
+    const int s = launch_splits(c, d, env);
+    if (s > 1 && use_cluster(c, d, s, env))
+        ws->counter_bytes = 0, ws->scratch_bytes = 0;
+}
+
 static size_t lse_offset(const fajit_attn_desc *d, int splits)
 {
     size_t o = (size_t)splits * (size_t)total_rows(d) * d->heads_q * d->head_dim * 4;
@@ -675,7 +687,7 @@ static void fill_params(const fj_dec_config *c, const fajit_attn_desc *d, const 
     fj_params_from_desc(d, &ap);
     p->window_left = ap.window_left, p->window_right = ap.window_right;
     p->scale = ap.scale, p->scale_log2 = ap.scale_log2;
-    if (splits > 1) {
+    if (splits > 1 && !cluster) {   /* (a cluster merge keeps its partials in shared memory) */
         p->counters = env->counters;   /* set: the fused combine */
         p->part_o = env->scratch;
         p->part_lse = env->scratch + lse_offset(d, splits);
@@ -773,6 +785,7 @@ const fj_family fj_family_decode = {
     .kernels = kernels,
     .describe_grid = describe_grid,
     .workspace = workspace,
+    .launch_workspace = launch_workspace,
     .report = report,
     .launch_args = launch_args,
     .needs_counters = needs_counters,

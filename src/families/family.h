@@ -143,6 +143,11 @@ typedef struct fj_family {
     /* The workspace one call of d with c needs on t (NULL: none). */
     void (*workspace)(const fj_kcfg *c, const fajit_attn_desc *d, const fj_target *t,
                       fj_workspace *out);
+    /* What of `ws` (workspace()'s) one launch of d with c uses in `env` (the cluster probe's
+     * answers), trimmed in place: the context takes no more than that; a caller's
+     * desc->workspace is still held to workspace()'s size. NULL: all of it. */
+    void (*launch_workspace)(const fj_kcfg *c, const fajit_attn_desc *d,
+                             const fj_launch_env *env, fj_workspace *ws);
     /* Checked mode: FAJIT_OK, or the status and the reason of what the kernels reported
      * in `report` (fj_workspace.report_bytes of it). NULL when report_bytes is always 0. */
     fajit_status (*report)(const fj_kcfg *c, const fajit_attn_desc *d, const void *report,
