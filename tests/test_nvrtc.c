@@ -638,6 +638,108 @@ START_TEST(warm_spec_serves_strict)
 }
 END_TEST
 
+/* A warm decode step's host side: the public call on a fake H200 (real kernels, compiled
+ * once; launches, allocations and the cluster probe faked), with the driver calls each warm
+ * call makes counted and its host time printed. Per warm call: one launch, no compile, no
+ * cache lookup; stream-ordered scratch only where the splits' partials go through memory:
+ * none for one split or a cluster merge, one allocation and one free for the last-CTA
+ * merge. */
+static struct {
+    int launches, clusters, allocs, frees;
+} g_warm;
+static CUresult fk_launch_ex(const fj_cu_launch_config *c, CUfunction f, void **a, void **e)
+{
+    (void)f, (void)a, (void)e;
+    g_warm.launches++;
+    for (unsigned i = 0; i < c->num_attrs; i++)
+        g_warm.clusters += c->attrs[i].id == FJ_CU_LAUNCH_ATTR_CLUSTER && c->attrs[i].v.dim[0] > 1;
+    return 0;
+}
+static CUresult fk_alloc_async(CUdeviceptr *p, size_t n, CUstream s)
+{
+    (void)n, (void)s;
+    g_warm.allocs++;
+    *p = 0x9000000;
+    return 0;
+}
+static CUresult fk_free_async(CUdeviceptr p, CUstream s) { (void)p, (void)s; g_warm.frees++; return 0; }
+static CUresult fk_capturing(CUstream s, int *st) { (void)s; *st = 0; return 0; }
+/* as the H200 answered for the decode kernel at one CTA per SM: 15 clusters of up to 8 */
+static CUresult fk_clusters(int *n, CUfunction f, const fj_cu_launch_config *c)
+{
+    (void)f;
+    unsigned x = 1;
+    for (unsigned i = 0; i < c->num_attrs; i++)
+        if (c->attrs[i].id == FJ_CU_LAUNCH_ATTR_CLUSTER)
+            x = c->attrs[i].v.dim[0];
+    *n = x <= 8 ? 15 : 0;
+    return 0;
+}
+
+static double now_us(void)
+{
+    struct timespec ts;
+    clock_gettime(CLOCK_MONOTONIC, &ts);
+    return ts.tv_sec * 1e6 + ts.tv_nsec / 1e3;
+}
+
+START_TEST(decode_warm_call)
+{
+    fj_cuda fake = fake_h200();
+    fake.cuLaunchKernelEx = fk_launch_ex;
+    fake.cuMemAllocAsync = fk_alloc_async, fake.cuMemFreeAsync = fk_free_async;
+    fake.cuStreamIsCapturing = fk_capturing;
+    fake.cuOccupancyMaxActiveClusters = fk_clusters;
+    fj_cuda_set_for_testing(&fake);
+    make_dir();
+    fajit_ctx *ctx = policy_ctx(FAJIT_POLICY_BLOCKING);
+    static const struct { int batch, keys, allocs, cluster; const char *what; } k[] = {
+        {1, 2048, 0, 1, "1 x 2k (8 splits, cluster merge)"},
+        {4, 16384, 1, 0, "4 x 16k (splits, last-CTA merge)"},
+        {64, 16384, 0, 0, "64 x 16k (one split)"},
+    };
+    enum { CALLS = 20000 };
+    char line[512] = "";
+    for (int i = 0; i < 3; i++) {
+        fajit_attn_desc d;
+        void *p = (void *)(uintptr_t)0x100000;
+        fajit_attn_desc_init(&d, p, p, p, p, k[i].batch, 32, 8, 1, k[i].keys, 128, FAJIT_BF16);
+        d.block_table = (const int32_t *)(uintptr_t)0x3000;
+        d.block_table_stride = k[i].keys / 16, d.page_size = 16, d.num_pages = 1 << 20;
+        d.seqused_k = (const int32_t *)(uintptr_t)0x4000;
+        d.k_row_stride = d.v_row_stride = 8 * 128;
+        ck_assert_msg(fajit_attn_fwd(ctx, &d, NULL) == FAJIT_OK, "%s: %s", k[i].what,
+                      fajit_errmsg(ctx));   /* compiles (split step, combine) */
+        fajit_counters c0, c1;
+        fajit_counters_get(ctx, &c0);
+        memset(&g_warm, 0, sizeof g_warm);
+        const double t0 = now_us();
+        for (int n = 0; n < CALLS; n++)
+            if (fajit_attn_fwd(ctx, &d, NULL) != FAJIT_OK)
+                ck_abort_msg("%s: warm call %d: %s", k[i].what, n, fajit_errmsg(ctx));
+        const double us = (now_us() - t0) / CALLS;
+        fajit_counters_get(ctx, &c1);
+        ck_assert_uint_eq(c1.compiles, c0.compiles);
+        ck_assert_uint_eq(c1.hits_disk, c0.hits_disk);
+        ck_assert_uint_eq(c1.misses, c0.misses);
+        ck_assert_uint_eq(c1.calls - c0.calls, CALLS);
+        ck_assert_msg(g_warm.launches == CALLS && g_warm.clusters == (k[i].cluster ? CALLS : 0) &&
+                      g_warm.allocs == k[i].allocs * CALLS && g_warm.frees == g_warm.allocs,
+                      "%s: per %d calls %d launches, %d in clusters, %d allocations, %d frees",
+                      k[i].what, CALLS, g_warm.launches, g_warm.clusters, g_warm.allocs,
+                      g_warm.frees);
+        ck_assert_msg(us < 500, "%s: %.1f us of host time per warm call", k[i].what, us);
+        snprintf(line + strlen(line), sizeof line - strlen(line), "%s%s %.2f us", i ? ", " : "",
+                 k[i].what, us);
+    }
+    printf("test_nvrtc: a warm paged decode call's host side (fake driver, %d calls each): "
+           "%s\n", CALLS, line);
+    fajit_ctx_destroy(ctx);
+    fj_cuda_set_for_testing(NULL);
+    remove_dir();
+}
+END_TEST
+
 /* Threads warming one memory-only context (no cache file): its leases make each kernel
  * compile once (issue 21 item 7: 151 compiles for 19 kernels before). The one thread that
  * compiles a kernel counts it as compiled, the others as cached. */
@@ -711,6 +813,10 @@ int main(void)
     tcase_add_test(tc, policies_with_fake_driver);
     tcase_add_test(tc, warm_spec_serves_strict);
     suite_add_tcase(s, tc);
+    TCase *th = tcase_create("hostcost");   /* alone: CK_RUN_CASE=hostcost */
+    tcase_set_timeout(th, 600);
+    tcase_add_test(th, decode_warm_call);
+    suite_add_tcase(s, th);
     TCase *tm = tcase_create("memory");   /* alone: CK_RUN_CASE=memory */
     tcase_set_timeout(tm, 600);
     tcase_add_test(tm, memory_warm_threads);

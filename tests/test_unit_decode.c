@@ -876,6 +876,68 @@ START_TEST(decode_loader)
 }
 END_TEST
 
+/* dec_splits() keeps the calling thread's last answer: two problems that differ in any one
+ * input it reads (batch, heads, q_len, keys, head_dim, num_splits, the configuration, the
+ * SM count) must not share it. Each pair's answers are first taken apart (another problem
+ * between them), then back to back in both orders. */
+START_TEST(decode_splits_memo)
+{
+    fj_cuda fake = dec_fake_device();
+    fj_cuda_set_for_testing(&fake);
+    g_count = 1, g_fail_get = 0;
+    fajit_ctx_opts o;
+    fajit_ctx_opts_init(&o);
+    o.cache_dir = "";
+    fajit_ctx *ctx, *small;
+    ck_assert_int_eq(fajit_ctx_create(&ctx, &o), FAJIT_OK);
+    g_fake_sms = 66;
+    ck_assert_int_eq(fajit_ctx_create(&small, &o), FAJIT_OK);
+    g_fake_sms = 132;
+    fajit_attn_desc a;
+    void *p = (void *)(uintptr_t)0x100000;
+    fajit_attn_desc_init(&a, p, p, p, p, 1, 32, 8, 1, 32768, 128, FAJIT_BF16);
+    a.block_table = (const int32_t *)(uintptr_t)0x3000;
+    a.block_table_stride = 8192, a.page_size = 16, a.num_pages = 1 << 20;
+    fajit_attn_desc other = a;
+    other.batch = 3, other.seqlen_k = 5000;
+    const char *cfg = "dec:64x3m1n4s0";
+    enum { BATCH, HEADS_KV, HEADS_Q, Q_LEN, KEYS, HEAD_DIM, NUM_SPLITS, CONFIG, SMS, N };
+    static const char *names[N] = {"batch", "heads_kv", "heads_q", "q_len", "keys",
+                                   "head_dim", "num_splits", "configuration", "SM count"};
+    for (int f = 0; f < N; f++) {
+        fajit_attn_desc b = a;
+        const char *cfg_b = cfg;
+        fajit_ctx *ctx_b = ctx;
+        switch (f) {
+        case BATCH: b.batch = 2; break;
+        case HEADS_KV: b.batch = a.batch = 16, b.seqlen_k = a.seqlen_k = 8192, b.heads_kv = 16; break;
+        case HEADS_Q: b.seqlen_q = a.seqlen_q = 4, b.heads_q = 128, b.mask = a.mask = FAJIT_MASK_CAUSAL; break;
+        case Q_LEN: b.seqlen_q = 8, b.mask = FAJIT_MASK_CAUSAL; break;
+        case KEYS: b.seqlen_k = 2048; break;
+        case HEAD_DIM: b.batch = a.batch = 16, b.seqlen_k = a.seqlen_k = 8192, b.head_dim = 256; break;
+        case NUM_SPLITS: b.num_splits = 3; break;
+        case CONFIG: cfg_b = "dec:128x2m1n4s0", b.batch = a.batch = 16, b.seqlen_k = a.seqlen_k = 8192; break;
+        case SMS: ctx_b = small; break;
+        }
+        dec_splits_of(ctx, cfg, &other);
+        const int sa = dec_splits_of(ctx, cfg, &a);
+        dec_splits_of(ctx, cfg, &other);
+        const int sb = dec_splits_of(ctx_b, cfg_b, &b);
+        ck_assert_msg(sa != sb, "%s: %d splits either way (no test)", names[f], sa);
+        ck_assert_int_eq(dec_splits_of(ctx, cfg, &a), sa);
+        ck_assert_msg(dec_splits_of(ctx_b, cfg_b, &b) == sb, "%s after: %d", names[f], sb);
+        ck_assert_msg(dec_splits_of(ctx, cfg, &a) == sa, "%s before: %d", names[f], sa);
+        a = (fajit_attn_desc){0};
+        fajit_attn_desc_init(&a, p, p, p, p, 1, 32, 8, 1, 32768, 128, FAJIT_BF16);
+        a.block_table = (const int32_t *)(uintptr_t)0x3000;
+        a.block_table_stride = 8192, a.page_size = 16, a.num_pages = 1 << 20;
+    }
+    fajit_ctx_destroy(small);
+    fajit_ctx_destroy(ctx);
+    fj_cuda_set_for_testing(NULL);
+}
+END_TEST
+
 /* Random decode problems through a fake A100, A6000, H200 and B200 (sm_80, 86, 90, 100
  * with 108, 84, 132 and 148 SMs): whatever the split rules (wave rule, fill_splits, the
  * cluster cut, a forced num_splits) choose, the launch holds the kernel's contract:
@@ -1047,6 +1109,7 @@ TCase *fj_tcase_decode(void)
     tcase_add_test(tc, decode_split_buckets);
     tcase_add_test(tc, decode_staged_cap);
     tcase_add_test(tc, decode_cluster_merge);
+    tcase_add_test(tc, decode_splits_memo);
     tcase_add_loop_test(tc, decode_random_plans, 0, 4);
     return tc;
 }

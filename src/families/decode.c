@@ -442,7 +442,7 @@ static int per_sm(const fj_dec_config *c, int head_dim, int sm)
  * 757, 40 x 2k 102.5 -> 92.8; dev/decode/call25g). Each split whole key tiles. Depends
  * only on host-known maxima (batch, heads, seqlen_q, seqlen_k), so a CUDA graph captured
  * once stays valid while seqused_k and the block table change. */
-static int dec_splits(const fj_dec_config *c, const fajit_attn_desc *d, int sm_count, int sm)
+static int dec_splits_of(const fj_dec_config *c, const fajit_attn_desc *d, int sm_count, int sm)
 {
     const int tiles_k = (int)fj_tiles(d->seqlen_k, c->bn);
     int s = d->num_splits ? d->num_splits : c->splits;
@@ -460,6 +460,32 @@ static int dec_splits(const fj_dec_config *c, const fajit_attn_desc *d, int sm_c
     /* Whole tiles per split: the splits that remain non-empty after the rounding. */
     const int per = (tiles_k + s - 1) / s;
     return per > 0 ? (tiles_k + per - 1) / per : 1;
+}
+
+/* dec_splits_of() with the calling thread's last answer kept: one call asks it four times
+ * or more (workspace, launch_workspace, every launch's arguments) and its wave rule walks up
+ * to FAJIT_MAX_SPLITS split counts twice, which was most of a warm call's host time (4 x
+ * 16k keys: 3.0 us per call on a fake driver, test_nvrtc's decode_warm_call). The key is
+ * every input it reads. */
+typedef struct dec_splits_key {
+    fj_dec_config c;
+    int batch, heads_q, heads_kv, seqlen_q, seqlen_k, head_dim, num_splits, sm_count, sm;
+} dec_splits_key;
+static _Thread_local struct { dec_splits_key key; int splits; } t_last_splits;
+
+static int dec_splits(const fj_dec_config *c, const fajit_attn_desc *d, int sm_count, int sm)
+{
+    dec_splits_key k;
+    memset(&k, 0, sizeof k);   /* (no padding, but compared whole) */
+    k.c = *c;
+    k.batch = d->batch, k.heads_q = d->heads_q, k.heads_kv = d->heads_kv;
+    k.seqlen_q = d->seqlen_q, k.seqlen_k = d->seqlen_k, k.head_dim = d->head_dim;
+    k.num_splits = d->num_splits, k.sm_count = sm_count, k.sm = sm;
+    if (t_last_splits.splits && memcmp(&k, &t_last_splits.key, sizeof k) == 0)
+        return t_last_splits.splits;
+    const int s = dec_splits_of(c, d, sm_count, sm);
+    t_last_splits.key = k, t_last_splits.splits = s;
+    return s;
 }
 
 /* Rows of the partials: the packed query rows of the whole batch (an upper bound when
