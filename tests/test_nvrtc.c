@@ -652,7 +652,8 @@ static CUresult fk_launch_ex(const fj_cu_launch_config *c, CUfunction f, void **
     (void)f, (void)a, (void)e;
     g_warm.launches++;
     for (unsigned i = 0; i < c->num_attrs; i++)
-        g_warm.clusters += c->attrs[i].id == FJ_CU_LAUNCH_ATTR_CLUSTER && c->attrs[i].v.dim[0] > 1;
+        g_warm.clusters +=
+            c->attrs[i].id == FJ_CU_LAUNCH_ATTR_CLUSTER && c->attrs[i].v.dim[0] > 1;
     return 0;
 }
 static CUresult fk_alloc_async(CUdeviceptr *p, size_t n, CUstream s)
@@ -662,7 +663,12 @@ static CUresult fk_alloc_async(CUdeviceptr *p, size_t n, CUstream s)
     *p = 0x9000000;
     return 0;
 }
-static CUresult fk_free_async(CUdeviceptr p, CUstream s) { (void)p, (void)s; g_warm.frees++; return 0; }
+static CUresult fk_free_async(CUdeviceptr p, CUstream s)
+{
+    (void)p, (void)s;
+    g_warm.frees++;
+    return 0;
+}
 static CUresult fk_capturing(CUstream s, int *st) { (void)s; *st = 0; return 0; }
 /* as the H200 answered for the decode kernel at one CTA per SM: 15 clusters of up to 8 */
 static CUresult fk_clusters(int *n, CUfunction f, const fj_cu_launch_config *c)
@@ -723,7 +729,8 @@ START_TEST(decode_warm_call)
         ck_assert_uint_eq(c1.hits_disk, c0.hits_disk);
         ck_assert_uint_eq(c1.misses, c0.misses);
         ck_assert_uint_eq(c1.calls - c0.calls, CALLS);
-        ck_assert_msg(g_warm.launches == CALLS && g_warm.clusters == (k[i].cluster ? CALLS : 0) &&
+        ck_assert_msg(g_warm.launches == CALLS &&
+                      g_warm.clusters == (k[i].cluster ? CALLS : 0) &&
                       g_warm.allocs == k[i].allocs * CALLS && g_warm.frees == g_warm.allocs,
                       "%s: per %d calls %d launches, %d in clusters, %d allocations, %d frees",
                       k[i].what, CALLS, g_warm.launches, g_warm.clusters, g_warm.allocs,

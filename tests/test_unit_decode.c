@@ -910,13 +910,21 @@ START_TEST(decode_splits_memo)
         fajit_ctx *ctx_b = ctx;
         switch (f) {
         case BATCH: b.batch = 2; break;
-        case HEADS_KV: b.batch = a.batch = 16, b.seqlen_k = a.seqlen_k = 8192, b.heads_kv = 16; break;
-        case HEADS_Q: b.seqlen_q = a.seqlen_q = 4, b.heads_q = 128, b.mask = a.mask = FAJIT_MASK_CAUSAL; break;
+        case HEADS_KV:
+            b.batch = a.batch = 16, b.seqlen_k = a.seqlen_k = 8192, b.heads_kv = 16;
+            break;
+        case HEADS_Q:
+            b.seqlen_q = a.seqlen_q = 4, b.mask = a.mask = FAJIT_MASK_CAUSAL, b.heads_q = 128;
+            break;
         case Q_LEN: b.seqlen_q = 8, b.mask = FAJIT_MASK_CAUSAL; break;
         case KEYS: b.seqlen_k = 2048; break;
-        case HEAD_DIM: b.batch = a.batch = 16, b.seqlen_k = a.seqlen_k = 8192, b.head_dim = 256; break;
+        case HEAD_DIM:
+            b.batch = a.batch = 16, b.seqlen_k = a.seqlen_k = 8192, b.head_dim = 256;
+            break;
         case NUM_SPLITS: b.num_splits = 3; break;
-        case CONFIG: cfg_b = "dec:128x2m1n4s0", b.batch = a.batch = 16, b.seqlen_k = a.seqlen_k = 8192; break;
+        case CONFIG:
+            b.batch = a.batch = 16, b.seqlen_k = a.seqlen_k = 8192, cfg_b = "dec:128x2m1n4s0";
+            break;
         case SMS: ctx_b = small; break;
         }
         dec_splits_of(ctx, cfg, &other);
@@ -955,7 +963,8 @@ static unsigned dec_rnd(unsigned *s)
 
 START_TEST(decode_random_plans)
 {
-    static const int cc[][2] = {{80, 108}, {86, 84}, {90, 132}, {100, 148}};   /* (A100, A6000, H200, B200) */
+    /* (A100, A6000, H200, B200) */
+    static const int cc[][2] = {{80, 108}, {86, 84}, {90, 132}, {100, 148}};
     g_fake_cc = cc[_i][0], g_fake_sms = cc[_i][1];
     fj_cuda fake = dec_fake_device();
     fake.cuLaunchKernelEx = cl_launch_ex;   /* (records the cluster x, then dec_launch_ex) */
@@ -1035,15 +1044,18 @@ START_TEST(decode_random_plans)
         const int rows = q_len * g, q_tiles = (rows + 16 * wm - 1) / (16 * wm);
         char what[200];
         snprintf(what, sizeof what, "sm_%d, case %d: %s, %d x %d keys, %d x %d heads, q_len %d%s, "
-                 "page %d, num_splits %d: %d splits of %d keys", g_fake_cc, it, name, batch, keys, hk, g,
-                 q_len, varlen ? " varlen" : "", ps, d.num_splits, q.splits, q.split_keys);
-        ck_assert_msg(q.splits >= 1 && q.splits <= FAJIT_MAX_SPLITS && q.splits <= tiles, "%s", what);
+                 "page %d, num_splits %d: %d splits of %d keys", g_fake_cc, it, name, batch,
+                 keys, hk, g, q_len, varlen ? " varlen" : "", ps, d.num_splits, q.splits,
+                 q.split_keys);
+        ck_assert_msg(q.splits >= 1 && q.splits <= FAJIT_MAX_SPLITS && q.splits <= tiles, "%s",
+                      what);
         ck_assert_msg(!d.num_splits || q.splits <= d.num_splits, "%s", what);
         ck_assert_msg(q.split_keys % bn == 0 && (long long)q.split_keys * q.splits >= keys &&
                       (long long)q.split_keys * (q.splits - 1) < keys, "%s", what);
-        ck_assert_msg(q.q_tiles == q_tiles && g_dec.grid[0][0] == (unsigned)(q.splits * q_tiles) &&
-                      g_dec.grid[0][1] == (unsigned)hk && g_dec.grid[0][2] == (unsigned)batch,
-                      "%s: grid %u %u %u", what, g_dec.grid[0][0], g_dec.grid[0][1], g_dec.grid[0][2]);
+        const unsigned *grid = g_dec.grid[0];
+        ck_assert_msg(q.q_tiles == q_tiles && grid[0] == (unsigned)(q.splits * q_tiles) &&
+                      grid[1] == (unsigned)hk && grid[2] == (unsigned)batch,
+                      "%s: grid %u %u %u", what, grid[0], grid[1], grid[2]);
         ck_assert_msg(g_dec.pdl_launches == (g_fake_cc >= 90 ? g_dec.launches : 0), "%s: %d "
                       "programmatic launches of %d", what, g_dec.pdl_launches, g_dec.launches);
         size_t need;
@@ -1064,7 +1076,8 @@ START_TEST(decode_random_plans)
             const unsigned long long po = (unsigned long long)q.splits * q.total_rows * d.heads_q *
                                           hd * 4, pl = (unsigned long long)q.splits *
                                           q.total_rows * d.heads_q * 4;
-            ck_assert_msg(q.total_rows >= (varlen && d.total_q ? d.total_q : batch * q_len), "%s", what);
+            ck_assert_msg(q.total_rows >= (varlen && d.total_q ? d.total_q : batch * q_len), "%s",
+                          what);
             ck_assert_msg(q.part_o && q.part_lse >= q.part_o + po, "%s", what);
             ck_assert_msg(g_dm.allocated - 0x9000000 >= q.part_lse - q.part_o + pl, "%s", what);
             ck_assert_msg(need >= po + pl + (q.counters ? 4 : 0), "%s: workspace %zu", what, need);
@@ -1082,7 +1095,8 @@ START_TEST(decode_random_plans)
         fajit_attn_desc e = d;
         e.q = e.o = (void *)(uintptr_t)0x200000;
         if (ps)
-            e.block_table = (const int32_t *)(uintptr_t)0x6000, e.seqused_k = (const int32_t *)(uintptr_t)0x7000;
+            e.block_table = (const int32_t *)(uintptr_t)0x6000,
+            e.seqused_k = (const int32_t *)(uintptr_t)0x7000;
         memset(&g_dec, 0, sizeof g_dec);
         ck_assert_int_eq(fj_kplan_launch(ctx, &kp, &e, NULL), FAJIT_OK);
         ck_assert_msg(g_dec.p[0].splits == q.splits && g_dec.p[0].split_keys == q.split_keys &&

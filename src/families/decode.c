@@ -442,7 +442,7 @@ static int per_sm(const fj_dec_config *c, int head_dim, int sm)
  * 757, 40 x 2k 102.5 -> 92.8; dev/decode/call25g). Each split whole key tiles. Depends
  * only on host-known maxima (batch, heads, seqlen_q, seqlen_k), so a CUDA graph captured
  * once stays valid while seqused_k and the block table change. */
-static int dec_splits_of(const fj_dec_config *c, const fajit_attn_desc *d, int sm_count, int sm)
+static int dec_splits_rule(const fj_dec_config *c, const fajit_attn_desc *d, int sm_count, int sm)
 {
     const int tiles_k = (int)fj_tiles(d->seqlen_k, c->bn);
     int s = d->num_splits ? d->num_splits : c->splits;
@@ -462,7 +462,7 @@ static int dec_splits_of(const fj_dec_config *c, const fajit_attn_desc *d, int s
     return per > 0 ? (tiles_k + per - 1) / per : 1;
 }
 
-/* dec_splits_of() with the calling thread's last answer kept: one call asks it four times
+/* dec_splits_rule() with the calling thread's last answer kept: one call asks it four times
  * or more (workspace, launch_workspace, every launch's arguments) and its wave rule walks up
  * to FAJIT_MAX_SPLITS split counts twice, which was most of a warm call's host time (4 x
  * 16k keys: 3.0 us per call on a fake driver, test_nvrtc's decode_warm_call). The key is
@@ -483,7 +483,7 @@ static int dec_splits(const fj_dec_config *c, const fajit_attn_desc *d, int sm_c
     k.num_splits = d->num_splits, k.sm_count = sm_count, k.sm = sm;
     if (t_last_splits.splits && memcmp(&k, &t_last_splits.key, sizeof k) == 0)
         return t_last_splits.splits;
-    const int s = dec_splits_of(c, d, sm_count, sm);
+    const int s = dec_splits_rule(c, d, sm_count, sm);
     t_last_splits.key = k, t_last_splits.splits = s;
     return s;
 }
