@@ -93,7 +93,7 @@ START_TEST(warm_three_targets)
         per_arch[i] = fj_warm_variants(archs[i], vs, 1000);
     struct timespec t0, t1;
     clock_gettime(CLOCK_MONOTONIC, &t0);
-    for (int i = 0; i < 3; i++) {
+    for (int i = 0; i < 4; i++) {
         int compiled = -1, cached = -1;
         fajit_status st = fajit_warm(ctx, archs[i], 0, &compiled, &cached);
         ck_assert_msg(st == FAJIT_OK, "warm %s: %s", archs[i], fajit_errmsg(ctx));
@@ -116,7 +116,7 @@ START_TEST(warm_three_targets)
 
     /* A new context (as a new process would) finds every kernel in the cache. */
     ctx = compile_ctx();
-    for (int i = 0; i < 3; i++) {
+    for (int i = 0; i < 4; i++) {
         int compiled = -1, cached = -1;
         ck_assert_int_eq(fajit_warm(ctx, archs[i], 1, &compiled, &cached), FAJIT_OK);
         ck_assert_int_eq(compiled, 0);
@@ -620,7 +620,7 @@ START_TEST(warm_spec_serves_strict)
     fj_cuda_set_for_testing(&fake);
     ctx = policy_ctx(FAJIT_POLICY_STRICT);
     const int lens[] = {512, 2 * FJ_FA3_SHORT_SEQ, 2 * FJ_FA3_LONG_SEQ};
-    for (int i = 0; i < 3; i++) {
+    for (int i = 0; i < 4; i++) {
         fajit_attn_desc d;
         void *p = (void *)(uintptr_t)0x100000;
         fajit_attn_desc_init(&d, p, p, p, p, 1, 4, 2, lens[i], lens[i], 64, FAJIT_BF16);
@@ -643,7 +643,8 @@ END_TEST
  * call makes counted and its host time printed. Per warm call: one launch, no compile, no
  * cache lookup; stream-ordered scratch only where the splits' partials go through memory:
  * none for one split or a cluster merge, one allocation and one free for the last-CTA
- * merge. */
+ * merge. The last problem's longest sequence grows by a key a call (a server without
+ * graphs), so the split rule runs for every call there. */
 static struct {
     int launches, clusters, allocs, frees;
 } g_warm;
@@ -699,19 +700,20 @@ START_TEST(decode_warm_call)
     fj_cuda_set_for_testing(&fake);
     make_dir();
     fajit_ctx *ctx = policy_ctx(FAJIT_POLICY_BLOCKING);
-    static const struct { int batch, keys, allocs, cluster; const char *what; } k[] = {
-        {1, 2048, 0, 1, "1 x 2k (8 splits, cluster merge)"},
-        {4, 16384, 1, 0, "4 x 16k (splits, last-CTA merge)"},
-        {64, 16384, 0, 0, "64 x 16k (one split)"},
+    static const struct { int batch, keys, allocs, cluster, grow; const char *what; } k[] = {
+        {1, 2048, 0, 1, 0, "1 x 2k (8 splits, cluster merge)"},
+        {4, 16384, 1, 0, 0, "4 x 16k (splits, last-CTA merge)"},
+        {64, 16384, 0, 0, 0, "64 x 16k (one split)"},
+        {4, 12000, 1, 0, 1, "4 x 12k growing by a key a call (no graph)"},
     };
     enum { CALLS = 20000 };
     char line[512] = "";
-    for (int i = 0; i < 3; i++) {
+    for (int i = 0; i < 4; i++) {
         fajit_attn_desc d;
         void *p = (void *)(uintptr_t)0x100000;
         fajit_attn_desc_init(&d, p, p, p, p, k[i].batch, 32, 8, 1, k[i].keys, 128, FAJIT_BF16);
         d.block_table = (const int32_t *)(uintptr_t)0x3000;
-        d.block_table_stride = k[i].keys / 16, d.page_size = 16, d.num_pages = 1 << 20;
+        d.block_table_stride = (k[i].keys + 1024) / 16, d.page_size = 16, d.num_pages = 1 << 20;
         d.seqused_k = (const int32_t *)(uintptr_t)0x4000;
         d.k_row_stride = d.v_row_stride = 8 * 128;
         ck_assert_msg(fajit_attn_fwd(ctx, &d, NULL) == FAJIT_OK, "%s: %s", k[i].what,
@@ -721,7 +723,8 @@ START_TEST(decode_warm_call)
         memset(&g_warm, 0, sizeof g_warm);
         const double t0 = now_us();
         for (int n = 0; n < CALLS; n++)
-            if (fajit_attn_fwd(ctx, &d, NULL) != FAJIT_OK)
+            if ((d.seqlen_k = k[i].keys + (k[i].grow ? n % 1024 : 0)),
+                fajit_attn_fwd(ctx, &d, NULL) != FAJIT_OK)
                 ck_abort_msg("%s: warm call %d: %s", k[i].what, n, fajit_errmsg(ctx));
         const double us = (now_us() - t0) / CALLS;
         fajit_counters_get(ctx, &c1);
