@@ -722,10 +722,11 @@ START_TEST(decode_warm_call)
         fajit_counters_get(ctx, &c0);
         memset(&g_warm, 0, sizeof g_warm);
         const double t0 = now_us();
-        for (int n = 0; n < CALLS; n++)
-            if ((d.seqlen_k = k[i].keys + (k[i].grow ? n % 1024 : 0)),
-                fajit_attn_fwd(ctx, &d, NULL) != FAJIT_OK)
+        for (int n = 0; n < CALLS; n++) {
+            d.seqlen_k = k[i].keys + (k[i].grow ? n % 1024 : 0);
+            if (fajit_attn_fwd(ctx, &d, NULL) != FAJIT_OK)
                 ck_abort_msg("%s: warm call %d: %s", k[i].what, n, fajit_errmsg(ctx));
+        }
         const double us = (now_us() - t0) / CALLS;
         fajit_counters_get(ctx, &c1);
         ck_assert_uint_eq(c1.compiles, c0.compiles);
