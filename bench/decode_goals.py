@@ -153,8 +153,13 @@ def main(argv):
         return 0 if len(argv) >= 2 else 2
     rc = 0
     for path in argv[1:]:
-        with open(path, encoding="utf-8") as f:
-            parts = reports(f.read())
+        try:
+            with open(path, encoding="utf-8") as f:
+                parts = reports(f.read())
+        except (OSError, UnicodeDecodeError) as ex:
+            print(f"decode_goals.py: {path}: cannot read it: {ex}\n")
+            rc = 1
+            continue
         if not parts:
             print(f"decode_goals.py: {path}: no bench_decode.py report of the goals' "
                   f"configuration ({CONFIG.rstrip(';')})\n")

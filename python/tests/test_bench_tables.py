@@ -136,6 +136,8 @@ def test_decode_goals_cli(capsys, tmp_path):
     f.write_text(HEAD.replace("head_dim 128", "head_dim 256"))
     assert goals.main(["decode_goals.py", str(f)]) == 1
     assert "no bench_decode.py report" in capsys.readouterr().out
+    assert goals.main(["decode_goals.py", str(tmp_path / "missing.md")]) == 1
+    assert "missing.md: cannot read it" in capsys.readouterr().out
 
 
 def test_bench_decode_report_carries_the_goals(tmp_path, monkeypatch):
