@@ -64,6 +64,19 @@ static fj_cuda dec_fake_device(void)
     return fake;
 }
 
+/* A context on the fake device that fj_cuda_set_for_testing() installed (device 0, memory
+ * cache). */
+static fajit_ctx *fake_ctx(void)
+{
+    g_count = 1, g_fail_get = 0;
+    fajit_ctx_opts o;
+    fajit_ctx_opts_init(&o);
+    o.cache_dir = "", o.device = 0;
+    fajit_ctx *ctx = NULL;
+    ck_assert_int_eq(fajit_ctx_create(&ctx, &o), FAJIT_OK);
+    return ctx;
+}
+
 START_TEST(decode_family_host)
 {
     fajit_ctx_opts o;
@@ -413,12 +426,7 @@ START_TEST(decode_staged_cap)
 {
     fj_cuda fake = dec_fake_device();
     fj_cuda_set_for_testing(&fake);
-    g_count = 1, g_fail_get = 0;
-    fajit_ctx_opts o;
-    fajit_ctx_opts_init(&o);
-    o.cache_dir = "", o.device = 0;
-    fajit_ctx *ctx;
-    ck_assert_int_eq(fajit_ctx_create(&ctx, &o), FAJIT_OK);
+    fajit_ctx *ctx = fake_ctx();
     fajit_attn_desc d;
     void *p = (void *)(uintptr_t)0x100000;
     fajit_attn_desc_init(&d, p, p, p, p, 1, 32, 8, 4, 4096, 128, FAJIT_BF16);
@@ -884,28 +892,23 @@ START_TEST(decode_splits_memo)
 {
     fj_cuda fake = dec_fake_device();
     fj_cuda_set_for_testing(&fake);
-    g_count = 1, g_fail_get = 0;
-    fajit_ctx_opts o;
-    fajit_ctx_opts_init(&o);
-    o.cache_dir = "";
-    fajit_ctx *ctx, *small;
-    ck_assert_int_eq(fajit_ctx_create(&ctx, &o), FAJIT_OK);
+    fajit_ctx *ctx = fake_ctx();
     g_fake_sms = 66;
-    ck_assert_int_eq(fajit_ctx_create(&small, &o), FAJIT_OK);
+    fajit_ctx *small = fake_ctx();
     g_fake_sms = 132;
-    fajit_attn_desc a;
+    fajit_attn_desc a0;
     void *p = (void *)(uintptr_t)0x100000;
-    fajit_attn_desc_init(&a, p, p, p, p, 1, 32, 8, 1, 32768, 128, FAJIT_BF16);
-    a.block_table = (const int32_t *)(uintptr_t)0x3000;
-    a.block_table_stride = 8192, a.page_size = 16, a.num_pages = 1 << 20;
-    fajit_attn_desc other = a;
+    fajit_attn_desc_init(&a0, p, p, p, p, 1, 32, 8, 1, 32768, 128, FAJIT_BF16);
+    a0.block_table = (const int32_t *)(uintptr_t)0x3000;
+    a0.block_table_stride = 8192, a0.page_size = 16, a0.num_pages = 1 << 20;
+    fajit_attn_desc other = a0;
     other.batch = 3, other.seqlen_k = 5000;
     const char *cfg = "dec:64x3m1n4s0";
     enum { BATCH, HEADS_KV, HEADS_Q, Q_LEN, KEYS, HEAD_DIM, NUM_SPLITS, CONFIG, SMS, N };
     static const char *names[N] = {"batch", "heads_kv", "heads_q", "q_len", "keys",
                                    "head_dim", "num_splits", "configuration", "SM count"};
     for (int f = 0; f < N; f++) {
-        fajit_attn_desc b = a;
+        fajit_attn_desc a = a0, b = a0;
         const char *cfg_b = cfg;
         fajit_ctx *ctx_b = ctx;
         switch (f) {
@@ -935,10 +938,6 @@ START_TEST(decode_splits_memo)
         ck_assert_int_eq(dec_splits_of(ctx, cfg, &a), sa);
         ck_assert_msg(dec_splits_of(ctx_b, cfg_b, &b) == sb, "%s after: %d", names[f], sb);
         ck_assert_msg(dec_splits_of(ctx, cfg, &a) == sa, "%s before: %d", names[f], sa);
-        a = (fajit_attn_desc){0};
-        fajit_attn_desc_init(&a, p, p, p, p, 1, 32, 8, 1, 32768, 128, FAJIT_BF16);
-        a.block_table = (const int32_t *)(uintptr_t)0x3000;
-        a.block_table_stride = 8192, a.page_size = 16, a.num_pages = 1 << 20;
     }
     fajit_ctx_destroy(small);
     fajit_ctx_destroy(ctx);
@@ -969,12 +968,7 @@ START_TEST(decode_random_plans)
     fj_cuda fake = dec_fake_device();
     fake.cuLaunchKernelEx = cl_launch_ex;   /* (records the cluster x, then dec_launch_ex) */
     fj_cuda_set_for_testing(&fake);
-    g_count = 1, g_fail_get = 0;
-    fajit_ctx_opts o;
-    fajit_ctx_opts_init(&o);
-    o.cache_dir = "";
-    fajit_ctx *ctx;
-    ck_assert_int_eq(fajit_ctx_create(&ctx, &o), FAJIT_OK);
+    fajit_ctx *ctx = fake_ctx();
     const fj_target t = fj_target_of(ctx, NULL);
     static const int hds[] = {64, 72, 96, 128, 256}, pss[] = {0, 1, 8, 16, 16, 32, 64, 128, 256};
     static const int lens[] = {1, 100, 1024, 2048, 4096, 8192, 32768, 131072};
