@@ -225,16 +225,26 @@ START_TEST(decode_family_host)
      * (fill_splits; 64x3m1n4 at head_dim 128: 2 CTAs per SM, 264 slots): 40 x 8k (320 CTAs,
      * a second wave of 56) 4 splits of 2k keys, 48 x 8k 2, 100 x 8k 6; 64 x 8k (97% of two
      * waves) and 33 x 8k (one full wave) none; 40 x 2k 2 (16 tiles each, the least), 40 x 1k
-     * none; at head_dim 64 (50 KB: 4 per SM, 528 slots) 40 x 8k is one wave: none */
-    static const int fill[][4] = {{40, 8192, 128, 4}, {48, 8192, 128, 2}, {100, 8192, 128, 6},
-                                  {64, 8192, 128, 1}, {33, 8192, 128, 1}, {40, 2048, 128, 2},
-                                  {40, 1024, 128, 1}, {40, 8192, 64, 1}, {80, 8192, 64, 4}};
+     * none; at head_dim 64 (50 KB: 4 per SM, 528 slots) 40 x 8k is one wave: none.
+     * Where the gain left after many waves does not pay the partials' traffic (rows x
+     * splits / keys), none: 200 x 4k (6.06 waves) at any q_len; 100 x 8k at q_len 8 (32 rows
+     * a CTA, 64x3m2n2) but at q_len 4; head_dim 64's 100 x 8k and 200 x 8k at q_len 8. */
+    static const struct { int batch, keys, head_dim, q_len, splits; } fill[] = {
+        {40, 8192, 128, 1, 4}, {48, 8192, 128, 1, 2}, {100, 8192, 128, 1, 6},
+        {64, 8192, 128, 1, 1}, {33, 8192, 128, 1, 1}, {40, 2048, 128, 1, 2},
+        {40, 1024, 128, 1, 1}, {40, 8192, 64, 1, 1}, {80, 8192, 64, 1, 4},
+        {200, 4096, 128, 1, 1}, {200, 4096, 128, 4, 1}, {200, 4096, 128, 8, 1},
+        {100, 8192, 128, 4, 6}, {100, 8192, 128, 8, 1}, {40, 8192, 128, 8, 4},
+        {100, 8192, 64, 1, 7}, {100, 8192, 64, 8, 1}, {200, 8192, 64, 1, 6},
+        {200, 8192, 64, 8, 1}};
     for (size_t i = 0; i < sizeof fill / sizeof fill[0]; i++) {
         fajit_attn_desc e = d;
-        e.batch = fill[i][0], e.seqlen_k = fill[i][1], e.head_dim = fill[i][2];
-        const int n = dec_splits_of(ctx, "dec:64x3m1n4s0", &e);
-        ck_assert_msg(n == fill[i][3], "%d x %d, head_dim %d: %d splits", fill[i][0],
-                      fill[i][1], fill[i][2], n);
+        e.batch = fill[i].batch, e.seqlen_k = fill[i].keys, e.head_dim = fill[i].head_dim;
+        e.seqlen_q = fill[i].q_len;
+        const char *cfg = fill[i].q_len * 4 > 16 ? "dec:64x3m2n2s0" : "dec:64x3m1n4s0";
+        const int n = dec_splits_of(ctx, cfg, &e);
+        ck_assert_msg(n == fill[i].splits, "%d x %d, head_dim %d, q_len %d: %d splits",
+                      fill[i].batch, fill[i].keys, fill[i].head_dim, fill[i].q_len, n);
     }
     /* the reference kernel does not read paged K/V */
     ck_assert_int_eq(fajit_attn_fwd_reference(ctx, &d, NULL), FAJIT_UNSUPPORTED);

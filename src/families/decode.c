@@ -394,8 +394,18 @@ static int wave_splits(long long ctas, int slots, int tiles_k)
  * leave more than a tenth of them idle (e.g. 40 sequences x 8 KV heads = 320 CTAs over 264
  * slots: a second wave of 56): the fewest splits, each of at least 16 key tiles
  * (bandwidth-bound), that fill 95% of the waves, else the best of them where it gains a
- * tenth; 1 otherwise (one wave: every CTA streams at once, none is a tail). */
-static int fill_splits(long long ctas, int slots, int tiles_k)
+ * tenth; 1 otherwise (one wave: every CTA streams at once, none is a tail).
+ * The splits are kept only where the gain expected beats what they cost by 1% of the time:
+ * the gain is the wave model's (eff_k / eff_1 - 1) times FILL_GAIN / (waves x CTAs per SM),
+ * which is what the H200 kept of it (head_dim 128, 2 per SM, q_len 1: 1.21 waves 0.60 ->
+ * 0.24, 3.03 waves 0.26 -> 0.08, 6.06 waves 0.10 -> -0.01; head_dim 64, 4 per SM: 1.52 waves
+ * 0.27 -> 0.05, 3.03 waves 0.26 -> 0.01; dev/decode/NOTES.md, call26b); the cost is the
+ * partials' traffic, fp32 O and LSE of a CTA's `rows` rows written and read again per
+ * split, over the K+V bytes of seqlen_k keys: 2 x rows x k / seqlen_k (q_len 8 x 4 heads,
+ * 3 splits of 4k keys: 4.7%; 200 x 4k went 790 -> 852 us with them, q_len 4 760 -> 801). */
+#define FILL_GAIN 1.2
+static int fill_splits(long long ctas, int slots, int per_sm, int tiles_k, int rows,
+                       int seqlen_k)
 {
     const double eff1 = wave_eff(ctas, 1, slots);
     int best_k = 1;
@@ -404,12 +414,19 @@ static int fill_splits(long long ctas, int slots, int tiles_k)
         return 1;
     for (int k = 2; k <= FAJIT_MAX_SPLITS && tiles_k / k >= 16; k++) {
         const double e = wave_eff(ctas, k, slots);
-        if (e >= 0.95)
-            return k;
+        if (e >= 0.95) {
+            best = e, best_k = k;
+            break;
+        }
         if (e > best)
             best = e, best_k = k;
     }
-    return best >= eff1 + 0.1 ? best_k : 1;
+    if (best_k == 1 || (best < 0.95 && best < eff1 + 0.1))
+        return 1;
+    const double waves = (double)ctas / slots;
+    const double gain = (best / eff1 - 1) * FILL_GAIN / (waves * per_sm);
+    const double cost = 2.0 * rows * best_k / (seqlen_k > 0 ? seqlen_k : 1);
+    return gain - cost >= 0.01 ? best_k : 1;
 }
 
 /* CTAs of configuration c that fit one SM by shared memory (per SM about the per-block
@@ -452,8 +469,11 @@ static int dec_splits_rule(const fj_dec_config *c, const fajit_attn_desc *d, int
         s = wave_splits(ctas, sms, tiles_k);
         if ((tiles_k + s - 1) / s > 16)
             s = wave_splits(ctas, per_sm(c, d->head_dim, sm) * sms, tiles_k);
-        if (s == 1)
-            s = fill_splits(ctas, fit_sm(c, d->head_dim, sm) * sms, tiles_k);
+        if (s == 1) {
+            const int fit = fit_sm(c, d->head_dim, sm), mt = 16 * c->wm;
+            const int rows = packed_rows(d) < mt ? packed_rows(d) : mt;   /* a CTA's */
+            s = fill_splits(ctas, fit * sms, fit, tiles_k, rows, d->seqlen_k);
+        }
     }
     if (s > tiles_k)
         s = tiles_k > 0 ? tiles_k : 1;
