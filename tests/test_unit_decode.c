@@ -334,11 +334,23 @@ START_TEST(decode_defaults)
         {90, 1, 32768, 64, "256x3m1n8", "256x3m1n8", "128x2m2n4"},
         {90, 64, 16384, 64, "64x3m1n4", "64x3m1n4", "64x3m2n2"},
         {90, 128, 2048, 56, "64x3m1n4", "64x3m1n4", "64x3m2n2"},
+        {90, 34, 16384, 64, "64x3m1n4", "64x3m1n4", "64x3m2n2"},   /* 272 pairs, but */
+        {90, 33, 16384, 64, "128x3m1n8", "128x3m1n8", "64x3m2n2"},  /* 264: two per SM */
+        {90, 17, 4096, 64, "128x3m1n8", "128x3m1n8", "64x3m2n2"},
         {90, 8, 1024, 64, "128x2m1n8", "128x2m1n8", "64x3m2n2"},
         {90, 1, 4096, 64, "128x2m1n8", "128x2m1n8", "64x3m2n2"},
         {90, 1, 2048, 56, "128x2m1n8", "128x2m1n8", "64x3m2n2"},
-        /* other head_dims and targets: no split class */
+        /* head_dim <= 48 on sm_90: 8 warps along 128-key tiles where latency-bound, and
+         * where the keys stream at <= 32; 64x4m1n4 else; 17..32 rows as elsewhere */
         {90, 16, 8192, 48, "64x4m1n4", "64x4m1n4", "64x3m2n2"},
+        {90, 16, 8192, 32, "128x2m1n8", "128x2m1n8", "64x3m2n2"},
+        {90, 1, 131072, 16, "128x2m1n8", "128x2m1n8", "64x3m2n2"},
+        {90, 64, 16384, 32, "64x4m1n4", "64x4m1n4", "64x3m2n2"},
+        {90, 128, 2048, 48, "64x4m1n4", "64x4m1n4", "64x3m2n2"},
+        {90, 1, 4096, 32, "128x2m1n8", "128x2m1n8", "64x3m2n2"},
+        {90, 8, 1024, 48, "128x2m1n8", "128x2m1n8", "64x3m2n2"},
+        {90, 1, 2048, 40, "128x2m1n8", "128x2m1n8", "64x3m2n2"},
+        /* other targets and head_dims: no split class */
         {80, 16, 8192, 64, "64x4m1n4", "64x4m1n4", "64x3m2n2"},
         {100, 1, 4096, 64, "64x4m1n4", "64x4m1n4", "64x3m2n2"},
         {90, 16, 8192, 256, "32x3m1n2", "32x3m1n2", "32x3m2n2"},
@@ -392,7 +404,7 @@ START_TEST(decode_defaults)
     static const int batches[] = {1, 2, 3, 4, 6, 8, 16, 24, 32, 64, 128, 4096};
     static const int lengths[] = {1, 1000, 2048, 4096, 8192, 32768, 1 << 20};
     static const int kv_heads[] = {1, 2, 8}, groups[] = {1, 3, 4, 8, 16}, q_lens[] = {1, 4, 16};
-    static const int sms[] = {132, 108, 20, 0}, dims[] = {64, 96, 128, 256};
+    static const int sms[] = {132, 108, 20, 0}, dims[] = {32, 48, 64, 96, 128, 256};
     int checked = 0;
     for (size_t a = 0; a < sizeof sms / sizeof sms[0]; a++)
         for (size_t h = 0; h < sizeof dims / sizeof dims[0]; h++) {

@@ -188,22 +188,39 @@ static int split_class(const fajit_attn_desc *d, const fj_target *t)
  * 5.1/5.9/7.4); 64x3m1n4 where the batch fills the SMs (4 CTAs per SM at 50 KB: 64x16k's
  * 512 CTAs in one wave, 580 -> 486; 128x2k 137.5 -> 129.5); 17..32 rows take 128x2m2n4 only
  * where the keys stream (q_len 8 16x8k 83.4 -> 75.2; latency-bound 1x1k-4k 1.5-2.3 us
- * slower in graph replay than 64x3m2n2). */
+ * slower in graph replay than 64x3m2n2); a batch that fills the SMs at most twice over takes
+ * 128x3m1n8 instead of 64x3m1n4 (two CTAs per SM, each with twice the bytes in flight: 32 x
+ * 16k 261 -> 245.5, call26c).
+ * At head_dim <= 48 on sm_90 (rows of 64/96 bytes; call26d, q_len 1): 128x2m1n8 up to 16
+ * rows where latency-bound (graph 1x1k/2k/4k at head_dim 32 5.3/7.1/8.4 -> 4.5/5.4/7.1, 48
+ * 5.4/7.2/8.4 -> 4.8/5.9/7.5; q_len 4 the same way) and where the keys stream at head_dim
+ * <= 32 (16x8k 73.2 -> 55.3, 1x128k 76.2 -> 57.0; at 48 mixed: 72.8 -> 68.9, 75.6 -> 76.5,
+ * 1x32k 27.8 -> 31.1); 64x4m1n4 where the batch fills the SMs (64x16k at 32: 366 against
+ * 504). Up to 32 rows as before (not measured there). */
 static void default_cfg(const fajit_attn_desc *d, const fj_target *t, fj_kcfg *out)
 {
     const int rows = packed_rows(d), wide = d->head_dim > 128;
     const int narrow = d->head_dim > 48 && d->head_dim <= 64;   /* rows of 128 bytes */
-    /* sm_90 at head_dim 49..128: the split class picks the tiles (measured on the H200) */
-    const int split = t->sm == 90 && d->head_dim > 48 && !wide ? split_class(d, t) : SPLIT_NONE;
+    const int small = d->head_dim <= 48;
+    /* sm_90 up to head_dim 128: the split class picks the tiles (measured on the H200) */
+    const int split = t->sm == 90 && !wide ? split_class(d, t) : SPLIT_NONE;
     int deep = 0;   /* more stages than two CTAs per SM allow: one CTA per SM by design */
     fj_dec_config c = {64, 3, 1, 4, 0, t->checked, 0};
     if (rows <= 16) {
         if (wide) {
             c.wn = 2, c.bn = 32;
         } else if (narrow && t->sm == 90) {   /* SPLIT_NONE: 64x3m1n4, four CTAs per SM */
+            const long long pairs = (long long)d->batch * d->heads_kv;
             if (split == SPLIT_STREAM)
                 c.bn = 256, c.stages = 3, c.wn = 8, deep = 1;
             else if (split != SPLIT_NONE)
+                c.bn = 128, c.stages = 2, c.wn = 8;
+            else if (pairs <= 2 * sms_of(t->sm_count))   /* two per SM: twice the bytes each */
+                c.bn = 128, c.stages = 3, c.wn = 8;
+        } else if (small && t->sm == 90) {   /* SPLIT_NONE: 64x4m1n4 */
+            c.stages = 4;
+            if (split == SPLIT_LATENCY || split == SPLIT_LATENCY_FEW ||
+                (split == SPLIT_STREAM && d->head_dim <= 32))
                 c.bn = 128, c.stages = 2, c.wn = 8;
         } else if (d->head_dim <= 64) {
             c.stages = 4;
@@ -215,7 +232,7 @@ static void default_cfg(const fajit_attn_desc *d, const fj_target *t, fj_kcfg *o
     } else if (rows <= 32) {
         c.wm = 2, c.wn = 2, c.bn = wide ? 32 : 64;
         /* (at head_dim 49..64 only where the keys stream) */
-        if (narrow ? split == SPLIT_STREAM : split != SPLIT_NONE)
+        if (!small && (narrow ? split == SPLIT_STREAM : split != SPLIT_NONE))
             c.bn = 128, c.stages = 2, c.wn = 4, c.wm = split == SPLIT_LATENCY_FEW ? 1 : 2;
     } else if (wide) {   /* (4 x 1 warps with 16-key tiles spill at head_dim 200-208) */
         c.wm = 2, c.wn = 2, c.bn = 32;
@@ -274,15 +291,17 @@ static int candidates(const fajit_attn_desc *d, const fj_target *t, fj_kcfg *out
 }
 
 /* The defaults for problems like d at any length and batch: the row layouts of every q_len
- * <= 16, each in the four split classes (split_class(): a batch and length in each). */
+ * <= 16, each in the four split classes (split_class(): a batch and length in each) and a
+ * SPLIT_NONE batch of at most two CTAs per SM (default_cfg() at head_dim 49..64). */
 static int shipped(const fajit_attn_desc *d, const fj_target *t, fj_kcfg *out, int max)
 {
-    const int third = sms_of(t->sm_count) / 3 > 1 ? sms_of(t->sm_count) / 3 : 1;
+    const int sms = sms_of(t->sm_count), third = sms / 3 > 1 ? sms / 3 : 1;
     const struct { int batch, seqlen_k; } classes[] = {   /* one KV head: batch = pairs */
         {1, 1},                  /* SPLIT_LATENCY_FEW */
         {third, 1},              /* SPLIT_LATENCY (a third of the SMs' count of pairs) */
         {1, 1 << 24},            /* SPLIT_STREAM */
         {1 << 12, 1},            /* SPLIT_NONE */
+        {2 * sms, 1},            /* SPLIT_NONE at most two CTAs per SM (head_dim 49..64) */
     };
     const int nc = (int)(sizeof classes / sizeof classes[0]);
     int n = 0;
