@@ -3,8 +3,11 @@
 # over the attention families on the GPU (gpu suite): the gpu suite's `san` case (small
 # problems, every tuning candidate of the Hopper family and four of the portable one, against
 # the reference kernel) and a short paged-decode sweep plus its combine paths and the decode
-# defaults of each split class (head_dim 64 and 128). Kernels compile
+# defaults of each split class (head_dim 32, 64 and 128). Kernels compile
 # with FAJIT_LINEINFO=1 into a cache of their own, so reports name source lines.
+#
+# FAJIT_SAN_TOOLS picks the tools (default "memcheck synccheck racecheck"), e.g. to split a
+# run over two time-limited calls sharing FAJIT_SAN_CACHE_DIR.
 #
 # Passes when memcheck and synccheck report 0 errors and every racecheck report is reviewed
 # (tests/racecheck_filter.py: both accesses marked `racecheck: <id>` in the source, with the
@@ -13,6 +16,11 @@
 set -u
 B=${1:?usage: gpu_sanitize.sh BUILD_DIR [LOG_DIR]}
 here=$(cd "$(dirname "$0")" && pwd)
+tools=${FAJIT_SAN_TOOLS:-memcheck synccheck racecheck}
+for tool in $tools; do
+    case $tool in memcheck|synccheck|racecheck) ;;
+        *) echo "gpu_sanitize: unknown tool '$tool' in FAJIT_SAN_TOOLS"; exit 2 ;; esac
+done
 LOGS=${2:-$(mktemp -d /tmp/fajit-san-XXXXXX)}
 mkdir -p "$LOGS"
 san=$(command -v compute-sanitizer || ls /usr/local/cuda/bin/compute-sanitizer 2>/dev/null)
@@ -39,7 +47,7 @@ for r in "${runs[@]}"; do
 done
 
 fail=0
-for tool in memcheck synccheck racecheck; do
+for tool in $tools; do
     errors=0
     for r in "${runs[@]}"; do
         IFS="|" read -r tag envs prog <<<"$r"
@@ -69,5 +77,5 @@ for tool in memcheck synccheck racecheck; do
         fi
     done
 done
-echo "gpu_sanitize: logs in $LOGS; $([ $fail -eq 0 ] && echo PASS || echo FAIL)"
+echo "gpu_sanitize ($tools): logs in $LOGS; $([ $fail -eq 0 ] && echo PASS || echo FAIL)"
 exit $fail
