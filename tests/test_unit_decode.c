@@ -246,6 +246,24 @@ START_TEST(decode_family_host)
         ck_assert_msg(n == fill[i].splits, "%d x %d, head_dim %d, q_len %d: %d splits",
                       fill[i].batch, fill[i].keys, fill[i].head_dim, fill[i].q_len, n);
     }
+    /* the wave rule's best is over split counts that launch: 3 sequences x 1 KV head x 8k
+     * keys took no split (3 CTAs on 132 SMs) while a count that never launches (44: 2 tiles
+     * each, as 32) set a bar of 1.0; now 32 splits. Likewise 3 x 8 KV heads x 1k (24 CTAs)
+     * and 5 x 2 x 2k; the benchmark's shapes keep their counts (1 x 8 x 4k 16, 1 x 8 x 32k
+     * 16, 1 x 2 x 128k 64, 2 x 8 x 8k 8). */
+    static const struct { int batch, hq, hkv, keys; const char *cfg; int splits; } waves[] = {
+        {3, 8, 1, 8192, "dec:128x2m1n8s0", 32},     {3, 32, 8, 1024, "dec:128x2m1n8s0", 4},
+        {5, 16, 2, 2048, "dec:128x2m1n8s0", 8},     {1, 32, 8, 4096, "dec:128x2m1n8s0", 16},
+        {1, 32, 8, 32768, "dec:128x3m1n8s0", 16},   {1, 16, 2, 131072, "dec:128x3m1n8s0", 64},
+        {2, 32, 8, 8192, "dec:128x3m1n8s0", 8}};
+    for (size_t i = 0; i < sizeof waves / sizeof waves[0]; i++) {
+        fajit_attn_desc e = d;
+        e.batch = waves[i].batch, e.heads_q = waves[i].hq, e.heads_kv = waves[i].hkv;
+        e.seqlen_k = waves[i].keys, e.seqlen_q = 1, e.head_dim = 128;
+        const int n = dec_splits_of(ctx, waves[i].cfg, &e);
+        ck_assert_msg(n == waves[i].splits, "%d x %d/%d heads x %d keys, %s: %d splits",
+                      waves[i].batch, waves[i].hq, waves[i].hkv, waves[i].keys, waves[i].cfg, n);
+    }
     /* the reference kernel does not read paged K/V */
     ck_assert_int_eq(fajit_attn_fwd_reference(ctx, &d, NULL), FAJIT_UNSUPPORTED);
     ck_assert_ptr_nonnull(strstr(fajit_errmsg(ctx), "no kernel family computes fwd"));

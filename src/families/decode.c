@@ -389,8 +389,12 @@ static double wave_eff(long long ctas, int k, int slots)
 
 /* FlashAttention's wave-efficiency rule for `slots` concurrent CTAs: none when the CTAs
  * already fill 80% of them, else the fewest splits within 95% of the best wave efficiency
- * (FlashAttention takes 85%; an idle SM costs more here than the combine), counting only
- * split counts that change the whole tiles per split. */
+ * (FlashAttention takes 85%; an idle SM costs more here than the combine), over the split
+ * counts that launch: each the fewest splits of its whole tiles per split (a count between
+ * two of them rounds down to the smaller one when launched). The efficiency is the work
+ * over the slots x the time of its waves of ceil(tiles_k / k) tiles each. (Until session
+ * 27 the best was taken over every count, also ones that never launch: a best of 1.0 no
+ * launchable count reached left e.g. 3 sequences x 1 KV head x 8k keys on 3 CTAs.) */
 static int wave_splits(long long ctas, int slots, int tiles_k)
 {
     const int max_s = tiles_k < FAJIT_MAX_SPLITS ? tiles_k : FAJIT_MAX_SPLITS;
@@ -398,14 +402,17 @@ static int wave_splits(long long ctas, int slots, int tiles_k)
     if (ctas >= 0.8 * slots || max_s <= 1)
         return 1;
     for (int k = 1; k <= max_s; k++) {
-        eff[k] = wave_eff(ctas, k, slots);
+        const long long per = (tiles_k + k - 1) / k;
+        eff[k] = 0;   /* not launched: k - 1 splits take as many tiles each */
+        if (k > 1 && per == (tiles_k + k - 2) / (k - 1))
+            continue;
+        const long long waves = (ctas * k + slots - 1) / slots;
+        eff[k] = (double)(ctas * tiles_k) / ((double)slots * waves * per);
         best = eff[k] > best ? eff[k] : best;
     }
-    for (int k = 1; k <= max_s; k++) {
-        int distinct = k == 1 || (tiles_k + k - 1) / k != (tiles_k + k - 2) / (k - 1);
-        if (distinct && eff[k] >= 0.95 * best)
+    for (int k = 1; k <= max_s; k++)
+        if (eff[k] > 0 && eff[k] >= 0.95 * best)
             return k;
-    }
     return 1;
 }
 
