@@ -314,10 +314,12 @@ END_TEST
 /* The decode defaults by shape: on sm_90 at head_dim 72..128 a problem whose keys split
  * (fewer sequence x KV head pairs than the 132 SMs) takes 128-key tiles 2-3 deep, the warps
  * by split class and rows (decode.c's default_cfg), at head_dim 49..64 256-key tiles where
- * the keys stream and 64-key tiles 3 deep (four CTAs per SM) where the batch fills the SMs;
- * a full batch at head_dim 72..128, other head_dims and other targets keep 64-key tiles 3
- * deep (4 at head_dim <= 64, 2 on sm_80 at head_dim 128); the shipped list holds all, so
- * that warm compiles what STRICT serves at any length. */
+ * the keys stream and 64-key tiles 3 deep (four CTAs per SM) where the batch fills the SMs
+ * (128-key ones, two per SM, where it fills them at most twice over), at head_dim <= 48
+ * 128-key tiles 2 deep where latency-bound or streaming (at <= 32); a full batch at
+ * head_dim 72..128, other head_dims and other targets keep 64-key tiles 3 deep (4 at
+ * head_dim <= 64, 2 on sm_80 at head_dim 128); the shipped list holds all, so that warm
+ * compiles what STRICT serves at any length. */
 START_TEST(decode_defaults)
 {
     /* 32 query heads over 8 KV heads: q_len 1, 4 and 8 pack 4, 16 and 32 rows */
