@@ -142,11 +142,15 @@ enum { SPLIT_NONE = FJ_DEC_SPLIT_NONE, SPLIT_STREAM = FJ_DEC_SPLIT_STREAM,
        SPLIT_LATENCY = FJ_DEC_SPLIT_LATENCY, SPLIT_LATENCY_FEW = FJ_DEC_SPLIT_LATENCY_FEW };
 /* SMs of a target, 132 (an H100/H200) where unknown (warm, plan for an arch) */
 static int sms_of(int sm_count) { return sm_count > 0 ? sm_count : 132; }
+/* The (sequence, KV head) pairs (a descriptor without a batch or heads counts 1 of each). */
+static long long pairs_of(const fajit_attn_desc *d)
+{
+    return (long long)(d->batch > 0 ? d->batch : 1) * (d->heads_kv > 0 ? d->heads_kv : 1);
+}
 int fj_dec_split_class(const fajit_attn_desc *d, int sm_count)
 {
-    const long long b = d->batch > 0 ? d->batch : 1, h = d->heads_kv > 0 ? d->heads_kv : 1;
-    const long long kv_bytes = b * d->seqlen_k * h * d->head_dim * 2 /* K, V */ * 2 /* 16 bit */;
-    const long long pairs = b * h;
+    const long long pairs = pairs_of(d);
+    const long long kv_bytes = pairs * d->seqlen_k * d->head_dim * 2 /* K, V */ * 2 /* 16 bit */;
     if (pairs >= sms_of(sm_count))
         return SPLIT_NONE;
     if (kv_bytes >= STREAM_BYTES)
@@ -210,12 +214,11 @@ static void default_cfg(const fajit_attn_desc *d, const fj_target *t, fj_kcfg *o
         if (wide) {
             c.wn = 2, c.bn = 32;
         } else if (narrow && t->sm == 90) {   /* SPLIT_NONE: 64x3m1n4, four CTAs per SM */
-            const long long pairs = (long long)d->batch * d->heads_kv;
             if (split == SPLIT_STREAM)
                 c.bn = 256, c.stages = 3, c.wn = 8, deep = 1;
             else if (split != SPLIT_NONE)
                 c.bn = 128, c.stages = 2, c.wn = 8;
-            else if (pairs <= 2 * sms_of(t->sm_count))   /* two per SM: twice the bytes each */
+            else if (pairs_of(d) <= 2 * sms_of(t->sm_count))   /* two per SM: twice the bytes */
                 c.bn = 128, c.stages = 3, c.wn = 8;
         } else if (small && t->sm == 90) {   /* SPLIT_NONE: 64x4m1n4 */
             c.stages = 4;
@@ -378,6 +381,12 @@ static int q_tiles(const fj_dec_config *c, const fajit_attn_desc *d)
     const int mt = 16 * c->wm;
     return (packed_rows(d) + mt - 1) / mt;
 }
+/* The packed rows of one CTA's q tile (at most 16 * wm). */
+static int cta_rows(const fj_dec_config *c, const fajit_attn_desc *d)
+{
+    const int mt = 16 * c->wm;
+    return packed_rows(d) < mt ? packed_rows(d) : mt;
+}
 
 /* The waves that `ctas` CTAs split k ways fill over `slots` at once, over the waves they
  * launch: 1 where the last is full. */
@@ -496,9 +505,8 @@ static int dec_splits_rule(const fj_dec_config *c, const fajit_attn_desc *d, int
         if ((tiles_k + s - 1) / s > 16)
             s = wave_splits(ctas, per_sm(c, d->head_dim, sm) * sms, tiles_k);
         if (s == 1) {
-            const int fit = fit_sm(c, d->head_dim, sm), mt = 16 * c->wm;
-            const int rows = packed_rows(d) < mt ? packed_rows(d) : mt;   /* a CTA's */
-            s = fill_splits(ctas, fit * sms, fit, tiles_k, rows, d->seqlen_k);
+            const int fit = fit_sm(c, d->head_dim, sm);
+            s = fill_splits(ctas, fit * sms, fit, tiles_k, cta_rows(c, d), d->seqlen_k);
         }
     }
     if (s > tiles_k)
@@ -557,8 +565,7 @@ static long long total_rows(const fajit_attn_desc *d)
 static size_t fused_counters(const fj_dec_config *c, const fajit_attn_desc *d, int splits)
 {
     const size_t n = (size_t)d->batch * d->heads_kv * q_tiles(c, d) * sizeof(int);
-    const int mt = 16 * c->wm, rows = packed_rows(d) < mt ? packed_rows(d) : mt;
-    const size_t bytes = (size_t)splits * rows * ((size_t)d->head_dim * 4 + 4);
+    const size_t bytes = (size_t)splits * cta_rows(c, d) * ((size_t)d->head_dim * 4 + 4);
     const int staged = bytes <= smem_used(c, d->head_dim) && bytes <= DEC_STAGE_MAX;
     return splits > 1 && n <= FJ_WS_COUNTER_MAX && staged ? n : 0;
 }
