@@ -4,7 +4,8 @@
 # against 24.0, 75.0 against 63.5). hd32 takes 128x2m1n8 over 16 splits at 1x32k: 128 CTAs
 # of 16 tiles of 16 KB (K+V), two deep: 32 KB in flight per SM. Deeper tiles and more
 # splits (more CTAs per SM) through lib_cfg27.so's FJ_LAB_CFG1 and --num-splits. Then the
-# 128 x 2k full batch at head_dim 32 (0.84x cuDNN) with narrower CTAs (more per SM).
+# other stream-class shapes (16 x 8k, 4 x 16k) with the same tiles; the 128 x 2k full
+# batch at head_dim 32 (0.84x cuDNN) with narrower CTAs (more per SM). About 4-5 minutes.
 # Carry build/ and dev/decode/lib_cfg27.so.
 set -u
 LAB_PREFIX=d
@@ -21,6 +22,15 @@ for hd in 32 48; do
             LAB_FIELDS=2,3,5 bench $L $t 1 $S 8 --head-dim $hd --page-sizes 16 --num-splits $ns
             unset FJ_LAB_CFG1
         done
+    done
+done
+# the same tiles on the other stream-class shapes (16 and 4 sequences), splits chosen
+for hd in 32 48; do
+    for c in - 128,4,1,8 128,6,1,8 256,3,1,8; do
+        t=b${hd}_${c//,/_}
+        [ "$c" != - ] && export FJ_LAB_CFG1=$c
+        LAB_FIELDS=2,3,5 bench $L $t 1 16x8192,4x16384 8 --head-dim $hd --page-sizes 16
+        unset FJ_LAB_CFG1
     done
 done
 for c in - 64,4,1,2 32,4,1,2 64,6,1,2 128,4,1,8; do
