@@ -1086,6 +1086,13 @@ START_TEST(decode_random_plans)
         ck_assert_msg(q.splits >= 1 && q.splits <= FAJIT_MAX_SPLITS && q.splits <= tiles, "%s",
                       what);
         ck_assert_msg(!d.num_splits || q.splits <= d.num_splits, "%s", what);
+        /* no starved split: a chosen count that leaves most SMs idle only where each split
+         * is already at most 2 key tiles (until 2b1804e, 3 sequences x 1 KV head x 8k keys
+         * ran 3 CTAs of 64 tiles on 132 SMs) */
+        const long long ctas = (long long)q.splits * q_tiles * hk * batch,
+                        per = (tiles + q.splits - 1) / q.splits;
+        ck_assert_msg(d.num_splits || 2 * ctas >= g_fake_sms || per <= 2,
+                      "%s: %lld CTAs of %lld tiles on %d SMs", what, ctas, per, g_fake_sms);
         ck_assert_msg(q.split_keys % bn == 0 && (long long)q.split_keys * q.splits >= keys &&
                       (long long)q.split_keys * (q.splits - 1) < keys, "%s", what);
         const unsigned *grid = g_dec.grid[0];
