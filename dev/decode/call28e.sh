@@ -19,11 +19,7 @@ for turn in 1 2; do
     done
 done
 for hd in 32 48; do
-    FAJIT_CACHE_DIR=$PWD/.fjcache/p$hd timeout 150 python3 bench/bench_decode.py --lib $N \
-        --head-dim $hd --q-lens 1 --shapes 1x32768,1x131072,16x8192 --no-mixed \
-        --page-sizes 16 --out "$OUT/peers_hd$hd.md" > "$OUT/peers_hd$hd.log" 2>&1
-    echo "peers hd$hd rc=$?"
-    grep -E '^\| [0-9]+x[0-9]+ \| 1 \|' "$OUT/peers_hd$hd.md" | cut -d'|' -f2,3,5,9,11,12,13
+    peers $N peers_hd$hd 150 --head-dim $hd --q-lens 1 --shapes 1x32768,1x131072,16x8192
 done
 timeout 200 build/tests/test_gpu_decode > "$OUT/gd.log" 2>&1
 echo "gpu_decode rc=$?"; grep -E "decode sweep: [0-9]|Checks|:F:|:E:" "$OUT/gd.log" | cut -c1-160

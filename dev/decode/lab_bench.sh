@@ -22,3 +22,20 @@ bench() {   # $1 lib, $2 tag, $3 q_lens, $4 shapes, $5 heads_kv, $6.. extra benc
     sed -n '/^Latency-bound/,$p' "$md" | grep -E '^\| [0-9]x' | cut -d'|' -f2-4 | tr '\n' ' '
     echo
 }
+
+# peers(): one bench_decode.py run with SDPA FLASH and CUDNN (ps16, no mixed batch) into
+# $OUT/$2.md; prints its per-call rows (shape, q, ps16, contig, CUDNN, x FLASH, x CUDNN)
+# and its graph-replay rows on one line each.
+peers() {   # $1 lib, $2 tag, $3 time limit (s), $4.. bench options (--head-dim, --q-lens, ...)
+    local lib=$1 tag=$2 lim=$3; shift 3
+    PYTHONUNBUFFERED=1 FAJIT_CACHE_DIR=$PWD/.fjcache/$tag timeout "$lim" python3 \
+        bench/bench_decode.py --lib $lib --page-sizes 16 --no-mixed "$@" \
+        --out "$OUT/$tag.md" > "$OUT/$tag.log" 2>&1
+    echo "== $tag rc=$?"
+    grep -E '^\| [0-9]+x[0-9]+ \| [0-9]+ \|' "$OUT/$tag.md" | cut -d'|' -f2,3,5,9,11,12,13 |
+        tr '\n' ' '
+    echo
+    sed -n '/^Latency-bound/,$p' "$OUT/$tag.md" | grep -E '^\| [0-9]x' | cut -d'|' -f2-4,7,9 |
+        tr '\n' ' '
+    echo
+}
