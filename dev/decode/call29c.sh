@@ -1,0 +1,30 @@
+#!/usr/bin/env bash
+# call29c.sh - lab (session 29, prepared without a device, not run): is head packing faster?
+# (After call29b says it is right.) main's library (build/) against the branch's
+# (build-hp/, lab/s29-hpack) with FJ_LAB_HP=2 (and 4 at head_dim 32), head_dim 32, 64, 48,
+# q_len 1 and 4, ps16 shuffled and contiguous, max err vs torch; then SDPA FLASH/CUDNN beside
+# the packed library at q_len 1. Expected where a head's row is under 256 bytes: head_dim
+# 32 full batches 2.9 -> 4+ TB/s, head_dim 64 4.0-4.3 -> ~4.5 (hd128's rate: same bytes per
+# CTA row). About 5-6 minutes. Carry build/ and build-hp/.
+set -u
+LAB_PREFIX=c
+. "$(dirname "$0")/lab_bench.sh"
+mkdir -p .fjcache
+H=build-hp
+S=64x16384,128x2048,16x8192,1x32768,1x131072,1x4096
+for hd in 32 64 48; do
+    LAB_FIELDS=2,3,5,6,9,10,11 bench build/libfajit.so m_h$hd 1,4 $S 8 --head-dim $hd --page-sizes 16
+    for hp in 2 4; do
+        [ $hp = 4 ] && [ $hd != 32 ] && continue
+        export FJ_LAB_HP=$hp
+        LAB_FIELDS=2,3,5,6,9,10,11 bench $H/libfajit.so p${hp}_h$hd 1,4 $S 8 --head-dim $hd \
+            --page-sizes 16
+        unset FJ_LAB_HP
+    done
+done
+export FJ_LAB_HP=2
+for hd in 32 64; do
+    peers $H/libfajit.so peers_h$hd 150 --head-dim $hd --q-lens 1 \
+        --shapes 64x16384,128x2048,16x8192,1x32768,1x131072
+done
+unset FJ_LAB_HP
