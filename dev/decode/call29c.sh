@@ -33,3 +33,5 @@ for hd in 32 64; do
         --shapes 64x16384,128x2048,16x8192,1x32768,1x131072
 done
 unset FJ_LAB_HP
+cp /tmp/c_*.md "$OUT/" 2>/dev/null
+# tables: python3 dev/decode/ab_table.py <files_at>/c_m_h32.md <files_at>/c_p2_h32.md ...
