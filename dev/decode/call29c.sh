@@ -24,7 +24,7 @@ for hd in 32 64 48; do
 done
 # head_dim 128 x 2 (512-byte rows; the view takes head_dim 256's 32x3m1n2: no spills on the
 # three targets): hd256 streams 16x8k at 4.39 TB/s against hd128's 4.27 (session 25/28)
-B=64x16384,128x2048,16x8192
+B=64x16384,128x2048,16x8192,1x32768,1x131072
 LAB_FIELDS=2,3,5,6,9,10,11 bench build/libfajit.so m_h128 1 $B 8 --page-sizes 16
 export FJ_LAB_HP=2
 LAB_FIELDS=2,3,5,6,9,10,11 bench $H/libfajit.so p2_h128 1 $B 8 --page-sizes 16
