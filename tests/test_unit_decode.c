@@ -981,6 +981,52 @@ START_TEST(decode_splits_memo)
         ck_assert_msg(dec_splits_of(ctx_b, cfg_b, &b) == sb, "%s after: %d", names[f], sb);
         ck_assert_msg(dec_splits_of(ctx, cfg, &a) == sa, "%s before: %d", names[f], sa);
     }
+    /* The rule reads seqlen_k only as its key tiles (the memo's key): a length and the same
+     * length rounded up to whole tiles get the same splits, each asked fresh (another
+     * problem asked between), over full batches at lengths off the tile (fill_splits'
+     * territory) and latency-bound ones; first the problems where fill_splits' cost over
+     * seqlen_k (until session 29) answered otherwise (found by a sweep of 921,600 plans) */
+    const fj_target t = fj_target_of(ctx, NULL);
+    static const int offs[] = {1000, 1500, 3000, 4097, 5000, 12000, 33333};
+    static const int edge[][6] = {   /* head_dim, heads_kv, group, q_len, batch, keys */
+        {32, 8, 1, 4, 257, 4097}, {48, 8, 1, 8, 173, 5000}, {64, 8, 1, 8, 201, 5000},
+        {128, 1, 8, 16, 313, 12000}, {256, 8, 1, 4, 110, 1000}, {256, 8, 4, 16, 24, 1000}};
+    const int ne = (int)(sizeof edge / sizeof edge[0]);
+    for (int i = 0; i < ne + 2 * 2 * 28 * 7; i++) {
+        int hd, hk, g, q, batch, keys;
+        if (i < ne) {
+            hd = edge[i][0], hk = edge[i][1], g = edge[i][2], q = edge[i][3];
+            batch = edge[i][4], keys = edge[i][5];
+        } else {   /* head_dim 128/256 x q_len 1/8 x 28 batches x 7 lengths, 8 x 4 heads */
+            const int j = i - ne;
+            hd = 128 << j % 2, q = j / 2 % 2 ? 8 : 1, hk = 8, g = 4;
+            batch = 1 + j / 4 % 28 * 11, keys = offs[j / 112];
+        }
+        fajit_attn_desc a = a0;
+        a.head_dim = hd, a.batch = batch, a.seqlen_k = keys, a.seqlen_q = q;
+        a.heads_kv = hk, a.heads_q = hk * g;
+        a.k_row_stride = a.v_row_stride = (int64_t)hk * hd;
+        a.q_row_stride = a.o_row_stride = (int64_t)hk * g * hd;
+        a.q_batch_stride = a.o_batch_stride = q * a.q_row_stride;
+        a.k_head_stride = a.v_head_stride = a.q_head_stride = a.o_head_stride = hd;
+        a.block_table_stride = (keys + 255 + 15) / 16;   /* (room for the rounded length) */
+        a.mask = q > 1 ? FAJIT_MASK_CAUSAL : FAJIT_MASK_NONE;
+        fj_kcfg c;
+        ck_assert_int_eq(fj_kcfg_default(&a, &t, FAJIT_FAMILY_AUTO, &c), 0);
+        char name[32];
+        fj_kcfg_name(&c, name);
+        int bn;
+        ck_assert_int_eq(sscanf(name, "dec:%d", &bn), 1);
+        fajit_attn_desc whole = a;
+        whole.seqlen_k = (keys + bn - 1) / bn * bn;
+        dec_splits_of(ctx, cfg, &other);
+        const int sa = dec_splits_of(ctx, name, &a);
+        dec_splits_of(ctx, cfg, &other);
+        const int sw = dec_splits_of(ctx, name, &whole);
+        ck_assert_msg(sw == sa, "%s, %d x %d keys, %d x %d heads, head_dim %d, q_len %d: %d "
+                      "splits, %d at %d keys", name, batch, keys, hk, g, hd, q, sa, sw,
+                      whole.seqlen_k);
+    }
     fajit_ctx_destroy(small);
     fajit_ctx_destroy(ctx);
     fj_cuda_set_for_testing(NULL);

@@ -436,11 +436,13 @@ static int wave_splits(long long ctas, int slots, int tiles_k)
  * 0.24, 3.03 waves 0.26 -> 0.08, 6.06 waves 0.10 -> -0.01; head_dim 64, 4 per SM: 1.52 waves
  * 0.27 -> 0.05, 3.03 waves 0.26 -> 0.01; dev/decode/NOTES.md, call26b); the cost is the
  * partials' traffic, fp32 O and LSE of a CTA's `rows` rows written and read again per
- * split, over the K+V bytes of seqlen_k keys: 2 x rows x k / seqlen_k (q_len 8 x 4 heads,
- * 3 splits of 4k keys: 4.7%; 200 x 4k went 790 -> 852 us with them, q_len 4 760 -> 801). */
+ * split, over the K+V bytes of the keys its whole tiles hold (`keys`: tiles_k x the tile's
+ * keys): 2 x rows x k / keys (q_len 8 x 4 heads, 3 splits of 4k keys: 4.7%; 200 x 4k went
+ * 790 -> 852 us with them, q_len 4 760 -> 801). In whole tiles, so that the rule's answer
+ * depends on seqlen_k only through tiles_k (dec_splits() keys its memo on it). */
 #define FILL_GAIN 1.2
 static int fill_splits(long long ctas, int slots, int per_sm, int tiles_k, int rows,
-                       int seqlen_k)
+                       long long keys)
 {
     const double eff1 = wave_eff(ctas, 1, slots);
     int best_k = 1;
@@ -460,7 +462,7 @@ static int fill_splits(long long ctas, int slots, int per_sm, int tiles_k, int r
         return 1;
     const double waves = (double)ctas / slots;
     const double gain = (best / eff1 - 1) * FILL_GAIN / (waves * per_sm);
-    const double cost = 2.0 * rows * best_k / (seqlen_k > 0 ? seqlen_k : 1);
+    const double cost = 2.0 * rows * best_k / (double)(keys > 0 ? keys : 1);
     return gain - cost >= 0.01 ? best_k : 1;
 }
 
@@ -506,7 +508,8 @@ static int dec_splits_rule(const fj_dec_config *c, const fajit_attn_desc *d, int
             s = wave_splits(ctas, per_sm(c, d->head_dim, sm) * sms, tiles_k);
         if (s == 1) {
             const int fit = fit_sm(c, d->head_dim, sm);
-            s = fill_splits(ctas, fit * sms, fit, tiles_k, cta_rows(c, d), d->seqlen_k);
+            s = fill_splits(ctas, fit * sms, fit, tiles_k, cta_rows(c, d),
+                            (long long)tiles_k * c->bn);
         }
     }
     if (s > tiles_k)
@@ -520,10 +523,12 @@ static int dec_splits_rule(const fj_dec_config *c, const fajit_attn_desc *d, int
  * or more (workspace, launch_workspace, every launch's arguments) and its wave rule walks up
  * to FAJIT_MAX_SPLITS split counts twice, which was most of a warm call's host time (4 x
  * 16k keys: 3.0 us per call on a fake driver, test_nvrtc's decode_warm_call). The key is
- * every input it reads. */
+ * every input it reads; seqlen_k only as its key tiles, the rule's one use of it, so a
+ * server without CUDA graphs, whose longest sequence grows a key a step, finds the answer
+ * kept for all but one step in a tile's keys (4 x 12k growing: 1.04 -> 0.32 us a call). */
 typedef struct dec_splits_key {
     fj_dec_config c;
-    int batch, heads_q, heads_kv, seqlen_q, seqlen_k, head_dim, num_splits, sm_count, sm;
+    int batch, heads_q, heads_kv, seqlen_q, tiles_k, head_dim, num_splits, sm_count, sm;
 } dec_splits_key;
 static _Thread_local struct { dec_splits_key key; int splits; } t_last_splits;
 
@@ -533,7 +538,8 @@ static int dec_splits(const fj_dec_config *c, const fajit_attn_desc *d, int sm_c
     memset(&k, 0, sizeof k);   /* (no padding, but compared whole) */
     k.c = *c;
     k.batch = d->batch, k.heads_q = d->heads_q, k.heads_kv = d->heads_kv;
-    k.seqlen_q = d->seqlen_q, k.seqlen_k = d->seqlen_k, k.head_dim = d->head_dim;
+    k.seqlen_q = d->seqlen_q, k.tiles_k = (int)fj_tiles(d->seqlen_k, c->bn);
+    k.head_dim = d->head_dim;
     k.num_splits = d->num_splits, k.sm_count = sm_count, k.sm = sm;
     if (t_last_splits.splits && memcmp(&k, &t_last_splits.key, sizeof k) == 0)
         return t_last_splits.splits;
