@@ -525,7 +525,8 @@ static int dec_splits_rule(const fj_dec_config *c, const fajit_attn_desc *d, int
  * 16k keys: 3.0 us per call on a fake driver, test_nvrtc's decode_warm_call). The key is
  * every input it reads; seqlen_k only as its key tiles, the rule's one use of it, so a
  * server without CUDA graphs, whose longest sequence grows a key a step, finds the answer
- * kept for all but one step in a tile's keys (4 x 12k growing: 1.04 -> 0.32 us a call). */
+ * kept for all but one step in a tile's keys (4 x 12k growing: 1.04 -> 0.32-0.34 us a call;
+ * test_nvrtc's hostcost). */
 typedef struct dec_splits_key {
     fj_dec_config c;
     int batch, heads_q, heads_kv, seqlen_q, tiles_k, head_dim, num_splits, sm_count, sm;
