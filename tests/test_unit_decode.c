@@ -992,15 +992,16 @@ START_TEST(decode_splits_memo)
         {32, 8, 1, 4, 257, 4097}, {48, 8, 1, 8, 173, 5000}, {64, 8, 1, 8, 201, 5000},
         {128, 1, 8, 16, 313, 12000}, {256, 8, 1, 4, 110, 1000}, {256, 8, 4, 16, 24, 1000}};
     const int ne = (int)(sizeof edge / sizeof edge[0]);
-    for (int i = 0; i < ne + 2 * 2 * 28 * 7; i++) {
+    enum { NB = 28, PER_LEN = 2 * 2 * NB, NO = sizeof offs / sizeof offs[0] };
+    for (int i = 0; i < ne + PER_LEN * NO; i++) {
         int hd, hk, g, q, batch, keys;
         if (i < ne) {
             hd = edge[i][0], hk = edge[i][1], g = edge[i][2], q = edge[i][3];
             batch = edge[i][4], keys = edge[i][5];
-        } else {   /* head_dim 128/256 x q_len 1/8 x 28 batches x 7 lengths, 8 x 4 heads */
+        } else {   /* head_dim 128/256 x q_len 1/8 x NB batches x NO lengths, 8 x 4 heads */
             const int j = i - ne;
             hd = 128 << j % 2, q = j / 2 % 2 ? 8 : 1, hk = 8, g = 4;
-            batch = 1 + j / 4 % 28 * 11, keys = offs[j / 112];
+            batch = 1 + j / 4 % NB * 11, keys = offs[j / PER_LEN];
         }
         fajit_attn_desc a = a0;
         a.head_dim = hd, a.batch = batch, a.seqlen_k = keys, a.seqlen_q = q;
