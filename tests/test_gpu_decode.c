@@ -685,7 +685,20 @@ static void preset_lengths(dcase *c)
 static void draw_case(dcase *c)
 {
     static const int groups[] = {1, 2, 3, 4, 5, 6, 8, 16};
-    static const int hds[] = {64, 80, 96, 128, 192, 256};
+    static int hds[8] = {64, 80, 96, 128, 192, 256}, nhd = 6;
+    static int hds_read;
+    if (!hds_read) {   /* FAJIT_TEST_DECODE_HDS="32,48,64": the head_dims drawn from */
+        hds_read = 1;
+        const char *e = getenv("FAJIT_TEST_DECODE_HDS");
+        int n = 0, v, used = 0;
+        while (e && n < 8 && sscanf(e, "%d%n", &v, &used) == 1 && v >= 8 && v <= 256 &&
+               v % 8 == 0) {
+            hds[n++] = v;
+            e += used;
+            e = *e == ',' ? e + 1 : NULL;
+        }
+        nhd = n ? n : nhd;
+    }
     static const int pages[] = {1, 16, 64, 128, 256};
     static const int edges[] = {1, 2, 15, 16, 17, 63, 64, 65, 127, 128, 129, 255, 256, 257, 1023, 1025};
     memset(c, 0, sizeof *c);
@@ -693,7 +706,7 @@ static void draw_case(dcase *c)
     c->batch = big ? 1 : urange(1, MAXB);
     c->hkv = urange(1, 4);
     c->group = pick(groups, 8);
-    c->hd = pick(hds, 6);
+    c->hd = pick(hds, nhd);
     c->dtype = (int)(rnd() % 2);
     c->q_len = urange(1, 16);
     c->seqlen_k = big ? urange(3001, 40000) : rnd() % 4 == 0 ? pick(edges, 16) : urange(1, 3000);
@@ -732,6 +745,7 @@ static void draw_case(dcase *c)
 
 typedef struct sweep_tally {
     int passed, failed, tma;   /* tma: cases whose kernel loaded K/V by TMA */
+    int packed;                /* cases whose CTAs took 2 or 4 KV heads (FJ_DEC_HP) */
     double err[2], rowrel[2], lse;   /* by dtype (0 f16, 1 bf16), over passing cases */
     int first_failed;
     char first[1024];
@@ -757,6 +771,7 @@ static void sweep_case(fajit_ctx *ctx, int k, int describe, int verbose, sweep_t
         printf("decode sweep: case %d: %s\n  -> %s\n", k, text,
                dst == FAJIT_OK ? buf : fajit_errmsg(ctx));
     const int by_tma = dst == FAJIT_OK && strstr(buf, " tma") != NULL;
+    const int by_hp = dst == FAJIT_OK && (strstr(buf, " h2 ") || strstr(buf, " h4 "));
     verdict v;
     memset(&v, 0, sizeof v);
     fajit_status st = launch(ctx, &B, NULL);
@@ -774,6 +789,7 @@ static void sweep_case(fajit_ctx *ctx, int k, int describe, int verbose, sweep_t
     if (v.ok) {
         t->passed++;
         t->tma += by_tma;
+        t->packed += by_hp;
         t->err[c.dtype] = v.err > t->err[c.dtype] ? v.err : t->err[c.dtype];
         t->rowrel[c.dtype] = v.rowrel > t->rowrel[c.dtype] ? v.rowrel : t->rowrel[c.dtype];
         t->lse = v.lse_err > t->lse ? v.lse_err : t->lse;
@@ -785,8 +801,8 @@ static void sweep_case(fajit_ctx *ctx, int k, int describe, int verbose, sweep_t
                      text, v.why);
         }
         if (t->failed <= 10)
-            printf("decode sweep: FAILED case %d%s: %s: %s\n", k, by_tma ? " (TMA)" : "", text,
-                   v.why);
+            printf("decode sweep: FAILED case %d%s%s: %s: %s\n", k, by_tma ? " (TMA)" : "",
+                   by_hp ? " (KV heads packed)" : "", text, v.why);
     }
     if (verbose && v.ok)
         printf("decode sweep: case %d ok (err %.3g, row-relative %.3g): %s\n", k, v.err, v.rowrel,
@@ -812,9 +828,11 @@ START_TEST(paged_sweep)
         sweep_case(k % 2 ? tctx : k % 4 == 2 ? nctx : ctx, k, ran < 4 || only >= 0, verbose, &t);
         ran++;
     }
-    printf("decode sweep: %d/%d cases passed (%d through TMA loads), max rel err bf16 %.3g, f16 "
-           "%.3g (row-relative bf16 %.3g, f16 %.3g; tol bf16 %.4g, f16 %.4g), max LSE err %.3g\n",
-           t.passed, ran, t.tma, t.err[1], t.err[0], t.rowrel[1], t.rowrel[0], tol_of(FAJIT_BF16),
+    printf("decode sweep: %d/%d cases passed (%d through TMA loads, %d with KV heads packed), "
+           "max rel err bf16 %.3g, f16 %.3g (row-relative bf16 %.3g, f16 %.3g; tol bf16 %.4g, "
+           "f16 %.4g), max LSE err %.3g\n",
+           t.passed, ran, t.tma, t.packed, t.err[1], t.err[0], t.rowrel[1], t.rowrel[0],
+           tol_of(FAJIT_BF16),
            tol_of(FAJIT_F16), t.lse);
     fajit_ctx_destroy(ctx);
     fajit_ctx_destroy(tctx);

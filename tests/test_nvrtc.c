@@ -305,7 +305,7 @@ START_TEST(candidate_spaces)
                 memset(&d, 0, sizeof d);
                 d.dtype = FAJIT_BF16, d.head_dim = hdims[h], d.mask = (fajit_mask)mask;
                 fj_kcfg c[48];
-                const fj_target t = {fj_arch_sm(archs[a]), fj_arch_is_a(archs[a]), 0, 0, 0};
+                const fj_target t = {fj_arch_sm(archs[a]), fj_arch_is_a(archs[a]), 0, 0, 0, 0};
                 int k = fj_kcfg_candidates(&d, &t, c, 48);
                 ck_assert_int_ge(k, 1);
                 for (int i = 0; i < k; i++) {
@@ -455,7 +455,7 @@ START_TEST(policies_with_fake_driver)
     fajit_attn_desc_init(&d, p, p, p, p, 1, 16, 16, 4096, 4096, 128, FAJIT_BF16);
     d.mask = FAJIT_MASK_CAUSAL;
     fj_kcfg dc, cand[48], tuned;
-    const fj_target h200 = {90, 1, 132, 0, 0};
+    const fj_target h200 = {90, 1, 132, 0, 0, 0};
     fj_kcfg_default(&d, &h200, FAJIT_FAMILY_AUTO, &dc);
     ck_assert_ptr_nonnull(fj_fa3_of(&dc));   /* sm_90a, hdim 128: the Hopper kernel */
     int n = fj_kcfg_candidates(&d, &h200, cand, 48);
@@ -647,11 +647,15 @@ END_TEST
  * graphs), so the split rule runs for every call there. */
 static struct {
     int launches, clusters, allocs, frees;
+    unsigned grid_y;
+    int heads_kv;
 } g_warm;
 static CUresult fk_launch_ex(const fj_cu_launch_config *c, CUfunction f, void **a, void **e)
 {
-    (void)f, (void)a, (void)e;
+    (void)f, (void)e;
     g_warm.launches++;
+    if (c->grid_y)   /* the last launch's KV heads in the grid and the parameters (decode) */
+        g_warm.grid_y = c->grid_y, g_warm.heads_kv = ((const fj_decode_params *)a[0])->heads_kv;
     for (unsigned i = 0; i < c->num_attrs; i++)
         g_warm.clusters +=
             c->attrs[i].id == FJ_CU_LAUNCH_ATTR_CLUSTER && c->attrs[i].v.dim[0] > 1;
@@ -690,13 +694,21 @@ static double now_us(void)
     return ts.tv_sec * 1e6 + ts.tv_nsec / 1e3;
 }
 
-START_TEST(decode_warm_call)
+/* The fake H200 of the decode host tests: launches, stream-ordered allocations, the capture
+ * query and the cluster probe faked. */
+static fj_cuda decode_fake(void)
 {
     fj_cuda fake = fake_h200();
     fake.cuLaunchKernelEx = fk_launch_ex;
     fake.cuMemAllocAsync = fk_alloc_async, fake.cuMemFreeAsync = fk_free_async;
     fake.cuStreamIsCapturing = fk_capturing;
     fake.cuOccupancyMaxActiveClusters = fk_clusters;
+    return fake;
+}
+
+START_TEST(decode_warm_call)
+{
+    fj_cuda fake = decode_fake();
     fj_cuda_set_for_testing(&fake);
     make_dir();
     fajit_ctx *ctx = policy_ctx(FAJIT_POLICY_BLOCKING);
@@ -768,6 +780,62 @@ static void *mem_warm_thread(void *arg)
     return NULL;
 }
 
+/* Head packing (FAJIT_DECODE_HEAD_PACK): a plan made for K/V heads side by side in multiples
+ * of 4 packs them (the real kernel compiled, launched on the fake H200: 2 CTAs of 4 heads
+ * along y at head_dim 32 where the batch fills the SMs); the same problem with the heads
+ * spaced apart, or 6 or 5 heads, must not reuse that plan: each gets its own (2, 1). Forced
+ * to 2 the context packs 2; off, none. */
+START_TEST(decode_pack_plans)
+{
+    fj_cuda fake = decode_fake();
+    fj_cuda_set_for_testing(&fake);
+    make_dir();
+    fajit_attn_desc d;
+    void *p = (void *)(uintptr_t)0x100000;
+    fajit_attn_desc_init(&d, p, p, p, p, 64, 32, 8, 1, 16384, 32, FAJIT_BF16);
+    d.block_table = (const int32_t *)(uintptr_t)0x3000;
+    d.block_table_stride = 1024, d.page_size = 16, d.num_pages = 1 << 17;
+    static const struct {
+        const char *pack;
+        int heads_kv;
+        int64_t head_stride;
+        unsigned grid_y;
+    } k[] = {
+        {"auto", 8, 32, 2},   /* side by side: 4 heads per CTA */
+        {"auto", 8, 64, 8},   /* spaced apart (row stride 8 x 64): one */
+        {"auto", 8, 32, 2},   /* the first plan again */
+        {"auto", 6, 32, 3},   /* 6 heads: 3 CTAs of 2 */
+        {"auto", 5, 32, 5},   /* 5 heads: one per CTA */
+        {"2", 8, 32, 4},
+        {"off", 8, 32, 8},
+    };
+    fajit_ctx *ctx = NULL;
+    for (size_t i = 0; i < sizeof k / sizeof k[0]; i++) {
+        if (!i || strcmp(k[i].pack, k[i - 1].pack)) {   /* (read at the context's creation) */
+            if (ctx)
+                fajit_ctx_destroy(ctx);
+            setenv("FAJIT_DECODE_HEAD_PACK", k[i].pack, 1);
+            ctx = policy_ctx(FAJIT_POLICY_BLOCKING);
+        }
+        fajit_attn_desc e = d;
+        e.heads_kv = k[i].heads_kv, e.heads_q = 4 * k[i].heads_kv;
+        e.k_head_stride = e.v_head_stride = k[i].head_stride;
+        e.k_row_stride = e.v_row_stride = k[i].heads_kv * k[i].head_stride;
+        e.q_row_stride = e.o_row_stride = e.heads_q * 32;
+        e.q_batch_stride = e.o_batch_stride = e.q_row_stride;
+        memset(&g_warm, 0, sizeof g_warm);
+        ck_assert_msg(fajit_attn_fwd(ctx, &e, NULL) == FAJIT_OK, "%zu: %s", i, fajit_errmsg(ctx));
+        ck_assert_msg(g_warm.grid_y == k[i].grid_y && g_warm.heads_kv == (int)k[i].grid_y,
+                      "%zu: grid y %u, heads_kv %d, want %u", i, g_warm.grid_y, g_warm.heads_kv,
+                      k[i].grid_y);
+    }
+    unsetenv("FAJIT_DECODE_HEAD_PACK");
+    fajit_ctx_destroy(ctx);
+    fj_cuda_set_for_testing(NULL);
+    remove_dir();
+}
+END_TEST
+
 START_TEST(memory_warm_threads)
 {
     enum { N = 4 };
@@ -827,6 +895,7 @@ int main(void)
     TCase *th = tcase_create("hostcost");   /* alone: CK_RUN_CASE=hostcost */
     tcase_set_timeout(th, 600);
     tcase_add_test(th, decode_warm_call);
+    tcase_add_test(th, decode_pack_plans);
     suite_add_tcase(s, th);
     TCase *tm = tcase_create("memory");   /* alone: CK_RUN_CASE=memory */
     tcase_set_timeout(tm, 600);

@@ -322,7 +322,8 @@ END_TEST
  * compiles what STRICT serves at any length. */
 START_TEST(decode_defaults)
 {
-    /* 32 query heads over 8 KV heads: q_len 1, 4 and 8 pack 4, 16 and 32 rows */
+    /* 32 query heads over 8 KV heads: q_len 1, 4 and 8 pack 4, 16 and 32 rows; the tiles
+     * without head packing (FJ_DEC_PACK_OFF: decode_head_packing checks its rule) */
     static const struct {
         int sm, batch, seqlen_k, head_dim;
         const char *want1, *want4, *want8;
@@ -386,7 +387,8 @@ START_TEST(decode_defaults)
                              cases[i].head_dim, FAJIT_BF16);
         d.block_table = (const int32_t *)(uintptr_t)0x3000;
         d.block_table_stride = 4096, d.page_size = 16, d.num_pages = 1 << 20;
-        const fj_target t = {cases[i].sm, cases[i].sm >= 90, 132, 0, FJ_DEC_LOADER_AUTO};
+        const fj_target t = {cases[i].sm, cases[i].sm >= 90, 132, 0, FJ_DEC_LOADER_AUTO,
+                             FJ_DEC_PACK_OFF};
         const int q_lens[3] = {1, 4, 8};
         const char *wants[3] = {cases[i].want1, cases[i].want4, cases[i].want8};
         for (int q = 0; q < 3; q++) {
@@ -405,9 +407,9 @@ START_TEST(decode_defaults)
      * the wider row layouts */
     fajit_attn_desc d;
     fajit_attn_desc_init(&d, p, p, p, p, 1, 32, 8, 1, 4096, 128, FAJIT_BF16);
-    const fj_target h200 = {90, 1, 132, 0, FJ_DEC_LOADER_AUTO};
-    fj_kcfg s[12];
-    const int n = fj_family_decode.shipped(&d, &h200, s, 12);
+    const fj_target h200 = {90, 1, 132, 0, FJ_DEC_LOADER_AUTO, FJ_DEC_PACK_AUTO};
+    fj_kcfg s[64];
+    const int n = fj_family_decode.shipped(&d, &h200, s, 64);
     ck_assert_int_eq(n, 7);
     const char *want[] = {"dec:128x2m1n8s0", "dec:128x3m1n8s0", "dec:64x3m1n4s0",
                           "dec:128x2m1n4s0", "dec:128x2m2n4s0", "dec:64x3m2n2s0",
@@ -417,21 +419,23 @@ START_TEST(decode_defaults)
         ck_assert_str_eq(name, want[i]);
     }
     /* on sm_80 the long and short defaults are one */
-    const fj_target a100 = {80, 0, 108, 0, FJ_DEC_LOADER_AUTO};
-    ck_assert_int_eq(fj_family_decode.shipped(&d, &a100, s, 12), 3);
+    const fj_target a100 = {80, 0, 108, 0, FJ_DEC_LOADER_AUTO, FJ_DEC_PACK_AUTO};
+    ck_assert_int_eq(fj_family_decode.shipped(&d, &a100, s, 64), 3);
     /* every default of a decode step (up to 16 query rows, 64 packed) at any batch, length
-     * and grouping is in the shipped list of its target: warm compiles what STRICT serves */
+     * and grouping is in the shipped list of its target: warm compiles what STRICT serves
+     * (with K/V heads side by side: head packing's defaults among them) */
     static const int batches[] = {1, 2, 3, 4, 6, 8, 16, 24, 32, 64, 128, 4096};
     static const int lengths[] = {1, 1000, 2048, 4096, 8192, 32768, 1 << 20};
-    static const int kv_heads[] = {1, 2, 8}, groups[] = {1, 3, 4, 8, 16}, q_lens[] = {1, 4, 16};
+    static const int kv_heads[] = {1, 2, 4, 6, 8}, groups[] = {1, 3, 4, 8, 16}, q_lens[] = {1, 4, 16};
     static const int sms[] = {132, 108, 20, 0}, dims[] = {32, 48, 64, 96, 128, 256};
     int checked = 0;
     for (size_t a = 0; a < sizeof sms / sizeof sms[0]; a++)
         for (size_t h = 0; h < sizeof dims / sizeof dims[0]; h++) {
-            const fj_target t = {90, 1, sms[a], 0, FJ_DEC_LOADER_AUTO};
+            const fj_target t = {90, 1, sms[a], 0, FJ_DEC_LOADER_AUTO, FJ_DEC_PACK_AUTO};
             fajit_attn_desc e;
             fajit_attn_desc_init(&e, p, p, p, p, 1, 8, 8, 1, 1, dims[h], FAJIT_BF16);
-            const int ns = fj_family_decode.shipped(&e, &t, s, 12);
+            const int ns = fj_family_decode.shipped(&e, &t, s, 64);
+            ck_assert_int_lt(ns, 64);
             for (size_t b = 0; b < sizeof batches / sizeof batches[0]; b++)
                 for (size_t l = 0; l < sizeof lengths / sizeof lengths[0]; l++)
                     for (size_t k = 0; k < sizeof kv_heads / sizeof kv_heads[0]; k++)
@@ -819,7 +823,8 @@ START_TEST(decode_loader)
     fajit_attn_desc_init(&d, p, p, p, p, 1, 32, 8, 1, 4096, 128, FAJIT_BF16);
     d.block_table = (const int32_t *)(uintptr_t)0x3000;
     d.block_table_stride = 256, d.page_size = 16, d.num_pages = 1000;
-    fj_target h200 = {90, 1, 132, 0, FJ_DEC_LOADER_TMA}, a100 = {80, 0, 108, 0, FJ_DEC_LOADER_TMA};
+    fj_target h200 = {90, 1, 132, 0, FJ_DEC_LOADER_TMA, FJ_DEC_PACK_AUTO},
+              a100 = {80, 0, 108, 0, FJ_DEC_LOADER_TMA, FJ_DEC_PACK_AUTO};
     fj_kcfg c, back;
     char name[64], why[256];
     fj_kernels ks;
@@ -1034,6 +1039,217 @@ START_TEST(decode_splits_memo)
 }
 END_TEST
 
+/* Head packing (FJ_DEC_HP): the tuning-row names, check()'s conditions, the default's rule, and
+ * a launch of 2 KV heads per CTA through the fake H200: the kernel's view of the problem
+ * (heads_kv / 2 heads, head strides x 2, the group's rows x 2) in the grid, the parameters,
+ * the preamble and the shared memory of head_dim x 2; partials per real head. */
+START_TEST(decode_head_packing)
+{
+    fajit_attn_desc d;
+    void *p = (void *)(uintptr_t)0x100000;
+    fajit_attn_desc_init(&d, p, p, p, p, 64, 32, 8, 1, 16384, 32, FAJIT_BF16);
+    d.block_table = (const int32_t *)(uintptr_t)0x3000;
+    d.block_table_stride = 1024, d.page_size = 16, d.num_pages = 1 << 17;
+    const fj_target h200 = {90, 1, 132, 0, FJ_DEC_LOADER_AUTO, FJ_DEC_PACK_AUTO};
+    fj_kcfg c, plain;
+    char name[64], why[256];
+    ck_assert_int_eq(fj_kcfg_parse("dec:64x3m1n4s0h2", &c), 0);
+    fj_kcfg_name(&c, name);
+    ck_assert_str_eq(name, "dec:64x3m1n4s0h2");
+    ck_assert_int_eq(fj_kcfg_parse("dec:64x3m1n4s0h4t", &plain), 0);
+    fj_kcfg_name(&plain, name);
+    ck_assert_str_eq(name, "dec:64x3m1n4s0h4t");
+    ck_assert_int_eq(fj_kcfg_parse("dec:64x3m1n4s0h", &plain), -1);
+    ck_assert_int_eq(fj_kcfg_parse("dec:64x3m1n4s0h1", &plain), -1);
+    ck_assert_int_eq(fj_kcfg_parse("dec:64x3m1n4s0th2", &plain), -1);
+    ck_assert_int_eq(c.fam->check(&c, &d, &h200, why, sizeof why), 0);
+    const struct {
+        const char *cfg;
+        int heads_kv, hd;
+        int64_t head_stride;
+        const char *why;
+    } bad[] = {
+        {"dec:64x3m1n4s0h3", 8, 32, 32, "must be 1, 2 or 4"},
+        {"dec:64x3m1n4s0h4t", 8, 64, 64, "need cp.async loads"},
+        {"dec:32x3m1n2s0h2", 8, 160, 160, "head_dim * heads <= 256"},
+        {"dec:64x3m1n4s0h4", 6, 32, 32, "heads_kv a multiple"},
+        {"dec:64x3m1n4s0h2", 8, 32, 64, "head strides == head_dim"},
+        {"dec:64x3m1n4s0h2", 8, 32, 0, "head strides == head_dim"},
+    };
+    for (size_t i = 0; i < sizeof bad / sizeof bad[0]; i++) {
+        fajit_attn_desc e = d;
+        e.heads_kv = bad[i].heads_kv, e.heads_q = 4 * bad[i].heads_kv, e.head_dim = bad[i].hd;
+        e.k_head_stride = e.v_head_stride = bad[i].head_stride;
+        fj_kcfg b;
+        ck_assert_int_eq(fj_kcfg_parse(bad[i].cfg, &b), 0);
+        why[0] = 0;
+        ck_assert_int_ne(b.fam->check(&b, &e, &h200, why, sizeof why), 0);
+        ck_assert_msg(strstr(why, bad[i].why), "%zu: %s", i, why);
+    }
+    /* kernels: the macro, the name, head_dim 64's tiles and shared memory */
+    fj_kernels ks, k64;
+    c.fam->kernels(&c, &d, &ks);
+    ck_assert_ptr_nonnull(strstr(ks.v[0].preamble, "#define FJ_HEAD_DIM 32\n"));
+    ck_assert_ptr_nonnull(strstr(ks.v[0].preamble, "#define FJ_DEC_HP 2\n"));
+    ck_assert_ptr_nonnull(strstr(ks.v[0].name, "d32 h2 64x3 m1 n4"));
+    fajit_attn_desc w = d;
+    w.head_dim = 64;
+    ck_assert_int_eq(fj_kcfg_parse("dec:64x3m1n4s0", &plain), 0);
+    plain.fam->kernels(&plain, &w, &k64);
+    ck_assert_int_eq(ks.dyn_smem[0], k64.dyn_smem[0]);
+    ck_assert_ptr_null(strstr(k64.v[0].preamble, "FJ_DEC_HP"));   /* (cache keys as before) */
+    ck_assert_str_eq(ks.v[1].preamble, "#define FJ_DTYPE 1\n#define FJ_HEAD_DIM 32\n");
+
+    /* launches: 64 x 8 heads -> 256 CTAs of 2 heads, no split; 1 sequence of 32k -> splits */
+    fj_cuda fake = dec_fake_device();
+    fj_cuda_set_for_testing(&fake);
+    fajit_ctx *ctx = fake_ctx();
+    ck_assert_int_eq(dec_splits_of(ctx, "dec:64x3m1n4s0h2", &d), 1);
+    const fj_decode_params *q = &g_dec.p[0];
+    ck_assert_uint_eq(g_dec.grid[0][0], 1);
+    ck_assert_uint_eq(g_dec.grid[0][1], 4);
+    ck_assert_uint_eq(g_dec.grid[0][2], 64);
+    ck_assert_int_eq(q->heads_kv, 4);
+    ck_assert_int_eq(q->heads_q, 32);
+    ck_assert_int_eq(q->head_dim, 32);
+    ck_assert_int_eq(q->k_head_stride, 64);
+    ck_assert_int_eq(q->v_head_stride, 64);
+    ck_assert_int_eq(q->k_row_stride, 8 * 32);
+    ck_assert_int_eq(q->q_tiles, 1);   /* 8 query heads x 1 row: one tile of 16 */
+    fajit_attn_desc one = d;
+    one.batch = 1, one.seqlen_k = 32768, one.block_table_stride = 2048;
+    const int s2 = dec_splits_of(ctx, "dec:64x3m1n4s0h2", &one);
+    ck_assert_uint_eq(g_dec.grid[0][1], 4);
+    ck_assert_uint_eq(g_dec.grid[0][0], (unsigned)(s2 * g_dec.p[0].q_tiles));
+    const int s1 = dec_splits_of(ctx, "dec:64x3m1n4s0", &one);
+    ck_assert_msg(s2 >= s1, "4 CTAs of 2 heads split no less than 8 of one: %d < %d", s2, s1);
+    /* q_len 4: 2 x 4 x 4 = 32 packed rows, two q tiles of 16 */
+    one.seqlen_q = 4, one.mask = FAJIT_MASK_CAUSAL;
+    dec_splits_of(ctx, "dec:64x3m1n4s0h2", &one);
+    ck_assert_int_eq(g_dec.p[0].q_tiles, 2);
+    /* the rule (decode.c's pack_rule, sm_90): 8 KV heads side by side, 4 query heads each */
+    static const struct {
+        int batch, seqlen_k, hd, q_len, pack;   /* pack: FJ_DEC_PACK_*, 0 = auto */
+        const char *want;                       /* "h2", "h4", or "" for none */
+    } rule[] = {
+        {64, 16384, 32, 1, 0, "h4"},   /* the batch fills the SMs: 4 rows x 4 */
+        {64, 16384, 32, 4, 0, "h2"},   /* 16 rows: x 2 keeps 32 */
+        {128, 2048, 48, 1, 0, "h4"},   /* head_dim 48 x 4 = 192 */
+        {128, 2048, 48, 4, 0, "h2"},
+        {64, 16384, 64, 1, 0, "h2"},   /* head_dim 64 x 2 = 128 (x 4 = 256 not) */
+        {64, 16384, 64, 8, 0, ""},     /* 32 rows */
+        {64, 16384, 128, 1, 0, ""},    /* head_dim 128: none */
+        {16, 8192, 32, 1, 0, "h2"},    /* the keys stream: head_dim <= 32 x 2 */
+        {1, 131072, 32, 4, 0, "h2"},
+        {16, 8192, 48, 1, 0, ""},      /* not at 48 */
+        {16, 8192, 64, 1, 0, ""},
+        {1, 4096, 32, 1, 0, ""},       /* latency-bound: none */
+        {4, 4096, 32, 1, 0, ""},
+        {64, 16384, 32, 1, FJ_DEC_PACK_OFF, ""},
+        {1, 4096, 32, 1, FJ_DEC_PACK_4, "h4"},   /* forced: wherever the layout allows */
+        {1, 4096, 128, 1, FJ_DEC_PACK_2, "h2"},
+        {1, 4096, 256, 1, FJ_DEC_PACK_2, ""},    /* 512 columns: none */
+    };
+    for (size_t i = 0; i < sizeof rule / sizeof rule[0]; i++) {
+        fajit_attn_desc e;
+        fajit_attn_desc_init(&e, p, p, p, p, rule[i].batch, 32, 8, rule[i].q_len,
+                             rule[i].seqlen_k, rule[i].hd, FAJIT_BF16);
+        e.mask = rule[i].q_len > 1 ? FAJIT_MASK_CAUSAL : FAJIT_MASK_NONE;
+        e.block_table = d.block_table, e.page_size = 16, e.num_pages = 1 << 20;
+        e.block_table_stride = e.seqlen_k / 16;
+        fj_target t = h200;
+        t.dec_pack = rule[i].pack;
+        ck_assert_int_eq(fj_kcfg_default(&e, &t, FAJIT_FAMILY_AUTO, &c), 0);
+        fj_kcfg_name(&c, name);
+        const char *h = strstr(name, "s0h");
+        ck_assert_msg(*rule[i].want ? h && strncmp(h + 2, rule[i].want, 2) == 0 : !h,
+                      "%zu: %s, want %s", i, name, *rule[i].want ? rule[i].want : "none");
+        ck_assert_int_eq(fj_dec_pack_default(&e, &t), *rule[i].want ? rule[i].want[1] - '0' : 1);
+        ck_assert_int_eq(c.fam->check(&c, &e, &t, why, sizeof why), 0);
+        /* not off sm_90, nor with the TMA loader forced, nor over other layouts */
+        const fj_target others[] = {{80, 0, 108, 0, 0, rule[i].pack},
+                                    {100, 1, 148, 0, 0, FJ_DEC_PACK_AUTO},
+                                    {90, 1, 132, 0, FJ_DEC_LOADER_TMA, rule[i].pack}};
+        for (size_t o = 0; o < 3 && !rule[i].pack; o++) {
+            ck_assert_int_eq(fj_kcfg_default(&e, &others[o], FAJIT_FAMILY_AUTO, &c), 0);
+            fj_kcfg_name(&c, name);
+            ck_assert_msg(!strstr(name, "s0h"), "%zu, target %zu: %s", i, o, name);
+        }
+        e.heads_kv = 3, e.heads_q = 12;
+        ck_assert_int_eq(fj_dec_pack_default(&e, &t), 1);
+        e.heads_kv = 8, e.heads_q = 32, e.k_head_stride = 2 * e.head_dim;
+        ck_assert_int_eq(fj_dec_pack_default(&e, &t), 1);
+    }
+    /* the tuner's candidates hold the default with 1, 2 and 4 heads per CTA at head_dim
+     * <= 64 on sm_90 */
+    fj_kcfg cands[128];
+    const int nc = c.fam->candidates(&d, &h200, cands, 128);
+    int seen[3] = {0, 0, 0};
+    for (int k = 0; k < nc; k++) {
+        fj_kcfg_name(&cands[k], name);
+        seen[strstr(name, "s0h4") ? 2 : strstr(name, "s0h2") ? 1 : 0]++;
+        ck_assert_int_eq(c.fam->check(&cands[k], &d, &h200, why, sizeof why), 0);
+    }
+    ck_assert_msg(seen[0] && seen[1] && seen[2], "%d candidates: %d/%d/%d", nc, seen[0],
+                  seen[1], seen[2]);
+    /* warm's list (shipped()) holds the packed defaults, from a descriptor without heads or
+     * strides as warm's own, in every split class (STRICT serves them) */
+    fj_kcfg list[128];
+    fajit_attn_desc bare;
+    memset(&bare, 0, sizeof bare);
+    bare.head_dim = 32, bare.dtype = FAJIT_BF16, bare.batch = bare.heads_q = bare.heads_kv = 1;
+    bare.block_table = d.block_table, bare.page_size = 16;
+    const int nl = c.fam->shipped(&bare, &h200, list, 128);
+    static const int shapes[][3] = {{64, 16384, 8}, {1, 32768, 8}, {16, 8192, 8}, {128, 2048, 8},
+                                    {16, 8192, 4}, {1, 131072, 2}};
+    for (size_t i = 0; i < sizeof shapes / sizeof shapes[0]; i++) {
+        fajit_attn_desc e = d;
+        e.batch = shapes[i][0], e.seqlen_k = shapes[i][1], e.heads_kv = shapes[i][2];
+        e.heads_q = 4 * e.heads_kv, e.k_row_stride = e.v_row_stride = e.heads_kv * 32;
+        e.block_table_stride = e.seqlen_k / 16;
+        fj_kcfg want;
+        ck_assert_int_eq(fj_kcfg_default(&e, &h200, FAJIT_FAMILY_AUTO, &want), 0);
+        fj_kcfg_name(&want, name);
+        ck_assert_msg(strstr(name, "s0h"), "%zu: %s", i, name);
+        int found = 0;
+        for (int k = 0; k < nl && !found; k++)
+            found = fj_kcfg_same(&list[k], &want);
+        ck_assert_msg(found, "%zu: %s not among the %d shipped", i, name, nl);
+    }
+    fajit_attn_desc odd = d;
+    odd.heads_kv = 1, odd.heads_q = 8;
+    ck_assert_int_eq(fj_kcfg_default(&odd, &h200, FAJIT_FAMILY_AUTO, &c), 0);
+    fj_kcfg_name(&c, name);
+    ck_assert_msg(!strstr(name, "s0h"), "one KV head packs nothing: %s", name);
+    /* FAJIT_DECODE_HEAD_PACK: read at the context's creation, bad values refused */
+    static const struct { const char *v; int want; } env[] = {
+        {"auto", FJ_DEC_PACK_AUTO}, {"OFF", FJ_DEC_PACK_OFF}, {"2", FJ_DEC_PACK_2},
+        {"4", FJ_DEC_PACK_4}, {"3", -1}, {"on", -1}};
+    fajit_ctx_opts o;
+    fajit_ctx_opts_init(&o);
+    o.device = FAJIT_DEVICE_NONE, o.cache_dir = "";
+    for (size_t i = 0; i < sizeof env / sizeof env[0]; i++) {
+        fajit_ctx *x = NULL;
+        setenv("FAJIT_DECODE_HEAD_PACK", env[i].v, 1);
+        const fajit_status st = fajit_ctx_create(&x, &o);
+        if (env[i].want >= 0) {
+            ck_assert_int_eq(st, FAJIT_OK);
+            ck_assert_int_eq(x->dec_pack, env[i].want);
+            ck_assert_int_eq(fj_target_of(x, NULL).dec_pack, env[i].want);
+        } else {
+            ck_assert_int_eq(st, FAJIT_INVALID_ARGUMENT);
+            snprintf(why, sizeof why, "FAJIT_DECODE_HEAD_PACK must be auto, off, 2 or 4, got '%s'",
+                     env[i].v);
+            ck_assert_ptr_nonnull(strstr(fajit_errmsg(x), why));
+        }
+        fajit_ctx_destroy(x);
+    }
+    unsetenv("FAJIT_DECODE_HEAD_PACK");
+    fajit_ctx_destroy(ctx);
+    fj_cuda_set_for_testing(NULL);
+}
+END_TEST
+
 /* Random decode problems through a fake A100, A6000, H200 and B200 (sm_80, 86, 90, 100
  * with 108, 84, 132 and 148 SMs): whatever the split rules (wave rule, fill_splits, the
  * cluster cut, a forced num_splits) choose, the launch holds the kernel's contract:
@@ -1059,7 +1275,7 @@ START_TEST(decode_random_plans)
     fj_cuda_set_for_testing(&fake);
     fajit_ctx *ctx = fake_ctx();
     const fj_target t = fj_target_of(ctx, NULL);
-    static const int hds[] = {64, 72, 96, 128, 256}, pss[] = {0, 1, 8, 16, 16, 32, 64, 128, 256};
+    static const int hds[] = {32, 48, 64, 72, 96, 128, 256}, pss[] = {0, 1, 8, 16, 16, 32, 64, 128, 256};
     static const int lens[] = {1, 100, 1024, 2048, 4096, 8192, 32768, 131072};
     unsigned seed = 2026u + (unsigned)_i;
     int split_cases = 0, fused = 0, combined = 0, clustered = 0;
@@ -1071,7 +1287,7 @@ START_TEST(decode_random_plans)
         const int batch = small ? 1 + (int)(dec_rnd(&seed) % 2)
                           : dec_rnd(&seed) % 4 ? 1 + (int)(dec_rnd(&seed) % 48)
                                                : 1 + (int)(dec_rnd(&seed) % 400);
-        const int hd = hds[dec_rnd(&seed) % 5], ps = pss[dec_rnd(&seed) % 9];
+        const int hd = hds[dec_rnd(&seed) % 7], ps = pss[dec_rnd(&seed) % 9];
         const int keys = small ? 512 + (int)(dec_rnd(&seed) % 3584)
                          : dec_rnd(&seed) % 2 ? lens[dec_rnd(&seed) % 8]
                                               : 1 + (int)(dec_rnd(&seed) % 70000);
@@ -1110,6 +1326,7 @@ START_TEST(decode_random_plans)
         fj_kcfg_name(&kp.cfg, name);
         int bn, stages, wm, wn;
         ck_assert_int_eq(sscanf(name, "dec:%dx%dm%dn%d", &bn, &stages, &wm, &wn), 4);
+        const int hp = strstr(name, "h4") ? 4 : strstr(name, "h2") ? 2 : 1;   /* head packing */
         kp.cfg.fam->kernels(&kp.cfg, &d, &kp.ks);
         kp.k[0] = &kk[0], kp.k[1] = &kk[1];
         if (kp.ks.cluster[0]) {   /* as the H200's probe found: 15 clusters of up to 8 */
@@ -1124,7 +1341,7 @@ START_TEST(decode_random_plans)
                       name, fajit_errmsg(ctx));
         const fj_decode_params q = g_dec.p[0];
         const long long tiles = (keys + bn - 1) / bn;
-        const int rows = q_len * g, q_tiles = (rows + 16 * wm - 1) / (16 * wm);
+        const int rows = q_len * g * hp, q_tiles = (rows + 16 * wm - 1) / (16 * wm);
         char what[200];
         snprintf(what, sizeof what, "sm_%d, case %d: %s, %d x %d keys, %d x %d heads, q_len %d%s, "
                  "page %d, num_splits %d: %d splits of %d keys", g_fake_cc, it, name, batch,
@@ -1136,7 +1353,7 @@ START_TEST(decode_random_plans)
         /* no starved split: a chosen count that leaves most SMs idle only where each split
          * is already at most 2 key tiles (until 2b1804e, 3 sequences x 1 KV head x 8k keys
          * ran 3 CTAs of 64 tiles on 132 SMs) */
-        const long long ctas = (long long)q.splits * q_tiles * hk * batch,
+        const long long ctas = (long long)q.splits * q_tiles * (hk / hp) * batch,
                         per = (tiles + q.splits - 1) / q.splits;
         ck_assert_msg(d.num_splits || 2 * ctas >= g_fake_sms || per <= 2,
                       "%s: %lld CTAs of %lld tiles on %d SMs", what, ctas, per, g_fake_sms);
@@ -1144,7 +1361,7 @@ START_TEST(decode_random_plans)
                       (long long)q.split_keys * (q.splits - 1) < keys, "%s", what);
         const unsigned *grid = g_dec.grid[0];
         ck_assert_msg(q.q_tiles == q_tiles && grid[0] == (unsigned)(q.splits * q_tiles) &&
-                      grid[1] == (unsigned)hk && grid[2] == (unsigned)batch,
+                      grid[1] == (unsigned)(hk / hp) && grid[2] == (unsigned)batch,
                       "%s: grid %u %u %u", what, grid[0], grid[1], grid[2]);
         ck_assert_msg(g_dec.pdl_launches == (g_fake_cc >= 90 ? g_dec.launches : 0), "%s: %d "
                       "programmatic launches of %d", what, g_dec.pdl_launches, g_dec.launches);
@@ -1214,6 +1431,7 @@ TCase *fj_tcase_decode(void)
     tcase_add_test(tc, decode_staged_cap);
     tcase_add_test(tc, decode_cluster_merge);
     tcase_add_test(tc, decode_splits_memo);
+    tcase_add_test(tc, decode_head_packing);
     tcase_add_loop_test(tc, decode_random_plans, 0, 4);
     return tc;
 }

@@ -65,10 +65,10 @@ int fj_arch_is_a(const char *arch)
 fj_target fj_target_of(const fajit_ctx *ctx, const char *arch)
 {
     fj_target t = {ctx->cc, fj_arch_is_a(ctx->arch), ctx->sm_count, ctx->opts.checked,
-                   ctx->dec_loader};
+                   ctx->dec_loader, ctx->dec_pack};
     if (arch)
         t = (fj_target){fj_arch_sm(arch), fj_arch_is_a(arch), 0, ctx->opts.checked,
-                        ctx->dec_loader};
+                        ctx->dec_loader, ctx->dec_pack};
     return t;
 }
 
@@ -444,6 +444,7 @@ static fajit_status make_plan(fajit_ctx *ctx, const fajit_attn_desc *d, int ref,
 
 static fj_plan_key plan_key(const fajit_ctx *ctx, int ref, const fajit_attn_desc *d)
 {
+    const fj_target t = fj_target_of(ctx, NULL);
     int varlen = d->cu_seqlens_q != NULL, totals = varlen && d->total_q > 0 && d->total_k > 0;
     int win = d->mask == FAJIT_MASK_WINDOW, paged = d->block_table != NULL;
     fj_plan_key k = {   /* (paged: a paged prefill and a contiguous one take other families) */
@@ -452,7 +453,8 @@ static fj_plan_key plan_key(const fajit_ctx *ctx, int ref, const fajit_attn_desc
             (uint64_t)fj_bucket_index(d->seqlen_q, d->seqlen_k) << 20 |
             (uint64_t)d->op << 32,
         d->heads_q / d->heads_kv, win ? d->window_left : -1, win ? d->window_right : -1,
-        paged ? d->page_size : 0, fj_dec_split_class(d, ctx->sm_count)};
+        paged ? d->page_size : 0, fj_dec_split_class(d, ctx->sm_count),
+        fj_dec_pack_limit(d) + 8 * fj_dec_pack_default(d, &t)};
     return k;
 }
 
@@ -461,7 +463,8 @@ static unsigned plan_bucket(const fj_plan_key *k)
     uint64_t h = k->bits ^ (uint64_t)(unsigned)k->gqa << 40 ^
                  (uint64_t)(unsigned)k->window_left * 0x100000001b3ull ^
                  (uint64_t)(unsigned)k->window_right << 17 ^
-                 (uint64_t)(unsigned)k->page_size * 0xff51afd7ed558ccdull;
+                 (uint64_t)(unsigned)k->page_size * 0xff51afd7ed558ccdull ^
+                 (uint64_t)(unsigned)k->pack << 52;
     return (unsigned)(h * 0x9E3779B97F4A7C15ull >> 58) % FJ_PLAN_BUCKETS;
 }
 
@@ -469,7 +472,7 @@ static int same_key(const fj_plan_key *a, const fj_plan_key *b)
 {
     return a->bits == b->bits && a->gqa == b->gqa && a->window_left == b->window_left &&
            a->window_right == b->window_right && a->page_size == b->page_size &&
-           a->split_class == b->split_class;
+           a->split_class == b->split_class && a->pack == b->pack;
 }
 
 void fj_plans_retire(fajit_ctx *ctx)

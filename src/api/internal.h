@@ -49,6 +49,8 @@ typedef struct fj_plan_key {
                                       loader (TMA or cp.async) depend on it */
     int split_class;               /* fj_dec_split_class: the decode family's tiles (and
                                       its tuning rows) depend on the batch through it */
+    int pack;                      /* fj_dec_pack_limit (KV heads a decode CTA may take) +
+                                      8 x fj_dec_pack_default (the default takes) */
 } fj_plan_key;
 
 typedef struct fj_plan {
@@ -86,6 +88,7 @@ struct fajit_ctx {
     int lineinfo;               /* FAJIT_LINEINFO=1: kernels compile with -lineinfo (their own
                                    cache keys), so compute-sanitizer names source lines */
     int dec_loader;             /* FAJIT_DECODE_LOADER: FJ_DEC_LOADER_* (decode defaults) */
+    int dec_pack;               /* FAJIT_DECODE_HEAD_PACK: FJ_DEC_PACK_* (decode defaults) */
     int no_cluster;             /* FAJIT_DECODE_CLUSTER=0: no thread-block cluster launches */
     int sm_count, smem_optin, cc;   /* cc = major*10 + minor */
     fj_cache *cache;

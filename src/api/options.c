@@ -145,6 +145,15 @@ static fajit_status apply_env(fajit_ctx *ctx)
                      "FAJIT_DECODE_LOADER must be auto, cpasync or tma, got '%s'", e);
         ctx->dec_loader = i;
     }
+    if ((e = getenv("FAJIT_DECODE_HEAD_PACK")) && *e) {
+        static const char *const packs[] = {"auto", "off", "2", "4"};
+        static const int values[] = {FJ_DEC_PACK_AUTO, FJ_DEC_PACK_OFF, FJ_DEC_PACK_2,
+                                     FJ_DEC_PACK_4};
+        int i = lookup(e, packs, 4);
+        FJ_RETURN_IF(i < 0, ctx, FAJIT_INVALID_ARGUMENT,
+                     "FAJIT_DECODE_HEAD_PACK must be auto, off, 2 or 4, got '%s'", e);
+        ctx->dec_pack = values[i];
+    }
     if ((e = getenv("FAJIT_DECODE_CLUSTER")) && *e) {
         FJ_RETURN_IF(strcmp(e, "0") != 0 && strcmp(e, "1") != 0, ctx, FAJIT_INVALID_ARGUMENT,
                      "FAJIT_DECODE_CLUSTER must be 0 or 1, got '%s'", e);

@@ -146,8 +146,9 @@ int fj_warm_variants(const char *arch, fj_variant *out, int max)
      * (the shipped configurations: what dispatch picks untuned at any length). A compile
      * costs 0.3-0.6 s, so a target is a minute or two of one core, and a server never meets
      * a cold variant. */
-    const fj_target t = {fj_arch_sm(arch), fj_arch_is_a(arch), 0, 0,
-                         FJ_DEC_LOADER_AUTO};   /* (checked-mode variants compile on first use) */
+    /* (checked-mode variants compile on first use) */
+    const fj_target t = {fj_arch_sm(arch), fj_arch_is_a(arch), 0, 0, FJ_DEC_LOADER_AUTO,
+                         FJ_DEC_PACK_AUTO};
     int n = 0;
     for (int op = 0; fj_op_name(op); op++)
         for (int dt = 0; dt < 2; dt++)
@@ -229,7 +230,7 @@ fajit_status fajit_warm_spec(fajit_ctx *ctx, const char *spec, const char *arch,
     }
     /* Every candidate of every family (the defaults among them) for each shape, as the tuner
      * and dispatch will ask; the same variant may serve several problems: compiled once. */
-    const fj_target t = {sm, fj_arch_is_a(arch), 0, 0, ctx->dec_loader};
+    const fj_target t = {sm, fj_arch_is_a(arch), 0, 0, ctx->dec_loader, ctx->dec_pack};
     int m = 0;
     for (size_t i = 0; i < sp.n_problems; i++) {
         const fj_problem *p = &sp.problems[i];
@@ -238,6 +239,9 @@ fajit_status fajit_warm_spec(fajit_ctx *ctx, const char *spec, const char *arch,
         d.op = (fajit_op)p->op, d.dtype = p->dtype, d.head_dim = p->head_dim, d.mask = p->mask;
         d.heads_q = p->heads_q, d.heads_kv = p->heads_kv, d.batch = 1;
         d.window_left = p->window_left, d.window_right = p->window_right;
+        /* K/V heads side by side, as fajit_attn_desc_init lays them out (head packing's
+         * condition: the configurations dispatch will pick for such calls) */
+        d.k_head_stride = d.v_head_stride = p->head_dim;
         for (size_t s = 0; s < p->n_shapes; s++) {
             d.seqlen_q = p->shapes[s].seqlen_q, d.seqlen_k = p->shapes[s].seqlen_k;
             if (p->page_size) {   /* (a paged problem: the table is never read here) */

@@ -26,6 +26,7 @@ typedef struct fj_dec_config {
     int splits;    /* 0: chosen per call (dec_splits); else forced (a tuning winner) */
     int checked;   /* FJ_DEC_CHECKED */
     int tma;       /* FJ_DEC_TMA: K/V tiles by TMA (sm_90+, dec_tma_fits) instead of cp.async */
+    int hp;        /* FJ_DEC_HP: KV heads per CTA (head packing), 2 or 4; 0: none */
 } fj_dec_config;
 _Static_assert(sizeof(fj_dec_config) <= FJ_CFG_BYTES, "fj_dec_config fits an fj_kcfg");
 
@@ -51,6 +52,20 @@ static int group(const fajit_attn_desc *d)
 /* The most packed rows (query rows times heads per KV head) of one sequence. */
 static int packed_rows(const fajit_attn_desc *d) { return (d->seqlen_q > 0 ? d->seqlen_q : 1) * group(d); }
 
+/* Head packing (FJ_DEC_HP): a CTA takes hp KV heads, their K/V rows side by side as one row
+ * of hp * head_dim columns, all their query heads' rows packed; the kernel's view of the
+ * problem has heads_kv / hp heads of hp * head_dim (pack_view()). The functions below that
+ * take (c, head_dim) or (c, d) size the CTA in that view; the partials stay per real head. */
+static int hp_of(const fj_dec_config *c) { return c->hp > 1 ? c->hp : 1; }
+static int cta_rows_all(const fj_dec_config *c, const fajit_attn_desc *d)
+{
+    return packed_rows(d) * hp_of(c);   /* packed rows of one (sequence, CTA's heads) */
+}
+static long long cta_pairs(const fj_dec_config *c, const fajit_attn_desc *d)
+{
+    return (long long)d->batch * (d->heads_kv / hp_of(c));
+}
+
 static int applies(const fajit_attn_desc *d, const fj_target *t)
 {
     if (t->sm < 80 || d->head_dim % 8)
@@ -64,19 +79,20 @@ static int applies(const fajit_attn_desc *d, const fj_target *t)
  * its dynamic shared memory: TMA adds 64 bytes of barriers and 1024 of alignment slack. */
 static size_t red_bytes(const fj_dec_config *c, int head_dim)   /* (the epilogue's RED_BYTES) */
 {
-    const size_t dp = (size_t)(head_dim + 15) / 16 * 16;
+    const size_t dp = (size_t)(head_dim * hp_of(c) + 15) / 16 * 16;
     return (size_t)c->wm * c->wn * 16 * (dp + 8) * 4 + (size_t)c->wm * c->wn * 16 * 8;
 }
 static size_t smem_used(const fj_dec_config *c, int head_dim)
 {
-    const size_t dp = (size_t)(head_dim + 15) / 16 * 16;
+    const size_t dp = (size_t)(head_dim * hp_of(c) + 15) / 16 * 16;
     const size_t ldb = dp % 64 == 0 ? 2 * dp : 2 * dp + 16;
     const size_t main = 16u * c->wm * ldb + 2u * c->stages * c->bn * ldb;
     const size_t red = red_bytes(c, head_dim);
     return main > red ? main : red;
 }
 /* Whether the cluster merge's partials (attn_decode.cu's CL_FITS: O [16*wm][head_dim] and
- * LSE in fp32 after the epilogue's reduction area) fit the split step's shared memory. */
+ * LSE in fp32 after the epilogue's reduction area) fit the split step's shared memory
+ * (head_dim: a real head's; the tiles are sized for hp of them). */
 static int cluster_fits(const fj_dec_config *c, int head_dim)
 {
     const size_t mt = 16u * c->wm;
@@ -119,13 +135,20 @@ static int check(const fj_kcfg *k, const fajit_attn_desc *d, const fj_target *t,
         bad = "stages must be 2..6";
     else if (c->splits < 0 || c->splits > FAJIT_MAX_SPLITS)
         bad = "forced splits out of range";
+    else if (c->hp < 0 || c->hp == 3 || c->hp > 4)
+        bad = "KV heads per CTA must be 1, 2 or 4";
+    else if (hp_of(c) > 1 && (c->tma || d->head_dim * c->hp > 256))
+        bad = "KV heads per CTA need cp.async loads and head_dim * heads <= 256";
+    else if (hp_of(c) > 1 && fj_dec_pack_limit(d) % c->hp)
+        bad = "KV heads per CTA need heads_kv a multiple of them and K/V heads side by side "
+              "(head strides == head_dim)";
     else if (smem_bytes(c, d->head_dim) > fj_fa2_smem_limit(t->sm))
         bad = "the tile does not fit the target's shared memory";
     else if (c->tma)
         bad = dec_tma_misfit(c, d, t);
     if (bad && why && n)
-        snprintf(why, n, "%s (dec %dx%d m%d n%d%s)", bad, c->bn, c->stages, c->wm, c->wn,
-                 c->tma ? " tma" : "");
+        snprintf(why, n, "%s (dec %dx%d m%d n%d%s%s)", bad, c->bn, c->stages, c->wm, c->wn,
+                 c->tma ? " tma" : "", hp_of(c) > 1 ? (c->hp == 2 ? " h2" : " h4") : "");
     return bad ? -1 : 0;
 }
 
@@ -156,6 +179,12 @@ int fj_dec_split_class(const fajit_attn_desc *d, int sm_count)
     if (kv_bytes >= STREAM_BYTES)
         return SPLIT_STREAM;
     return pairs * 16 <= sms_of(sm_count) ? SPLIT_LATENCY_FEW : SPLIT_LATENCY;
+}
+int fj_dec_pack_limit(const fajit_attn_desc *d)
+{
+    if (d->k_head_stride != d->head_dim || d->v_head_stride != d->head_dim || d->heads_kv < 1)
+        return 1;
+    return d->heads_kv % 4 == 0 ? 4 : d->heads_kv % 2 == 0 ? 2 : 1;
 }
 static int split_class(const fajit_attn_desc *d, const fj_target *t)
 {
@@ -201,7 +230,7 @@ static int split_class(const fajit_attn_desc *d, const fj_target *t)
  * <= 32 (16x8k 73.2 -> 55.3, 1x128k 76.2 -> 57.0; at 48 mixed: 72.8 -> 68.9, 75.6 -> 76.5,
  * 1x32k 27.8 -> 31.1); 64x4m1n4 where the batch fills the SMs (64x16k at 32: 366 against
  * 504). Up to 32 rows as before (not measured there). */
-static void default_cfg(const fajit_attn_desc *d, const fj_target *t, fj_kcfg *out)
+static void plain_cfg(const fajit_attn_desc *d, const fj_target *t, fj_kcfg *out)
 {
     const int rows = packed_rows(d), wide = d->head_dim > 128;
     const int narrow = d->head_dim > 48 && d->head_dim <= 64;   /* rows of 128 bytes */
@@ -209,7 +238,7 @@ static void default_cfg(const fajit_attn_desc *d, const fj_target *t, fj_kcfg *o
     /* sm_90 up to head_dim 128: the split class picks the tiles (measured on the H200) */
     const int split = t->sm == 90 && !wide ? split_class(d, t) : SPLIT_NONE;
     int deep = 0;   /* more stages than two CTAs per SM allow: one CTA per SM by design */
-    fj_dec_config c = {64, 3, 1, 4, 0, t->checked, 0};
+    fj_dec_config c = {64, 3, 1, 4, 0, t->checked, 0, 0};   /* (hp 0: none, as parsed) */
     if (rows <= 16) {
         if (wide) {
             c.wn = 2, c.bn = 32;
@@ -261,6 +290,81 @@ static void default_cfg(const fajit_attn_desc *d, const fj_target *t, fj_kcfg *o
     to_kcfg(&c, out);
 }
 
+/* The problem as a CTA with hp KV heads sees it: heads_kv / hp heads of hp * head_dim. */
+static fajit_attn_desc pack_view(const fajit_attn_desc *d, int hp)
+{
+    fajit_attn_desc v = *d;
+    if (hp > 1) {
+        v.heads_kv = d->heads_kv / hp, v.head_dim = d->head_dim * hp;
+        v.k_head_stride *= hp, v.v_head_stride *= hp;
+    }
+    return v;
+}
+
+/* Head packing's rule (FAJIT_DECODE_HEAD_PACK=auto; t->dec_pack forces 2 or 4, or none):
+ * the DRAM reads of a CTA follow its heads' bytes per K/V row, so where a head's row is
+ * short a CTA takes 2 or 4 KV heads as one row (measured on an H100 SXM, bf16, 8 KV heads,
+ * 4 query heads per KV head, page size 16 shuffled, us per call, dev/decode/call29c; the
+ * same 512-byte rows as 8 x 32, 4 x 64 and 2 x 128 heads at 64 x 16k: 539, 377, 363):
+ * - where the batch fills the SMs (SPLIT_NONE) at head_dim <= 64, as many heads as keep
+ *   head_dim x heads <= 192 and the packed rows <= 32: head_dim 32 64x16k 538.7 -> 362.7 (x4)
+ *   and 128x2k 139.1 -> 95.7, q_len 4 538.3 -> 371.9 (x2; x4 382.7); head_dim 48 753.5 ->
+ *   563.4 (x4), q_len 4 763.3 -> 636.8 (x2; x4 676.0); head_dim 64 732.5 -> 713.1 and 189.0
+ *   -> 183.7 (x2);
+ * - where the keys stream (SPLIT_STREAM) at head_dim <= 32, 2 heads: 16x8k 63.2 -> 55.1,
+ *   1x131k 69.9 -> 58.2, 1x32k 29.5 -> 24.4 (graph replay 23.3 -> 12.7), q_len 4 the same way;
+ *   not at head_dim 48 (x2 16x8k 87.2 -> 89.0, x4 1x32k 31.7 -> 37.3) nor 64 (x2 96.5 -> 98.3);
+ * - none where latency-bound (head_dim 32 x2 at 1x4k 12.0 -> 12.3, q_len 4 12.9 -> 13.8), at
+ *   head_dim 128 (x2 16x8k 182.8 -> 188.6), nor off sm_90 (not measured there). */
+static int pack_allowed(const fajit_attn_desc *d, int hp)
+{
+    return fj_dec_pack_limit(d) % hp == 0 && d->head_dim * hp <= 256;
+}
+static int pack_rule(const fajit_attn_desc *d, const fj_target *t)
+{
+    if (t->dec_pack == FJ_DEC_PACK_OFF || t->dec_loader == FJ_DEC_LOADER_TMA)
+        return 1;
+    if (t->dec_pack == FJ_DEC_PACK_2 || t->dec_pack == FJ_DEC_PACK_4)
+        return pack_allowed(d, t->dec_pack) ? t->dec_pack : 1;
+    if (t->sm != 90 || d->head_dim > 64 || fj_dec_pack_limit(d) < 2)
+        return 1;
+    const int split = split_class(d, t), rows = packed_rows(d);
+    int hp = 1;
+    if (split == SPLIT_NONE)
+        for (int h = 2; h <= 4; h *= 2)
+            if (pack_allowed(d, h) && d->head_dim * h <= 192 && rows * h <= 32)
+                hp = h;
+    if (split == SPLIT_STREAM && d->head_dim <= 32 && rows * 2 <= 32)
+        hp = 2;
+    return hp;
+}
+int fj_dec_pack_default(const fajit_attn_desc *d, const fj_target *t)
+{
+    return pack_rule(d, t);
+}
+
+/* The default with hp KV heads per CTA: plain_cfg()'s tiles for the problem as the CTA sees
+ * it (pack_view()), loaded by cp.async; -1 where check() refuses it. */
+static int packed_cfg(const fajit_attn_desc *d, const fj_target *t, int hp, fj_kcfg *out)
+{
+    if (hp < 2) {
+        plain_cfg(d, t, out);
+        return 0;
+    }
+    const fajit_attn_desc v = pack_view(d, hp);
+    plain_cfg(&v, t, out);
+    fj_dec_config c = *of(out);
+    c.hp = hp, c.tma = 0;
+    to_kcfg(&c, out);
+    return check(out, d, t, NULL, 0);
+}
+
+static void default_cfg(const fajit_attn_desc *d, const fj_target *t, fj_kcfg *out)
+{
+    if (packed_cfg(d, t, pack_rule(d, t), out) != 0)
+        plain_cfg(d, t, out);
+}
+
 /* The default first, then other row layouts (warps along rows x along keys: a q tile per
  * 16*wm packed rows, so fewer warps along the rows re-read K/V per extra q tile, mostly
  * from L2) with a few tile depths. */
@@ -290,28 +394,46 @@ static int candidates(const fajit_attn_desc *d, const fj_target *t, fj_kcfg *out
                     n++;
             }
         }
+    /* head packing the other ways (its rule's reach: sm_90, head_dim <= 64): the defaults
+     * with 1, 2 and 4 KV heads per CTA where the layout allows them */
+    for (int hp = 1; hp <= 4 && n < max && t->sm == 90 && d->head_dim <= 64; hp *= 2) {
+        if (packed_cfg(d, t, hp, &out[n]) != 0)
+            continue;
+        int dup = 0;
+        for (int k = 0; k < n && !dup; k++)
+            dup = fj_kcfg_same(&out[k], &out[n]);
+        n += !dup;
+    }
     return n;
 }
 
-/* The defaults for problems like d at any length and batch: the row layouts of every q_len
- * <= 16, each in the four split classes (split_class(): a batch and length in each) and a
- * SPLIT_NONE batch of at most two CTAs per SM (default_cfg() at head_dim 49..64). */
+/* The defaults for problems like d at any length and batch: every packed-row bracket of
+ * q_len <= 16 (1 to 64 query heads per KV head), each in the split classes (split_class(): a
+ * count of (sequence, KV head) pairs and a length in each; with head packing the tiles are
+ * those of the packed view's class, reached from SPLIT_NONE at one and four pairs per SM) and
+ * SPLIT_NONE at two pairs per SM (default_cfg() at head_dim 49..64), over 1, 2 and 4 KV heads
+ * side by side (what head packing may take). */
 static int shipped(const fajit_attn_desc *d, const fj_target *t, fj_kcfg *out, int max)
 {
     const int sms = sms_of(t->sm_count), third = sms / 3 > 1 ? sms / 3 : 1;
-    const struct { int batch, seqlen_k; } classes[] = {   /* one KV head: batch = pairs */
+    const struct { int pairs, seqlen_k; } classes[] = {
         {1, 1},                  /* SPLIT_LATENCY_FEW */
         {third, 1},              /* SPLIT_LATENCY (a third of the SMs' count of pairs) */
         {1, 1 << 24},            /* SPLIT_STREAM */
         {1 << 12, 1},            /* SPLIT_NONE */
         {2 * sms, 1},            /* SPLIT_NONE at most two CTAs per SM (head_dim 49..64) */
+        {sms, 1},                /* SPLIT_NONE, packed: SPLIT_LATENCY's pairs */
+        {sms, 1 << 24},          /* SPLIT_NONE, packed: SPLIT_STREAM's */
+        {4 * sms, 1},            /* SPLIT_NONE, packed by 4: two CTAs per SM */
     };
-    const int nc = (int)(sizeof classes / sizeof classes[0]);
+    const int nc = (int)(sizeof classes / sizeof classes[0]), ng = 7;   /* groups 1..64 */
     int n = 0;
     fajit_attn_desc e = *d;
-    for (int i = 0; i < 4 * nc && n < max; i++) {
-        e.heads_kv = 1, e.heads_q = 8 << i / nc, e.seqlen_q = 1;
-        e.batch = classes[i % nc].batch, e.seqlen_k = classes[i % nc].seqlen_k;
+    e.k_head_stride = e.v_head_stride = e.head_dim;
+    for (int i = 0; i < 3 * ng * nc && n < max; i++) {
+        const int hk = 1 << i / (ng * nc), j = i % (ng * nc), pairs = classes[j % nc].pairs;
+        e.heads_kv = hk, e.heads_q = hk << j / nc, e.seqlen_q = 1;
+        e.batch = pairs / hk > 1 ? pairs / hk : 1, e.seqlen_k = classes[j % nc].seqlen_k;
         default_cfg(&e, t, &out[n]);
         int dup = 0;
         for (int k = 0; k < n && !dup; k++)
@@ -324,8 +446,8 @@ static int shipped(const fajit_attn_desc *d, const fj_target *t, fj_kcfg *out, i
 static void cfg_name(const fj_kcfg *k, char *out, size_t n)
 {
     const fj_dec_config *c = of(k);
-    snprintf(out, n, "%dx%dm%dn%ds%d%s", c->bn, c->stages, c->wm, c->wn, c->splits,
-             c->tma ? "t" : "");
+    snprintf(out, n, "%dx%dm%dn%ds%d%s%s", c->bn, c->stages, c->wm, c->wn, c->splits,
+             hp_of(c) == 2 ? "h2" : hp_of(c) == 4 ? "h4" : "", c->tma ? "t" : "");
 }
 
 static int cfg_parse(const char *s, fj_kcfg *k)
@@ -335,6 +457,12 @@ static int cfg_parse(const char *s, fj_kcfg *k)
     if (sscanf(s, "%dx%dm%dn%ds%d%n", &c.bn, &c.stages, &c.wm, &c.wn, &c.splits, &end) != 5 ||
         end < 0)
         return -1;
+    if (s[end] == 'h') {   /* "h2", "h4": KV heads per CTA */
+        int more = -1;
+        if (sscanf(s + end, "h%d%n", &c.hp, &more) != 1 || more < 0 || c.hp < 2)
+            return -1;
+        end += more;
+    }
     if (strcmp(s + end, "t") == 0)
         c.tma = 1;
     else if (s[end])
@@ -355,11 +483,15 @@ static void kernels(const fj_kcfg *k, const fajit_attn_desc *d, fj_kernels *out)
     snprintf(v->preamble, sizeof v->preamble,
              "#define FJ_DTYPE %d\n#define FJ_HEAD_DIM %d\n#define FJ_DEC_BN %d\n"
              "#define FJ_DEC_STAGES %d\n#define FJ_DEC_WM %d\n#define FJ_DEC_WN %d\n"
-             "#define FJ_DEC_CHECKED %d\n%s",
+             "#define FJ_DEC_CHECKED %d\n%s%s",
              dt, hd, c->bn, c->stages, c->wm, c->wn, c->checked,
-             c->tma ? "#define FJ_DEC_TMA 1\n" : "");
-    snprintf(v->name, sizeof v->name, "dec %s d%d %dx%d m%d n%d%s%s", fj_dtype_name(dt), hd,
-             c->bn, c->stages, c->wm, c->wn, c->tma ? " tma" : "", c->checked ? " checked" : "");
+             c->tma ? "#define FJ_DEC_TMA 1\n" : "",
+             hp_of(c) == 2   ? "#define FJ_DEC_HP 2\n"
+             : hp_of(c) == 4 ? "#define FJ_DEC_HP 4\n"
+                             : "");
+    snprintf(v->name, sizeof v->name, "dec %s d%d%s %dx%d m%d n%d%s%s", fj_dtype_name(dt), hd,
+             hp_of(c) == 2 ? " h2" : hp_of(c) == 4 ? " h4" : "", c->bn, c->stages, c->wm, c->wn,
+             c->tma ? " tma" : "", c->checked ? " checked" : "");
     out->threads[0] = 32 * c->wm * c->wn;
     out->dyn_smem[0] = (int)smem_bytes(c, hd);
     /* one combine kernel per dtype and head_dim serves every split configuration */
@@ -379,13 +511,13 @@ static void kernels(const fj_kcfg *k, const fajit_attn_desc *d, fj_kernels *out)
 static int q_tiles(const fj_dec_config *c, const fajit_attn_desc *d)
 {
     const int mt = 16 * c->wm;
-    return (packed_rows(d) + mt - 1) / mt;
+    return (cta_rows_all(c, d) + mt - 1) / mt;
 }
 /* The packed rows of one CTA's q tile (at most 16 * wm). */
 static int cta_rows(const fj_dec_config *c, const fajit_attn_desc *d)
 {
     const int mt = 16 * c->wm;
-    return packed_rows(d) < mt ? packed_rows(d) : mt;
+    return cta_rows_all(c, d) < mt ? cta_rows_all(c, d) : mt;
 }
 
 /* The waves that `ctas` CTAs split k ways fill over `slots` at once, over the waves they
@@ -501,7 +633,7 @@ static int dec_splits_rule(const fj_dec_config *c, const fajit_attn_desc *d, int
     const int tiles_k = (int)fj_tiles(d->seqlen_k, c->bn);
     int s = d->num_splits ? d->num_splits : c->splits;
     if (!s) {
-        const long long ctas = (long long)d->batch * d->heads_kv * q_tiles(c, d);
+        const long long ctas = cta_pairs(c, d) * q_tiles(c, d);
         const int sms = sms_of(sm_count);
         s = wave_splits(ctas, sms, tiles_k);
         if ((tiles_k + s - 1) / s > 16)
@@ -571,7 +703,7 @@ static long long total_rows(const fajit_attn_desc *d)
 #define DEC_STAGE_MAX 49152   /* attn_decode.cu's */
 static size_t fused_counters(const fj_dec_config *c, const fajit_attn_desc *d, int splits)
 {
-    const size_t n = (size_t)d->batch * d->heads_kv * q_tiles(c, d) * sizeof(int);
+    const size_t n = (size_t)cta_pairs(c, d) * q_tiles(c, d) * sizeof(int);
     const size_t bytes = (size_t)splits * cta_rows(c, d) * ((size_t)d->head_dim * 4 + 4);
     const int staged = bytes <= smem_used(c, d->head_dim) && bytes <= DEC_STAGE_MAX;
     return splits > 1 && n <= FJ_WS_COUNTER_MAX && staged ? n : 0;
@@ -591,7 +723,7 @@ static int use_cluster(const fj_dec_config *c, const fajit_attn_desc *d, int spl
         return 0;
     /* no more waves than the same CTAs without clusters: clusters live within one GPC,
      * which may leave SMs idle */
-    const long long clusters = (long long)d->batch * d->heads_kv * q_tiles(c, d);
+    const long long clusters = cta_pairs(c, d) * q_tiles(c, d);
     const long long slots = (long long)per_sm(c, d->head_dim, env->sm) * sms_of(env->sm_count);
     /* (per size: GPCs fit clusters of 7 no better than clusters of 8) */
     const long long active = env->cluster_active[0][splits] > 0 ? env->cluster_active[0][splits] : 1;
@@ -604,7 +736,7 @@ static int use_cluster(const fj_dec_config *c, const fajit_attn_desc *d, int spl
  * combine kernel, dev/decode/call22g). */
 static int fewer_for_cluster(const fj_dec_config *c, const fajit_attn_desc *d, int s)
 {
-    return s > DEC_CLUSTER_MAX && !d->num_splits && !c->splits && packed_rows(d) <= 16 &&
+    return s > DEC_CLUSTER_MAX && !d->num_splits && !c->splits && cta_rows_all(c, d) <= 16 &&
            fj_tiles(d->seqlen_k, c->bn) <= 2 * DEC_CLUSTER_MAX;
 }
 
@@ -699,7 +831,7 @@ static void describe_grid(const fj_kcfg *k, const fajit_attn_desc *d, const fj_t
                  DEC_CLUSTER_MAX);
     snprintf(out, n, "grid (%d x %d, %d, %d): %d split%s of %d keys (%s) x %d q tile%s, then "
              "%s%s%s",
-             s, q_tiles(c, d), d->heads_kv, d->batch, s, s > 1 ? "s" : "",
+             s, q_tiles(c, d), d->heads_kv / hp_of(c), d->batch, s, s > 1 ? "s" : "",
              (int)((fj_tiles(d->seqlen_k, c->bn) + s - 1) / s * c->bn),
              d->num_splits ? "forced" : c->splits ? "tuned" : t->sm_count ? "chosen for this GPU"
                                                                            : "chosen for 132 SMs",
@@ -761,7 +893,8 @@ static void fill_params(const fj_dec_config *c, const fajit_attn_desc *d, const 
         if (1 << s == p->page_size)
             p->page_shift = s;
     narrow_offsets(p);
-    p->batch = d->batch, p->heads_q = d->heads_q, p->heads_kv = d->heads_kv;
+    p->batch = d->batch, p->heads_q = d->heads_q, p->heads_kv = d->heads_kv / hp_of(c);
+    p->k_head_stride *= hp_of(c), p->v_head_stride *= hp_of(c);   /* (a CTA's first head) */
     p->head_dim = d->head_dim, p->q_len = d->seqlen_q, p->seqlen_k = d->seqlen_k;
     p->splits = splits;
     p->cluster = cluster;
@@ -821,7 +954,14 @@ static fajit_status launch_args(const fj_kcfg *k, int i, const fajit_attn_desc *
     fj_decode_params p;
     fill_params(c, d, env, splits, cluster, &p);
     fj_tmap maps[2];
-    const fj_target here = {env->sm, 0, env->sm_count, c->checked, 0};
+    const fj_target here = {env->sm, 0, env->sm_count, c->checked, 0, 0};
+    if (hp_of(c) > 1 && fj_dec_pack_limit(d) % c->hp) {
+        /* (check() refuses such a plan, and plans are kept per pack limit) */
+        snprintf(why, n, "the decode kernel for %d KV heads per CTA cannot serve heads_kv %d "
+                 "with head strides %lld/%lld (head_dim %d)", c->hp, d->heads_kv,
+                 (long long)d->k_head_stride, (long long)d->v_head_stride, d->head_dim);
+        return FAJIT_INVALID_ARGUMENT;
+    }
     if (c->tma && dec_tma_misfit(c, d, &here)) {
         /* (check() refuses such a plan; a launch must never hang on missing boxes) */
         snprintf(why, n, "the TMA decode kernel cannot load head_dim %d with page_size %d",
@@ -834,7 +974,7 @@ static fajit_status launch_args(const fj_kcfg *k, int i, const fajit_attn_desc *
         return es;
     if (i == 0) {
         a->grid[0] = (unsigned)(splits * p.q_tiles);
-        a->grid[1] = (unsigned)d->heads_kv;
+        a->grid[1] = (unsigned)(d->heads_kv / hp_of(c));
         a->grid[2] = (unsigned)d->batch;
         a->cluster = cluster ? (unsigned)splits : 0;   /* (x: the group's splits in a row) */
     } else {   /* the combine kernel, after a split without the fused combine */

@@ -25,11 +25,16 @@ typedef struct fj_target {
     int checked;   /* the context runs checked (fajit_ctx_opts.checked): kernels that read
                       device-side indices test them and report the first bad one */
     int dec_loader;   /* FAJIT_DECODE_LOADER: FJ_DEC_LOADER_* (0 = auto) */
+    int dec_pack;     /* FAJIT_DECODE_HEAD_PACK: FJ_DEC_PACK_* (0 = auto) */
 } fj_target;
 
 /* How the decode family's defaults load K/V tiles (FAJIT_DECODE_LOADER=auto|cpasync|tma):
  * auto = the family's rule; tma applies only where TMA fits (sm_90+, see decode.c). */
 enum { FJ_DEC_LOADER_AUTO = 0, FJ_DEC_LOADER_CPASYNC = 1, FJ_DEC_LOADER_TMA = 2 };
+/* How many KV heads the decode family's defaults give one CTA (FAJIT_DECODE_HEAD_PACK=
+ * auto|off|2|4): auto = the family's rule (decode.c's pack_rule); 2 and 4 wherever the
+ * layout allows (fj_dec_pack_limit) and head_dim x heads <= 256, else none. */
+enum { FJ_DEC_PACK_AUTO = 0, FJ_DEC_PACK_OFF = 1, FJ_DEC_PACK_2 = 2, FJ_DEC_PACK_4 = 4 };
 
 /* One configuration of some family: the family and its own bytes (a family casts them to
  * its configuration struct, checked by a static assert in its file). */
@@ -195,6 +200,13 @@ const fj_family *fj_family_choose_except(const fajit_attn_desc *d, const fj_targ
 enum { FJ_DEC_SPLIT_NONE = 0, FJ_DEC_SPLIT_STREAM = 1, FJ_DEC_SPLIT_LATENCY = 2,
        FJ_DEC_SPLIT_LATENCY_FEW = 3, FJ_DEC_SPLIT_CLASSES = 4 };
 int fj_dec_split_class(const fajit_attn_desc *d, int sm_count);
+/* The most KV heads (1, 2 or 4) a decode CTA may take at once in d's layout: heads_kv a
+ * multiple of them and the K/V heads side by side (head strides == head_dim). A plan made
+ * for one layout must not serve another where this differs (the plan key holds it). */
+int fj_dec_pack_limit(const fajit_attn_desc *d);
+/* The KV heads (1, 2 or 4) per CTA of the decode default for d on t (head packing; at most
+ * fj_dec_pack_limit(d)). The plan key holds it beside the limit. */
+int fj_dec_pack_default(const fajit_attn_desc *d, const fj_target *t);
 
 /* The default configuration of the family fj_family_choose picks: 0, or -1 when none. */
 int fj_kcfg_default(const fajit_attn_desc *d, const fj_target *t, int want, fj_kcfg *out);

@@ -17,6 +17,22 @@
  *                   [wn*BN/WN, (wn+1)*BN/WN) of every tile with its own m, l, O; the warps'
  *                   results are merged through shared memory at the end
  *   FJ_DEC_CHECKED  0 | 1: validate seqused_k and page ids (below)
+ *   FJ_DEC_HP       1 (default) | 2 | 4: KV heads per CTA (head packing, cp.async only,
+ *                   head_dim * FJ_DEC_HP <= 256). The host passes heads_kv / HP as
+ *                   heads_kv and HP times the K and V head strides, so the CTA's K/V rows
+ *                   are the HP heads side by side: a row of HP*head_dim columns, read as
+ *                   one (heads contiguous in the row: head stride == head_dim, which the
+ *                   host checks). G = heads_q / (heads_kv / HP) then counts the query heads
+ *                   of all HP heads, and packed row r = i*G + g is query head hk*G + g as
+ *                   before; its Q row sits in columns [s*head_dim, (s+1)*head_dim) of the
+ *                   wide row (s = g / (G / HP), its own KV head), zeros elsewhere, so
+ *                   S = Q K^T sees only its head's columns, and its O is those columns of
+ *                   P V. Everything else (masks, splits, partials, merges, LSE) is per
+ *                   packed row and real head, as with HP = 1. The MMAs do HP times the
+ *                   work (decode is bound by the bytes; at head_dim <= 64 a head's row is
+ *                   64-128 bytes, a fraction of what the DRAM reads at once). A NaN or Inf
+ *                   in one head's K (keys in use) spoils its CTA's other heads too (0 x Inf
+ *                   in S); HP = 1 keeps heads apart.
  *   FJ_DEC_TMA      0 (default) | 1: K/V tiles by TMA (sm_90 and later; head_dim a multiple
  *                   of 64; page_size % BN == 0, or BN % page_size == 0 with page_size % 8 ==
  *                   0): the kernel then takes two more parameters, the K and V tensor maps
@@ -33,7 +49,7 @@
  *   Grid (splits * q_tiles, heads_kv, batch) with q_tiles = ceil(q_len * G / MT) (q_len =
  *   the most rows of any sequence), CTA x = split * q_tiles + qt; threads 32*WM*WN.
  *   Dynamic shared memory, bytes (all integer arithmetic):
- *     DP   = (FJ_HEAD_DIM + 15) / 16 * 16
+ *     DP   = (FJ_HEAD_DIM * FJ_DEC_HP + 15) / 16 * 16
  *     LDB  = DP % 64 == 0 ? 2*DP : 2*DP + 16                       (shared row, bytes)
  *                                            (TMA: 64-column boxes of 128-byte rows instead)
  *     MAIN = 16*WM*LDB + 2*FJ_DEC_STAGES*FJ_DEC_BN*LDB              (Q tile + K/V ring)
@@ -132,15 +148,21 @@
 #define DEC_STAGE_MAX 49152
 
 #define DEC_BF16 (FJ_DTYPE == FJ_DT_BF16)
+#ifndef FJ_DEC_HP
+#define FJ_DEC_HP 1
+#endif
 
 namespace dec {
 constexpr int HD = FJ_HEAD_DIM;
 static_assert(FJ_DTYPE == FJ_DT_F16 || FJ_DTYPE == FJ_DT_BF16, "FJ_DTYPE");
 static_assert(HD % 8 == 0 && HD >= 8 && HD <= 256, "FJ_HEAD_DIM: a multiple of 8 in 8..256");
 #ifdef FJ_DEC_BN   /* (the split step's; the combine step needs only HD) */
-constexpr int DP = (HD + 15) / 16 * 16;  /* head_dim padded to the k16 of the MMA */
+constexpr int HP = FJ_DEC_HP;            /* KV heads per CTA (head packing) */
+constexpr int HV = HD * HP;              /* columns of a K/V row the CTA reads: HP heads */
+constexpr int DP = (HV + 15) / 16 * 16;  /* padded to the k16 of the MMA */
 constexpr int CH = DP / 8;               /* 16-byte chunks per shared row */
-constexpr int CHG = HD / 8;              /* chunks that exist in global memory */
+constexpr int CHG = HV / 8;              /* chunks of a K/V row that exist in global memory */
+constexpr int CHQ = HD / 8;              /* chunks of a Q or O row (one head) */
 constexpr int BN = FJ_DEC_BN, STAGES = FJ_DEC_STAGES, WM = FJ_DEC_WM, WN = FJ_DEC_WN;
 constexpr int WARPS = WM * WN, THREADS = 32 * WARPS;
 constexpr int MT = 16 * WM;               /* packed rows per CTA */
@@ -176,6 +198,8 @@ static_assert(STAGES >= 2 && STAGES <= 6, "FJ_DEC_STAGES: 2..6");
 static_assert(!TMA || (SWZ && BN % 8 == 0 && STAGES <= 8),
               "FJ_DEC_TMA: head_dim a multiple of 64 (128-byte swizzled 64-column boxes)");
 static_assert(FJ_DEC_CHECKED == 0 || FJ_DEC_CHECKED == 1, "FJ_DEC_CHECKED: 0 or 1");
+static_assert((HP == 1 || HP == 2 || HP == 4) && HV <= 256 && (HP == 1 || !TMA),
+              "FJ_DEC_HP: 1, 2 or 4, head_dim * FJ_DEC_HP <= 256, cp.async loads");
 static_assert((ND + NT) * 4 + 2 * KN * 4 <= 200, "accumulators exceed the register file");
 static_assert(SMEM_BYTES <= 227 * 1024, "shared memory over 227 KiB");
 #endif
@@ -764,12 +788,14 @@ FJ_DEVICE void dec_issue_q(const fj_decode_params &p, const dec_seq &sq, fj_u32 
             const int r = r0 + rl, i = r / G, h = hk * G + (r - i * G);
             const bool ok = r < nrows;
             const fj_i64 off = (fj_i64)i * p.q_row_stride + (fj_i64)h * p.q_head_stride;
+            /* (HP > 1: the row's own KV head's columns of the wide row, zeros elsewhere) */
+            const int c0 = HP == 1 ? 0 : (r - i * G) / (G / HP) * CHQ;
 #pragma unroll
             for (int sg = 0; sg < SEGS; ++sg) {
-                const int cc = (tid & 7) + 8 * sg;
+                const int cc = (tid & 7) + 8 * sg, qc = cc - c0;
                 if (CH % 8 == 0 || cc < CH) {
-                    const bool in = ok && (CHG == CH || cc < CHG);
-                    cp_async16(s_q + dec_off<MT>(rl, cc), in ? gq + off + cc * 8 : gq, in ? 16 : 0);
+                    const bool in = ok && (HP == 1 ? CHG == CH || cc < CHG : qc >= 0 && qc < CHQ);
+                    cp_async16(s_q + dec_off<MT>(rl, cc), in ? gq + off + qc * 8 : gq, in ? 16 : 0);
                 }
             }
         }
@@ -885,8 +911,8 @@ fj_attn_decode(const __grid_constant__ fj_decode_params p)
     __syncthreads();
 #endif
 #if !FJ_DEC_TMA
-    const fj_u16 *gk = (const fj_u16 *)p.k + (fj_i64)hk * p.k_head_stride;
-    const fj_u16 *gv = (const fj_u16 *)p.v + (fj_i64)hk * p.v_head_stride;
+    const fj_u16 *gk = (const fj_u16 *)p.k + (fj_i64)hk * p.k_head_stride;   /* (HP heads' */
+    const fj_u16 *gv = (const fj_u16 *)p.v + (fj_i64)hk * p.v_head_stride;   /*  strides) */
 #endif
 
 #if FJ_DEC_TMA
@@ -1131,18 +1157,21 @@ fj_attn_decode(const __grid_constant__ fj_decode_params p)
      * columns (cc = its lane in the row + j * TPR: neighbouring threads, neighbouring 32
      * bytes), so that the row's weights are computed once per thread and the loads of all
      * its chunks are in flight together (32 rows over 256 threads: 2 chunks; one chunk per
-     * item in turn cost q_len 8 a second chain of 0.6 us at 1 x 1k, H200, session 23). */
+     * item in turn cost q_len 8 a second chain of 0.6 us at 1 x 1k, H200, session 23).
+     * A row has CHQ chunks out (one head's: CHQ < CHG only with head packing). */
     const dec_seq so = dec_seq_of(p, b);
-    constexpr int CPT0 = (MT * CHG + THREADS - 1) / THREADS;
+    constexpr int CPT0 = (MT * CHQ + THREADS - 1) / THREADS;
     constexpr int CPT = CPT0 < 2 ? CPT0 : 2;          /* chunks per thread and row (4 spilled
                                                        * at 64x3m4n1, head_dim 56, sm_90a) */
-    constexpr int TPR = (CHG + CPT - 1) / CPT;        /* threads per row */
+    constexpr int TPR = (CHQ + CPT - 1) / CPT;        /* threads per row */
     constexpr int RPP = THREADS / TPR;                /* rows per pass */
     const int nrl = min(MT, nrows - r0);              /* real rows of this CTA */
     const int c0 = tid % TPR;
 #pragma unroll 1
     for (int rl = tid / TPR; rl < nrl && tid < RPP * TPR; rl += RPP) {
         const int w0 = (rl >> 4) * WN, rr = rl & 15;
+        /* (HP > 1: the row's O is its own KV head's columns of the wide row) */
+        const int cs = HP == 1 ? 0 : (r0 + rl) % G / (G / HP) * CHQ;
         float M = -FJ_INF;
 #pragma unroll
         for (int w = 0; w < WN; ++w)
@@ -1162,10 +1191,11 @@ fj_attn_decode(const __grid_constant__ fj_decode_params p)
 #pragma unroll
             for (int e = 0; e < 8; ++e)
                 o[j][e] = 0.f;
-            if (TPR * CPT == CHG || cc < CHG) {
+            if (TPR * CPT == CHQ || cc < CHQ) {
 #pragma unroll
                 for (int w = 0; w < WN; ++w) {
-                    const float4 *src = (const float4 *)(red_o + ((w0 + w) * 16 + rr) * RLD + cc * 8);
+                    const float4 *src =
+                        (const float4 *)(red_o + ((w0 + w) * 16 + rr) * RLD + (cs + cc) * 8);
                     const float4 x = src[0], y = src[1];
                     const float f = wt[w] * inv;
                     o[j][0] += f * x.x; o[j][1] += f * x.y; o[j][2] += f * x.z; o[j][3] += f * x.w;
@@ -1181,7 +1211,7 @@ fj_attn_decode(const __grid_constant__ fj_decode_params p)
 #pragma unroll
             for (int j = 0; j < CPT; ++j) {
                 const int cc = c0 + j * TPR;
-                if (TPR * CPT == CHG || cc < CHG)
+                if (TPR * CPT == CHQ || cc < CHQ)
                     dec_st16(go + cc * 8, pack2(o[j][0], o[j][1]), pack2(o[j][2], o[j][3]),
                              pack2(o[j][4], o[j][5]), pack2(o[j][6], o[j][7]));
             }
@@ -1192,7 +1222,7 @@ fj_attn_decode(const __grid_constant__ fj_decode_params p)
 #pragma unroll
             for (int j = 0; j < CPT; ++j) {
                 const int cc = c0 + j * TPR;
-                if (TPR * CPT == CHG || cc < CHG) {
+                if (TPR * CPT == CHQ || cc < CHQ) {
                     *(float4 *)(po + cc * 8) = make_float4(o[j][0], o[j][1], o[j][2], o[j][3]);
                     *(float4 *)(po + cc * 8 + 4) = make_float4(o[j][4], o[j][5], o[j][6], o[j][7]);
                 }
@@ -1205,7 +1235,7 @@ fj_attn_decode(const __grid_constant__ fj_decode_params p)
 #pragma unroll
             for (int j = 0; j < CPT; ++j) {
                 const int cc = c0 + j * TPR;
-                if (TPR * CPT == CHG || cc < CHG) {
+                if (TPR * CPT == CHQ || cc < CHQ) {
                     dec_st16(po + cc * 8, __float_as_uint(o[j][0]), __float_as_uint(o[j][1]),
                              __float_as_uint(o[j][2]), __float_as_uint(o[j][3]));
                     dec_st16(po + cc * 8 + 4, __float_as_uint(o[j][4]), __float_as_uint(o[j][5]),
