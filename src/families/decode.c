@@ -315,7 +315,8 @@ static fajit_attn_desc pack_view(const fajit_attn_desc *d, int hp)
  *   1x131k 69.9 -> 58.2, 1x32k 29.5 -> 24.4 (graph replay 23.3 -> 12.7), q_len 4 the same way;
  *   not at head_dim 48 (x2 16x8k 87.2 -> 89.0, x4 1x32k 31.7 -> 37.3) nor 64 (x2 96.5 -> 98.3);
  * - none where latency-bound (head_dim 32 x2 at 1x4k 12.0 -> 12.3, q_len 4 12.9 -> 13.8), at
- *   head_dim 128 (x2 16x8k 182.8 -> 188.6), nor off sm_90 (not measured there). */
+ *   head_dim 128 (x2 16x8k 182.8 -> 188.6), below head_dim 32 (not measured), nor off sm_90
+ *   (not measured there). */
 static int pack_allowed(const fajit_attn_desc *d, int hp)
 {
     return fj_dec_pack_limit(d) % hp == 0 && d->head_dim * hp <= 256;
@@ -326,7 +327,7 @@ static int pack_rule(const fajit_attn_desc *d, const fj_target *t)
         return 1;
     if (t->dec_pack == FJ_DEC_PACK_2 || t->dec_pack == FJ_DEC_PACK_4)
         return pack_allowed(d, t->dec_pack) ? t->dec_pack : 1;
-    if (t->sm != 90 || d->head_dim > 64 || fj_dec_pack_limit(d) < 2)
+    if (t->sm != 90 || d->head_dim < 32 || d->head_dim > 64 || fj_dec_pack_limit(d) < 2)
         return 1;
     const int split = split_class(d, t), rows = packed_rows(d);
     int hp = 1;
