@@ -1140,6 +1140,8 @@ START_TEST(decode_head_packing)
         {64, 16384, 64, 8, 0, ""},     /* 32 rows */
         {64, 16384, 128, 1, 0, ""},    /* head_dim 128: none */
         {64, 16384, 16, 1, 0, ""},     /* below 32: not measured, none */
+        {64, 16384, 40, 1, 0, ""},     /* 40, 56: not run packed on a GPU, none */
+        {64, 16384, 40, 1, FJ_DEC_PACK_4, "h4"},
         {16, 8192, 32, 1, 0, "h2"},    /* the keys stream: head_dim <= 32 x 2 */
         {1, 131072, 32, 4, 0, "h2"},
         {16, 8192, 48, 1, 0, ""},      /* not at 48 */

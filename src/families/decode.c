@@ -306,17 +306,17 @@ static fajit_attn_desc pack_view(const fajit_attn_desc *d, int hp)
  * short a CTA takes 2 or 4 KV heads as one row (measured on an H100 SXM, bf16, 8 KV heads,
  * 4 query heads per KV head, page size 16 shuffled, us per call, dev/decode/call29c; the
  * same 512-byte rows as 8 x 32, 4 x 64 and 2 x 128 heads at 64 x 16k: 539, 377, 363):
- * - where the batch fills the SMs (SPLIT_NONE) at head_dim <= 64, as many heads as keep
+ * - where the batch fills the SMs (SPLIT_NONE) at head_dim 32, 48, 64, as many heads as keep
  *   head_dim x heads <= 192 and the packed rows <= 32: head_dim 32 64x16k 538.7 -> 362.7 (x4)
  *   and 128x2k 139.1 -> 95.7, q_len 4 538.3 -> 371.9 (x2; x4 382.7); head_dim 48 753.5 ->
  *   563.4 (x4), q_len 4 763.3 -> 636.8 (x2; x4 676.0); head_dim 64 732.5 -> 713.1 and 189.0
  *   -> 183.7 (x2);
- * - where the keys stream (SPLIT_STREAM) at head_dim <= 32, 2 heads: 16x8k 63.2 -> 55.1,
+ * - where the keys stream (SPLIT_STREAM) at head_dim 32, 2 heads: 16x8k 63.2 -> 55.1,
  *   1x131k 69.9 -> 58.2, 1x32k 29.5 -> 24.4 (graph replay 23.3 -> 12.7), q_len 4 the same way;
  *   not at head_dim 48 (x2 16x8k 87.2 -> 89.0, x4 1x32k 31.7 -> 37.3) nor 64 (x2 96.5 -> 98.3);
  * - none where latency-bound (head_dim 32 x2 at 1x4k 12.0 -> 12.3, q_len 4 12.9 -> 13.8), at
- *   head_dim 128 (x2 16x8k 182.8 -> 188.6), below head_dim 32 (not measured), nor off sm_90
- *   (not measured there). */
+ *   head_dim 128 (x2 16x8k 182.8 -> 188.6), nor at head_dims other than 32, 48 and 64 (not
+ *   measured: 40 and 56 not run packed on a GPU, below 32 not timed), nor off sm_90. */
 static int pack_allowed(const fajit_attn_desc *d, int hp)
 {
     return fj_dec_pack_limit(d) % hp == 0 && d->head_dim * hp <= 256;
@@ -327,7 +327,8 @@ static int pack_rule(const fajit_attn_desc *d, const fj_target *t)
         return 1;
     if (t->dec_pack == FJ_DEC_PACK_2 || t->dec_pack == FJ_DEC_PACK_4)
         return pack_allowed(d, t->dec_pack) ? t->dec_pack : 1;
-    if (t->sm != 90 || d->head_dim < 32 || d->head_dim > 64 || fj_dec_pack_limit(d) < 2)
+    if (t->sm != 90 || d->head_dim % 16 || d->head_dim < 32 || d->head_dim > 64 ||
+        fj_dec_pack_limit(d) < 2)
         return 1;
     const int split = split_class(d, t), rows = packed_rows(d);
     int hp = 1;
