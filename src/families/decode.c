@@ -57,6 +57,11 @@ static int packed_rows(const fajit_attn_desc *d) { return (d->seqlen_q > 0 ? d->
  * problem has heads_kv / hp heads of hp * head_dim (pack_view()). The functions below that
  * take (c, head_dim) or (c, d) size the CTA in that view; the partials stay per real head. */
 static int hp_of(const fj_dec_config *c) { return c->hp > 1 ? c->hp : 1; }
+/* " h2", " h4" or "" (names; skip the space in tuning-row names) */
+static const char *hp_tag(const fj_dec_config *c)
+{
+    return hp_of(c) == 2 ? " h2" : hp_of(c) == 4 ? " h4" : "";
+}
 static int cta_rows_all(const fj_dec_config *c, const fajit_attn_desc *d)
 {
     return packed_rows(d) * hp_of(c);   /* packed rows of one (sequence, CTA's heads) */
@@ -148,7 +153,7 @@ static int check(const fj_kcfg *k, const fajit_attn_desc *d, const fj_target *t,
         bad = dec_tma_misfit(c, d, t);
     if (bad && why && n)
         snprintf(why, n, "%s (dec %dx%d m%d n%d%s%s)", bad, c->bn, c->stages, c->wm, c->wn,
-                 c->tma ? " tma" : "", hp_of(c) > 1 ? (c->hp == 2 ? " h2" : " h4") : "");
+                 c->tma ? " tma" : "", hp_tag(c));
     return bad ? -1 : 0;
 }
 
@@ -367,6 +372,15 @@ static void default_cfg(const fajit_attn_desc *d, const fj_target *t, fj_kcfg *o
         plain_cfg(d, t, out);
 }
 
+/* Whether out[n] differs from each of out[0..n). */
+static int is_new(const fj_kcfg *out, int n)
+{
+    for (int k = 0; k < n; k++)
+        if (fj_kcfg_same(&out[k], &out[n]))
+            return 0;
+    return 1;
+}
+
 /* The default first, then other row layouts (warps along rows x along keys: a q tile per
  * 16*wm packed rows, so fewer warps along the rows re-read K/V per extra q tile, mostly
  * from L2) with a few tile depths. */
@@ -389,22 +403,16 @@ static int candidates(const fajit_attn_desc *d, const fj_target *t, fj_kcfg *out
             for (int tma = 0; tma < 2 && n < max; tma++) {   /* each loader where it fits */
                 c.tma = tma;
                 to_kcfg(&c, &out[n]);
-                int dup = 0;
-                for (int k = 0; k < n && !dup; k++)
-                    dup = fj_kcfg_same(&out[k], &out[n]);
-                if (!dup && check(&out[n], d, t, NULL, 0) == 0)
+                if (is_new(out, n) && check(&out[n], d, t, NULL, 0) == 0)
                     n++;
             }
         }
-    /* head packing the other ways (its rule's reach: sm_90, head_dim <= 64): the defaults
-     * with 1, 2 and 4 KV heads per CTA where the layout allows them */
+    /* head packing the other ways (sm_90, head_dim <= 64: the rule packs at 32, 48 and 64):
+     * the defaults with 1, 2 and 4 KV heads per CTA where the layout allows them */
     for (int hp = 1; hp <= 4 && n < max && t->sm == 90 && d->head_dim <= 64; hp *= 2) {
         if (packed_cfg(d, t, hp, &out[n]) != 0)
             continue;
-        int dup = 0;
-        for (int k = 0; k < n && !dup; k++)
-            dup = fj_kcfg_same(&out[k], &out[n]);
-        n += !dup;
+        n += is_new(out, n);
     }
     return n;
 }
@@ -437,10 +445,7 @@ static int shipped(const fajit_attn_desc *d, const fj_target *t, fj_kcfg *out, i
         e.heads_kv = hk, e.heads_q = hk << j / nc, e.seqlen_q = 1;
         e.batch = pairs / hk > 1 ? pairs / hk : 1, e.seqlen_k = classes[j % nc].seqlen_k;
         default_cfg(&e, t, &out[n]);
-        int dup = 0;
-        for (int k = 0; k < n && !dup; k++)
-            dup = fj_kcfg_same(&out[k], &out[n]);
-        n += !dup;
+        n += is_new(out, n);
     }
     return n;
 }
@@ -449,7 +454,7 @@ static void cfg_name(const fj_kcfg *k, char *out, size_t n)
 {
     const fj_dec_config *c = of(k);
     snprintf(out, n, "%dx%dm%dn%ds%d%s%s", c->bn, c->stages, c->wm, c->wn, c->splits,
-             hp_of(c) == 2 ? "h2" : hp_of(c) == 4 ? "h4" : "", c->tma ? "t" : "");
+             hp_tag(c) + (hp_of(c) > 1), c->tma ? "t" : "");
 }
 
 static int cfg_parse(const char *s, fj_kcfg *k)
@@ -492,7 +497,7 @@ static void kernels(const fj_kcfg *k, const fajit_attn_desc *d, fj_kernels *out)
              : hp_of(c) == 4 ? "#define FJ_DEC_HP 4\n"
                              : "");
     snprintf(v->name, sizeof v->name, "dec %s d%d%s %dx%d m%d n%d%s%s", fj_dtype_name(dt), hd,
-             hp_of(c) == 2 ? " h2" : hp_of(c) == 4 ? " h4" : "", c->bn, c->stages, c->wm, c->wn,
+             hp_tag(c), c->bn, c->stages, c->wm, c->wn,
              c->tma ? " tma" : "", c->checked ? " checked" : "");
     out->threads[0] = 32 * c->wm * c->wn;
     out->dyn_smem[0] = (int)smem_bytes(c, hd);
