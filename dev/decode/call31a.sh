@@ -19,5 +19,5 @@ for hd in 32 48 64; do
     FAJIT_DECODE_HEAD_PACK=off LAB_FIELDS=2,3,5,6,9,10,11 bench build/libfajit.so off_h$hd 1,4 $S 8 --head-dim $hd --page-sizes 16
     LAB_FIELDS=2,3,5,6,9,10,11 bench build/libfajit.so auto_h$hd 1,4 $S 8 --head-dim $hd --page-sizes 16
     echo "t=$(( $(date +%s) - T0 ))"
+    tar czf "$OUT/a_md.tgz" -C /tmp $(cd /tmp && ls a_*.md a_*.log 2>/dev/null)   # (so far)
 done
-tar czf "$OUT/a_md.tgz" -C /tmp $(cd /tmp && ls a_*.md a_*.log 2>/dev/null)
