@@ -1531,7 +1531,7 @@ END_TEST
  * stream from DRAM; latency-bound with many or few (sequence, KV head) pairs), q_len 1, 4
  * and 8 over 4 query heads per KV head (4, 16 and 32 packed rows), and a full batch whose
  * last wave the split rule fills (q_len 1). On an sm_90 GPU that is each class's own tiles
- * (decode.c's default_cfg: at head_dim 64 256-key tiles where the keys stream, 64-key tiles
+ * (decode_rules.c's default_cfg: at head_dim 64 256-key tiles where the keys stream, 64-key tiles
  * four CTAs per SM where the batch fills the SMs; at head_dim 32 128-key tiles over 8 warps
  * where latency-bound or streaming), which the random sweep reaches rarely: its long
  * sequences are one in 25 cases. */

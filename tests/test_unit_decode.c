@@ -313,7 +313,7 @@ END_TEST
 
 /* The decode defaults by shape: on sm_90 at head_dim 72..128 a problem whose keys split
  * (fewer sequence x KV head pairs than the 132 SMs) takes 128-key tiles 2-3 deep, the warps
- * by split class and rows (decode.c's default_cfg), at head_dim 49..64 256-key tiles where
+ * by split class and rows (decode_rules.c's default_cfg), at head_dim 49..64 256-key tiles where
  * the keys stream and 64-key tiles 3 deep (four CTAs per SM) where the batch fills the SMs
  * (128-key ones, two per SM, where it fills them at most twice over), at head_dim <= 48
  * 128-key tiles 2 deep where latency-bound or streaming (at <= 32); a full batch at
@@ -1127,7 +1127,7 @@ START_TEST(decode_head_packing)
     one.seqlen_q = 4, one.mask = FAJIT_MASK_CAUSAL;
     dec_splits_of(ctx, "dec:64x3m1n4s0h2", &one);
     ck_assert_int_eq(g_dec.p[0].q_tiles, 2);
-    /* the rule (decode.c's pack_rule, sm_90): 8 KV heads side by side, 4 query heads each */
+    /* the rule (decode_rules.c's pack_rule, sm_90): 8 KV heads side by side, 4 query heads each */
     static const struct {
         int batch, seqlen_k, hd, q_len, pack;   /* pack: FJ_DEC_PACK_*, 0 = auto */
         const char *want;                       /* "h2", "h4", or "" for none */

@@ -37,7 +37,7 @@ static const struct {
       "dtype = bf16\nhead_dim = 128\nheads_q = 32\nheads_kv = 8\nmask = causal\n"
       "page_size = 16\ndecode = 1k..32k\nshapes = 4:4k, 8:4k, 512:4608\nbatch = 1, 64\n" },
     /* The same serving shapes for Llama-3.2-1B: head_dim 64, whose decode tiles differ from
-     * head_dim 128's on sm_90 (src/families/decode.c). */
+     * head_dim 128's on sm_90 (src/families/decode_rules.c). */
     { "llama-3.2-1b-paged",
       "[model llama-3.2-1b-paged]\n"
       "dtype = bf16\nhead_dim = 64\nheads_q = 32\nheads_kv = 8\nmask = causal\n"
