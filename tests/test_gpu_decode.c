@@ -1526,15 +1526,16 @@ END_TEST
 
 /*------ 11. defaults_per_class ------*/
 
-/* Every default tile of the decode family on this GPU against the oracle: head_dim 32, 64
- * and 128, a shape in each split class (fj_dec_split_class: the batch fills the SMs; the keys
+/* Every default tile of the decode family on this GPU against the oracle: head_dim 32, 48,
+ * 64 and 128, a shape in each split class (fj_dec_split_class: the batch fills the SMs; the keys
  * stream from DRAM; latency-bound with many or few (sequence, KV head) pairs), q_len 1, 4
  * and 8 over 4 query heads per KV head (4, 16 and 32 packed rows), and a full batch whose
  * last wave the split rule fills (q_len 1). On an sm_90 GPU that is each class's own tiles
  * (decode_rules.c's default_cfg: at head_dim 64 256-key tiles where the keys stream, 64-key tiles
  * four CTAs per SM where the batch fills the SMs; at head_dim 32 128-key tiles over 8 warps
- * where latency-bound or streaming), which the random sweep reaches rarely: its long
- * sequences are one in 25 cases. */
+ * where latency-bound or streaming; at 32 and 48 KV heads packed where the batch fills the
+ * SMs or the keys stream), which the random sweep reaches rarely: its long sequences are one
+ * in 25 cases. */
 START_TEST(defaults_per_class)
 {
     fajit_ctx *ctx = new_ctx(0);
@@ -1549,7 +1550,7 @@ START_TEST(defaults_per_class)
         /* 320 pairs: at head_dim 128 a second wave of 56 CTAs, so 2 splits (fill_splits) */
         {"full batch, last wave filled", 8, 40, 2048, 1},
     };
-    static const int hds[] = {32, 64, 128}, q_lens[] = {1, 4, 8};
+    static const int hds[] = {32, 48, 64, 128}, q_lens[] = {1, 4, 8};
     int n = 0;
     for (size_t h = 0; h < sizeof hds / sizeof hds[0]; h++)
         for (size_t i = 0; i < sizeof shapes / sizeof shapes[0]; i++)

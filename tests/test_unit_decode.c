@@ -1142,9 +1142,11 @@ START_TEST(decode_head_packing)
         {64, 16384, 16, 1, 0, ""},     /* below 32: not measured, none */
         {64, 16384, 40, 1, 0, ""},     /* 40, 56: not run packed on a GPU, none */
         {64, 16384, 40, 1, FJ_DEC_PACK_4, "h4"},
-        {16, 8192, 32, 1, 0, "h2"},    /* the keys stream: head_dim <= 32 x 2 */
+        {16, 8192, 32, 1, 0, "h2"},    /* the keys stream: head_dim 32 x 2 up to 32 rows */
         {1, 131072, 32, 4, 0, "h2"},
-        {16, 8192, 48, 1, 0, ""},      /* not at 48 */
+        {16, 8192, 48, 1, 0, "h2"},    /* at 48 x 2 up to 16 packed rows */
+        {1, 32768, 48, 1, 0, "h2"},
+        {16, 8192, 48, 4, 0, ""},      /* (16 rows x 2 = 32: none) */
         {16, 8192, 64, 1, 0, ""},
         {1, 4096, 32, 1, 0, ""},       /* latency-bound: none */
         {4, 4096, 32, 1, 0, ""},

@@ -165,7 +165,10 @@ static fajit_attn_desc pack_view(const fajit_attn_desc *d, int hp)
  *   -> 183.7 (x2);
  * - where the keys stream (SPLIT_STREAM) at head_dim 32, 2 heads: 16x8k 63.2 -> 55.1,
  *   1x131k 69.9 -> 58.2, 1x32k 29.5 -> 24.4 (graph replay 23.3 -> 12.7), q_len 4 the same way;
- *   not at head_dim 48 (x2 16x8k 87.2 -> 89.0, x4 1x32k 31.7 -> 37.3) nor 64 (x2 96.5 -> 98.3);
+ *   at head_dim 48, 2 heads up to 16 packed rows (H200, dev/decode/NOTES.md session 31, two
+ *   turns: q_len 1 16x8k 72.7 -> 67.0, 4x16k 42.0 -> 38.5, 1x131k 75.2 -> 72.6, 1x32k 27.7 ->
+ *   27.2, graph replay 26.6 -> 22.5; q_len 4, 32 packed rows, level or 2% slower; x4 16x8k
+ *   62.2 but 1x32k 37.2 and q_len 4 +33%); not at head_dim 64 (x2 96.5 -> 98.3 on the H100);
  * - none where latency-bound (head_dim 32 x2 at 1x4k 12.0 -> 12.3, q_len 4 12.9 -> 13.8), at
  *   head_dim 128 (x2 16x8k 182.8 -> 188.6), nor at head_dims other than 32, 48 and 64 (not
  *   measured: 40 and 56 not run packed on a GPU, below 32 not timed), nor off sm_90. */
@@ -188,7 +191,9 @@ static int pack_rule(const fajit_attn_desc *d, const fj_target *t)
         for (int h = 2; h <= 4; h *= 2)
             if (pack_allowed(d, h) && d->head_dim * h <= 192 && rows * h <= 32)
                 hp = h;
-    if (split == SPLIT_STREAM && d->head_dim <= 32 && rows * 2 <= 32)
+    /* where the keys stream: 2, up to 32 packed rows at head_dim 32 and 16 at 48 */
+    const int stream_rows = d->head_dim <= 32 ? 32 : d->head_dim <= 48 ? 16 : 0;
+    if (split == SPLIT_STREAM && rows * 2 <= stream_rows)
         hp = 2;
     return hp;
 }
