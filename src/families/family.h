@@ -29,7 +29,7 @@ typedef struct fj_target {
 } fj_target;
 
 /* How the decode family's defaults load K/V tiles (FAJIT_DECODE_LOADER=auto|cpasync|tma):
- * auto = the family's rule; tma applies only where TMA fits (sm_90+, see decode.c's fj_dec_tma_misfit). */
+ * auto = the family's rule; tma applies only where TMA fits (sm_90+: fj_dec_tma_misfit). */
 enum { FJ_DEC_LOADER_AUTO = 0, FJ_DEC_LOADER_CPASYNC = 1, FJ_DEC_LOADER_TMA = 2 };
 /* How many KV heads the decode family's defaults give one CTA (FAJIT_DECODE_HEAD_PACK=
  * auto|off|2|4): auto = the family's rule (decode_rules.c's pack_rule); 2 and 4 wherever the
