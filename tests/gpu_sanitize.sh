@@ -2,8 +2,9 @@
 # gpu_sanitize.sh BUILD_DIR [LOG_DIR] - compute-sanitizer memcheck, racecheck and synccheck
 # over the attention families on the GPU (gpu suite): the gpu suite's `san` case (small
 # problems, every tuning candidate of the Hopper family and four of the portable one, against
-# the reference kernel) and a short paged-decode sweep plus its combine paths and the decode
-# defaults of each split class (head_dim 32, 64 and 128). Kernels compile
+# the reference kernel) and a short paged-decode sweep plus its combine paths, the block
+# table rewritten by the kernel before a decode step, and the decode defaults of each split
+# class (head_dim 32, 48, 64 and 128). Kernels compile
 # with FAJIT_LINEINFO=1 into a cache of their own, so reports name source lines.
 #
 # FAJIT_SAN_TOOLS picks the tools (default "memcheck synccheck racecheck"), e.g. to split a
@@ -38,6 +39,7 @@ mkdir -p "$FAJIT_TEST_CACHE_DIR"
 runs=("fwd|CK_RUN_CASE=san|$B/tests/test_gpu"
       "decode|CK_RUN_CASE=paged_sweep FAJIT_TEST_DECODE_CASES=10|$B/tests/test_gpu_decode"
       "combine|CK_RUN_CASE=combine_paths|$B/tests/test_gpu_decode"
+      "rewrite|CK_RUN_CASE=pdl_rewrite|$B/tests/test_gpu_decode"
       "classes|CK_RUN_CASE=defaults_per_class|$B/tests/test_gpu_decode")
 # Compile everything once outside the tools (the compiles are host work, slow under them).
 for r in "${runs[@]}"; do

@@ -1,7 +1,9 @@
 /* test_gpu_decode.c - the `gpu` suite's tests of the decode family (src/families/decode.c):
  * paged K/V through a block table, seqused_k, varlen queries (decode, speculative decode,
  * chunked prefill), split-KV and its LSE merge, the checked mode, CUDA-graph replay with
- * changing device-side inputs. Exits 77 (skipped) when no CUDA driver can be loaded.
+ * changing device-side inputs, the lengths and block table rewritten by the kernel right
+ * before the call while the call, a dependent launch, may already run (sm_90+). Exits 77
+ * (skipped) when no CUDA driver can be loaded.
  *
  * Oracle: a float64 CPU reference computed here directly from the paged layout: for each
  * sequence its keys are gathered through the host copy of the block table, then
@@ -1126,6 +1128,117 @@ START_TEST(graph_replay)
 }
 END_TEST
 
+/*------ 4b. pdl_rewrite ------*/
+
+/* One CTA that lets the next kernel launch at once, waits `ns` nanoseconds, then copies a
+ * new block table and new lengths into place: a decode step launched after it as a
+ * dependent (programmatic dependent launch, sm_90+) is resident and running while the old
+ * ones are still there, and must use the new ones (nothing it reads before its wait on this
+ * grid may come from memory this grid writes). Session 32 measured reading the lengths and
+ * first page ids early and checking them after the wait as slower (dev/decode/NOTES.md);
+ * this keeps any such idea honest. */
+static const char k_writer_src[] =
+    "extern \"C\" __global__ void fj_test_writer(int *bt, const int *bt_new, int n_bt,\n"
+    "                                            int *used, const int *used_new, int n_used,\n"
+    "                                            unsigned long long ns)\n"
+    "{\n"
+    "    asm volatile(\"griddepcontrol.launch_dependents;\" ::: \"memory\");\n"
+    "    unsigned long long t0, t;\n"
+    "    asm volatile(\"mov.u64 %0, %%globaltimer;\" : \"=l\"(t0));\n"
+    "    do {\n"
+    "        asm volatile(\"mov.u64 %0, %%globaltimer;\" : \"=l\"(t));\n"
+    "    } while (t - t0 < ns);\n"
+    "    for (int i = threadIdx.x; i < n_bt; i += blockDim.x)\n"
+    "        bt[i] = bt_new[i];\n"
+    "    for (int i = threadIdx.x; i < n_used; i += blockDim.x)\n"
+    "        used[i] = used_new[i];\n"
+    "}\n";
+
+START_TEST(pdl_rewrite)
+{
+    fajit_ctx *ctx = new_ctx(0);
+    if (ctx->cc < 90) {
+        printf("pdl_rewrite: skipped: no dependent launches before sm_90\n");
+        fajit_ctx_destroy(ctx);
+        return;
+    }
+    char why[512], err[512];
+    const fj_nvrtc *nv = fj_nvrtc_get(why, sizeof why);
+    ck_assert_msg(nv != NULL, "%s", why);
+    fj_src src = {"writer.cu", k_writer_src, strlen(k_writer_src)};
+    fj_compile_out out;
+    ck_assert_msg(fj_nvrtc_compile(nv, "", &src, NULL, 0, ctx->arch, NULL, &out, err,
+                                   sizeof err) == 0, "%s\n%s", err, out.log);
+    fj_module wm;
+    CU(fj_module_load(cu, out.cubin, "fj_test_writer", &wm));
+    fj_compile_out_free(&out);
+    const char *missing = graph_api();   /* (its stream entry points) */
+    ck_assert_msg(missing == NULL, "the driver lacks %s", missing ? missing : "");
+    CUstream s;
+    CU(G.stream_create(&s, 1 /* CU_STREAM_NON_BLOCKING */));
+    /* batch 1 x q_len 1 (16 splits merged by the last CTA at 4k, 8 in a cluster at 2k),
+     * q_len 4 (causal: each row's keys move with the length), batch 2 x 16k (a split per
+     * CTA of 2k keys), ps16 and ps1 (an id per row) */
+    static const struct { int batch, q_len, seqlen_k, page_size; } shapes[] = {
+        {1, 1, 4096, 16}, {1, 1, 2048, 16}, {1, 4, 4096, 16}, {2, 1, 16384, 16}, {1, 1, 4096, 1}};
+    reseed(g_seed ^ 0x5bec5bull);
+    for (size_t i = 0; i < sizeof shapes / sizeof shapes[0]; i++) {
+        dcase c = {.batch = shapes[i].batch, .hkv = 8, .group = 4, .hd = 128, .dtype = FAJIT_BF16,
+                   .mask = shapes[i].q_len > 1 ? FAJIT_MASK_CAUSAL : FAJIT_MASK_NONE,
+                   .q_len = shapes[i].q_len, .seqlen_k = shapes[i].seqlen_k, .paged = 1,
+                   .page_size = shapes[i].page_size, .use_seqused = 1, .full_table = 1,
+                   .spare = 16, .num_splits = 0, .want_lse = 1};
+        dbufs B;
+        setup(&B, &c, NULL);
+        char line[1024];
+        ck_assert_int_eq(fajit_dispatch_describe(ctx, NULL, &B.desc, line, sizeof line),
+                         FAJIT_OK);
+        printf("pdl_rewrite: %s\n", line);
+        ck_assert_msg(launch(ctx, &B, s) == FAJIT_OK, "%s", fajit_errmsg(ctx));   /* (warm) */
+        fetch(&B);
+        check_against_reference(&B, "pdl_rewrite, before the writer");
+        const size_t n_bt = (size_t)c.batch * (size_t)B.bt_stride;
+        CUdeviceptr bt_new = dalloc(sizeof(int32_t) * n_bt);
+        CUdeviceptr used_new = dalloc(sizeof(int32_t) * (size_t)c.batch);
+        for (int step = 0; step < 3; step++) {
+            /* the next step's lengths and pages (the host copies the reference reads),
+             * staged: the device still holds the old ones */
+            randomize_used(&B);
+            if (step == 0) {   /* the longest, and (batch 2) a third of it */
+                B.used[0] = c.seqlen_k;
+                if (c.batch > 1)
+                    B.used[1] = c.seqlen_k / 3;
+            }
+            assign_pages(&B);
+            CU(cu->cuMemcpyHtoD(bt_new, B.bt, sizeof(int32_t) * n_bt));
+            CU(cu->cuMemcpyHtoD(used_new, B.used, sizeof(int32_t) * (size_t)c.batch));
+            CU(cu->cuMemsetD8(B.d_o, 0xff, 2 * (B.n_o + O_GUARD)));
+            CU(cu->cuMemsetD8(B.d_lse, 0xff, sizeof(float) * (B.n_lse + LSE_GUARD)));
+            CU(cu->cuCtxSynchronize());
+            int nb = (int)n_bt, nu = c.batch;
+            unsigned long long ns = 20000;   /* 20 us: the decode CTAs are resident by then */
+            void *args[] = {&B.d_bt, &bt_new, &nb, &B.d_used, &used_new, &nu, &ns};
+            const unsigned grid[3] = {1, 1, 1};
+            CU(fj_launch(cu, wm.fn, grid, 128, 0, s, args, 0, 0));
+            ck_assert_msg(fajit_attn_fwd(ctx, &B.desc, s) == FAJIT_OK, "%s", fajit_errmsg(ctx));
+            fetch(&B);
+            char name[160];
+            snprintf(name, sizeof name, "pdl_rewrite, %d x %d keys, q_len %d, ps%d, step %d",
+                     c.batch, c.seqlen_k, c.q_len, c.page_size, step);
+            verdict v = check_against_reference(&B, name);
+            printf("pdl_rewrite: %s: ok (err %.3g, LSE %.3g; used %d .. %d)\n", name, v.err,
+                   v.lse_err, B.used[0], B.used[c.batch - 1]);
+        }
+        CU(cu->cuMemFree(bt_new));
+        CU(cu->cuMemFree(used_new));
+        teardown(&B);
+    }
+    CU(G.stream_destroy(s));
+    CU(cu->cuModuleUnload(wm.module));
+    fajit_ctx_destroy(ctx);
+}
+END_TEST
+
 /*------ 5. lse_merge_consistency ------*/
 
 START_TEST(lse_merge_consistency)
@@ -1617,6 +1730,7 @@ int main(void)
         {"contiguous_matches_paged", contiguous_matches_paged, 600},
         {"checked_mode", checked_mode, 600},
         {"graph_replay", graph_replay, 600},
+        {"pdl_rewrite", pdl_rewrite, 600},
         {"lse_merge_consistency", lse_merge_consistency, 600},
         {"combine_paths", combine_paths, 600},
         {"merge_partials", merge_partials, 600},
