@@ -9,7 +9,7 @@
 # Build: branch lab/s32-spec (`git worktree add /tmp/s32 lab/s32-spec && cd /tmp/s32 &&
 # meson setup /work/main/build-spec && ninja -C /work/main/build-spec`), carried as
 # build-spec; the nocheck library is that source with the check's `if (spec)` made
-# `if (spec && p.spec == 2)`. Not run in session 32 (no device came back).
+# `if (spec && p.spec == 2)`. Ran in session 32 inside call32d (NOTES.md).
 set -u
 B=${SPEC_BUILD:-build-spec}
 LAB_PREFIX=c

@@ -2,7 +2,7 @@
 # call32d.sh - lab (session 32): the gpu-decode suite on main's build (pdl_rewrite on the
 # plain prologue: nothing read before the wait), then call32c (the speculation's
 # diagnostic on the branch's build). About 5 minutes. Carry ["build", "build-spec",
-# "dev/decode/lib_s32nocheck.so"].
+# "dev/decode/lib_s32nocheck.so"]. Ran once, on an H100 (NOTES.md, session 32).
 set -u
 mkdir -p .fjcache
 T0=$(date +%s)
