@@ -1132,9 +1132,10 @@ END_TEST
 
 /* One CTA that lets the next kernel launch at once, waits `ns` nanoseconds, then copies a
  * new block table and new lengths into place: a decode step launched after it as a
- * dependent (programmatic dependent launch, sm_90+) is resident and running while the old
- * ones are still there, and must use the new ones (nothing it reads before its wait on this
- * grid may come from memory this grid writes). Session 32 measured reading the lengths and
+ * dependent (programmatic dependent launch, sm_90+) can be resident while the old ones are
+ * still there (its launch follows this grid's trigger, not its end), and must use the new
+ * ones (nothing it reads before its wait on this grid may come from memory this grid
+ * writes). Session 32 measured reading the lengths and
  * first page ids early and checking them after the wait as slower (dev/decode/NOTES.md);
  * this keeps any such idea honest. */
 static const char k_writer_src[] =
@@ -1216,7 +1217,7 @@ START_TEST(pdl_rewrite)
             CU(cu->cuMemsetD8(B.d_lse, 0xff, sizeof(float) * (B.n_lse + LSE_GUARD)));
             CU(cu->cuCtxSynchronize());
             int nb = (int)n_bt, nu = c.batch;
-            unsigned long long ns = 20000;   /* 20 us: the decode CTAs are resident by then */
+            unsigned long long ns = 20000;   /* 20 us: time for the decode CTAs to launch */
             void *args[] = {&B.d_bt, &bt_new, &nb, &B.d_used, &used_new, &nu, &ns};
             const unsigned grid[3] = {1, 1, 1};
             CU(fj_launch(cu, wm.fn, grid, 128, 0, s, args, 0, 0));
