@@ -409,11 +409,18 @@ static void case_text(const dbufs *B, char *t, size_t n)
 /*------ launching ------*/
 
 /* Poisons O and LSE (and their guards), then launches on `stream`. */
-static fajit_status launch(fajit_ctx *ctx, dbufs *B, CUstream stream)
+/* O and LSE, with their guards, filled with 0xFF bytes (NaN): what a call leaves unwritten
+ * shows. Waits for it, so that it is ordered before a launch on a non-blocking stream too. */
+static void poison_outputs(dbufs *B)
 {
     CU(cu->cuMemsetD8(B->d_o, 0xff, 2 * (B->n_o + O_GUARD)));
     CU(cu->cuMemsetD8(B->d_lse, 0xff, sizeof(float) * (B->n_lse + LSE_GUARD)));
-    CU(cu->cuCtxSynchronize());   /* ordered before a launch on a non-blocking stream too */
+    CU(cu->cuCtxSynchronize());
+}
+
+static fajit_status launch(fajit_ctx *ctx, dbufs *B, CUstream stream)
+{
+    poison_outputs(B);
     return fajit_attn_fwd(ctx, &B->desc, stream);
 }
 
@@ -1056,9 +1063,7 @@ static void capture_and_replay(fajit_ctx *ctx, dbufs *B, CUstream s, int replays
     CU(graph_instantiate(&exec, graph));
     for (int rep = 0; rep < replays; rep++) {
         new_step(B, rep);
-        CU(cu->cuMemsetD8(B->d_o, 0xff, 2 * (B->n_o + O_GUARD)));
-        CU(cu->cuMemsetD8(B->d_lse, 0xff, sizeof(float) * (B->n_lse + LSE_GUARD)));
-        CU(cu->cuCtxSynchronize());   /* the copies and poison land before the replay */
+        poison_outputs(B);   /* (after the copies: both land before the replay) */
         CU(G.launch(exec, s));
         CU(G.stream_sync(s));
         fetch(B);
@@ -1213,9 +1218,7 @@ START_TEST(pdl_rewrite)
             assign_pages(&B);
             CU(cu->cuMemcpyHtoD(bt_new, B.bt, sizeof(int32_t) * n_bt));
             CU(cu->cuMemcpyHtoD(used_new, B.used, sizeof(int32_t) * (size_t)c.batch));
-            CU(cu->cuMemsetD8(B.d_o, 0xff, 2 * (B.n_o + O_GUARD)));
-            CU(cu->cuMemsetD8(B.d_lse, 0xff, sizeof(float) * (B.n_lse + LSE_GUARD)));
-            CU(cu->cuCtxSynchronize());
+            poison_outputs(&B);
             int nb = (int)n_bt, nu = c.batch;
             unsigned long long ns = 20000;   /* 20 us: time for the decode CTAs to launch */
             void *args[] = {&B.d_bt, &bt_new, &nb, &B.d_used, &used_new, &nu, &ns};
