@@ -61,7 +61,7 @@ KEDITS = [  # (anchor, text before it, text after it)
      "            __syncthreads();\n            DEC_TL(12);\n"),
 ]
 DEDITS = [
-    ('"#define FJ_DEC_CHECKED %d\\n%s",', "", ""),
+    ('"#define FJ_DEC_CHECKED %d\\n%s%s",', "", ""),
     ("    p->err = env->report;\n", "",
      "    { const char *tl_ = getenv(\"FJ_LAB_TL\");\n"
      "      if (tl_ && *tl_) p->err = (uintptr_t)strtoull(tl_, NULL, 0); }\n"),
@@ -92,8 +92,8 @@ if "--twice" in sys.argv[1:]:
     k = k.replace(a, a + "#pragma unroll 1\n            for (int rep_ = 0; rep_ < 2; ++rep_) {   /* (lab: twice) */\n")
     k = k.replace(b, "            __syncthreads();\n            if (rep_) DEC_TL(13); else DEC_TL(12);\n"
                   "            }\n")
-d = edit(DC, DEDITS).replace('"#define FJ_DEC_CHECKED %d\\n%s",',
-                             '"#define FJ_DEC_CHECKED %d\\n#define FJ_DEC_TIMELINE 1\\n%s",')
+d = edit(DC, DEDITS).replace('"#define FJ_DEC_CHECKED %d\\n%s%s",',
+                             '"#define FJ_DEC_CHECKED %d\\n#define FJ_DEC_TIMELINE 1\\n%s%s",')
 open(KU, "w").write(k)
 open(DC, "w").write(d)
 print("timeline stamps in", KU, "and", DC)
