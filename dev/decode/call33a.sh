@@ -14,10 +14,7 @@ LAB_PREFIX=a
 . "$(dirname "$0")/lab_bench.sh"
 mkdir -p .fjcache "$OUT"
 nvidia-smi --query-gpu=name,clocks.sm,power.limit --format=csv,noheader
-FAJIT_CACHE_DIR=$PWD/.fjcache/full timeout 300 python3 bench/bench_decode.py \
-    --lib build/libfajit.so --q-lens 1,4,8 --out "$OUT/decode.md" > "$OUT/decode.log" 2>&1
-echo "== full rc=$?"
-sed -n '/^| goal |/,/met,/p' "$OUT/decode.md"
+full_report
 for q in 8 1; do
     for ps in 16 0; do
         echo "== timeline 1x4096 q$q ps$ps"

@@ -3,10 +3,8 @@
 # the goals table) then call33b, in one call. Carry build/ and dev/decode/lib_cfg33.so.
 # About 5 minutes.
 set -u
+. "$(dirname "$0")/lab_bench.sh"
 mkdir -p .fjcache "$OUT"
 nvidia-smi --query-gpu=name,clocks.sm,power.limit --format=csv,noheader
-FAJIT_CACHE_DIR=$PWD/.fjcache/full timeout 300 python3 bench/bench_decode.py \
-    --lib build/libfajit.so --q-lens 1,4,8 --out "$OUT/decode.md" > "$OUT/decode.log" 2>&1
-echo "== full rc=$?"
-sed -n '/^| goal |/,/met,/p' "$OUT/decode.md"
+full_report
 bash "$(dirname "$0")/call33b.sh"

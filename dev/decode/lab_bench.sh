@@ -39,3 +39,12 @@ peers() {   # $1 lib, $2 tag, $3 time limit (s), $4.. bench options (--head-dim,
         tr '\n' ' '
     echo
 }
+
+# full_report(): the whole decode benchmark on build/libfajit.so (q_len 1/4/8, SDPA FLASH and
+# CUDNN, the mixed batch) into $OUT/decode.md; prints its goals table (issue 18).
+full_report() {
+    FAJIT_CACHE_DIR=$PWD/.fjcache/full timeout 300 python3 bench/bench_decode.py \
+        --lib build/libfajit.so --q-lens 1,4,8 --out "$OUT/decode.md" > "$OUT/decode.log" 2>&1
+    echo "== full rc=$?"
+    sed -n '/^| goal |/,/met,/p' "$OUT/decode.md"
+}
