@@ -408,7 +408,6 @@ static void case_text(const dbufs *B, char *t, size_t n)
 
 /*------ launching ------*/
 
-/* Poisons O and LSE (and their guards), then launches on `stream`. */
 /* O and LSE, with their guards, filled with 0xFF bytes (NaN): what a call leaves unwritten
  * shows. Waits for it, so that it is ordered before a launch on a non-blocking stream too. */
 static void poison_outputs(dbufs *B)
@@ -418,6 +417,7 @@ static void poison_outputs(dbufs *B)
     CU(cu->cuCtxSynchronize());
 }
 
+/* Poisons O and LSE (and their guards), then launches on `stream`. */
 static fajit_status launch(fajit_ctx *ctx, dbufs *B, CUstream stream)
 {
     poison_outputs(B);
@@ -1140,9 +1140,8 @@ END_TEST
  * dependent (programmatic dependent launch, sm_90+) can be resident while the old ones are
  * still there (its launch follows this grid's trigger, not its end), and must use the new
  * ones (nothing it reads before its wait on this grid may come from memory this grid
- * writes). Session 32 measured reading the lengths and
- * first page ids early and checking them after the wait as slower (dev/decode/NOTES.md);
- * this keeps any such idea honest. */
+ * writes). Session 32 measured reading the lengths and first page ids early and checking
+ * them after the wait as slower (dev/decode/NOTES.md); this keeps any such idea honest. */
 static const char k_writer_src[] =
     "extern \"C\" __global__ void fj_test_writer(int *bt, const int *bt_new, int n_bt,\n"
     "                                            int *used, const int *used_new, int n_used,\n"
