@@ -2,9 +2,10 @@
 
 A ctypes binding over libfajit (include/fajit.h); no compiled extension. Without torch:
 Context, info, plan, warm, tune, Error, __version__. With torch (imported here when it is
-installed): attention and attention_with_kvcache on CUDA tensors, registered as the custom
-ops torch.ops.fajit.attention / .attention_out, so torch.compile traces them and CUDA graph
-capture records them.
+installed): attention, attention_with_kvcache, flash_attn_varlen_func and merge_attention on
+CUDA tensors. Eager calls go straight to the C library with a cached descriptor; under
+torch.compile they are the custom ops torch.ops.fajit.fwd / .fwd_out / .merge, and CUDA
+graph capture records them either way.
 """
 import atexit
 import ctypes as C
@@ -233,10 +234,11 @@ def tune(spec, *, reps=20, noise_band=0.03, pin=False, force=False, context=None
 
 
 if importlib.util.find_spec("torch") is not None:
-    from ._torch import attention, attention_with_kvcache, merge_attention  # noqa: E402,F401
+    from ._torch import (attention, attention_with_kvcache,  # noqa: E402,F401
+                         flash_attn_varlen_func, merge_attention)
 else:
     def attention(*args, **kwargs):
         """Needs PyTorch (not installed)."""
         raise ImportError("fajit.attention needs PyTorch (torch is not installed)")
 
-    attention_with_kvcache = merge_attention = attention
+    attention_with_kvcache = flash_attn_varlen_func = merge_attention = attention

@@ -1,12 +1,20 @@
 """_torch.py - fajit_attn_fwd on torch CUDA tensors, on torch's current stream.
 
-Two custom ops carry every call: fajit::fwd (allocates O) and fajit::fwd_out (writes a given
-O); each returns the LSE (an empty tensor when not asked for). They have fake (meta)
-implementations, so torch.compile traces through them; under CUDA graph capture the
-workspace a plan needs (split-KV partials, tile counters) is a torch allocation of the
-graph's pool, zeroed once, instead of the context's.
+Two paths reach the same descriptor (_build):
+- eager calls (not traced by torch.compile, plain torch.Tensor inputs) go straight to the
+  C function through a per-thread descriptor cache: the argument checks and the descriptor
+  are done once per layout signature (shapes, strides, dtypes, devices, the scalar
+  options), and a later call with that signature only writes its tensors' pointers and its
+  max_seqlen_q / max_seqlen_k into the cached fajit_attn_desc (fajit_attn_fwd still
+  validates every call in C, about 0.3 us);
+- traced calls go through two custom ops, fajit::fwd (allocates O) and fajit::fwd_out
+  (writes a given O); each returns the LSE (an empty tensor when not asked for). They have
+  fake (meta) implementations, so torch.compile traces them.
+Under CUDA graph capture the workspace a plan needs (split-KV partials, tile counters) is a
+torch allocation of the graph's pool, zeroed once, instead of the context's.
 """
 import ctypes as C
+import threading
 from typing import Optional, Tuple
 
 import torch
@@ -15,20 +23,70 @@ from ._lib import AttnDesc, invalid, lib
 
 _DT = {torch.float16: 0, torch.bfloat16: 1}
 NONE, CAUSAL, WINDOW = 0, 1, 2
+_F32 = torch.float32
+_CONTIGUOUS = torch.contiguous_format
+_Tensor = torch.Tensor
+
+# ------ the cheap pieces of an eager call ------
+
+try:
+    _compiling = torch.compiler.is_compiling          # torch >= 2.3
+except AttributeError:                                # pragma: no cover (older torch)
+    def _compiling():
+        return torch._dynamo.is_compiling()
+
+if hasattr(torch._C, "_cuda_getCurrentRawStream"):
+    _stream = torch._C._cuda_getCurrentRawStream     # device index -> cudaStream_t (int)
+else:                                                 # pragma: no cover
+    def _stream(dev):
+        return torch.cuda.current_stream(dev).cuda_stream
+
+if hasattr(torch._C, "_cuda_isCurrentStreamCapturing"):
+    _capturing = torch._C._cuda_isCurrentStreamCapturing
+else:                                                 # pragma: no cover
+    _capturing = torch.cuda.is_current_stream_capturing
+
+_attn_fwd = lib.fajit_attn_fwd
+_contexts = {}   # device index -> its default Context
+
+
+def _context(dev):
+    """The default context of device index `dev` (fajit.default_context), kept at hand."""
+    ctx = _contexts.get(dev)
+    if ctx is None or not ctx._ptr:   # first use, or closed at exit
+        from . import default_context
+        ctx = _contexts[dev] = default_context(dev)
+    return ctx
 
 
 def _ctx(device):
-    from . import default_context
-    return default_context(device.index if device.index is not None
-                           else torch.cuda.current_device())
+    return _context(device.index if device.index is not None else torch.cuda.current_device())
+
+
+def _submit(dev, ptr):
+    """fajit_attn_fwd of the descriptor `ptr` (a ctypes pointer) on device `dev`'s current
+    stream. Under CUDA graph capture a copy gets a workspace from the graph's pool."""
+    ctx = _context(dev)
+    if _capturing():
+        d = AttnDesc.from_buffer_copy(ptr.contents)
+        n = C.c_size_t()
+        ctx.check(lib.fajit_attn_workspace_size(ctx.ptr, C.byref(d), C.byref(n)))
+        if n.value:
+            ws = torch.zeros(n.value, dtype=torch.uint8, device=torch.device("cuda", dev))
+            d.workspace, d.workspace_bytes = ws.data_ptr(), n.value
+        ptr = C.pointer(d)
+    st = _attn_fwd(ctx._ptr, ptr, _stream(dev))
+    if st:
+        ctx.check(st)
 
 
 def _lse_shape(q, batch, seqlen_q, varlen):
     return (q.shape[1], q.shape[0]) if varlen else (batch, q.shape[2], seqlen_q)
 
 
-def _launch(q, k, v, o, cu_q, cu_k, block_table, seqused_k, max_q, max_k, mask, wl, wr,
-            scale, return_lse, num_splits):
+def _build(q, k, v, o, cu_q, cu_k, block_table, seqused_k, max_q, max_k, mask, wl, wr,
+           scale, num_splits, lse):
+    """The descriptor of one call (every field from the tensors and options)."""
     varlen = cu_q is not None
     batch = (cu_q.shape[0] - 1) if varlen else q.shape[0]
     seqlen_q = max_q if varlen else q.shape[1]
@@ -59,19 +117,21 @@ def _launch(q, k, v, o, cu_q, cu_k, block_table, seqused_k, max_q, max_k, mask, 
     if scale is not None:
         d.softmax_scale = scale
     d.num_splits = num_splits
-    lse = torch.empty(_lse_shape(q, batch, seqlen_q, varlen) if return_lse else (0,),
-                      dtype=torch.float32, device=q.device)
-    if return_lse:
+    if lse is not None:
         d.lse = lse.data_ptr()
-    ctx = _ctx(q.device)
-    stream = torch.cuda.current_stream(q.device)
-    if torch.cuda.is_current_stream_capturing():
-        n = C.c_size_t()
-        ctx.check(lib.fajit_attn_workspace_size(ctx.ptr, C.byref(d), C.byref(n)))
-        if n.value:
-            ws = torch.zeros(n.value, dtype=torch.uint8, device=q.device)
-            d.workspace, d.workspace_bytes = ws.data_ptr(), n.value
-    ctx.check(lib.fajit_attn_fwd(ctx.ptr, C.byref(d), stream.cuda_stream))
+    return d
+
+
+def _launch(q, k, v, o, cu_q, cu_k, block_table, seqused_k, max_q, max_k, mask, wl, wr,
+            scale, return_lse, num_splits):
+    """The custom ops' body: builds the descriptor and launches; returns the LSE."""
+    varlen = cu_q is not None
+    batch = (cu_q.shape[0] - 1) if varlen else q.shape[0]
+    lse = torch.empty(_lse_shape(q, batch, max_q if varlen else q.shape[1], varlen)
+                      if return_lse else (0,), dtype=_F32, device=q.device)
+    d = _build(q, k, v, o, cu_q, cu_k, block_table, seqused_k, max_q, max_k, mask, wl, wr,
+               scale, num_splits, lse if return_lse else None)
+    _submit(q.get_device(), C.pointer(d))
     return lse
 
 
@@ -189,11 +249,85 @@ def _check_out(out, q):
 
 
 def _run(q, k, v, out, return_lse, *args):
+    """The traced path: one custom op."""
     if out is None:
         o, lse = _fwd(q, k, v, *args)
     else:
         o, lse = out, _fwd_out(q, k, v, out, *args)
     return (o, lse) if return_lse else o
+
+
+# ------ the eager path: a per-thread cache of descriptors by layout signature ------
+
+_FAST = True        # False: every call takes the traced path's custom op (for comparisons)
+_CACHE_MAX = 256    # descriptors kept per thread; the oldest goes first
+_tls = threading.local()
+
+
+def _descs():
+    """This thread's cache (a descriptor is written per call, so threads do not share)."""
+    try:
+        return _tls.descs
+    except AttributeError:
+        _tls.descs = {}
+        return _tls.descs
+
+
+def _sig(t):
+    """What a tensor contributes to a signature: everything but its data pointer."""
+    return None if t is None else (t.shape, t.stride(), t.dtype, t.get_device())
+
+
+class _Entry:
+    """One signature's descriptor; a call writes its pointers and max lengths into it."""
+    __slots__ = ("desc", "ptr", "dev", "device", "lse_shape", "max_k")
+
+
+def _entry(key, q, k, v, o, cu_q, cu_k, block_table, seqused_k, max_q, max_k, mask, wl, wr,
+           scale, return_lse, num_splits):
+    """A new entry (the arguments checked already), kept under `key` unless it is None."""
+    e = _Entry()
+    e.desc = _build(q, k, v, o, cu_q, cu_k, block_table, seqused_k, max_q, max_k, mask, wl,
+                    wr, scale, num_splits, None)
+    e.ptr = C.pointer(e.desc)
+    e.dev, e.device, e.max_k = q.get_device(), q.device, max_k
+    varlen = cu_q is not None
+    e.lse_shape = _lse_shape(q, (cu_q.shape[0] - 1) if varlen else q.shape[0],
+                             max_q if varlen else q.shape[1], varlen) if return_lse else None
+    if key is not None:
+        cache = _descs()
+        if len(cache) >= _CACHE_MAX:
+            del cache[next(iter(cache))]
+        cache[key] = e
+    return e
+
+
+def _call(e, q, k, v, out, cu_q, cu_k, block_table, seqused_k, max_q, max_k):
+    """fajit_attn_fwd of entry `e` on these tensors: returns (O, LSE or None)."""
+    d = e.desc
+    o = torch.empty_like(q, memory_format=_CONTIGUOUS) if out is None else out
+    d.q, d.k, d.v, d.o = q.data_ptr(), k.data_ptr(), v.data_ptr(), o.data_ptr()
+    if cu_q is not None:
+        d.cu_seqlens_q = cu_q.data_ptr()
+    if cu_k is not None:
+        d.cu_seqlens_k = cu_k.data_ptr()
+    if block_table is not None:
+        d.block_table = block_table.data_ptr()
+    if seqused_k is not None:
+        d.seqused_k = seqused_k.data_ptr()
+    d.seqlen_q, d.seqlen_k = max_q, max_k
+    lse = None
+    if e.lse_shape is not None:
+        lse = torch.empty(e.lse_shape, dtype=_F32, device=e.device)
+        d.lse = lse.data_ptr()
+    _submit(e.dev, e.ptr)
+    return o, lse
+
+
+def _eager(q):
+    """Whether a call on `q` takes the eager path: not traced by torch.compile (checked
+    first: Dynamo stops there) and a plain tensor (not a fake or functional one)."""
+    return _FAST and not _compiling() and type(q) is _Tensor
 
 
 def attention(q, k, v, *, causal=False, window=None, scale=None, return_lse=False,
@@ -209,6 +343,24 @@ def attention(q, k, v, *, causal=False, window=None, scale=None, return_lse=Fals
     Returns O (into `out` when given) and, with return_lse, the natural-log LSE, float32
     [batch, heads_q, seqlen_q] (varlen: [heads_q, total_q]). Raises fajit.Error."""
     varlen = cu_seqlens_q is not None or cu_seqlens_k is not None
+    eager = _eager(q)
+    key = None
+    if eager:
+        try:
+            key = (0, _sig(q), _sig(k), _sig(v), _sig(out), _sig(cu_seqlens_q),
+                   _sig(cu_seqlens_k), max_seqlen_q is None, max_seqlen_k is None, causal,
+                   window, scale, return_lse)
+            e = _descs().get(key)
+        except (AttributeError, TypeError):   # not tensors, or unhashable: checked below
+            key = e = None
+        if e is not None:
+            if varlen:
+                o, lse = _call(e, q, k, v, out, cu_seqlens_q, cu_seqlens_k, None, None,
+                               int(max_seqlen_q), int(max_seqlen_k))
+            else:
+                o, lse = _call(e, q, k, v, out, None, None, None, None, q.shape[1],
+                               k.shape[1])
+            return (o, lse) if return_lse else o
     dims = 3 if varlen else 4
     _check_qkv(q, k, v, dims, dims)
     _check_out(out, q)
@@ -229,8 +381,15 @@ def attention(q, k, v, *, causal=False, window=None, scale=None, return_lse=Fals
             raise invalid(f"q and k must have one batch, got {q.shape[0]} and {k.shape[0]}")
         max_q, max_k = q.shape[1], k.shape[1]
     _on_cuda(q, k=k, v=v, out=out, cu_seqlens_q=cu_seqlens_q, cu_seqlens_k=cu_seqlens_k)
+    scale = None if scale is None else float(scale)
+    if eager:
+        o = torch.empty_like(q, memory_format=_CONTIGUOUS) if out is None else out
+        e = _entry(key, q, k, v, o, cu_seqlens_q, cu_seqlens_k, None, None, max_q, max_k,
+                   mask, wl, wr, scale, return_lse, 0)
+        o, lse = _call(e, q, k, v, o, cu_seqlens_q, cu_seqlens_k, None, None, max_q, max_k)
+        return (o, lse) if return_lse else o
     return _run(q, k, v, out, return_lse, cu_seqlens_q, cu_seqlens_k, None, None, max_q,
-                max_k, mask, wl, wr, None if scale is None else float(scale), return_lse, 0)
+                max_k, mask, wl, wr, scale, return_lse, 0)
 
 
 def attention_with_kvcache(q, k_cache, v_cache, *, block_table=None, seqused_k=None,
@@ -251,6 +410,21 @@ def attention_with_kvcache(q, k_cache, v_cache, *, block_table=None, seqused_k=N
     to i + k_b - q_b). num_splits: split-KV count (0: fajit picks). Returns O and, with
     return_lse, the LSE [batch, heads_q, seqlen_q] ([heads_q, total_q] for a mixed batch)."""
     varlen = cu_seqlens_q is not None
+    eager = _eager(q)
+    key = None
+    if eager:
+        try:
+            key = (1, _sig(q), _sig(k_cache), _sig(v_cache), _sig(out), _sig(block_table),
+                   _sig(seqused_k), _sig(cu_seqlens_q), max_seqlen_q is None, causal, window,
+                   scale, num_splits, return_lse)
+            e = _descs().get(key)
+        except (AttributeError, TypeError):   # not tensors, or unhashable: checked below
+            key = e = None
+        if e is not None:
+            o, lse = _call(e, q, k_cache, v_cache, out, cu_seqlens_q, None, block_table,
+                           seqused_k, int(max_seqlen_q) if varlen else q.shape[1],
+                           e.max_k if max_seqlen_k is None else int(max_seqlen_k))
+            return (o, lse) if return_lse else o
     _check_qkv(q, k_cache, v_cache, 3 if varlen else 4, 4, "k_cache")
     _check_out(out, q)
     mask, wl, wr = _mask(causal, window)
@@ -277,7 +451,7 @@ def attention_with_kvcache(q, k_cache, v_cache, *, block_table=None, seqused_k=N
         if q.shape[0] != k_cache.shape[0]:
             raise invalid(f"q and k_cache must have one batch, got {q.shape[0]} and "
                           f"{k_cache.shape[0]}")
-        max_k = k_cache.shape[1] if max_seqlen_k is None else int(max_seqlen_k)
+        cap = k_cache.shape[1]
     else:
         _tensor("block_table", block_table, 2, torch.int32)
         if block_table.shape[0] != batch:
@@ -289,12 +463,125 @@ def attention_with_kvcache(q, k_cache, v_cache, *, block_table=None, seqused_k=N
                 raise invalid(f"seqused_k must have {batch} entries, got "
                               f"{seqused_k.shape[0]}")
         cap = block_table.shape[1] * k_cache.shape[1]
-        max_k = cap if max_seqlen_k is None else int(max_seqlen_k)
+    max_k = cap if max_seqlen_k is None else int(max_seqlen_k)
     _on_cuda(q, k_cache=k_cache, v_cache=v_cache, out=out, block_table=block_table,
              seqused_k=seqused_k, cu_seqlens_q=cu_seqlens_q)
+    scale = None if scale is None else float(scale)
+    if eager:
+        o = torch.empty_like(q, memory_format=_CONTIGUOUS) if out is None else out
+        e = _entry(key, q, k_cache, v_cache, o, cu_seqlens_q, None, block_table, seqused_k,
+                   max_q, cap, mask, wl, wr, scale, return_lse, int(num_splits))
+        o, lse = _call(e, q, k_cache, v_cache, o, cu_seqlens_q, None, block_table, seqused_k,
+                       max_q, max_k)
+        return (o, lse) if return_lse else o
     return _run(q, k_cache, v_cache, out, return_lse, cu_seqlens_q, None, block_table,
-                seqused_k, max_q, max_k, mask, wl, wr, None if scale is None else float(scale),
-                return_lse, int(num_splits))
+                seqused_k, max_q, max_k, mask, wl, wr, scale, return_lse, int(num_splits))
+
+
+# ------ flash-attn's varlen entry point ------
+
+_UNBOUNDED = 1 << 30   # a window side that covers every key (fajit_attn_desc's limit)
+
+
+def _splits(num_splits):
+    """flash-attn's num_splits as fajit_attn_desc.num_splits, passed through: a forced
+    count (0: fajit picks). vLLM means it as an upper bound (sized for its CUDA graph
+    buffers): this is the one place to map it onto a bound in the descriptor."""
+    return int(num_splits)
+
+
+def _fa_window(causal, window_size):
+    """flash-attn's (causal, window_size) as attention_with_kvcache's (causal, window):
+    -1 is an unbounded side, and causal sets the right side to 0."""
+    if window_size is None:
+        left = right = -1
+    else:
+        left, right = window_size
+    if causal:
+        right = 0
+    if left < 0 and right < 0:
+        return False, None
+    if left < 0 and right == 0:
+        return True, None
+    return False, (_UNBOUNDED if left < 0 else left, _UNBOUNDED if right < 0 else right)
+
+
+def _unsupported(name, what):
+    raise NotImplementedError(f"fajit.flash_attn_varlen_func: {name} is not supported ({what})")
+
+
+def flash_attn_varlen_func(q, k, v, cu_seqlens_q=None, cu_seqlens_k=None, max_seqlen_q=None,
+                           max_seqlen_k=None, dropout_p=0.0, softmax_scale=None, causal=False,
+                           window_size=(-1, -1), softcap=0.0, alibi_slopes=None,
+                           deterministic=False, return_attn_probs=False, block_table=None, *,
+                           seqused_k=None, out=None, num_splits=0, return_softmax_lse=False,
+                           scheduler_metadata=None, fa_version=None, q_v=None, q_descale=None,
+                           k_descale=None, v_descale=None, s_aux=None, cp_world_size=1,
+                           cp_rank=0, cp_tot_seqused_k=None):
+    """flash-attn's flash_attn_varlen_func (FA2, FA3 and vLLM's vllm_flash_attn) on fajit:
+    the same argument names, meanings and results, so a backend that calls it switches by
+    importing this one.
+
+    q [total_q, heads_q, head_dim] packed by cu_seqlens_q (int32 [batch + 1]) with
+    max_seqlen_q. Keys either packed the same way (k, v [total_k, heads_kv, head_dim],
+    cu_seqlens_k, max_seqlen_k) or paged (block_table int32 [batch, max_pages], k and v
+    [num_pages, page_size, heads_kv, head_dim] with any strides, seqused_k int32 [batch]
+    the keys in use per sequence; with cu_seqlens_k instead, the lengths are taken from
+    it). softmax_scale (default 1/sqrt(head_dim)), causal (bottom-right), window_size
+    (left, right), -1 unbounded; out: O's buffer; num_splits: split-KV count of paged
+    K/V, 0 = fajit picks (ignored without block_table: it changes speed, not results). Positional arguments follow FA2's order (q, k, v, cu_seqlens_q, cu_seqlens_k,
+    max_seqlen_q, max_seqlen_k, ...); vLLM's (q, k, v, max_seqlen_q, cu_seqlens_q,
+    max_seqlen_k, cu_seqlens_k) is recognised by the types. Returns O, or (O, LSE) with
+    return_softmax_lse: LSE float32 [heads_q, total_q], natural log.
+
+    scheduler_metadata, fa_version, deterministic and cp_rank are accepted and ignored
+    (fajit plans on the host per call; its forward is deterministic). dropout_p, softcap,
+    alibi_slopes, return_attn_probs, q_v, the fp8 descales, s_aux (sinks) and context
+    parallelism (cp_world_size > 1, cp_tot_seqused_k) raise NotImplementedError."""
+    if isinstance(cu_seqlens_q, int):   # vLLM's positional order: max_q, cu_q, max_k, cu_k
+        cu_seqlens_q, cu_seqlens_k, max_seqlen_q, max_seqlen_k = \
+            cu_seqlens_k, max_seqlen_k, cu_seqlens_q, max_seqlen_q
+    if dropout_p:
+        _unsupported("dropout_p", f"inference only, got {dropout_p}")
+    if softcap:
+        _unsupported("softcap", f"no logit soft-capping, got {softcap}")
+    if alibi_slopes is not None:
+        _unsupported("alibi_slopes", "no ALiBi")
+    if return_attn_probs:
+        _unsupported("return_attn_probs", "the probabilities are never formed; "
+                     "return_softmax_lse=True gives the LSE")
+    if q_v is not None:
+        _unsupported("q_v", "no MLA: one head_dim for q, k and v")
+    if q_descale is not None or k_descale is not None or v_descale is not None:
+        _unsupported("q_descale/k_descale/v_descale", "no fp8: q, k and v are float16 or "
+                     "bfloat16")
+    if s_aux is not None:
+        _unsupported("s_aux", "no attention sinks")
+    if cp_world_size != 1 or cp_tot_seqused_k is not None:
+        _unsupported("cp_world_size/cp_tot_seqused_k", "no context parallelism")
+    if cu_seqlens_q is None:
+        raise invalid("flash_attn_varlen_func needs cu_seqlens_q (int32 [batch + 1])")
+    if max_seqlen_q is None:
+        raise invalid("flash_attn_varlen_func needs max_seqlen_q (a host int)")
+    causal, window = _fa_window(causal, window_size)
+    ret = return_softmax_lse
+    if block_table is not None:
+        if seqused_k is None and cu_seqlens_k is not None:   # FA2's paged form
+            seqused_k = (cu_seqlens_k[1:] - cu_seqlens_k[:-1]).to(torch.int32)
+        return attention_with_kvcache(q, k, v, block_table=block_table, seqused_k=seqused_k,
+                                      cu_seqlens_q=cu_seqlens_q, max_seqlen_q=max_seqlen_q,
+                                      causal=causal, window=window, scale=softmax_scale,
+                                      num_splits=_splits(num_splits), return_lse=ret,
+                                      max_seqlen_k=max_seqlen_k, out=out)
+    if seqused_k is not None:
+        _unsupported("seqused_k without block_table", "seqused_k limits the keys of paged "
+                     "K/V only; give cu_seqlens_k")
+    if cu_seqlens_k is None:
+        raise invalid("flash_attn_varlen_func needs cu_seqlens_k or a block_table")
+    return attention(   # num_splits: split-KV is the paged kernels' (results are the same)
+q, k, v, causal=causal, window=window, scale=softmax_scale,
+                     return_lse=ret, cu_seqlens_q=cu_seqlens_q, cu_seqlens_k=cu_seqlens_k,
+                     max_seqlen_q=max_seqlen_q, max_seqlen_k=max_seqlen_k, out=out)
 
 
 def _merge_launch(o_a, lse_a, o_b, lse_b, o, lse):
@@ -319,21 +606,22 @@ def _merge_launch(o_a, lse_a, o_b, lse_b, o, lse):
         setattr(m, f"{name}_head_stride", st[2])
     st = lviews[0].stride()   # [batch, heads, seqlen]
     m.lse_batch_stride, m.lse_head_stride, m.lse_row_stride = st[0], st[1], st[2]
-    ctx = _ctx(o_a.device)
-    ctx.check(lib.fajit_attn_merge(ctx.ptr, C.byref(m),
-                                   torch.cuda.current_stream(o_a.device).cuda_stream))
+    dev = o_a.get_device()
+    ctx = _context(dev)
+    ctx.check(lib.fajit_attn_merge(ctx.ptr, C.byref(m), _stream(dev)))
 
 
-def _merge(o_a: torch.Tensor, lse_a: torch.Tensor, o_b: torch.Tensor,
-           lse_b: torch.Tensor) -> Tuple[torch.Tensor, torch.Tensor]:
+def _merge_eager(o_a: torch.Tensor, lse_a: torch.Tensor, o_b: torch.Tensor,
+                 lse_b: torch.Tensor) -> Tuple[torch.Tensor, torch.Tensor]:
     o = torch.empty_like(o_a, memory_format=torch.contiguous_format)
     lse = torch.empty_like(lse_a, memory_format=torch.contiguous_format)
     _merge_launch(o_a, lse_a, o_b, lse_b, o, lse)
     return o, lse
 
 
+_merge = _merge_eager
 if hasattr(torch.library, "custom_op"):   # (torch < 2.4: eager calls only)
-    _merge = torch.library.custom_op("fajit::merge", mutates_args=())(_merge)
+    _merge = torch.library.custom_op("fajit::merge", mutates_args=())(_merge_eager)
 
     @_merge.register_fake
     def _(o_a, lse_a, o_b, lse_b):
@@ -363,7 +651,8 @@ def merge_attention(o_a, lse_a, o_b, lse_b):
         if tuple(t.shape) != want:
             raise invalid(f"{name} must have shape {want}, got {tuple(t.shape)}")
     _on_cuda(o_a, "o_a", o_b=o_b, lse_a=lse_a, lse_b=lse_b)
-    return _merge(o_a, lse_a, o_b, lse_b)
+    return (_merge_eager if _eager(o_a) else _merge)(o_a, lse_a, o_b, lse_b)
 
 
-__all__ = ["attention", "attention_with_kvcache", "merge_attention"]
+__all__ = ["attention", "attention_with_kvcache", "flash_attn_varlen_func",
+           "merge_attention"]
