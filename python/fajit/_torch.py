@@ -347,9 +347,11 @@ def attention(q, k, v, *, causal=False, window=None, scale=None, return_lse=Fals
     key = None
     if eager:
         try:
-            key = (0, _sig(q), _sig(k), _sig(v), _sig(out), _sig(cu_seqlens_q),
-                   _sig(cu_seqlens_k), max_seqlen_q is None, max_seqlen_k is None, causal,
-                   window, scale, return_lse)
+            key = (0, q.shape, q.stride(), q.dtype, q.get_device(),   # _sig(q), inline
+                   k.shape, k.stride(), k.dtype, k.get_device(),
+                   v.shape, v.stride(), v.dtype, v.get_device(),
+                   _sig(out), _sig(cu_seqlens_q), _sig(cu_seqlens_k), max_seqlen_q is None,
+                   max_seqlen_k is None, causal, window, scale, return_lse)
             e = _descs().get(key)
         except (AttributeError, TypeError):   # not tensors, or unhashable: checked below
             key = e = None
@@ -414,9 +416,19 @@ def attention_with_kvcache(q, k_cache, v_cache, *, block_table=None, seqused_k=N
     key = None
     if eager:
         try:
-            key = (1, _sig(q), _sig(k_cache), _sig(v_cache), _sig(out), _sig(block_table),
-                   _sig(seqused_k), _sig(cu_seqlens_q), max_seqlen_q is None, causal, window,
-                   scale, num_splits, return_lse)
+            key = (1, q.shape, q.stride(), q.dtype, q.get_device(),   # _sig(q), inline
+                   k_cache.shape, k_cache.stride(), k_cache.dtype, k_cache.get_device(),
+                   v_cache.shape, v_cache.stride(), v_cache.dtype, v_cache.get_device(),
+                   None if out is None else
+                   (out.shape, out.stride(), out.dtype, out.get_device()),
+                   None if block_table is None else
+                   (block_table.shape, block_table.stride(), block_table.dtype,
+                    block_table.get_device()),
+                   None if seqused_k is None else
+                   (seqused_k.shape, seqused_k.stride(), seqused_k.dtype,
+                    seqused_k.get_device()),
+                   _sig(cu_seqlens_q), max_seqlen_q is None, causal, window, scale, num_splits,
+                   return_lse)
             e = _descs().get(key)
         except (AttributeError, TypeError):   # not tensors, or unhashable: checked below
             key = e = None

@@ -1,0 +1,335 @@
+"""fajit's eager path without a GPU: the per-thread descriptor cache (a hit on the same
+layout, a new entry on another, the pointers and max lengths written per call, the checks run
+once per layout) and flash_attn_varlen_func's mapping onto fajit's options. The C launch
+(_torch._submit) is replaced by a recorder of the descriptor it would get, and the CUDA
+device rule by nothing, so CPU tensors stand in for CUDA ones; every descriptor the eager path
+records is compared with the one the traced path (the custom ops) builds for the same call."""
+import ctypes as C
+import threading
+
+import pytest
+
+from conftest import needs_torch
+
+torch = pytest.importorskip("torch")
+import fajit  # noqa: E402
+from fajit import _torch as T  # noqa: E402
+from fajit._lib import AttnDesc  # noqa: E402
+
+pytestmark = needs_torch
+BF = torch.bfloat16
+FIELDS = [name for name, _ in AttnDesc._fields_]
+
+
+@pytest.fixture
+def launches(monkeypatch):
+    """The descriptors that would reach fajit_attn_fwd, in order; a fresh cache per test."""
+    seen = []
+    monkeypatch.setattr(T, "_submit", lambda dev, ptr: seen.append(
+        AttnDesc.from_buffer_copy(ptr.contents)))
+    monkeypatch.setattr(T, "_on_cuda", lambda *a, **kw: None)
+    T._descs().clear()
+    yield seen
+    T._descs().clear()
+
+
+def fields(d, skip=()):
+    return {n: getattr(d, n) for n in FIELDS if n not in skip}
+
+
+def traced(monkeypatch, launches, fn, *args, **kwargs):
+    """The descriptor the custom-op path builds for the same call (the eager path off)."""
+    monkeypatch.setattr(T, "_FAST", False)
+    n, cached = len(launches), len(T._descs())
+    r = fn(*args, **kwargs)
+    monkeypatch.setattr(T, "_FAST", True)
+    assert len(launches) == n + 1 and len(T._descs()) == cached
+    return launches.pop(), r
+
+
+def decode(b=1, hq=32, hkv=8, d=128, pages=16, page=16, max_pages=16):
+    q = torch.randn(b, 1, hq, d).to(BF)
+    kv = torch.randn(2, pages, page, hkv, d).to(BF)
+    bt = torch.randperm(pages)[:b * max_pages].to(torch.int32).view(b, max_pages)
+    used = torch.full((b,), 200, dtype=torch.int32)
+    return q, kv[0], kv[1], bt, used
+
+
+def test_a_hit_writes_only_pointers_and_lengths(monkeypatch, launches):
+    q, k, v, bt, used = decode()
+    out = torch.empty_like(q)
+    kw = dict(block_table=bt, seqused_k=used, causal=True, out=out)
+    fajit.attention_with_kvcache(q, k, v, **kw)
+    assert len(T._descs()) == 1
+    q2, k2, v2, bt2, used2 = decode()   # the same layout, other storage
+    out2 = torch.empty_like(q2)
+    kw2 = dict(block_table=bt2, seqused_k=used2, causal=True, out=out2)
+    calls, check = [], T._check_qkv
+    monkeypatch.setattr(T, "_check_qkv", lambda *a: (calls.append(a), check(*a)))
+    fajit.attention_with_kvcache(q2, k2, v2, **kw2)
+    assert calls == [] and len(T._descs()) == 1   # a hit: no checks, no new entry
+    hit = launches[-1]
+    assert (hit.q, hit.k, hit.v, hit.o) == (q2.data_ptr(), k2.data_ptr(), v2.data_ptr(),
+                                            out2.data_ptr())
+    assert (hit.block_table, hit.seqused_k) == (bt2.data_ptr(), used2.data_ptr())
+    slow, _ = traced(monkeypatch, launches, fajit.attention_with_kvcache, q2, k2, v2, **kw2)
+    assert fields(hit) == fields(slow)
+    # max_seqlen_k is written per call, in the same entry
+    fajit.attention_with_kvcache(q2, k2, v2, max_seqlen_k=208, **kw2)
+    assert len(T._descs()) == 1 and launches[-1].seqlen_k == 208
+    fajit.attention_with_kvcache(q2, k2, v2, **kw2)
+    assert launches[-1].seqlen_k == 16 * 16   # the default again: max_pages x page_size
+
+
+CASES = {
+    "dense": lambda: ((torch.randn(2, 40, 8, 64).to(BF), torch.randn(2, 56, 2, 64).to(BF),
+                       torch.randn(2, 56, 2, 64).to(BF)), dict(causal=True), "attention"),
+    "dense window lse scale": lambda: (
+        (torch.randn(1, 33, 4, 128).to(torch.float16),) +
+        tuple(torch.randn(2, 1, 70, 4, 128).to(torch.float16).unbind(0)),
+        dict(window=(16, 0), return_lse=True, scale=0.25), "attention"),
+    "varlen": lambda: ((torch.randn(30, 8, 64).to(BF), torch.randn(50, 2, 64).to(BF),
+                        torch.randn(50, 2, 64).to(BF)),
+                       dict(cu_seqlens_q=torch.tensor([0, 10, 30], dtype=torch.int32),
+                            cu_seqlens_k=torch.tensor([0, 20, 50], dtype=torch.int32),
+                            max_seqlen_q=20, max_seqlen_k=30, return_lse=True), "attention"),
+    "paged mixed batch": lambda: (
+        (torch.randn(9, 32, 128).to(BF),) + tuple(torch.randn(2, 40, 16, 8, 128).to(BF)),
+        dict(block_table=torch.arange(40, dtype=torch.int32).view(4, 10).flip(1),
+             seqused_k=torch.tensor([5, 100, 160, 1], dtype=torch.int32),
+             cu_seqlens_q=torch.tensor([0, 5, 6, 8, 9], dtype=torch.int32), max_seqlen_q=5,
+             causal=True, num_splits=3, return_lse=True), "attention_with_kvcache"),
+    "contiguous cache": lambda: ((torch.randn(3, 2, 16, 64).to(BF),
+                                  torch.randn(3, 300, 4, 64).to(BF),
+                                  torch.randn(3, 300, 4, 64).to(BF)), dict(max_seqlen_k=250),
+                                 "attention_with_kvcache"),
+}
+
+
+@pytest.mark.parametrize("case", list(CASES))
+def test_eager_descriptors_equal_the_traced_ones(monkeypatch, launches, case):
+    """Miss, then hit with other tensors of the same layout: both descriptors equal the
+    custom-op path's for the same call, but for the buffers each call allocates (O, LSE)."""
+    for i in range(2):
+        args, kw, fn = CASES[case]()
+        r = getattr(fajit, fn)(*args, **kw)
+        assert len(T._descs()) == 1, i
+        eager = launches[-1]
+        slow, rs = traced(monkeypatch, launches, getattr(fajit, fn), *args, **kw)
+        assert fields(eager, ("o", "lse")) == fields(slow, ("o", "lse")), (case, i)
+        o, lse = r if kw.get("return_lse") else (r, None)
+        assert eager.o == o.data_ptr() and o.shape == args[0].shape
+        assert o.dtype == args[0].dtype and o.is_contiguous()
+        if lse is None:
+            assert eager.lse is None
+        else:
+            assert eager.lse == lse.data_ptr() and lse.shape == rs[1].shape
+            assert lse.dtype == torch.float32
+
+
+def test_another_layout_is_another_entry(launches):
+    q, k, v, bt, used = decode()
+    fajit.attention_with_kvcache(q, k, v, block_table=bt, seqused_k=used)
+    q2, k2, v2, bt2, used2 = decode(b=2, pages=64)   # another batch and pool size
+    fajit.attention_with_kvcache(q2, k2, v2, block_table=bt2, seqused_k=used2)
+    assert len(T._descs()) == 2 and launches[-1].batch == 2 and launches[-1].num_pages == 64
+    qs = torch.randn(1, 1, 64, 128).to(BF)[:, :, ::2]   # other strides
+    fajit.attention_with_kvcache(qs, k, v, block_table=bt, seqused_k=used)
+    assert len(T._descs()) == 3 and launches[-1].q_head_stride == 256
+    fajit.attention_with_kvcache(q, k, v, block_table=bt, seqused_k=used, causal=True)
+    fajit.attention_with_kvcache(q, k, v, block_table=bt, seqused_k=used, scale=0.5)
+    fajit.attention_with_kvcache(q, k, v, block_table=bt, seqused_k=used, return_lse=True)
+    fajit.attention_with_kvcache(q, k, v, block_table=bt)
+    assert len(T._descs()) == 7
+    assert launches[-4].mask == T.CAUSAL and launches[-3].softmax_scale == 0.5
+    assert launches[-2].lse is not None and launches[-1].seqused_k is None
+    fajit.attention_with_kvcache(q, k, v, block_table=bt, seqused_k=used)
+    assert len(T._descs()) == 7   # the first layout again: a hit
+
+
+def test_the_cache_is_bounded_and_per_thread(monkeypatch, launches):
+    monkeypatch.setattr(T, "_CACHE_MAX", 3)
+    first = None
+    for b in range(1, 6):
+        q, k, v, bt, used = decode(b=b, pages=80)
+        fajit.attention_with_kvcache(q, k, v, block_table=bt, seqused_k=used)
+        first = first or next(iter(T._descs()))
+    assert len(T._descs()) == 3 and first not in T._descs()   # the oldest went first
+    other = []
+    t = threading.Thread(target=lambda: (fajit.attention_with_kvcache(
+        q, k, v, block_table=bt, seqused_k=used), other.append(len(T._descs()))))
+    t.start()
+    t.join()
+    assert other == [1] and len(T._descs()) == 3
+
+
+def test_failed_checks_are_not_cached(launches):
+    q, k, v, bt, used = decode()
+    for _ in range(2):
+        with pytest.raises(fajit.Error, match="block_table must be torch.int32"):
+            fajit.attention_with_kvcache(q, k, v, block_table=bt.long(), seqused_k=used)
+    assert len(T._descs()) == 0 and launches == []
+    with pytest.raises(fajit.Error, match="q must be a torch.Tensor, got int"):
+        fajit.attention(1, k, v)
+    with pytest.raises(fajit.Error, match="causal=True allows window right 0 or -1"):
+        fajit.attention(q, k, v, causal=True, window=[4, 2])   # a list: not hashable
+
+
+def test_cpu_tensors_still_refused_on_the_eager_path():
+    q, k, v, bt, used = decode()
+    T._descs().clear()
+    for _ in range(2):
+        with pytest.raises(fajit.Error, match="q must be a CUDA tensor, got one on cpu"):
+            fajit.attention_with_kvcache(q, k, v, block_table=bt, seqused_k=used)
+    assert len(T._descs()) == 0
+
+
+def test_eager_is_off_for_fake_tensors_and_under_compile(monkeypatch):
+    q = torch.zeros(1)
+    assert T._eager(q)
+    from torch._subclasses.fake_tensor import FakeTensorMode
+    with FakeTensorMode():
+        assert not T._eager(torch.zeros(1))
+    monkeypatch.setattr(T, "_compiling", lambda: True)
+    assert not T._eager(q)
+
+
+# ------ flash_attn_varlen_func ------
+
+def vllm_decode(n=3, hq=32, hkv=8, d=128, page=16, max_pages=8):
+    q = torch.randn(n, hq, d).to(BF)
+    kv = torch.randn(2, n * max_pages, page, hkv, d).to(BF)
+    bt = torch.arange(n * max_pages, dtype=torch.int32).view(n, max_pages)
+    return dict(q=q, k=kv[0], v=kv[1], cu_seqlens_q=torch.arange(n + 1, dtype=torch.int32),
+                max_seqlen_q=1, seqused_k=torch.tensor([100, 5, 128][:n], dtype=torch.int32),
+                max_seqlen_k=128, block_table=bt)
+
+
+def test_vllm_call_maps_onto_the_kvcache_entry(monkeypatch, launches):
+    a = vllm_decode()
+    out = torch.empty_like(a["q"])
+    r = fajit.flash_attn_varlen_func(**a, out=out, softmax_scale=0.1, causal=True,
+                                     window_size=[-1, -1], alibi_slopes=None, softcap=0,
+                                     scheduler_metadata=None, fa_version=3, q_descale=None,
+                                     k_descale=None, v_descale=None, num_splits=0, s_aux=None)
+    assert r is out
+    d = launches[-1]
+    assert (d.batch, d.heads_q, d.heads_kv, d.seqlen_q, d.seqlen_k, d.head_dim) == \
+        (3, 32, 8, 1, 128, 128)
+    assert d.mask == T.CAUSAL and abs(d.softmax_scale - 0.1) < 1e-7 and d.num_splits == 0
+    assert d.cu_seqlens_q == a["cu_seqlens_q"].data_ptr() and d.total_q == 3
+    assert d.seqused_k == a["seqused_k"].data_ptr() and d.page_size == 16
+    assert d.block_table == a["block_table"].data_ptr() and d.block_table_stride == 8
+    slow, _ = traced(monkeypatch, launches, fajit.attention_with_kvcache, a["q"], a["k"],
+                     a["v"], block_table=a["block_table"], seqused_k=a["seqused_k"],
+                     cu_seqlens_q=a["cu_seqlens_q"], max_seqlen_q=1, max_seqlen_k=128,
+                     causal=True, scale=0.1, out=out)
+    assert fields(d) == fields(slow)
+    o, lse = fajit.flash_attn_varlen_func(**a, causal=True, return_softmax_lse=True,
+                                          num_splits=4)
+    assert o.shape == a["q"].shape and lse.shape == (32, 3) and lse.dtype == torch.float32
+    assert launches[-1].num_splits == 4 and launches[-1].lse == lse.data_ptr()
+
+
+def test_positional_orders_fa2_and_vllm(launches):
+    a = vllm_decode()
+    q, k, v, cu, bt = a["q"], a["k"], a["v"], a["cu_seqlens_q"], a["block_table"]
+    fajit.flash_attn_varlen_func(q, k, v, cu, None, 1, 128, 0.0, None, True,
+                                 block_table=bt, seqused_k=a["seqused_k"])   # FA2's
+    fa2 = fields(launches[-1], ("o",))
+    fajit.flash_attn_varlen_func(q, k, v, 1, cu, 128, None, block_table=bt,
+                                 seqused_k=a["seqused_k"], causal=True)       # vLLM's
+    assert fields(launches[-1], ("o",)) == fa2
+    assert fa2["seqlen_k"] == 128 and fa2["cu_seqlens_q"] == cu.data_ptr()
+
+
+def test_fa2_paged_lengths_from_cu_seqlens_k(monkeypatch, launches):
+    a = vllm_decode()
+    cu_k = torch.tensor([0, 100, 105, 233], dtype=torch.int32)
+    used = []   # read at launch (a CPU tensor here, alive for the call only)
+    monkeypatch.setattr(T, "_submit", lambda dev, ptr: used.extend(
+        C.cast(ptr.contents.seqused_k, C.POINTER(C.c_int32))[i] for i in range(3)))
+    fajit.flash_attn_varlen_func(a["q"], a["k"], a["v"], a["cu_seqlens_q"], cu_k, 1, 128,
+                                 block_table=a["block_table"])
+    assert used == [100, 5, 128]
+
+
+def test_packed_keys_map_onto_attention(launches):
+    q, k = torch.randn(30, 8, 64).to(BF), torch.randn(50, 2, 64).to(BF)
+    cq = torch.tensor([0, 10, 30], dtype=torch.int32)
+    ck = torch.tensor([0, 20, 50], dtype=torch.int32)
+    o, lse = fajit.flash_attn_varlen_func(q, k, k, cq, ck, 20, 30, causal=True,
+                                          window_size=(8, 8), return_softmax_lse=True,
+                                          num_splits=16)
+    d = launches[-1]
+    assert (d.mask, d.window_left, d.window_right) == (T.WINDOW, 8, 0)
+    assert (d.cu_seqlens_k, d.total_k, d.seqlen_q, d.seqlen_k) == (ck.data_ptr(), 50, 20, 30)
+    assert d.num_splits == 0 and lse.shape == (8, 30)
+
+
+@pytest.mark.parametrize("causal,window,want", [
+    (False, (-1, -1), (T.NONE, -1, -1)),
+    (False, None, (T.NONE, -1, -1)),
+    (True, (-1, -1), (T.CAUSAL, -1, -1)),
+    (False, (-1, 0), (T.CAUSAL, -1, -1)),
+    (True, (128, 5), (T.WINDOW, 128, 0)),
+    (False, [127, 0], (T.WINDOW, 127, 0)),
+    (False, (10, 3), (T.WINDOW, 10, 3)),
+    (False, (10, -1), (T.WINDOW, 10, 1 << 30)),
+    (False, (-1, 4), (T.WINDOW, 1 << 30, 4)),
+])
+def test_window_size_as_flash_attn_means_it(launches, causal, window, want):
+    a = vllm_decode()
+    fajit.flash_attn_varlen_func(**a, causal=causal, window_size=window)
+    d = launches[-1]
+    assert (d.mask, d.window_left, d.window_right) == want
+
+
+@pytest.mark.parametrize("kw,name", [
+    (dict(dropout_p=0.1), "dropout_p"), (dict(softcap=30.0), "softcap"),
+    (dict(alibi_slopes=torch.zeros(32)), "alibi_slopes"),
+    (dict(return_attn_probs=True), "return_attn_probs"), (dict(q_v=torch.zeros(1)), "q_v"),
+    (dict(k_descale=torch.ones(1)), "q_descale/k_descale/v_descale"),
+    (dict(s_aux=torch.zeros(32)), "s_aux"), (dict(cp_world_size=2), "cp_world_size"),
+])
+def test_missing_features_name_the_argument(kw, name):
+    a = vllm_decode()
+    with pytest.raises(NotImplementedError) as e:
+        fajit.flash_attn_varlen_func(**a, **kw)
+    assert str(e.value).startswith(f"fajit.flash_attn_varlen_func: {name}")
+    assert "not supported" in str(e.value)
+
+
+def test_varlen_argument_errors():
+    a = vllm_decode()
+    del a["block_table"]
+    with pytest.raises(NotImplementedError, match="seqused_k without block_table"):
+        fajit.flash_attn_varlen_func(**a)
+    del a["seqused_k"]
+    with pytest.raises(fajit.Error, match="needs cu_seqlens_k or a block_table"):
+        fajit.flash_attn_varlen_func(**a)
+    with pytest.raises(fajit.Error, match="needs max_seqlen_q"):
+        fajit.flash_attn_varlen_func(a["q"], a["k"], a["v"], a["cu_seqlens_q"], None)
+    with pytest.raises(fajit.Error, match="q must be a CUDA tensor"):   # all rules passed
+        fajit.flash_attn_varlen_func(**vllm_decode())
+
+
+def test_eager_hit_costs_little(monkeypatch):
+    """The p50 of a hit with the launch replaced by fajit_attn_check (a ctypes call of the
+    same shape), CPU tensors: a loose bound (the GPU host's numbers come from
+    bench/host_overhead.py)."""
+    import time
+    from fajit._lib import lib
+    monkeypatch.setattr(T, "_submit", lambda dev, ptr: lib.fajit_attn_check(None, ptr))
+    monkeypatch.setattr(T, "_on_cuda", lambda *a, **kw: None)
+    q, k, v, bt, used = decode()
+    out = torch.empty_like(q)
+    f = fajit.attention_with_kvcache
+    times = []
+    for _ in range(2000):
+        t = time.perf_counter()
+        f(q, k, v, block_table=bt, seqused_k=used, out=out)
+        times.append(time.perf_counter() - t)
+    p50 = sorted(times)[len(times) // 2] * 1e6
+    print(f"eager hit p50 {p50:.1f} us")
+    assert p50 < 100
