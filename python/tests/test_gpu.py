@@ -277,3 +277,113 @@ def test_merge_attention_equals_one_call():
                                    ob.reshape(6, 8, 128), lb.permute(1, 0, 2).reshape(8, 6))
     assert torch.equal(pm.reshape(2, 3, 8, 128), om)
     assert torch.equal(pl.reshape(8, 2, 3).permute(1, 0, 2), lm)
+
+
+def vllm_batch(q_lens, used, n=700, page=16, hq=32, hkv=8, d=128):
+    """A mixed batch as vLLM passes it: packed q, a (2, pages, page, hkv, d) cache unbound
+    into K and V pages, the block table, cu_seqlens_q and seqused_k; and the contiguous K, V
+    [b, n, hkv, d] the reference reads."""
+    gen = torch.Generator().manual_seed(SEED)
+    b = len(q_lens)
+    k, v = rand(b, n, hkv, d), rand(b, n, hkv, d)
+    kp, vp, bt = paged(k, v, page, gen)
+    kv = torch.stack([kp, vp])
+    cu = torch.tensor([0] + list(itertools.accumulate(q_lens)), dtype=torch.int32,
+                      device="cuda")
+    return dict(q=rand(sum(q_lens), hq, d), k=kv[0], v=kv[1], cu_seqlens_q=cu,
+                max_seqlen_q=max(q_lens), seqused_k=torch.tensor(used, dtype=torch.int32,
+                                                                 device="cuda"),
+                max_seqlen_k=max(used), block_table=bt), k, v
+
+
+def check_rows(o, lse, a, k, v, used, causal, window=None, what=""):
+    cu = a["cu_seqlens_q"].tolist()
+    for i, u in enumerate(used):
+        s, e = cu[i], cu[i + 1]
+        check(o[s:e].unsqueeze(0), None if lse is None else lse[:, s:e].unsqueeze(0),
+              a["q"][s:e].unsqueeze(0), k[i:i + 1, :u], v[i:i + 1, :u], causal=causal,
+              window=window, what=f"{what} seq {i}")
+
+
+@pytest.mark.parametrize("window", [None, (64, 0)])
+def test_flash_attn_varlen_func_paged_mixed_batch(window):
+    """vLLM's call (keywords, out=, window_size as a list, the ignored FA3 arguments):
+    chunked prefill and decode rows over paged GQA K/V, bottom-right causal."""
+    q_lens, used = [37, 1, 1, 4], [700, 431, 1, 29]
+    a, k, v = vllm_batch(q_lens, used)
+    out = torch.full_like(a["q"], float("nan"))
+    ws = [-1, -1] if window is None else [window[0], 0]
+    o, lse = fajit.flash_attn_varlen_func(**a, out=out, softmax_scale=128 ** -0.5,
+                                          causal=True, window_size=ws, alibi_slopes=None,
+                                          softcap=0.0, scheduler_metadata=None, fa_version=3,
+                                          num_splits=0, return_softmax_lse=True)
+    assert o is out and lse.shape == (32, sum(q_lens)) and lse.dtype == torch.float32
+    check_rows(o, lse, a, k, v, used, True, window, f"varlen paged window={window}")
+    for splits in (1, 4):   # a forced split count gives the same results
+        o2 = fajit.flash_attn_varlen_func(**a, causal=True, window_size=ws, num_splits=splits)
+        check_rows(o2, None, a, k, v, used, True, window, f"splits {splits}")
+
+
+def test_flash_attn_varlen_func_fa2_forms():
+    """FA2's positional call over pages with cu_seqlens_k (the lengths), and packed keys
+    (no block table), non-causal."""
+    q_lens, used = [5, 1, 3], [300, 17, 650]
+    a, k, v = vllm_batch(q_lens, used)
+    cu_k = torch.tensor([0] + list(itertools.accumulate(used)), dtype=torch.int32,
+                        device="cuda")
+    o = fajit.flash_attn_varlen_func(a["q"], a["k"], a["v"], a["cu_seqlens_q"], cu_k,
+                                     max(q_lens), max(used), 0.0, None, True,
+                                     block_table=a["block_table"])
+    check_rows(o, None, a, k, v, used, True, what="FA2 paged")
+    kp = torch.cat([k[i, :u] for i, u in enumerate(used)])
+    vp = torch.cat([v[i, :u] for i, u in enumerate(used)])
+    o, lse = fajit.flash_attn_varlen_func(a["q"], kp, vp, a["cu_seqlens_q"], cu_k,
+                                          max(q_lens), max(used), return_softmax_lse=True)
+    check_rows(o, lse, a, k, v, used, False, what="packed keys")
+
+
+def test_eager_path_equals_the_custom_op_and_follows_new_tensors():
+    """The cached descriptor with new pointers and lengths each call gives bit-identical
+    results to the custom-op path building a new descriptor each call."""
+    from fajit import _torch as T
+    gen = torch.Generator().manual_seed(SEED)
+    k, v = rand(2, 1024, 8, 128), rand(2, 1024, 8, 128)
+    kp, vp, bt = paged(k, v, 16, gen)
+    out = torch.empty(2, 1, 32, 128, device="cuda", dtype=torch.bfloat16)
+    for lens in ([1024, 3], [77, 900], [1, 1]):
+        q = rand(2, 1, 32, 128)   # new storage each time: a cache hit after the first
+        used = torch.tensor(lens, dtype=torch.int32, device="cuda")
+        fast = fajit.attention_with_kvcache(q, kp, vp, block_table=bt, seqused_k=used,
+                                            out=out).clone()
+        T._FAST = False
+        try:
+            slow = fajit.attention_with_kvcache(q, kp, vp, block_table=bt, seqused_k=used)
+        finally:
+            T._FAST = True
+        assert torch.equal(fast, slow), lens
+        for i, u in enumerate(lens):
+            check(fast[i:i + 1], None, q[i:i + 1], k[i:i + 1, :u], v[i:i + 1, :u],
+                  what=f"eager path {lens} seq {i}")
+
+
+def test_flash_attn_varlen_func_under_torch_compile_and_graphs():
+    q_lens, used = [9, 1, 1], [500, 64, 333]
+    a, k, v = vllm_batch(q_lens, used)
+
+    def fn(q, kc, vc, cu, used, bt):
+        return fajit.flash_attn_varlen_func(q=q, k=kc, v=vc, cu_seqlens_q=cu, max_seqlen_q=9,
+                                            seqused_k=used, max_seqlen_k=500, causal=True,
+                                            block_table=bt)
+
+    args = (a["q"], a["k"], a["v"], a["cu_seqlens_q"], a["seqused_k"], a["block_table"])
+    eager = fn(*args)
+    torch._dynamo.reset()
+    got = torch.compile(fn, fullgraph=True)(*args)
+    assert torch.equal(got, eager)
+    g = torch.cuda.CUDAGraph()   # the eager path captured: the workspace from the pool
+    with torch.cuda.graph(g):
+        o = fn(*args)
+    a["seqused_k"].copy_(torch.tensor([17, 64, 1], dtype=torch.int32))
+    g.replay()
+    torch.cuda.synchronize()
+    check_rows(o, None, a, k, v, [17, 64, 1], True, what="graph replay")

@@ -1,0 +1,200 @@
+#!/usr/bin/env python3
+"""host_overhead.py - the host time of one eager attention call from Python: fajit's entry
+points against PyTorch SDPA (cuDNN backend) and the C call itself, on a tiny decode problem
+(batch 1, 32 query / 8 KV heads, head_dim 128, 1 query row, 256 keys in pages of 16 in
+random order; bf16) where the GPU work is a few microseconds and the host's share shows.
+
+Each variant runs --calls eager calls, each timed alone with time.perf_counter_ns (the host
+time until the call returns, its launch queued); the stream is synchronized every --sync
+calls outside the timed region, so the launch queue never fills and a call never waits for
+the GPU. Reports p50 and p90 per call (us) and the p50 over the C floor, as a markdown table:
+
+- fajit.attention_with_kvcache  the eager path, out= given (as a server passes it), and
+                                without out (O allocated per call)
+- fajit.flash_attn_varlen_func  vLLM's call: packed q, cu_seqlens_q, seqused_k, out=
+- custom-op path                the same call through torch.ops.fajit.fwd_out with the
+                                argument checks and a new descriptor every call (the path
+                                before the descriptor cache; the one torch.compile traces)
+- SDPA cuDNN                    F.scaled_dot_product_attention, backend CUDNN_ATTENTION,
+                                contiguous K/V [1, 32, 256, 128] (the KV heads expanded:
+                                cuDNN takes no GQA through SDPA)
+- C floor                       fajit_attn_fwd through ctypes with a prebuilt descriptor and
+                                stream (no torch per call)
+
+fajit's output is checked against SDPA's first. The first calls compile or load the kernel
+(warm-up, not timed).
+
+usage: FAJIT_LIB=build/libfajit.so PYTHONPATH=python python3 bench/host_overhead.py
+           [--calls 2000] [--sync 128] [--out host.md]
+"""
+import argparse
+import ctypes as C
+import datetime
+import os
+import platform
+import sys
+import time
+
+
+def percentile(xs, p):
+    xs = sorted(xs)
+    return xs[min(len(xs) - 1, int(p / 100 * len(xs)))]
+
+
+def timed(fn, calls, sync, warmup=50):
+    import torch
+    for _ in range(warmup):
+        fn()
+    torch.cuda.synchronize()
+    ns = []
+    clock = time.perf_counter_ns
+    for i in range(calls):
+        if i % sync == 0:
+            torch.cuda.synchronize()
+        t = clock()
+        fn()
+        ns.append(clock() - t)
+    torch.cuda.synchronize()
+    return [x / 1000 for x in ns]
+
+
+def main():
+    ap = argparse.ArgumentParser(description=__doc__.split("\n")[0])
+    ap.add_argument("--calls", type=int, default=2000)
+    ap.add_argument("--sync", type=int, default=128, help="synchronize every N calls "
+                    "(untimed), so the launch queue never fills")
+    ap.add_argument("--keys", type=int, default=256)
+    ap.add_argument("--page-size", type=int, default=16)
+    ap.add_argument("--out", help="write the markdown table here too")
+    a = ap.parse_args()
+
+    import torch
+    import torch.nn.functional as F
+    if not torch.cuda.is_available():
+        print("host_overhead.py: needs torch with a CUDA GPU", file=sys.stderr)
+        return 77
+    import fajit
+    from fajit import _torch as T
+    from fajit._lib import lib
+
+    torch.manual_seed(0)
+    dev, bf = "cuda", torch.bfloat16
+    hq, hkv, d, n, ps = 32, 8, 128, a.keys, a.page_size
+    pages = -(-n // ps)
+    pool = 4 * pages
+    q = torch.randn(1, 1, hq, d, device=dev, dtype=bf)
+    kv = torch.randn(2, pool, ps, hkv, d, device=dev, dtype=bf)   # vLLM: (2, blocks, ...)
+    kp, vp = kv.unbind(0)
+    bt = torch.randperm(pool, device=dev)[:pages].to(torch.int32).view(1, pages)
+    used = torch.tensor([n], dtype=torch.int32, device=dev)
+    out = torch.empty_like(q)
+    qp, outp = q.view(1, hq, d), out.view(1, hq, d)   # packed rows for the varlen call
+    cu = torch.tensor([0, 1], dtype=torch.int32, device=dev)
+    # contiguous twins for SDPA: [1, heads, keys, d], the KV heads expanded
+    k_seq = kp[bt[0].long()].reshape(pages * ps, hkv, d)[:n]
+    v_seq = vp[bt[0].long()].reshape(pages * ps, hkv, d)[:n]
+    qs = q.transpose(1, 2)
+    ks = k_seq.transpose(0, 1).repeat_interleave(hq // hkv, 0).unsqueeze(0).contiguous()
+    vs = v_seq.transpose(0, 1).repeat_interleave(hq // hkv, 0).unsqueeze(0).contiguous()
+
+    def fast_out():
+        fajit.attention_with_kvcache(q, kp, vp, block_table=bt, seqused_k=used, out=out)
+
+    def fast_alloc():
+        fajit.attention_with_kvcache(q, kp, vp, block_table=bt, seqused_k=used)
+
+    def varlen():
+        fajit.flash_attn_varlen_func(q=qp, k=kp, v=vp, out=outp, cu_seqlens_q=cu,
+                                     max_seqlen_q=1, seqused_k=used, max_seqlen_k=n,
+                                     softmax_scale=d ** -0.5, causal=True,
+                                     window_size=[-1, -1], block_table=bt, num_splits=0)
+
+    def custom_op():
+        T._FAST = False
+        try:
+            fast_out()
+        finally:
+            T._FAST = True
+
+    try:
+        from torch.nn.attention import SDPBackend, sdpa_kernel
+        cudnn = sdpa_kernel(SDPBackend.CUDNN_ATTENTION)
+    except ImportError:
+        cudnn = None
+
+    def sdpa():
+        return F.scaled_dot_product_attention(qs, ks, vs)
+
+    # the floor: fajit_attn_fwd with a prebuilt descriptor, the stream fetched once
+    desc = T._build(q, kp, vp, out, None, None, bt, used, 1, n, T.NONE, -1, -1, None, 0, None)
+    ptr = C.pointer(desc)
+    ctx = fajit.default_context(q.get_device())
+    stream = torch.cuda.current_stream().cuda_stream
+    fwd = lib.fajit_attn_fwd
+
+    def c_floor():
+        fwd(ctx._ptr, ptr, stream)
+
+    # correctness first: every fajit variant against SDPA (math on the same inputs)
+    ref = F.scaled_dot_product_attention(qs.float(), ks.float(), vs.float()).transpose(1, 2)
+    for name, fn, o in (("eager, out=", fast_out, out), ("flash_attn_varlen_func", varlen,
+                                                         out), ("custom op", custom_op, out),
+                        ("C floor", c_floor, out)):
+        out.zero_()
+        fn()
+        torch.cuda.synchronize()
+        err = (o.float() - ref).abs().max().item()
+        assert err < 2e-2, f"{name}: max error {err} against SDPA"
+    o = fajit.attention_with_kvcache(q, kp, vp, block_table=bt, seqused_k=used)
+    assert (o.float() - ref).abs().max().item() < 2e-2
+
+    rows = []
+    variants = [
+        ("fajit.attention_with_kvcache(..., out=) (eager path)", fast_out),
+        ("fajit.attention_with_kvcache(...) (eager path, O allocated)", fast_alloc),
+        ("fajit.flash_attn_varlen_func (vLLM's call, out=)", varlen),
+        ("custom-op path (checks + new descriptor + fajit::fwd_out)", custom_op),
+    ]
+    for name, fn in variants:
+        rows.append((name, timed(fn, a.calls, a.sync)))
+    if cudnn is None:
+        rows.append(("SDPA cuDNN: torch.nn.attention.sdpa_kernel missing", None))
+    else:
+        try:
+            with cudnn:
+                sdpa()
+                rows.append(("SDPA cuDNN (contiguous K/V, heads expanded)",
+                             timed(sdpa, a.calls, a.sync)))
+        except RuntimeError as e:
+            rows.append((f"SDPA cuDNN: not run ({str(e).splitlines()[0][:80]})", None))
+    rows.append(("C floor: fajit_attn_fwd via ctypes, prebuilt descriptor",
+                 timed(c_floor, a.calls, a.sync)))
+    floor = percentile(rows[-1][1], 50)
+
+    name = torch.cuda.get_device_name()
+    lines = [f"# Host time per eager call, {datetime.date.today()}",
+             "",
+             f"{name}; torch {torch.__version__}; fajit {fajit.__version__}; Python "
+             f"{platform.python_version()}; {os.cpu_count()} CPUs ({platform.processor() or platform.machine()}). "
+             f"bf16, batch 1, {hq}/{hkv} heads, head_dim {d}, 1 query row, {n} keys in pages "
+             f"of {ps}; {a.calls} calls each, synchronized every {a.sync} (untimed).",
+             f"Command: `python3 bench/host_overhead.py --calls {a.calls} --sync {a.sync}`",
+             "",
+             "| call | p50 us | p90 us | p50 over the C floor us |",
+             "|---|---:|---:|---:|"]
+    for name, us in rows:
+        if us is None:
+            lines.append(f"| {name} | - | - | - |")
+        else:
+            p50, p90 = percentile(us, 50), percentile(us, 90)
+            lines.append(f"| {name} | {p50:.1f} | {p90:.1f} | {p50 - floor:+.1f} |")
+    text = "\n".join(lines) + "\n"
+    print(text)
+    if a.out:
+        with open(a.out, "w") as f:
+            f.write(text)
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())
