@@ -333,3 +333,33 @@ def test_eager_hit_costs_little(monkeypatch):
     p50 = sorted(times)[len(times) // 2] * 1e6
     print(f"eager hit p50 {p50:.1f} us")
     assert p50 < 100
+
+
+@pytest.mark.skipif(not hasattr(torch.library, "custom_op"), reason="torch < 2.4")
+def test_torch_compile_traces_flash_attn_varlen_func_to_one_op():
+    """Dynamo takes the traced path (no graph break): vLLM's call becomes one fajit::fwd_out
+    with the mapped options, on fake CUDA tensors."""
+    from torch._subclasses.fake_tensor import FakeTensorMode
+    graphs = []
+
+    def backend(gm, example_inputs):
+        graphs.append(gm)
+        return gm.forward
+
+    def fn(q, kc, vc, out, cu, used, bt):
+        return fajit.flash_attn_varlen_func(q=q, k=kc, v=vc, out=out, cu_seqlens_q=cu,
+                                            max_seqlen_q=1, seqused_k=used, max_seqlen_k=128,
+                                            softmax_scale=0.125, causal=True,
+                                            window_size=[31, 0], block_table=bt,
+                                            return_softmax_lse=True, num_splits=2)
+
+    f = torch.compile(fn, fullgraph=True, backend=backend)
+    with FakeTensorMode():
+        a = {n: t.to("cuda") if isinstance(t, torch.Tensor) else t
+             for n, t in vllm_decode().items()}
+        o, lse = f(a["q"], a["k"], a["v"], torch.empty_like(a["q"]), a["cu_seqlens_q"],
+                   a["seqused_k"], a["block_table"])
+        assert o.shape == a["q"].shape and lse.shape == (32, 3)
+    code = graphs[0].code
+    assert code.count("torch.ops.fajit.fwd_out.default(") == 1, code
+    assert ", 1, 128, 2, 31, 0, 0.125, True, 2)" in code, code
