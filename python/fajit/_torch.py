@@ -59,10 +59,6 @@ def _context(dev):
     return ctx
 
 
-def _ctx(device):
-    return _context(device.index if device.index is not None else torch.cuda.current_device())
-
-
 def _submit(dev, ptr):
     """fajit_attn_fwd of the descriptor `ptr` (a ctypes pointer) on device `dev`'s current
     stream. Under CUDA graph capture a copy gets a workspace from the graph's pool."""
@@ -547,9 +543,11 @@ def flash_attn_varlen_func(q, k, v, cu_seqlens_q=None, cu_seqlens_k=None, max_se
     return_softmax_lse: LSE float32 [heads_q, total_q], natural log.
 
     scheduler_metadata, fa_version, deterministic and cp_rank are accepted and ignored
-    (fajit plans on the host per call; its forward is deterministic). dropout_p, softcap,
-    alibi_slopes, return_attn_probs, q_v, the fp8 descales, s_aux (sinks) and context
-    parallelism (cp_world_size > 1, cp_tot_seqused_k) raise NotImplementedError."""
+    (fajit plans on the host per call; its forward is deterministic), and so are
+    q_descale/k_descale/v_descale with float16 or bfloat16 tensors (as FA3 does; vLLM
+    passes them always). dropout_p, softcap, alibi_slopes, return_attn_probs, q_v, fp8
+    tensors with descales, s_aux (sinks) and context parallelism (cp_world_size > 1,
+    cp_tot_seqused_k) raise NotImplementedError."""
     if isinstance(cu_seqlens_q, int):   # vLLM's positional order: max_q, cu_q, max_k, cu_k
         cu_seqlens_q, cu_seqlens_k, max_seqlen_q, max_seqlen_k = \
             cu_seqlens_k, max_seqlen_k, cu_seqlens_q, max_seqlen_q
@@ -564,9 +562,10 @@ def flash_attn_varlen_func(q, k, v, cu_seqlens_q=None, cu_seqlens_k=None, max_se
                      "return_softmax_lse=True gives the LSE")
     if q_v is not None:
         _unsupported("q_v", "no MLA: one head_dim for q, k and v")
-    if q_descale is not None or k_descale is not None or v_descale is not None:
+    if (q_descale is not None or k_descale is not None or v_descale is not None) and \
+            (getattr(q, "dtype", None) not in _DT or getattr(k, "dtype", None) not in _DT):
         _unsupported("q_descale/k_descale/v_descale", "no fp8: q, k and v are float16 or "
-                     "bfloat16")
+                     "bfloat16, and then the descales are ignored, as in FA3")
     if s_aux is not None:
         _unsupported("s_aux", "no attention sinks")
     if cp_world_size != 1 or cp_tot_seqused_k is not None:

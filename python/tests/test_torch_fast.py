@@ -208,10 +208,11 @@ def vllm_decode(n=3, hq=32, hkv=8, d=128, page=16, max_pages=8):
 def test_vllm_call_maps_onto_the_kvcache_entry(monkeypatch, launches):
     a = vllm_decode()
     out = torch.empty_like(a["q"])
+    ones = torch.ones(3, 8)
     r = fajit.flash_attn_varlen_func(**a, out=out, softmax_scale=0.1, causal=True,
                                      window_size=[-1, -1], alibi_slopes=None, softcap=0,
-                                     scheduler_metadata=None, fa_version=3, q_descale=None,
-                                     k_descale=None, v_descale=None, num_splits=0, s_aux=None)
+                                     scheduler_metadata=None, fa_version=3, q_descale=ones,
+                                     k_descale=ones, v_descale=ones, num_splits=0, s_aux=None)
     assert r is out
     d = launches[-1]
     assert (d.batch, d.heads_q, d.heads_kv, d.seqlen_q, d.seqlen_k, d.head_dim) == \
@@ -289,7 +290,6 @@ def test_window_size_as_flash_attn_means_it(launches, causal, window, want):
     (dict(dropout_p=0.1), "dropout_p"), (dict(softcap=30.0), "softcap"),
     (dict(alibi_slopes=torch.zeros(32)), "alibi_slopes"),
     (dict(return_attn_probs=True), "return_attn_probs"), (dict(q_v=torch.zeros(1)), "q_v"),
-    (dict(k_descale=torch.ones(1)), "q_descale/k_descale/v_descale"),
     (dict(s_aux=torch.zeros(32)), "s_aux"), (dict(cp_world_size=2), "cp_world_size"),
 ])
 def test_missing_features_name_the_argument(kw, name):
@@ -298,6 +298,23 @@ def test_missing_features_name_the_argument(kw, name):
         fajit.flash_attn_varlen_func(**a, **kw)
     assert str(e.value).startswith(f"fajit.flash_attn_varlen_func: {name}")
     assert "not supported" in str(e.value)
+
+
+def test_descales_ignored_with_16_bit_tensors_fp8_refused(launches):
+    a = vllm_decode()
+    ones = torch.ones(3, 8)   # vLLM passes layer._k_scale.expand((batch, heads_kv)) always
+    fajit.flash_attn_varlen_func(**a, q_descale=ones, k_descale=ones, v_descale=ones)
+    assert len(launches) == 1
+    if not hasattr(torch, "float8_e4m3fn"):
+        return
+    a["k"], a["v"] = (t.view(torch.float8_e4m3fn) for t in (a["k"], a["v"]))
+    with pytest.raises(NotImplementedError) as e:
+        fajit.flash_attn_varlen_func(**a, q_descale=ones, k_descale=ones, v_descale=ones)
+    assert str(e.value).startswith("fajit.flash_attn_varlen_func: q_descale/k_descale/"
+                                   "v_descale is not supported (no fp8")
+    with pytest.raises(fajit.Error, match="k_cache must be torch.bfloat16, got "
+                                          "torch.float8_e4m3fn"):
+        fajit.flash_attn_varlen_func(**a)
 
 
 def test_varlen_argument_errors():
