@@ -46,6 +46,11 @@ if hasattr(torch._C, "_cuda_isCurrentStreamCapturing"):
 else:                                                 # pragma: no cover
     _capturing = torch.cuda.is_current_stream_capturing
 
+# Python dispatch modes (TorchDispatchMode: FakeTensorMode, FlopCounterMode, ...) see every
+# op: while one is active, calls take the custom ops so that it sees fajit's too.
+_dispatch_modes = getattr(torch._C, "_len_torch_dispatch_stack", lambda: 0)
+_profiling = torch.autograd._profiler_enabled
+
 _attn_fwd = lib.fajit_attn_fwd
 _contexts = {}   # device index -> its default Context
 
@@ -316,14 +321,19 @@ def _call(e, q, k, v, out, cu_q, cu_k, block_table, seqused_k, max_q, max_k):
     if e.lse_shape is not None:
         lse = torch.empty(e.lse_shape, dtype=_F32, device=e.device)
         d.lse = lse.data_ptr()
-    _submit(e.dev, e.ptr)
+    if _profiling():   # a named range in torch.profiler's trace, as the custom op has
+        with torch.profiler.record_function("fajit::attn_fwd"):
+            _submit(e.dev, e.ptr)
+    else:
+        _submit(e.dev, e.ptr)
     return o, lse
 
 
 def _eager(q):
     """Whether a call on `q` takes the eager path: not traced by torch.compile (checked
-    first: Dynamo stops there) and a plain tensor (not a fake or functional one)."""
-    return _FAST and not _compiling() and type(q) is _Tensor
+    first: Dynamo stops there), a plain tensor (not a fake or functional one), and no
+    Python dispatch mode active."""
+    return _FAST and not _compiling() and type(q) is _Tensor and not _dispatch_modes()
 
 
 def attention(q, k, v, *, causal=False, window=None, scale=None, return_lse=False,

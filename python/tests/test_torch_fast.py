@@ -190,8 +190,46 @@ def test_eager_is_off_for_fake_tensors_and_under_compile(monkeypatch):
     from torch._subclasses.fake_tensor import FakeTensorMode
     with FakeTensorMode():
         assert not T._eager(torch.zeros(1))
+    from torch.utils._python_dispatch import TorchDispatchMode
+
+    class Ops(TorchDispatchMode):
+        seen = []
+
+        def __torch_dispatch__(self, func, types, args=(), kwargs=None):
+            self.seen.append(str(func))
+            return func(*args, **(kwargs or {}))
+
+    with Ops():
+        assert not T._eager(q)
     monkeypatch.setattr(T, "_compiling", lambda: True)
     assert not T._eager(q)
+
+
+def test_a_dispatch_mode_sees_the_custom_op(launches):
+    """Under a TorchDispatchMode (a FLOP counter, say) a call goes through fajit::fwd_out,
+    which the mode records; without one it takes the eager path, which no mode sees."""
+    from torch.utils._python_dispatch import TorchDispatchMode
+    seen = []
+
+    class Ops(TorchDispatchMode):
+        def __torch_dispatch__(self, func, types, args=(), kwargs=None):
+            seen.append(str(func))
+            return func(*args, **(kwargs or {}))
+
+    q, k, v, bt, used = decode()
+    out = torch.empty_like(q)
+    with Ops():
+        fajit.attention_with_kvcache(q, k, v, block_table=bt, seqused_k=used, out=out)
+    assert "fajit.fwd_out.default" in seen and len(launches) == 1
+    assert len(T._descs()) == 0
+
+
+def test_the_profiler_names_the_eager_call(launches):
+    q, k, v, bt, used = decode()
+    with torch.profiler.profile(activities=[torch.profiler.ProfilerActivity.CPU]) as prof:
+        fajit.attention_with_kvcache(q, k, v, block_table=bt, seqused_k=used)
+    assert "fajit::attn_fwd" in {e.name for e in prof.events()}
+    assert len(launches) == 1
 
 
 # ------ flash_attn_varlen_func ------
