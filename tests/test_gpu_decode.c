@@ -1,6 +1,7 @@
 /* test_gpu_decode.c - the `gpu` suite's tests of the decode family (src/families/decode.c):
  * paged K/V through a block table, seqused_k, varlen queries (decode, speculative decode,
- * chunked prefill), split-KV and its LSE merge, the checked mode, CUDA-graph replay with
+ * chunked prefill; prefill over pages, which the Hopper family serves where its tiles fit the
+ * pages: prefill_sweep), split-KV and its LSE merge, the checked mode, CUDA-graph replay with
  * changing device-side inputs, the lengths and block table rewritten by the kernel right
  * before the call while the call, a dependent launch, may already run (sm_90+). Exits 77
  * (skipped) when no CUDA driver can be loaded.
@@ -114,6 +115,7 @@ typedef struct dcase {
     int spare;              /* pages in the pool beyond those needed */
     int num_splits, want_lse, poison;
     int preset_used;        /* used[] below instead of random lengths */
+    int share;              /* sequences b > 0 share sequence 0's first pages (a prefix) */
     int used[MAXB];
 } dcase;
 
@@ -196,6 +198,13 @@ static void assign_pages(dbufs *B)
         for (int64_t i = 0; i < B->bt_stride; i++)
             B->bt[b * B->bt_stride + i] =
                 i < pages_of(B, b) ? perm[k++] : perm[need + (int)(rnd() % (unsigned)(n - need))];
+    /* a shared prefix: the first pages of every sequence are sequence 0's (the keys written
+     * there last are what every sharer reads, the oracle included) */
+    for (int b = 1; B->c.share && b < B->c.batch; b++) {
+        const int np = pages_of(B, b) < pages_of(B, 0) ? pages_of(B, b) : pages_of(B, 0);
+        for (int i = 0; i < np / 2; i++)
+            B->bt[b * B->bt_stride + i] = B->bt[i];
+    }
     free(perm);
 }
 
@@ -402,7 +411,8 @@ static void case_text(const dbufs *B, char *t, size_t n)
     } else {
         ADD(" contiguous");
     }
-    ADD(" splits%d%s%s", c->num_splits, c->want_lse ? " lse" : "", c->poison ? " nan-outside" : "");
+    ADD(" splits%d%s%s%s", c->num_splits, c->want_lse ? " lse" : "", c->poison ? " nan-outside" : "",
+        c->share ? " shared-prefix" : "");
 #undef ADD
 }
 
@@ -847,6 +857,122 @@ START_TEST(paged_sweep)
     fajit_ctx_destroy(tctx);
     fajit_ctx_destroy(nctx);
     ck_assert_msg(t.failed == 0, "%d of %d decode cases failed; first: %s", t.failed, ran, t.first);
+}
+END_TEST
+
+/*------ 1b. prefill_sweep ------*/
+
+/* Prefill and chunked prefill over paged K/V: 64..300 query rows (some varlen batches mixed
+ * with decode rows of 0..16), keys from fewer than the queries to 1,000 more, page sizes
+ * 1..256 (those that fit the Hopper kernel's tiles go to it on sm_90, the others to the decode
+ * family), GQA ratios including 3, 5 and 6, head_dim 64..256, shared prefixes, the sweep's
+ * layouts, lengths, masks and NaN outside the keys. */
+static void draw_prefill_case(dcase *c)
+{
+    static const int groups[] = {1, 2, 3, 4, 5, 6, 8};
+    static const int hds[] = {64, 80, 96, 128, 192, 256};
+    static const int pages[] = {1, 3, 8, 16, 16, 32, 64, 128, 256};
+    memset(c, 0, sizeof *c);
+    c->batch = urange(1, 4);
+    c->hkv = urange(1, 2);
+    c->group = pick(groups, 7);
+    c->hd = pick(hds, 6);
+    c->dtype = (int)(rnd() % 2);
+    c->paged = 1;
+    c->varlen = rnd() % 2;
+    c->q_len = urange(64, 300);
+    int qmax = c->q_len;
+    if (c->varlen) {
+        qmax = 0;
+        for (int b = 0; b < c->batch; b++) {
+            c->qlens[b] = rnd() % 3 == 0 ? urange(0, 16) : urange(64, 300);
+            qmax = c->qlens[b] > qmax ? c->qlens[b] : qmax;
+        }
+        c->give_total_q = rnd() % 8 != 0;   /* without it: the decode family */
+    }
+    c->seqlen_k = rnd() % 8 == 0 ? urange(1, qmax) : urange(qmax, qmax + 1000);
+    const unsigned m = rnd() % 16;
+    c->mask = m < 6 ? FAJIT_MASK_NONE : m < 13 ? FAJIT_MASK_CAUSAL : FAJIT_MASK_WINDOW;
+    c->wl = urange(0, c->seqlen_k);
+    c->page_size = pick(pages, 9);
+    c->use_seqused = rnd() % 4 != 0;
+    c->force_empty = rnd() % 4 == 0;
+    c->force_full = rnd() % 2 == 0;
+    const unsigned l = rnd() % 4;
+    c->layout = l == 3 ? KV_INTERLEAVED : l == 2 ? KV_STACKED : KV_SEPARATE;
+    c->page_pad = c->layout == KV_SEPARATE && rnd() % 3 == 0;
+    c->spare = urange(1, 8);
+    c->poison = rnd() % 2 && env_int("FAJIT_TEST_DECODE_POISON", 1);
+    c->share = c->batch > 1 && rnd() % 3 == 0;
+    c->want_lse = rnd() % 2;
+}
+
+START_TEST(prefill_sweep)
+{
+    fajit_ctx *ctx = new_ctx(0);
+    fajit_device_info di;
+    ck_assert_int_eq(fajit_device_info_get(ctx, 0, &di), FAJIT_OK);
+    const int n = env_int("FAJIT_TEST_PREFILL_CASES", 60);
+    const int only = env_int("FAJIT_TEST_DECODE_ONLY", -1);
+    int failed = 0, fa3 = 0, ran = 0;
+    double worst[2] = {0, 0};
+    char first[1024] = "";
+    for (int k = 0; k < n; k++) {
+        if (only >= 0 && k != only)
+            continue;
+        dcase c;
+        dbufs B;
+        reseed(((uint64_t)g_seed << 20) ^ (uint64_t)k ^ 0x9ef11ull);
+        for (int tries = 0;; tries++) {
+            draw_prefill_case(&c);
+            preset_lengths(&c);
+            if (ref_cost(&c) <= REF_BUDGET || tries == 1000)
+                break;
+        }
+        setup(&B, &c, NULL);
+        char text[512], buf[1024];
+        case_text(&B, text, sizeof text);
+        ck_assert_msg(fajit_dispatch_describe(ctx, NULL, &B.desc, buf, sizeof buf) == FAJIT_OK,
+                      "describe: %s", fajit_errmsg(ctx));
+        const int by_fa3 = strstr(buf, "fa3 ") != NULL;
+        if (ran < 4 || only >= 0)
+            printf("prefill sweep: case %d: %s\n  -> %s\n", k, text, buf);
+        verdict v;
+        memset(&v, 0, sizeof v);
+        fajit_status st = launch(ctx, &B, NULL);
+        if (st != FAJIT_OK) {
+            snprintf(v.why, sizeof v.why, "fajit_attn_fwd: %s: %s", fajit_status_name(st),
+                     fajit_errmsg(ctx));
+        } else {
+            fetch(&B);
+            double *ro = malloc(sizeof(double) * (B.n_o + 1));
+            double *rl = malloc(sizeof(double) * (B.n_lse + 1));
+            reference(&B, ro, rl);
+            compare(&B, ro, rl, &v);
+            free(ro), free(rl);
+        }
+        ran++;
+        fa3 += by_fa3 && v.ok;
+        if (v.ok) {
+            worst[c.dtype] = v.err > worst[c.dtype] ? v.err : worst[c.dtype];
+        } else {
+            if (failed++ == 0)
+                snprintf(first, sizeof first, "case %d (FAJIT_TEST_SEED=%u FAJIT_TEST_DECODE_ONLY=%d, "
+                         "%s): %s: %s", k, g_seed, k, by_fa3 ? "fa3" : "decode", text, v.why);
+            if (failed <= 10)
+                printf("prefill sweep: FAILED case %d (%s): %s: %s\n", k, by_fa3 ? "fa3" : "decode",
+                       text, v.why);
+        }
+        teardown(&B);
+    }
+    printf("prefill sweep: %d/%d cases passed, %d of them on the Hopper kernel, max rel err bf16 "
+           "%.3g, f16 %.3g\n", ran - failed, ran, fa3, worst[1], worst[0]);
+    fajit_ctx_destroy(ctx);
+    ck_assert_msg(failed == 0, "%d of %d prefill cases failed; first: %s", failed, ran, first);
+    /* on sm_90 most page sizes drawn fit the Hopper kernel: it must have served */
+    if (di.cc_major == 9 && di.cc_minor == 0 && only < 0)
+        ck_assert_msg(fa3 >= ran / 3, "only %d of %d paged prefill cases ran on the Hopper kernel",
+                      fa3, ran);
 }
 END_TEST
 
@@ -1730,6 +1856,7 @@ int main(void)
     Suite *s = suite_create("gpu-decode");
     const struct { const char *name; const TTest *test; int timeout; } cases[] = {
         {"paged_sweep", paged_sweep, 3600},
+        {"prefill_sweep", prefill_sweep, 1800},
         {"contiguous_matches_paged", contiguous_matches_paged, 600},
         {"checked_mode", checked_mode, 600},
         {"graph_replay", graph_replay, 600},

@@ -8,6 +8,7 @@
 #include <string.h>
 
 #include "fake_cuda.h"
+#include "../src/families/fa3.h"
 
 static struct {
     fj_decode_params p[4];
@@ -1270,6 +1271,98 @@ static unsigned dec_rnd(unsigned *s)
     return *s >> 8;
 }
 
+/* Paged prefill on sm_90a goes to the Hopper family where its K/V blocks fit the pages and
+ * enough query rows come; decode rows, other page sizes, varlen without total_q, the checked
+ * mode and other targets stay with the decode family. */
+START_TEST(fa3_paged_dispatch)
+{
+    static const fj_target h = {90, 1, 132, 0, 0, 0}, hc = {90, 1, 132, 1, 0, 0},
+                           a = {80, 0, 108, 0, 0, 0};
+    void *ptr = (void *)(uintptr_t)0x100000;
+    static const struct {
+        int hd, mask, q, ps, varlen, total_q;
+        const fj_target *t;
+        int fa3;   /* 1: the Hopper family, 0: decode */
+    } cases[] = {
+        {128, FAJIT_MASK_CAUSAL, 4096, 16, 0, 0, &h, 1},
+        {128, FAJIT_MASK_NONE, 512, 256, 0, 0, &h, 1},
+        {64, FAJIT_MASK_CAUSAL, 2048, 8, 0, 0, &h, 1},
+        {256, FAJIT_MASK_NONE, 4096, 32, 0, 0, &h, 1},   /* 128x80 does not fit: 128x64 */
+        {128, FAJIT_MASK_WINDOW, 1024, 64, 1, 1, &h, 1},
+        {128, FAJIT_MASK_CAUSAL, 64, 16, 0, 0, &h, 1},
+        {128, FAJIT_MASK_CAUSAL, 63, 16, 0, 0, &h, 0},  /* too few rows */
+        {128, FAJIT_MASK_CAUSAL, 1, 16, 0, 0, &h, 0},
+        {128, FAJIT_MASK_CAUSAL, 4096, 1, 0, 0, &h, 0}, /* no tile fits pages of 1, 3, 12 */
+        {128, FAJIT_MASK_CAUSAL, 4096, 3, 0, 0, &h, 0},
+        {128, FAJIT_MASK_CAUSAL, 4096, 12, 0, 0, &h, 0},
+        {128, FAJIT_MASK_CAUSAL, 4096, 24, 0, 0, &h, 1}, /* 128x128 does not fit: 128x144 */
+        {128, FAJIT_MASK_CAUSAL, 1024, 16, 1, 0, &h, 0}, /* varlen without total_q */
+        {128, FAJIT_MASK_CAUSAL, 4096, 16, 0, 0, &hc, 0}, /* checked: page ids tested */
+        {128, FAJIT_MASK_CAUSAL, 4096, 16, 0, 0, &a, 0},
+        {72, FAJIT_MASK_CAUSAL, 4096, 16, 0, 0, &h, 0},  /* head_dim not a multiple of 16 */
+    };
+    for (size_t i = 0; i < sizeof cases / sizeof cases[0]; i++) {
+        fajit_attn_desc d;
+        fajit_attn_desc_init(&d, ptr, ptr, ptr, ptr, 2, 32, 8, cases[i].q, 8192, cases[i].hd,
+                             FAJIT_BF16);
+        d.mask = (fajit_mask)cases[i].mask;
+        if (d.mask == FAJIT_MASK_WINDOW)
+            d.window_left = 100, d.window_right = 0;
+        d.block_table = (const int32_t *)(uintptr_t)0x3000;
+        d.page_size = cases[i].ps;
+        d.block_table_stride = (8192 + cases[i].ps - 1) / cases[i].ps;
+        d.num_pages = 4096;
+        d.k_row_stride = d.v_row_stride = 8 * cases[i].hd;
+        if (cases[i].varlen) {
+            d.cu_seqlens_q = (const int32_t *)(uintptr_t)0x5000;
+            d.total_q = cases[i].total_q ? 2 * cases[i].q : 0;
+        }
+        const fj_family *f = fj_family_choose(&d, cases[i].t, FAJIT_FAMILY_AUTO);
+        ck_assert_msg(f == (cases[i].fa3 ? &fj_family_fa3 : &fj_family_decode),
+                      "case %zu: %s", i, f ? f->name : "none");
+        fj_kcfg c;
+        ck_assert_int_eq(fj_kcfg_default(&d, cases[i].t, FAJIT_FAMILY_AUTO, &c), 0);
+        if (!cases[i].fa3)
+            continue;
+        const fj_fa3_config *fc = fj_fa3_of(&c);
+        ck_assert_msg(fj_fa3_page_fit(fc->block_n, cases[i].ps), "case %zu: block_n %d", i,
+                      fc->block_n);
+        char why[256];
+        ck_assert_int_eq(f->check(&c, &d, cases[i].t, why, sizeof why), 0);
+        fj_kernels ks;
+        f->kernels(&c, &d, &ks);
+        ck_assert_ptr_nonnull(strstr(ks.v[0].preamble, "#define FJ_FA3_PAGED 1\n"));
+        ck_assert_ptr_nonnull(strstr(ks.v[0].name, " paged"));
+        /* every candidate fits the pages, the default first */
+        fj_kcfg cand[32];
+        const int n = f->candidates(&d, cases[i].t, cand, 32);
+        ck_assert_int_ge(n, 1);
+        ck_assert_mem_eq(fj_fa3_of(&cand[0]), fc, sizeof *fc);
+        for (int k = 0; k < n; k++)
+            ck_assert(fj_fa3_page_fit(fj_fa3_of(&cand[k])->block_n, cases[i].ps));
+        /* a tuned tile that does not fit the pages is refused with the rule */
+        fj_fa3_config bad = *fc;
+        bad.block_n = cases[i].ps == 8 ? 80 : 176;
+        if (!fj_fa3_page_fit(bad.block_n, cases[i].ps)) {
+            fj_kcfg b;
+            fj_fa3_kcfg(&bad, &b);
+            ck_assert_int_eq(f->check(&b, &d, cases[i].t, why, sizeof why), -1);
+            ck_assert_ptr_nonnull(strstr(why, "page_size"));
+        }
+        /* the same problem over contiguous K/V: no paged variant */
+        d.block_table = NULL;
+        if (!d.cu_seqlens_q && fj_family_choose(&d, cases[i].t, FAJIT_FAMILY_AUTO) == &fj_family_fa3) {
+            fj_kcfg_default(&d, cases[i].t, FAJIT_FAMILY_AUTO, &c);
+            f->kernels(&c, &d, &ks);
+            ck_assert_ptr_null(strstr(ks.v[0].preamble, "FJ_FA3_PAGED"));
+        }
+    }
+    ck_assert(fj_fa3_page_fit(128, 256) && fj_fa3_page_fit(128, 16) && fj_fa3_page_fit(176, 16) &&
+              fj_fa3_page_fit(128, 128) && !fj_fa3_page_fit(176, 32) && !fj_fa3_page_fit(128, 4) &&
+              !fj_fa3_page_fit(128, 48) && !fj_fa3_page_fit(128, 1) && fj_fa3_page_fit(80, 160));
+}
+END_TEST
+
 START_TEST(decode_random_plans)
 {
     /* (A100, A6000, H200, B200) */
@@ -1326,6 +1419,11 @@ START_TEST(decode_random_plans)
         fj_kplan kp;
         memset(&kp, 0, sizeof kp);
         ck_assert_int_eq(fj_kcfg_default(&d, &t, FAJIT_FAMILY_AUTO, &kp.cfg), 0);
+        if (kp.cfg.fam == &fj_family_fa3) {   /* paged prefill on sm_90: the Hopper kernel */
+            ck_assert(ps && t.sm == 90 && q_len >= FJ_FA3_PAGED_MIN_Q &&
+                      fj_fa3_page_fit(fj_fa3_of(&kp.cfg)->block_n, ps));
+            continue;
+        }
         ck_assert_ptr_eq(kp.cfg.fam, &fj_family_decode);
         char name[32];
         fj_kcfg_name(&kp.cfg, name);
@@ -1438,5 +1536,6 @@ TCase *fj_tcase_decode(void)
     tcase_add_test(tc, decode_splits_memo);
     tcase_add_test(tc, decode_head_packing);
     tcase_add_loop_test(tc, decode_random_plans, 0, 4);
+    tcase_add_test(tc, fa3_paged_dispatch);
     return tc;
 }
