@@ -29,7 +29,12 @@ static CUresult o_load(CUmodule *m, const void *img)
     return 0;
 }
 static CUresult o_unload(CUmodule m) { free(m); return 0; }
-static CUresult o_getfn(CUfunction *f, CUmodule m, const char *n) { (void)n; *f = (CUfunction)m; return 0; }
+static CUresult o_getfn(CUfunction *f, CUmodule m, const char *n)
+{
+    (void)n;
+    *f = (CUfunction)m;
+    return 0;
+}
 static CUresult o_fattr(int *v, int a, CUfunction f) { (void)a, (void)f; *v = 0; return 0; }
 static CUresult o_fset(CUfunction f, int a, int v) { (void)f, (void)a, (void)v; return 0; }
 static CUresult o_launch(CUfunction f, unsigned gx, unsigned gy, unsigned gz, unsigned bx,
@@ -152,7 +157,8 @@ START_TEST(strict_serves_another_nvrtc)
     fajit_ctx_destroy(ctx);
 
     fj_nvrtc_fake_for_testing(13, 2, NULL, 0);   /* its compiles fail: none may run */
-    ck_assert_str_eq(fajit_nvrtc_describe(), "13.2 from fake-libnvrtc.so.13 (a stand-in for tests)");
+    ck_assert_str_eq(fajit_nvrtc_describe(),
+                     "13.2 from fake-libnvrtc.so.13 (a stand-in for tests)");
     ctx = ctx_with(FAJIT_POLICY_STRICT);
     ck_assert_msg(fajit_attn_fwd(ctx, &d, NULL) == FAJIT_OK, "%s", fajit_errmsg(ctx));
     ck_assert_int_eq(fajit_attn_fwd(ctx, &d, NULL), FAJIT_OK);
@@ -310,8 +316,8 @@ START_TEST(loader_order_named)
     void *h = dlopen(TOOLKIT_NVRTC, RTLD_NOW | RTLD_LOCAL);
     ck_assert_ptr_nonnull(h);
     const char *line = fajit_nvrtc_describe();
-    ck_assert_msg(strstr(line, " (already loaded in the process)") && strstr(line, "libnvrtc.so.13"),
-                  "%s", line);
+    ck_assert_msg(strstr(line, " (already loaded in the process)")
+                  && strstr(line, "libnvrtc.so.13"), "%s", line);
     ck_assert_msg(strstr(line, " from /"), "%s", line);   /* the loader's full path */
 }
 END_TEST

@@ -152,7 +152,10 @@ static _Atomic int g_faked;
 static const void *g_fake_cubin;
 static size_t g_fake_cubin_size;
 
-static const char *fk_errstr(int r) { return r ? "NVRTC_ERROR_COMPILATION (fake)" : "NVRTC_SUCCESS"; }
+static const char *fk_errstr(int r)
+{
+    return r ? "NVRTC_ERROR_COMPILATION (stand-in)" : "NVRTC_SUCCESS";
+}
 static int fk_create(nvrtcProgram *p, const char *src, const char *name, int n,
                      const char *const *h, const char *const *hn)
 {
