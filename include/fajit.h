@@ -724,6 +724,33 @@ FAJIT_API fajit_status fajit_cache_import(fajit_ctx *ctx, const char *path, int 
 FAJIT_API fajit_status fajit_cache_explain(fajit_ctx *ctx, const char *arch,
                                            const fajit_attn_desc *d, char *buf, size_t len);
 
+/*------ Kernels of another NVRTC ------
+ * A kernel's cache key holds the version of the NVRTC that compiled it, and the version
+ * of the loaded NVRTC is looked up first. When that misses, an entry of the same kernel
+ * (every other part of the key equal) made by another NVRTC version serves, nearest version
+ * first (not newer than the loaded one, newest first; then newer, oldest first; without
+ * NVRTC, newest first): a CUBIN is machine code for one exact target, and the CUDA driver,
+ * not NVRTC, decides whether it runs. An entry the driver refuses to load is skipped (a
+ * warning; it stays in the cache) and the next is tried; when none loads, the kernel is
+ * compiled or missed as the policy says. So a cache warmed with one NVRTC serves under
+ * STRICT, with no compile, a process that loaded another (a PyTorch process whose wheel
+ * brought its own NVRTC), wherever the driver takes the CUBINs. */
+
+/* Kernels this context took from the cache as another NVRTC version made them than the
+ * loaded one (or, without NVRTC, any); each is counted in fajit_counters.hits_disk too.
+ * 0 when ctx is NULL or not a live context. Thread-safe. */
+FAJIT_API uint64_t fajit_hits_other_nvrtc(fajit_ctx *ctx);
+
+/* Which NVRTC this process uses, as one line: "13.0 from /usr/local/cuda/lib64/libnvrtc.so.13
+ * (/usr/local/cuda/lib64)": version, the file as the loader resolved it, and the rule that
+ * chose it, or "not loaded: <reason and paths tried>". The search order, first that loads:
+ * FAJIT_NVRTC_PATH (that file and nothing else; "none": no NVRTC); an NVRTC already loaded
+ * in the process (libnvrtc.so.13, else .12); libnvrtc.so.13, then .12, by the dynamic
+ * loader's search (LD_LIBRARY_PATH, RUNPATH, ld.so.cache), $CUDA_HOME/lib64,
+ * /usr/local/cuda/lib64. Loads NVRTC on first use, once per process. Never NULL; the
+ * string is the calling thread's, valid until its next call of this function. */
+FAJIT_API const char *fajit_nvrtc_describe(void);
+
 #ifdef __cplusplus
 }
 #endif

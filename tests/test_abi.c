@@ -464,6 +464,7 @@ static void all_refuse(fajit_ctx *c)
     ck_assert_int_eq(fajit_cache_prune(c, 0, &x, &y), bad);
     ck_assert_int_eq(fajit_cache_export(c, "/tmp/fajit-abi-never.db", NULL, &a, &b), bad);
     ck_assert_int_eq(fajit_cache_import(c, "/tmp/fajit-abi-never.db", &a, &b, &a), bad);
+    ck_assert_uint_eq(fajit_hits_other_nvrtc(c), 0);
     fajit_counters k;
     memset(&k, 0xff, sizeof k);
     fajit_counters_get(c, &k);

@@ -95,7 +95,9 @@ class Context:
     def counters(self):
         c = Counters()
         lib.fajit_counters_get(self.ptr, C.byref(c))
-        return {name: getattr(c, name) for name, _ in Counters._fields_}
+        out = {name: getattr(c, name) for name, _ in Counters._fields_}
+        out["hits_other_nvrtc"] = lib.fajit_hits_other_nvrtc(self.ptr)   # of hits_disk
+        return out
 
     def sysinfo(self):
         s = Sysinfo()
@@ -160,6 +162,7 @@ def info():
     return {"version": __version__,
             "driver_version": s.driver_version if s.driver_loaded else None,
             "nvrtc_version": (s.nvrtc_major, s.nvrtc_minor) if s.nvrtc_loaded else None,
+            "nvrtc": lib.fajit_nvrtc_describe().decode(errors="replace"),
             "device_count": s.device_count, "devices": devices,
             "cache_path": None if s.cache_path is None else os.fsdecode(s.cache_path),
             "cache_readonly": bool(s.cache_readonly)}

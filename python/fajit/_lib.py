@@ -143,6 +143,7 @@ def _declare(L):
         "fajit_tune_opts_init_sized": (V, [D(TuneOpts), C.c_size_t]),
         "fajit_tune_spec": (I, [P, S, D(TuneOpts), TUNE_FN, P]),
         "fajit_family_name": (S, [I]),
+        "fajit_hits_other_nvrtc": (C.c_uint64, [P]), "fajit_nvrtc_describe": (S, []),
     }
     for name, (res, args) in sigs.items():
         f = getattr(L, name)

@@ -25,6 +25,11 @@ def test_info_without_or_with_a_gpu():
         assert i["device_count"] == 0
     for d in i["devices"]:
         assert d["arch"].startswith("sm_") and d["sm_count"] > 0
+    # which NVRTC: "13.0 from /path (rule)", or "not loaded: why"
+    if i["nvrtc_version"] is None:
+        assert i["nvrtc"].startswith("not loaded: "), i["nvrtc"]
+    else:
+        assert i["nvrtc"].startswith("%d.%d from " % i["nvrtc_version"]), i["nvrtc"]
 
 
 def test_plan_for_named_targets():
@@ -57,7 +62,8 @@ def test_plan_errors_name_the_rule():
 def test_compile_only_context(tmp_path):
     with fajit.Context(None, cache_dir=str(tmp_path), policy="strict") as ctx:
         assert ctx.cache_path == str(tmp_path / "kernels.db")
-        assert set(ctx.counters()) >= {"calls", "compiles", "hits_disk", "compile_seconds"}
+        assert set(ctx.counters()) >= {"calls", "compiles", "hits_disk", "compile_seconds",
+                                       "hits_other_nvrtc"}
         assert all(v == 0 for v in ctx.counters().values())
         assert ctx.plan(arch="sm_100a").split()[0] == "fa4"  # the Blackwell family
         with pytest.raises(fajit.Error) as e:

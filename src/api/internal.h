@@ -101,6 +101,7 @@ struct fajit_ctx {
 
     _Atomic uint64_t calls, hits_memory, hits_disk, misses, compiles, serving_compiles,
         background_compiles, fallback_launches;
+    _Atomic uint64_t hits_other_nvrtc;   /* of hits_disk: entries another NVRTC made */
     char gpu_name[128];
 
     /* FALLBACK's background compiles: destroy waits for them */
@@ -229,6 +230,11 @@ fajit_status fj_kernel_recompile_same(fajit_ctx *ctx, const fj_variant *v, const
 /* The embedded kernel headers (.h, .cuh: what any kernel may include) into out[max]: their
  * count, or -1 when there are more than max. */
 int fj_kernel_headers(fj_src *out, int max);
+/* Orders the NVRTC versions vers[n] (major*1000 + minor*10) in which entries of another
+ * NVRTC than `want` (0: none loaded) are tried: those not newer than `want`, newest first,
+ * then the newer ones, oldest first; `want` itself and repeats are dropped. Returns how
+ * many remain. */
+int fj_kernel_serve_order(int want, int *vers, int n);
 /* The local NVRTC's version (major*1000 + minor*10), or -1 without one. */
 int fj_kernel_nvrtc_version(void);
 /* The key of `v` for `arch`, its parts, and the cache's verdict on it, as text. */
