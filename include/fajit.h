@@ -491,7 +491,8 @@ FAJIT_API fajit_status fajit_warm(fajit_ctx *ctx, const char *arch, int jobs,
                                   int *n_compiled, int *n_cached);
 
 /* Same, for the kernels a spec needs (see "Tuning" below for `spec`): for each of its
- * problems, the reference kernel and every candidate configuration the tuner may time. */
+ * problems, the reference kernel and every candidate configuration the tuner may time, for
+ * each shape at each of the spec's batches (the decode family's tiles depend on the batch). */
 FAJIT_API fajit_status fajit_warm_spec(fajit_ctx *ctx, const char *spec, const char *arch,
                                        int jobs, int *n_compiled, int *n_cached);
 

@@ -8,6 +8,7 @@
 #include <string.h>
 
 #include "fake_cuda.h"
+#include "../src/autotune/spec.h"
 
 static struct {
     fj_decode_params p[4];
@@ -1425,6 +1426,95 @@ START_TEST(decode_random_plans)
 }
 END_TEST
 
+/* fajit_warm_spec compiles, for every shape of a spec at every batch the spec lists, the
+ * kernels dispatch picks for it on the target: each key that fajit_cache_explain looks up
+ * for a shape is among the keys of warm's list. The llama-3.2-1b-paged preset lists batch 1
+ * and 64: at 64 the decode family packs two KV heads into 64-key tiles, a kernel no
+ * batch-1 shape asks for. With an NVRTC, the public explain then says "hit" for every kernel
+ * of a batch-64 shape once warm's keys are in a cache (entries of empty CUBINs: nothing is
+ * compiled). No GPU. */
+static int key_in(const fj_key *keys, int n, const fj_key *k)
+{
+    for (int i = 0; i < n; i++)
+        if (memcmp(&keys[i], k, sizeof *k) == 0)
+            return 1;
+    return 0;
+}
+START_TEST(warm_spec_every_batch)
+{
+    static const char *const specs[] = {"llama-3.2-1b-paged", "llama-3-8b-paged"};
+    fajit_ctx_opts o;
+    fajit_ctx_opts_init(&o);
+    o.device = FAJIT_DEVICE_NONE, o.cache_dir = "";
+    fajit_ctx *ctx = NULL;
+    ck_assert_int_eq(fajit_ctx_create(&ctx, &o), FAJIT_OK);
+    const int nvrtc = fj_kernel_nvrtc_version(), version = nvrtc > 0 ? nvrtc : 13000;
+    for (size_t si = 0; si < sizeof specs / sizeof specs[0]; si++) {
+        fj_variant *vs = NULL;
+        int n = 0;
+        ck_assert_msg(fj_spec_warm_variants(ctx, specs[si], "sm_90a", &vs, &n) == FAJIT_OK,
+                      "%s", fajit_errmsg(ctx));
+        fj_key *keys = malloc((size_t)n * sizeof *keys);
+        ck_assert_ptr_nonnull(keys);
+        for (int i = 0; i < n; i++) {
+            ck_assert_int_eq(fj_kernel_key(ctx, &vs[i], "sm_90a", version, &keys[i]), FAJIT_OK);
+            if (nvrtc > 0) {   /* a cache that holds what warm compiles */
+                fj_entry e;
+                memset(&e, 0, sizeof e);
+                e.key = keys[i];
+                snprintf(e.arch, sizeof e.arch, "sm_90a");
+                e.nvrtc_version = nvrtc, e.name = (char *)vs[i].name;
+                ck_assert_int_eq(fj_cache_put(ctx->cache, &e), 0);
+            }
+        }
+        fj_spec sp;
+        ck_assert_int_eq(fj_spec_load(ctx, specs[si], &sp), FAJIT_OK);
+        int batches[2] = {0, 0};
+        for (size_t pi = 0; pi < sp.n_problems; pi++) {
+            const fj_problem *p = &sp.problems[pi];
+            ck_assert_int_gt(p->page_size, 0);
+            for (size_t k = 0; k < p->n_shapes; k++) {
+                const fj_shape *sh = &p->shapes[k];
+                void *ptr = (void *)(uintptr_t)0x100000;
+                fajit_attn_desc d;   /* as `fajit-tune cache explain` makes it */
+                fajit_attn_desc_init(&d, ptr, ptr, ptr, ptr, sh->batch, p->heads_q, p->heads_kv,
+                                     sh->seqlen_q, sh->seqlen_k, p->head_dim, p->dtype);
+                d.mask = p->mask;
+                d.block_table = (const int32_t *)(uintptr_t)0x200000;
+                d.page_size = p->page_size;
+                d.block_table_stride = (sh->seqlen_k + p->page_size - 1) / p->page_size;
+                d.num_pages = (int)(d.block_table_stride * sh->batch);
+                fj_kernels ks;
+                ck_assert_msg(fj_dispatch_kernels(ctx, "sm_90a", &d, &ks) == FAJIT_OK, "%s",
+                              fajit_errmsg(ctx));
+                for (int j = 0; j < ks.n; j++) {
+                    fj_key want;
+                    ck_assert_int_eq(fj_kernel_key(ctx, &ks.v[j], "sm_90a", version, &want),
+                                     FAJIT_OK);
+                    ck_assert_msg(key_in(keys, n, &want), "%s: %s (sq %d sk %d batch %d) is "
+                                  "not among the %d kernels warm compiles", specs[si],
+                                  ks.v[j].name, sh->seqlen_q, sh->seqlen_k, sh->batch, n);
+                }
+                batches[sh->batch == 64]++;
+                char text[4096];
+                if (nvrtc > 0 && sh->batch == 64) {
+                    ck_assert_int_eq(fajit_cache_explain(ctx, "sm_90a", &d, text, sizeof text),
+                                     FAJIT_OK);
+                    ck_assert_msg(!strstr(text, "miss"), "%s batch 64: %s", specs[si], text);
+                    ck_assert_ptr_nonnull(strstr(text, "hit: the key is in the cache"));
+                }
+            }
+        }
+        ck_assert_msg(batches[0] && batches[1], "%s: %d shapes at batch 1, %d at 64", specs[si],
+                      batches[0], batches[1]);
+        fj_spec_free(&sp);
+        free(keys);
+        free(vs);
+    }
+    fajit_ctx_destroy(ctx);
+}
+END_TEST
+
 TCase *fj_tcase_decode(void)
 {
     TCase *tc = tcase_create("decode");
@@ -1438,5 +1528,6 @@ TCase *fj_tcase_decode(void)
     tcase_add_test(tc, decode_splits_memo);
     tcase_add_test(tc, decode_head_packing);
     tcase_add_loop_test(tc, decode_random_plans, 0, 4);
+    tcase_add_test(tc, warm_spec_every_batch);
     return tc;
 }
