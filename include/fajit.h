@@ -309,7 +309,19 @@ typedef struct fajit_attn_desc {
                                       to fit: longer ones are right, only slower); default:
                                       seqlen_k for every sequence */
     int num_splits;                /* split-KV of the decode kernels: 0 = chosen by fajit,
-                                      1 = none, up to FAJIT_MAX_SPLITS */
+                                      1 = none, up to FAJIT_MAX_SPLITS (forced) */
+    int num_splits_max;            /* an upper bound on the split count instead of a forced
+                                      one (vLLM's num_splits, sized for its CUDA-graph
+                                      buffers): fajit chooses its own count as for
+                                      num_splits 0 and takes at most this many (a tuned
+                                      count too); fajit_attn_workspace_size sizes for the
+                                      count so chosen. 0 (default) = no bound, else 1..
+                                      FAJIT_MAX_SPLITS. With num_splits > 0 as well, the
+                                      forced count must be within the bound
+                                      (FAJIT_INVALID_ARGUMENT otherwise). (It took the
+                                      struct's tail padding, so its sizeof did not grow:
+                                      a caller built before it must have zeroed that, as
+                                      fajit_attn_desc_init does.) */
 } fajit_attn_desc;
 #define FAJIT_MAX_SPLITS 128
 /* Size limits of the kernels (launch grids, int index arithmetic): FAJIT_UNSUPPORTED beyond. */
