@@ -309,7 +309,19 @@ typedef struct fajit_attn_desc {
                                       to fit: longer ones are right, only slower); default:
                                       seqlen_k for every sequence */
     int num_splits;                /* split-KV of the decode kernels: 0 = chosen by fajit,
-                                      1 = none, up to FAJIT_MAX_SPLITS */
+                                      1 = none, up to FAJIT_MAX_SPLITS (forced) */
+    int num_splits_max;            /* an upper bound on the split count instead of a forced
+                                      one (vLLM's num_splits, sized for its CUDA-graph
+                                      buffers): fajit chooses its own count as for
+                                      num_splits 0 and takes at most this many (a tuned
+                                      count too); fajit_attn_workspace_size sizes for the
+                                      count so chosen. 0 (default) = no bound, else 1..
+                                      FAJIT_MAX_SPLITS. With num_splits > 0 as well, the
+                                      forced count must be within the bound
+                                      (FAJIT_INVALID_ARGUMENT otherwise). (It took the
+                                      struct's tail padding, so its sizeof did not grow:
+                                      a caller built before it must have zeroed that, as
+                                      fajit_attn_desc_init does.) */
 } fajit_attn_desc;
 #define FAJIT_MAX_SPLITS 128
 /* Size limits of the kernels (launch grids, int index arithmetic): FAJIT_UNSUPPORTED beyond. */
@@ -491,7 +503,8 @@ FAJIT_API fajit_status fajit_warm(fajit_ctx *ctx, const char *arch, int jobs,
                                   int *n_compiled, int *n_cached);
 
 /* Same, for the kernels a spec needs (see "Tuning" below for `spec`): for each of its
- * problems, the reference kernel and every candidate configuration the tuner may time. */
+ * problems, the reference kernel and every candidate configuration the tuner may time, for
+ * each shape at each of the spec's batches (the decode family's tiles depend on the batch). */
 FAJIT_API fajit_status fajit_warm_spec(fajit_ctx *ctx, const char *spec, const char *arch,
                                        int jobs, int *n_compiled, int *n_cached);
 

@@ -28,7 +28,7 @@ def _lse_shape(q, batch, seqlen_q, varlen):
 
 
 def _launch(q, k, v, o, cu_q, cu_k, block_table, seqused_k, max_q, max_k, mask, wl, wr,
-            scale, return_lse, num_splits):
+            scale, return_lse, num_splits, num_splits_max):
     varlen = cu_q is not None
     batch = (cu_q.shape[0] - 1) if varlen else q.shape[0]
     seqlen_q = max_q if varlen else q.shape[1]
@@ -58,7 +58,7 @@ def _launch(q, k, v, o, cu_q, cu_k, block_table, seqused_k, max_q, max_k, mask, 
     d.mask, d.window_left, d.window_right = mask, wl, wr
     if scale is not None:
         d.softmax_scale = scale
-    d.num_splits = num_splits
+    d.num_splits, d.num_splits_max = num_splits, num_splits_max
     lse = torch.empty(_lse_shape(q, batch, seqlen_q, varlen) if return_lse else (0,),
                       dtype=torch.float32, device=q.device)
     if return_lse:
@@ -89,16 +89,17 @@ if hasattr(torch.library, "custom_op"):
              block_table: Optional[torch.Tensor], seqused_k: Optional[torch.Tensor],
              max_seqlen_q: int, max_seqlen_k: int, mask: int, window_left: int,
              window_right: int, scale: Optional[float], return_lse: bool,
-             num_splits: int) -> Tuple[torch.Tensor, torch.Tensor]:
+             num_splits: int, num_splits_max: int) -> Tuple[torch.Tensor, torch.Tensor]:
         o = torch.empty(q.shape, dtype=q.dtype, device=q.device)
         lse = _launch(q, k, v, o, cu_seqlens_q, cu_seqlens_k, block_table, seqused_k,
                       max_seqlen_q, max_seqlen_k, mask, window_left, window_right, scale,
-                      return_lse, num_splits)
+                      return_lse, num_splits, num_splits_max)
         return o, lse
 
     @_fwd.register_fake
     def _(q, k, v, cu_seqlens_q, cu_seqlens_k, block_table, seqused_k, max_seqlen_q,
-          max_seqlen_k, mask, window_left, window_right, scale, return_lse, num_splits):
+          max_seqlen_k, mask, window_left, window_right, scale, return_lse, num_splits,
+          num_splits_max):
         return (torch.empty(q.shape, dtype=q.dtype, device=q.device),
                 _fake_lse(q, cu_seqlens_q, max_seqlen_q, return_lse))
 
@@ -108,14 +109,15 @@ if hasattr(torch.library, "custom_op"):
                  block_table: Optional[torch.Tensor], seqused_k: Optional[torch.Tensor],
                  max_seqlen_q: int, max_seqlen_k: int, mask: int, window_left: int,
                  window_right: int, scale: Optional[float], return_lse: bool,
-                 num_splits: int) -> torch.Tensor:
+                 num_splits: int, num_splits_max: int) -> torch.Tensor:
         return _launch(q, k, v, out, cu_seqlens_q, cu_seqlens_k, block_table, seqused_k,
                        max_seqlen_q, max_seqlen_k, mask, window_left, window_right, scale,
-                       return_lse, num_splits)
+                       return_lse, num_splits, num_splits_max)
 
     @_fwd_out.register_fake
     def _(q, k, v, out, cu_seqlens_q, cu_seqlens_k, block_table, seqused_k, max_seqlen_q,
-          max_seqlen_k, mask, window_left, window_right, scale, return_lse, num_splits):
+          max_seqlen_k, mask, window_left, window_right, scale, return_lse, num_splits,
+          num_splits_max):
         return _fake_lse(q, cu_seqlens_q, max_seqlen_q, return_lse)
 else:   # torch < 2.4: eager calls only (no torch.compile support)
     def _fwd(q, k, v, *args):
@@ -230,13 +232,13 @@ def attention(q, k, v, *, causal=False, window=None, scale=None, return_lse=Fals
         max_q, max_k = q.shape[1], k.shape[1]
     _on_cuda(q, k=k, v=v, out=out, cu_seqlens_q=cu_seqlens_q, cu_seqlens_k=cu_seqlens_k)
     return _run(q, k, v, out, return_lse, cu_seqlens_q, cu_seqlens_k, None, None, max_q,
-                max_k, mask, wl, wr, None if scale is None else float(scale), return_lse, 0)
+                max_k, mask, wl, wr, None if scale is None else float(scale), return_lse, 0, 0)
 
 
 def attention_with_kvcache(q, k_cache, v_cache, *, block_table=None, seqused_k=None,
                            cu_seqlens_q=None, max_seqlen_q=None, causal=False, window=None,
-                           scale=None, num_splits=0, return_lse=False, max_seqlen_k=None,
-                           out=None):
+                           scale=None, num_splits=0, num_splits_max=0, return_lse=False,
+                           max_seqlen_k=None, out=None):
     """Decode and chunked prefill over a KV cache, the decode kernels' entry.
 
     q [batch, seqlen_q, heads_q, head_dim]. Without block_table, k_cache and v_cache are
@@ -248,7 +250,10 @@ def attention_with_kvcache(q, k_cache, v_cache, *, block_table=None, seqused_k=N
     call, vLLM's unified attention): q packed [total_q, heads_q, head_dim] with cu_seqlens_q
     (int32 [batch + 1]) and max_seqlen_q (a host int), over a block_table; causal is then
     bottom-right per sequence (query i of a sequence of q_b rows and k_b keys sees keys up
-    to i + k_b - q_b). num_splits: split-KV count (0: fajit picks). Returns O and, with
+    to i + k_b - q_b). num_splits: a forced split-KV count (0: fajit picks); num_splits_max:
+    at most that many splits of fajit's own choice (0: no bound; vLLM's num_splits, an upper
+    bound sized for its CUDA-graph buffers, goes here); both given: num_splits <=
+    num_splits_max. Returns O and, with
     return_lse, the LSE [batch, heads_q, seqlen_q] ([heads_q, total_q] for a mixed batch)."""
     varlen = cu_seqlens_q is not None
     _check_qkv(q, k_cache, v_cache, 3 if varlen else 4, 4, "k_cache")
@@ -256,6 +261,11 @@ def attention_with_kvcache(q, k_cache, v_cache, *, block_table=None, seqused_k=N
     mask, wl, wr = _mask(causal, window)
     if not 0 <= int(num_splits) <= 128:
         raise invalid(f"num_splits must be in 0..128, got {num_splits}")
+    if not 0 <= int(num_splits_max) <= 128:
+        raise invalid(f"num_splits_max must be in 0..128 (0: no bound), got {num_splits_max}")
+    if 0 < int(num_splits_max) < int(num_splits):
+        raise invalid(f"num_splits ({num_splits}, a forced count) must be at most "
+                      f"num_splits_max ({num_splits_max}, the bound) when both are given")
     if varlen:
         if block_table is None:
             raise invalid("cu_seqlens_q (a mixed batch) needs a block_table (paged K/V)")
@@ -294,7 +304,7 @@ def attention_with_kvcache(q, k_cache, v_cache, *, block_table=None, seqused_k=N
              seqused_k=seqused_k, cu_seqlens_q=cu_seqlens_q)
     return _run(q, k_cache, v_cache, out, return_lse, cu_seqlens_q, None, block_table,
                 seqused_k, max_q, max_k, mask, wl, wr, None if scale is None else float(scale),
-                return_lse, int(num_splits))
+                return_lse, int(num_splits), int(num_splits_max))
 
 
 def _merge_launch(o_a, lse_a, o_b, lse_b, o, lse):

@@ -91,6 +91,11 @@ def test_kvcache_rules():
                                                   block_table=bt, seqused_k=used[:1])
     assert "num_splits must be in 0..128" in err(fajit.attention_with_kvcache, q, pages, pages,
                                                  block_table=bt, num_splits=200)
+    assert "num_splits_max must be in 0..128 (0: no bound), got -1" in err(
+        fajit.attention_with_kvcache, q, pages, pages, block_table=bt, num_splits_max=-1)
+    assert "num_splits (8, a forced count) must be at most num_splits_max (4" in err(
+        fajit.attention_with_kvcache, q, pages, pages, block_table=bt, num_splits=8,
+        num_splits_max=4)
     # a mixed batch: packed q rows, cu_seqlens_q, max_seqlen_q, over a block table
     qp = torch.zeros(7, 8, 64, dtype=BF)
     cu = torch.tensor([0, 5, 7], dtype=torch.int32)

@@ -258,6 +258,15 @@ void fj_desc_signature(const fajit_attn_desc *d, char *sig, size_t n);
  * At most FJ_DESC_BUCKET_LEN bytes. */
 #define FJ_DESC_BUCKET_LEN 24
 void fj_desc_bucket(const fajit_attn_desc *d, int sm_count, char *bucket, size_t n);
+/* The kernels fajit_attn_fwd would launch for the full-size (imported) `d` on target `arch`
+ * (NULL: the context's device), as fajit_cache_explain looks them up; compiles nothing. */
+fajit_status fj_dispatch_kernels(fajit_ctx *ctx, const char *arch, const fajit_attn_desc *d,
+                                 fj_kernels *ks);
+/* The kernels fajit_warm_spec compiles for `spec` on target `arch`: every family's
+ * candidates (the defaults among them) for each shape of each problem at each of its
+ * batches, each variant once. *out is malloc'ed (free it); NULL and 0 on failure. */
+fajit_status fj_spec_warm_variants(fajit_ctx *ctx, const char *spec, const char *arch,
+                                   fj_variant **out, int *n);
 /* Compiles variants for `arch` on `jobs` threads with progress (src/api/warm.c). */
 fajit_status fj_warm_list(fajit_ctx *ctx, const char *arch, const fj_variant *vs, int n,
                           int jobs, int *n_compiled, int *n_cached);
