@@ -128,7 +128,8 @@ def main():
         return F.scaled_dot_product_attention(qs, ks, vs)
 
     # the floor: fajit_attn_fwd with a prebuilt descriptor, the stream fetched once
-    desc = T._build(q, kp, vp, out, None, None, bt, used, 1, n, T.NONE, -1, -1, None, 0, None)
+    desc = T._build(q, kp, vp, out, None, None, bt, used, 1, n, T.NONE, -1, -1, None, 0, 0,
+                    None)
     ptr = C.pointer(desc)
     ctx = fajit.default_context(q.get_device())
     stream = torch.cuda.current_stream().cuda_stream if DEV == "cuda" else None

@@ -309,7 +309,19 @@ typedef struct fajit_attn_desc {
                                       to fit: longer ones are right, only slower); default:
                                       seqlen_k for every sequence */
     int num_splits;                /* split-KV of the decode kernels: 0 = chosen by fajit,
-                                      1 = none, up to FAJIT_MAX_SPLITS */
+                                      1 = none, up to FAJIT_MAX_SPLITS (forced) */
+    int num_splits_max;            /* an upper bound on the split count instead of a forced
+                                      one (vLLM's num_splits, sized for its CUDA-graph
+                                      buffers): fajit chooses its own count as for
+                                      num_splits 0 and takes at most this many (a tuned
+                                      count too); fajit_attn_workspace_size sizes for the
+                                      count so chosen. 0 (default) = no bound, else 1..
+                                      FAJIT_MAX_SPLITS. With num_splits > 0 as well, the
+                                      forced count must be within the bound
+                                      (FAJIT_INVALID_ARGUMENT otherwise). (It took the
+                                      struct's tail padding, so its sizeof did not grow:
+                                      a caller built before it must have zeroed that, as
+                                      fajit_attn_desc_init does.) */
 } fajit_attn_desc;
 #define FAJIT_MAX_SPLITS 128
 /* Size limits of the kernels (launch grids, int index arithmetic): FAJIT_UNSUPPORTED beyond. */
@@ -491,7 +503,8 @@ FAJIT_API fajit_status fajit_warm(fajit_ctx *ctx, const char *arch, int jobs,
                                   int *n_compiled, int *n_cached);
 
 /* Same, for the kernels a spec needs (see "Tuning" below for `spec`): for each of its
- * problems, the reference kernel and every candidate configuration the tuner may time. */
+ * problems, the reference kernel and every candidate configuration the tuner may time, for
+ * each shape at each of the spec's batches (the decode family's tiles depend on the batch). */
 FAJIT_API fajit_status fajit_warm_spec(fajit_ctx *ctx, const char *spec, const char *arch,
                                        int jobs, int *n_compiled, int *n_cached);
 
@@ -723,6 +736,33 @@ FAJIT_API fajit_status fajit_cache_import(fajit_ctx *ctx, const char *path, int 
  * cached entry and which parts differ. One or more lines of text into buf. */
 FAJIT_API fajit_status fajit_cache_explain(fajit_ctx *ctx, const char *arch,
                                            const fajit_attn_desc *d, char *buf, size_t len);
+
+/*------ Kernels of another NVRTC ------
+ * A kernel's cache key holds the version of the NVRTC that compiled it, and the version
+ * of the loaded NVRTC is looked up first. When that misses, an entry of the same kernel
+ * (every other part of the key equal) made by another NVRTC version serves, nearest version
+ * first (not newer than the loaded one, newest first; then newer, oldest first; without
+ * NVRTC, newest first): a CUBIN is machine code for one exact target, and the CUDA driver,
+ * not NVRTC, decides whether it runs. An entry the driver refuses to load is skipped (a
+ * warning; it stays in the cache) and the next is tried; when none loads, the kernel is
+ * compiled or missed as the policy says. So a cache warmed with one NVRTC serves under
+ * STRICT, with no compile, a process that loaded another (a PyTorch process whose wheel
+ * brought its own NVRTC), wherever the driver takes the CUBINs. */
+
+/* Kernels this context took from the cache as another NVRTC version made them than the
+ * loaded one (or, without NVRTC, any); each is counted in fajit_counters.hits_disk too.
+ * 0 when ctx is NULL or not a live context. Thread-safe. */
+FAJIT_API uint64_t fajit_hits_other_nvrtc(fajit_ctx *ctx);
+
+/* Which NVRTC this process uses, as one line: "13.0 from /usr/local/cuda/lib64/libnvrtc.so.13
+ * (/usr/local/cuda/lib64)": version, the file as the loader resolved it, and the rule that
+ * chose it, or "not loaded: <reason and paths tried>". The search order, first that loads:
+ * FAJIT_NVRTC_PATH (that file and nothing else; "none": no NVRTC); an NVRTC already loaded
+ * in the process (libnvrtc.so.13, else .12); libnvrtc.so.13, then .12, by the dynamic
+ * loader's search (LD_LIBRARY_PATH, RUNPATH, ld.so.cache), $CUDA_HOME/lib64,
+ * /usr/local/cuda/lib64. Loads NVRTC on first use, once per process. Never NULL; the
+ * string is the calling thread's, valid until its next call of this function. */
+FAJIT_API const char *fajit_nvrtc_describe(void);
 
 #ifdef __cplusplus
 }

@@ -51,6 +51,11 @@ _Static_assert(offsetof(abi_v1_attn_desc, lse) == offsetof(fajit_attn_desc, lse)
 _Static_assert(offsetof(abi_v1_attn_desc, softmax_scale) ==
                    offsetof(fajit_attn_desc, softmax_scale), "scale");
 _Static_assert(offsetof(abi_v1_ctx_opts, family) == offsetof(fajit_ctx_opts, family), "fam");
+/* num_splits_max, appended after num_splits: where the struct had its tail padding. */
+_Static_assert(offsetof(fajit_attn_desc, num_splits_max) ==
+                   offsetof(fajit_attn_desc, num_splits) + sizeof(int), "appended last");
+_Static_assert(sizeof(fajit_attn_desc) >= offsetof(fajit_attn_desc, num_splits_max) + sizeof(int),
+               "inside the struct");
 
 /* A descriptor of `size` bytes in a heap block of exactly that size (ASan sees any read
  * past it), filled as a caller's fajit_attn_desc_init does: with its own size. */
@@ -212,6 +217,37 @@ START_TEST(desc_appended_fields)
     ck_assert_ptr_nonnull(strstr(fajit_errmsg(ctx), "workspace must be 256-byte aligned, got 0x40080"));
     d.workspace = (void *)(uintptr_t)0x40100;
     ck_assert_int_eq(fajit_attn_check(ctx, &d), FAJIT_OK);
+    fajit_ctx_destroy(ctx);
+}
+END_TEST
+
+/* The split bound, the field appended last: fajit_attn_desc_init leaves it 0 (no bound) in
+ * a struct of any size; a caller whose struct ends before it (the first sized layout, or one
+ * built before the bound) gets 0 without a byte past its struct read (an exact heap block);
+ * a bound given is the bound checked and used. */
+START_TEST(desc_split_bound)
+{
+    fajit_ctx *ctx = none_ctx();
+    const size_t sizes[] = {FAJIT_ATTN_DESC_SIZE_V1, offsetof(fajit_attn_desc, num_splits_max),
+                            sizeof(fajit_attn_desc)};
+    for (int i = 0; i < 3; i++) {
+        fajit_attn_desc *d = desc_of_size(sizes[i]), local;
+        ck_assert_int_eq(fj_desc_import(ctx, d, &local), FAJIT_OK);
+        ck_assert_int_eq(local.num_splits_max, 0);
+        ck_assert_int_eq(local.num_splits, 0);
+        ck_assert_uint_eq(local.struct_size, sizeof local);
+        if (sizes[i] == sizeof local) {
+            ck_assert_int_eq(d->num_splits_max, 0);
+            d->num_splits_max = 5;
+            ck_assert_int_eq(fj_desc_import(ctx, d, &local), FAJIT_OK);
+            ck_assert_int_eq(local.num_splits_max, 5);
+            d->num_splits = 6;
+            ck_assert_int_eq(fajit_attn_check(ctx, d), FAJIT_INVALID_ARGUMENT);
+            ck_assert_ptr_nonnull(strstr(fajit_errmsg(ctx), "num_splits (6, a forced count) "
+                                         "must be at most num_splits_max (5, the bound)"));
+        }
+        free(d);
+    }
     fajit_ctx_destroy(ctx);
 }
 END_TEST
@@ -464,6 +500,7 @@ static void all_refuse(fajit_ctx *c)
     ck_assert_int_eq(fajit_cache_prune(c, 0, &x, &y), bad);
     ck_assert_int_eq(fajit_cache_export(c, "/tmp/fajit-abi-never.db", NULL, &a, &b), bad);
     ck_assert_int_eq(fajit_cache_import(c, "/tmp/fajit-abi-never.db", &a, &b, &a), bad);
+    ck_assert_uint_eq(fajit_hits_other_nvrtc(c), 0);
     fajit_counters k;
     memset(&k, 0xff, sizeof k);
     fajit_counters_get(c, &k);
@@ -644,6 +681,7 @@ TCase *fj_tcase_abi(void)
     tcase_add_test(tc, desc_too_small);
     tcase_add_test(tc, desc_newer_caller);
     tcase_add_test(tc, desc_appended_fields);
+    tcase_add_test(tc, desc_split_bound);
     tcase_add_test(tc, ctx_opts_sizes);
     tcase_add_test(tc, tune_opts_sizes);
     tcase_add_test(tc, init_null);

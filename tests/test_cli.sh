@@ -108,5 +108,30 @@ PY
 else
     echo "skip: no NVRTC here, verify --recompile and import of a damaged bundle not tested"
 fi
+# Which NVRTC: info and explain name the file, its version and the rule that chose it.
+nv_line() {   # nv_line WHAT PATTERN ENV... -- ARGS...: want PATTERN in fajit-tune ARGS' output
+    local what=$1 pat=$2 out
+    shift 2
+    local envs=()
+    while [ "$1" != "--" ]; do envs+=("$1"); shift; done
+    shift
+    out=$(env "${envs[@]}" "$T" "$@" 2>&1)
+    if grep -q -- "$pat" <<<"$out"; then
+        echo "ok: $what"
+    else
+        echo "FAIL: $what: no '$pat' in: $out"
+        fails=$((fails + 1))
+    fi
+}
+nv_line "info without NVRTC says why" "^nvrtc  *not loaded" FAJIT_NVRTC_PATH=none -- \
+    --cache-dir "$dir/n" info
+toolkit=/usr/local/cuda/lib64/libnvrtc.so.13
+if [ -r "$toolkit" ]; then
+    nv_line "info names FAJIT_NVRTC_PATH's file and rule" \
+        "^nvrtc  *13\.[0-9]* from $toolkit (FAJIT_NVRTC_PATH)\$" FAJIT_NVRTC_PATH="$toolkit" -- \
+        --cache-dir "$dir/n" info
+    nv_line "explain names the NVRTC" "^  nvrtc 13\.[0-9]* from $toolkit (FAJIT_NVRTC_PATH)" \
+        FAJIT_NVRTC_PATH="$toolkit" -- --cache-dir "$dir/n" cache explain --arch sm_80
+fi
 [ "$fails" = 0 ] && echo "cli: all refused as they should be" || echo "cli: $fails failures"
 exit $((fails > 0))

@@ -1,9 +1,10 @@
 /* test_gpu_decode.c - the `gpu` suite's tests of the decode family (src/families/decode.c):
- * paged K/V through a block table, seqused_k, varlen queries (decode, speculative decode,
- * chunked prefill), split-KV and its LSE merge, the checked mode, CUDA-graph replay with
- * changing device-side inputs, the lengths and block table rewritten by the kernel right
- * before the call while the call, a dependent launch, may already run (sm_90+). Exits 77
- * (skipped) when no CUDA driver can be loaded.
+ * paged K/V through a block table (NHD and HND pages), seqused_k, varlen queries (decode,
+ * speculative decode, chunked prefill; prefill over pages, which the Hopper family serves
+ * where its tiles fit the pages: prefill_sweep), split-KV and its LSE merge, the checked mode,
+ * CUDA-graph replay with changing device-side inputs, the lengths and block table rewritten
+ * by the kernel right before the call while the call, a dependent launch, may already run
+ * (sm_90+). Exits 77 (skipped) when no CUDA driver can be loaded.
  *
  * Oracle: a float64 CPU reference computed here directly from the paged layout: for each
  * sequence its keys are gathered through the host copy of the block table, then
@@ -111,9 +112,12 @@ typedef struct dcase {
     int force_empty, force_full; /* one sequence with 0 / seqlen_k keys */
     int full_table;         /* every block-table entry gets its own page (graph replay) */
     int layout, page_pad;   /* KV_*; page_pad: 64 extra elements between pages */
+    int hnd;                /* paged only: pages [heads_kv][page_size][hd] (vLLM's HND), not
+                               [page_size][heads_kv][hd] (NHD) */
     int spare;              /* pages in the pool beyond those needed */
     int num_splits, want_lse, poison;
     int preset_used;        /* used[] below instead of random lengths */
+    int share;              /* sequences b > 0 share sequence 0's first pages (a prefix) */
     int used[MAXB];
 } dcase;
 
@@ -126,7 +130,7 @@ typedef struct dbufs {
     int64_t bt_stride;
     int num_pages;
     int32_t *bt;                     /* host copy of the block table; NULL when contiguous */
-    int64_t row_stride, page_stride, off[2];   /* K/V layout, elements; off: K, V */
+    int64_t row_stride, head_stride, page_stride, off[2];   /* K/V layout, elements; off: K, V */
     size_t n_kv, n_q, n_o, n_lse;    /* elements (n_kv: both K and V) */
     uint16_t *h_q, *h_kv, *h_o;
     float *h_lse;
@@ -152,7 +156,7 @@ static int64_t kv_at(const dbufs *B, int w, int b, int j, int kh)
     const int ps = B->page_size;
     const int64_t page = B->bt ? B->bt[b * B->bt_stride + j / ps] : b;
     return B->off[w] + page * B->page_stride + (int64_t)(j % ps) * B->row_stride +
-           (int64_t)kh * B->c.hd;
+           (int64_t)kh * B->head_stride;
 }
 static int pages_of(const dbufs *B, int b)
 {
@@ -196,6 +200,13 @@ static void assign_pages(dbufs *B)
         for (int64_t i = 0; i < B->bt_stride; i++)
             B->bt[b * B->bt_stride + i] =
                 i < pages_of(B, b) ? perm[k++] : perm[need + (int)(rnd() % (unsigned)(n - need))];
+    /* a shared prefix: the first pages of every sequence are sequence 0's (the keys written
+     * there last are what every sharer reads, the oracle included) */
+    for (int b = 1; B->c.share && b < B->c.batch; b++) {
+        const int np = pages_of(B, b) < pages_of(B, 0) ? pages_of(B, b) : pages_of(B, 0);
+        for (int i = 0; i < np / 2; i++)
+            B->bt[b * B->bt_stride + i] = B->bt[i];
+    }
     free(perm);
 }
 
@@ -261,7 +272,9 @@ static void setup(dbufs *B, const dcase *c, const dbufs *src)
         memcpy(B->used, src->used, sizeof B->used);
     else
         randomize_used(B);
-    B->row_stride = (int64_t)c->hkv * c->hd;
+    ck_assert(!c->hnd || c->paged);
+    B->row_stride = c->hnd ? c->hd : (int64_t)c->hkv * c->hd;
+    B->head_stride = c->hnd ? (int64_t)c->page_size * c->hd : c->hd;
     if (c->paged) {
         B->page_size = c->page_size;
         B->bt_stride = (c->seqlen_k + c->page_size - 1) / c->page_size;
@@ -276,7 +289,7 @@ static void setup(dbufs *B, const dcase *c, const dbufs *src)
         B->page_size = c->seqlen_k;
         B->num_pages = c->batch;
     }
-    const int64_t P = (int64_t)B->page_size * B->row_stride;   /* elements of a dense page */
+    const int64_t P = (int64_t)B->page_size * c->hkv * c->hd;   /* elements of a dense page */
     if (c->layout == KV_INTERLEAVED) {
         B->page_stride = 2 * P;
         B->off[0] = 0, B->off[1] = P;
@@ -348,12 +361,12 @@ static void setup(dbufs *B, const dcase *c, const dbufs *src)
     }
     if (c->paged) {
         d->k_row_stride = d->v_row_stride = B->row_stride;
-        d->k_head_stride = d->v_head_stride = c->hd;
+        d->k_head_stride = d->v_head_stride = B->head_stride;
         d->block_table = (const int32_t *)B->d_bt;
         d->block_table_stride = B->bt_stride;
         d->page_size = c->page_size;
         d->num_pages = B->num_pages;
-        if (c->layout != KV_SEPARATE || c->page_pad)   /* else 0: dense pages */
+        if (c->layout != KV_SEPARATE || c->page_pad || c->hnd)   /* else 0: dense pages */
             d->k_page_stride = d->v_page_stride = B->page_stride;
         if (c->use_seqused)
             d->seqused_k = (const int32_t *)B->d_used;
@@ -391,8 +404,8 @@ static void case_text(const dbufs *B, char *t, size_t n)
     }
     ADD(" sk%d", c->seqlen_k);
     if (c->paged) {
-        ADD(" ps%d pages%d %s%s", c->page_size, B->num_pages, layouts[c->layout],
-            c->page_pad ? "+pad" : "");
+        ADD(" ps%d pages%d %s%s%s", c->page_size, B->num_pages, layouts[c->layout],
+            c->page_pad ? "+pad" : "", c->hnd ? " hnd" : "");
         if (c->use_seqused) {
             ADD(" used[");
             for (int b = 0; b < c->batch; b++)
@@ -402,7 +415,8 @@ static void case_text(const dbufs *B, char *t, size_t n)
     } else {
         ADD(" contiguous");
     }
-    ADD(" splits%d%s%s", c->num_splits, c->want_lse ? " lse" : "", c->poison ? " nan-outside" : "");
+    ADD(" splits%d%s%s%s", c->num_splits, c->want_lse ? " lse" : "", c->poison ? " nan-outside" : "",
+        c->share ? " shared-prefix" : "");
 #undef ADD
 }
 
@@ -847,6 +861,122 @@ START_TEST(paged_sweep)
     fajit_ctx_destroy(tctx);
     fajit_ctx_destroy(nctx);
     ck_assert_msg(t.failed == 0, "%d of %d decode cases failed; first: %s", t.failed, ran, t.first);
+}
+END_TEST
+
+/*------ 1b. prefill_sweep ------*/
+
+/* Prefill and chunked prefill over paged K/V: 64..300 query rows (some varlen batches mixed
+ * with decode rows of 0..16), keys from fewer than the queries to 1,000 more, page sizes
+ * 1..256 (those that fit the Hopper kernel's tiles go to it on sm_90, the others to the decode
+ * family), GQA ratios including 3, 5 and 6, head_dim 64..256, shared prefixes, the sweep's
+ * layouts, lengths, masks and NaN outside the keys. */
+static void draw_prefill_case(dcase *c)
+{
+    static const int groups[] = {1, 2, 3, 4, 5, 6, 8};
+    static const int hds[] = {64, 80, 96, 128, 192, 256};
+    static const int pages[] = {1, 3, 8, 16, 16, 32, 64, 128, 256};
+    memset(c, 0, sizeof *c);
+    c->batch = urange(1, 4);
+    c->hkv = urange(1, 2);
+    c->group = pick(groups, 7);
+    c->hd = pick(hds, 6);
+    c->dtype = (int)(rnd() % 2);
+    c->paged = 1;
+    c->varlen = rnd() % 2;
+    c->q_len = urange(64, 300);
+    int qmax = c->q_len;
+    if (c->varlen) {
+        qmax = 0;
+        for (int b = 0; b < c->batch; b++) {
+            c->qlens[b] = rnd() % 3 == 0 ? urange(0, 16) : urange(64, 300);
+            qmax = c->qlens[b] > qmax ? c->qlens[b] : qmax;
+        }
+        c->give_total_q = rnd() % 8 != 0;   /* without it: the decode family */
+    }
+    c->seqlen_k = rnd() % 8 == 0 ? urange(1, qmax) : urange(qmax, qmax + 1000);
+    const unsigned m = rnd() % 16;
+    c->mask = m < 6 ? FAJIT_MASK_NONE : m < 13 ? FAJIT_MASK_CAUSAL : FAJIT_MASK_WINDOW;
+    c->wl = urange(0, c->seqlen_k);
+    c->page_size = pick(pages, 9);
+    c->use_seqused = rnd() % 4 != 0;
+    c->force_empty = rnd() % 4 == 0;
+    c->force_full = rnd() % 2 == 0;
+    const unsigned l = rnd() % 4;
+    c->layout = l == 3 ? KV_INTERLEAVED : l == 2 ? KV_STACKED : KV_SEPARATE;
+    c->page_pad = c->layout == KV_SEPARATE && rnd() % 3 == 0;
+    c->spare = urange(1, 8);
+    c->poison = rnd() % 2 && env_int("FAJIT_TEST_DECODE_POISON", 1);
+    c->share = c->batch > 1 && rnd() % 3 == 0;
+    c->want_lse = rnd() % 2;
+}
+
+START_TEST(prefill_sweep)
+{
+    fajit_ctx *ctx = new_ctx(0);
+    fajit_device_info di;
+    ck_assert_int_eq(fajit_device_info_get(ctx, 0, &di), FAJIT_OK);
+    const int n = env_int("FAJIT_TEST_PREFILL_CASES", 60);
+    const int only = env_int("FAJIT_TEST_DECODE_ONLY", -1);
+    int failed = 0, fa3 = 0, ran = 0;
+    double worst[2] = {0, 0};
+    char first[1024] = "";
+    for (int k = 0; k < n; k++) {
+        if (only >= 0 && k != only)
+            continue;
+        dcase c;
+        dbufs B;
+        reseed(((uint64_t)g_seed << 20) ^ (uint64_t)k ^ 0x9ef11ull);
+        for (int tries = 0;; tries++) {
+            draw_prefill_case(&c);
+            preset_lengths(&c);
+            if (ref_cost(&c) <= REF_BUDGET || tries == 1000)
+                break;
+        }
+        setup(&B, &c, NULL);
+        char text[512], buf[1024];
+        case_text(&B, text, sizeof text);
+        ck_assert_msg(fajit_dispatch_describe(ctx, NULL, &B.desc, buf, sizeof buf) == FAJIT_OK,
+                      "describe: %s", fajit_errmsg(ctx));
+        const int by_fa3 = strstr(buf, "fa3 ") != NULL;
+        if (ran < 4 || only >= 0)
+            printf("prefill sweep: case %d: %s\n  -> %s\n", k, text, buf);
+        verdict v;
+        memset(&v, 0, sizeof v);
+        fajit_status st = launch(ctx, &B, NULL);
+        if (st != FAJIT_OK) {
+            snprintf(v.why, sizeof v.why, "fajit_attn_fwd: %s: %s", fajit_status_name(st),
+                     fajit_errmsg(ctx));
+        } else {
+            fetch(&B);
+            double *ro = malloc(sizeof(double) * (B.n_o + 1));
+            double *rl = malloc(sizeof(double) * (B.n_lse + 1));
+            reference(&B, ro, rl);
+            compare(&B, ro, rl, &v);
+            free(ro), free(rl);
+        }
+        ran++;
+        fa3 += by_fa3 && v.ok;
+        if (v.ok) {
+            worst[c.dtype] = v.err > worst[c.dtype] ? v.err : worst[c.dtype];
+        } else {
+            if (failed++ == 0)
+                snprintf(first, sizeof first, "case %d (FAJIT_TEST_SEED=%u FAJIT_TEST_DECODE_ONLY=%d, "
+                         "%s): %s: %s", k, g_seed, k, by_fa3 ? "fa3" : "decode", text, v.why);
+            if (failed <= 10)
+                printf("prefill sweep: FAILED case %d (%s): %s: %s\n", k, by_fa3 ? "fa3" : "decode",
+                       text, v.why);
+        }
+        teardown(&B);
+    }
+    printf("prefill sweep: %d/%d cases passed, %d of them on the Hopper kernel, max rel err bf16 "
+           "%.3g, f16 %.3g\n", ran - failed, ran, fa3, worst[1], worst[0]);
+    fajit_ctx_destroy(ctx);
+    ck_assert_msg(failed == 0, "%d of %d prefill cases failed; first: %s", failed, ran, first);
+    /* on sm_90 most page sizes drawn fit the Hopper kernel: it must have served */
+    if (di.cc_major == 9 && di.cc_minor == 0 && only < 0)
+        ck_assert_msg(fa3 >= ran / 3, "only %d of %d paged prefill cases ran on the Hopper kernel",
+                      fa3, ran);
 }
 END_TEST
 
@@ -1699,6 +1829,66 @@ START_TEST(defaults_per_class)
 }
 END_TEST
 
+/*------ 12. hnd_layout ------*/
+
+/* vLLM's HND cache, pages of [heads_kv][page_size][head_dim] (k_head_stride = page_size *
+ * head_dim, k_row_stride = head_dim), holding the keys of an NHD cache: through cp.async and
+ * (TMA context, sm_90+, where the page size allows) TMA loads, one split and forced splits,
+ * q_len 1 and 4, NaN in every slot that is not a key; each result against the float64
+ * oracle. K/V heads are not side by side, so no tile packs heads (its rows would be read
+ * at head_dim strides). The ulps from the NHD result are printed (other tiles may serve it:
+ * head packing). */
+START_TEST(hnd_layout)
+{
+    static const int pages[] = {16, 64, 5};
+    for (int tma_ctx = 0; tma_ctx < 2; tma_ctx++) {
+        fajit_ctx *ctx = tma_ctx ? new_ctx_tma(0) : new_ctx(0);
+        for (size_t i = 0; i < 2 * sizeof pages / sizeof pages[0]; i++) {
+            reseed(g_seed ^ 0x4e4dull ^ (uint64_t)i << 8 ^ (uint64_t)tma_ctx);
+            const int q_len = i % 2 ? 4 : 1;
+            dcase c = {.batch = 3, .hkv = 4, .group = 4, .hd = 128, .dtype = FAJIT_BF16,
+                       .mask = q_len > 1 ? FAJIT_MASK_CAUSAL : FAJIT_MASK_NONE,
+                       .q_len = q_len, .seqlen_k = 1500, .paged = 1,
+                       .page_size = pages[i / 2], .use_seqused = 1, .spare = 4, .poison = 1,
+                       .want_lse = 1};
+            dbufs N, H;
+            setup(&N, &c, NULL);
+            dcase hc = c;
+            hc.hnd = 1;
+            setup(&H, &hc, &N);   /* the same Q and keys, heads apart in each page */
+            ck_assert(H.desc.k_head_stride == (int64_t)c.page_size * c.hd &&
+                      H.desc.k_row_stride == c.hd &&
+                      H.desc.k_page_stride == (int64_t)c.hkv * c.page_size * c.hd);
+            char buf[1024];
+            ck_assert_int_eq(fajit_dispatch_describe(ctx, NULL, &H.desc, buf, sizeof buf),
+                             FAJIT_OK);
+            ck_assert_msg(!strstr(buf, " h2 ") && !strstr(buf, " h4 "), "HND packed: %s", buf);
+            static const int splits[] = {0, 3};
+            for (int s = 0; s < 2; s++) {
+                N.desc.num_splits = N.c.num_splits = splits[s];
+                H.desc.num_splits = H.c.num_splits = splits[s];
+                ck_assert_msg(launch(ctx, &N, NULL) == FAJIT_OK, "NHD: %s", fajit_errmsg(ctx));
+                fetch(&N);
+                check_against_reference(&N, "NHD");
+                ck_assert_msg(launch(ctx, &H, NULL) == FAJIT_OK, "HND: %s", fajit_errmsg(ctx));
+                fetch(&H);
+                check_against_reference(&H, "HND");
+                int worst = 0;
+                for (size_t e = 0; e < H.n_o; e++) {
+                    const int u = ulp_dist(N.h_o[e], H.h_o[e]);
+                    worst = u > worst ? u : worst;
+                }
+                printf("hnd_layout: page size %d, q_len %d, splits %d, %s: ok (max %d ulp from "
+                       "NHD)\n", c.page_size, q_len, splits[s],
+                       strstr(buf, " tma") ? "TMA" : "cp.async", worst);
+            }
+            teardown(&N), teardown(&H);
+        }
+        fajit_ctx_destroy(ctx);
+    }
+}
+END_TEST
+
 int main(void)
 {
     char why[256];
@@ -1730,6 +1920,7 @@ int main(void)
     Suite *s = suite_create("gpu-decode");
     const struct { const char *name; const TTest *test; int timeout; } cases[] = {
         {"paged_sweep", paged_sweep, 3600},
+        {"prefill_sweep", prefill_sweep, 1800},
         {"contiguous_matches_paged", contiguous_matches_paged, 600},
         {"checked_mode", checked_mode, 600},
         {"graph_replay", graph_replay, 600},
@@ -1741,6 +1932,7 @@ int main(void)
         {"loader_page_sizes", loader_page_sizes, 600},
         {"plans_per_class", plans_per_class, 600},
         {"defaults_per_class", defaults_per_class, 900},
+        {"hnd_layout", hnd_layout, 600},
     };
     for (size_t i = 0; i < sizeof cases / sizeof cases[0]; i++) {   /* CK_RUN_CASE=<name> */
         TCase *tc = tcase_create(cases[i].name);

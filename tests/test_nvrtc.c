@@ -291,6 +291,55 @@ START_TEST(cache_cap_prunes)
 }
 END_TEST
 
+/* The Hopper kernel's paged variants (FJ_FA3_PAGED) that dispatch picks untuned for paged
+ * prefill: every head_dim class, mask and a range of page sizes, and every paged candidate of
+ * head_dim 128 causal, compile with clean logs (no spills: the producer's page arithmetic
+ * lives in its 32 registers). */
+START_TEST(fa3_paged_variants)
+{
+    static const int hdims[] = {64, 96, 128, 192, 256}, pages[] = {8, 16, 64, 256};
+    const fj_target t = {90, 1, 132, 0, 0, 0};
+    make_dir();
+    fajit_ctx *ctx = compile_ctx();
+    int n = 0;
+    for (int h = 0; h < 5; h++)
+        for (int m = 0; m < 3; m++)
+            for (int pi = 0; pi < 4; pi++)
+                for (int q = 0; q < 2; q++) {
+                    fajit_attn_desc d;
+                    void *ptr = (void *)(uintptr_t)0x100000;
+                    fajit_attn_desc_init(&d, ptr, ptr, ptr, ptr, 4, 32, 8, q ? 512 : 8192, 8192,
+                                         hdims[h], FAJIT_BF16);
+                    d.mask = (fajit_mask)m;
+                    d.block_table = (const int32_t *)(uintptr_t)0x3000;
+                    d.page_size = pages[pi];
+                    d.block_table_stride = 8192 / pages[pi];
+                    d.num_pages = 4096;
+                    fj_kcfg c[32];
+                    int k = 1;
+                    ck_assert_int_eq(fj_kcfg_default(&d, &t, FAJIT_FAMILY_AUTO, &c[0]), 0);
+                    ck_assert_ptr_nonnull(fj_fa3_of(&c[0]));
+                    if (hdims[h] == 128 && m == FAJIT_MASK_CAUSAL && pages[pi] == 16)
+                        k = c[0].fam->candidates(&d, &t, c, 32);
+                    for (int i = 0; i < k; i++) {
+                        fj_kernels ks;
+                        int compiled;
+                        c[i].fam->kernels(&c[i], &d, &ks);
+                        fajit_status st = fj_kernel_warm(ctx, &ks.v[0], "sm_90a", &compiled);
+                        ck_assert_msg(st == FAJIT_OK, "%s: %s", ks.v[0].name, fajit_errmsg(ctx));
+                        n += compiled;
+                    }
+                }
+    audit a = {0};
+    ck_assert_int_eq(fj_cache_list(ctx->cache, audit_entry, &a), 0);
+    ck_assert_int_eq(a.n, n);
+    printf("nvrtc: %d paged Hopper variants compiled, max %d registers, slowest %.0f ms: %s\n",
+           n, a.max_regs, a.max_ms, a.worst);
+    fajit_ctx_destroy(ctx);
+    remove_dir();
+}
+END_TEST
+
 START_TEST(candidate_spaces)
 {
     static const char *const archs[] = {"sm_80", "sm_90a", "sm_100a"};
@@ -888,6 +937,7 @@ int main(void)
     tcase_add_test(tc, fa2_every_generation);
     tcase_add_test(tc, l2_flush_compiles);
     tcase_add_test(tc, candidate_spaces);
+    tcase_add_test(tc, fa3_paged_variants);
     tcase_add_test(tc, cache_cap_prunes);
     tcase_add_test(tc, policies_with_fake_driver);
     tcase_add_test(tc, warm_spec_serves_strict);

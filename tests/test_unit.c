@@ -23,6 +23,7 @@ TCase *fj_tcase_spec(void);
 TCase *fj_tcase_abi(void);
 TCase *fj_tcase_gate(void);
 TCase *fj_tcase_decode(void);
+TCase *fj_tcase_other_nvrtc(void);
 
 /*------ status table ------*/
 
@@ -299,6 +300,14 @@ START_TEST(validation_paged)
     d.k_page_stride = 16 * 1024, d.v_page_stride = 0;
     d.num_splits = FAJIT_MAX_SPLITS;
     ck_assert_int_eq(fajit_attn_check(ctx, &d), FAJIT_OK);
+    /* a bound: alone, or with a forced count within it */
+    static const int fine[][2] = {{0, 1}, {0, FAJIT_MAX_SPLITS}, {4, 8}, {8, 8}, {1, 1}};
+    for (size_t i = 0; i < sizeof fine / sizeof fine[0]; i++) {
+        p = d;
+        p.num_splits = fine[i][0], p.num_splits_max = fine[i][1];
+        ck_assert_msg(fajit_attn_check(ctx, &p) == FAJIT_OK, "%d, %d: %s", fine[i][0],
+                      fine[i][1], fajit_errmsg(ctx));
+    }
     static const struct { int field; long long value; const char *msg; } bad[] = {
         {0, 0, "a block_table needs page_size >= 1, got 0"},
         {1, 0, "a block_table needs num_pages >= 1"},
@@ -307,6 +316,9 @@ START_TEST(validation_paged)
         {4, 12, "k_page_stride must be >= 0 and a multiple of 8"},
         {5, -1, "num_splits must be in [0, 128]"},
         {5, 129, "num_splits must be in [0, 128]"},
+        {8, -1, "num_splits_max must be in [0, 128] (0: no bound), got -1"},
+        {8, 129, "num_splits_max must be in [0, 128] (0: no bound), got 129"},
+        {8, 8, "num_splits (128, a forced count) must be at most num_splits_max (8, the bound)"},
         {6, 2, "seqused_k must be 4-byte aligned"},
         {7, 0x6000, "not cu_seqlens_k"},
     };
@@ -321,6 +333,7 @@ START_TEST(validation_paged)
         case 5: p.num_splits = (int)bad[i].value; break;
         case 6: p.seqused_k = (const int32_t *)(uintptr_t)(0x4000 + bad[i].value); break;
         case 7: p.cu_seqlens_k = (const int32_t *)(uintptr_t)bad[i].value; break;
+        case 8: p.num_splits_max = (int)bad[i].value; break;
         }
         ck_assert_int_eq(fajit_attn_check(ctx, &p), FAJIT_INVALID_ARGUMENT);
         ck_assert_msg(strstr(fajit_errmsg(ctx), bad[i].msg), "case %zu: '%s'", i,
@@ -1416,6 +1429,7 @@ int main(void)
     suite_add_tcase(s, fj_tcase_abi());
     suite_add_tcase(s, fj_tcase_gate());
     suite_add_tcase(s, fj_tcase_decode());
+    suite_add_tcase(s, fj_tcase_other_nvrtc());
     SRunner *sr = srunner_create(s);
     srunner_run_all(sr, CK_NORMAL);
     int failed = srunner_ntests_failed(sr);

@@ -8,6 +8,8 @@
 #include <string.h>
 
 #include "fake_cuda.h"
+#include "../src/families/fa3.h"
+#include "../src/autotune/spec.h"
 
 static struct {
     fj_decode_params p[4];
@@ -932,8 +934,8 @@ START_TEST(decode_loader)
 END_TEST
 
 /* dec_splits() keeps the calling thread's last answer: two problems that differ in any one
- * input it reads (batch, heads, q_len, keys, head_dim, num_splits, the configuration, the
- * SM count) must not share it. Each pair's answers are first taken apart (another problem
+ * input it reads (batch, heads, q_len, keys, head_dim, num_splits, num_splits_max, the
+ * configuration, the SM count) must not share it. Each pair's answers are first taken apart (another problem
  * between them), then back to back in both orders. */
 START_TEST(decode_splits_memo)
 {
@@ -951,9 +953,11 @@ START_TEST(decode_splits_memo)
     fajit_attn_desc other = a0;
     other.batch = 3, other.seqlen_k = 5000;
     const char *cfg = "dec:64x3m1n4s0";
-    enum { BATCH, HEADS_KV, HEADS_Q, Q_LEN, KEYS, HEAD_DIM, NUM_SPLITS, CONFIG, SMS, N };
+    enum { BATCH, HEADS_KV, HEADS_Q, Q_LEN, KEYS, HEAD_DIM, NUM_SPLITS, NUM_SPLITS_MAX, CONFIG,
+           SMS, N };
     static const char *names[N] = {"batch", "heads_kv", "heads_q", "q_len", "keys",
-                                   "head_dim", "num_splits", "configuration", "SM count"};
+                                   "head_dim", "num_splits", "num_splits_max", "configuration",
+                                   "SM count"};
     for (int f = 0; f < N; f++) {
         fajit_attn_desc a = a0, b = a0;
         const char *cfg_b = cfg;
@@ -972,6 +976,7 @@ START_TEST(decode_splits_memo)
             b.batch = a.batch = 16, b.seqlen_k = a.seqlen_k = 8192, b.head_dim = 256;
             break;
         case NUM_SPLITS: b.num_splits = 3; break;
+        case NUM_SPLITS_MAX: b.num_splits_max = 3; break;
         case CONFIG:
             b.batch = a.batch = 16, b.seqlen_k = a.seqlen_k = 8192, cfg_b = "dec:128x2m1n4s0";
             break;
@@ -1270,6 +1275,98 @@ static unsigned dec_rnd(unsigned *s)
     return *s >> 8;
 }
 
+/* Paged prefill on sm_90a goes to the Hopper family where its K/V blocks fit the pages and
+ * enough query rows come; decode rows, other page sizes, varlen without total_q, the checked
+ * mode and other targets stay with the decode family. */
+START_TEST(fa3_paged_dispatch)
+{
+    static const fj_target h = {90, 1, 132, 0, 0, 0}, hc = {90, 1, 132, 1, 0, 0},
+                           a = {80, 0, 108, 0, 0, 0};
+    void *ptr = (void *)(uintptr_t)0x100000;
+    static const struct {
+        int hd, mask, q, ps, varlen, total_q;
+        const fj_target *t;
+        int fa3;   /* 1: the Hopper family, 0: decode */
+    } cases[] = {
+        {128, FAJIT_MASK_CAUSAL, 4096, 16, 0, 0, &h, 1},
+        {128, FAJIT_MASK_NONE, 512, 256, 0, 0, &h, 1},
+        {64, FAJIT_MASK_CAUSAL, 2048, 8, 0, 0, &h, 1},
+        {256, FAJIT_MASK_NONE, 4096, 32, 0, 0, &h, 1},   /* 128x80 does not fit: 128x64 */
+        {128, FAJIT_MASK_WINDOW, 1024, 64, 1, 1, &h, 1},
+        {128, FAJIT_MASK_CAUSAL, 64, 16, 0, 0, &h, 1},
+        {128, FAJIT_MASK_CAUSAL, 63, 16, 0, 0, &h, 0},  /* too few rows */
+        {128, FAJIT_MASK_CAUSAL, 1, 16, 0, 0, &h, 0},
+        {128, FAJIT_MASK_CAUSAL, 4096, 1, 0, 0, &h, 0}, /* no tile fits pages of 1, 3, 12 */
+        {128, FAJIT_MASK_CAUSAL, 4096, 3, 0, 0, &h, 0},
+        {128, FAJIT_MASK_CAUSAL, 4096, 12, 0, 0, &h, 0},
+        {128, FAJIT_MASK_CAUSAL, 4096, 24, 0, 0, &h, 1}, /* 128x128 does not fit: 128x144 */
+        {128, FAJIT_MASK_CAUSAL, 1024, 16, 1, 0, &h, 0}, /* varlen without total_q */
+        {128, FAJIT_MASK_CAUSAL, 4096, 16, 0, 0, &hc, 0}, /* checked: page ids tested */
+        {128, FAJIT_MASK_CAUSAL, 4096, 16, 0, 0, &a, 0},
+        {72, FAJIT_MASK_CAUSAL, 4096, 16, 0, 0, &h, 0},  /* head_dim not a multiple of 16 */
+    };
+    for (size_t i = 0; i < sizeof cases / sizeof cases[0]; i++) {
+        fajit_attn_desc d;
+        fajit_attn_desc_init(&d, ptr, ptr, ptr, ptr, 2, 32, 8, cases[i].q, 8192, cases[i].hd,
+                             FAJIT_BF16);
+        d.mask = (fajit_mask)cases[i].mask;
+        if (d.mask == FAJIT_MASK_WINDOW)
+            d.window_left = 100, d.window_right = 0;
+        d.block_table = (const int32_t *)(uintptr_t)0x3000;
+        d.page_size = cases[i].ps;
+        d.block_table_stride = (8192 + cases[i].ps - 1) / cases[i].ps;
+        d.num_pages = 4096;
+        d.k_row_stride = d.v_row_stride = 8 * cases[i].hd;
+        if (cases[i].varlen) {
+            d.cu_seqlens_q = (const int32_t *)(uintptr_t)0x5000;
+            d.total_q = cases[i].total_q ? 2 * cases[i].q : 0;
+        }
+        const fj_family *f = fj_family_choose(&d, cases[i].t, FAJIT_FAMILY_AUTO);
+        ck_assert_msg(f == (cases[i].fa3 ? &fj_family_fa3 : &fj_family_decode),
+                      "case %zu: %s", i, f ? f->name : "none");
+        fj_kcfg c;
+        ck_assert_int_eq(fj_kcfg_default(&d, cases[i].t, FAJIT_FAMILY_AUTO, &c), 0);
+        if (!cases[i].fa3)
+            continue;
+        const fj_fa3_config *fc = fj_fa3_of(&c);
+        ck_assert_msg(fj_fa3_page_fit(fc->block_n, cases[i].ps), "case %zu: block_n %d", i,
+                      fc->block_n);
+        char why[256];
+        ck_assert_int_eq(f->check(&c, &d, cases[i].t, why, sizeof why), 0);
+        fj_kernels ks;
+        f->kernels(&c, &d, &ks);
+        ck_assert_ptr_nonnull(strstr(ks.v[0].preamble, "#define FJ_FA3_PAGED 1\n"));
+        ck_assert_ptr_nonnull(strstr(ks.v[0].name, " paged"));
+        /* every candidate fits the pages, the default first */
+        fj_kcfg cand[32];
+        const int n = f->candidates(&d, cases[i].t, cand, 32);
+        ck_assert_int_ge(n, 1);
+        ck_assert_mem_eq(fj_fa3_of(&cand[0]), fc, sizeof *fc);
+        for (int k = 0; k < n; k++)
+            ck_assert(fj_fa3_page_fit(fj_fa3_of(&cand[k])->block_n, cases[i].ps));
+        /* a tuned tile that does not fit the pages is refused with the rule */
+        fj_fa3_config bad = *fc;
+        bad.block_n = cases[i].ps == 8 ? 80 : 176;
+        if (!fj_fa3_page_fit(bad.block_n, cases[i].ps)) {
+            fj_kcfg b;
+            fj_fa3_kcfg(&bad, &b);
+            ck_assert_int_eq(f->check(&b, &d, cases[i].t, why, sizeof why), -1);
+            ck_assert_ptr_nonnull(strstr(why, "page_size"));
+        }
+        /* the same problem over contiguous K/V: no paged variant */
+        d.block_table = NULL;
+        if (!d.cu_seqlens_q && fj_family_choose(&d, cases[i].t, FAJIT_FAMILY_AUTO) == &fj_family_fa3) {
+            fj_kcfg_default(&d, cases[i].t, FAJIT_FAMILY_AUTO, &c);
+            f->kernels(&c, &d, &ks);
+            ck_assert_ptr_null(strstr(ks.v[0].preamble, "FJ_FA3_PAGED"));
+        }
+    }
+    ck_assert(fj_fa3_page_fit(128, 256) && fj_fa3_page_fit(128, 16) && fj_fa3_page_fit(176, 16) &&
+              fj_fa3_page_fit(128, 128) && !fj_fa3_page_fit(176, 32) && !fj_fa3_page_fit(128, 4) &&
+              !fj_fa3_page_fit(128, 48) && !fj_fa3_page_fit(128, 1) && fj_fa3_page_fit(80, 160));
+}
+END_TEST
+
 START_TEST(decode_random_plans)
 {
     /* (A100, A6000, H200, B200) */
@@ -1282,7 +1379,7 @@ START_TEST(decode_random_plans)
     const fj_target t = fj_target_of(ctx, NULL);
     static const int hds[] = {32, 48, 64, 72, 96, 128, 256}, pss[] = {0, 1, 8, 16, 16, 32, 64, 128, 256};
     static const int lens[] = {1, 100, 1024, 2048, 4096, 8192, 32768, 131072};
-    unsigned seed = 2026u + (unsigned)_i;
+    unsigned seed = 2026u + (unsigned)_i, bound_seed = 44u + (unsigned)_i;
     int split_cases = 0, fused = 0, combined = 0, clustered = 0;
     for (int it = 0; it < 1500; it++) {
         void *ptr = (void *)(uintptr_t)0x100000;
@@ -1320,12 +1417,19 @@ START_TEST(decode_random_plans)
         }
         if (!small && dec_rnd(&seed) % 6 == 0)
             d.num_splits = 1 + (int)(dec_rnd(&seed) % FAJIT_MAX_SPLITS);
+        else if (dec_rnd(&bound_seed) % 5 == 0)   /* (its own draws: the cases stay) */
+            d.num_splits_max = 1 + (int)(dec_rnd(&bound_seed) % 24);
         ck_assert_msg(fajit_attn_check(ctx, &d) == FAJIT_OK, "case %d: %s", it, fajit_errmsg(ctx));
         fj_kernel kk[2];
         memset(kk, 0, sizeof kk);
         fj_kplan kp;
         memset(&kp, 0, sizeof kp);
         ck_assert_int_eq(fj_kcfg_default(&d, &t, FAJIT_FAMILY_AUTO, &kp.cfg), 0);
+        if (kp.cfg.fam == &fj_family_fa3) {   /* paged prefill on sm_90: the Hopper kernel */
+            ck_assert(ps && t.sm == 90 && q_len >= FJ_FA3_PAGED_MIN_Q &&
+                      fj_fa3_page_fit(fj_fa3_of(&kp.cfg)->block_n, ps));
+            continue;
+        }
         ck_assert_ptr_eq(kp.cfg.fam, &fj_family_decode);
         char name[32];
         fj_kcfg_name(&kp.cfg, name);
@@ -1355,12 +1459,14 @@ START_TEST(decode_random_plans)
         ck_assert_msg(q.splits >= 1 && q.splits <= FAJIT_MAX_SPLITS && q.splits <= tiles, "%s",
                       what);
         ck_assert_msg(!d.num_splits || q.splits <= d.num_splits, "%s", what);
+        ck_assert_msg(!d.num_splits_max || q.splits <= d.num_splits_max, "%s, at most %d", what,
+                      d.num_splits_max);
         /* no starved split: a chosen count that leaves most SMs idle only where each split
          * is already at most 2 key tiles (until 2b1804e, 3 sequences x 1 KV head x 8k keys
          * ran 3 CTAs of 64 tiles on 132 SMs) */
         const long long ctas = (long long)q.splits * q_tiles * (hk / hp) * batch,
                         per = (tiles + q.splits - 1) / q.splits;
-        ck_assert_msg(d.num_splits || 2 * ctas >= g_fake_sms || per <= 2,
+        ck_assert_msg(d.num_splits || d.num_splits_max || 2 * ctas >= g_fake_sms || per <= 2,
                       "%s: %lld CTAs of %lld tiles on %d SMs", what, ctas, per, g_fake_sms);
         ck_assert_msg(q.split_keys % bn == 0 && (long long)q.split_keys * q.splits >= keys &&
                       (long long)q.split_keys * (q.splits - 1) < keys, "%s", what);
@@ -1425,6 +1531,182 @@ START_TEST(decode_random_plans)
 }
 END_TEST
 
+/* num_splits_max: fajit's own split count, capped at the caller's bound. Over decode
+ * problems on the fake H200 (one latency-bound sequence to full batches, q_len 1-8, head_dim
+ * 64 and 128, 1k-128k keys) and every bound, the launch's count never exceeds the bound, is
+ * the free choice wherever the bound is loose, and where it binds is what a forced count of
+ * the bound launches; fajit_attn_workspace_size sizes for that count (the free choice's
+ * bytes where loose, the forced count's where it binds). A tuned count is capped too, and a
+ * bad bound is refused before anything launches. */
+START_TEST(decode_splits_bound)
+{
+    fj_cuda fake = dec_fake_device();
+    fj_cuda_set_for_testing(&fake);
+    fajit_ctx *ctx = fake_ctx();
+    const fj_target t = fj_target_of(ctx, NULL);
+    static const int hds[] = {64, 128}, qs[] = {1, 4, 8};
+    static const int batches[] = {1, 2, 3, 8, 16, 40, 64, 100};
+    static const int keys[] = {1000, 2048, 4096, 8192, 32768, 131072};
+    static const int bounds[] = {1, 2, 3, 4, 7, 8, 12, 16, 32, 64, FAJIT_MAX_SPLITS};
+    int loose = 0, binding = 0;
+    for (int i = 0; i < 2 * 3 * 8 * 6; i++) {
+        void *p = (void *)(uintptr_t)0x100000;
+        const int hd = hds[i % 2], q = qs[i / 2 % 3], batch = batches[i / 6 % 8];
+        const int sk = keys[i / 48];
+        fajit_attn_desc d;
+        fajit_attn_desc_init(&d, p, p, p, p, batch, 32, 8, q, sk, hd, FAJIT_BF16);
+        d.mask = q > 1 ? FAJIT_MASK_CAUSAL : FAJIT_MASK_NONE;
+        d.block_table = (const int32_t *)(uintptr_t)0x3000;
+        d.page_size = 16, d.block_table_stride = (sk + 15) / 16, d.num_pages = 1 << 22;
+        fj_kcfg c;
+        char cfg[32];
+        ck_assert_int_eq(fj_kcfg_default(&d, &t, FAJIT_FAMILY_AUTO, &c), 0);
+        fj_kcfg_name(&c, cfg);
+        const int free_s = dec_splits_of(ctx, cfg, &d);
+        size_t free_ws, ws, forced_ws;
+        ck_assert_int_eq(fajit_attn_workspace_size(ctx, &d, &free_ws), FAJIT_OK);
+        for (size_t b = 0; b < sizeof bounds / sizeof bounds[0]; b++) {
+            fajit_attn_desc e = d, f = d;
+            e.num_splits_max = bounds[b];
+            f.num_splits = bounds[b];
+            const int s = dec_splits_of(ctx, cfg, &e);
+            ck_assert_int_eq(fajit_attn_workspace_size(ctx, &e, &ws), FAJIT_OK);
+            char what[160];
+            snprintf(what, sizeof what, "%s %d x %d keys, q_len %d, head_dim %d, at most %d: "
+                     "%d splits (free %d), %zu B (free %zu)", cfg, batch, sk, q, hd, bounds[b],
+                     s, free_s, ws, free_ws);
+            ck_assert_msg(s >= 1 && s <= bounds[b], "%s", what);
+            ck_assert_msg(ws <= free_ws, "%s", what);
+            if (free_s <= bounds[b]) {
+                ck_assert_msg(s == free_s && ws == free_ws, "%s", what);
+                loose++;
+            } else {
+                ck_assert_int_eq(fajit_attn_workspace_size(ctx, &f, &forced_ws), FAJIT_OK);
+                ck_assert_msg(s == dec_splits_of(ctx, cfg, &f) && ws == forced_ws,
+                              "%s: forced %zu B", what, forced_ws);
+                binding++;
+            }
+        }
+    }
+    ck_assert_msg(loose > 100 && binding > 100, "%d loose, %d binding", loose, binding);
+    /* a tuned count (16 splits of one sequence of 32k keys) is capped as well */
+    void *p = (void *)(uintptr_t)0x100000;
+    fajit_attn_desc d;
+    fajit_attn_desc_init(&d, p, p, p, p, 1, 32, 8, 1, 32768, 128, FAJIT_BF16);
+    d.block_table = (const int32_t *)(uintptr_t)0x3000;
+    d.page_size = 16, d.block_table_stride = 2048, d.num_pages = 1 << 22;
+    ck_assert_int_eq(dec_splits_of(ctx, "dec:64x3m1n4s20", &d), 20);
+    d.num_splits_max = 6;
+    ck_assert_int_eq(dec_splits_of(ctx, "dec:64x3m1n4s20", &d), 6);
+    char line[1024];
+    ck_assert_int_eq(fajit_dispatch_describe(ctx, NULL, &d, line, sizeof line), FAJIT_OK);
+    ck_assert_msg(strstr(line, "6 splits") && strstr(line, "at most 6"), "%s", line);
+    /* bad bounds: refused by the call itself, nothing launched */
+    static const int bad[][2] = {{0, -1}, {0, FAJIT_MAX_SPLITS + 1}, {7, 6}};
+    for (size_t i = 0; i < sizeof bad / sizeof bad[0]; i++) {
+        fajit_attn_desc e = d;
+        size_t bytes = 0;
+        e.num_splits = bad[i][0], e.num_splits_max = bad[i][1];
+        memset(&g_dec, 0, sizeof g_dec);
+        ck_assert_int_eq(fajit_attn_fwd(ctx, &e, NULL), FAJIT_INVALID_ARGUMENT);
+        ck_assert_int_eq(g_dec.launches, 0);
+        ck_assert_ptr_nonnull(strstr(fajit_errmsg(ctx), "num_splits"));
+        ck_assert_int_eq(fajit_attn_workspace_size(ctx, &e, &bytes), FAJIT_INVALID_ARGUMENT);
+    }
+    fajit_ctx_destroy(ctx);
+    fj_cuda_set_for_testing(NULL);
+}
+END_TEST
+
+/* fajit_warm_spec compiles, for every shape of a spec at every batch the spec lists, the
+ * kernels dispatch picks for it on the target: each key that fajit_cache_explain looks up
+ * for a shape is among the keys of warm's list. The llama-3.2-1b-paged preset lists batch 1
+ * and 64: at 64 the decode family packs two KV heads into 64-key tiles, a kernel no
+ * batch-1 shape asks for. With an NVRTC, the public explain then says "hit" for every kernel
+ * of a batch-64 shape once warm's keys are in a cache (entries of empty CUBINs: nothing is
+ * compiled). No GPU. */
+static int key_in(const fj_key *keys, int n, const fj_key *k)
+{
+    for (int i = 0; i < n; i++)
+        if (memcmp(&keys[i], k, sizeof *k) == 0)
+            return 1;
+    return 0;
+}
+START_TEST(warm_spec_every_batch)
+{
+    static const char *const specs[] = {"llama-3.2-1b-paged", "llama-3-8b-paged"};
+    fajit_ctx_opts o;
+    fajit_ctx_opts_init(&o);
+    o.device = FAJIT_DEVICE_NONE, o.cache_dir = "";
+    fajit_ctx *ctx = NULL;
+    ck_assert_int_eq(fajit_ctx_create(&ctx, &o), FAJIT_OK);
+    const int nvrtc = fj_kernel_nvrtc_version(), version = nvrtc > 0 ? nvrtc : 13000;
+    for (size_t si = 0; si < sizeof specs / sizeof specs[0]; si++) {
+        fj_variant *vs = NULL;
+        int n = 0;
+        ck_assert_msg(fj_spec_warm_variants(ctx, specs[si], "sm_90a", &vs, &n) == FAJIT_OK,
+                      "%s", fajit_errmsg(ctx));
+        fj_key *keys = malloc((size_t)n * sizeof *keys);
+        ck_assert_ptr_nonnull(keys);
+        for (int i = 0; i < n; i++) {
+            ck_assert_int_eq(fj_kernel_key(ctx, &vs[i], "sm_90a", version, &keys[i]), FAJIT_OK);
+            if (nvrtc > 0) {   /* a cache that holds what warm compiles */
+                fj_entry e;
+                memset(&e, 0, sizeof e);
+                e.key = keys[i];
+                snprintf(e.arch, sizeof e.arch, "sm_90a");
+                e.nvrtc_version = nvrtc, e.name = (char *)vs[i].name;
+                ck_assert_int_eq(fj_cache_put(ctx->cache, &e), 0);
+            }
+        }
+        fj_spec sp;
+        ck_assert_int_eq(fj_spec_load(ctx, specs[si], &sp), FAJIT_OK);
+        int batches[2] = {0, 0};
+        for (size_t pi = 0; pi < sp.n_problems; pi++) {
+            const fj_problem *p = &sp.problems[pi];
+            ck_assert_int_gt(p->page_size, 0);
+            for (size_t k = 0; k < p->n_shapes; k++) {
+                const fj_shape *sh = &p->shapes[k];
+                void *ptr = (void *)(uintptr_t)0x100000;
+                fajit_attn_desc d;   /* as `fajit-tune cache explain` makes it */
+                fajit_attn_desc_init(&d, ptr, ptr, ptr, ptr, sh->batch, p->heads_q, p->heads_kv,
+                                     sh->seqlen_q, sh->seqlen_k, p->head_dim, p->dtype);
+                d.mask = p->mask;
+                d.block_table = (const int32_t *)(uintptr_t)0x200000;
+                d.page_size = p->page_size;
+                d.block_table_stride = (sh->seqlen_k + p->page_size - 1) / p->page_size;
+                d.num_pages = (int)(d.block_table_stride * sh->batch);
+                fj_kernels ks;
+                ck_assert_msg(fj_dispatch_kernels(ctx, "sm_90a", &d, &ks) == FAJIT_OK, "%s",
+                              fajit_errmsg(ctx));
+                for (int j = 0; j < ks.n; j++) {
+                    fj_key want;
+                    ck_assert_int_eq(fj_kernel_key(ctx, &ks.v[j], "sm_90a", version, &want),
+                                     FAJIT_OK);
+                    ck_assert_msg(key_in(keys, n, &want), "%s: %s (sq %d sk %d batch %d) is "
+                                  "not among the %d kernels warm compiles", specs[si],
+                                  ks.v[j].name, sh->seqlen_q, sh->seqlen_k, sh->batch, n);
+                }
+                batches[sh->batch == 64]++;
+                char text[4096];
+                if (nvrtc > 0 && sh->batch == 64) {
+                    ck_assert_int_eq(fajit_cache_explain(ctx, "sm_90a", &d, text, sizeof text),
+                                     FAJIT_OK);
+                    ck_assert_msg(!strstr(text, "miss"), "%s batch 64: %s", specs[si], text);
+                    ck_assert_ptr_nonnull(strstr(text, "hit: the key is in the cache"));
+                }
+            }
+        }
+        ck_assert_msg(batches[0] && batches[1], "%s: %d shapes at batch 1, %d at 64", specs[si],
+                      batches[0], batches[1]);
+        fj_spec_free(&sp);
+        free(keys);
+        free(vs);
+    }
+    fajit_ctx_destroy(ctx);
+}
+END_TEST
+
 TCase *fj_tcase_decode(void)
 {
     TCase *tc = tcase_create("decode");
@@ -1438,5 +1720,8 @@ TCase *fj_tcase_decode(void)
     tcase_add_test(tc, decode_splits_memo);
     tcase_add_test(tc, decode_head_packing);
     tcase_add_loop_test(tc, decode_random_plans, 0, 4);
+    tcase_add_test(tc, fa3_paged_dispatch);
+    tcase_add_test(tc, decode_splits_bound);
+    tcase_add_test(tc, warm_spec_every_batch);
     return tc;
 }

@@ -272,7 +272,7 @@ static int cmd_info(fajit_ctx *ctx)
     else
         printf("driver       not found (no libcuda.so.1): compile-only machine\n");
     if (si.nvrtc_loaded)
-        printf("nvrtc        %d.%d\n", si.nvrtc_major, si.nvrtc_minor);
+        printf("nvrtc        %s\n", fajit_nvrtc_describe());
     else
         printf("nvrtc        not loaded (FAJIT_NVRTC_PATH names it; 'none' disables it): "
                "nothing compiles, kernels already in the cache are still served\n");

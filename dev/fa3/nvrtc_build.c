@@ -59,9 +59,10 @@ int main(int argc, char **argv)
         strcat(tag, " ");
     }
     char *src = slurp(dir, "attn_fwd_sm90.cu");
-    enum { NH = 5 };
+    enum { NH = 7 };
     const char *hn[NH] = {"fj_common.cuh", "fajit_params.h", "fj_sm90_prims.cuh",
-                          "fj_sm90_sched.cuh", "fj_sm90_consumer.cuh"};
+                          "fj_sm90_sched.cuh", "fj_sm90_consumer.cuh", "fj_tile_order.h",
+                          "fj_exp2.cuh"};
     const char *ht[NH];
     for (int h = 0; h < NH; h++)
         ht[h] = slurp(dir, hn[h]);

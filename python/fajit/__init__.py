@@ -96,7 +96,9 @@ class Context:
     def counters(self):
         c = Counters()
         lib.fajit_counters_get(self.ptr, C.byref(c))
-        return {name: getattr(c, name) for name, _ in Counters._fields_}
+        out = {name: getattr(c, name) for name, _ in Counters._fields_}
+        out["hits_other_nvrtc"] = lib.fajit_hits_other_nvrtc(self.ptr)   # of hits_disk
+        return out
 
     def sysinfo(self):
         s = Sysinfo()
@@ -161,6 +163,7 @@ def info():
     return {"version": __version__,
             "driver_version": s.driver_version if s.driver_loaded else None,
             "nvrtc_version": (s.nvrtc_major, s.nvrtc_minor) if s.nvrtc_loaded else None,
+            "nvrtc": lib.fajit_nvrtc_describe().decode(errors="replace"),
             "device_count": s.device_count, "devices": devices,
             "cache_path": None if s.cache_path is None else os.fsdecode(s.cache_path),
             "cache_readonly": bool(s.cache_readonly)}
@@ -187,14 +190,16 @@ def _shape_desc(head_dim, dtype, mask, window, seqlen_q, seqlen_k, batch, heads_
 
 def plan(*, arch=None, head_dim=128, dtype="bf16", mask="causal", window=None, seqlen=4096,
          seqlen_q=None, seqlen_k=None, batch=1, heads_q=16, heads_kv=None, page_size=None,
-         context=None):
+         num_splits=0, num_splits_max=0, context=None):
     """The one line fajit_dispatch_describe gives for a problem on target `arch`
-    ("sm_90a"; None: the context's device): family, tile, launch shape. Compiles nothing;
-    with arch given it needs no GPU (the default context is then compile-only)."""
+    ("sm_90a"; None: the context's device): family, tile, launch shape (with num_splits a
+    forced split count, with num_splits_max fajit's own count at most that). Compiles
+    nothing; with arch given it needs no GPU (the default context is then compile-only)."""
     ctx = context or default_context(None if arch else 0)
     d = _shape_desc(head_dim, dtype, mask, window, seqlen if seqlen_q is None else seqlen_q,
                     seqlen if seqlen_k is None else seqlen_k, batch, heads_q,
                     heads_q if heads_kv is None else heads_kv, page_size)
+    d.num_splits, d.num_splits_max = num_splits, num_splits_max
     buf = C.create_string_buffer(512)
     ctx.check(lib.fajit_dispatch_describe(ctx.ptr, arch.encode() if arch else None,
                                           C.byref(d), buf, len(buf)))

@@ -29,7 +29,7 @@ class AttnDesc(C.Structure):
          ("block_table", C.c_void_p), ("block_table_stride", C.c_int64),
          ("page_size", C.c_int), ("num_pages", C.c_int),
          ("k_page_stride", C.c_int64), ("v_page_stride", C.c_int64),
-         ("seqused_k", C.c_void_p), ("num_splits", C.c_int)]
+         ("seqused_k", C.c_void_p), ("num_splits", C.c_int), ("num_splits_max", C.c_int)]
 
 
 class MergeDesc(C.Structure):
@@ -143,6 +143,7 @@ def _declare(L):
         "fajit_tune_opts_init_sized": (V, [D(TuneOpts), C.c_size_t]),
         "fajit_tune_spec": (I, [P, S, D(TuneOpts), TUNE_FN, P]),
         "fajit_family_name": (S, [I]),
+        "fajit_hits_other_nvrtc": (C.c_uint64, [P]), "fajit_nvrtc_describe": (S, []),
     }
     for name, (res, args) in sigs.items():
         f = getattr(L, name)
@@ -171,7 +172,7 @@ def check_layout(L):
           d.dtype == 1 and d.head_dim == 64 and d.k_batch_stride == 64 * 2 * 32 and
           abs(d.softmax_scale - 0.125) < 1e-7 and d.op == 0 and d.workspace_bytes == 0 and
           d.block_table is None and d.page_size == 0 and d.seqused_k is None and
-          d.num_splits == 0 and t.reps == 20 and abs(t.noise_band - 0.03) < 1e-12)
+          d.num_splits == 0 and d.num_splits_max == 0 and t.reps == 20 and abs(t.noise_band - 0.03) < 1e-12)
     m = MergeDesc()
     C.memset(C.byref(m), 0xA5, C.sizeof(m))
     L.fajit_merge_desc_init_sized(C.byref(m), C.sizeof(m), *(0,) * 6, 2, 3, 4, 8, 1)

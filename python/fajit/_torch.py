@@ -86,7 +86,7 @@ def _lse_shape(q, batch, seqlen_q, varlen):
 
 
 def _build(q, k, v, o, cu_q, cu_k, block_table, seqused_k, max_q, max_k, mask, wl, wr,
-           scale, num_splits, lse):
+           scale, num_splits, num_splits_max, lse):
     """The descriptor of one call (every field from the tensors and options)."""
     varlen = cu_q is not None
     batch = (cu_q.shape[0] - 1) if varlen else q.shape[0]
@@ -117,21 +117,21 @@ def _build(q, k, v, o, cu_q, cu_k, block_table, seqused_k, max_q, max_k, mask, w
     d.mask, d.window_left, d.window_right = mask, wl, wr
     if scale is not None:
         d.softmax_scale = scale
-    d.num_splits = num_splits
+    d.num_splits, d.num_splits_max = num_splits, num_splits_max
     if lse is not None:
         d.lse = lse.data_ptr()
     return d
 
 
 def _launch(q, k, v, o, cu_q, cu_k, block_table, seqused_k, max_q, max_k, mask, wl, wr,
-            scale, return_lse, num_splits):
+            scale, return_lse, num_splits, num_splits_max):
     """The custom ops' body: builds the descriptor and launches; returns the LSE."""
     varlen = cu_q is not None
     batch = (cu_q.shape[0] - 1) if varlen else q.shape[0]
     lse = torch.empty(_lse_shape(q, batch, max_q if varlen else q.shape[1], varlen)
                       if return_lse else (0,), dtype=_F32, device=q.device)
     d = _build(q, k, v, o, cu_q, cu_k, block_table, seqused_k, max_q, max_k, mask, wl, wr,
-               scale, num_splits, lse if return_lse else None)
+               scale, num_splits, num_splits_max, lse if return_lse else None)
     _submit(q.get_device(), C.pointer(d))
     return lse
 
@@ -150,16 +150,17 @@ if hasattr(torch.library, "custom_op"):
              block_table: Optional[torch.Tensor], seqused_k: Optional[torch.Tensor],
              max_seqlen_q: int, max_seqlen_k: int, mask: int, window_left: int,
              window_right: int, scale: Optional[float], return_lse: bool,
-             num_splits: int) -> Tuple[torch.Tensor, torch.Tensor]:
+             num_splits: int, num_splits_max: int) -> Tuple[torch.Tensor, torch.Tensor]:
         o = torch.empty(q.shape, dtype=q.dtype, device=q.device)
         lse = _launch(q, k, v, o, cu_seqlens_q, cu_seqlens_k, block_table, seqused_k,
                       max_seqlen_q, max_seqlen_k, mask, window_left, window_right, scale,
-                      return_lse, num_splits)
+                      return_lse, num_splits, num_splits_max)
         return o, lse
 
     @_fwd.register_fake
     def _(q, k, v, cu_seqlens_q, cu_seqlens_k, block_table, seqused_k, max_seqlen_q,
-          max_seqlen_k, mask, window_left, window_right, scale, return_lse, num_splits):
+          max_seqlen_k, mask, window_left, window_right, scale, return_lse, num_splits,
+          num_splits_max):
         return (torch.empty(q.shape, dtype=q.dtype, device=q.device),
                 _fake_lse(q, cu_seqlens_q, max_seqlen_q, return_lse))
 
@@ -169,14 +170,15 @@ if hasattr(torch.library, "custom_op"):
                  block_table: Optional[torch.Tensor], seqused_k: Optional[torch.Tensor],
                  max_seqlen_q: int, max_seqlen_k: int, mask: int, window_left: int,
                  window_right: int, scale: Optional[float], return_lse: bool,
-                 num_splits: int) -> torch.Tensor:
+                 num_splits: int, num_splits_max: int) -> torch.Tensor:
         return _launch(q, k, v, out, cu_seqlens_q, cu_seqlens_k, block_table, seqused_k,
                        max_seqlen_q, max_seqlen_k, mask, window_left, window_right, scale,
-                       return_lse, num_splits)
+                       return_lse, num_splits, num_splits_max)
 
     @_fwd_out.register_fake
     def _(q, k, v, out, cu_seqlens_q, cu_seqlens_k, block_table, seqused_k, max_seqlen_q,
-          max_seqlen_k, mask, window_left, window_right, scale, return_lse, num_splits):
+          max_seqlen_k, mask, window_left, window_right, scale, return_lse, num_splits,
+          num_splits_max):
         return _fake_lse(q, cu_seqlens_q, max_seqlen_q, return_lse)
 else:   # torch < 2.4: eager calls only (no torch.compile support)
     def _fwd(q, k, v, *args):
@@ -285,11 +287,11 @@ class _Entry:
 
 
 def _entry(key, q, k, v, o, cu_q, cu_k, block_table, seqused_k, max_q, max_k, mask, wl, wr,
-           scale, return_lse, num_splits):
+           scale, return_lse, num_splits, num_splits_max):
     """A new entry (the arguments checked already), kept under `key` unless it is None."""
     e = _Entry()
     e.desc = _build(q, k, v, o, cu_q, cu_k, block_table, seqused_k, max_q, max_k, mask, wl,
-                    wr, scale, num_splits, None)
+                    wr, scale, num_splits, num_splits_max, None)
     e.ptr = C.pointer(e.desc)
     e.dev, e.device, e.max_k = q.get_device(), q.device, max_k
     varlen = cu_q is not None
@@ -393,17 +395,17 @@ def attention(q, k, v, *, causal=False, window=None, scale=None, return_lse=Fals
     if eager:
         o = torch.empty_like(q, memory_format=_CONTIGUOUS) if out is None else out
         e = _entry(key, q, k, v, o, cu_seqlens_q, cu_seqlens_k, None, None, max_q, max_k,
-                   mask, wl, wr, scale, return_lse, 0)
+                   mask, wl, wr, scale, return_lse, 0, 0)
         o, lse = _call(e, q, k, v, o, cu_seqlens_q, cu_seqlens_k, None, None, max_q, max_k)
         return (o, lse) if return_lse else o
     return _run(q, k, v, out, return_lse, cu_seqlens_q, cu_seqlens_k, None, None, max_q,
-                max_k, mask, wl, wr, scale, return_lse, 0)
+                max_k, mask, wl, wr, scale, return_lse, 0, 0)
 
 
 def attention_with_kvcache(q, k_cache, v_cache, *, block_table=None, seqused_k=None,
                            cu_seqlens_q=None, max_seqlen_q=None, causal=False, window=None,
-                           scale=None, num_splits=0, return_lse=False, max_seqlen_k=None,
-                           out=None):
+                           scale=None, num_splits=0, num_splits_max=0, return_lse=False,
+                           max_seqlen_k=None, out=None):
     """Decode and chunked prefill over a KV cache, the decode kernels' entry.
 
     q [batch, seqlen_q, heads_q, head_dim]. Without block_table, k_cache and v_cache are
@@ -415,7 +417,10 @@ def attention_with_kvcache(q, k_cache, v_cache, *, block_table=None, seqused_k=N
     call, vLLM's unified attention): q packed [total_q, heads_q, head_dim] with cu_seqlens_q
     (int32 [batch + 1]) and max_seqlen_q (a host int), over a block_table; causal is then
     bottom-right per sequence (query i of a sequence of q_b rows and k_b keys sees keys up
-    to i + k_b - q_b). num_splits: split-KV count (0: fajit picks). Returns O and, with
+    to i + k_b - q_b). num_splits: a forced split-KV count (0: fajit picks); num_splits_max:
+    at most that many splits of fajit's own choice (0: no bound; vLLM's num_splits, an upper
+    bound sized for its CUDA-graph buffers, goes here); both given: num_splits <=
+    num_splits_max. Returns O and, with
     return_lse, the LSE [batch, heads_q, seqlen_q] ([heads_q, total_q] for a mixed batch)."""
     varlen = cu_seqlens_q is not None
     eager = _eager(q)
@@ -434,7 +439,7 @@ def attention_with_kvcache(q, k_cache, v_cache, *, block_table=None, seqused_k=N
                    (seqused_k.shape, seqused_k.stride(), seqused_k.dtype,
                     seqused_k.get_device()),
                    _sig(cu_seqlens_q), max_seqlen_q is None, causal, window, scale, num_splits,
-                   return_lse)
+                   num_splits_max, return_lse)
             e = _descs().get(key)
         except (AttributeError, TypeError):   # not tensors, or unhashable: checked below
             key = e = None
@@ -448,6 +453,11 @@ def attention_with_kvcache(q, k_cache, v_cache, *, block_table=None, seqused_k=N
     mask, wl, wr = _mask(causal, window)
     if not 0 <= int(num_splits) <= 128:
         raise invalid(f"num_splits must be in 0..128, got {num_splits}")
+    if not 0 <= int(num_splits_max) <= 128:
+        raise invalid(f"num_splits_max must be in 0..128 (0: no bound), got {num_splits_max}")
+    if 0 < int(num_splits_max) < int(num_splits):
+        raise invalid(f"num_splits ({num_splits}, a forced count) must be at most "
+                      f"num_splits_max ({num_splits_max}, the bound) when both are given")
     if varlen:
         if block_table is None:
             raise invalid("cu_seqlens_q (a mixed batch) needs a block_table (paged K/V)")
@@ -488,12 +498,14 @@ def attention_with_kvcache(q, k_cache, v_cache, *, block_table=None, seqused_k=N
     if eager:
         o = torch.empty_like(q, memory_format=_CONTIGUOUS) if out is None else out
         e = _entry(key, q, k_cache, v_cache, o, cu_seqlens_q, None, block_table, seqused_k,
-                   max_q, cap, mask, wl, wr, scale, return_lse, int(num_splits))
+                   max_q, cap, mask, wl, wr, scale, return_lse, int(num_splits),
+                   int(num_splits_max))
         o, lse = _call(e, q, k_cache, v_cache, o, cu_seqlens_q, None, block_table, seqused_k,
                        max_q, max_k)
         return (o, lse) if return_lse else o
     return _run(q, k_cache, v_cache, out, return_lse, cu_seqlens_q, None, block_table,
-                seqused_k, max_q, max_k, mask, wl, wr, scale, return_lse, int(num_splits))
+                seqused_k, max_q, max_k, mask, wl, wr, scale, return_lse, int(num_splits),
+                int(num_splits_max))
 
 
 # ------ flash-attn's varlen entry point ------
@@ -501,11 +513,15 @@ def attention_with_kvcache(q, k_cache, v_cache, *, block_table=None, seqused_k=N
 _UNBOUNDED = 1 << 30   # a window side that covers every key (fajit_attn_desc's limit)
 
 
+_SPLITS_MAX = 128      # fajit_attn_desc's largest split count
+
+
 def _splits(num_splits):
-    """flash-attn's num_splits as fajit_attn_desc.num_splits, passed through: a forced
-    count (0: fajit picks). vLLM means it as an upper bound (sized for its CUDA graph
-    buffers): this is the one place to map it onto a bound in the descriptor."""
-    return int(num_splits)
+    """flash-attn's num_splits as fajit_attn_desc.num_splits_max, the one place that maps
+    it: vLLM sizes it as an upper bound (its CUDA graphs' split buffers), so it bounds the
+    count fajit picks and forces none; 0 (or below, as FA3 reads it) = fajit picks freely.
+    A bound above fajit's 128 bounds nothing more, so it is taken as 128."""
+    return max(0, min(int(num_splits), _SPLITS_MAX))
 
 
 def _fa_window(causal, window_size):
@@ -546,11 +562,13 @@ def flash_attn_varlen_func(q, k, v, cu_seqlens_q=None, cu_seqlens_k=None, max_se
     [num_pages, page_size, heads_kv, head_dim] with any strides, seqused_k int32 [batch]
     the keys in use per sequence; with cu_seqlens_k instead, the lengths are taken from
     it). softmax_scale (default 1/sqrt(head_dim)), causal (bottom-right), window_size
-    (left, right), -1 unbounded; out: O's buffer; num_splits: split-KV count of paged
-    K/V, 0 = fajit picks (ignored without block_table: it changes speed, not results). Positional arguments follow FA2's order (q, k, v, cu_seqlens_q, cu_seqlens_k,
-    max_seqlen_q, max_seqlen_k, ...); vLLM's (q, k, v, max_seqlen_q, cu_seqlens_q,
-    max_seqlen_k, cu_seqlens_k) is recognised by the types. Returns O, or (O, LSE) with
-    return_softmax_lse: LSE float32 [heads_q, total_q], natural log.
+    (left, right), -1 unbounded; out: O's buffer; num_splits: an upper bound on the
+    split-KV count of paged K/V (vLLM's meaning: sized for its CUDA graph buffers), fajit's
+    num_splits_max; 0 = fajit picks unbounded (ignored without block_table: it changes
+    speed, not results). Positional arguments follow FA2's order (q, k, v, cu_seqlens_q,
+    cu_seqlens_k, max_seqlen_q, max_seqlen_k, ...); vLLM's (q, k, v, max_seqlen_q,
+    cu_seqlens_q, max_seqlen_k, cu_seqlens_k) is recognised by the types. Returns O, or
+    (O, LSE) with return_softmax_lse: LSE float32 [heads_q, total_q], natural log.
 
     scheduler_metadata, fa_version, deterministic and cp_rank are accepted and ignored
     (fajit plans on the host per call; its forward is deterministic), and so are
@@ -592,15 +610,15 @@ def flash_attn_varlen_func(q, k, v, cu_seqlens_q=None, cu_seqlens_k=None, max_se
         return attention_with_kvcache(q, k, v, block_table=block_table, seqused_k=seqused_k,
                                       cu_seqlens_q=cu_seqlens_q, max_seqlen_q=max_seqlen_q,
                                       causal=causal, window=window, scale=softmax_scale,
-                                      num_splits=_splits(num_splits), return_lse=ret,
+                                      num_splits_max=_splits(num_splits), return_lse=ret,
                                       max_seqlen_k=max_seqlen_k, out=out)
     if seqused_k is not None:
         _unsupported("seqused_k without block_table", "seqused_k limits the keys of paged "
                      "K/V only; give cu_seqlens_k")
     if cu_seqlens_k is None:
         raise invalid("flash_attn_varlen_func needs cu_seqlens_k or a block_table")
-    return attention(   # num_splits: split-KV is the paged kernels' (results are the same)
-q, k, v, causal=causal, window=window, scale=softmax_scale,
+    # num_splits is dropped: split-KV is the paged kernels' (results are the same)
+    return attention(q, k, v, causal=causal, window=window, scale=softmax_scale,
                      return_lse=ret, cu_seqlens_q=cu_seqlens_q, cu_seqlens_k=cu_seqlens_k,
                      max_seqlen_q=max_seqlen_q, max_seqlen_k=max_seqlen_k, out=out)
 

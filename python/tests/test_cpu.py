@@ -25,6 +25,11 @@ def test_info_without_or_with_a_gpu():
         assert i["device_count"] == 0
     for d in i["devices"]:
         assert d["arch"].startswith("sm_") and d["sm_count"] > 0
+    # which NVRTC: "13.0 from /path (rule)", or "not loaded: why"
+    if i["nvrtc_version"] is None:
+        assert i["nvrtc"].startswith("not loaded: "), i["nvrtc"]
+    else:
+        assert i["nvrtc"].startswith("%d.%d from " % i["nvrtc_version"]), i["nvrtc"]
 
 
 def test_plan_for_named_targets():
@@ -54,10 +59,31 @@ def test_plan_errors_name_the_rule():
         fajit.plan(arch="sm_70")
 
 
+def test_plan_split_bound():
+    """num_splits_max caps fajit's own split count (vLLM's num_splits is such a bound); a
+    loose bound changes nothing; bad values name the rule."""
+    shape = dict(arch="sm_90a", seqlen_q=1, seqlen_k=32768, heads_q=32, heads_kv=8,
+                 page_size=16)
+    free = fajit.plan(**shape)
+    n = int(re.search(r"(\d+) splits? of", free).group(1))
+    assert n > 4, free
+    bound = fajit.plan(num_splits_max=4, **shape)
+    assert "4 splits of" in bound and "at most 4" in bound, bound
+    assert fajit.plan(num_splits_max=128, **shape).replace(", at most 128", "") == free
+    for kw, msg in ((dict(num_splits_max=-1), "num_splits_max must be in [0, 128]"),
+                    (dict(num_splits_max=129), "got 129"),
+                    (dict(num_splits=8, num_splits_max=4),
+                     "num_splits (8, a forced count) must be at most num_splits_max (4")):
+        with pytest.raises(fajit.Error) as e:
+            fajit.plan(**kw, **shape)
+        assert e.value.name == "FAJIT_INVALID_ARGUMENT" and msg in e.value.message
+
+
 def test_compile_only_context(tmp_path):
     with fajit.Context(None, cache_dir=str(tmp_path), policy="strict") as ctx:
         assert ctx.cache_path == str(tmp_path / "kernels.db")
-        assert set(ctx.counters()) >= {"calls", "compiles", "hits_disk", "compile_seconds"}
+        assert set(ctx.counters()) >= {"calls", "compiles", "hits_disk", "compile_seconds",
+                                       "hits_other_nvrtc"}
         assert all(v == 0 for v in ctx.counters().values())
         assert ctx.plan(arch="sm_100a").split()[0] == "fa4"  # the Blackwell family
         with pytest.raises(fajit.Error) as e:

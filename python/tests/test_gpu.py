@@ -319,7 +319,7 @@ def test_flash_attn_varlen_func_paged_mixed_batch(window):
                                           num_splits=0, return_softmax_lse=True)
     assert o is out and lse.shape == (32, sum(q_lens)) and lse.dtype == torch.float32
     check_rows(o, lse, a, k, v, used, True, window, f"varlen paged window={window}")
-    for splits in (1, 4):   # a forced split count gives the same results
+    for splits in (1, 4):   # a split bound (num_splits_max) gives the same results
         o2 = fajit.flash_attn_varlen_func(**a, causal=True, window_size=ws, num_splits=splits)
         check_rows(o2, None, a, k, v, used, True, window, f"splits {splits}")
 

@@ -91,6 +91,11 @@ def test_kvcache_rules():
                                                   block_table=bt, seqused_k=used[:1])
     assert "num_splits must be in 0..128" in err(fajit.attention_with_kvcache, q, pages, pages,
                                                  block_table=bt, num_splits=200)
+    assert "num_splits_max must be in 0..128 (0: no bound), got -1" in err(
+        fajit.attention_with_kvcache, q, pages, pages, block_table=bt, num_splits_max=-1)
+    assert "num_splits (8, a forced count) must be at most num_splits_max (4" in err(
+        fajit.attention_with_kvcache, q, pages, pages, block_table=bt, num_splits=8,
+        num_splits_max=4)
     # a mixed batch: packed q rows, cu_seqlens_q, max_seqlen_q, over a block table
     qp = torch.zeros(7, 8, 64, dtype=BF)
     cu = torch.tensor([0, 5, 7], dtype=torch.int32)
@@ -116,19 +121,19 @@ def test_kvcache_rules():
 def test_fake_implementations_give_the_shapes():
     q, k, v = qkv(device="meta")
     o, lse = torch.ops.fajit.fwd(q, k, v, None, None, None, None, 64, 64, 1, -1, -1, None,
-                                 True, 0)
+                                 True, 0, 0)
     assert o.shape == q.shape and o.dtype == BF and lse.shape == (2, 8, 64)
     assert lse.dtype == torch.float32
     o, lse = torch.ops.fajit.fwd(q, k, v, None, None, None, None, 64, 64, 0, -1, -1, 0.5,
-                                 False, 0)
+                                 False, 0, 0)
     assert lse.numel() == 0
     qv, kv = q.flatten(0, 1), k.flatten(0, 1)
     cu = torch.zeros(3, dtype=torch.int32, device="meta")
     o, lse = torch.ops.fajit.fwd(qv, kv, kv, cu, cu, None, None, 64, 64, 0, -1, -1, None,
-                                 True, 0)
+                                 True, 0, 0)
     assert o.shape == qv.shape and lse.shape == (8, 128)
     lse = torch.ops.fajit.fwd_out(q, k, v, torch.empty_like(q), None, None, None, None, 64, 64,
-                                  1, -1, -1, None, True, 0)
+                                  1, -1, -1, None, True, 0, 0)
     assert lse.shape == (2, 8, 64)
 
 
@@ -156,7 +161,7 @@ def test_torch_compile_traces_one_op_without_a_gpu():
     code = graphs[0].code
     assert code.count("torch.ops.fajit.fwd.default(") == 1, code
     assert code.count("torch.ops.fajit.fwd_out.default") == 1, code
-    assert ", 2, 16, 0, None, True, 0)" in code, code   # window mask, its bounds, lse
+    assert ", 2, 16, 0, None, True, 0, 0)" in code, code   # window mask, its bounds, lse
 
 
 def test_merge_attention_rules():

@@ -99,6 +99,11 @@ CASES = {
              seqused_k=torch.tensor([5, 100, 160, 1], dtype=torch.int32),
              cu_seqlens_q=torch.tensor([0, 5, 6, 8, 9], dtype=torch.int32), max_seqlen_q=5,
              causal=True, num_splits=3, return_lse=True), "attention_with_kvcache"),
+    "paged split bound": lambda: (
+        (torch.randn(2, 1, 32, 128).to(BF),) + tuple(torch.randn(2, 40, 16, 8, 128).to(BF)),
+        dict(block_table=torch.arange(40, dtype=torch.int32).view(2, 20),
+             seqused_k=torch.tensor([300, 17], dtype=torch.int32), num_splits=2,
+             num_splits_max=6), "attention_with_kvcache"),
     "contiguous cache": lambda: ((torch.randn(3, 2, 16, 64).to(BF),
                                   torch.randn(3, 300, 4, 64).to(BF),
                                   torch.randn(3, 300, 4, 64).to(BF)), dict(max_seqlen_k=250),
@@ -140,11 +145,13 @@ def test_another_layout_is_another_entry(launches):
     fajit.attention_with_kvcache(q, k, v, block_table=bt, seqused_k=used, scale=0.5)
     fajit.attention_with_kvcache(q, k, v, block_table=bt, seqused_k=used, return_lse=True)
     fajit.attention_with_kvcache(q, k, v, block_table=bt)
-    assert len(T._descs()) == 7
-    assert launches[-4].mask == T.CAUSAL and launches[-3].softmax_scale == 0.5
-    assert launches[-2].lse is not None and launches[-1].seqused_k is None
+    fajit.attention_with_kvcache(q, k, v, block_table=bt, seqused_k=used, num_splits_max=8)
+    assert len(T._descs()) == 8
+    assert launches[-5].mask == T.CAUSAL and launches[-4].softmax_scale == 0.5
+    assert launches[-3].lse is not None and launches[-2].seqused_k is None
+    assert launches[-1].num_splits_max == 8
     fajit.attention_with_kvcache(q, k, v, block_table=bt, seqused_k=used)
-    assert len(T._descs()) == 7   # the first layout again: a hit
+    assert len(T._descs()) == 8 and launches[-1].num_splits_max == 0   # the first: a hit
 
 
 def test_the_cache_is_bounded_and_per_thread(monkeypatch, launches):
@@ -255,7 +262,8 @@ def test_vllm_call_maps_onto_the_kvcache_entry(monkeypatch, launches):
     d = launches[-1]
     assert (d.batch, d.heads_q, d.heads_kv, d.seqlen_q, d.seqlen_k, d.head_dim) == \
         (3, 32, 8, 1, 128, 128)
-    assert d.mask == T.CAUSAL and abs(d.softmax_scale - 0.1) < 1e-7 and d.num_splits == 0
+    assert d.mask == T.CAUSAL and abs(d.softmax_scale - 0.1) < 1e-7
+    assert (d.num_splits, d.num_splits_max) == (0, 0)
     assert d.cu_seqlens_q == a["cu_seqlens_q"].data_ptr() and d.total_q == 3
     assert d.seqused_k == a["seqused_k"].data_ptr() and d.page_size == 16
     assert d.block_table == a["block_table"].data_ptr() and d.block_table_stride == 8
@@ -267,7 +275,17 @@ def test_vllm_call_maps_onto_the_kvcache_entry(monkeypatch, launches):
     o, lse = fajit.flash_attn_varlen_func(**a, causal=True, return_softmax_lse=True,
                                           num_splits=4)
     assert o.shape == a["q"].shape and lse.shape == (32, 3) and lse.dtype == torch.float32
-    assert launches[-1].num_splits == 4 and launches[-1].lse == lse.data_ptr()
+    assert launches[-1].lse == lse.data_ptr()
+    # vLLM's num_splits is an upper bound (its CUDA graphs' buffers): num_splits_max
+    assert (launches[-1].num_splits, launches[-1].num_splits_max) == (0, 4)
+    slow, _ = traced(monkeypatch, launches, fajit.attention_with_kvcache, a["q"], a["k"],
+                     a["v"], block_table=a["block_table"], seqused_k=a["seqused_k"],
+                     cu_seqlens_q=a["cu_seqlens_q"], max_seqlen_q=1, max_seqlen_k=128,
+                     causal=True, num_splits_max=4, return_lse=True)
+    assert fields(launches[-1], ("o", "lse")) == fields(slow, ("o", "lse"))
+    for n, bound in ((-1, 0), (128, 128), (256, 128)):   # FA3: <= 0 picks; 128 is fajit's most
+        fajit.flash_attn_varlen_func(**a, causal=True, num_splits=n)
+        assert (launches[-1].num_splits, launches[-1].num_splits_max) == (0, bound), n
 
 
 def test_positional_orders_fa2_and_vllm(launches):
@@ -303,7 +321,7 @@ def test_packed_keys_map_onto_attention(launches):
     d = launches[-1]
     assert (d.mask, d.window_left, d.window_right) == (T.WINDOW, 8, 0)
     assert (d.cu_seqlens_k, d.total_k, d.seqlen_q, d.seqlen_k) == (ck.data_ptr(), 50, 20, 30)
-    assert d.num_splits == 0 and lse.shape == (8, 30)
+    assert (d.num_splits, d.num_splits_max) == (0, 0) and lse.shape == (8, 30)
 
 
 @pytest.mark.parametrize("causal,window,want", [
@@ -417,7 +435,7 @@ def test_torch_compile_traces_flash_attn_varlen_func_to_one_op():
         assert o.shape == a["q"].shape and lse.shape == (32, 3)
     code = graphs[0].code
     assert code.count("torch.ops.fajit.fwd_out.default(") == 1, code
-    assert ", 1, 128, 2, 31, 0, 0.125, True, 2)" in code, code
+    assert ", 1, 128, 2, 31, 0, 0.125, True, 0, 2)" in code, code   # num_splits_max 2
 
 
 def test_host_overhead_bench_runs_its_logic_on_cpu(monkeypatch, launches, capsys):

@@ -139,6 +139,13 @@ static fajit_status check_paged(fajit_ctx *ctx, const fajit_attn_desc *d)
     FJ_RETURN_IF(d->num_splits < 0 || d->num_splits > FAJIT_MAX_SPLITS, ctx,
                  FAJIT_INVALID_ARGUMENT, "num_splits must be in [0, %d] (0: chosen by fajit), "
                  "got %d", FAJIT_MAX_SPLITS, d->num_splits);
+    FJ_RETURN_IF(d->num_splits_max < 0 || d->num_splits_max > FAJIT_MAX_SPLITS, ctx,
+                 FAJIT_INVALID_ARGUMENT, "num_splits_max must be in [0, %d] (0: no bound), "
+                 "got %d", FAJIT_MAX_SPLITS, d->num_splits_max);
+    FJ_RETURN_IF(d->num_splits && d->num_splits_max && d->num_splits > d->num_splits_max, ctx,
+                 FAJIT_INVALID_ARGUMENT, "num_splits (%d, a forced count) must be at most "
+                 "num_splits_max (%d, the bound) when both are given", d->num_splits,
+                 d->num_splits_max);
     if (!d->block_table) {
         FJ_RETURN_IF(d->page_size || d->num_pages || d->block_table_stride || d->k_page_stride ||
                          d->v_page_stride, ctx, FAJIT_INVALID_ARGUMENT,

@@ -200,6 +200,17 @@ fajit_status fajit_dispatch_describe(fajit_ctx *ctx, const char *arch, const faj
     return FAJIT_OK;
 }
 
+fajit_status fj_dispatch_kernels(fajit_ctx *ctx, const char *arch, const fajit_attn_desc *d,
+                                 fj_kernels *ks)
+{
+    char one[1];
+    fj_target t;
+    fj_kcfg c, dc;
+    FJ_CHECK(describe_choice(ctx, arch, d, one, sizeof one, &t, &c, &dc, NULL));
+    c.fam->kernels(&c, d, ks);
+    return FAJIT_OK;
+}
+
 fajit_status fajit_cache_explain(fajit_ctx *ctx, const char *arch, const fajit_attn_desc *d,
                                  char *buf, size_t len)
 {
@@ -207,11 +218,10 @@ fajit_status fajit_cache_explain(fajit_ctx *ctx, const char *arch, const fajit_a
     FJ_CTX_CHECK(ctx);
     FJ_CHECK(fj_desc_import(ctx, d, &ld));
     d = &ld;
-    fj_target t;
-    fj_kcfg c, dc;
     fj_kernels ks;
-    FJ_CHECK(describe_choice(ctx, arch, d, buf, len, &t, &c, &dc, NULL));
-    c.fam->kernels(&c, d, &ks);
+    FJ_RETURN_IF(!buf || !len, ctx, FAJIT_INVALID_ARGUMENT,
+                 "ctx and buf must not be NULL, len must be > 0");
+    FJ_CHECK(fj_dispatch_kernels(ctx, arch, d, &ks));
     size_t at = 0;
     for (int i = 0; i < ks.n && at < len; i++) {
         if (i)

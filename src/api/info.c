@@ -75,6 +75,18 @@ void fajit_counters_get(fajit_ctx *ctx, fajit_counters *out)
     out->fallback_launches = ctx->fallback_launches;
 }
 
+uint64_t fajit_hits_other_nvrtc(fajit_ctx *ctx)
+{
+    return fj_ctx_live(ctx) ? ctx->hits_other_nvrtc : 0;
+}
+
+const char *fajit_nvrtc_describe(void)
+{
+    static _Thread_local char line[1280];
+    fj_nvrtc_describe(line, sizeof line);
+    return line;
+}
+
 fajit_status fajit_sysinfo_get(fajit_ctx *ctx, fajit_sysinfo *out)
 {
     FJ_CTX_CHECK(ctx);

@@ -101,6 +101,7 @@ struct fajit_ctx {
 
     _Atomic uint64_t calls, hits_memory, hits_disk, misses, compiles, serving_compiles,
         background_compiles, fallback_launches;
+    _Atomic uint64_t hits_other_nvrtc;   /* of hits_disk: entries another NVRTC made */
     char gpu_name[128];
 
     /* FALLBACK's background compiles: destroy waits for them */
@@ -229,6 +230,11 @@ fajit_status fj_kernel_recompile_same(fajit_ctx *ctx, const fj_variant *v, const
 /* The embedded kernel headers (.h, .cuh: what any kernel may include) into out[max]: their
  * count, or -1 when there are more than max. */
 int fj_kernel_headers(fj_src *out, int max);
+/* Orders the NVRTC versions vers[n] (major*1000 + minor*10) in which entries of another
+ * NVRTC than `want` (0: none loaded) are tried: those not newer than `want`, newest first,
+ * then the newer ones, oldest first; `want` itself and repeats are dropped. Returns how
+ * many remain. */
+int fj_kernel_serve_order(int want, int *vers, int n);
 /* The local NVRTC's version (major*1000 + minor*10), or -1 without one. */
 int fj_kernel_nvrtc_version(void);
 /* The key of `v` for `arch`, its parts, and the cache's verdict on it, as text. */
@@ -252,6 +258,15 @@ void fj_desc_signature(const fajit_attn_desc *d, char *sig, size_t n);
  * At most FJ_DESC_BUCKET_LEN bytes. */
 #define FJ_DESC_BUCKET_LEN 24
 void fj_desc_bucket(const fajit_attn_desc *d, int sm_count, char *bucket, size_t n);
+/* The kernels fajit_attn_fwd would launch for the full-size (imported) `d` on target `arch`
+ * (NULL: the context's device), as fajit_cache_explain looks them up; compiles nothing. */
+fajit_status fj_dispatch_kernels(fajit_ctx *ctx, const char *arch, const fajit_attn_desc *d,
+                                 fj_kernels *ks);
+/* The kernels fajit_warm_spec compiles for `spec` on target `arch`: every family's
+ * candidates (the defaults among them) for each shape of each problem at each of its
+ * batches, each variant once. *out is malloc'ed (free it); NULL and 0 on failure. */
+fajit_status fj_spec_warm_variants(fajit_ctx *ctx, const char *spec, const char *arch,
+                                   fj_variant **out, int *n);
 /* Compiles variants for `arch` on `jobs` threads with progress (src/api/warm.c). */
 fajit_status fj_warm_list(fajit_ctx *ctx, const char *arch, const fj_variant *vs, int n,
                           int jobs, int *n_compiled, int *n_cached);

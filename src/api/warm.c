@@ -210,14 +210,13 @@ fajit_status fj_spec_load(fajit_ctx *ctx, const char *spec, fj_spec *out)
     return FAJIT_OK;
 }
 
-fajit_status fajit_warm_spec(fajit_ctx *ctx, const char *spec, const char *arch, int jobs,
-                             int *n_compiled, int *n_cached)
+fajit_status fj_spec_warm_variants(fajit_ctx *ctx, const char *spec, const char *arch,
+                                   fj_variant **out, int *n)
 {
-    FJ_CTX_CHECK(ctx);
     enum { MAX_CANDIDATES = 96 };   /* new variants per shape; most shapes add none */
     int sm;
     fj_spec sp;
-    FJ_RETURN_IF(!ctx, ctx, FAJIT_INVALID_ARGUMENT, "ctx must not be NULL");
+    *out = NULL, *n = 0;
     FJ_CHECK(check_arch(ctx, arch, &sm));
     FJ_CHECK(fj_spec_load(ctx, spec, &sp));
     size_t cap = 0;
@@ -228,8 +227,10 @@ fajit_status fajit_warm_spec(fajit_ctx *ctx, const char *spec, const char *arch,
         fj_spec_free(&sp);
         return fj_fail(ctx, FAJIT_OUT_OF_MEMORY, "allocating variants");
     }
-    /* Every candidate of every family (the defaults among them) for each shape, as the tuner
-     * and dispatch will ask; the same variant may serve several problems: compiled once. */
+    /* Every candidate of every family (the defaults among them) for each shape at each of
+     * its batches, as the tuner and dispatch will ask (the decode family's tiles and head
+     * packing depend on the batch: its split class); the same variant may serve several
+     * problems: compiled once. */
     const fj_target t = {sm, fj_arch_is_a(arch), 0, 0, ctx->dec_loader, ctx->dec_pack};
     int m = 0;
     for (size_t i = 0; i < sp.n_problems; i++) {
@@ -237,13 +238,14 @@ fajit_status fajit_warm_spec(fajit_ctx *ctx, const char *spec, const char *arch,
         fajit_attn_desc d;
         memset(&d, 0, sizeof d);
         d.op = (fajit_op)p->op, d.dtype = p->dtype, d.head_dim = p->head_dim, d.mask = p->mask;
-        d.heads_q = p->heads_q, d.heads_kv = p->heads_kv, d.batch = 1;
+        d.heads_q = p->heads_q, d.heads_kv = p->heads_kv;
         d.window_left = p->window_left, d.window_right = p->window_right;
         /* K/V heads side by side, as fajit_attn_desc_init lays them out (head packing's
          * condition: the configurations dispatch will pick for such calls) */
         d.k_head_stride = d.v_head_stride = p->head_dim;
         for (size_t s = 0; s < p->n_shapes; s++) {
             d.seqlen_q = p->shapes[s].seqlen_q, d.seqlen_k = p->shapes[s].seqlen_k;
+            d.batch = p->shapes[s].batch > 0 ? p->shapes[s].batch : 1;
             if (p->page_size) {   /* (a paged problem: the table is never read here) */
                 d.block_table = (const int32_t *)(uintptr_t)256;
                 d.page_size = p->page_size;
@@ -259,7 +261,19 @@ fajit_status fajit_warm_spec(fajit_ctx *ctx, const char *spec, const char *arch,
         }
     }
     fj_spec_free(&sp);
-    fajit_status st = fj_warm_list(ctx, arch, vs, m, jobs, n_compiled, n_cached);
+    *out = vs, *n = m;
+    return FAJIT_OK;
+}
+
+fajit_status fajit_warm_spec(fajit_ctx *ctx, const char *spec, const char *arch, int jobs,
+                             int *n_compiled, int *n_cached)
+{
+    FJ_CTX_CHECK(ctx);
+    fj_variant *vs;
+    int n;
+    FJ_RETURN_IF(!ctx, ctx, FAJIT_INVALID_ARGUMENT, "ctx must not be NULL");
+    FJ_CHECK(fj_spec_warm_variants(ctx, spec, arch, &vs, &n));
+    fajit_status st = fj_warm_list(ctx, arch, vs, n, jobs, n_compiled, n_cached);
     free(vs);
     return st;
 }

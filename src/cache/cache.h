@@ -131,8 +131,8 @@ int fj_cache_get(fj_cache *c, const fj_key *key, fj_entry *out);
 /* 1 when the cache holds `key` (its blob is not read or checked), else 0. */
 int fj_cache_has(fj_cache *c, const fj_key *key);
 /* The NVRTC versions (major*1000 + minor*10) the cache holds kernels of for `arch`, newest
- * first: up to `max` in out[]; returns how many (or -1). For a process without NVRTC,
- * which cannot know the version a key was made with. */
+ * first: up to `max` in out[]; returns how many (or -1). For lookups of a kernel another
+ * NVRTC made than the loaded one (or any, without NVRTC): src/api/kernel.c. */
 int fj_cache_nvrtc_versions(fj_cache *c, const char *arch, int *out, int max);
 
 /* Publishes one entry in one transaction (INSERT OR REPLACE) and releases this process's

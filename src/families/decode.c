@@ -241,7 +241,8 @@ static int fewer_for_cluster(const fj_dec_config *c, const fajit_attn_desc *d, i
  * (each walking at most 2 tiles) merged in clusters beat them where the GPU runs those
  * clusters in one wave (graph replay on the H200, q_len 1 1x2k: 6.7 against 7.1-7.2 us,
  * q_len 4 1x1k: 6.6-6.7 against 7.1-7.2; but 1x4k, 4 tiles a split: 9.2 against 8.2;
- * dev/decode/call22f-g). A caller's num_splits and a tuned count stay. Fewer
+ * dev/decode/call22f-g). A caller's num_splits and a tuned count stay (a bound,
+ * num_splits_max, only caps the count: fewer stays within it). Fewer
  * splits than fj_dec_splits() need no more workspace. */
 static int launch_splits(const fj_dec_config *c, const fajit_attn_desc *d, const fj_launch_env *env)
 {
@@ -325,13 +326,16 @@ static void describe_grid(const fj_kcfg *k, const fajit_attn_desc *d, const fj_t
     else if (fit && fewer_for_cluster(c, d, s))
         snprintf(pre, sizeof pre, "%d splits merged by clusters (where they run; else ",
                  DEC_CLUSTER_MAX);
-    snprintf(out, n, "grid (%d x %d, %d, %d): %d split%s of %d keys (%s) x %d q tile%s, then "
+    char bound[32] = "";
+    if (d->num_splits_max && !d->num_splits)
+        snprintf(bound, sizeof bound, ", at most %d", d->num_splits_max);
+    snprintf(out, n, "grid (%d x %d, %d, %d): %d split%s of %d keys (%s%s) x %d q tile%s, then "
              "%s%s%s",
              s, q_tiles(c, d), d->heads_kv / hp_of(c), d->batch, s, s > 1 ? "s" : "",
              (int)((fj_tiles(d->seqlen_k, c->bn) + s - 1) / s * c->bn),
              d->num_splits ? "forced" : c->splits ? "tuned" : t->sm_count ? "chosen for this GPU"
                                                                            : "chosen for 132 SMs",
-             q_tiles(c, d), q_tiles(c, d) > 1 ? "s" : "",
+             bound, q_tiles(c, d), q_tiles(c, d) > 1 ? "s" : "",
              pre, merge, pre[0] ? ")" : "");
 }
 

@@ -410,7 +410,8 @@ int fj_dec_per_sm(const fj_dec_config *c, int head_dim, int sm)
  * ps16: 40 x 8k 383 -> 309 us, 48 x 8k 393 -> 366, 72 x 8k 611 -> 547, 100 x 8k 814 ->
  * 757, 40 x 2k 102.5 -> 92.8; dev/decode/call25g). Each split whole key tiles. Depends
  * only on host-known maxima (batch, heads, seqlen_q, seqlen_k), so a CUDA graph captured
- * once stays valid while seqused_k and the block table change. */
+ * once stays valid while seqused_k and the block table change. The caller's num_splits_max
+ * caps whatever count this chose (forced ones are within it: fj_desc_check). */
 static int dec_splits_rule(const fj_dec_config *c, const fajit_attn_desc *d, int sm_count, int sm)
 {
     const int tiles_k = (int)fj_tiles(d->seqlen_k, c->bn);
@@ -427,6 +428,8 @@ static int dec_splits_rule(const fj_dec_config *c, const fajit_attn_desc *d, int
                             (long long)tiles_k * c->bn);
         }
     }
+    if (d->num_splits_max && s > d->num_splits_max)   /* the caller's bound */
+        s = d->num_splits_max;
     if (s > tiles_k)
         s = tiles_k > 0 ? tiles_k : 1;
     /* Whole tiles per split: the splits that remain non-empty after the rounding. */
@@ -444,7 +447,8 @@ static int dec_splits_rule(const fj_dec_config *c, const fajit_attn_desc *d, int
  * test_nvrtc's hostcost). */
 typedef struct dec_splits_key {
     fj_dec_config c;
-    int batch, heads_q, heads_kv, seqlen_q, tiles_k, head_dim, num_splits, sm_count, sm;
+    int batch, heads_q, heads_kv, seqlen_q, tiles_k, head_dim, num_splits, num_splits_max;
+    int sm_count, sm;
 } dec_splits_key;
 static _Thread_local struct { dec_splits_key key; int splits; } t_last_splits;
 
@@ -456,7 +460,8 @@ int fj_dec_splits(const fj_dec_config *c, const fajit_attn_desc *d, int sm_count
     k.batch = d->batch, k.heads_q = d->heads_q, k.heads_kv = d->heads_kv;
     k.seqlen_q = d->seqlen_q, k.tiles_k = (int)fj_tiles(d->seqlen_k, c->bn);
     k.head_dim = d->head_dim;
-    k.num_splits = d->num_splits, k.sm_count = sm_count, k.sm = sm;
+    k.num_splits = d->num_splits, k.num_splits_max = d->num_splits_max;
+    k.sm_count = sm_count, k.sm = sm;
     if (t_last_splits.splits && memcmp(&k, &t_last_splits.key, sizeof k) == 0)
         return t_last_splits.splits;
     const int s = dec_splits_rule(c, d, sm_count, sm);

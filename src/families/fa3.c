@@ -4,7 +4,14 @@
  * configurations, defaults per length class, checks and candidates are
  * src/autotune/fa3_config.*; this file turns them into kernels and launches: the preamble,
  * the launch shape, three TMA descriptors per call, and a tile counter for the dynamic
- * (longest-first) schedule. Tuning-row name: "fa3:128x176o1p1s1". */
+ * (longest-first) schedule. Tuning-row name: "fa3:128x176o1p1s1".
+ *
+ * Paged K/V (a block table): prefill and chunked prefill with at least FJ_FA3_PAGED_MIN_Q
+ * query rows (the longest sequence's), where the page size fits the tile (fj_fa3_page_fit:
+ * pages that hold whole K/V blocks, or blocks of whole pages of a multiple of 8 rows), the
+ * varlen packed row count total_q given, and the context not checked (the decode family
+ * tests every page id there). It then outranks the decode family (rank_for), which keeps
+ * decode rows, other page sizes and the checked mode. */
 #include <stdio.h>
 #include <string.h>
 
@@ -27,28 +34,80 @@ void fj_fa3_kcfg(const fj_fa3_config *f, fj_kcfg *out)
 
 static int target_ok(const fj_target *t) { return t->sm == 90 && t->arch_a; }
 
+int fj_fa3_page_fit(int block_n, int page_size)
+{
+    return page_size >= 1 &&
+           (page_size % block_n == 0 || (block_n % page_size == 0 && page_size % 8 == 0));
+}
+
+/* The configuration for d: the length class's default; with a block table, where its K/V
+ * block does not fit the page size, the same with the largest block_n of the candidates that
+ * does (-1: none). */
+static int default_of(const fajit_attn_desc *d, fj_fa3_config *out)
+{
+    *out = fj_fa3_default(d->head_dim, (int)d->mask, d->seqlen_q);
+    if (!d->block_table || fj_fa3_page_fit(out->block_n, d->page_size))
+        return fj_fa3_check(out, d->head_dim, 90, NULL, 0);
+    fj_fa3_config c[32];
+    const int k = fj_fa3_candidates(d->head_dim, (int)d->mask, d->seqlen_q, c, 32);
+    int best = -1;
+    for (int i = 0; i < k; i++)
+        if (c[i].block_m == out->block_m && c[i].persistent == out->persistent &&
+            fj_fa3_page_fit(c[i].block_n, d->page_size) &&
+            (best < 0 || c[i].block_n > c[best].block_n))
+            best = i;
+    for (int i = 0; i < k && best < 0; i++)   /* then any tile that fits */
+        if (fj_fa3_page_fit(c[i].block_n, d->page_size))
+            best = i;
+    if (best < 0)
+        return -1;
+    *out = c[best];
+    return 0;
+}
+
+static int paged_ok(const fajit_attn_desc *d, const fj_target *t)
+{
+    return d->seqlen_q >= FJ_FA3_PAGED_MIN_Q && !t->checked &&
+           (!d->cu_seqlens_q || d->total_q > 0);
+}
+
 static int applies(const fajit_attn_desc *d, const fj_target *t)
 {
-    fj_fa3_config c = fj_fa3_default(d->head_dim, (int)d->mask, d->seqlen_q);
-    int varlen_ok = !d->cu_seqlens_q || (d->total_q > 0 && d->total_k > 0);
-    return target_ok(t) && varlen_ok && !d->block_table &&
-           fj_fa3_check(&c, d->head_dim, t->sm, NULL, 0) == 0;
+    fj_fa3_config c;
+    if (!target_ok(t) || default_of(d, &c) != 0)
+        return 0;
+    if (d->block_table)
+        return paged_ok(d, t);
+    return !d->cu_seqlens_q || (d->total_q > 0 && d->total_k > 0);
+}
+
+/* Paged prefill: above the decode family (rank 30). */
+static int rank_for(const fajit_attn_desc *d, const fj_target *t)
+{
+    (void)t;
+    return d->block_table ? 40 : 20;
 }
 
 static void default_cfg(const fajit_attn_desc *d, const fj_target *t, fj_kcfg *out)
 {
+    fj_fa3_config c;
     (void)t;
-    fj_fa3_config c = fj_fa3_default(d->head_dim, (int)d->mask, d->seqlen_q);
+    default_of(d, &c);
     fj_fa3_kcfg(&c, out);
 }
 
 static int candidates(const fajit_attn_desc *d, const fj_target *t, fj_kcfg *out, int max)
 {
-    fj_fa3_config c[32];
+    fj_fa3_config c[32], def;
     (void)t;
     int k = fj_fa3_candidates(d->head_dim, (int)d->mask, d->seqlen_q, c, 32), n = 0;
-    for (; n < k && n < max; n++)
-        fj_fa3_kcfg(&c[n], &out[n]);
+    const int paged = d->block_table != NULL, has_def = paged && default_of(d, &def) == 0;
+    if (has_def && n < max)
+        fj_fa3_kcfg(&def, &out[n++]);   /* (the default first, as for contiguous K/V) */
+    for (int i = 0; i < k && n < max; i++)
+        if (!paged || (fj_fa3_page_fit(c[i].block_n, d->page_size) &&
+                       !(has_def && memcmp(&c[i], &def, sizeof def) == 0)))
+            fj_fa3_kcfg(&c[i], &out[n++]);
     return n;
 }
 
@@ -58,8 +117,10 @@ static int shipped(const fajit_attn_desc *d, const fj_target *t, fj_kcfg *out, i
     int n = 0;
     (void)t;
     for (int cls = 0; cls < FJ_FA3_CLASSES && n < max; cls++) {
-        fj_fa3_config c = fj_fa3_default(d->head_dim, (int)d->mask, fj_fa3_class_seqlen(cls));
-        int dup = fj_fa3_check(&c, d->head_dim, 90, NULL, 0) != 0;
+        fajit_attn_desc dc = *d;
+        dc.seqlen_q = fj_fa3_class_seqlen(cls);
+        fj_fa3_config c;
+        int dup = default_of(&dc, &c) != 0;
         for (int i = 0; i < n && !dup; i++)
             dup = memcmp(fj_fa3_of(&out[i]), &c, sizeof c) == 0;
         if (!dup)
@@ -74,6 +135,13 @@ static int check(const fj_kcfg *c, const fajit_attn_desc *d, const fj_target *t,
     if (!target_ok(t)) {
         if (why && n)
             snprintf(why, n, "the Hopper kernel needs sm_90a");
+        return -1;
+    }
+    if (d->block_table && !fj_fa3_page_fit(fj_fa3_of(c)->block_n, d->page_size)) {
+        if (why && n)
+            snprintf(why, n, "paged K/V needs page_size %% block_n == 0, or block_n %% page_size "
+                     "== 0 with page_size a multiple of 8, got block_n %d, page_size %d",
+                     fj_fa3_of(c)->block_n, d->page_size);
         return -1;
     }
     return fj_fa3_check(fj_fa3_of(c), d->head_dim, t->sm, why, n);
@@ -97,16 +165,17 @@ static int cfg_parse(const char *s, fj_kcfg *c)
     return 0;
 }
 
-int fj_fa3_preamble(const fj_fa3_config *c, int dtype, int head_dim, int mask, char *buf,
-                    size_t n)
+int fj_fa3_preamble(const fj_fa3_config *c, int dtype, int head_dim, int mask, int paged,
+                    char *buf, size_t n)
 {
     int r = snprintf(buf, n,
                      "#define FJ_DTYPE %d\n#define FJ_HEAD_DIM %d\n#define FJ_MASK %d\n"
                      "#define FJ_BLOCK_M %d\n#define FJ_BLOCK_N %d\n#define FJ_FA3_OVERLAP %d\n"
                      "#define FJ_FA3_PINGPONG %d\n#define FJ_FA3_PERSISTENT %d\n"
-                     "#define FJ_FA3_SCHED %d\n",
+                     "#define FJ_FA3_SCHED %d\n%s",
                      dtype, head_dim, mask, c->block_m, c->block_n, c->overlap, c->pingpong,
-                     c->persistent != 0, c->persistent == 2);
+                     c->persistent != 0, c->persistent == 2,
+                     paged ? "#define FJ_FA3_PAGED 1\n" : "");
     return r < 0 || (size_t)r >= n ? -1 : r;
 }
 
@@ -119,10 +188,11 @@ static void kernels(const fj_kcfg *c, const fajit_attn_desc *d, fj_kernels *out)
     v->op = FAJIT_OP_FWD;
     v->source = "attn_fwd_sm90.cu";
     v->function = "fj_attn_fwd_sm90";
-    fj_fa3_preamble(f, dt, hd, mask, v->preamble, sizeof v->preamble);
-    snprintf(v->name, sizeof v->name, "fa3 %s d%d %s %dx%d o%d p%d s%d", fj_dtype_name(dt), hd,
+    const int paged = d->block_table != NULL;
+    fj_fa3_preamble(f, dt, hd, mask, paged, v->preamble, sizeof v->preamble);
+    snprintf(v->name, sizeof v->name, "fa3 %s d%d %s %dx%d o%d p%d s%d%s", fj_dtype_name(dt), hd,
              fj_mask_name(mask), f->block_m, f->block_n, f->overlap, f->pingpong,
-             f->persistent);
+             f->persistent, paged ? " paged" : "");
     out->threads[0] = 128 * (f->block_m / 64 + 1);
     out->dyn_smem[0] = (int)fj_fa3_smem_bytes(f, hd);
     out->n = 1;
@@ -195,12 +265,45 @@ int fj_fa3_encode_tmaps(const fj_cuda *cu, const fj_attn_params *p, int dtype,
     return 0;
 }
 
+int fj_fa3_encode_paged_tmaps(const fj_cuda *cu, const fajit_attn_desc *d,
+                              const fj_attn_params *p, const fj_fa3_config *c, fj_tmap out[3],
+                              fj_kv_pages *pg, char *why, size_t n)
+{
+    const int dt = d->dtype == FAJIT_BF16 ? FJ_TMA_BF16 : FJ_TMA_F16;
+    const long long rq = d->cu_seqlens_q ? d->total_q : d->seqlen_q;
+    const long long nb = d->cu_seqlens_q ? 1 : d->batch;
+    const unsigned rows = d->page_size % c->block_n ? (unsigned)d->page_size : (unsigned)c->block_n;
+    if (encode_one(cu, &out[0], dt, p->q, d->head_dim, rq, d->heads_q, nb, p->q_row_stride,
+                   p->q_head_stride, p->q_batch_stride, (unsigned)c->block_m, "Q", why, n))
+        return -1;
+    for (int x = 0; x < 2; x++) {
+        const int64_t rs = x ? d->v_row_stride : d->k_row_stride;
+        const int64_t ps = x ? d->v_page_stride : d->k_page_stride;
+        if (encode_one(cu, &out[1 + x], dt, x ? p->v : p->k, d->head_dim, d->page_size,
+                       d->heads_kv, d->num_pages, rs, x ? d->v_head_stride : d->k_head_stride,
+                       ps ? ps : (int64_t)d->page_size * rs, rows, x ? "V" : "K", why, n))
+            return -1;
+    }
+    memset(pg, 0, sizeof *pg);
+    pg->block_table = (fj_u64)(uintptr_t)d->block_table;
+    pg->seqused_k = (fj_u64)(uintptr_t)d->seqused_k;
+    pg->bt_stride = (fj_i32)d->block_table_stride;
+    pg->page_size = d->page_size;
+    pg->num_pages = d->num_pages;
+    pg->page_shift = -1;
+    for (int s = 0; s < 31; s++)
+        if (d->page_size == 1 << s)
+            pg->page_shift = s;
+    return 0;
+}
+
 static fajit_status launch_args(const fj_kcfg *c, int i, const fajit_attn_desc *d,
                                 const fj_launch_env *env, fj_args *a, char *why, size_t n)
 {
     const fj_fa3_config *f = fj_fa3_of(c);
     fj_attn_params p;
     fj_tmap maps[3];
+    fj_kv_pages pg;
     unsigned threads;
     (void)i;
     if (!env->cu->cuTensorMapEncodeTiled) {
@@ -209,14 +312,18 @@ static fajit_status launch_args(const fj_kcfg *c, int i, const fajit_attn_desc *
     }
     fj_params_from_desc(d, &p);
     /* The TMA descriptors hold addresses and shapes: encoded for every call. */
-    if (fj_fa3_encode_tmaps(env->cu, &p, (int)d->dtype, f, d->total_q, d->total_k, maps, why,
-                            n) != 0)
+    if (d->block_table) {
+        if (fj_fa3_encode_paged_tmaps(env->cu, d, &p, f, maps, &pg, why, n) != 0)
+            return FAJIT_INVALID_ARGUMENT;
+    } else if (fj_fa3_encode_tmaps(env->cu, &p, (int)d->dtype, f, d->total_q, d->total_k, maps,
+                                   why, n) != 0)
         return FAJIT_INVALID_ARGUMENT;
     fj_fa3_launch_shape(f, &p, env->sm_count, a->grid, &threads);
     CUdeviceptr ctr = env->counters;   /* the dynamic schedule's tile counter, else unused */
     if (fj_args_push(a, &p, sizeof p, 8) || fj_args_push(a, &maps[0], sizeof maps[0], 64) ||
         fj_args_push(a, &maps[1], sizeof maps[1], 64) ||
-        fj_args_push(a, &maps[2], sizeof maps[2], 64) || fj_args_push(a, &ctr, sizeof ctr, 8)) {
+        fj_args_push(a, &maps[2], sizeof maps[2], 64) || fj_args_push(a, &ctr, sizeof ctr, 8) ||
+        (d->block_table && fj_args_push(a, &pg, sizeof pg, 8))) {
         snprintf(why, n, "the kernel's arguments exceed %d bytes", FJ_ARGS_BYTES);
         return FAJIT_UNSUPPORTED;
     }
@@ -230,6 +337,7 @@ const fj_family fj_family_fa3 = {
     .id = FAJIT_FAMILY_FA3,
     .op = FAJIT_OP_FWD,
     .rank = 20,
+    .rank_for = rank_for,
     .cfg_prefix = "fa3:",
     .applies = applies,
     .default_cfg = default_cfg,

@@ -122,6 +122,9 @@ typedef struct fj_family {
      * chosen by AUTO (only when forced), FJ_RANK_ORACLE only where nothing else applies and
      * never as a FALLBACK stand-in. */
     int rank;
+    /* Optional (NULL: rank): the rank for one problem, where a family outranks another only
+     * for some problems (the Hopper family over the decode family for paged prefill). */
+    int (*rank_for)(const fajit_attn_desc *d, const fj_target *t);
     /* Tuning-row names are "<cfg_prefix><family's own text>"; "" for the portable family,
      * whose rows predate prefixes. */
     const char *cfg_prefix;

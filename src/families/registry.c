@@ -75,6 +75,11 @@ static int skipped(const fj_family *f, const fj_family *const *skip, int n)
     return 0;
 }
 
+static int rank_of(const fj_family *f, const fajit_attn_desc *d, const fj_target *t)
+{
+    return f->rank_for ? f->rank_for(d, t) : f->rank;
+}
+
 const fj_family *fj_family_choose_except(const fajit_attn_desc *d, const fj_target *t, int want,
                                          const fj_family *const *skip, int n)
 {
@@ -82,11 +87,14 @@ const fj_family *fj_family_choose_except(const fajit_attn_desc *d, const fj_targ
     if (forced && !skipped(forced, skip, n) && forced->op == (int)d->op && forced->applies(d, t))
         return forced;
     const fj_family *best = NULL;
+    int best_rank = 0;
     for (int i = 0; i < fj_family_count(); i++) {
         const fj_family *f = fj_family_at(i);
-        if (f->op == (int)d->op && f->rank > 0 && (!best || f->rank > best->rank) &&
-            !skipped(f, skip, n) && f->applies(d, t))
+        if (f->op == (int)d->op && f->rank > 0 && !skipped(f, skip, n) && f->applies(d, t) &&
+            (!best || rank_of(f, d, t) > best_rank)) {
             best = f;
+            best_rank = rank_of(f, d, t);
+        }
     }
     return best;
 }

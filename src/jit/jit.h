@@ -186,13 +186,24 @@ void fj_cuda_set_for_testing(const fj_cuda *fake);
 /* "CUDA_ERROR_INVALID_VALUE (1)" into buf. */
 const char *fj_cuda_errname(const fj_cuda *cu, CUresult r, char *buf, size_t n);
 
-/* NVRTC, loaded at run time (libnvrtc.so.13, else .12). */
+/* NVRTC, loaded at run time: FAJIT_NVRTC_PATH, else one already in the process, else
+ * libnvrtc.so.13 (then .12) by the loader's search, $CUDA_HOME/lib64, /usr/local/cuda/lib64
+ * (nvrtc.c lists the order, README.md says why). */
 typedef struct fj_nvrtc fj_nvrtc;
 /* Returns the loaded NVRTC or NULL; `why` lists the paths tried. Thread-safe, once. */
 const fj_nvrtc *fj_nvrtc_get(char *why, size_t why_len);
 /* Tests: makes fj_nvrtc_get answer as if no NVRTC were installed (0 restores). */
 void fj_nvrtc_hide_for_testing(int hide);
+/* Tests: makes fj_nvrtc_get return a stand-in NVRTC of version major.minor whose compiles
+ * succeed with a copy of `cubin` (cubin_size bytes; kept, not copied: it must outlive the
+ * stand-in) and an empty log, or fail when cubin is NULL. major <= 0 removes it. Takes
+ * precedence over the real one, below fj_nvrtc_hide_for_testing. */
+void fj_nvrtc_fake_for_testing(int major, int minor, const void *cubin, size_t cubin_size);
 void fj_nvrtc_version(const fj_nvrtc *n, int *major, int *minor);
+/* One line on the NVRTC fj_nvrtc_get returns: "13.0 from /usr/local/cuda/lib64/libnvrtc.so.13
+ * (/usr/local/cuda/lib64)": version, the file as the loader resolved it, the rule of the
+ * search order that chose it; or "not loaded: <why>". Loads NVRTC if needed. */
+void fj_nvrtc_describe(char *buf, size_t len);
 
 /* One named header given to NVRTC (the embedded sources). */
 typedef struct fj_src {

@@ -1,7 +1,20 @@
-/* nvrtc.c - NVRTC loaded at run time (libnvrtc.so.13, else .12) and a compile call that
- * returns a CUBIN for one exact target plus the full log. Sources are given as named
- * in-memory headers, so no toolkit headers are needed at run time. */
+/* nvrtc.c - NVRTC loaded at run time and a compile call that returns a CUBIN for one
+ * exact target plus the full log. Sources are given as named in-memory headers, so no
+ * toolkit headers are needed at run time.
+ *
+ * Which NVRTC: the first of these that loads, once per process (README.md says why):
+ *   1. FAJIT_NVRTC_PATH: that file and nothing else ("none": no NVRTC at all);
+ *   2. an NVRTC already loaded in the process (libnvrtc.so.13, else .12; RTLD_NOLOAD);
+ *   3. for libnvrtc.so.13, then .12: the dynamic loader's search by name
+ *      (LD_LIBRARY_PATH, RUNPATH, ld.so.cache), then $CUDA_HOME/lib64, then
+ *      /usr/local/cuda/lib64.
+ * The file loaded (as the loader resolved it), its version and the rule that chose it are
+ * kept for fj_nvrtc_describe. */
+#ifndef _GNU_SOURCE
+#define _GNU_SOURCE   /* dlinfo, RTLD_DI_LINKMAP */
+#endif
 #include <dlfcn.h>
+#include <link.h>
 #include <pthread.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -15,6 +28,8 @@ typedef struct _nvrtcProgram *nvrtcProgram;
 struct fj_nvrtc {
     void *handle;
     int major, minor;
+    char path[512];          /* the file, as the loader resolved it */
+    const char *rule;        /* which rule of the search order chose it */
     const char *(*GetErrorString)(int);
     int (*Version)(int *, int *);
     int (*CreateProgram)(nvrtcProgram *, const char *, const char *, int,
@@ -32,21 +47,52 @@ static int g_ok;
 static char g_why[1024];
 static pthread_once_t g_once = PTHREAD_ONCE_INIT;
 
-static int try_open(const char *path)
+static int try_open(const char *path, int flags, const char *rule)
 {
     size_t len = strlen(g_why);
-    g_nv.handle = dlopen(path, RTLD_NOW | RTLD_LOCAL);
-    if (!g_nv.handle)
-        snprintf(g_why + len, sizeof g_why - len, "%s%s", len ? ", " : "", path);
-    return g_nv.handle != NULL;
+    g_nv.handle = dlopen(path, flags);
+    if (!g_nv.handle) {
+        if (!(flags & RTLD_NOLOAD))
+            snprintf(g_why + len, sizeof g_why - len, "%s%s", len ? ", " : "", path);
+        return 0;
+    }
+    struct link_map *lm = NULL;
+    const char *file = dlinfo(g_nv.handle, RTLD_DI_LINKMAP, &lm) == 0 && lm && lm->l_name[0]
+                       ? lm->l_name : path;
+    snprintf(g_nv.path, sizeof g_nv.path, "%s", file);
+    g_nv.rule = rule;
+    return 1;
+}
+
+/* Rules 2 and 3 of the search order (top of the file). */
+static int search(void)
+{
+    char path[512];
+    const char *cuda_home = getenv("CUDA_HOME");
+    for (int v = 13; v >= 12; v--) {
+        snprintf(path, sizeof path, "libnvrtc.so.%d", v);
+        if (try_open(path, RTLD_NOW | RTLD_LOCAL | RTLD_NOLOAD, "already loaded in the process"))
+            return 1;
+    }
+    for (int v = 13; v >= 12; v--) {
+        snprintf(path, sizeof path, "libnvrtc.so.%d", v);
+        if (try_open(path, RTLD_NOW | RTLD_LOCAL, "the dynamic loader's search path"))
+            return 1;
+        if (cuda_home && *cuda_home) {
+            snprintf(path, sizeof path, "%s/lib64/libnvrtc.so.%d", cuda_home, v);
+            if (try_open(path, RTLD_NOW | RTLD_LOCAL, "$CUDA_HOME/lib64"))
+                return 1;
+        }
+        snprintf(path, sizeof path, "/usr/local/cuda/lib64/libnvrtc.so.%d", v);
+        if (try_open(path, RTLD_NOW | RTLD_LOCAL, "/usr/local/cuda/lib64"))
+            return 1;
+    }
+    return 0;
 }
 
 static void load_once(void)
 {
-    char path[512];
     const char *env = getenv("FAJIT_NVRTC_PATH");
-    const char *cuda_home = getenv("CUDA_HOME");
-    int found = 0;
     g_why[0] = 0;
     if (env && strcmp(env, "none") == 0) {
         snprintf(g_why, sizeof g_why, "NVRTC disabled (FAJIT_NVRTC_PATH=none)");
@@ -55,26 +101,13 @@ static void load_once(void)
     if (env && *env) {
         /* An explicit path is an instruction, not a hint: when it fails, nothing else is
          * tried (a silent fallback would compile with another NVRTC than the one named). */
-        if (!(found = try_open(env))) {
+        if (!try_open(env, RTLD_NOW | RTLD_LOCAL, "FAJIT_NVRTC_PATH")) {
             const char *err = dlerror();
             snprintf(g_why, sizeof g_why, "FAJIT_NVRTC_PATH=%s could not be loaded: %s", env,
                      err ? err : "dlopen failed");
             return;
         }
-    }
-    for (int v = 13; !found && v >= 12; v--) {
-        snprintf(path, sizeof path, "libnvrtc.so.%d", v);
-        found = try_open(path);
-        if (!found && cuda_home) {
-            snprintf(path, sizeof path, "%s/lib64/libnvrtc.so.%d", cuda_home, v);
-            found = try_open(path);
-        }
-        if (!found) {
-            snprintf(path, sizeof path, "/usr/local/cuda/lib64/libnvrtc.so.%d", v);
-            found = try_open(path);
-        }
-    }
-    if (!found) {
+    } else if (!search()) {
         char tried[900];
         snprintf(tried, sizeof tried, "%.*s", (int)sizeof tried - 1, g_why);  /* bounded */
         snprintf(g_why, sizeof g_why, "NVRTC not found; tried: %s (set FAJIT_NVRTC_PATH)",
@@ -99,7 +132,8 @@ static void load_once(void)
                 snprintf(g_why, sizeof g_why, "FAJIT_NVRTC_PATH=%s is not NVRTC: it lacks %s",
                          env, syms[i].name);
             else
-                snprintf(g_why, sizeof g_why, "NVRTC library lacks %s", syms[i].name);
+                snprintf(g_why, sizeof g_why, "NVRTC library %s lacks %s", g_nv.path,
+                         syms[i].name);
             return;
         }
     }
@@ -111,6 +145,59 @@ static _Atomic int g_hidden;
 
 void fj_nvrtc_hide_for_testing(int hide) { g_hidden = hide; }
 
+/*------ a stand-in NVRTC for tests: any version, compiles return fixed bytes ------*/
+
+static struct fj_nvrtc g_fake;
+static _Atomic int g_faked;
+static const void *g_fake_cubin;
+static size_t g_fake_cubin_size;
+
+static const char *fk_errstr(int r)
+{
+    return r ? "NVRTC_ERROR_COMPILATION (stand-in)" : "NVRTC_SUCCESS";
+}
+static int fk_create(nvrtcProgram *p, const char *src, const char *name, int n,
+                     const char *const *h, const char *const *hn)
+{
+    (void)src, (void)name, (void)n, (void)h, (void)hn;
+    *p = (nvrtcProgram)&g_fake;
+    return 0;
+}
+static int fk_destroy(nvrtcProgram *p) { *p = NULL; return 0; }
+static int fk_compile(nvrtcProgram p, int n, const char *const *o)
+{
+    (void)p, (void)n, (void)o;
+    return g_fake_cubin ? 0 : 6;   /* NVRTC_ERROR_COMPILATION */
+}
+static int fk_cubin_size(nvrtcProgram p, size_t *n) { (void)p; *n = g_fake_cubin_size; return 0; }
+static int fk_cubin(nvrtcProgram p, char *out)
+{
+    (void)p;
+    memcpy(out, g_fake_cubin, g_fake_cubin_size);
+    return 0;
+}
+static int fk_log_size(nvrtcProgram p, size_t *n) { (void)p; *n = 0; return 0; }
+static int fk_log(nvrtcProgram p, char *out) { (void)p; out[0] = 0; return 0; }
+
+void fj_nvrtc_fake_for_testing(int major, int minor, const void *cubin, size_t cubin_size)
+{
+    if (major <= 0) {
+        g_faked = 0;
+        return;
+    }
+    g_fake = (struct fj_nvrtc){
+        .major = major, .minor = minor, .rule = "a stand-in for tests",
+        .GetErrorString = fk_errstr, .CreateProgram = fk_create,
+        .DestroyProgram = fk_destroy, .CompileProgram = fk_compile,
+        .GetCUBINSize = fk_cubin_size, .GetCUBIN = fk_cubin,
+        .GetProgramLogSize = fk_log_size, .GetProgramLog = fk_log,
+    };
+    snprintf(g_fake.path, sizeof g_fake.path, "fake-libnvrtc.so.%d", major);
+    g_fake_cubin = cubin;
+    g_fake_cubin_size = cubin_size;
+    g_faked = 1;
+}
+
 const fj_nvrtc *fj_nvrtc_get(char *why, size_t why_len)
 {
     if (g_hidden) {
@@ -118,6 +205,8 @@ const fj_nvrtc *fj_nvrtc_get(char *why, size_t why_len)
             snprintf(why, why_len, "NVRTC hidden (test)");
         return NULL;
     }
+    if (g_faked)
+        return &g_fake;
     pthread_once(&g_once, load_once);
     if (!g_ok && why && why_len)
         snprintf(why, why_len, "%s", g_why);
@@ -128,6 +217,16 @@ void fj_nvrtc_version(const fj_nvrtc *n, int *major, int *minor)
 {
     *major = n ? n->major : 0;
     *minor = n ? n->minor : 0;
+}
+
+void fj_nvrtc_describe(char *buf, size_t len)
+{
+    char why[1024];
+    const fj_nvrtc *n = fj_nvrtc_get(why, sizeof why);
+    if (n)
+        snprintf(buf, len, "%d.%d from %s (%s)", n->major, n->minor, n->path, n->rule);
+    else
+        snprintf(buf, len, "not loaded: %s", why);
 }
 
 /* Fixed options; the target goes in as -arch=sm_XX (real CUBIN, no PTX). */

@@ -24,6 +24,17 @@
  *                    global atomic counter (the kernel's last argument), in the same tile order
  *                    (masked: longest first within L2-sized groups of heads, always grouped),
  *                    i.e. greedy LPT; see "Dynamic schedule" below. fj_fa3_config.persistent 2.
+ *   FJ_FA3_PAGED     1: K/V in pages through a block table (fj_kv_pages, the kernel's last
+ *                    argument): K and V tensor maps over [num_pages][page_size][heads_kv]
+ *                    [head_dim]; each K/V block is BN / R boxes of R rows (R = BN where pages
+ *                    hold whole blocks, else page_size: the host takes this variant only where
+ *                    page_size % BN == 0, or BN % page_size == 0 with page_size % 8 == 0, so
+ *                    each box is whole 8-row swizzle atoms), each from the page the block
+ *                    table names; boxes past the sequence end come from page num_pages
+ *                    (outside the map: zeros). Key counts from seqused_k (or seqlen_k); the
+ *                    V rows of a sequence's last block past its end are zeroed in shared
+ *                    memory before P V (unused page slots may hold NaN). 0 (default):
+ *                    contiguous K/V (fixed length or varlen rows).
  * Variant features derived from the macros above (no overrides; each removed dev knob's code
  * is a patch in dev/fa3/patches/FJ_FA3_<name>.patch, with its measurements):
  *   FA3_LAZY (lazy rescaling), FA3_UCW (uniform warpgroup index), FA3_WGSKIP / FA3_WGSKIP_PP
@@ -37,7 +48,8 @@
  *   pointers and strides that are multiples of 8 elements (TMA); compute capability 9.0.
  *
  * Launch (fj_fa3_* in src/autotune/fa3_config.h builds all of it):
- *   kernel fj_attn_fwd_sm90(params, tmap_q, tmap_k, tmap_v, sched_ctr), each tensor map a
+ *   kernel fj_attn_fwd_sm90(params, tmap_q, tmap_k, tmap_v, sched_ctr[, pages]) (pages: the
+ *   fj_kv_pages of FJ_FA3_PAGED, by value), each tensor map a
  *   128-byte CUtensorMap passed by value (const __grid_constant__); sched_ctr (int *, used by
  *   FJ_FA3_SCHED 1 only, may be 0 otherwise) a zeroed device int the kernel leaves zeroed
  *   (one per launch in flight: see "Dynamic schedule"). Maps are 4-D {head_dim, rows,
@@ -119,6 +131,9 @@
 #endif
 #ifndef FJ_FA3_SCHED
 #define FJ_FA3_SCHED 0
+#endif
+#ifndef FJ_FA3_PAGED
+#define FJ_FA3_PAGED 0
 #endif
 #if FJ_FA3_SCHED && !FJ_FA3_PERSISTENT
 #error "FJ_FA3_SCHED 1 (dynamic tile schedule) needs FJ_FA3_PERSISTENT"
@@ -244,7 +259,9 @@ static_assert(!OQ || QST == 1, "FA3_OQ_: one Q buffer");
 static_assert((QST + OSLOT) * Q_BYTES + 4 * KV_BYTES + 320 + 1024 <= 227 * 1024, "QST");
 constexpr int OFF_K = (QST + OSLOT) * Q_BYTES, OFF_V = OFF_K + 2 * KV_BYTES, OFF_BAR = OFF_V + 2 * KV_BYTES;
 constexpr int SMEM_BYTES = OFF_BAR + 320 + 1024;  /* + barriers, scratch, alignment slack */
-constexpr int REG_PRODUCER = 24, REG_CONSUMER = NWG == 2 ? 240 : 160;
+/* (paged: 32 producer registers, the whole register file: the page arithmetic beside the
+ * dynamic order's claims spilled at 24) */
+constexpr int REG_PRODUCER = FJ_FA3_PAGED ? 32 : 24, REG_CONSUMER = NWG == 2 ? 240 : 160;
 constexpr bool PINGPONG = FJ_FA3_PINGPONG && NWG == 2 && FJ_FA3_OVERLAP;
 
 static_assert(FJ_DTYPE == FJ_DT_F16 || FJ_DTYPE == FJ_DT_BF16, "FJ_DTYPE");
@@ -261,6 +278,36 @@ static_assert(128 * (REG_PRODUCER + NWG * REG_CONSUMER) <= 65536, "setmaxnreg bu
 #include "fj_sm90_consumer.cuh"
 
 /* ---- the kernel --------------------------------------------------------------------------- */
+
+/* Sequence b's offsets and lengths: fj_seq_of, or with paged K/V its query side and the key
+ * count from seqused_k (no K/V offsets: the block table says where keys are). */
+FJ_DEVICE fj_seq fa3_seq(const fj_attn_params &p, const fj_kv_pages &pg, int b)
+{
+#if FJ_FA3_PAGED
+    fj_seq s;
+    if (p.cu_seqlens_q) {
+        const int *cq = (const int *)p.cu_seqlens_q;
+        const int q0 = cq[b];
+        s.q = (fj_i64)q0 * p.q_row_stride;
+        s.o = (fj_i64)q0 * p.o_row_stride;
+        s.sq = cq[b + 1] - q0;
+        s.lse_head_stride = cq[p.batch];
+        s.lse_base = q0;
+    } else {
+        s.q = (fj_i64)b * p.q_batch_stride;
+        s.o = (fj_i64)b * p.o_batch_stride;
+        s.sq = p.seqlen_q;
+        s.lse_head_stride = p.seqlen_q;
+        s.lse_base = (fj_i64)b * p.heads_q * p.seqlen_q;
+    }
+    s.k = s.v = 0;
+    s.sk = pg.seqused_k ? ((const int *)pg.seqused_k)[b] : p.seqlen_k;
+    return s;
+#else
+    (void)pg;
+    return fj_seq_of(p, b);
+#endif
+}
 
 /* The KV blocks [nb_lo, nb_hi) that some row of query block m0 sees, and the band. */
 struct fa3_band {
@@ -300,13 +347,20 @@ FJ_DEVICE fa3_band key_blocks(const fj_attn_params &p, const fj_seq &sq, int m0)
  * key 0, KV head hk and batch coordinate bb. */
 struct fa3_load {
     int b, h, mb, m0, n, nb_hi, qrow, krow, hk, bb;
+#if FJ_FA3_PAGED
+    int sk;  /* the sequence's keys */
+#endif
     bool skip;
 };
-FJ_DEVICE fa3_load load_plan(const fj_attn_params &p, const fa3_sched &sc, int t)
+FJ_DEVICE fa3_load load_plan(const fj_attn_params &p, const fj_kv_pages &pg, const fa3_sched &sc,
+                             int t)
 {
     fa3_load l;
     tile_coords(p, sc, t, l.b, l.h, l.mb);
-    const fj_seq sq = fj_seq_of(p, l.b);
+    const fj_seq sq = fa3_seq(p, pg, l.b);
+#if FJ_FA3_PAGED
+    l.sk = sq.sk;
+#endif
     l.m0 = l.mb * fa3::BM;
     l.skip = l.m0 >= sq.sq;
     const fa3_band bd = key_blocks(p, sq, l.m0);
@@ -318,7 +372,7 @@ FJ_DEVICE void load_rows(const fj_attn_params &p, fa3_load &l)
 {
     const bool varlen = p.cu_seqlens_q != 0;
     l.qrow = (varlen ? ((const int *)p.cu_seqlens_q)[l.b] : 0) + l.m0;
-    l.krow = varlen ? ((const int *)p.cu_seqlens_k)[l.b] : 0;
+    l.krow = varlen && !FJ_FA3_PAGED ? ((const int *)p.cu_seqlens_k)[l.b] : 0;
     l.bb = varlen ? 0 : l.b;
     l.hk = l.h / (p.heads_q / p.heads_kv);
 }
@@ -326,9 +380,16 @@ FJ_DEVICE void load_rows(const fj_attn_params &p, fa3_load &l)
 extern "C" __global__ void __launch_bounds__(fa3::THREADS, 1)
 fj_attn_fwd_sm90(const __grid_constant__ fj_attn_params p, const __grid_constant__ fj_tmap tq,
                  const __grid_constant__ fj_tmap tk, const __grid_constant__ fj_tmap tv,
-                 int *sched_ctr)
+                 int *sched_ctr
+#if FJ_FA3_PAGED
+                 , const __grid_constant__ fj_kv_pages pg
+#endif
+                 )
 {
     using namespace fa3;
+#if !FJ_FA3_PAGED
+    const fj_kv_pages pg{};  /* (unused) */
+#endif
     extern __shared__ __align__(1024) unsigned char smem_raw[];
 
     /* The schedule's constants (fa3_sched) and the tile count are computed in each role, after
@@ -345,7 +406,7 @@ fj_attn_fwd_sm90(const __grid_constant__ fj_attn_params p, const __grid_constant
     {   /* nothing to do (varlen: this sequence is shorter): leave before any setup */
         int b, h, mb;
         tile_coords(p, fa3_sched{}, 0, b, h, mb);
-        if (mb * BM >= fj_seq_of(p, b).sq)
+        if (mb * BM >= fa3_seq(p, pg, b).sq)
             return;
     }
 #endif
@@ -455,8 +516,37 @@ fj_attn_fwd_sm90(const __grid_constant__ fj_attn_params p, const __grid_constant
             tma_prefetch_desc(&tk);
             tma_prefetch_desc(&tv);
             int g = 0, qi = 0;
-            /* K/V block gi (of all the CTA's blocks) into ring slot gi & 1 */
-            auto load_kv = [&](int gi, int row, int hk, int bb) {
+#if FJ_FA3_PAGED
+            /* K/V block nb of tile L as block gi (of all the CTA's blocks) into ring slot
+             * gi & 1: BN / R boxes of R rows, each from its page; a box past the sequence end
+             * from page num_pages (outside the maps: zeros, no block-table read) */
+            const int R = pg.page_size % BN == 0 ? BN : pg.page_size;
+            auto load_kv = [&](int gi, const fa3_load &L, int nb) {
+                const int st = gi & 1, ph = (gi >> 1) & 1;
+                const int *bt = (const int *)pg.block_table + (fj_i64)L.b * pg.bt_stride;
+                auto one = [&](fj_u32 empty, fj_u32 full, fj_u32 dst, const void *tm) {
+                    mbar_wait(empty + 8 * st, ph ^ 1);
+                    mbar_expect_tx(full + 8 * st, KV_BYTES);
+#pragma unroll 1
+                    for (int r = 0; r < BN; r += R) {
+                        const int j = nb * BN + r;
+                        const int pidx = pg.page_shift >= 0 ? j >> pg.page_shift
+                                                            : (int)((unsigned)j / (unsigned)pg.page_size);
+                        const int page = j < L.sk && pidx < pg.bt_stride ? bt[pidx] : pg.num_pages;
+                        const int row = j - pidx * pg.page_size;
+#pragma unroll
+                        for (int c = 0; c < DC; ++c)
+                            tma_load4(dst + st * KV_BYTES + c * KV_CHUNK + r * 128, tm, c * 64, row,
+                                      L.hk, page, full + 8 * st);
+                    }
+                };
+                one(b_ke, b_kf, s_k, &tk);
+                one(b_ve, b_vf, s_v, &tv);
+            };
+#else
+            /* K/V block nb of tile L as block gi (of all the CTA's blocks) into ring slot gi & 1 */
+            auto load_kv = [&](int gi, const fa3_load &L, int nb) {
+                const int row = L.krow + nb * BN, hk = L.hk, bb = L.bb;
                 const int st = gi & 1, ph = (gi >> 1) & 1;
                 /* K or V of the block, once its slot is empty */
                 auto one = [&](fj_u32 empty, fj_u32 full, fj_u32 dst, const void *tm) {
@@ -469,6 +559,7 @@ fj_attn_fwd_sm90(const __grid_constant__ fj_attn_params p, const __grid_constant
                 one(b_ke, b_kf, s_k, &tk);
                 one(b_ve, b_vf, s_v, &tv);
             };
+#endif
 #if FA3_AHEAD
             int ahead = -1;  /* the tile whose first K/V block is loaded already */
 #endif
@@ -493,7 +584,7 @@ fj_attn_fwd_sm90(const __grid_constant__ fj_attn_params p, const __grid_constant
                 if (t >= total)
                     continue;
 #endif
-                fa3_load L = load_plan(p, sc, t);
+                fa3_load L = load_plan(p, pg, sc, t);
                 if (L.skip)
                     continue;
                 const int n = L.n;
@@ -534,7 +625,7 @@ fj_attn_fwd_sm90(const __grid_constant__ fj_attn_params p, const __grid_constant
                     if (it == n - 1)  /* claim the next tile; used after this block's loads */
                         v = atomicAdd(sched_ctr, 1);
 #endif
-                    load_kv(g + it, L.krow + (L.nb_hi - 1 - it) * BN, L.hk, L.bb);
+                    load_kv(g + it, L, L.nb_hi - 1 - it);
                 }
                 g += n;
                 ++qi;
@@ -549,13 +640,13 @@ fj_attn_fwd_sm90(const __grid_constant__ fj_attn_params p, const __grid_constant
                 const int t2 = FA3_TILE(r + 1);
 #endif
                 if (t2 < total) {
-                    fa3_load N = load_plan(p, sc, t2);
+                    fa3_load N = load_plan(p, pg, sc, t2);
                     if (!N.skip && N.n > 0) {
                         load_rows(p, N);
 #pragma unroll
                         for (int c = 0; c < DC; ++c)
                             tma_prefetch_l2(&tq, c * 64, N.qrow, N.h, N.bb);
-                        load_kv(g, N.krow + (N.nb_hi - 1) * BN, N.hk, N.bb);
+                        load_kv(g, N, N.nb_hi - 1);
                         ahead = t2;
                     }
                 }
@@ -652,7 +743,7 @@ fj_attn_fwd_sm90(const __grid_constant__ fj_attn_params p, const __grid_constant
         int b, h, mb;
         tile_coords(p, sc, t, b, h, mb);
 #endif
-        const fj_seq sq = fj_seq_of(p, b);
+        const fj_seq sq = fa3_seq(p, pg, b);
         const int m0 = mb * BM;
         if (m0 >= sq.sq)
             continue;
@@ -701,9 +792,36 @@ fj_attn_fwd_sm90(const __grid_constant__ fj_attn_params p, const __grid_constant
             if (FJ_FA3_PERSISTENT && !OQ && lane == 0)
                 mbar_arrive(QE_BAR(qb));
         };
-        /* O += P V of the block in K/V stage st (phase ph), waited for; its V slot released */
-        auto pv_now = [&](int st, int ph) {
+#if FJ_FA3_PAGED
+        /* The V rows of the tile's top block at and past the sequence end hold whatever the
+         * last page holds there (unused slots may be NaN, and P = 0 times NaN is NaN): zeroed
+         * before the first P V of a warpgroup whose first block is the top one. Both warpgroups
+         * zero the same rows of the slot they share; every write is a zero, so their order
+         * does not matter. vz: the first row to zero (BN: none). */
+        const int vz = bd.nb_hi * BN > sq.sk ? sq.sk - (bd.nb_hi - 1) * BN : BN;
+        auto zero_v = [&](int st, bool first) {
+            if (!first || vz >= BN)
+                return;
+            const fj_u32 sv = s_v + st * KV_BYTES;
+#pragma unroll 1
+            for (int x = (threadIdx.x & 127) + vz * DC * 8; x < BN * DC * 8; x += 128) {
+                const int r = x / (DC * 8), u = x % (DC * 8);
+                asm volatile("st.shared.v4.b32 [%0], {%1, %1, %1, %1};\n" ::"r"(
+                                 sv + (u >> 3) * KV_CHUNK + r * 128 + (u & 7) * 16),
+                             "r"(0)
+                             : "memory");
+            }
+            asm volatile("fence.proxy.async.shared::cta;\n" ::: "memory");  /* before wgmma */
+            named_sync<128>(4 + cw);
+        };
+#else
+        auto zero_v = [](int, bool) {};
+#endif
+        /* O += P V of the block in K/V stage st (phase ph), waited for; its V slot released
+         * (first: the warpgroup's first block of the tile) */
+        auto pv_now = [&](int st, int ph, bool first) {
             mbar_wait(b_vf + 8 * st, ph);
+            zero_v(st, first);
             pin(o);
             pin(pr);
             wg_fence();
@@ -808,6 +926,7 @@ fj_attn_fwd_sm90(const __grid_constant__ fj_attn_params p, const __grid_constant
                     wg_commit();
                     rescale_o(o, alpha);  /* for the previous block's P V, issued next */
                     mbar_wait(b_vf + 8 * pst, pph);
+                    zero_v(pst, it == 1 && skip == 0);
                     pin(o);
                     pin(pr);
                     wg_fence();
@@ -839,7 +958,7 @@ fj_attn_fwd_sm90(const __grid_constant__ fj_attn_params p, const __grid_constant
                 {   /* the last P V */
                     const int gl = g0 + nw - 1, st = gl & 1, ph = (gl >> 1) & 1;
                     rescale_o(o, alpha);
-                    pv_now(st, ph);
+                    pv_now(st, ph, nw == 1 && skip == 0);
                 }
 #else
                 for (int it = 0; it < nw; ++it) {
@@ -854,7 +973,7 @@ fj_attn_fwd_sm90(const __grid_constant__ fj_attn_params p, const __grid_constant
                     s_landed(nb, st, it == nw - 1);
                     rescale_o(o, alpha);
                     convert_p(s, pr);
-                    pv_now(st, ph);
+                    pv_now(st, ph, it == 0 && skip == 0);
                 }
 #endif
             }

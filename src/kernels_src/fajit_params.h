@@ -72,6 +72,21 @@ typedef struct fj_attn_params {
 } fj_attn_params;                   /* 192 */
 
 
+/* The Hopper prefill kernel's paged K/V (attn_fwd_sm90.cu with FJ_FA3_PAGED 1: its last
+ * argument). Key j of sequence b is row j % page_size of page
+ * block_table[b * bt_stride + j / page_size]; sequence b has seqused_k[b] keys (0: seqlen_k
+ * each). K and V come through tensor maps [num_pages][page_size][heads_kv][head_dim] whose
+ * boxes hold box_rows rows (page_size % BN == 0: BN, else page_size, which the host takes only
+ * where BN % page_size == 0 and page_size % 8 == 0); a box past the sequence end is loaded
+ * from page num_pages (outside the map: zero-filled, no block-table read).
+ * page_shift: log2(page_size) where that is a power of two, else -1. */
+#define FJ_KV_PAGES_SIZE 32
+typedef struct fj_kv_pages {
+    fj_u64 block_table;             /*  0: const int* */
+    fj_u64 seqused_k;               /*  8: const int* [batch], 0 = seqlen_k for every sequence */
+    fj_i32 bt_stride, page_size;    /* 16 */
+    fj_i32 page_shift, num_pages;   /* 24 */
+} fj_kv_pages;                      /* 32 */
 /* The paged decode / chunked-prefill kernels' parameters (attn_decode.cu: the split step and
  * the combine step). Sequence b has q_len_b query rows (q_len each, or cu_seqlens_q[b+1] -
  * cu_seqlens_q[b]; rows packed then) and len_b keys (seqused_k[b], or seqlen_k). Key j of
@@ -152,10 +167,12 @@ static_assert(sizeof(fj_u64) == 8 && sizeof(fj_i64) == 8 && sizeof(fj_i32) == 4 
 static_assert(sizeof(fj_attn_params) == FJ_PARAMS_SIZE, "fajit_params.h: size");
 static_assert(sizeof(fj_decode_params) == FJ_DECODE_PARAMS_SIZE, "fajit_params.h: decode size");
 static_assert(sizeof(fj_merge_params) == FJ_MERGE_PARAMS_SIZE, "fajit_params.h: merge size");
+static_assert(sizeof(fj_kv_pages) == FJ_KV_PAGES_SIZE, "fajit_params.h: kv pages size");
 #else
 _Static_assert(sizeof(fj_attn_params) == FJ_PARAMS_SIZE, "fajit_params.h: size");
 _Static_assert(sizeof(fj_decode_params) == FJ_DECODE_PARAMS_SIZE, "fajit_params.h: decode size");
 _Static_assert(sizeof(fj_merge_params) == FJ_MERGE_PARAMS_SIZE, "fajit_params.h: merge size");
+_Static_assert(sizeof(fj_kv_pages) == FJ_KV_PAGES_SIZE, "fajit_params.h: kv pages size");
 #endif
 
 #endif /* FAJIT_PARAMS_H */
