@@ -259,9 +259,12 @@ static_assert(!OQ || QST == 1, "FA3_OQ_: one Q buffer");
 static_assert((QST + OSLOT) * Q_BYTES + 4 * KV_BYTES + 320 + 1024 <= 227 * 1024, "QST");
 constexpr int OFF_K = (QST + OSLOT) * Q_BYTES, OFF_V = OFF_K + 2 * KV_BYTES, OFF_BAR = OFF_V + 2 * KV_BYTES;
 constexpr int SMEM_BYTES = OFF_BAR + 320 + 1024;  /* + barriers, scratch, alignment slack */
-/* (paged: 32 producer registers, the whole register file: the page arithmetic beside the
- * dynamic order's claims spilled at 24) */
-constexpr int REG_PRODUCER = FJ_FA3_PAGED ? 32 : 24, REG_CONSUMER = NWG == 2 ? 240 : 160;
+/* Paged: 32 producer registers (the page arithmetic beside the dynamic order's claims spilled
+ * at 24), so 232 per consumer with 2 consumer warpgroups: the total must stay within what the
+ * launch allocated (384 x 168 = 64,512; 512 x 128 = 65,536 with 3), or setmaxnreg.inc waits
+ * forever. */
+constexpr int REG_PRODUCER = FJ_FA3_PAGED ? 32 : 24;
+constexpr int REG_CONSUMER = NWG == 2 ? (FJ_FA3_PAGED ? 232 : 240) : 160;
 constexpr bool PINGPONG = FJ_FA3_PINGPONG && NWG == 2 && FJ_FA3_OVERLAP;
 
 static_assert(FJ_DTYPE == FJ_DT_F16 || FJ_DTYPE == FJ_DT_BF16, "FJ_DTYPE");
@@ -271,7 +274,8 @@ static_assert(HD % 16 == 0 && HD >= 16 && HD <= 256, "FJ_HEAD_DIM: multiple of 1
 static_assert(BM == 128 || BM == 192, "FJ_BLOCK_M: 128 or 192");
 static_assert(BN % 16 == 0 && BN >= 16 && BN <= 256, "FJ_BLOCK_N: multiple of 16 in 16..256");
 static_assert(SMEM_BYTES <= 227 * 1024, "shared memory over 227 KiB");
-static_assert(128 * (REG_PRODUCER + NWG * REG_CONSUMER) <= 65536, "setmaxnreg budget");
+static_assert(128 * (REG_PRODUCER + NWG * REG_CONSUMER) <= THREADS * (65536 / THREADS / 8 * 8),
+              "setmaxnreg budget: within the registers the launch allocates");
 }  // namespace fa3
 
 #include "fj_sm90_sched.cuh"
