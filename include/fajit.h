@@ -126,9 +126,13 @@ typedef enum fajit_family {
     FAJIT_FAMILY_FA2 = 2,
     FAJIT_FAMILY_FA3 = 3,
     FAJIT_FAMILY_DECODE = 4, /* paged / split-KV decode and chunked prefill, every target */
-    FAJIT_FAMILY_FA4 = 5     /* Blackwell (FA4 design), compute capability 10.0 / 10.3: compiled
+    FAJIT_FAMILY_FA4 = 5,    /* Blackwell (FA4 design), compute capability 10.0 / 10.3: compiled
                                 and checked but not run on hardware (no Blackwell GPU was
                                 available); validated on first use on each GPU class */
+    FAJIT_FAMILY_MIXED = 6   /* a varlen batch over paged K/V mixing prefill and decode rows,
+                                compute capability 9.0: the Hopper kernel for the sequences of
+                                more than 16 query rows, then the decode kernel for the rest
+                                (one plan, one workspace, CUDA-graph capturable) */
 } fajit_family;
 /* "auto", "ref", "fa2", "fa3"; NULL for a value that names no family. */
 FAJIT_API const char *fajit_family_name(fajit_family f);
