@@ -11,7 +11,9 @@
  * pages that hold whole K/V blocks, or blocks of whole pages of a multiple of 8 rows), the
  * varlen packed row count total_q given, and the context not checked (the decode family
  * tests every page id there). It then outranks the decode family (rank_for), which keeps
- * decode rows, other page sizes and the checked mode. */
+ * decode rows, other page sizes and the checked mode. A varlen paged batch goes to the mixed
+ * family (mixed.c) instead: this kernel with fj_kv_pages.min_q 17 for its long sequences,
+ * the decode kernel for the rest (fj_fa3_launch_args). */
 #include <stdio.h>
 #include <string.h>
 
