@@ -117,7 +117,8 @@ typedef void (*fajit_progress_fn)(void *user, int done, int total, double eta_s,
 /* Which kernel family serves fajit_attn_fwd. AUTO: the decode kernel for paged K/V and for
  * decode steps (few query rows per KV head), else the Blackwell kernel (FA4 design) on compute
  * capability 10.0 / 10.3 where it applies, else the Hopper kernel (FA3 design) on compute
- * capability 9.0 where it applies, else the portable one (FA2 design). Forcing a family
+ * capability 9.0 where it applies (paged prefill too, with 64 rows or more; a varlen paged batch
+ * there: the mixed plan of both), else the portable one (FA2 design). Forcing a family
  * that does not apply to a problem falls back to the AUTO choice (for benchmarks and
  * triage). */
 typedef enum fajit_family {
@@ -126,9 +127,13 @@ typedef enum fajit_family {
     FAJIT_FAMILY_FA2 = 2,
     FAJIT_FAMILY_FA3 = 3,
     FAJIT_FAMILY_DECODE = 4, /* paged / split-KV decode and chunked prefill, every target */
-    FAJIT_FAMILY_FA4 = 5     /* Blackwell (FA4 design), compute capability 10.0 / 10.3: compiled
+    FAJIT_FAMILY_FA4 = 5,    /* Blackwell (FA4 design), compute capability 10.0 / 10.3: compiled
                                 and checked but not run on hardware (no Blackwell GPU was
                                 available); validated on first use on each GPU class */
+    FAJIT_FAMILY_MIXED = 6   /* a varlen batch over paged K/V mixing prefill and decode rows,
+                                compute capability 9.0: the Hopper kernel for the sequences of
+                                more than 16 query rows, then the decode kernel for the rest
+                                (one plan, one workspace, CUDA-graph capturable) */
 } fajit_family;
 /* "auto", "ref", "fa2", "fa3"; NULL for a value that names no family. */
 FAJIT_API const char *fajit_family_name(fajit_family f);

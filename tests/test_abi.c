@@ -413,12 +413,13 @@ START_TEST(family_names)
     ck_assert_str_eq(fajit_family_name(FAJIT_FAMILY_FA3), "fa3");
     ck_assert_str_eq(fajit_family_name(FAJIT_FAMILY_DECODE), "decode");
     ck_assert_str_eq(fajit_family_name(FAJIT_FAMILY_FA4), "fa4");
-    ck_assert_ptr_null(fajit_family_name((fajit_family)6));
+    ck_assert_str_eq(fajit_family_name(FAJIT_FAMILY_MIXED), "mixed");
+    ck_assert_ptr_null(fajit_family_name((fajit_family)7));
     /* the never-run Blackwell family says so; the others have nothing to say */
     ck_assert_ptr_nonnull(strstr(fajit_family_status_note(FAJIT_FAMILY_FA4), "not run on hardware"));
     ck_assert_ptr_null(fajit_family_status_note(FAJIT_FAMILY_FA3));
     ck_assert_ptr_null(fajit_family_status_note(FAJIT_FAMILY_AUTO));
-    ck_assert_ptr_null(fajit_family_status_note((fajit_family)6));
+    ck_assert_ptr_null(fajit_family_status_note((fajit_family)7));
     ck_assert_ptr_null(fajit_family_name((fajit_family)-1));
 }
 END_TEST
@@ -434,14 +435,14 @@ START_TEST(family_ref_refused)
     fajit_ctx *ctx = NULL;
     o.family = FAJIT_FAMILY_REF;
     ck_assert_int_eq(fajit_ctx_create(&ctx, &o), FAJIT_INVALID_ARGUMENT);
-    ck_assert_msg(strstr(fajit_errmsg(ctx), "(auto, fa2, fa3, decode, fa4), got 1 (REF: the reference "
+    ck_assert_msg(strstr(fajit_errmsg(ctx), "(auto, fa2, fa3, decode, fa4, mixed), got 1 (REF: the reference "
                                             "kernel is not a dispatch choice"), "'%s'",
                   fajit_errmsg(ctx));
     fajit_ctx_destroy(ctx);
     o.family = FAJIT_FAMILY_AUTO;
     setenv("FAJIT_FAMILY", "ref", 1);
     ck_assert_int_eq(fajit_ctx_create(&ctx, &o), FAJIT_INVALID_ARGUMENT);
-    ck_assert_msg(strstr(fajit_errmsg(ctx), "FAJIT_FAMILY must be auto, fa2, fa3, decode, fa4, got 'ref': "
+    ck_assert_msg(strstr(fajit_errmsg(ctx), "FAJIT_FAMILY must be auto, fa2, fa3, decode, fa4, mixed, got 'ref': "
                                             "the reference kernel is not a dispatch choice"),
                   "'%s'", fajit_errmsg(ctx));
     fajit_ctx_destroy(ctx);

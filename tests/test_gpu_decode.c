@@ -867,7 +867,8 @@ END_TEST
 /*------ 1b. prefill_sweep ------*/
 
 /* Prefill and chunked prefill over paged K/V: 64..300 query rows (some varlen batches mixed
- * with decode rows of 0..16), keys from fewer than the queries to 1,000 more, page sizes
+ * with short sequences of 0..20 rows: decode rows, and 17..20 across the mixed plan's bound,
+ * where such a batch on sm_90 is one plan of the Hopper and the decode kernels), keys from fewer than the queries to 1,000 more, page sizes
  * 1..256 (those that fit the Hopper kernel's tiles go to it on sm_90, the others to the decode
  * family), GQA ratios including 3, 5 and 6, head_dim 64..256, shared prefixes, the sweep's
  * layouts, lengths, masks and NaN outside the keys. */
@@ -889,7 +890,7 @@ static void draw_prefill_case(dcase *c)
     if (c->varlen) {
         qmax = 0;
         for (int b = 0; b < c->batch; b++) {
-            c->qlens[b] = rnd() % 3 == 0 ? urange(0, 16) : urange(64, 300);
+            c->qlens[b] = rnd() % 3 == 0 ? urange(0, 20) : urange(64, 300);
             qmax = c->qlens[b] > qmax ? c->qlens[b] : qmax;
         }
         c->give_total_q = rnd() % 8 != 0;   /* without it: the decode family */
@@ -918,7 +919,7 @@ START_TEST(prefill_sweep)
     ck_assert_int_eq(fajit_device_info_get(ctx, 0, &di), FAJIT_OK);
     const int n = env_int("FAJIT_TEST_PREFILL_CASES", 60);
     const int only = env_int("FAJIT_TEST_DECODE_ONLY", -1);
-    int failed = 0, fa3 = 0, ran = 0;
+    int failed = 0, fa3 = 0, ran = 0, mixed = 0, mixed_short = 0;
     double worst[2] = {0, 0};
     char first[1024] = "";
     for (int k = 0; k < n; k++) {
@@ -939,6 +940,12 @@ START_TEST(prefill_sweep)
         ck_assert_msg(fajit_dispatch_describe(ctx, NULL, &B.desc, buf, sizeof buf) == FAJIT_OK,
                       "describe: %s", fajit_errmsg(ctx));
         const int by_fa3 = strstr(buf, "fa3 ") != NULL;
+        /* the mixed plan: the decode launch's QMAX variant after the Hopper one */
+        const int by_mix = by_fa3 && strstr(buf, " qmax") != NULL;
+        int short_rows = 0;   /* sequences of at most 16 rows in the batch */
+        for (int b = 0; c.varlen && b < c.batch; b++)
+            short_rows += c.qlens[b] <= 16;
+        const char *who = by_mix ? "mixed" : by_fa3 ? "fa3" : "decode";
         if (ran < 4 || only >= 0)
             printf("prefill sweep: case %d: %s\n  -> %s\n", k, text, buf);
         verdict v;
@@ -957,26 +964,33 @@ START_TEST(prefill_sweep)
         }
         ran++;
         fa3 += by_fa3 && v.ok;
+        mixed += by_mix && v.ok;
+        mixed_short += by_mix && short_rows > 0 && v.ok;
         if (v.ok) {
             worst[c.dtype] = v.err > worst[c.dtype] ? v.err : worst[c.dtype];
         } else {
             if (failed++ == 0)
                 snprintf(first, sizeof first, "case %d (FAJIT_TEST_SEED=%u FAJIT_TEST_DECODE_ONLY=%d, "
-                         "%s): %s: %s", k, g_seed, k, by_fa3 ? "fa3" : "decode", text, v.why);
+                         "%s): %s: %s", k, g_seed, k, who, text, v.why);
             if (failed <= 10)
-                printf("prefill sweep: FAILED case %d (%s): %s: %s\n", k, by_fa3 ? "fa3" : "decode",
-                       text, v.why);
+                printf("prefill sweep: FAILED case %d (%s): %s: %s\n", k, who, text, v.why);
         }
         teardown(&B);
     }
-    printf("prefill sweep: %d/%d cases passed, %d of them on the Hopper kernel, max rel err bf16 "
-           "%.3g, f16 %.3g\n", ran - failed, ran, fa3, worst[1], worst[0]);
+    printf("prefill sweep: %d/%d cases passed, %d of them on the Hopper kernel (%d as the mixed "
+           "plan, %d of those with sequences of at most 16 rows), max rel err bf16 %.3g, f16 "
+           "%.3g\n", ran - failed, ran, fa3, mixed, mixed_short, worst[1], worst[0]);
     fajit_ctx_destroy(ctx);
     ck_assert_msg(failed == 0, "%d of %d prefill cases failed; first: %s", failed, ran, first);
     /* on sm_90 most page sizes drawn fit the Hopper kernel: it must have served */
     if (di.cc_major == 9 && di.cc_minor == 0 && only < 0)
+    {
         ck_assert_msg(fa3 >= ran / 3, "only %d of %d paged prefill cases ran on the Hopper kernel",
                       fa3, ran);
+        /* about a quarter of the draws are varlen batches the mixed plan serves */
+        ck_assert_msg(mixed_short >= ran / 20, "only %d of %d paged prefill cases ran as the "
+                      "mixed plan with decode rows", mixed_short, ran);
+    }
 }
 END_TEST
 

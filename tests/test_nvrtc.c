@@ -340,6 +340,58 @@ START_TEST(fa3_paged_variants)
 }
 END_TEST
 
+/* The mixed plan's kernels (varlen paged batches on sm_90a): the paged Hopper kernel and the
+ * decode split and combine steps in their FJ_DEC_QMAX variant, for each head_dim, dtype,
+ * mask and a few page sizes and head ratios: clean logs, no spills (audit_entry). */
+START_TEST(mixed_variants)
+{
+    static const int hdims[] = {64, 128, 256}, pages[] = {16, 64}, groups[] = {1, 4};
+    const fj_target t = {90, 1, 132, 0, 0, 0};
+    make_dir();
+    fajit_ctx *ctx = compile_ctx();
+    int n = 0, qmax = 0;
+    for (int h = 0; h < 3; h++)
+        for (int dt = 0; dt < 2; dt++)
+            for (int m = 0; m < 3; m++)
+                for (int pi = 0; pi < 2; pi++)
+                    for (int g = 0; g < 2; g++) {
+                        fajit_attn_desc d;
+                        void *ptr = (void *)(uintptr_t)0x100000;
+                        fajit_attn_desc_init(&d, ptr, ptr, ptr, ptr, 4, 8 * groups[g], 8, 512,
+                                             8192, hdims[h], (fajit_dtype)dt);
+                        d.mask = (fajit_mask)m;
+                        d.block_table = (const int32_t *)(uintptr_t)0x3000;
+                        d.page_size = pages[pi];
+                        d.block_table_stride = 8192 / pages[pi];
+                        d.num_pages = 4096;
+                        d.cu_seqlens_q = (const int32_t *)(uintptr_t)0x5000;
+                        d.total_q = 1024;
+                        fj_kcfg c;
+                        ck_assert_int_eq(fj_kcfg_default(&d, &t, FAJIT_FAMILY_AUTO, &c), 0);
+                        ck_assert_str_eq(c.fam->name, "mixed");
+                        fj_kernels ks;
+                        c.fam->kernels(&c, &d, &ks);
+                        ck_assert_int_eq(ks.n, 3);
+                        for (int i = 0; i < ks.n; i++) {
+                            int compiled;
+                            fajit_status st = fj_kernel_warm(ctx, &ks.v[i], "sm_90a", &compiled);
+                            ck_assert_msg(st == FAJIT_OK, "%s: %s", ks.v[i].name,
+                                          fajit_errmsg(ctx));
+                            n += compiled;
+                            qmax += compiled && strstr(ks.v[i].name, " qmax") != NULL;
+                        }
+                    }
+    audit a = {0};
+    ck_assert_int_eq(fj_cache_list(ctx->cache, audit_entry, &a), 0);
+    ck_assert_int_eq(a.n, n);
+    ck_assert_int_gt(qmax, 0);
+    printf("nvrtc: %d mixed-plan variants compiled (%d decode QMAX), max %d registers, slowest "
+           "%.0f ms: %s\n", n, qmax, a.max_regs, a.max_ms, a.worst);
+    fajit_ctx_destroy(ctx);
+    remove_dir();
+}
+END_TEST
+
 START_TEST(candidate_spaces)
 {
     static const char *const archs[] = {"sm_80", "sm_90a", "sm_100a"};
@@ -938,6 +990,7 @@ int main(void)
     tcase_add_test(tc, l2_flush_compiles);
     tcase_add_test(tc, candidate_spaces);
     tcase_add_test(tc, fa3_paged_variants);
+    tcase_add_test(tc, mixed_variants);
     tcase_add_test(tc, cache_cap_prunes);
     tcase_add_test(tc, policies_with_fake_driver);
     tcase_add_test(tc, warm_spec_serves_strict);

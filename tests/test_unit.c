@@ -578,6 +578,11 @@ START_TEST(params_layout)
     ck_assert_uint_eq(offsetof(fj_decode_params, page_shift), 260);
     ck_assert_uint_eq(offsetof(fj_decode_params, k_page16), 264);
     ck_assert_uint_eq(offsetof(fj_decode_params, off16), 280);
+    /* the Hopper kernel's paged K/V */
+    ck_assert_uint_eq(sizeof(fj_kv_pages), FJ_KV_PAGES_SIZE);
+    ck_assert_uint_eq(offsetof(fj_kv_pages, bt_stride), 16);
+    ck_assert_uint_eq(offsetof(fj_kv_pages, num_pages), 28);
+    ck_assert_uint_eq(offsetof(fj_kv_pages, min_q), 32);
 }
 END_TEST
 
@@ -642,7 +647,7 @@ START_TEST(ctx_options)
     unsetenv("FAJIT_POLICY");
     setenv("FAJIT_FAMILY", "fa5", 1);
     ck_assert_int_eq(fajit_ctx_create(&ctx, &o), FAJIT_INVALID_ARGUMENT);
-    ck_assert_ptr_nonnull(strstr(fajit_errmsg(ctx), "FAJIT_FAMILY must be auto, fa2, fa3, decode, fa4, got 'fa5'"));
+    ck_assert_ptr_nonnull(strstr(fajit_errmsg(ctx), "FAJIT_FAMILY must be auto, fa2, fa3, decode, fa4, mixed, got 'fa5'"));
     fajit_ctx_destroy(ctx);
     setenv("FAJIT_FAMILY", "ref", 1);   /* the oracle is not a dispatch choice */
     ck_assert_int_eq(fajit_ctx_create(&ctx, &o), FAJIT_INVALID_ARGUMENT);

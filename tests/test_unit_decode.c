@@ -1286,13 +1286,13 @@ START_TEST(fa3_paged_dispatch)
     static const struct {
         int hd, mask, q, ps, varlen, total_q;
         const fj_target *t;
-        int fa3;   /* 1: the Hopper family, 0: decode */
+        int fa3;   /* 1: the Hopper family, 0: decode, 2: mixed (varlen: both) */
     } cases[] = {
         {128, FAJIT_MASK_CAUSAL, 4096, 16, 0, 0, &h, 1},
         {128, FAJIT_MASK_NONE, 512, 256, 0, 0, &h, 1},
         {64, FAJIT_MASK_CAUSAL, 2048, 8, 0, 0, &h, 1},
         {256, FAJIT_MASK_NONE, 4096, 32, 0, 0, &h, 1},   /* 128x80 does not fit: 128x64 */
-        {128, FAJIT_MASK_WINDOW, 1024, 64, 1, 1, &h, 1},
+        {128, FAJIT_MASK_WINDOW, 1024, 64, 1, 1, &h, 2},
         {128, FAJIT_MASK_CAUSAL, 64, 16, 0, 0, &h, 1},
         {128, FAJIT_MASK_CAUSAL, 63, 16, 0, 0, &h, 0},  /* too few rows */
         {128, FAJIT_MASK_CAUSAL, 1, 16, 0, 0, &h, 0},
@@ -1322,10 +1322,16 @@ START_TEST(fa3_paged_dispatch)
             d.total_q = cases[i].total_q ? 2 * cases[i].q : 0;
         }
         const fj_family *f = fj_family_choose(&d, cases[i].t, FAJIT_FAMILY_AUTO);
-        ck_assert_msg(f == (cases[i].fa3 ? &fj_family_fa3 : &fj_family_decode),
+        ck_assert_msg(f == (cases[i].fa3 == 2   ? &fj_family_mixed
+                            : cases[i].fa3 ? &fj_family_fa3
+                                           : &fj_family_decode),
                       "case %zu: %s", i, f ? f->name : "none");
         fj_kcfg c;
         ck_assert_int_eq(fj_kcfg_default(&d, cases[i].t, FAJIT_FAMILY_AUTO, &c), 0);
+        if (cases[i].fa3 == 2) {   /* its Hopper part: the family's default, as forced */
+            ck_assert_int_eq(fj_kcfg_default(&d, cases[i].t, FAJIT_FAMILY_FA3, &c), 0);
+            f = &fj_family_fa3;
+        }
         if (!cases[i].fa3)
             continue;
         const fj_fa3_config *fc = fj_fa3_of(&c);
@@ -1364,6 +1370,210 @@ START_TEST(fa3_paged_dispatch)
     ck_assert(fj_fa3_page_fit(128, 256) && fj_fa3_page_fit(128, 16) && fj_fa3_page_fit(176, 16) &&
               fj_fa3_page_fit(128, 128) && !fj_fa3_page_fit(176, 32) && !fj_fa3_page_fit(128, 4) &&
               !fj_fa3_page_fit(128, 48) && !fj_fa3_page_fit(128, 1) && fj_fa3_page_fit(80, 160));
+}
+END_TEST
+
+/* The mixed family: a varlen batch over paged K/V on sm_90a that the Hopper family serves
+ * is one plan of its kernel (sequences of more than 16 rows, fj_kv_pages.min_q 17) and the
+ * decode kernels' QMAX variants (q_len 16); fixed-length paged prefill stays with the
+ * Hopper family, short batches, other targets and the checked mode with the decode one. */
+static CUresult mix_tmap(void *m, int t, unsigned r, void *a, const unsigned long long *d,
+                         const unsigned long long *st, const unsigned *b, const unsigned *el,
+                         int i, int w, int l, int o)
+{
+    (void)t, (void)r, (void)a, (void)d, (void)st, (void)b, (void)el, (void)i, (void)w, (void)l;
+    (void)o;
+    memset(m, 0, 128);
+    return 0;
+}
+static void mix_desc(fajit_attn_desc *d, int seqlen_q, int varlen)
+{
+    void *ptr = (void *)(uintptr_t)0x100000;
+    fajit_attn_desc_init(d, ptr, ptr, ptr, ptr, 4, 32, 8, seqlen_q, 4096, 128, FAJIT_BF16);
+    d->mask = FAJIT_MASK_CAUSAL;
+    d->block_table = (const int32_t *)(uintptr_t)0x3000;
+    d->page_size = 16, d->block_table_stride = 256, d->num_pages = 4096;
+    d->seqused_k = (const int32_t *)(uintptr_t)0x4000;
+    d->k_row_stride = d->v_row_stride = 8 * 128;
+    if (varlen) {
+        d->cu_seqlens_q = (const int32_t *)(uintptr_t)0x5000;
+        d->total_q = 400;
+        d->q_batch_stride = d->o_batch_stride = 0;
+    }
+}
+START_TEST(mixed_plan)
+{
+    static const fj_target h = {90, 1, 132, 0, 0, 0}, hc = {90, 1, 132, 1, 0, 0},
+                           a = {80, 0, 108, 0, 0, 0};
+    fajit_attn_desc d, dd;
+    /* routing */
+    mix_desc(&d, 300, 1);
+    ck_assert_ptr_eq(fj_family_choose(&d, &h, FAJIT_FAMILY_AUTO), &fj_family_mixed);
+    ck_assert_ptr_eq(fj_family_choose(&d, &hc, FAJIT_FAMILY_AUTO), &fj_family_decode);
+    ck_assert_ptr_eq(fj_family_choose(&d, &a, FAJIT_FAMILY_AUTO), &fj_family_decode);
+    ck_assert_ptr_eq(fj_family_choose(&d, &h, FAJIT_FAMILY_FA3), &fj_family_fa3);
+    mix_desc(&dd, 300, 0);   /* fixed length: no decode rows */
+    ck_assert_ptr_eq(fj_family_choose(&dd, &h, FAJIT_FAMILY_AUTO), &fj_family_fa3);
+    mix_desc(&dd, 63, 1);    /* every sequence at most 63 rows: the decode family */
+    ck_assert_ptr_eq(fj_family_choose(&dd, &h, FAJIT_FAMILY_AUTO), &fj_family_decode);
+    mix_desc(&dd, 300, 1);
+    dd.total_q = 0;          /* (the Hopper kernel's maps need total_q) */
+    ck_assert_ptr_eq(fj_family_choose(&dd, &h, FAJIT_FAMILY_AUTO), &fj_family_decode);
+    mix_desc(&dd, 300, 1);
+    dd.page_size = 12, dd.block_table_stride = 342;   /* no Hopper tile fits the pages */
+    ck_assert_ptr_eq(fj_family_choose(&dd, &h, FAJIT_FAMILY_AUTO), &fj_family_decode);
+    ck_assert(!fj_family_mixed.applies(&dd, &h));
+
+    /* the configuration: the Hopper default and the decode default for 16 rows */
+    fj_kcfg c, f3, fd, back;
+    ck_assert_int_eq(fj_kcfg_default(&d, &h, FAJIT_FAMILY_AUTO, &c), 0);
+    ck_assert_ptr_eq(c.fam, &fj_family_mixed);
+    fj_family_fa3.default_cfg(&d, &h, &f3);
+    mix_desc(&dd, 16, 1);
+    fj_family_decode.default_cfg(&dd, &h, &fd);
+    char name[32], n3[32], nd[32], want[64];
+    fj_kcfg_name(&c, name);
+    fj_kcfg_name(&f3, n3);
+    fj_kcfg_name(&fd, nd);
+    snprintf(want, sizeof want, "mix:%s+%s", n3 + 4, nd + 4);
+    ck_assert_str_eq(name, want);
+    ck_assert_int_eq(fj_kcfg_parse(name, &back), 0);
+    ck_assert(fj_kcfg_same(&back, &c));
+    static const char *const bad[] = {"mix:128x128o1p1s2", "mix:+64x3m1n4s0",
+                                      "mix:128x128o1p1s2+", "mix:128x128o1p1s2+64x3m1n4s0x",
+                                      "mix:128x128o1p1+64x3m1n4s0", "mix:12345678901234567890"
+                                      "12345678901+64x3m1n4s0"};
+    for (size_t i = 0; i < sizeof bad / sizeof bad[0]; i++)
+        ck_assert_msg(fj_kcfg_parse(bad[i], &back) == -1, "%s", bad[i]);
+    char why[256] = "";
+    ck_assert_msg(fj_family_mixed.check(&c, &d, &h, why, sizeof why) == 0, "%s", why);
+    ck_assert_int_eq(fj_family_mixed.check(&c, &d, &a, why, sizeof why), -1);
+    ck_assert_ptr_nonnull(strstr(why, "sm_90a"));
+    ck_assert_int_eq(fj_kcfg_parse("mix:128x176o1p1s2+64x3m1n4s0", &back), 0);
+    mix_desc(&dd, 300, 1);
+    dd.page_size = 32, dd.block_table_stride = 128;   /* (176 keys: 5.5 pages) */
+    ck_assert_int_eq(fj_family_mixed.check(&back, &dd, &h, why, sizeof why), -1);
+    ck_assert_ptr_nonnull(strstr(why, "page_size"));
+    mix_desc(&dd, 16, 1);   /* (the decode launch's problem again) */
+    fj_kcfg cand[4];
+    ck_assert_int_eq(fj_family_mixed.candidates(&d, &h, cand, 4), 1);
+    ck_assert(fj_kcfg_same(&cand[0], &c));
+
+    /* the kernels: the paged Hopper kernel, then the decode split and combine (QMAX) */
+    fj_kernels ks, k3, kd;
+    fj_family_mixed.kernels(&c, &d, &ks);
+    fj_family_fa3.kernels(&f3, &d, &k3);
+    fj_family_decode.kernels(&fd, &dd, &kd);
+    ck_assert_int_eq(ks.n, 3);
+    ck_assert_str_eq(ks.v[0].preamble, k3.v[0].preamble);
+    ck_assert_ptr_nonnull(strstr(ks.v[0].preamble, "#define FJ_FA3_PAGED 1\n"));
+    ck_assert_int_eq(ks.pdl[0], 0);
+    for (int i = 1; i < 3; i++) {
+        ck_assert_str_eq(ks.v[i].function, kd.v[i - 1].function);
+        ck_assert_ptr_null(strstr(kd.v[i - 1].preamble, "FJ_DEC_QMAX"));
+        ck_assert_ptr_nonnull(strstr(ks.v[i].preamble, "#define FJ_DEC_QMAX 1\n"));
+        ck_assert_ptr_nonnull(strstr(ks.v[i].name, " qmax"));
+        ck_assert_int_eq(ks.pdl[i], 1);
+        ck_assert_int_eq(ks.threads[i], kd.threads[i - 1]);
+        ck_assert_int_eq(ks.dyn_smem[i], kd.dyn_smem[i - 1]);
+        ck_assert_int_eq(ks.cluster[i], kd.cluster[i - 1]);
+    }
+    char grid[512];
+    fj_family_mixed.describe_grid(&c, &d, &h, grid, sizeof grid);
+    ck_assert_msg(strncmp(grid, "fa3 persistent grid", 19) == 0 &&
+                      strstr(grid, "more than 16 query rows, then dec grid (") &&
+                      strstr(grid, "at most 16"), "%s", grid);
+
+    /* the workspace: the decode launch's for 16 rows; counters shared with the Hopper one */
+    fj_workspace wm = {0, 0, 0}, w3 = {0, 0, 0}, wd = {0, 0, 0};
+    fj_family_mixed.workspace(&c, &d, &h, &wm);
+    fj_family_fa3.workspace(&f3, &d, &h, &w3);
+    fj_kcfg fdq;
+    ck_assert_int_eq(fj_kcfg_parse(nd, &fdq), 0);
+    fj_family_decode.workspace(&fdq, &dd, &h, &wd);
+    ck_assert_uint_eq(wm.scratch_bytes, wd.scratch_bytes);
+    ck_assert_uint_eq(wm.counter_bytes, wd.counter_bytes > w3.counter_bytes ? wd.counter_bytes
+                                                                              : w3.counter_bytes);
+    ck_assert_uint_eq(wm.report_bytes, 0);
+
+    /* the launches */
+    fj_cuda fake = dec_fake_device();
+    fake.cuTensorMapEncodeTiled = mix_tmap;
+    fj_launch_env env = {&fake, 132, 0x7000, 0x8000, 0, 90, {0}, {{0}}};
+    fj_args ar;
+    memset(&ar, 0, sizeof ar);
+    ck_assert_int_eq(fj_family_mixed.launch_args(&c, 0, &d, &env, &ar, why, sizeof why), FAJIT_OK);
+    ck_assert_int_eq(ar.n, 6);
+    fj_kv_pages pg;
+    memcpy(&pg, ar.ptr[5], sizeof pg);
+    ck_assert_int_eq(pg.min_q, 17);
+    ck_assert_int_eq(pg.page_size, 16);
+    memset(&ar, 0, sizeof ar);   /* plain Hopper: none skipped */
+    ck_assert_int_eq(fj_family_fa3.launch_args(&f3, 0, &d, &env, &ar, why, sizeof why), FAJIT_OK);
+    memcpy(&pg, ar.ptr[5], sizeof pg);
+    ck_assert_int_eq(pg.min_q, 0);
+    for (int i = 1; i < 3; i++) {
+        memset(&ar, 0, sizeof ar);
+        ck_assert_int_eq(fj_family_mixed.launch_args(&c, i, &d, &env, &ar, why, sizeof why),
+                         FAJIT_OK);
+        fj_decode_params p;
+        memcpy(&p, ar.ptr[0], sizeof p);
+        ck_assert_int_eq(p.q_len, 16);
+        ck_assert_int_eq(p.total_rows, 400);
+        ck_assert_uint_eq(p.cu_seqlens_q, 0x5000);
+        if (i == 1) {
+            ck_assert_uint_eq(ar.grid[2], 4);
+            ck_assert_uint_eq(ar.grid[1], 8u / (unsigned)(fj_dec_pack_default(&dd, &h)));
+        }
+    }
+    /* forced onto a fixed-length prefill: the Hopper launch alone, nothing skipped */
+    mix_desc(&dd, 300, 0);
+    ck_assert_ptr_eq(fj_family_choose(&dd, &h, FAJIT_FAMILY_MIXED), &fj_family_mixed);
+    fj_family_mixed.default_cfg(&dd, &h, &back);
+    memset(&ar, 0, sizeof ar);
+    ck_assert_int_eq(fj_family_mixed.launch_args(&back, 0, &dd, &env, &ar, why, sizeof why),
+                     FAJIT_OK);
+    memcpy(&pg, ar.ptr[5], sizeof pg);
+    ck_assert_int_eq(pg.min_q, 0);
+    memset(&ar, 0, sizeof ar);
+    ck_assert_int_eq(fj_family_mixed.launch_args(&back, 1, &dd, &env, &ar, why, sizeof why),
+                     FAJIT_OK);
+    ck_assert_uint_eq(ar.grid[0], 0);
+    fj_family_mixed.workspace(&back, &dd, &h, &wm);
+    ck_assert_uint_eq(wm.scratch_bytes, 0);
+
+    /* warm: the shipped configurations list the QMAX variants beside the plain ones */
+    fj_kcfg sh[16];
+    const int ns = fj_family_mixed.shipped(&d, &h, sh, 16);
+    ck_assert_int_ge(ns, 1);
+    fj_variant vs[256];
+    int nv = 0, qmax = 0;
+    ck_assert_int_eq(fj_family_variants(&d, &h, 0, vs, &nv, 256), 0);
+    for (int i = 0; i < nv; i++)
+        qmax += strstr(vs[i].preamble, "FJ_DEC_QMAX") != NULL;
+    ck_assert_int_ge(qmax, 2);
+}
+END_TEST
+
+/* The plan through the API: describe names both launches (the text the GPU test counts). */
+START_TEST(mixed_describe)
+{
+    fajit_ctx_opts o;
+    fajit_ctx_opts_init(&o);
+    o.cache_dir = "", o.device = FAJIT_DEVICE_NONE;
+    fajit_ctx *ctx = NULL;
+    ck_assert_int_eq(fajit_ctx_create(&ctx, &o), FAJIT_OK);
+    fajit_attn_desc d;
+    mix_desc(&d, 300, 1);
+    char line[2048];
+    ck_assert_int_eq(fajit_dispatch_describe(ctx, "sm_90a", &d, line, sizeof line), FAJIT_OK);
+    ck_assert_msg(strstr(line, "fa3 bf16 d128 causal") && strstr(line, " paged (default): fa3 ") &&
+                      strstr(line, "; then dec bf16 d128") && strstr(line, " qmax (default)") &&
+                      strstr(line, "; then dec combine bf16 d128 qmax"), "%s", line);
+    mix_desc(&d, 300, 0);
+    ck_assert_int_eq(fajit_dispatch_describe(ctx, "sm_90a", &d, line, sizeof line), FAJIT_OK);
+    ck_assert_ptr_null(strstr(line, "qmax"));
+    fajit_ctx_destroy(ctx);
 }
 END_TEST
 
@@ -1426,8 +1636,12 @@ START_TEST(decode_random_plans)
         memset(&kp, 0, sizeof kp);
         ck_assert_int_eq(fj_kcfg_default(&d, &t, FAJIT_FAMILY_AUTO, &kp.cfg), 0);
         if (kp.cfg.fam == &fj_family_fa3) {   /* paged prefill on sm_90: the Hopper kernel */
-            ck_assert(ps && t.sm == 90 && q_len >= FJ_FA3_PAGED_MIN_Q &&
+            ck_assert(ps && t.sm == 90 && q_len >= FJ_FA3_PAGED_MIN_Q && !varlen &&
                       fj_fa3_page_fit(fj_fa3_of(&kp.cfg)->block_n, ps));
+            continue;
+        }
+        if (kp.cfg.fam == &fj_family_mixed) {   /* varlen paged prefill on sm_90: both */
+            ck_assert(ps && t.sm == 90 && q_len >= FJ_FA3_PAGED_MIN_Q && varlen);
             continue;
         }
         ck_assert_ptr_eq(kp.cfg.fam, &fj_family_decode);
@@ -1721,6 +1935,8 @@ TCase *fj_tcase_decode(void)
     tcase_add_test(tc, decode_head_packing);
     tcase_add_loop_test(tc, decode_random_plans, 0, 4);
     tcase_add_test(tc, fa3_paged_dispatch);
+    tcase_add_test(tc, mixed_plan);
+    tcase_add_test(tc, mixed_describe);
     tcase_add_test(tc, decode_splits_bound);
     tcase_add_test(tc, warm_spec_every_batch);
     return tc;

@@ -20,7 +20,7 @@ __version__ = lib.fajit_version_string().decode()
 
 DEVICE_NONE = -1
 _POLICIES = {"blocking": 0, "fallback": 1, "strict": 2}
-_FAMILIES = {"auto": 0, "fa2": 2, "fa3": 3, "decode": 4, "fa4": 5}
+_FAMILIES = {"auto": 0, "fa2": 2, "fa3": 3, "decode": 4, "fa4": 5, "mixed": 6}
 _LOG_LEVELS = {"error": 0, "warn": 1, "info": 2, "debug": 3}
 _MASKS = {"none": 0, "causal": 1, "window": 2}
 _DTYPES = {"f16": 0, "bf16": 1}

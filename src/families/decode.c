@@ -138,6 +138,12 @@ static int cfg_parse(const char *s, fj_kcfg *k)
     return 0;
 }
 
+/* FJ_DEC_QMAX: the mixed family's decode launch leaves longer sequences to its Hopper one */
+static const char *qmax_define(const fj_dec_config *c)
+{
+    return c->qmax ? "#define FJ_DEC_QMAX 1\n" : "";
+}
+
 static void kernels(const fj_kcfg *k, const fajit_attn_desc *d, fj_kernels *out)
 {
     const fj_dec_config *c = of(k);
@@ -150,15 +156,16 @@ static void kernels(const fj_kcfg *k, const fajit_attn_desc *d, fj_kernels *out)
     snprintf(v->preamble, sizeof v->preamble,
              "#define FJ_DTYPE %d\n#define FJ_HEAD_DIM %d\n#define FJ_DEC_BN %d\n"
              "#define FJ_DEC_STAGES %d\n#define FJ_DEC_WM %d\n#define FJ_DEC_WN %d\n"
-             "#define FJ_DEC_CHECKED %d\n%s%s",
+             "#define FJ_DEC_CHECKED %d\n%s%s%s",
              dt, hd, c->bn, c->stages, c->wm, c->wn, c->checked,
              c->tma ? "#define FJ_DEC_TMA 1\n" : "",
              hp_of(c) == 2   ? "#define FJ_DEC_HP 2\n"
              : hp_of(c) == 4 ? "#define FJ_DEC_HP 4\n"
-                             : "");
-    snprintf(v->name, sizeof v->name, "dec %s d%d%s %dx%d m%d n%d%s%s", fj_dtype_name(dt), hd,
+                             : "",
+             qmax_define(c));
+    snprintf(v->name, sizeof v->name, "dec %s d%d%s %dx%d m%d n%d%s%s%s", fj_dtype_name(dt), hd,
              hp_tag(c), c->bn, c->stages, c->wm, c->wn,
-             c->tma ? " tma" : "", c->checked ? " checked" : "");
+             c->tma ? " tma" : "", c->checked ? " checked" : "", c->qmax ? " qmax" : "");
     out->threads[0] = 32 * c->wm * c->wn;
     out->dyn_smem[0] = (int)fj_dec_smem_bytes(c, hd);
     /* one combine kernel per dtype and head_dim serves every split configuration */
@@ -166,9 +173,10 @@ static void kernels(const fj_kcfg *k, const fajit_attn_desc *d, fj_kernels *out)
     v->op = FAJIT_OP_FWD;
     v->source = "attn_decode.cu";
     v->function = "fj_attn_decode_combine";
-    snprintf(v->preamble, sizeof v->preamble, "#define FJ_DTYPE %d\n#define FJ_HEAD_DIM %d\n",
-             dt, hd);
-    snprintf(v->name, sizeof v->name, "dec combine %s d%d", fj_dtype_name(dt), hd);
+    snprintf(v->preamble, sizeof v->preamble, "#define FJ_DTYPE %d\n#define FJ_HEAD_DIM %d\n%s",
+             dt, hd, qmax_define(c));
+    snprintf(v->name, sizeof v->name, "dec combine %s d%d%s", fj_dtype_name(dt), hd,
+             c->qmax ? " qmax" : "");
     out->threads[1] = COMBINE_THREADS;
     out->pdl[0] = out->pdl[1] = 1;   /* a decode step is mostly launch latency */
     out->cluster[0] = cluster_fits(c, hd) ? DEC_CLUSTER_MAX : 0;

@@ -18,6 +18,8 @@ typedef struct fj_dec_config {
     int checked;   /* FJ_DEC_CHECKED */
     int tma;       /* FJ_DEC_TMA: K/V tiles by TMA (sm_90+, where it fits) instead of cp.async */
     int hp;        /* FJ_DEC_HP: KV heads per CTA (head packing), 2 or 4; 0: none */
+    int qmax;      /* FJ_DEC_QMAX: serve only sequences of at most q_len rows (the mixed
+                      family's decode launch; not in tuning-row names) */
 } fj_dec_config;
 _Static_assert(sizeof(fj_dec_config) <= FJ_CFG_BYTES, "fj_dec_config fits an fj_kcfg");
 

@@ -90,7 +90,7 @@ static void plain_cfg(const fajit_attn_desc *d, const fj_target *t, fj_kcfg *out
     /* sm_90 up to head_dim 128: the split class picks the tiles (measured on the H200) */
     const int split = t->sm == 90 && !wide ? split_class(d, t) : SPLIT_NONE;
     int deep = 0;   /* more stages than two CTAs per SM allow: one CTA per SM by design */
-    fj_dec_config c = {64, 3, 1, 4, 0, t->checked, 0, 0};   /* (hp 0: none, as parsed) */
+    fj_dec_config c = {64, 3, 1, 4, 0, t->checked, 0, 0, 0};   /* (hp 0: none, as parsed) */
     if (rows <= 16) {
         if (wide) {
             c.wn = 2, c.bn = 32;

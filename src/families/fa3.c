@@ -11,7 +11,9 @@
  * pages that hold whole K/V blocks, or blocks of whole pages of a multiple of 8 rows), the
  * varlen packed row count total_q given, and the context not checked (the decode family
  * tests every page id there). It then outranks the decode family (rank_for), which keeps
- * decode rows, other page sizes and the checked mode. */
+ * decode rows, other page sizes and the checked mode. A varlen paged batch goes to the mixed
+ * family (mixed.c) instead: this kernel with fj_kv_pages.min_q 17 for its long sequences,
+ * the decode kernel for the rest (fj_fa3_launch_args). */
 #include <stdio.h>
 #include <string.h>
 
@@ -297,15 +299,14 @@ int fj_fa3_encode_paged_tmaps(const fj_cuda *cu, const fajit_attn_desc *d,
     return 0;
 }
 
-static fajit_status launch_args(const fj_kcfg *c, int i, const fajit_attn_desc *d,
-                                const fj_launch_env *env, fj_args *a, char *why, size_t n)
+fajit_status fj_fa3_launch_args(const fj_fa3_config *f, const fajit_attn_desc *d,
+                                const fj_launch_env *env, int min_q, fj_args *a, char *why,
+                                size_t n)
 {
-    const fj_fa3_config *f = fj_fa3_of(c);
     fj_attn_params p;
     fj_tmap maps[3];
     fj_kv_pages pg;
     unsigned threads;
-    (void)i;
     if (!env->cu->cuTensorMapEncodeTiled) {
         snprintf(why, n, "the driver lacks cuTensorMapEncodeTiled (needed by the sm_90a kernel)");
         return FAJIT_UNSUPPORTED;
@@ -315,6 +316,7 @@ static fajit_status launch_args(const fj_kcfg *c, int i, const fajit_attn_desc *
     if (d->block_table) {
         if (fj_fa3_encode_paged_tmaps(env->cu, d, &p, f, maps, &pg, why, n) != 0)
             return FAJIT_INVALID_ARGUMENT;
+        pg.min_q = min_q;
     } else if (fj_fa3_encode_tmaps(env->cu, &p, (int)d->dtype, f, d->total_q, d->total_k, maps,
                                    why, n) != 0)
         return FAJIT_INVALID_ARGUMENT;
@@ -328,6 +330,13 @@ static fajit_status launch_args(const fj_kcfg *c, int i, const fajit_attn_desc *
         return FAJIT_UNSUPPORTED;
     }
     return FAJIT_OK;
+}
+
+static fajit_status launch_args(const fj_kcfg *c, int i, const fajit_attn_desc *d,
+                                const fj_launch_env *env, fj_args *a, char *why, size_t n)
+{
+    (void)i;
+    return fj_fa3_launch_args(fj_fa3_of(c), d, env, 0, a, why, n);
 }
 
 static int needs_counters(const fj_target *t) { return t->sm == 90; }

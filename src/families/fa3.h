@@ -47,4 +47,11 @@ int fj_fa3_encode_paged_tmaps(const fj_cuda *cu, const fajit_attn_desc *d,
                               const fj_attn_params *p, const fj_fa3_config *c, fj_tmap out[3],
                               fj_kv_pages *pg, char *why, size_t n);
 
+/* The grid and arguments of the kernel of f for d (the family's one launch): paged K/V
+ * with the kernel's fj_kv_pages.min_q = min_q (varlen sequences of fewer query rows are
+ * skipped: the mixed family's plan; 0 = none). FAJIT_OK, or a status with a reason. */
+fajit_status fj_fa3_launch_args(const fj_fa3_config *f, const fajit_attn_desc *d,
+                                const fj_launch_env *env, int min_q, fj_args *a, char *why,
+                                size_t n);
+
 #endif /* FJ_FAMILY_FA3_H */

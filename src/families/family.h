@@ -233,6 +233,6 @@ const char *fj_dtype_name(int dtype);
 const char *fj_mask_name(int mask);
 
 extern const fj_family fj_family_ref, fj_family_fa2, fj_family_fa3, fj_family_decode,
-    fj_family_fa4;
+    fj_family_fa4, fj_family_mixed;
 
 #endif /* FJ_FAMILY_H */

@@ -10,7 +10,8 @@
 
 /* The families, by fajit_family value. A new family is a line here. */
 static const fj_family *const k_families[] = {&fj_family_ref, &fj_family_fa2, &fj_family_fa3,
-                                              &fj_family_decode, &fj_family_fa4};
+                                              &fj_family_decode, &fj_family_fa4,
+                                              &fj_family_mixed};
 #define N_SHIPPED ((int)(sizeof k_families / sizeof k_families[0]))
 
 /* Families added by tests (fj_family_register_for_testing), after the shipped ones. */

@@ -42,6 +42,12 @@
  *                   chunk of a tile) on one mbarrier per stage; V rows outside [kb, ke) are
  *                   zeroed in shared memory after the copy (the TMA reads whole boxes).
  *                   Dynamic shared memory + 64 (barriers) + 1024 (alignment slack).
+ *   FJ_DEC_QMAX     0 (default) | 1: serve only the sequences with at most q_len query rows
+ *                   (varlen; the mixed plan's decode launch, q_len 16): the CTAs of a longer
+ *                   sequence leave before touching anything (no partials, no count, no
+ *                   cluster barrier: a group's CTAs all leave), and the combine step skips
+ *                   its rows (a binary search of cu_seqlens_q per row), so the rows that
+ *                   another launch writes stay untouched. Both steps take it.
  *
  * Split step fj_attn_decode. G = heads_q / heads_kv (heads_q % heads_kv == 0, any G).
  *   Packed row r = i*G + g (query position i of the sequence, head hk*G + g); sequence b
@@ -130,6 +136,9 @@
 
 #if !defined(FJ_DTYPE) || !defined(FJ_HEAD_DIM)
 #error "attn_decode.cu needs FJ_DTYPE and FJ_HEAD_DIM"
+#endif
+#ifndef FJ_DEC_QMAX
+#define FJ_DEC_QMAX 0
 #endif
 #if defined(FJ_DEC_BN) && (!defined(FJ_DEC_STAGES) || !defined(FJ_DEC_WM) || \
                            !defined(FJ_DEC_WN) || !defined(FJ_DEC_CHECKED))
@@ -858,6 +867,10 @@ fj_attn_decode(const __grid_constant__ fj_decode_params p)
     const int r0 = qt * MT;  /* first packed row of this CTA */
     if (r0 >= nrows)
         return;  /* whole CTA: no barrier passed yet */
+#if FJ_DEC_QMAX
+    if (sq.qlen > p.q_len)
+        return;  /* another launch serves this sequence (the whole group leaves alike) */
+#endif
 
 #if FJ_DEC_CHECKED   /* the keys of the sequence, checked */
     {
@@ -1316,6 +1329,26 @@ FJ_DEVICE bool dec_cmb_row(const fj_decode_params &p, int R, int h, fj_i64 *o_of
     return true;
 }
 
+#if FJ_DEC_QMAX
+/* Whether row R (varlen) belongs to a sequence of at most q_len rows: the sequence b with
+ * cu_seqlens_q[b] <= R < cu_seqlens_q[b + 1] (R below cu_seqlens_q[batch]). */
+FJ_DEVICE bool dec_cmb_served(const fj_decode_params &p, int R)
+{
+    if (!p.cu_seqlens_q)
+        return true;
+    const int *cq = (const int *)p.cu_seqlens_q;
+    int lo = 0, hi = p.batch - 1;   /* the last b with cq[b] <= R */
+    while (lo < hi) {
+        const int mid = (lo + hi + 1) >> 1;
+        if (cq[mid] <= R)
+            lo = mid;
+        else
+            hi = mid - 1;
+    }
+    return cq[lo + 1] - cq[lo] <= p.q_len;
+}
+#endif
+
 /* A thread per (R, h, 4 columns): grid (total_rows, ceil(heads_q * HD/4 / 128)). */
 extern "C" __global__ void __launch_bounds__(FJ_DEC_COMBINE_THREADS)
 fj_attn_decode_combine(const __grid_constant__ fj_decode_params p)
@@ -1327,6 +1360,10 @@ fj_attn_decode_combine(const __grid_constant__ fj_decode_params p)
     const int h = item / C4, c4 = item - h * C4;
     if (h >= p.heads_q || R >= p.total_rows || !dec_cmb_row(p, R, h, nullptr, nullptr))
         return;
+#if FJ_DEC_QMAX
+    if (!dec_cmb_served(p, R))
+        return;
+#endif
     float4 o;
     /* every split's loads in one step up to 16 splits (each step is a round trip to L2) */
     const float lse =

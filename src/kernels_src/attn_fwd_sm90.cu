@@ -33,7 +33,9 @@
  *                    table names; boxes past the sequence end come from page num_pages
  *                    (outside the map: zeros). Key counts from seqused_k (or seqlen_k); the
  *                    V rows of a sequence's last block past its end are zeroed in shared
- *                    memory before P V (unused page slots may hold NaN). 0 (default):
+ *                    memory before P V (unused page slots may hold NaN). Varlen
+ *                    sequences with fewer than pg.min_q query rows are skipped (0: none;
+ *                    the mixed plan sets 17 and its decode launch serves them). 0 (default):
  *                    contiguous K/V (fixed length or varlen rows).
  * Variant features derived from the macros above (no overrides; each removed dev knob's code
  * is a patch in dev/fa3/patches/FJ_FA3_<name>.patch, with its measurements):
@@ -284,7 +286,9 @@ static_assert(128 * (REG_PRODUCER + NWG * REG_CONSUMER) <= THREADS * (65536 / TH
 /* ---- the kernel --------------------------------------------------------------------------- */
 
 /* Sequence b's offsets and lengths: fj_seq_of, or with paged K/V its query side and the key
- * count from seqused_k (no K/V offsets: the block table says where keys are). */
+ * count from seqused_k (no K/V offsets: the block table says where keys are); a varlen
+ * sequence of fewer than pg.min_q rows counts as empty (producer and consumers alike skip
+ * its tiles). */
 FJ_DEVICE fj_seq fa3_seq(const fj_attn_params &p, const fj_kv_pages &pg, int b)
 {
 #if FJ_FA3_PAGED
@@ -295,6 +299,8 @@ FJ_DEVICE fj_seq fa3_seq(const fj_attn_params &p, const fj_kv_pages &pg, int b)
         s.q = (fj_i64)q0 * p.q_row_stride;
         s.o = (fj_i64)q0 * p.o_row_stride;
         s.sq = cq[b + 1] - q0;
+        if (s.sq < pg.min_q)   /* (the mixed plan: the decode launch serves it) */
+            s.sq = 0;
         s.lse_head_stride = cq[p.batch];
         s.lse_base = q0;
     } else {

@@ -79,14 +79,17 @@ typedef struct fj_attn_params {
  * boxes hold box_rows rows (page_size % BN == 0: BN, else page_size, which the host takes only
  * where BN % page_size == 0 and page_size % 8 == 0); a box past the sequence end is loaded
  * from page num_pages (outside the map: zero-filled, no block-table read).
- * page_shift: log2(page_size) where that is a power of two, else -1. */
-#define FJ_KV_PAGES_SIZE 32
+ * page_shift: log2(page_size) where that is a power of two, else -1.
+ * min_q: a varlen sequence with fewer query rows is left alone (no tile of it runs, none of
+ * its O or LSE rows is written): the mixed plan's decode launch serves those; 0 = none. */
+#define FJ_KV_PAGES_SIZE 40
 typedef struct fj_kv_pages {
     fj_u64 block_table;             /*  0: const int* */
     fj_u64 seqused_k;               /*  8: const int* [batch], 0 = seqlen_k for every sequence */
     fj_i32 bt_stride, page_size;    /* 16 */
     fj_i32 page_shift, num_pages;   /* 24 */
-} fj_kv_pages;                      /* 32 */
+    fj_i32 min_q, pad_;             /* 32: pad_ 0 (an 8-byte multiple) */
+} fj_kv_pages;                      /* 40 */
 /* The paged decode / chunked-prefill kernels' parameters (attn_decode.cu: the split step and
  * the combine step). Sequence b has q_len_b query rows (q_len each, or cu_seqlens_q[b+1] -
  * cu_seqlens_q[b]; rows packed then) and len_b keys (seqused_k[b], or seqlen_k). Key j of
@@ -105,6 +108,9 @@ typedef struct fj_kv_pages {
  * the combine step merges into O and LSE: the last CTA of each (q tile, kv head, b) to
  * finish does it when `counters` is set (one zeroed int per such group, counted up by its
  * splits and put back to 0 by the last), else the combine kernel.
+ * Kernels compiled with FJ_DEC_QMAX 1 serve only sequences with at most q_len query rows
+ * (varlen): the split step, every merge path and the combine kernel leave the rows of
+ * longer sequences alone (the mixed plan's Hopper launch writes them).
  * Address fast paths (set by the host, optional: 0 / -1 take the general paths):
  * page_shift = log2(page_size) where that is a power of two (a shift for the page of a key);
  * off16 = 1 where the K and V offsets fit 32 bits in 16-byte units (the page and row
