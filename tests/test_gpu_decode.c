@@ -774,6 +774,24 @@ typedef struct sweep_tally {
     char first[1024];
 } sweep_tally;
 
+/* One launch of B against the float64 oracle: the verdict in *v (why: the failing status). */
+static void launch_and_check(fajit_ctx *ctx, dbufs *B, verdict *v)
+{
+    memset(v, 0, sizeof *v);
+    fajit_status st = launch(ctx, B, NULL);
+    if (st != FAJIT_OK) {
+        snprintf(v->why, sizeof v->why, "fajit_attn_fwd: %s: %s", fajit_status_name(st),
+                 fajit_errmsg(ctx));
+        return;
+    }
+    fetch(B);
+    double *ro = malloc(sizeof(double) * (B->n_o + 1));
+    double *rl = malloc(sizeof(double) * (B->n_lse + 1));
+    reference(B, ro, rl);
+    compare(B, ro, rl, v);
+    free(ro), free(rl);
+}
+
 /* Case k: its own seed, so that FAJIT_TEST_DECODE_ONLY=k replays it alone. */
 static void sweep_case(fajit_ctx *ctx, int k, int describe, int verbose, sweep_tally *t)
 {
@@ -796,19 +814,7 @@ static void sweep_case(fajit_ctx *ctx, int k, int describe, int verbose, sweep_t
     const int by_tma = dst == FAJIT_OK && strstr(buf, " tma") != NULL;
     const int by_hp = dst == FAJIT_OK && (strstr(buf, " h2 ") || strstr(buf, " h4 "));
     verdict v;
-    memset(&v, 0, sizeof v);
-    fajit_status st = launch(ctx, &B, NULL);
-    if (st != FAJIT_OK) {
-        snprintf(v.why, sizeof v.why, "fajit_attn_fwd: %s: %s", fajit_status_name(st),
-                 fajit_errmsg(ctx));
-    } else {
-        fetch(&B);
-        double *ro = malloc(sizeof(double) * (B.n_o + 1));
-        double *rl = malloc(sizeof(double) * (B.n_lse + 1));
-        reference(&B, ro, rl);
-        compare(&B, ro, rl, &v);
-        free(ro), free(rl);
-    }
+    launch_and_check(ctx, &B, &v);
     if (v.ok) {
         t->passed++;
         t->tma += by_tma;
@@ -949,19 +955,7 @@ START_TEST(prefill_sweep)
         if (ran < 4 || only >= 0)
             printf("prefill sweep: case %d: %s\n  -> %s\n", k, text, buf);
         verdict v;
-        memset(&v, 0, sizeof v);
-        fajit_status st = launch(ctx, &B, NULL);
-        if (st != FAJIT_OK) {
-            snprintf(v.why, sizeof v.why, "fajit_attn_fwd: %s: %s", fajit_status_name(st),
-                     fajit_errmsg(ctx));
-        } else {
-            fetch(&B);
-            double *ro = malloc(sizeof(double) * (B.n_o + 1));
-            double *rl = malloc(sizeof(double) * (B.n_lse + 1));
-            reference(&B, ro, rl);
-            compare(&B, ro, rl, &v);
-            free(ro), free(rl);
-        }
+        launch_and_check(ctx, &B, &v);
         ran++;
         fa3 += by_fa3 && v.ok;
         mixed += by_mix && v.ok;
