@@ -1367,6 +1367,21 @@ START_TEST(fa3_paged_dispatch)
             ck_assert_ptr_null(strstr(ks.v[0].preamble, "FJ_FA3_PAGED"));
         }
     }
+    {   /* paged consumers have 232 registers: 128x176 at head_dim 128 is refused with the rule */
+        fajit_attn_desc d;
+        void *ptr = (void *)(uintptr_t)0x100000;
+        fajit_attn_desc_init(&d, ptr, ptr, ptr, ptr, 2, 32, 8, 4096, 4096, 128, FAJIT_BF16);
+        d.block_table = (const int32_t *)(uintptr_t)0x3000;
+        d.page_size = 16, d.block_table_stride = 256, d.num_pages = 1024;
+        fj_fa3_config wide = {128, 176, 1, 1, 2};
+        fj_kcfg w;
+        char why[256];
+        fj_fa3_kcfg(&wide, &w);
+        ck_assert_int_eq(fj_family_fa3.check(&w, &d, &h, why, sizeof why), -1);
+        ck_assert_ptr_nonnull(strstr(why, "232 registers"));
+        d.block_table = NULL;   /* contiguous: 240 registers, allowed */
+        ck_assert_int_eq(fj_family_fa3.check(&w, &d, &h, why, sizeof why), 0);
+    }
     ck_assert(fj_fa3_page_fit(128, 256) && fj_fa3_page_fit(128, 16) && fj_fa3_page_fit(176, 16) &&
               fj_fa3_page_fit(128, 128) && !fj_fa3_page_fit(176, 32) && !fj_fa3_page_fit(128, 4) &&
               !fj_fa3_page_fit(128, 48) && !fj_fa3_page_fit(128, 1) && fj_fa3_page_fit(80, 160));

@@ -42,24 +42,33 @@ int fj_fa3_page_fit(int block_n, int page_size)
            (page_size % block_n == 0 || (block_n % page_size == 0 && page_size % 8 == 0));
 }
 
+/* Whether configuration c serves paged d: its K/V blocks fit the pages, and with 2 consumer
+ * warpgroups its accumulators fit the 232 registers a paged variant's consumers get (the
+ * producer takes 32 there): 128x176 at head_dim 128 (196) spilled 200 bytes. */
+#define FA3_PAGED_ACC_MAX 190
+static int paged_cfg_ok(const fj_fa3_config *c, const fajit_attn_desc *d)
+{
+    return fj_fa3_page_fit(c->block_n, d->page_size) &&
+           (c->block_m != 128 || d->head_dim / 2 + 3 * c->block_n / 4 <= FA3_PAGED_ACC_MAX);
+}
+
 /* The configuration for d: the length class's default; with a block table, where its K/V
  * block does not fit the page size, the same with the largest block_n of the candidates that
  * does (-1: none). */
 static int default_of(const fajit_attn_desc *d, fj_fa3_config *out)
 {
     *out = fj_fa3_default(d->head_dim, (int)d->mask, d->seqlen_q);
-    if (!d->block_table || fj_fa3_page_fit(out->block_n, d->page_size))
+    if (!d->block_table || paged_cfg_ok(out, d))
         return fj_fa3_check(out, d->head_dim, 90, NULL, 0);
     fj_fa3_config c[32];
     const int k = fj_fa3_candidates(d->head_dim, (int)d->mask, d->seqlen_q, c, 32);
     int best = -1;
     for (int i = 0; i < k; i++)
         if (c[i].block_m == out->block_m && c[i].persistent == out->persistent &&
-            fj_fa3_page_fit(c[i].block_n, d->page_size) &&
-            (best < 0 || c[i].block_n > c[best].block_n))
+            paged_cfg_ok(&c[i], d) && (best < 0 || c[i].block_n > c[best].block_n))
             best = i;
     for (int i = 0; i < k && best < 0; i++)   /* then any tile that fits */
-        if (fj_fa3_page_fit(c[i].block_n, d->page_size))
+        if (paged_cfg_ok(&c[i], d))
             best = i;
     if (best < 0)
         return -1;
@@ -107,7 +116,7 @@ static int candidates(const fajit_attn_desc *d, const fj_target *t, fj_kcfg *out
     if (has_def && n < max)
         fj_fa3_kcfg(&def, &out[n++]);   /* (the default first, as for contiguous K/V) */
     for (int i = 0; i < k && n < max; i++)
-        if (!paged || (fj_fa3_page_fit(c[i].block_n, d->page_size) &&
+        if (!paged || (paged_cfg_ok(&c[i], d) &&
                        !(has_def && memcmp(&c[i], &def, sizeof def) == 0)))
             fj_fa3_kcfg(&c[i], &out[n++]);
     return n;
@@ -144,6 +153,13 @@ static int check(const fj_kcfg *c, const fajit_attn_desc *d, const fj_target *t,
             snprintf(why, n, "paged K/V needs page_size %% block_n == 0, or block_n %% page_size "
                      "== 0 with page_size a multiple of 8, got block_n %d, page_size %d",
                      fj_fa3_of(c)->block_n, d->page_size);
+        return -1;
+    }
+    if (d->block_table && !paged_cfg_ok(fj_fa3_of(c), d)) {
+        if (why && n)
+            snprintf(why, n, "paged K/V with block_m 128 needs head_dim/2 + 3*block_n/4 <= %d "
+                     "(its consumers get 232 registers), got %d", FA3_PAGED_ACC_MAX,
+                     d->head_dim / 2 + 3 * fj_fa3_of(c)->block_n / 4);
         return -1;
     }
     return fj_fa3_check(fj_fa3_of(c), d->head_dim, t->sm, why, n);
