@@ -151,6 +151,9 @@ def main():
     import torch
     import torch.nn.functional as F
     bd.torch, bd.F = torch, F
+    # paged prefill on the Hopper kernel is opt-in (FAJIT_PAGED_PREFILL, README): this bench
+    # times that path unless the caller set the variable otherwise
+    os.environ.setdefault("FAJIT_PAGED_PREFILL", "hopper")
     fj = bd.Fajit(args.lib, 0)
     gen = torch.Generator().manual_seed(0)
     timer = bd.Timer(args.flush_mib, args.reps, args.rounds)
@@ -176,7 +179,8 @@ def main():
     dev = torch.cuda.get_device_name()
     lines = [f"# Paged prefill, {datetime.date.today()} on {dev}", "",
              f"`python3 bench/bench_paged_prefill.py {' '.join(sys.argv[1:])}` (fajit "
-             f"{fj.lib.fajit_version_string().decode()}, torch {torch.__version__}, "
+             f"{fj.lib.fajit_version_string().decode()}, FAJIT_PAGED_PREFILL="
+             f"{os.environ['FAJIT_PAGED_PREFILL']}, torch {torch.__version__}, "
              f"{platform.node()}); bf16, {args.heads_q}/{args.heads_kv} heads, pages of "
              f"{args.page_size} in random order; medians of {args.rounds} interleaved rounds of "
              f"{args.reps} calls, L2 flushed before each.", "",

@@ -390,7 +390,7 @@ START_TEST(decode_defaults)
         d.block_table = (const int32_t *)(uintptr_t)0x3000;
         d.block_table_stride = 4096, d.page_size = 16, d.num_pages = 1 << 20;
         const fj_target t = {cases[i].sm, cases[i].sm >= 90, 132, 0, FJ_DEC_LOADER_AUTO,
-                             FJ_DEC_PACK_OFF};
+                             FJ_DEC_PACK_OFF, 0};
         const int q_lens[3] = {1, 4, 8};
         const char *wants[3] = {cases[i].want1, cases[i].want4, cases[i].want8};
         for (int q = 0; q < 3; q++) {
@@ -409,7 +409,7 @@ START_TEST(decode_defaults)
      * the wider row layouts */
     fajit_attn_desc d;
     fajit_attn_desc_init(&d, p, p, p, p, 1, 32, 8, 1, 4096, 128, FAJIT_BF16);
-    const fj_target h200 = {90, 1, 132, 0, FJ_DEC_LOADER_AUTO, FJ_DEC_PACK_AUTO};
+    const fj_target h200 = {90, 1, 132, 0, FJ_DEC_LOADER_AUTO, FJ_DEC_PACK_AUTO, 0};
     fj_kcfg s[64];
     const int n = fj_family_decode.shipped(&d, &h200, s, 64);
     ck_assert_int_eq(n, 7);
@@ -421,7 +421,7 @@ START_TEST(decode_defaults)
         ck_assert_str_eq(name, want[i]);
     }
     /* on sm_80 the long and short defaults are one */
-    const fj_target a100 = {80, 0, 108, 0, FJ_DEC_LOADER_AUTO, FJ_DEC_PACK_AUTO};
+    const fj_target a100 = {80, 0, 108, 0, FJ_DEC_LOADER_AUTO, FJ_DEC_PACK_AUTO, 0};
     ck_assert_int_eq(fj_family_decode.shipped(&d, &a100, s, 64), 3);
     /* every default of a decode step (up to 16 query rows, 64 packed) at any batch, length
      * and grouping is in the shipped list of its target: warm compiles what STRICT serves
@@ -433,7 +433,7 @@ START_TEST(decode_defaults)
     int checked = 0;
     for (size_t a = 0; a < sizeof sms / sizeof sms[0]; a++)
         for (size_t h = 0; h < sizeof dims / sizeof dims[0]; h++) {
-            const fj_target t = {90, 1, sms[a], 0, FJ_DEC_LOADER_AUTO, FJ_DEC_PACK_AUTO};
+            const fj_target t = {90, 1, sms[a], 0, FJ_DEC_LOADER_AUTO, FJ_DEC_PACK_AUTO, 0};
             fajit_attn_desc e;
             fajit_attn_desc_init(&e, p, p, p, p, 1, 8, 8, 1, 1, dims[h], FAJIT_BF16);
             const int ns = fj_family_decode.shipped(&e, &t, s, 64);
@@ -825,8 +825,8 @@ START_TEST(decode_loader)
     fajit_attn_desc_init(&d, p, p, p, p, 1, 32, 8, 1, 4096, 128, FAJIT_BF16);
     d.block_table = (const int32_t *)(uintptr_t)0x3000;
     d.block_table_stride = 256, d.page_size = 16, d.num_pages = 1000;
-    fj_target h200 = {90, 1, 132, 0, FJ_DEC_LOADER_TMA, FJ_DEC_PACK_AUTO},
-              a100 = {80, 0, 108, 0, FJ_DEC_LOADER_TMA, FJ_DEC_PACK_AUTO};
+    fj_target h200 = {90, 1, 132, 0, FJ_DEC_LOADER_TMA, FJ_DEC_PACK_AUTO, 0},
+              a100 = {80, 0, 108, 0, FJ_DEC_LOADER_TMA, FJ_DEC_PACK_AUTO, 0};
     fj_kcfg c, back;
     char name[64], why[256];
     fj_kernels ks;
@@ -1055,7 +1055,7 @@ START_TEST(decode_head_packing)
     fajit_attn_desc_init(&d, p, p, p, p, 64, 32, 8, 1, 16384, 32, FAJIT_BF16);
     d.block_table = (const int32_t *)(uintptr_t)0x3000;
     d.block_table_stride = 1024, d.page_size = 16, d.num_pages = 1 << 17;
-    const fj_target h200 = {90, 1, 132, 0, FJ_DEC_LOADER_AUTO, FJ_DEC_PACK_AUTO};
+    const fj_target h200 = {90, 1, 132, 0, FJ_DEC_LOADER_AUTO, FJ_DEC_PACK_AUTO, 0};
     fj_kcfg c, plain;
     char name[64], why[256];
     ck_assert_int_eq(fj_kcfg_parse("dec:64x3m1n4s0h2", &c), 0);
@@ -1177,9 +1177,9 @@ START_TEST(decode_head_packing)
         ck_assert_int_eq(fj_dec_pack_default(&e, &t), *rule[i].want ? rule[i].want[1] - '0' : 1);
         ck_assert_int_eq(c.fam->check(&c, &e, &t, why, sizeof why), 0);
         /* not off sm_90, nor with the TMA loader forced, nor over other layouts */
-        const fj_target others[] = {{80, 0, 108, 0, 0, rule[i].pack},
-                                    {100, 1, 148, 0, 0, FJ_DEC_PACK_AUTO},
-                                    {90, 1, 132, 0, FJ_DEC_LOADER_TMA, rule[i].pack}};
+        const fj_target others[] = {{80, 0, 108, 0, 0, rule[i].pack, 0},
+                                    {100, 1, 148, 0, 0, FJ_DEC_PACK_AUTO, 0},
+                                    {90, 1, 132, 0, FJ_DEC_LOADER_TMA, rule[i].pack, 0}};
         for (size_t o = 0; o < 3 && !rule[i].pack; o++) {
             ck_assert_int_eq(fj_kcfg_default(&e, &others[o], FAJIT_FAMILY_AUTO, &c), 0);
             fj_kcfg_name(&c, name);
@@ -1280,8 +1280,8 @@ static unsigned dec_rnd(unsigned *s)
  * mode and other targets stay with the decode family. */
 START_TEST(fa3_paged_dispatch)
 {
-    static const fj_target h = {90, 1, 132, 0, 0, 0}, hc = {90, 1, 132, 1, 0, 0},
-                           a = {80, 0, 108, 0, 0, 0};
+    static const fj_target h = {90, 1, 132, 0, 0, 0, 1}, hc = {90, 1, 132, 1, 0, 0, 1},
+                           a = {80, 0, 108, 0, 0, 0, 0};
     void *ptr = (void *)(uintptr_t)0x100000;
     static const struct {
         int hd, mask, q, ps, varlen, total_q;
@@ -1418,8 +1418,8 @@ static void mix_desc(fajit_attn_desc *d, int seqlen_q, int varlen)
 }
 START_TEST(mixed_plan)
 {
-    static const fj_target h = {90, 1, 132, 0, 0, 0}, hc = {90, 1, 132, 1, 0, 0},
-                           a = {80, 0, 108, 0, 0, 0};
+    static const fj_target h = {90, 1, 132, 0, 0, 0, 1}, hc = {90, 1, 132, 1, 0, 0, 1},
+                           a = {80, 0, 108, 0, 0, 0, 0};
     fajit_attn_desc d, dd;
     /* routing */
     mix_desc(&d, 300, 1);
@@ -1577,10 +1577,25 @@ START_TEST(mixed_describe)
     fajit_ctx_opts_init(&o);
     o.cache_dir = "", o.device = FAJIT_DEVICE_NONE;
     fajit_ctx *ctx = NULL;
-    ck_assert_int_eq(fajit_ctx_create(&ctx, &o), FAJIT_OK);
     fajit_attn_desc d;
-    mix_desc(&d, 300, 1);
     char line[2048];
+    /* by default (FAJIT_PAGED_PREFILL unset or decode) paged prefill stays with the decode
+     * family; a bad value is refused at context creation */
+    ck_assert_int_eq(fajit_ctx_create(&ctx, &o), FAJIT_OK);
+    mix_desc(&d, 300, 1);
+    ck_assert_int_eq(fajit_dispatch_describe(ctx, "sm_90a", &d, line, sizeof line), FAJIT_OK);
+    ck_assert_msg(strncmp(line, "dec ", 4) == 0 && !strstr(line, "fa3"), "%s", line);
+    fajit_ctx_destroy(ctx);
+    setenv("FAJIT_PAGED_PREFILL", "tensor", 1);
+    ctx = NULL;
+    ck_assert_int_eq(fajit_ctx_create(&ctx, &o), FAJIT_INVALID_ARGUMENT);
+    ck_assert_ptr_nonnull(
+        strstr(fajit_errmsg(ctx), "FAJIT_PAGED_PREFILL must be decode or hopper, got 'tensor'"));
+    fajit_ctx_destroy(ctx);
+    setenv("FAJIT_PAGED_PREFILL", "hopper", 1);
+    ck_assert_int_eq(fajit_ctx_create(&ctx, &o), FAJIT_OK);
+    unsetenv("FAJIT_PAGED_PREFILL");
+    mix_desc(&d, 300, 1);
     ck_assert_int_eq(fajit_dispatch_describe(ctx, "sm_90a", &d, line, sizeof line), FAJIT_OK);
     ck_assert_msg(strstr(line, "fa3 bf16 d128 causal") && strstr(line, " paged (default): fa3 ") &&
                       strstr(line, "; then dec bf16 d128") && strstr(line, " qmax (default)") &&

@@ -210,7 +210,7 @@ static fajit_status rc_arch(fajit_ctx *ctx, rc_set *s, const char *arch,
 {
     enum { MAX_VARIANTS = 2048 };
     const fj_target t = {fj_arch_sm(arch), fj_arch_is_a(arch), 0, 0, FJ_DEC_LOADER_AUTO,
-                         FJ_DEC_PACK_AUTO};
+                         FJ_DEC_PACK_AUTO, 0};
     fj_variant *vs = malloc(MAX_VARIANTS * sizeof *vs);
     fajit_status st = FAJIT_OK;
     FJ_RETURN_IF(!vs, ctx, FAJIT_OUT_OF_MEMORY, "allocating variants");

@@ -65,10 +65,10 @@ int fj_arch_is_a(const char *arch)
 fj_target fj_target_of(const fajit_ctx *ctx, const char *arch)
 {
     fj_target t = {ctx->cc, fj_arch_is_a(ctx->arch), ctx->sm_count, ctx->opts.checked,
-                   ctx->dec_loader, ctx->dec_pack};
+                   ctx->dec_loader, ctx->dec_pack, ctx->paged_hopper};
     if (arch)
         t = (fj_target){fj_arch_sm(arch), fj_arch_is_a(arch), 0, ctx->opts.checked,
-                        ctx->dec_loader, ctx->dec_pack};
+                        ctx->dec_loader, ctx->dec_pack, ctx->paged_hopper};
     return t;
 }
 

@@ -154,6 +154,13 @@ static fajit_status apply_env(fajit_ctx *ctx)
                      "FAJIT_DECODE_HEAD_PACK must be auto, off, 2 or 4, got '%s'", e);
         ctx->dec_pack = values[i];
     }
+    if ((e = getenv("FAJIT_PAGED_PREFILL")) && *e) {
+        static const char *const ways[] = {"decode", "hopper"};
+        int i = lookup(e, ways, 2);
+        FJ_RETURN_IF(i < 0, ctx, FAJIT_INVALID_ARGUMENT,
+                     "FAJIT_PAGED_PREFILL must be decode or hopper, got '%s'", e);
+        ctx->paged_hopper = i;
+    }
     if ((e = getenv("FAJIT_DECODE_CLUSTER")) && *e) {
         FJ_RETURN_IF(strcmp(e, "0") != 0 && strcmp(e, "1") != 0, ctx, FAJIT_INVALID_ARGUMENT,
                      "FAJIT_DECODE_CLUSTER must be 0 or 1, got '%s'", e);

@@ -462,7 +462,7 @@ static fajit_status launch_args(const fj_kcfg *k, int i, const fajit_attn_desc *
     fj_decode_params p;
     fill_params(c, d, env, splits, cluster, &p);
     fj_tmap maps[2];
-    const fj_target here = {env->sm, 0, env->sm_count, c->checked, 0, 0};
+    const fj_target here = {env->sm, 0, env->sm_count, c->checked, 0, 0, 0};
     if (hp_of(c) > 1 && fj_dec_pack_limit(d) % c->hp) {
         /* (fj_dec_check() refuses such a plan, and plans are kept per pack limit) */
         snprintf(why, n, "the decode kernel for %d KV heads per CTA cannot serve heads_kv %d "

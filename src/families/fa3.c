@@ -9,8 +9,10 @@
  * Paged K/V (a block table): prefill and chunked prefill with at least FJ_FA3_PAGED_MIN_Q
  * query rows (the longest sequence's), where the page size fits the tile (fj_fa3_page_fit:
  * pages that hold whole K/V blocks, or blocks of whole pages of a multiple of 8 rows), the
- * varlen packed row count total_q given, and the context not checked (the decode family
- * tests every page id there). It then outranks the decode family (rank_for), which keeps
+ * varlen packed row count total_q given, the context not checked (the decode family
+ * tests every page id there), and the context opted in (FAJIT_PAGED_PREFILL=hopper,
+ * fj_target.paged_hopper: until this path has run on a GPU, paged prefill stays with the
+ * decode family by default). It then outranks the decode family (rank_for), which keeps
  * decode rows, other page sizes and the checked mode. A varlen paged batch goes to the mixed
  * family (mixed.c) instead: this kernel with fj_kv_pages.min_q 17 for its long sequences,
  * the decode kernel for the rest (fj_fa3_launch_args). */
@@ -78,7 +80,7 @@ static int default_of(const fajit_attn_desc *d, fj_fa3_config *out)
 
 static int paged_ok(const fajit_attn_desc *d, const fj_target *t)
 {
-    return d->seqlen_q >= FJ_FA3_PAGED_MIN_Q && !t->checked &&
+    return t->paged_hopper && d->seqlen_q >= FJ_FA3_PAGED_MIN_Q && !t->checked &&
            (!d->cu_seqlens_q || d->total_q > 0);
 }
 
