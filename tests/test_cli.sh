@@ -52,7 +52,7 @@ expect 1 "got 'sm_999'" --cache-dir "$dir/bad" cache export "$dir/x.db" --arch s
 expect 1 "no usable kernel of target sm_90a" --cache-dir "$dir/bad" cache export "$dir/x.db" \
     --arch sm_90a
 [ -e "$dir/x.db" ] && { echo "FAIL: a refused export wrote $dir/x.db"; fails=$((fails + 1)); }
-expect 2 "--family must be one of: fa2 fa3 decode fa4; got 'fa9'" validate --family fa9
+expect 2 "--family must be one of: fa2 fa3 decode fa4 mixed; got 'fa9'" validate --family fa9
 expect 2 "--family is an option of validate" plan --family fa2
 if "$T" --cache-dir "$dir" info 2>/dev/null | grep -q "^devices      0"; then
     expect 1 "validate runs kernels on GPU 0, and there is none here" --cache-dir "$dir" validate

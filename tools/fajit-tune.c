@@ -48,7 +48,7 @@ static void usage(FILE *f)
             "                            time fajit's kernels on GPU 0 on SPEC's shapes (default:\n"
             "                            prefill hdim 64/128/256 1k-16k, decode 32/8 heads): TFLOP/s,\n"
             "                            TB/s of K+V for decode; FILE gets every sample as JSON\n"
-            "  validate [--family NAME]  check each kernel family (or NAME: fa2, fa3, decode)\n"
+            "  validate [--family NAME]  check each kernel family (or NAME: fa2, fa3, decode, fa4, mixed)\n"
             "                            against the reference kernel on GPU 0 and store the\n"
             "                            verdicts; a family that fails is quarantined on this\n"
             "                            GPU class (exit 1). warm and tune validate too\n"
