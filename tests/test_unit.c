@@ -250,6 +250,10 @@ START_TEST(merge_validation)
         {"head_dim", "head_dim must be a multiple of 4"}, {"dtype", "dtype must be"},
         {"stride", "the strides of o_b must be"}, {"lse stride", "the LSE strides"},
         {"batch", "batch, seqlen and heads must be >= 0"}, {"grid", "exceeds the merge's grid"},
+        /* products that wrapped int64 (to 0 and below 0) and passed the check */
+        {"grid wraps to 0", "exceeds the merge's grid"},
+        {"grid wraps negative", "exceeds the merge's grid"},
+        {"extent", "o_a spans"},
     };
     for (size_t i = 0; i < sizeof bad / sizeof bad[0]; i++) {
         fajit_merge_desc e = m;
@@ -264,6 +268,9 @@ START_TEST(merge_validation)
         case 7: e.lse_head_stride = -1; break;
         case 8: e.batch = -1; break;
         case 9: e.batch = 1 << 20, e.seqlen = 1 << 12, e.heads = 1 << 10; break;
+        case 10: e.batch = 1 << 21, e.seqlen = 1 << 21, e.heads = 1 << 22; break;
+        case 11: e.batch = 0x7fffffff, e.seqlen = 0x7fffffff, e.heads = 3; break;
+        case 12: e.batch = 2, e.a_batch_stride = INT64_MAX & ~(int64_t)3; break;
         }
         ck_assert_int_eq(fajit_attn_merge(ctx, &e, NULL), FAJIT_INVALID_ARGUMENT);
         ck_assert_msg(strstr(fajit_errmsg(ctx), bad[i].msg), "%s: %s", bad[i].field,

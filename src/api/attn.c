@@ -78,6 +78,12 @@ static int64_t span(int64_t n, int64_t stride)
     return stride > cap / (n - 1) ? cap : (n - 1) * stride;
 }
 
+int64_t fj_tensor_last(int64_t batch, int64_t bs, int64_t rows, int64_t rs, int64_t heads,
+                       int64_t hs, int head_dim)
+{
+    return span(batch, bs) + span(rows, rs) + span(heads, hs) + head_dim;
+}
+
 /* A tensor's last element must lie within a GPU's address space (2^48 bytes): beyond it
  * the descriptor cannot describe real memory, and the kernels' 64-bit offsets would be
  * near overflow. rows: the rows of one sequence (varlen: all packed rows, batch 1). */
@@ -85,8 +91,8 @@ static fajit_status check_extent(fajit_ctx *ctx, char t, int64_t batch, int64_t 
                                  int64_t rows, int64_t rs, int64_t heads, int64_t hs,
                                  int head_dim)
 {
-    const int64_t last = span(batch, bs) + span(rows, rs) + span(heads, hs) + head_dim;
-    FJ_RETURN_IF(last > ((int64_t)1 << 47), ctx, FAJIT_INVALID_ARGUMENT,
+    const int64_t last = fj_tensor_last(batch, bs, rows, rs, heads, hs, head_dim);
+    FJ_RETURN_IF(last > FJ_MAX_TENSOR_ELEMS, ctx, FAJIT_INVALID_ARGUMENT,
                  "%c spans %lld elements (batch %lld, rows %lld, heads %lld and their "
                  "strides), more than the 2^47 two-byte elements a GPU can address", t,
                  (long long)last, (long long)batch, (long long)rows, (long long)heads);

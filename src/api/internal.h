@@ -331,4 +331,11 @@ int fj_arch_is_a(const char *arch);
 /* Parses "sm_90a" -> 90; -1 if not a target name. */
 int fj_arch_sm(const char *arch);
 
+/* The element offset one past a [batch][rows][heads][head_dim] tensor's last element with
+ * these strides (>= 0), saturating near 2^60 (never overflows); FJ_MAX_TENSOR_ELEMS bounds it:
+ * a GPU addresses at most 2^48 bytes, i.e. 2^47 two-byte elements. */
+#define FJ_MAX_TENSOR_ELEMS ((int64_t)1 << 47)
+int64_t fj_tensor_last(int64_t batch, int64_t bs, int64_t rows, int64_t rs, int64_t heads,
+                       int64_t hs, int head_dim);
+
 #endif /* FJ_INTERNAL_H */

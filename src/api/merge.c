@@ -43,8 +43,8 @@ void fj_merge_variant(int dtype, fj_variant *v)
     snprintf(v->name, sizeof v->name, "merge %s", fj_dtype_name(dtype));
 }
 
-static fajit_status check_o(fajit_ctx *ctx, const char *name, const void *p, int64_t bs,
-                            int64_t rs, int64_t hs)
+static fajit_status check_o(fajit_ctx *ctx, const fajit_merge_desc *m, const char *name,
+                            const void *p, int64_t bs, int64_t rs, int64_t hs)
 {
     FJ_RETURN_IF(!p, ctx, FAJIT_INVALID_ARGUMENT, "%s must not be NULL", name);
     FJ_RETURN_IF((uintptr_t)p % 8, ctx, FAJIT_INVALID_ARGUMENT,
@@ -53,6 +53,10 @@ static fajit_status check_o(fajit_ctx *ctx, const char *name, const void *p, int
                  FAJIT_INVALID_ARGUMENT, "the strides of %s must be >= 0 and multiples of 4 "
                  "elements, got batch %lld, row %lld, head %lld", name, (long long)bs,
                  (long long)rs, (long long)hs);
+    const int64_t last = fj_tensor_last(m->batch, bs, m->seqlen, rs, m->heads, hs, m->head_dim);
+    FJ_RETURN_IF(last > FJ_MAX_TENSOR_ELEMS, ctx, FAJIT_INVALID_ARGUMENT,
+                 "%s spans %lld elements (batch, seqlen, heads and their strides), more than the "
+                 "2^47 two-byte elements a GPU can address", name, (long long)last);
     return FAJIT_OK;
 }
 
@@ -74,13 +78,16 @@ static fajit_status merge_check(fajit_ctx *ctx, const fajit_merge_desc *m)
     FJ_RETURN_IF(m->head_dim <= 0 || m->head_dim % 4 || m->head_dim > 4096, ctx,
                  FAJIT_INVALID_ARGUMENT, "head_dim must be a multiple of 4 in 4..4096, got %d",
                  m->head_dim);
-    const long long pairs = (long long)m->batch * m->seqlen * m->heads;
-    FJ_RETURN_IF(pairs / MERGE_WARPS >= 0x7fffffffLL, ctx, FAJIT_INVALID_ARGUMENT,
-                 "batch * seqlen * heads = %lld exceeds the merge's grid (%lld)", pairs,
-                 0x7fffffffLL * MERGE_WARPS);
-    FJ_CHECK(check_o(ctx, "o_a", m->o_a, m->a_batch_stride, m->a_row_stride, m->a_head_stride));
-    FJ_CHECK(check_o(ctx, "o_b", m->o_b, m->b_batch_stride, m->b_row_stride, m->b_head_stride));
-    FJ_CHECK(check_o(ctx, "o", m->o, m->o_batch_stride, m->o_row_stride, m->o_head_stride));
+    /* batch * seqlen < 2^62; the product with heads only once it cannot overflow */
+    const long long limit = 0x7fffffffLL * MERGE_WARPS - 1, bs = (long long)m->batch * m->seqlen;
+    FJ_RETURN_IF(m->heads && bs > limit / m->heads, ctx, FAJIT_INVALID_ARGUMENT,
+                 "batch * seqlen * heads (%d * %d * %d) exceeds the merge's grid (%lld)",
+                 m->batch, m->seqlen, m->heads, limit);
+    FJ_CHECK(check_o(ctx, m, "o_a", m->o_a, m->a_batch_stride, m->a_row_stride,
+                     m->a_head_stride));
+    FJ_CHECK(check_o(ctx, m, "o_b", m->o_b, m->b_batch_stride, m->b_row_stride,
+                     m->b_head_stride));
+    FJ_CHECK(check_o(ctx, m, "o", m->o, m->o_batch_stride, m->o_row_stride, m->o_head_stride));
     FJ_CHECK(check_lse(ctx, "lse_a", m->lse_a, 1));
     FJ_CHECK(check_lse(ctx, "lse_b", m->lse_b, 1));
     FJ_CHECK(check_lse(ctx, "lse", m->lse, 0));
