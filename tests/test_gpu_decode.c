@@ -802,18 +802,25 @@ static void launch_and_check(fajit_ctx *ctx, dbufs *B, verdict *v)
     free(ro), free(rl);
 }
 
+/* A case from `draw` whose reference stays within REF_BUDGET (drawn again, at most 1000
+ * times), its key counts fixed. */
+static void draw_within_budget(dcase *c, void (*draw)(dcase *))
+{
+    for (int tries = 0;; tries++) {
+        draw(c);
+        preset_lengths(c);
+        if (ref_cost(c) <= REF_BUDGET || tries == 1000)
+            break;
+    }
+}
+
 /* Case k: its own seed, so that FAJIT_TEST_DECODE_ONLY=k replays it alone. */
 static void sweep_case(fajit_ctx *ctx, int k, int describe, int verbose, sweep_tally *t)
 {
     dcase c;
     dbufs B;
     reseed(((uint64_t)g_seed << 20) ^ (uint64_t)k ^ 0x5eedull);
-    for (int tries = 0;; tries++) {
-        draw_case(&c);
-        preset_lengths(&c);
-        if (ref_cost(&c) <= REF_BUDGET || tries == 1000)
-            break;
-    }
+    draw_within_budget(&c, draw_case);
     setup(&B, &c, NULL);
     char text[512], buf[1024];
     case_text(&B, text, sizeof text);
@@ -944,12 +951,7 @@ START_TEST(prefill_sweep)
         dcase c;
         dbufs B;
         reseed(((uint64_t)g_seed << 20) ^ (uint64_t)k ^ 0x9ef11ull);
-        for (int tries = 0;; tries++) {
-            draw_prefill_case(&c);
-            preset_lengths(&c);
-            if (ref_cost(&c) <= REF_BUDGET || tries == 1000)
-                break;
-        }
+        draw_within_budget(&c, draw_prefill_case);
         setup(&B, &c, NULL);
         char text[512], buf[1024];
         case_text(&B, text, sizeof text);

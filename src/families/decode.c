@@ -248,8 +248,8 @@ static int fewer_for_cluster(const fj_dec_config *c, const fajit_attn_desc *d, i
  * cluster holds over at most 2*DEC_CLUSTER_MAX key tiles: there DEC_CLUSTER_MAX splits
  * (each walking at most 2 tiles) merged in clusters beat them where the GPU runs those
  * clusters in one wave (graph replay on the H200, q_len 1 1x2k: 6.7 against 7.1-7.2 us,
- * q_len 4 1x1k: 6.6-6.7 against 7.1-7.2; but 1x4k, 4 tiles a split: 9.2 against 8.2;
- * dev/decode/call22f-g). A caller's num_splits and a tuned count stay (a bound,
+ * q_len 4 1x1k: 6.6-6.7 against 7.1-7.2; but 1x4k, 4 tiles a split: 9.2 against 8.2,
+ * in us; dev/decode/NOTES.md). A caller's num_splits and a tuned count stay (a bound,
  * num_splits_max, only caps the count: fewer stays within it). Fewer
  * splits than fj_dec_splits() need no more workspace. */
 static int launch_splits(const fj_dec_config *c, const fajit_attn_desc *d, const fj_launch_env *env)
