@@ -61,7 +61,8 @@
  *   with FJ_FA3_PERSISTENT (min(SM count, that product), 1, 1); block 128 * (FJ_BLOCK_M / 64
  *   + 1) threads, dynamic shared memory
  *   (ceil(hd/64) * 128 * (q * FJ_BLOCK_M + 4 * FJ_BLOCK_N) + 320 + 1024) bytes, q = 3 or 2
- *   for FJ_FA3_PERSISTENT where that fits in 227 KiB, else 1 (fj_fa3_smem_bytes).
+ *   for FJ_FA3_PERSISTENT where that fits in 227 KiB, else 1 (fj_fa3_smem_bytes); 128 more
+ *   with FJ_FA3_PAGED (FJ_FA3_PAGE_BYTES on the host).
  *
  * Design (Shah et al. 2024). Warpgroup 0 is the producer: after setmaxnreg.dec one thread
  * issues TMA loads: Q once, then K_j and V_j into a 2-stage ring, each stage guarded by a
@@ -260,7 +261,12 @@ constexpr bool OQ = FA3_OQ_;       /* O via Q buffer */
 static_assert(!OQ || QST == 1, "FA3_OQ_: one Q buffer");
 static_assert((QST + OSLOT) * Q_BYTES + 4 * KV_BYTES + 320 + 1024 <= 227 * 1024, "QST");
 constexpr int OFF_K = (QST + OSLOT) * Q_BYTES, OFF_V = OFF_K + 2 * KV_BYTES, OFF_BAR = OFF_V + 2 * KV_BYTES;
-constexpr int SMEM_BYTES = OFF_BAR + 320 + 1024;  /* + barriers, scratch, alignment slack */
+/* paged: the producer's page numbers of one K/V block (at most BN / 8) after the 320 bytes
+ * (a macro: every namespace constant is a symbol of the cubin, and contiguous variants stay
+ * byte for byte as they were) */
+#define FA3_PAGE_BYTES (128 * FJ_FA3_PAGED)
+static_assert(!FJ_FA3_PAGED || FA3_PAGE_BYTES >= BN / 8 * 4, "FA3_PAGE_BYTES");
+constexpr int SMEM_BYTES = OFF_BAR + 320 + FA3_PAGE_BYTES + 1024;  /* + barriers, scratch, alignment slack */
 /* Paged: 32 producer registers (the page arithmetic beside the dynamic order's claims spilled
  * at 24), so 232 per consumer with 2 consumer warpgroups: the total must stay within what the
  * launch allocated (384 x 168 = 64,512; 512 x 128 = 65,536 with 3), or setmaxnreg.inc waits
@@ -429,6 +435,9 @@ fj_attn_fwd_sm90(const __grid_constant__ fj_attn_params p, const __grid_constant
      * the anchor, 160.. O_FULL, 184.. O_EMPTY, 208..256 O_WORDS; 256..320 the dynamic order's tile words. */
     const fj_u32 bar = base + OFF_BAR;
     const fj_u32 b_kf = bar + 8, b_vf = bar + 24, b_ke = bar + 40, b_ve = bar + 56;
+#if FJ_FA3_PAGED
+    const fj_u32 PAGE_WORDS = bar + 320;  /* FA3_PAGE_BYTES: the producer's page numbers */
+#endif
     /* Q buffer qb: full barrier QF_BAR(qb), empty barrier QE_BAR(qb), data s_q + qb*Q_BYTES */
 #define QF_BAR(qb) (bar + ((qb) == 0 ? 0 : 64 + 16 * (qb)))
 #define QE_BAR(qb) (bar + 72 + 16 * (qb))
@@ -529,24 +538,35 @@ fj_attn_fwd_sm90(const __grid_constant__ fj_attn_params p, const __grid_constant
 #if FJ_FA3_PAGED
             /* K/V block nb of tile L as block gi (of all the CTA's blocks) into ring slot
              * gi & 1: BN / R boxes of R rows, each from its page; a box past the sequence end
-             * from page num_pages (outside the maps: zeros, no block-table read) */
+             * from page num_pages (outside the maps: zeros, no block-table read). The block's
+             * page numbers come into PAGE_WORDS by cp.async, all in flight at once and before
+             * the slot's wait, once for K and V: read one after another into this thread's 32
+             * registers, each waiting for the last, they cost 2x the contiguous time with pages
+             * of 16 (8 dependent L2 reads per K and per V block). */
             const int R = pg.page_size % BN == 0 ? BN : pg.page_size;
             auto load_kv = [&](int gi, const fa3_load &L, int nb) {
                 const int st = gi & 1, ph = (gi >> 1) & 1;
                 const int *bt = (const int *)pg.block_table + (fj_i64)L.b * pg.bt_stride;
+                const int j0 = nb * BN;
+                const int p0 = pg.page_shift >= 0 ? j0 >> pg.page_shift
+                                                  : (int)((unsigned)j0 / (unsigned)pg.page_size);
+                const int row0 = j0 - p0 * pg.page_size;  /* 0 unless a page holds blocks */
+                /* boxes [0, nin) are inside the sequence and the table; the rest read page
+                 * num_pages */
+                const int nin = min((L.sk - j0 + R - 1) / R, min(BN / R, pg.bt_stride - p0));
+#pragma unroll 1
+                for (int i = 0; i < nin; ++i)
+                    cp_async4(PAGE_WORDS + 4 * i, bt + p0 + i);
                 auto one = [&](fj_u32 empty, fj_u32 full, fj_u32 dst, const void *tm) {
                     mbar_wait(empty + 8 * st, ph ^ 1);
                     mbar_expect_tx(full + 8 * st, KV_BYTES);
+                    cp_async_wait_all();
 #pragma unroll 1
-                    for (int r = 0; r < BN; r += R) {
-                        const int j = nb * BN + r;
-                        const int pidx = pg.page_shift >= 0 ? j >> pg.page_shift
-                                                            : (int)((unsigned)j / (unsigned)pg.page_size);
-                        const int page = j < L.sk && pidx < pg.bt_stride ? bt[pidx] : pg.num_pages;
-                        const int row = j - pidx * pg.page_size;
+                    for (int i = 0, r = 0; r < BN; ++i, r += R) {
+                        const int page = i < nin ? ld_shared_s32(PAGE_WORDS + 4 * i) : pg.num_pages;
 #pragma unroll
                         for (int c = 0; c < DC; ++c)
-                            tma_load4(dst + st * KV_BYTES + c * KV_CHUNK + r * 128, tm, c * 64, row,
+                            tma_load4(dst + st * KV_BYTES + c * KV_CHUNK + r * 128, tm, c * 64, row0,
                                       L.hk, page, full + 8 * st);
                     }
                 };
