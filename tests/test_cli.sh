@@ -1,6 +1,6 @@
 #!/usr/bin/env bash
 # test_cli.sh FAJIT_TUNE - bad command lines are refused with exit 2 (or 1) and a message that
-# names the rule; no GPU needed. Only the last part compiles (19 small sm_80 kernels, with
+# names the rule; every command's --help prints its usage and exits 0; no GPU needed. Only the last part compiles (19 small sm_80 kernels, with
 # NVRTC where there is one).
 set -u
 T=$1
@@ -17,10 +17,59 @@ expect() {   # expect RC PATTERN ARGS...: run fajit-tune ARGS, want exit RC and 
         echo "ok: fajit-tune ${*:1:6} -> $rc"
     fi
 }
+expect_out() {   # expect_out RC PATTERN ARGS...: run fajit-tune ARGS, want exit RC and PATTERN on stdout
+    local want=$1 pat=$2 out rc
+    shift 2
+    out=$("$T" "$@" 2>/dev/null)
+    rc=$?
+    if [ "$rc" != "$want" ] || ! grep -q -- "$pat" <<<"$out"; then
+        echo "FAIL: fajit-tune $* -> rc $rc (want $want), no '$pat' in stdout: $out"
+        fails=$((fails + 1))
+    else
+        echo "ok: fajit-tune ${*:1:6} -> $rc"
+    fi
+}
 dir=$(mktemp -d)
 trap 'rm -rf "$dir"' EXIT
-expect 2 "-j needs a whole number in 1..1024, got 'abc'" plan -j abc
-expect 2 "-j needs a whole number in 1..1024, got '99999999999999'" plan -j 99999999999999
+# Help: the whole usage, or one command's, on stdout with exit 0.
+expect_out 0 "^usage: fajit-tune" --help
+expect_out 0 "^usage: fajit-tune" -h
+expect_out 0 "^  cache merge OUT IN" help
+expect_out 0 "^fajit-tune [0-9]" --version
+for c in info warm tune bench validate plan; do
+    expect_out 0 "^  $c" "$c" --help
+    expect_out 0 "^  $c" help "$c"
+done
+for c in ls stats verify clear prune export import merge explain; do
+    expect_out 0 "^  cache $c" cache "$c" --help
+done
+expect_out 0 "^  cache prune --max-mb N" cache --help
+expect_out 0 "^  plan \\[--arch A\\]" --cache-dir "$dir" plan --hdim 64 --help
+# --opt=value as well as --opt value.
+expect_out 0 "^sm_90a fwd hdim 64 f16 none -> " --cache-dir="$dir" plan --arch=sm_90a --hdim=64 \
+    --dtype=f16 --mask none
+expect 2 "--hdim needs a whole number in 8..256, got '12x'" plan --hdim=12x
+expect 2 "--reps needs a whole number in 1..1000, got '0'" bench --reps=0
+expect 2 "--pin takes no value" tune --pin=1 --spec llama-3-8b
+# Options of another command, unknown options and stray words: refused with the usage.
+expect 2 "unknown option '--bogus' for plan" plan --bogus
+expect 2 "--spec is an option of warm, tune, bench, not plan" plan --spec x
+expect 2 "usage:" plan --bogus
+expect 2 "unknown command 'bogus'" bogus
+expect 2 "unknown cache command 'bogus'" cache bogus
+expect 2 "cache needs a command: ls, stats" cache
+for c in ls stats verify clear; do
+    expect 2 "cache $c takes no argument 'extra'" --cache-dir "$dir" cache "$c" extra
+done
+expect 2 "cache prune takes no argument 'extra'" --cache-dir "$dir" cache prune --max-mb 1 extra
+expect 2 "cache prune needs --max-mb N" --cache-dir "$dir" cache prune
+expect 2 "cache export takes no argument 'b.db'" --cache-dir "$dir" cache export "$dir/a.db" b.db
+expect 2 "cache export needs FILE" --cache-dir "$dir" cache export
+expect 2 "cache merge needs OUT and at least one IN" --cache-dir "$dir" cache merge "$dir/o.db"
+expect 2 "cache explain takes no argument 'x'" --cache-dir "$dir" cache explain x
+[ -e "$dir/a.db" ] && { echo "FAIL: a refused export wrote $dir/a.db"; fails=$((fails + 1)); }
+expect 2 "-j needs a whole number in 1..1024, got 'abc'" warm --arch sm_80 -j abc
+expect 2 "-j needs a whole number in 1..1024, got '99999999999999'" warm -j 99999999999999
 expect 2 "--seqlen needs a whole number in 1..16777216, got '99999999999'" plan --seqlen 99999999999
 expect 2 "--hdim needs a whole number in 8..256, got '12x'" plan --hdim 12x
 expect 2 "--batch needs a whole number" plan --batch 0

@@ -1290,7 +1290,7 @@ END_TEST
  * dependent (programmatic dependent launch, sm_90+) can be resident while the old ones are
  * still there (its launch follows this grid's trigger, not its end), and must use the new
  * ones (nothing it reads before its wait on this grid may come from memory this grid
- * writes). Session 32 measured reading the lengths and first page ids early and checking
+ * writes). A lab run (2026-12-05) measured reading the lengths and first page ids early and checking
  * them after the wait as slower (dev/decode/NOTES.md); this keeps any such idea honest. */
 static const char k_writer_src[] =
     "extern \"C\" __global__ void fj_test_writer(int *bt, const int *bt_new, int n_bt,\n"

@@ -995,7 +995,7 @@ START_TEST(decode_splits_memo)
      * length rounded up to whole tiles get the same splits, each asked fresh (another
      * problem asked between), over full batches at lengths off the tile (fill_splits'
      * territory) and latency-bound ones; first the problems where fill_splits' cost over
-     * seqlen_k (until session 29) answered otherwise (found by a sweep of 921,600 plans) */
+     * seqlen_k (until 2026-12-05) answered otherwise (found by a sweep of 921,600 plans) */
     const fj_target t = fj_target_of(ctx, NULL);
     static const int offs[] = {1000, 1500, 3000, 4097, 5000, 12000, 33333};
     static const int edge[][6] = {   /* head_dim, heads_kv, group, q_len, batch, keys */

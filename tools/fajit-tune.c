@@ -11,11 +11,16 @@
  *   fajit-tune cache ls|stats|verify [--recompile]|clear | prune --max-mb N
  *   fajit-tune cache export FILE [--arch A] | import FILE... | merge OUT IN...
  *   fajit-tune cache explain [--arch A] [--op O] [--hdim D] [--dtype T] [--mask M] [--seqlen S]
- * Global options: --cache-dir DIR, -v (debug log), -q (no progress).
+ *   fajit-tune help [COMMAND] | --help | --version;  fajit-tune COMMAND --help
+ * Global options, before the command: --cache-dir DIR, -v (debug log), -q (no progress).
+ * Each command has its own getopt_long table (k_cmds): --opt VALUE and --opt=VALUE both
+ * work, and an option of another command, an unknown one or a stray word is refused (exit 2)
+ * with that command's usage.
  * SPEC is a spec file (docs/spec-format.md) or a preset: llama-3-8b, llama-3-70b,
  * qwen2.5-7b, mistral-7b, llama-3-8b-paged, llama-3.2-1b-paged.
  */
 #include <errno.h>
+#include <getopt.h>
 #include <fajit.h>
 #include <stddef.h>
 #include <stdint.h>
@@ -30,50 +35,159 @@
 static int g_verbose, g_quiet, g_tty;
 static const char *g_cache_dir;   /* --cache-dir, for the second context of warm/info/plan */
 
+/* Option ids: a long option's getopt value (short options use their letter). */
+enum {
+    O_ARCH = 256, O_SPEC, O_DTYPE, O_MASK, O_OP, O_JSON, O_FAMILY, O_PIN, O_FORCE, O_RECOMPILE,
+    O_MAX_MB, O_SEQLEN_Q, O_SEQLEN_K, O_BATCH, O_HEADS_Q, O_HEADS_KV, O_PAGE_SIZE, O_HDIM,
+    O_SEQLEN, O_REPS, O_CACHE_DIR, O_VERSION, O_JOBS = 'j', O_HELP = 'h',
+};
+#define OPT(name, arg, id) {name, arg, NULL, id}
+#define HELP_OPT OPT("help", no_argument, O_HELP)
+#define SHAPE_OPTS                                                                            \
+    OPT("arch", required_argument, O_ARCH), OPT("op", required_argument, O_OP),                \
+    OPT("hdim", required_argument, O_HDIM), OPT("dtype", required_argument, O_DTYPE),          \
+    OPT("mask", required_argument, O_MASK), OPT("seqlen", required_argument, O_SEQLEN),        \
+    OPT("seqlen-q", required_argument, O_SEQLEN_Q),                                            \
+    OPT("seqlen-k", required_argument, O_SEQLEN_K), OPT("batch", required_argument, O_BATCH),  \
+    OPT("heads-q", required_argument, O_HEADS_Q), OPT("heads-kv", required_argument, O_HEADS_KV), \
+    OPT("page-size", required_argument, O_PAGE_SIZE)
+
+static const struct option o_none[] = {HELP_OPT, {0}};
+static const struct option o_warm[] = {OPT("arch", required_argument, O_ARCH),
+                                       OPT("spec", required_argument, O_SPEC), HELP_OPT, {0}};
+static const struct option o_tune[] = {OPT("spec", required_argument, O_SPEC),
+                                       OPT("reps", required_argument, O_REPS),
+                                       OPT("pin", no_argument, O_PIN),
+                                       OPT("force", no_argument, O_FORCE), HELP_OPT, {0}};
+static const struct option o_bench[] = {OPT("spec", required_argument, O_SPEC),
+                                        OPT("json", required_argument, O_JSON),
+                                        OPT("reps", required_argument, O_REPS), HELP_OPT, {0}};
+static const struct option o_validate[] = {OPT("family", required_argument, O_FAMILY), HELP_OPT,
+                                           {0}};
+static const struct option o_shape[] = {SHAPE_OPTS, HELP_OPT, {0}};
+static const struct option o_verify[] = {OPT("recompile", no_argument, O_RECOMPILE), HELP_OPT,
+                                         {0}};
+static const struct option o_prune[] = {OPT("max-mb", required_argument, O_MAX_MB), HELP_OPT,
+                                        {0}};
+static const struct option o_export[] = {OPT("arch", required_argument, O_ARCH), HELP_OPT, {0}};
+
+/* One command ("cache ls" for cache's): its lines of the usage, its options (getopt_long's
+ * table and short letters), how many words may follow it and what it needs when too few. */
+typedef struct subcmd {
+    const char *name, *text;
+    const struct option *opts;
+    const char *shorts;
+    int min_pos, max_pos;
+    const char *needs;
+} subcmd;
+
+static const subcmd k_cmds[] = {
+    {"info", "  info                      versions, devices, cache location and size\n",
+     o_none, ":h", 0, 0, NULL},
+    {"warm",
+     "  warm --arch LIST [--spec SPEC] [-j N]\n"
+     "                            compile every kernel (or every kernel SPEC needs) for\n"
+     "                            the targets in LIST (e.g. sm_80,sm_90a,sm_100a); no\n"
+     "                            GPU needed; N compile threads (default: one per CPU)\n",
+     o_warm, ":hj:", 0, 0, NULL},
+    {"tune",
+     "  tune --spec SPEC [--reps N] [--pin] [--force]\n"
+     "                            time every candidate configuration of SPEC's shapes on\n"
+     "                            GPU 0 and store the winners (kept rows are reused\n"
+     "                            unless --force; --pin protects the new winners)\n",
+     o_tune, ":h", 0, 0, NULL},
+    {"bench",
+     "  bench [--spec SPEC] [--json FILE] [--reps N]\n"
+     "                            time fajit's kernels on GPU 0 on SPEC's shapes (default:\n"
+     "                            prefill hdim 64/128/256 1k-16k, decode 32/8 heads): TFLOP/s,\n"
+     "                            TB/s of K+V for decode; FILE gets every sample as JSON\n",
+     o_bench, ":h", 0, 0, NULL},
+    {"validate",
+     "  validate [--family NAME]  check each kernel family (or NAME: fa2, fa3, decode, fa4, mixed)\n"
+     "                            against the reference kernel on GPU 0 and store the\n"
+     "                            verdicts; a family that fails is quarantined on this\n"
+     "                            GPU class (exit 1). warm and tune validate too\n"
+     "                            where there is a GPU (FAJIT_VALIDATE=off: not)\n",
+     o_validate, ":h", 0, 0, NULL},
+    {"plan",
+     "  plan [--arch A] [--op fwd] [--hdim D] [--dtype f16|bf16] [--mask none|causal|window]\n"
+     "       [--seqlen S | --seqlen-q Q --seqlen-k K] [--batch B] [--heads-q H]\n"
+     "       [--heads-kv H] [--page-size P]\n"
+     "                            which kernel serves that problem (default: device 0,\n"
+     "                            hdim 128, bf16, causal, 4096 tokens)\n",
+     o_shape, ":h", 0, 0, NULL},
+    {"cache ls", "  cache ls                  one line per cached kernel\n", o_none, ":h", 0, 0,
+     NULL},
+    {"cache stats", "  cache stats               entry count and sizes\n", o_none, ":h", 0, 0,
+     NULL},
+    {"cache verify",
+     "  cache verify [--recompile]  re-check every entry's checksum, drop bad ones;\n"
+     "                            --recompile: also recompile the kernels the local\n"
+     "                            NVRTC made and compare the bytes (slow)\n",
+     o_verify, ":h", 0, 0, NULL},
+    {"cache clear", "  cache clear               remove every entry\n", o_none, ":h", 0, 0, NULL},
+    {"cache prune",
+     "  cache prune --max-mb N    remove the least recently loaded kernels until the\n"
+     "                            rest take at most N MiB (tuning rows stay)\n",
+     o_prune, ":h", 0, 0, NULL},
+    {"cache export",
+     "  cache export FILE [--arch A]  one bundle file with kernels and tuning rows\n",
+     o_export, ":h", 1, 1, "FILE"},
+    {"cache import", "  cache import FILE...      add bundles into the cache\n", o_none, ":h",
+     1, 64, "at least one FILE"},
+    {"cache merge", "  cache merge OUT IN...     merge bundles IN into a new bundle OUT\n",
+     o_none, ":h", 2, 64, "OUT and at least one IN bundle"},
+    {"cache explain",
+     "  cache explain [--arch A] [--op O] [--hdim D] [--dtype T] [--mask M] [--seqlen S]\n"
+     "        [--seqlen-q Q --seqlen-k K] [--batch B] [--heads-q H] [--heads-kv H]\n"
+     "        [--page-size P]\n"
+     "                            the key of the kernel that problem needs; for a miss,\n"
+     "                            the nearest entry and what differs\n",
+     o_shape, ":h", 0, 0, NULL},
+};
+#define N_CMDS (sizeof k_cmds / sizeof k_cmds[0])
+
+static const char k_usage_head[] =
+    "usage: fajit-tune [--cache-dir DIR] [-v] [-q] COMMAND [OPTIONS]\n"
+    "       fajit-tune --help | --version | help [COMMAND]\n";
+static const char k_usage_opts[] =
+    "Options take their value as --opt VALUE or --opt=VALUE; COMMAND --help prints its usage.\n";
+static const char k_usage_spec[] =
+    "SPEC: a spec file (docs/spec-format.md) or a preset: llama-3-8b, llama-3-70b,\n"
+    "qwen2.5-7b, mistral-7b, llama-3-8b-paged, llama-3.2-1b-paged\n";
+
+/* The usage of the commands whose name starts with `prefix` ("": all of them). */
+static void usage_of(FILE *f, const char *prefix)
+{
+    int spec = 0;
+    fputs(k_usage_head, f);
+    fputs(*prefix ? "" : "commands:\n", f);
+    for (size_t k = 0; k < N_CMDS; k++)
+        if (strncmp(k_cmds[k].name, prefix, strlen(prefix)) == 0) {
+            fputs(k_cmds[k].text, f);
+            spec |= strstr(k_cmds[k].text, "SPEC") != NULL;
+        }
+    fputs(k_usage_opts, f);
+    fputs(spec ? k_usage_spec : "", f);
+}
+
 static void usage(FILE *f)
 {
-    fprintf(f,
-            "usage: fajit-tune [--cache-dir DIR] [-v] [-q] COMMAND\n"
-            "commands:\n"
-            "  info                      versions, devices, cache location and size\n"
-            "  warm --arch LIST [--spec SPEC] [-j N]\n"
-            "                            compile every kernel (or every kernel SPEC needs) for\n"
-            "                            the targets in LIST (e.g. sm_80,sm_90a,sm_100a); no\n"
-            "                            GPU needed; N compile threads (default: one per CPU)\n"
-            "  tune --spec SPEC [--reps N] [--pin] [--force]\n"
-            "                            time every candidate configuration of SPEC's shapes on\n"
-            "                            GPU 0 and store the winners (kept rows are reused\n"
-            "                            unless --force; --pin protects the new winners)\n"
-            "  bench [--spec SPEC] [--json FILE] [--reps N]\n"
-            "                            time fajit's kernels on GPU 0 on SPEC's shapes (default:\n"
-            "                            prefill hdim 64/128/256 1k-16k, decode 32/8 heads): TFLOP/s,\n"
-            "                            TB/s of K+V for decode; FILE gets every sample as JSON\n"
-            "  validate [--family NAME]  check each kernel family (or NAME: fa2, fa3, decode, fa4, mixed)\n"
-            "                            against the reference kernel on GPU 0 and store the\n"
-            "                            verdicts; a family that fails is quarantined on this\n"
-            "                            GPU class (exit 1). warm and tune validate too\n"
-            "                            where there is a GPU (FAJIT_VALIDATE=off: not)\n"
-            "  plan [--arch A] [--op fwd] [--hdim D] [--dtype f16|bf16] [--mask none|causal|window]\n"
-            "       [--seqlen S | --seqlen-q Q --seqlen-k K] [--batch B] [--heads-q H]\n"
-            "       [--heads-kv H] [--page-size P]\n"
-            "       [--seqlen S]         which kernel serves that problem (default: device 0,\n"
-            "                            hdim 128, bf16, causal, 4096 tokens)\n"
-            "  cache ls                  one line per cached kernel\n"
-            "  cache stats               entry count and sizes\n"
-            "  cache verify [--recompile]  re-check every entry's checksum, drop bad ones;\n"
-            "                            --recompile: also recompile the kernels the local\n"
-            "                            NVRTC made and compare the bytes (slow)\n"
-            "  cache clear               remove every entry\n"
-            "  cache prune --max-mb N    remove the least recently loaded kernels until the\n"
-            "                            rest take at most N MiB (tuning rows stay)\n"
-            "  cache export FILE [--arch A]  one bundle file with kernels and tuning rows\n"
-            "  cache import FILE...      add bundles into the cache\n"
-            "  cache merge OUT IN...     merge bundles IN into a new bundle OUT\n"
-            "  cache explain [--arch A] [--op O] [--hdim D] [--dtype T] [--mask M] [--seqlen S]\n"
-            "                            the key of the kernel that problem needs; for a miss,\n"
-            "                            the nearest entry and what differs\n"
-            "SPEC: a spec file (docs/spec-format.md) or a preset: llama-3-8b, llama-3-70b,\n"
-            "qwen2.5-7b, mistral-7b, llama-3-8b-paged, llama-3.2-1b-paged\n");
+    usage_of(f, "");
+}
+
+/* The command named by `word` and, for cache, `sub` (NULL: none there); NULL if none. */
+static const subcmd *find_cmd(const char *word, const char *sub)
+{
+    char name[64];
+    if (strcmp(word, "cache") == 0)
+        snprintf(name, sizeof name, "cache %s", sub ? sub : "");
+    else
+        snprintf(name, sizeof name, "%s", word);
+    for (size_t k = 0; k < N_CMDS; k++)
+        if (strcmp(k_cmds[k].name, name) == 0)
+            return &k_cmds[k];
+    return NULL;
 }
 
 static void on_log(void *user, fajit_log_level level, const char *msg)
@@ -306,7 +420,8 @@ typedef struct args {
     int jobs, hdim, reps, pin, force, seqlen, recompile;
     long long seqlen_q, seqlen_k, batch, heads_q, heads_kv, page_size;   /* plan; -1: unset */
     long long max_mb;      /* cache prune --max-mb; -1 = not given */
-    const char *pos[64];   /* positional words */
+    const char *sub;       /* cache's command: ls, stats, ... */
+    const char *pos[64];   /* the words after the command (after cache's command) */
     int n_pos;
 } args;
 
@@ -508,10 +623,6 @@ static int print_entry(void *user, const fajit_cache_entry *e)
 static int cmd_merge(const args *a)
 {
     char dir[] = "/tmp/fajit-merge-XXXXXX", cmd[64];
-    if (a->n_pos < 3) {
-        fprintf(stderr, "fajit-tune: cache merge needs OUT and at least one IN bundle\n");
-        return 2;
-    }
     if (!mkdtemp(dir)) {
         perror("fajit-tune: mkdtemp");
         return 1;
@@ -524,7 +635,7 @@ static int cmd_merge(const args *a)
     fajit_ctx *m = NULL;
     fajit_status st = fajit_ctx_create(&m, &o);
     int rc = st ? fail(m, st, "merge") : 0, dropped = 0;
-    for (int i = 2; i < a->n_pos && !rc; i++) {
+    for (int i = 1; i < a->n_pos && !rc; i++) {
         int k = 0, r = 0, bad = 0;
         st = fajit_cache_import(m, a->pos[i], &k, &r, &bad);
         rc = st ? fail(m, st, "merge") : 0;
@@ -533,10 +644,10 @@ static int cmd_merge(const args *a)
         dropped += bad;
     }
     int k = 0, r = 0;
-    if (!rc && (st = fajit_cache_export(m, a->pos[1], NULL, &k, &r)))
+    if (!rc && (st = fajit_cache_export(m, a->pos[0], NULL, &k, &r)))
         rc = fail(m, st, "merge");
     if (!rc)
-        printf("%s: %d kernels, %d tuning rows\n", a->pos[1], k, r);
+        printf("%s: %d kernels, %d tuning rows\n", a->pos[0], k, r);
     if (!rc && dropped) {
         fprintf(stderr, "fajit-tune: merge: %d corrupt kernels were skipped\n", dropped);
         rc = 1;
@@ -572,11 +683,7 @@ static int verify_recompile(fajit_ctx *ctx, int bad)
 static int cmd_cache(fajit_ctx *ctx, const args *a)
 {
     fajit_status st;
-    const char *sub = a->n_pos > 0 ? a->pos[0] : NULL;
-    if (!sub) {
-        usage(stderr);
-        return 2;
-    }
+    const char *sub = a->sub;   /* parse_command checked its options and words */
     if (strcmp(sub, "ls") == 0) {
         st = fajit_cache_list(ctx, print_entry, NULL);
     } else if (strcmp(sub, "stats") == 0) {
@@ -598,20 +705,20 @@ static int cmd_cache(fajit_ctx *ctx, const args *a)
         st = fajit_cache_clear(ctx);
         if (!st)
             printf("cache cleared\n");
-    } else if (strcmp(sub, "prune") == 0 && a->max_mb >= 0) {
+    } else if (strcmp(sub, "prune") == 0) {
         int64_t removed = 0, freed = 0;
         st = fajit_cache_prune(ctx, a->max_mb << 20, &removed, &freed);
         if (!st)
             printf("%lld kernels removed (%lld bytes)\n", (long long)removed, (long long)freed);
-    } else if (strcmp(sub, "export") == 0 && a->n_pos == 2) {
+    } else if (strcmp(sub, "export") == 0) {
         int k = 0, r = 0;
-        st = fajit_cache_export(ctx, a->pos[1], a->arch, &k, &r);
+        st = fajit_cache_export(ctx, a->pos[0], a->arch, &k, &r);
         if (!st)
-            printf("%s: %d kernels, %d tuning rows\n", a->pos[1], k, r);
-    } else if (strcmp(sub, "import") == 0 && a->n_pos >= 2) {
+            printf("%s: %d kernels, %d tuning rows\n", a->pos[0], k, r);
+    } else if (strcmp(sub, "import") == 0) {
         st = FAJIT_OK;
         int dropped = 0;
-        for (int i = 1; i < a->n_pos && !st; i++) {
+        for (int i = 0; i < a->n_pos && !st; i++) {
             int k = 0, r = 0, bad = 0;
             st = fajit_cache_import(ctx, a->pos[i], &k, &r, &bad);
             if (!st)
@@ -625,7 +732,7 @@ static int cmd_cache(fajit_ctx *ctx, const args *a)
         }
     } else if (strcmp(sub, "merge") == 0) {
         return cmd_merge(a);
-    } else if (strcmp(sub, "explain") == 0) {
+    } else {   /* explain */
         fajit_device_info di;
         fajit_attn_desc d;
         const char *arch = default_arch(ctx, a, &di);
@@ -635,174 +742,296 @@ static int cmd_cache(fajit_ctx *ctx, const args *a)
         st = fajit_cache_explain(ctx, arch, &d, text, sizeof text);
         if (!st)
             printf("%s\n", text);
-    } else {
-        fprintf(stderr, "fajit-tune: unknown or incomplete cache command '%s'\n", sub);
-        usage(stderr);
-        return 2;
     }
     return st ? fail(ctx, st, sub) : 0;
 }
 
 /* A whole-number option of k_nums: 1 matched (value stored), -1 matched but bad (said so),
  * 0 not one of them. */
-typedef struct num_opt { const char *opt; size_t off; long long lo, hi; int is_int; } num_opt;
-static int num_option(const char *o, const char *val, const void *table, size_t n, args *a)
+typedef struct num_opt { int id; const char *opt; size_t off; long long lo, hi; int is_int; } num_opt;
+static const num_opt k_nums[] = {
+    {O_SEQLEN_Q, "--seqlen-q", offsetof(args, seqlen_q), 1, 1 << 24, 0},
+    {O_SEQLEN_K, "--seqlen-k", offsetof(args, seqlen_k), 1, 1 << 24, 0},
+    {O_BATCH, "--batch", offsetof(args, batch), 1, 1 << 20, 0},
+    {O_HEADS_Q, "--heads-q", offsetof(args, heads_q), 1, 1024, 0},
+    {O_HEADS_KV, "--heads-kv", offsetof(args, heads_kv), 1, 1024, 0},
+    {O_PAGE_SIZE, "--page-size", offsetof(args, page_size), 1, 1 << 20, 0},
+    {O_MAX_MB, "--max-mb", offsetof(args, max_mb), 0, 1ll << 40, 0},
+    {O_JOBS, "-j", offsetof(args, jobs), 1, 1024, 1},
+    {O_HDIM, "--hdim", offsetof(args, hdim), 8, 256, 1},
+    {O_SEQLEN, "--seqlen", offsetof(args, seqlen), 1, 1 << 24, 1},
+    {O_REPS, "--reps", offsetof(args, reps), 1, 1000, 1},
+};
+static int num_option(int id, const char *val, args *a)
 {
-    const num_opt *t = table;
-    for (size_t k = 0; k < n; k++) {
-        if (strcmp(o, t[k].opt) != 0)
+    for (size_t k = 0; k < sizeof k_nums / sizeof k_nums[0]; k++) {
+        const num_opt *t = &k_nums[k];
+        if (id != t->id)
             continue;
         char *end;
         errno = 0;
         long long v = strtoll(val, &end, 10);
-        if (errno || end == val || *end || v < t[k].lo || v > t[k].hi) {
-            fprintf(stderr, "fajit-tune: %s needs a whole number in %lld..%lld, got '%s'\n", o,
-                    t[k].lo, t[k].hi, val);
+        if (errno || end == val || *end || v < t->lo || v > t->hi) {
+            fprintf(stderr, "fajit-tune: %s needs a whole number in %lld..%lld, got '%s'\n",
+                    t->opt, t->lo, t->hi, val);
             return -1;
         }
-        if (t[k].is_int) {
+        if (t->is_int) {
             int iv = (int)v;
-            memcpy((char *)a + t[k].off, &iv, sizeof iv);
+            memcpy((char *)a + t->off, &iv, sizeof iv);
         } else {
-            memcpy((char *)a + t[k].off, &v, sizeof v);
+            memcpy((char *)a + t->off, &v, sizeof v);
         }
         return 1;
     }
     return 0;
 }
 
-int main(int argc, char **argv)
+/* Stores option `id`'s value; 0, or 2 when the value is refused (said so). */
+static int set_option(int id, const char *val, args *a)
 {
-    const char *cache_dir = NULL;
-    int i = 1;
-    for (; i < argc && argv[i][0] == '-'; i++) {
-        if (strcmp(argv[i], "--cache-dir") == 0 && i + 1 < argc)
-            g_cache_dir = cache_dir = argv[++i];
-        else if (strcmp(argv[i], "-v") == 0)
-            g_verbose = 1;
-        else if (strcmp(argv[i], "-q") == 0)
-            g_quiet = 1;
-        else if (strcmp(argv[i], "-h") == 0 || strcmp(argv[i], "--help") == 0) {
-            usage(stdout);
-            return 0;
-        } else {
-            fprintf(stderr, "fajit-tune: unknown option '%s'\n", argv[i]);
-            usage(stderr);
-            return 2;
-        }
+    switch (id) {
+    case O_ARCH: a->arch = val; return 0;
+    case O_SPEC: a->spec = val; return 0;
+    case O_DTYPE: a->dtype = val; return 0;
+    case O_MASK: a->mask = val; return 0;
+    case O_OP: a->op = val; return 0;
+    case O_JSON: a->json = val; return 0;
+    case O_FAMILY: a->family = val; return family_of(val) < 0 ? 2 : 0;
+    case O_PIN: a->pin = 1; return 0;
+    case O_FORCE: a->force = 1; return 0;
+    case O_RECOMPILE: a->recompile = 1; return 0;
+    default: return num_option(id, val, a) < 0 ? 2 : 0;
     }
-    if (i >= argc) {
-        usage(stderr);
-        return 2;
-    }
-    const char *cmd = argv[i++];
-    args a = {.dtype = "bf16", .mask = "causal", .op = "fwd", .hdim = 128, .seqlen = 4096,
-              .max_mb = -1, .seqlen_q = -1, .seqlen_k = -1, .batch = -1, .heads_q = -1,
-              .heads_kv = -1, .page_size = -1};
-    int num;
-    static const num_opt k_nums[] = {
-        {"--seqlen-q", offsetof(args, seqlen_q), 1, 1 << 24, 0},
-        {"--seqlen-k", offsetof(args, seqlen_k), 1, 1 << 24, 0},
-        {"--batch", offsetof(args, batch), 1, 1 << 20, 0},
-        {"--heads-q", offsetof(args, heads_q), 1, 1024, 0},
-        {"--heads-kv", offsetof(args, heads_kv), 1, 1024, 0},
-        {"--page-size", offsetof(args, page_size), 1, 1 << 20, 0},
-        {"-j", offsetof(args, jobs), 1, 1024, 1},
-        {"--hdim", offsetof(args, hdim), 8, 256, 1},
-        {"--seqlen", offsetof(args, seqlen), 1, 1 << 24, 1},
-        {"--reps", offsetof(args, reps), 1, 1000, 1},
-    };
-    for (; i < argc; i++) {
-        const char *o = argv[i], *val = i + 1 < argc ? argv[i + 1] : NULL;
-        if (strcmp(o, "--pin") == 0)
-            a.pin = 1;
-        else if (strcmp(o, "--force") == 0)
-            a.force = 1;
-        else if (strcmp(o, "--recompile") == 0)
-            a.recompile = 1;
-        else if (o[0] == '-' && o[1] && !val) {
-            fprintf(stderr, "fajit-tune: %s needs a value\n", o);
-            return 2;
-        } else if (strcmp(o, "--arch") == 0)
-            a.arch = argv[++i];
-        else if (strcmp(o, "--spec") == 0)
-            a.spec = argv[++i];
-        else if (strcmp(o, "--dtype") == 0)
-            a.dtype = argv[++i];
-        else if (strcmp(o, "--mask") == 0)
-            a.mask = argv[++i];
-        else if (strcmp(o, "--op") == 0)
-            a.op = argv[++i];
-        else if (strcmp(o, "--json") == 0)
-            a.json = argv[++i];
-        else if (strcmp(o, "--family") == 0)
-            a.family = argv[++i];
-        else if ((num = num_option(o, val, k_nums, sizeof k_nums / sizeof k_nums[0], &a))) {
-            if (num < 0)
-                return 2;
-            i++;
-        }
-        else if (strcmp(o, "--max-mb") == 0) {
-            char *end;
-            a.max_mb = strtoll(argv[++i], &end, 10);
-            if (*end || a.max_mb < 0 || a.max_mb > (1ll << 40)) {
-                fprintf(stderr, "fajit-tune: --max-mb needs a whole number of MiB >= 0, got '%s'\n",
-                        argv[i]);
-                return 2;
-            }
-        }
-        else if (o[0] == '-' && o[1]) {
-            fprintf(stderr, "fajit-tune: unknown option '%s'\n", o);
-            return 2;
-        } else if (a.n_pos < (int)(sizeof a.pos / sizeof a.pos[0])) {
-            a.pos[a.n_pos++] = o;
-        } else {
-            fprintf(stderr, "fajit-tune: too many arguments (at most %d files), at '%s'\n",
-                    (int)(sizeof a.pos / sizeof a.pos[0]), o);
-            return 2;
-        }
-    }
-    if (strcmp(cmd, "cache") != 0 && a.n_pos > 0) {
-        fprintf(stderr, "fajit-tune: %s takes no argument '%s' (options start with -)\n", cmd,
-                a.pos[0]);
-        return 2;
-    }
-    g_tty = isatty(2);
+}
 
+/* "--name" of option `id` in `opts` (or "-j"), for messages. */
+static void option_name(const subcmd *sc, int id, char *out, size_t n)
+{
+    for (const struct option *o = sc->opts; o->name; o++)
+        if (o->val == id) {
+            snprintf(out, n, "--%s", o->name);
+            return;
+        }
+    snprintf(out, n, "-%c", id);
+}
+
+/* Why `word`, refused by getopt_long for `sc`, is wrong: a flag given a value, an option of
+ * other commands (naming them), or unknown. */
+static void say_refused(const subcmd *sc, const char *word)
+{
+    char name[64];
+    snprintf(name, sizeof name, "%s", word);
+    name[strcspn(name, "=")] = 0;
+    if (strcmp(name, "-v") == 0 || strcmp(name, "-q") == 0 || strcmp(name, "--cache-dir") == 0) {
+        fprintf(stderr, "fajit-tune: %s is a global option: put it before the command\n", name);
+        return;
+    }
+    const char *sep = NULL, *bare = strncmp(name, "--", 2) == 0 ? name + 2 : NULL;
+    for (const struct option *o = sc->opts; bare && o->name; o++)
+        if (strcmp(bare, o->name) == 0) {
+            fprintf(stderr, "fajit-tune: %s takes no value, got '%s'\n", name, word);
+            return;
+        }
+    for (size_t k = 0; k < N_CMDS && bare; k++)
+        for (const struct option *o = k_cmds[k].opts; o->name; o++)
+            if (strcmp(bare, o->name) == 0) {
+                if (!sep)
+                    fprintf(stderr, "fajit-tune: %s is an option of", name);
+                fprintf(stderr, "%s %s", sep ? sep : "", k_cmds[k].name);
+                sep = ",";
+                break;
+            }
+    if (sep)
+        fprintf(stderr, ", not %s\n", sc->name);
+    else
+        fprintf(stderr, "fajit-tune: unknown option '%s' for %s\n", word, sc->name);
+}
+
+/* Parses the words after command `sc` (argv[0] is its last word) into `a`: 0, 2 (refused,
+ * said so with the command's usage) or -1 (--help printed: exit 0). */
+static int parse_command(const subcmd *sc, int argc, char **argv, args *a)
+{
+    int c, rc = 0;
+    char name[64];
+    optind = 0;   /* glibc and musl: start afresh */
+    opterr = 0;
+    while (!rc && (c = getopt_long(argc, argv, sc->shorts, sc->opts, NULL)) != -1) {
+        if (c == O_HELP) {
+            usage_of(stdout, sc->name);
+            return -1;
+        } else if (c == ':') {
+            option_name(sc, optopt, name, sizeof name);
+            fprintf(stderr, "fajit-tune: %s needs a value\n", name);
+            rc = 2;
+        } else if (c == '?') {
+            say_refused(sc, optopt && optopt < 256 && !strchr(argv[optind - 1], '=')
+                                ? (snprintf(name, sizeof name, "-%c", optopt), name)
+                                : argv[optind - 1]);
+            rc = 2;
+        } else {
+            rc = set_option(c, optarg, a);
+        }
+    }
+    a->n_pos = argc - optind;
+    if (!rc && a->n_pos > sc->max_pos) {
+        if (sc->max_pos == (int)(sizeof a->pos / sizeof a->pos[0]))
+            fprintf(stderr, "fajit-tune: too many arguments (at most %d files), at '%s'\n",
+                    sc->max_pos, argv[optind + sc->max_pos]);
+        else
+            fprintf(stderr, "fajit-tune: %s takes no argument '%s' (options start with -)\n",
+                    sc->name, argv[optind + sc->max_pos]);
+        rc = 2;
+    } else if (!rc && a->n_pos < sc->min_pos) {
+        fprintf(stderr, "fajit-tune: %s needs %s\n", sc->name, sc->needs);
+        rc = 2;
+    } else if (!rc && strcmp(sc->name, "cache prune") == 0 && a->max_mb < 0) {
+        fprintf(stderr, "fajit-tune: cache prune needs --max-mb N\n");
+        rc = 2;
+    }
+    for (int k = 0; !rc && k < a->n_pos; k++)
+        a->pos[k] = argv[optind + k];
+    if (rc == 2)
+        usage_of(stderr, sc->name);
+    return rc;
+}
+
+/* `help [COMMAND [SUB]]`: that usage on stdout (0), or 2 for an unknown command. */
+static int cmd_help(int argc, char **argv)
+{
+    if (argc == 0) {
+        usage(stdout);
+        return 0;
+    }
+    if (strcmp(argv[0], "cache") == 0 && argc == 1) {
+        usage_of(stdout, "cache ");
+        return 0;
+    }
+    const subcmd *sc = find_cmd(argv[0], argc > 1 ? argv[1] : NULL);
+    if (!sc) {
+        fprintf(stderr, "fajit-tune: help: no command '%s'\n", argv[0]);
+        return 2;
+    }
+    usage_of(stdout, sc->name);
+    return 0;
+}
+
+/* The options before the command (--cache-dir, -v, -q, --help, --version): the index of the
+ * command word, or -1 - the exit code when there is nothing more to do. */
+static int parse_global(int argc, char **argv)
+{
+    static const struct option opts[] = {OPT("cache-dir", required_argument, O_CACHE_DIR),
+                                         OPT("version", no_argument, O_VERSION), HELP_OPT,
+                                         {0}};
+    int c;
+    opterr = 0;
+    while ((c = getopt_long(argc, argv, "+:hvq", opts, NULL)) != -1) {
+        if (c == O_CACHE_DIR) {
+            g_cache_dir = optarg;
+        } else if (c == 'v') {
+            g_verbose = 1;
+        } else if (c == 'q') {
+            g_quiet = 1;
+        } else if (c == O_HELP || c == O_VERSION) {
+            if (c == O_HELP)
+                usage(stdout);
+            else
+                printf("fajit-tune %s\n", fajit_version_string());
+            return -1;   /* exit 0 */
+        } else {
+            fprintf(stderr, "fajit-tune: %s '%s'\n", c == ':' ? "missing value for option"
+                    : "unknown option", argv[optind - 1]);
+            usage(stderr);
+            return -3;   /* exit 2 */
+        }
+    }
+    if (optind >= argc) {
+        usage(stderr);
+        return -3;
+    }
+    return optind;
+}
+
+/* The command line into `a` and `*cmd`: -1 to go on, else the exit code. */
+static int parse_line(int argc, char **argv, args *a, const char **cmd)
+{
+    int i = parse_global(argc, argv);
+    if (i < 0)
+        return -1 - i;
+    *cmd = argv[i];
+    if (strcmp(*cmd, "help") == 0)
+        return cmd_help(argc - i - 1, argv + i + 1);
+    const int is_cache = strcmp(*cmd, "cache") == 0;
+    if (is_cache && (i + 1 >= argc || argv[i + 1][0] == '-')) {
+        int help = i + 1 < argc && (strcmp(argv[i + 1], "--help") == 0 ||
+                                    strcmp(argv[i + 1], "-h") == 0);
+        if (!help)
+            fprintf(stderr, "fajit-tune: cache needs a command: ls, stats, verify, clear, "
+                    "prune, export, import, merge, explain\n");
+        usage_of(help ? stdout : stderr, "cache ");
+        return help ? 0 : 2;
+    }
+    if (is_cache)
+        a->sub = argv[++i];
+    const subcmd *sc = find_cmd(*cmd, a->sub);
+    if (!sc) {
+        if (is_cache)
+            fprintf(stderr, "fajit-tune: unknown cache command '%s'\n", a->sub);
+        else
+            fprintf(stderr, "fajit-tune: unknown command '%s'\n", *cmd);
+        usage_of(stderr, is_cache ? "cache " : "");
+        return 2;
+    }
+    int rc = parse_command(sc, argc - i, argv + i, a);
+    return rc < 0 ? 0 : rc > 0 ? rc : -1;
+}
+
+/* The context a command works in: on GPU 0 for tune, bench and validate, else without a
+ * device. NULL with the exit code in *rc when there is none. */
+static fajit_ctx *open_ctx(const char *cmd, int on_gpu, int *rc)
+{
     fajit_ctx_opts o;
     fajit_ctx_opts_init(&o);
-    /* Only tuning, bench and validation run kernels; everything else works on a machine
-     * without a GPU (and opens a second context on GPU 0 where there is one: warm, info,
-     * plan). */
-    const int on_gpu = strcmp(cmd, "tune") == 0 || strcmp(cmd, "bench") == 0 ||
-                       strcmp(cmd, "validate") == 0;
-    int family = FAJIT_FAMILY_AUTO;
-    if (a.family && (strcmp(cmd, "validate") != 0 || (family = family_of(a.family)) < 0)) {
-        if (family >= 0)
-            fprintf(stderr, "fajit-tune: --family is an option of validate\n");
-        return 2;
-    }
     o.device = on_gpu ? 0 : FAJIT_DEVICE_NONE;
-    o.cache_dir = cache_dir;
+    o.cache_dir = g_cache_dir;
     o.log = on_log;
     o.log_level = g_verbose ? FAJIT_LOG_DEBUG : FAJIT_LOG_WARN;
     o.progress = on_progress;
     fajit_ctx *ctx = NULL;
     fajit_status st = fajit_ctx_create(&ctx, &o);
-    if (st && on_gpu && (st == FAJIT_NO_DRIVER || st == FAJIT_NO_DEVICE)) {
+    if (!st)
+        return ctx;
+    if (on_gpu && (st == FAJIT_NO_DRIVER || st == FAJIT_NO_DEVICE)) {
         fprintf(stderr, "fajit-tune: %s runs kernels on GPU 0, and there is none here: %s\n",
                 cmd, fajit_errmsg(ctx));
-        fajit_ctx_destroy(ctx);
-        return 1;
-    }
-    if (st) {
+        *rc = 1;
+    } else {
         if (on_gpu)
             fprintf(stderr, "fajit-tune: %s needs a GPU (device 0)\n", cmd);
-        int rc = fail(ctx, st, "creating a context");
-        fajit_ctx_destroy(ctx);
-        return rc;
+        *rc = fail(ctx, st, "creating a context");
     }
-    int rc;
+    fajit_ctx_destroy(ctx);
+    return NULL;
+}
+
+int main(int argc, char **argv)
+{
+    args a = {.dtype = "bf16", .mask = "causal", .op = "fwd", .hdim = 128, .seqlen = 4096,
+              .max_mb = -1, .seqlen_q = -1, .seqlen_k = -1, .batch = -1, .heads_q = -1,
+              .heads_kv = -1, .page_size = -1};
+    const char *cmd = NULL;
+    int rc = parse_line(argc, argv, &a, &cmd);
+    if (rc >= 0)
+        return rc;
+    g_tty = isatty(2);
+    /* Only tuning, bench and validation run kernels; everything else works on a machine
+     * without a GPU (and opens a second context on GPU 0 where there is one: warm, info,
+     * plan). */
+    const int on_gpu = strcmp(cmd, "tune") == 0 || strcmp(cmd, "bench") == 0 ||
+                       strcmp(cmd, "validate") == 0;
+    fajit_ctx *ctx = open_ctx(cmd, on_gpu, &rc);
+    if (!ctx)
+        return rc;
     if (strcmp(cmd, "info") == 0)
         rc = cmd_info(ctx);
     else if (strcmp(cmd, "warm") == 0)
@@ -814,14 +1043,9 @@ int main(int argc, char **argv)
     else if (strcmp(cmd, "plan") == 0)
         rc = cmd_plan(ctx, &a);
     else if (strcmp(cmd, "validate") == 0)
-        rc = run_validation(ctx, family);
-    else if (strcmp(cmd, "cache") == 0)
+        rc = run_validation(ctx, a.family ? family_of(a.family) : FAJIT_FAMILY_AUTO);
+    else
         rc = cmd_cache(ctx, &a);
-    else {
-        fprintf(stderr, "fajit-tune: unknown command '%s'\n", cmd);
-        usage(stderr);
-        rc = 2;
-    }
     fajit_ctx_destroy(ctx);
     return rc;
 }

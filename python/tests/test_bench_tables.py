@@ -67,7 +67,7 @@ goals_spec = importlib.util.spec_from_file_location(
     "decode_goals", os.path.join(ROOT, "bench", "decode_goals.py"))
 goals = importlib.util.module_from_spec(goals_spec)
 goals_spec.loader.exec_module(goals)
-SESSION19 = os.path.join(ROOT, "bench", "results", "2026-12-03-h200-session19-decode.md")
+DECODE_REPORT = os.path.join(ROOT, "bench", "results", "2026-12-03-h200-session19-decode.md")
 
 
 def verdicts(text):
@@ -76,8 +76,8 @@ def verdicts(text):
 
 
 def test_decode_goals_on_a_committed_report():
-    """The raw report at the end of session 19's file (after its hand-written summary)."""
-    with open(SESSION19, encoding="utf-8") as f:
+    """The raw report at the end of the 2026-12-03 decode file (after its hand-written summary)."""
+    with open(DECODE_REPORT, encoding="utf-8") as f:
         parts = goals.reports(f.read())
     assert len(parts) == 1
     v = verdicts(parts[0])

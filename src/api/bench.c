@@ -72,7 +72,7 @@ static fajit_status time_one(bench *b, const fajit_attn_desc *d, fajit_bench_res
     /* Then WARM_MS of back-to-back calls, so that the samples see the clocks of sustained
      * work (as a server, and triton's do_bench in bench_attn.py, do) rather than those of a
      * GPU that has just been idle: on the H200, 4 calls alone read 3-16% faster than
-     * bench_attn.py at 4k-16k tokens; with this warm-up, 0-2% (2026-12-01 session 14). */
+     * bench_attn.py at 4k-16k tokens; with this warm-up, 0-2% (2026-12-01). */
     r = cu->cuEventRecord(b->ev[0], NULL);
     for (int w = 0, more = 1; more && !r; w++) {
         FJ_CHECK(fajit_attn_fwd(ctx, d, NULL));

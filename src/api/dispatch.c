@@ -282,7 +282,7 @@ static fajit_status load_one(fajit_ctx *ctx, fj_kplan *kp, int i, unsigned flags
      * shared memory, so that each CTA of a cluster has an SM to itself: where two or three
      * fit one SM, a GPC stacks a cluster's CTAs on fewer SMs, halving a streaming kernel's
      * SMs (decode q_len 8, 74 KB CTAs: 1.6-4 us slower on the H200 with clusters of 4-8,
-     * also under the SPREAD scheduling policy; dev/decode/call22c-d). */
+     * also under the SPREAD scheduling policy; dev/decode/NOTES.md, 2026-12-04). */
     if (kp->ks.cluster[i] > 1 && ctx->cc >= 90) {   /* (fj_kplan_load zeroed the fields) */
         const int own = kp->ks.dyn_smem[i], half = ctx->smem_optin / 2 + 1024;
         const int cs = half > own && half < ctx->smem_optin ? half : own;

@@ -200,7 +200,7 @@ static long long total_rows(const fajit_attn_desc *d)
  * of 32) cost batch 2-4 25-30% (graph replay, H200: 2x2k q_len 4 12.7 us staged against 8.9
  * with the kernel, 2x4k 14.4 against 10.8, 4x2k q_len 8 21.3 against 15.3, 4x4k 32.5
  * against 26.6; merging them from L2 in the last CTA instead: 13.5 / 15.6 / 20.5 / 31.6;
- * dev/decode/call22j), 132 KB at 1x4k q_len 4 12.2 us against 10.5 (session 18); 33 KB (16
+ * dev/decode/NOTES.md, 2026-12-04), 132 KB at 1x4k q_len 4 12.2 us against 10.5 (2026-12-03); 33 KB (16
  * splits of 4 rows, q_len 1) stays fused. */
 #define DEC_STAGE_MAX 49152   /* attn_decode.cu's */
 static size_t fused_counters(const fj_dec_config *c, const fajit_attn_desc *d, int splits)
@@ -237,7 +237,7 @@ static int use_cluster(const fj_dec_config *c, const fajit_attn_desc *d, int spl
 /* Whether the family's own split count may drop to DEC_CLUSTER_MAX for the cluster merge
  * (launch_splits()): it chose more over at most 2*DEC_CLUSTER_MAX key tiles, for at most 16
  * packed rows (q_len 8 x 4 heads at 1x1k: 8.6-8.7 us against 8.0 with 16 splits and the
- * combine kernel, dev/decode/call22g). */
+ * combine kernel, dev/decode/NOTES.md, 2026-12-04). */
 static int fewer_for_cluster(const fj_dec_config *c, const fajit_attn_desc *d, int s)
 {
     return s > DEC_CLUSTER_MAX && !d->num_splits && !c->splits && cta_rows_all(c, d) <= 16 &&

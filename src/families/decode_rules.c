@@ -54,20 +54,20 @@ static int split_class(const fajit_attn_desc *d, const fj_target *t)
  * - up to 16 rows bandwidth-bound 3 deep over 8 warps: the shuffled pages' latency needs
  *   the bytes in flight (q_len 1: 16x8k 130.6 -> 127.5, 1x32k 42.3 -> 40.5, 1x128k 133.2 ->
  *   130.9, 4x16k 71.0 -> 70.0, ps1 16x8k 135.3 -> 129.9; q_len 4: 16x8k 130.6 -> 128.3,
- *   1x32k 44.3 -> 42.9; call24d); 2 deep over 4 warps lost to 64-key tiles where no split
- *   (64x16k 980 against 960, 128x2k 264 against 248: a tile's 8 pages; session 17);
+ *   1x32k 44.3 -> 42.9; 2026-12-04); 2 deep over 4 warps lost to 64-key tiles where no split
+ *   (64x16k 980 against 960, 128x2k 264 against 248: a tile's 8 pages; 2026-12-02);
  * - up to 8 rows latency-bound 2 deep over 8 warps (q_len 1 x 4 heads at 1x1k/2k/4k
- *   7.0/8.0/9.6 against 7.1/7.9/10.1, session 18; 3 deep 5.7/6.9/8.5 against 5.6/6.7/8.3,
- *   call24d), 9..16 over 4 (q_len 4: 6.4/7.7/8.9 against 64x3's 6.7/7.8/9.5, 2x2k 8.2
+ *   7.0/8.0/9.6 against 7.1/7.9/10.1, 2026-12-03; 3 deep 5.7/6.9/8.5 against 5.6/6.7/8.3,
+ *   2026-12-04), 9..16 over 4 (q_len 4: 6.4/7.7/8.9 against 64x3's 6.7/7.8/9.5, 2x2k 8.2
  *   against 9.0);
  * - 17..32 rows 2 deep over 2 x 4 warps (q_len 8 x 4 heads: 1x1k/2k/4k 7.5/9.0/10.5 against
- *   64x2m2n2's 7.9/9.1/11.3, 2x4k 13.1 against 15.1, 4x4k 25.4 against 26.6; session 23),
+ *   64x2m2n2's 7.9/9.1/11.3, 2x4k 13.1 against 15.1, 4x4k 25.4 against 26.6; 2026-12-04),
  *   but in SPLIT_LATENCY_FEW over 1 x 4, two q tiles of 16 rows per group, each merged
- *   apart (q_len 8 x 4 heads: 1x1k 7.4 -> 6.3, 1x2k 9.1 -> 7.9, 1x4k 10.6 level and per
- *   call 17.4 -> 16.1; q_len 4 x 8 heads over 4 KV heads: 1x1k/2k/4k/8k 6.8/7.9/10.7/12.3
- *   -> 6.1/7.0/8.7/11.2; not at 16 pairs: 2x1k q_len 8 8.2 against 10.7; call24a-c).
+ *   apart (q_len 8 x 4 heads: 1x1k 7.4 -> 6.3, 1x2k 9.1 -> 7.9, 1x4k 10.6 level and
+ *   17.4 -> 16.1 us per call; q_len 4 x 8 heads over 4 KV heads: 1x1k/2k/4k/8k 6.8/7.9/10.7/12.3
+ *   -> 6.1/7.0/8.7/11.2; not at 16 pairs: 2x1k q_len 8 8.2 against 10.7; 2026-12-04).
  * At head_dim 49..64 (rows of 128 bytes) the same classes on sm_90 (q_len 1 x 4 heads, the
- * former 64x4m1n4 -> these; call25d-e): 256-key tiles 3 deep over 8 warps where the keys
+ * former 64x4m1n4 -> these; 2026-12-04): 256-key tiles 3 deep over 8 warps where the keys
  * stream (16x8k 73.7 -> 66.8, 1x128k 76.0 -> 70.5, 1x32k 28.0 -> 27.2); 128x2m1n8 up to 16
  * latency-bound rows (graph 1x1k/2k/4k 5.4/7.1/8.5 -> 4.8/5.5/7.1, q_len 4 6.0/7.1/8.3 ->
  * 5.1/5.9/7.4); 64x3m1n4 where the batch fills the SMs (4 CTAs per SM at 50 KB: 64x16k's
@@ -75,8 +75,8 @@ static int split_class(const fajit_attn_desc *d, const fj_target *t)
  * where the keys stream (q_len 8 16x8k 83.4 -> 75.2; latency-bound 1x1k-4k 1.5-2.3 us
  * slower in graph replay than 64x3m2n2); a batch that fills the SMs at most twice over takes
  * 128x3m1n8 instead of 64x3m1n4 (two CTAs per SM, each with twice the bytes in flight: 32 x
- * 16k 261 -> 245.5, call26c).
- * At head_dim <= 48 on sm_90 (rows of 64/96 bytes; call26d, q_len 1): 128x2m1n8 up to 16
+ * 16k 261 -> 245.5, 2026-12-04).
+ * At head_dim <= 48 on sm_90 (rows of 64/96 bytes; 2026-12-04, q_len 1): 128x2m1n8 up to 16
  * rows where latency-bound (graph 1x1k/2k/4k at head_dim 32 5.3/7.1/8.4 -> 4.5/5.4/7.1, 48
  * 5.4/7.2/8.4 -> 4.8/5.9/7.5; q_len 4 the same way) and where the keys stream at head_dim
  * <= 32 (16x8k 73.2 -> 55.3, 1x128k 76.2 -> 57.0; at 48 mixed: 72.8 -> 68.9, 75.6 -> 76.5,
@@ -156,7 +156,7 @@ static fajit_attn_desc pack_view(const fajit_attn_desc *d, int hp)
 /* Head packing's rule (FAJIT_DECODE_HEAD_PACK=auto; t->dec_pack forces 2 or 4, or none):
  * the DRAM reads of a CTA follow its heads' bytes per K/V row, so where a head's row is
  * short a CTA takes 2 or 4 KV heads as one row (measured on an H100 SXM, bf16, 8 KV heads,
- * 4 query heads per KV head, page size 16 shuffled, us per call, dev/decode/call29c; the
+ * 4 query heads per KV head, page size 16 shuffled, us per call, dev/decode/NOTES.md, 2026-12-05; the
  * same 512-byte rows as 8 x 32, 4 x 64 and 2 x 128 heads at 64 x 16k: 539, 377, 363):
  * - where the batch fills the SMs (SPLIT_NONE) at head_dim 32, 48, 64, as many heads as keep
  *   head_dim x heads <= 192 and the packed rows <= 32: head_dim 32 64x16k 538.7 -> 362.7 (x4)
@@ -165,7 +165,7 @@ static fajit_attn_desc pack_view(const fajit_attn_desc *d, int hp)
  *   -> 183.7 (x2);
  * - where the keys stream (SPLIT_STREAM) at head_dim 32, 2 heads: 16x8k 63.2 -> 55.1,
  *   1x131k 69.9 -> 58.2, 1x32k 29.5 -> 24.4 (graph replay 23.3 -> 12.7), q_len 4 the same way;
- *   at head_dim 48, 2 heads up to 16 packed rows (H200, dev/decode/NOTES.md session 31, two
+ *   at head_dim 48, 2 heads up to 16 packed rows (H200, dev/decode/NOTES.md 2026-12-05, two
  *   turns: q_len 1 16x8k 72.7 -> 67.0, 4x16k 42.0 -> 38.5, 1x131k 75.2 -> 72.6, 1x32k 27.7 ->
  *   27.2, graph replay 26.6 -> 22.5; q_len 4, 32 packed rows, level or 2% slower; x4 16x8k
  *   62.2 but 1x32k 37.2 and q_len 4 +33%); not at head_dim 64 (x2 96.5 -> 98.3 on the H100);
@@ -348,7 +348,7 @@ static int wave_splits(long long ctas, int slots, int tiles_k)
  * the gain is the wave model's (eff_k / eff_1 - 1) times FILL_GAIN / (waves x CTAs per SM),
  * which is what the H200 kept of it (head_dim 128, 2 per SM, q_len 1: 1.21 waves 0.60 ->
  * 0.24, 3.03 waves 0.26 -> 0.08, 6.06 waves 0.10 -> -0.01; head_dim 64, 4 per SM: 1.52 waves
- * 0.27 -> 0.05, 3.03 waves 0.26 -> 0.01; dev/decode/NOTES.md, call26b); the cost is the
+ * 0.27 -> 0.05, 3.03 waves 0.26 -> 0.01; dev/decode/NOTES.md, 2026-12-04); the cost is the
  * partials' traffic, fp32 O and LSE of a CTA's `rows` rows written and read again per
  * split, over the K+V bytes of the keys its whole tiles hold (`keys`: tiles_k x the tile's
  * keys): 2 x rows x k / keys (q_len 8 x 4 heads, 3 splits of 4k keys: 4.7%; 200 x 4k went
@@ -408,7 +408,7 @@ int fj_dec_per_sm(const fj_dec_config *c, int head_dim, int sm)
  * again for a configuration of which only one fits (per_sm); where that leaves a full
  * batch one split but a second wave mostly idle, fill_splits (H200, head_dim 128, q_len 1,
  * ps16: 40 x 8k 383 -> 309 us, 48 x 8k 393 -> 366, 72 x 8k 611 -> 547, 100 x 8k 814 ->
- * 757, 40 x 2k 102.5 -> 92.8; dev/decode/call25g). Each split whole key tiles. Depends
+ * 757, 40 x 2k 102.5 -> 92.8; dev/decode/NOTES.md, 2026-12-04). Each split whole key tiles. Depends
  * only on host-known maxima (batch, heads, seqlen_q, seqlen_k), so a CUDA graph captured
  * once stays valid while seqused_k and the block table change. The caller's num_splits_max
  * caps whatever count this chose (forced ones are within it: fj_desc_check). */

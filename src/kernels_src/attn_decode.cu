@@ -569,12 +569,12 @@ FJ_DEVICE void dec_tma_zero(fj_u32 sv, int k0, int kb, int ke, int tid)
  * 16-byte cp.async.cg for O, 4-byte ld.cg for the LSEs), then a warp per row turns the
  * row's LSEs into weights (shuffles), and each thread merges 4 columns of a row. Direct:
  * dec_merge4 from L2, 6 splits' loads in flight per step, for groups whose partials do not
- * fit (decode.c sets counters only where they fit since session 22, the combine kernel
+ * fit (decode.c sets counters only where they fit since 2026-12-04, the combine kernel
  * being faster than both beyond; this keeps the kernel right for any counters it gets).
  * (Both in compact loops: this code runs once per launch in a few CTAs, at the end of
  * the critical path, and a cold call fetches its instructions from DRAM: the same merge
  * fully unrolled in registers was 0.5 us faster in graph replay and 2.4 us slower after an
- * L2 flush, H200, session 21.) */
+ * L2 flush, H200, 2026-12-04.) */
 FJ_DEVICE void dec_merge_staged(const fj_decode_params &p, unsigned char *smem, int b,
                                 const dec_seq &so, int r0, int rows, int hk, int G, int tid)
 {
@@ -1170,7 +1170,7 @@ fj_attn_decode(const __grid_constant__ fj_decode_params p)
      * columns (cc = its lane in the row + j * TPR: neighbouring threads, neighbouring 32
      * bytes), so that the row's weights are computed once per thread and the loads of all
      * its chunks are in flight together (32 rows over 256 threads: 2 chunks; one chunk per
-     * item in turn cost q_len 8 a second chain of 0.6 us at 1 x 1k, H200, session 23).
+     * item in turn cost q_len 8 a second chain of 0.6 us at 1 x 1k, H200, 2026-12-04).
      * A row has CHQ chunks out (one head's: CHQ < CHG only with head packing). */
     const dec_seq so = dec_seq_of(p, b);
     constexpr int CPT0 = (MT * CHQ + THREADS - 1) / THREADS;
