@@ -699,13 +699,15 @@ typedef int (*fajit_cache_entry_fn)(void *user, const fajit_cache_entry *e);
  * removes every entry. stats: entries, bytes of cubins, bytes of the file. */
 FAJIT_API fajit_status fajit_cache_list(fajit_ctx *ctx, fajit_cache_entry_fn fn, void *user);
 FAJIT_API fajit_status fajit_cache_verify(fajit_ctx *ctx, int *n_checked, int *n_bad);
-/* Recompiles, with the local NVRTC and nothing stored, every cached kernel that NVRTC's
- * version made and that this fajit builds (its shipped configurations and tuning
- * candidates of every dtype, head_dim and mask, found by key), and compares the bytes: a
- * check that the cache serves what its keys say, beyond the checksums (which a bundle
- * from an untrusted source can forge). on_differ (may be NULL) is called for each kernel
- * whose bytes differ. Counts may be NULL; skipped: kernels of another NVRTC version or
- * of variants not enumerated (older sources, other head-count packings). One compile per
+/* Recompiles, with the local NVRTC and nothing stored, every cached kernel whose key is
+ * that of a variant this fajit builds (its shipped configurations and tuning candidates of
+ * every dtype, head_dim and mask) compiled by the local NVRTC version, and compares the
+ * bytes: a check that the cache serves what its keys say, beyond the checksums (which a
+ * bundle from an untrusted source can forge). Rows are chosen by key alone, never by their
+ * nvrtc_version column (which neither key nor checksum covers). on_differ (may be NULL) is
+ * called for each kernel whose bytes differ. Counts may be NULL; skipped: kernels whose key
+ * is that of another NVRTC version, or of no variant enumerated (older sources, other
+ * head-count packings, forged keys); nothing vouches for them. One compile per
  * kernel compared (0.3-0.6 s each), on this thread. Errors: NO_NVRTC, CACHE_ERROR,
  * COMPILE_FAILED. */
 FAJIT_API fajit_status fajit_cache_verify_recompile(fajit_ctx *ctx,

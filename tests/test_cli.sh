@@ -96,6 +96,41 @@ PY
     else
         echo "ok: verify --recompile names the forged kernel $forged -> 1"
     fi
+    # The same forgery with the nvrtc_version column of the forged row set to another
+    # version (neither key nor checksum covers it): still compared by its key, rc 1.
+    python3 - "$dir/w/kernels.db" "$forged" <<'PY'
+import sqlite3, sys
+db = sqlite3.connect(sys.argv[1])
+db.execute("UPDATE kernels SET nvrtc_version = 12080 WHERE key = ?", (bytes.fromhex(sys.argv[2]),))
+db.commit()
+PY
+    out=$("$T" --cache-dir "$dir/w" cache verify --recompile 2>&1)
+    rc=$?
+    if [ "$rc" != 1 ] || ! grep -q "DIFFERS  $forged" <<<"$out" ||
+        ! grep -q "18 identical, 1 differ; 0 skipped" <<<"$out"; then
+        echo "FAIL: verify --recompile, nvrtc_version edited -> rc $rc (want 1), output: $out"
+        fails=$((fails + 1))
+    else
+        echo "ok: verify --recompile compares by key, whatever nvrtc_version says -> 1"
+    fi
+    # A row no key of this fajit finds (an unknown variant) is skipped, and that is an
+    # error unless --allow-skipped.
+    python3 - "$dir/w/kernels.db" "$forged" <<'PY'
+import ctypes, sqlite3, struct, sys
+xxh = ctypes.CDLL("libxxhash.so.0")
+xxh.XXH3_64bits.restype = ctypes.c_uint64
+xxh.XXH3_64bits.argtypes = [ctypes.c_char_p, ctypes.c_size_t]
+db = sqlite3.connect(sys.argv[1])
+db.execute("DELETE FROM kernels WHERE key = ?", (bytes.fromhex(sys.argv[2]),))
+k, blob = db.execute("SELECT key, blob FROM kernels ORDER BY key LIMIT 1").fetchone()
+nk = bytes(range(16))
+data = nk + bytes(blob)
+s = struct.unpack("<q", struct.pack("<Q", xxh.XXH3_64bits(data, len(data))))[0]
+db.execute("UPDATE kernels SET key = ?, checksum = ? WHERE key = ?", (nk, s, k))
+db.commit()
+PY
+    expect 1 "1 kernels could not be compared" --cache-dir "$dir/w" cache verify --recompile
+    expect 0 "" --cache-dir "$dir/w" cache verify --recompile --allow-skipped
     "$T" -q --cache-dir "$dir/w" cache export "$dir/w.db" >/dev/null 2>&1
     python3 - "$dir/w.db" <<'PY'
 import sqlite3, sys

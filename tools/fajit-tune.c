@@ -8,7 +8,7 @@
  *   fajit-tune validate [--family NAME]
  *   fajit-tune plan [--arch sm_90a] [--op fwd] [--hdim 128] [--dtype bf16] [--mask causal]
  *                   [--seqlen 4096]
- *   fajit-tune cache ls|stats|verify [--recompile]|clear | prune --max-mb N
+ *   fajit-tune cache ls|stats|verify [--recompile [--allow-skipped]]|clear | prune --max-mb N
  *   fajit-tune cache export FILE [--arch A] | import FILE... | merge OUT IN...
  *   fajit-tune cache explain [--arch A] [--op O] [--hdim D] [--dtype T] [--mask M] [--seqlen S]
  * Global options: --cache-dir DIR, -v (debug log), -q (no progress).
@@ -60,9 +60,11 @@ static void usage(FILE *f)
             "                            hdim 128, bf16, causal, 4096 tokens)\n"
             "  cache ls                  one line per cached kernel\n"
             "  cache stats               entry count and sizes\n"
-            "  cache verify [--recompile]  re-check every entry's checksum, drop bad ones;\n"
+            "  cache verify [--recompile [--allow-skipped]]\n"
+            "                            re-check every entry's checksum, drop bad ones;\n"
             "                            --recompile: also recompile the kernels the local\n"
-            "                            NVRTC made and compare the bytes (slow)\n"
+            "                            NVRTC made and compare the bytes (slow); a kernel it\n"
+            "                            cannot compare is an error unless --allow-skipped\n"
             "  cache clear               remove every entry\n"
             "  cache prune --max-mb N    remove the least recently loaded kernels until the\n"
             "                            rest take at most N MiB (tuning rows stay)\n"
@@ -303,7 +305,7 @@ static int cmd_info(fajit_ctx *ctx)
 /* What follows the command on the line. */
 typedef struct args {
     const char *arch, *spec, *dtype, *mask, *op, *json, *family;
-    int jobs, hdim, reps, pin, force, seqlen, recompile;
+    int jobs, hdim, reps, pin, force, seqlen, recompile, allow_skipped;
     long long seqlen_q, seqlen_k, batch, heads_q, heads_kv, page_size;   /* plan; -1: unset */
     long long max_mb;      /* cache prune --max-mb; -1 = not given */
     const char *pos[64];   /* positional words */
@@ -555,8 +557,10 @@ static int print_differ(void *user, const fajit_cache_entry *e)
     return 0;
 }
 
-/* cache verify --recompile, after the checksums (`bad` of them failed). */
-static int verify_recompile(fajit_ctx *ctx, int bad)
+/* cache verify --recompile, after the checksums (`bad` of them failed). A kernel that
+ * could not be compared (made by another NVRTC, by its key, or no variant of this fajit)
+ * is an error unless allowed: nothing vouches for its bytes. */
+static int verify_recompile(fajit_ctx *ctx, int bad, int allow_skipped)
 {
     int same = 0, differ = 0, skipped = 0;
     fajit_status st = fajit_cache_verify_recompile(ctx, print_differ, NULL, &same, &differ,
@@ -566,7 +570,10 @@ static int verify_recompile(fajit_ctx *ctx, int bad)
     printf("%d kernels recompiled: %d identical, %d differ; %d skipped (another NVRTC "
            "version, or not a variant this fajit builds)\n", same + differ, same, differ,
            skipped);
-    return bad || differ ? 1 : 0;
+    if (skipped && !allow_skipped)
+        fprintf(stderr, "fajit-tune: verify --recompile: %d kernels could not be compared "
+                "and are not vouched for (--allow-skipped accepts that)\n", skipped);
+    return bad || differ || (skipped && !allow_skipped) ? 1 : 0;
 }
 
 static int cmd_cache(fajit_ctx *ctx, const args *a)
@@ -591,7 +598,7 @@ static int cmd_cache(fajit_ctx *ctx, const args *a)
         if (!st)
             printf("%d entries checked, %d bad (removed)\n", checked, bad);
         if (!st && a->recompile)
-            return verify_recompile(ctx, bad);
+            return verify_recompile(ctx, bad, a->allow_skipped);
         if (!st && bad)
             return 1;
     } else if (strcmp(sub, "clear") == 0) {
@@ -720,6 +727,8 @@ int main(int argc, char **argv)
             a.force = 1;
         else if (strcmp(o, "--recompile") == 0)
             a.recompile = 1;
+        else if (strcmp(o, "--allow-skipped") == 0)
+            a.allow_skipped = 1;
         else if (o[0] == '-' && o[1] && !val) {
             fprintf(stderr, "fajit-tune: %s needs a value\n", o);
             return 2;
