@@ -503,7 +503,9 @@ FAJIT_API fajit_status fajit_device_info_get(fajit_ctx *ctx, int ordinal,
  * "sm_100a", ...) into the cache, without a GPU, on `jobs` threads (<= 0: one per online
  * CPU). Progress goes to the context's progress callback (from the calling thread).
  * *n_compiled / *n_cached (may be NULL) count what was compiled now and what was already
- * there. On a failure the other variants still finish; the first error is returned. */
+ * there. On a failure the other variants still finish; the first error is returned.
+ * Kernels compiled but not saved (a put failing: disk full, a damaged file) make it return
+ * CACHE_ERROR, with their count in fajit_errmsg, once everything else succeeded. */
 FAJIT_API fajit_status fajit_warm(fajit_ctx *ctx, const char *arch, int jobs,
                                   int *n_compiled, int *n_cached);
 

@@ -99,6 +99,8 @@ fajit_status fj_warm_list(fajit_ctx *ctx, const char *arch, const fj_variant *vs
     jobs = jobs < 1 ? 1 : jobs > MAX_JOBS ? MAX_JOBS : jobs;
 
     warm_job w = {.ctx = ctx, .arch = arch, .vs = vs, .n = n, .first_error = FAJIT_OK};
+    fj_cache_counters before, after;
+    fj_cache_counters_get(ctx->cache, &before);
     pthread_mutex_init(&w.mu, NULL);
     pthread_cond_init(&w.cv, NULL);
     pthread_t tids[MAX_JOBS];
@@ -137,6 +139,14 @@ fajit_status fj_warm_list(fajit_ctx *ctx, const char *arch, const fj_variant *vs
         *n_compiled = w.compiled;
     if (n_cached)
         *n_cached = w.cached;
+    /* Warm exists to fill the cache: kernels compiled but not saved are its failure (disk
+     * full mid-warm, a damaged file), counted over every put of the cache meanwhile. */
+    fj_cache_counters_get(ctx->cache, &after);
+    uint64_t unsaved = after.put_failed - before.put_failed;
+    FJ_RETURN_IF(w.first_error == FAJIT_OK && unsaved, ctx, FAJIT_CACHE_ERROR,
+                 "%llu of the %d kernels compiled for %s could not be saved in the cache "
+                 "(the log says why); they compile again on their next use",
+                 (unsigned long long)unsaved, w.compiled, arch);
     return w.first_error;
 }
 

@@ -100,6 +100,7 @@ void fj_key_hex(const fj_key *k, char out[33]);
 
 typedef struct fj_cache_counters {
     uint64_t hits, misses, corrupt, puts, put_skipped, lease_waits, lease_takeovers;
+    uint64_t put_failed;   /* puts that returned -1: the kernel was not saved */
 } fj_cache_counters;
 
 typedef struct fj_cache fj_cache;

@@ -14,6 +14,10 @@
 
 #include "cache_int.h"
 
+/* Test hook, deliberately not in cache.h: nonzero makes every fj_cache_put of a writable
+ * cache fail as an SQLite error would (disk full, a damaged file). */
+int fj_cache_debug_fail_puts;
+
 /* ---- entries ---------------------------------------------------------------------- */
 
 
@@ -190,7 +194,7 @@ int fj_cache_put(fj_cache *c, const fj_entry *e)
         rc = 0;
         goto out;
     }
-    if (exec1(c, ST_BEGIN) != SQLITE_DONE)
+    if (fj_cache_debug_fail_puts || exec1(c, ST_BEGIN) != SQLITE_DONE)
         goto out;
     in_txn = 1;
     st = c->st[ST_PUT];
@@ -222,6 +226,7 @@ int fj_cache_put(fj_cache *c, const fj_entry *e)
     rc = 0;
 out:
     if (rc != 0) {
+        c->ctr.put_failed++;
         fj_cache_say(c, FJ_LOG_WARN, "cannot save kernel '%s' (%s)",
                      e->name ? e->name : "", sqlite3_errmsg(c->db));
         if (in_txn)
