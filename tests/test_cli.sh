@@ -59,6 +59,24 @@ if "$T" --cache-dir "$dir" info 2>/dev/null | grep -q "^devices      0"; then
     "$T" --cache-dir "$dir" info | grep -q "^validation   no GPU here" ||
         { echo "FAIL: info does not say that nothing is validated here"; fails=$((fails + 1)); }
 fi
+# Text from a bundle (a kernel's name and target) is printed with control characters escaped.
+"$T" --cache-dir "$dir/esc" cache ls >/dev/null 2>&1
+python3 - "$dir/esc/kernels.db" <<'PY'
+import sqlite3, sys
+db = sqlite3.connect(sys.argv[1])
+db.execute("INSERT INTO kernels (key, arch, nvrtc_version, name, options, blob, blob_size,"
+           " checksum, log, created, last_used) VALUES (?, ?, 13000, ?, '', x'00', 1, 0, '', 0, 0)",
+           (bytes(16), "sm_80\x1b[5m", "ref bf16\x1b[2J\x1b]0;owned\x07\x1b[31mFAKE"))
+db.commit()
+PY
+out=$("$T" --cache-dir "$dir/esc" cache ls 2>&1)
+if grep -q $'[\x01-\x09\x0b-\x1f\x7f]' <<<"$out" || ! grep -qF 'ref bf16\x1b[2J\x1b]0;owned\x07' <<<"$out" ||
+    ! grep -qF 'sm_80\x1b[5m' <<<"$out"; then
+    echo "FAIL: cache ls printed control characters from a row: $(od -c <<<"$out" | head -5)"
+    fails=$((fails + 1))
+else
+    echo "ok: cache ls escapes control characters"
+fi
 args=()
 for i in $(seq 1 70); do args+=("$dir/b$i.db"); done
 expect 2 "too many arguments (at most 64 files)" --cache-dir "$dir" cache import "${args[@]}"

@@ -78,11 +78,34 @@ static void usage(FILE *f)
             "qwen2.5-7b, mistral-7b, llama-3-8b-paged, llama-3.2-1b-paged\n");
 }
 
+/* `s` with control characters (and DEL) written as \xNN, into buf: text that may come
+ * from a bundle (kernel names, targets, verdict cases and errors) must not reach the
+ * terminal as escape sequences. Returns buf, cut to fit. */
+static const char *esc_text(char *buf, size_t n, const char *s, int keep_newlines)
+{
+    size_t o = 0;
+    for (const unsigned char *p = (const unsigned char *)(s ? s : ""); *p && o + 5 < n; p++) {
+        if ((*p < 0x20 && !(keep_newlines && *p == '\n')) || *p == 0x7f)
+            o += (size_t)snprintf(buf + o, n - o, "\\x%02x", *p);
+        else
+            buf[o++] = (char)*p;
+    }
+    buf[n ? o : 0] = '\0';
+    return buf;
+}
+static const char *esc(char *buf, size_t n, const char *s)
+{
+    return esc_text(buf, n, s, 0);
+}
+#define ESC_LEN(field) (4 * sizeof(field) + 1)
+
 static void on_log(void *user, fajit_log_level level, const char *msg)
 {
     static const char *const names[] = {"error", "warning", "info", "debug"};
+    char e[4096];
     (void)user;
-    fprintf(stderr, "%sfajit %s: %s\n", g_tty ? "\r\033[K" : "", names[level], msg);
+    fprintf(stderr, "%sfajit %s: %s\n", g_tty ? "\r\033[K" : "", names[level],
+            esc(e, sizeof e, msg));
 }
 
 static void on_progress(void *user, int done, int total, double eta, const char *what)
@@ -105,8 +128,9 @@ static void on_progress(void *user, int done, int total, double eta, const char 
 
 static int fail(fajit_ctx *ctx, fajit_status st, const char *what)
 {
+    char e[4096];
     fprintf(stderr, "fajit-tune: %s failed: %s\n  %s\n", what, fajit_strerror(st),
-            ctx ? fajit_errmsg(ctx) : "");
+            esc_text(e, sizeof e, ctx ? fajit_errmsg(ctx) : "", 1));
     return 1;
 }
 
@@ -127,15 +151,17 @@ static int keep_verdict(void *user, const fajit_verdict_info *v)
 
 static void print_verdict(const char *indent, const fajit_verdict_info *v)
 {
-    char when[32] = "";
+    char when[32] = "", fam[ESC_LEN(v->family_name)], fc[ESC_LEN(v->failed_case)];
+    char err[ESC_LEN(v->error)];
     time_t t = (time_t)v->created;
     if (v->created)
         strftime(when, sizeof when, "%Y-%m-%d %H:%M", localtime(&t));
+    esc(fam, sizeof fam, v->family_name);
     if (v->verdict == FAJIT_VERDICT_FAIL)
-        printf("%s%-8s FAIL  %s  at %s: %s -> QUARANTINED on this GPU class\n", indent,
-               v->family_name, when, v->failed_case, v->error);
+        printf("%s%-8s FAIL  %s  at %s: %s -> QUARANTINED on this GPU class\n", indent, fam,
+               when, esc(fc, sizeof fc, v->failed_case), esc(err, sizeof err, v->error));
     else
-        printf("%s%-8s %s  %s\n", indent, v->family_name,
+        printf("%s%-8s %s  %s\n", indent, fam,
                v->verdict == FAJIT_VERDICT_PASS ? "PASS" : "none", when);
 }
 
@@ -492,7 +518,9 @@ static int cmd_plan(fajit_ctx *ctx, const args *a)
     fajit_ctx_destroy(dev);
     if (st)
         return fail(ctx, st, "plan");
-    printf("%s %s hdim %d %s %s -> %s\n", arch, a->op, a->hdim, a->dtype, a->mask, line);
+    char el[4 * sizeof line + 1];
+    printf("%s %s hdim %d %s %s -> %s\n", arch, a->op, a->hdim, a->dtype, a->mask,
+           esc(el, sizeof el, line));
     return 0;
 }
 
@@ -501,9 +529,11 @@ static int print_entry(void *user, const fajit_cache_entry *e)
     (void)user;
     char when[32];
     time_t t = (time_t)e->last_used;
+    char arch[64], name[1024];
     strftime(when, sizeof when, "%Y-%m-%d %H:%M", localtime(&t));
-    printf("%s  %-8s %7zu B  %4d regs  %5.0f ms  %3lld hits  %s  %s\n", e->key_hex, e->arch,
-           e->cubin_bytes, e->regs, e->compile_ms, (long long)e->hits, when, e->name);
+    printf("%s  %-8s %7zu B  %4d regs  %5.0f ms  %3lld hits  %s  %s\n", e->key_hex,
+           esc(arch, sizeof arch, e->arch), e->cubin_bytes, e->regs, e->compile_ms,
+           (long long)e->hits, when, esc(name, sizeof name, e->name));
     return 0;
 }
 
@@ -553,7 +583,9 @@ static int cmd_merge(const args *a)
 static int print_differ(void *user, const fajit_cache_entry *e)
 {
     (void)user;
-    printf("DIFFERS  %s  %-8s %7zu B  %s\n", e->key_hex, e->arch, e->cubin_bytes, e->name);
+    char arch[64], name[1024];
+    printf("DIFFERS  %s  %-8s %7zu B  %s\n", e->key_hex, esc(arch, sizeof arch, e->arch),
+           e->cubin_bytes, esc(name, sizeof name, e->name));
     return 0;
 }
 
@@ -638,10 +670,10 @@ static int cmd_cache(fajit_ctx *ctx, const args *a)
         const char *arch = default_arch(ctx, a, &di);
         if (!arch || shape_desc(a, &d) != 0)
             return 2;
-        char text[4096];
+        char text[4096], e[4 * sizeof text + 1];
         st = fajit_cache_explain(ctx, arch, &d, text, sizeof text);
         if (!st)
-            printf("%s\n", text);
+            printf("%s\n", esc_text(e, sizeof e, text, 1));
     } else {
         fprintf(stderr, "fajit-tune: unknown or incomplete cache command '%s'\n", sub);
         usage(stderr);
