@@ -304,7 +304,7 @@ typedef struct fajit_attn_desc {
      * the longest sequence's key count, at most block_table_stride * page_size. */
     const int32_t *block_table;    /* device int32 [batch][block_table_stride] */
     int64_t block_table_stride;    /* elements between rows (max pages per sequence) */
-    int page_size;                 /* keys per page, >= 1 */
+    int page_size;                 /* keys per page, 1..FAJIT_MAX_PAGE_SIZE */
     int num_pages;                 /* pages in the K and V caches, >= 1 */
     int64_t k_page_stride, v_page_stride; /* elements between pages; 0 = page_size times
                                       the row stride (dense pages) */
@@ -333,6 +333,8 @@ typedef struct fajit_attn_desc {
 #define FAJIT_MAX_BATCH 65535
 #define FAJIT_MAX_HEADS 65535
 #define FAJIT_MAX_SEQLEN (1 << 29)
+/* The largest page_size a block table may use (as the spec format's): INVALID_ARGUMENT beyond. */
+#define FAJIT_MAX_PAGE_SIZE 65536
 /* The first sized layout (up to lse): the smallest struct_size accepted. */
 #define FAJIT_ATTN_DESC_SIZE_V1 (offsetof(fajit_attn_desc, lse) + sizeof(float *))
 
