@@ -699,7 +699,8 @@ typedef int (*fajit_cache_entry_fn)(void *user, const fajit_cache_entry *e);
 /* Cache maintenance on the context's cache. list: calls fn per entry (return nonzero to
  * stop). verify: re-reads every entry, removes bad ones, *n_bad counts them; it returns
  * CACHE_ERROR (counts still set) when the context found its cache file corrupt and moved
- * it aside (every entry lost; the warning names where), or on SQLite errors. clear:
+ * it aside (every entry lost; the warning names where: at open, or later when a statement
+ * or verify's SQLite integrity check found damage inside it), or on SQLite errors. clear:
  * removes every entry. stats: entries, bytes of cubins, bytes of the file. */
 FAJIT_API fajit_status fajit_cache_list(fajit_ctx *ctx, fajit_cache_entry_fn fn, void *user);
 FAJIT_API fajit_status fajit_cache_verify(fajit_ctx *ctx, int *n_checked, int *n_bad);

@@ -45,7 +45,7 @@ expect 2 "--reps needs a whole number in 1..1000, got '0'" bench --reps 0
 expect 2 "--json needs a value" bench --json
 # A cache file found corrupt is moved aside with every entry: verify must not call it clean.
 mkdir "$dir/bad" && head -c 8192 /dev/urandom > "$dir/bad/kernels.db"
-expect 1 "was corrupt or not a fajit cache when this context opened it" \
+expect 1 "was corrupt or not a fajit cache when this context opened or used it" \
     --cache-dir "$dir/bad" cache verify
 expect 0 "" --cache-dir "$dir/bad" cache verify   # the fresh file: clean
 expect 1 "got 'sm_999'" --cache-dir "$dir/bad" cache export "$dir/x.db" --arch sm_999
@@ -89,6 +89,44 @@ if "$T" info 2>/dev/null | grep -q '^nvrtc  *[0-9]'; then
         > "$dir/t.spec"
     "$T" -q --cache-dir "$dir/w" warm --arch sm_80 --spec "$dir/t.spec" -j 2 >/dev/null 2>&1 ||
         { echo "FAIL: warm of $dir/t.spec"; fails=$((fails + 1)); }
+    cp "$dir/w/kernels.db" "$dir/pristine.db"
+    # Damage inside the file (one flipped page-type byte of the kernels table's root page;
+    # the file one byte short): whichever command finds it first sets the file aside, and
+    # each works (verify says the entries were lost, exit 1); warm fills the fresh file.
+    for kind in flip short; do
+        for cmd in "cache ls" "cache stats" "cache verify" "cache clear" "warm"; do
+            rm -rf "$dir/dmg" && mkdir "$dir/dmg"
+            python3 - "$dir/pristine.db" "$dir/dmg/kernels.db" "$kind" <<'PY'
+import sqlite3, sys
+src, dst, kind = sys.argv[1:]
+root = sqlite3.connect(src).execute(
+    "SELECT rootpage FROM sqlite_master WHERE name = 'kernels'").fetchone()[0]
+d = bytearray(open(src, "rb").read())
+if kind == "flip":
+    d[(root - 1) * 4096] = 7
+else:
+    d = d[:-1]
+open(dst, "wb").write(d)
+PY
+            want=0
+            [ "$cmd" = "cache verify" ] && want=1
+            set -- $cmd
+            [ "$1" = warm ] && set -- warm --arch sm_80 --spec "$dir/t.spec" -j 2
+            "$T" -q --cache-dir "$dir/dmg" "$@" >"$dir/dmg.out" 2>&1
+            rc=$?
+            "$T" --cache-dir "$dir/dmg" cache verify >>"$dir/dmg.out" 2>&1
+            rc2=$?
+            if [ "$rc" != "$want" ] || [ "$rc2" != 0 ] || ! grep -q "setting it aside" "$dir/dmg.out" ||
+                [ "$(ls "$dir/dmg" | grep -c corrupt-)" != 1 ]; then
+                echo "FAIL: $kind file, $cmd -> rc $rc (want $want), verify after -> $rc2: $(cat "$dir/dmg.out")"
+                fails=$((fails + 1))
+            else
+                echo "ok: $kind file, $cmd -> $rc, set aside, verify after -> 0"
+            fi
+        done
+    done
+    grep -q "^19 entries checked" "$dir/dmg.out" ||
+        { echo "FAIL: warm did not refill the fresh file: $(cat "$dir/dmg.out")"; fails=$((fails + 1)); }
     forged=$(python3 - "$dir/w/kernels.db" <<'PY'
 import ctypes, sqlite3, struct, sys
 xxh = ctypes.CDLL("libxxhash.so.0")

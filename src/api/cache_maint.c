@@ -52,7 +52,7 @@ fajit_status fajit_cache_verify(fajit_ctx *ctx, int *n_checked, int *n_bad)
     /* Every entry of a file found corrupt at open is gone: that is no clean cache. */
     const char *aside = fj_cache_set_aside(ctx->cache);
     FJ_RETURN_IF(aside, ctx, FAJIT_CACHE_ERROR, "the cache file %s was corrupt or not a fajit "
-                 "cache when this context opened it: moved to %s with every entry it held; "
+                 "cache when this context opened or used it: moved to %s with every entry it held; "
                  "the fresh file has %d entries (%d bad)", fj_cache_path(ctx->cache), aside,
                  checked, bad);
     return FAJIT_OK;

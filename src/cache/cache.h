@@ -7,7 +7,10 @@
  * Every call is thread-safe (the handle is opened in SQLite's serialized mode and guarded
  * by its own mutex). Nothing here is fatal: a corrupt entry reads as a miss and bumps
  * counters.corrupt; a corrupt file is renamed aside ("kernels.db.corrupt-<unix time>")
- * and a fresh file is created; a read-only file is opened immutable and still serves hits
+ * and a fresh file is created, at open or when any statement later finds the file damaged
+ * inside (SQLITE_CORRUPT/NOTADB: set aside before the call returns, under the same flock
+ * and inode check; list, clear and stats then answer from the fresh file, verify runs
+ * PRAGMA quick_check first); a read-only file is opened immutable and still serves hits
  * (puts then succeed without persisting and bump counters.put_skipped).
  */
 #ifndef FJ_CACHE_H
@@ -101,6 +104,7 @@ void fj_key_hex(const fj_key *k, char out[33]);
 typedef struct fj_cache_counters {
     uint64_t hits, misses, corrupt, puts, put_skipped, lease_waits, lease_takeovers;
     uint64_t put_failed;   /* puts that returned -1: the kernel was not saved */
+    uint64_t set_aside;    /* files set aside damaged while open (their entries lost) */
 } fj_cache_counters;
 
 typedef struct fj_cache fj_cache;

@@ -54,7 +54,7 @@ int fj_verdict_store(fj_cache *c, const fj_verdict *v, int merge)
     if (merge) {   /* import: the newer verdict wins, a tie keeps the row there */
         sqlite3_stmt *st = c->st[ST_VERDICT_GET];
         bind_class(st, v);
-        int rc = sqlite3_step(st), keep = rc == SQLITE_ROW &&
+        int rc = fj_step(c, st), keep = rc == SQLITE_ROW &&
                                           sqlite3_column_int64(st, 9) >= created;
         done(st);
         if (rc != SQLITE_ROW && rc != SQLITE_DONE)
@@ -83,7 +83,7 @@ int fj_cache_verdict_put(fj_cache *c, const fj_verdict *v)
     else if ((rc = fj_verdict_store(c, v, 0)) < 0)
         fj_cache_say(c, FJ_LOG_WARN, "cannot save the verdict on %s (%s)", v->family,
                      sqlite3_errmsg(c->db));
-    pthread_mutex_unlock(&c->mu);
+    fj_cache_unlock(c);
     return rc;
 }
 
@@ -96,7 +96,7 @@ int fj_cache_verdict_get(fj_cache *c, const fj_verdict *key, fj_verdict *out)
     sqlite3_stmt *st = c->st[ST_VERDICT_GET];
     if (st) {   /* (NULL in a read-only file of an older schema: no verdicts there) */
         bind_class(st, key);
-        int rc = sqlite3_step(st);
+        int rc = fj_step(c, st);
         if (rc == SQLITE_ROW) {
             fj_verdict_read(st, out);
             hit = 1;
@@ -105,7 +105,7 @@ int fj_cache_verdict_get(fj_cache *c, const fj_verdict *key, fj_verdict *out)
         }
         done(st);
     }
-    pthread_mutex_unlock(&c->mu);
+    fj_cache_unlock(c);
     return hit;
 }
 
@@ -121,7 +121,7 @@ int fj_cache_verdict_list(fj_cache *c, const char *arch, fj_verdict_list_fn fn, 
     sqlite3_stmt *st = c->st[ST_VERDICT_LIST];
     if (st && arch)
         sqlite3_bind_text(st, 1, arch, -1, SQLITE_STATIC);
-    while (st && (step = sqlite3_step(st)) == SQLITE_ROW) {
+    while (st && (step = fj_step(c, st)) == SQLITE_ROW) {
         if (n == cap) {
             fj_verdict *nv = realloc(v, (cap = cap ? 2 * cap : 16) * sizeof *v);
             if (!nv)
@@ -136,7 +136,7 @@ int fj_cache_verdict_list(fj_cache *c, const char *arch, fj_verdict_list_fn fn, 
     }
     if (st)
         done(st);
-    pthread_mutex_unlock(&c->mu);
+    fj_cache_unlock(c);
     for (size_t i = 0; i < n && rc == 0; i++)
         if (fn(user, &v[i]))
             break;
