@@ -274,7 +274,8 @@ int fj_cache_export(fj_cache *c, const char *path, const char *arch, fj_bundle_s
 
 /* Copies the kernels, tuning rows and verdicts of the bundle (or cache file) at `path` into
  * `c`, in one transaction: all or nothing. Verdicts: the newer of a GPU class and family
- * wins (a file of schema < 4 has none). Kernels: each blob is verified (bad: skipped, counted);
+ * wins, `created` capped at the time of the import; of the same time FAIL wins, then the
+ * smaller case and error text (a file of schema < 4 has none). Kernels: each blob is verified (bad: skipped, counted);
  * a key already present is left as it is. Tuning rows: a pinned row beats an unpinned
  * one; otherwise the newer (created) wins, then the faster; otherwise the cache's row is
  * kept. The result does not depend on the order in which bundles are imported, so a

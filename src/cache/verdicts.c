@@ -48,14 +48,34 @@ void fj_verdict_read(sqlite3_stmt *st, fj_verdict *v)
     v->created = sqlite3_column_int64(st, 9);
 }
 
+/* Import's order of two verdicts of one class and family: the newer wins; of the same
+ * time, FAIL; then the smaller case and error text. A total order, so the result does not
+ * depend on the order of imports. > 0 when `have` (the row there) wins or ties. */
+static int row_wins(sqlite3_stmt *have, const fj_verdict *v, int64_t created)
+{
+    const int64_t t = sqlite3_column_int64(have, 9);
+    const int pass = sqlite3_column_int(have, 6) != 0;
+    if (t != created)
+        return t > created;
+    if (pass != (v->pass != 0))
+        return !pass;
+    const char *fc = (const char *)sqlite3_column_text(have, 7);
+    int d = strcmp(fc ? fc : "", v->failed_case);
+    if (d)
+        return d < 0;
+    const char *err = (const char *)sqlite3_column_text(have, 8);
+    return strcmp(err ? err : "", v->error) <= 0;
+}
+
 int fj_verdict_store(fj_cache *c, const fj_verdict *v, int merge)
 {
-    int64_t created = v->created ? v->created : (int64_t)time(NULL);
-    if (merge) {   /* import: the newer verdict wins, a tie keeps the row there */
+    const int64_t now = (int64_t)time(NULL);
+    int64_t created = v->created ? v->created : now;
+    if (merge) {   /* import: no verdict is dated after the import (nor before 1970) */
+        created = created > now ? now : created < 0 ? 0 : created;
         sqlite3_stmt *st = c->st[ST_VERDICT_GET];
         bind_class(st, v);
-        int rc = fj_step(c, st), keep = rc == SQLITE_ROW &&
-                                          sqlite3_column_int64(st, 9) >= created;
+        int rc = fj_step(c, st), keep = rc == SQLITE_ROW && row_wins(st, v, created);
         done(st);
         if (rc != SQLITE_ROW && rc != SQLITE_DONE)
             return -1;
