@@ -304,7 +304,7 @@ typedef struct fajit_attn_desc {
      * the longest sequence's key count, at most block_table_stride * page_size. */
     const int32_t *block_table;    /* device int32 [batch][block_table_stride] */
     int64_t block_table_stride;    /* elements between rows (max pages per sequence) */
-    int page_size;                 /* keys per page, >= 1 */
+    int page_size;                 /* keys per page, 1..FAJIT_MAX_PAGE_SIZE */
     int num_pages;                 /* pages in the K and V caches, >= 1 */
     int64_t k_page_stride, v_page_stride; /* elements between pages; 0 = page_size times
                                       the row stride (dense pages) */
@@ -333,6 +333,8 @@ typedef struct fajit_attn_desc {
 #define FAJIT_MAX_BATCH 65535
 #define FAJIT_MAX_HEADS 65535
 #define FAJIT_MAX_SEQLEN (1 << 29)
+/* The largest page_size a block table may use (as the spec format's): INVALID_ARGUMENT beyond. */
+#define FAJIT_MAX_PAGE_SIZE 65536
 /* The first sized layout (up to lse): the smallest struct_size accepted. */
 #define FAJIT_ATTN_DESC_SIZE_V1 (offsetof(fajit_attn_desc, lse) + sizeof(float *))
 
@@ -503,7 +505,9 @@ FAJIT_API fajit_status fajit_device_info_get(fajit_ctx *ctx, int ordinal,
  * "sm_100a", ...) into the cache, without a GPU, on `jobs` threads (<= 0: one per online
  * CPU). Progress goes to the context's progress callback (from the calling thread).
  * *n_compiled / *n_cached (may be NULL) count what was compiled now and what was already
- * there. On a failure the other variants still finish; the first error is returned. */
+ * there. On a failure the other variants still finish; the first error is returned.
+ * Kernels compiled but not saved (a put failing: disk full, a damaged file) make it return
+ * CACHE_ERROR, with their count in fajit_errmsg, once everything else succeeded. */
 FAJIT_API fajit_status fajit_warm(fajit_ctx *ctx, const char *arch, int jobs,
                                   int *n_compiled, int *n_cached);
 
@@ -695,17 +699,20 @@ typedef int (*fajit_cache_entry_fn)(void *user, const fajit_cache_entry *e);
 /* Cache maintenance on the context's cache. list: calls fn per entry (return nonzero to
  * stop). verify: re-reads every entry, removes bad ones, *n_bad counts them; it returns
  * CACHE_ERROR (counts still set) when the context found its cache file corrupt and moved
- * it aside (every entry lost; the warning names where), or on SQLite errors. clear:
+ * it aside (every entry lost; the warning names where: at open, or later when a statement
+ * or verify's SQLite integrity check found damage inside it), or on SQLite errors. clear:
  * removes every entry. stats: entries, bytes of cubins, bytes of the file. */
 FAJIT_API fajit_status fajit_cache_list(fajit_ctx *ctx, fajit_cache_entry_fn fn, void *user);
 FAJIT_API fajit_status fajit_cache_verify(fajit_ctx *ctx, int *n_checked, int *n_bad);
-/* Recompiles, with the local NVRTC and nothing stored, every cached kernel that NVRTC's
- * version made and that this fajit builds (its shipped configurations and tuning
- * candidates of every dtype, head_dim and mask, found by key), and compares the bytes: a
- * check that the cache serves what its keys say, beyond the checksums (which a bundle
- * from an untrusted source can forge). on_differ (may be NULL) is called for each kernel
- * whose bytes differ. Counts may be NULL; skipped: kernels of another NVRTC version or
- * of variants not enumerated (older sources, other head-count packings). One compile per
+/* Recompiles, with the local NVRTC and nothing stored, every cached kernel whose key is
+ * that of a variant this fajit builds (its shipped configurations and tuning candidates of
+ * every dtype, head_dim and mask) compiled by the local NVRTC version, and compares the
+ * bytes: a check that the cache serves what its keys say, beyond the checksums (which a
+ * bundle from an untrusted source can forge). Rows are chosen by key alone, never by their
+ * nvrtc_version column (which neither key nor checksum covers). on_differ (may be NULL) is
+ * called for each kernel whose bytes differ. Counts may be NULL; skipped: kernels whose key
+ * is that of another NVRTC version, or of no variant enumerated (older sources, other
+ * head-count packings, forged keys); nothing vouches for them. One compile per
  * kernel compared (0.3-0.6 s each), on this thread. Errors: NO_NVRTC, CACHE_ERROR,
  * COMPILE_FAILED. */
 FAJIT_API fajit_status fajit_cache_verify_recompile(fajit_ctx *ctx,

@@ -73,6 +73,95 @@ START_TEST(test_corrupt_page)
 }
 END_TEST
 
+/* Damage inside a file whose header and schema are intact, as SQLite finds it while
+ * running a statement: 0, the page-type byte of the kernels table's root page; 1, the
+ * file one byte short; 2, the page-type byte of an index's root page, which only an
+ * integrity check reads (verify runs one). */
+static void damage(const char *path, int kind)
+{
+    const char *table = kind == 2 ? "kernels_last_used" : "kernels";
+    sqlite3 *db = NULL;
+    sqlite3_stmt *st = NULL;
+    int64_t root = 0;
+    struct stat sb;
+    ck_assert_int_eq(sqlite3_open(path, &db), SQLITE_OK);
+    ck_assert_int_eq(sqlite3_prepare_v2(db, "SELECT rootpage FROM sqlite_master WHERE name = ?1",
+                                        -1, &st, NULL), SQLITE_OK);
+    sqlite3_bind_text(st, 1, table, -1, SQLITE_STATIC);
+    ck_assert_int_eq(sqlite3_step(st), SQLITE_ROW);
+    root = sqlite3_column_int64(st, 0);
+    sqlite3_finalize(st);
+    sqlite3_close(db);
+    ck_assert_int_eq(stat(path, &sb), 0);
+    if (kind == 1) {
+        ck_assert_int_eq(truncate(path, sb.st_size - 1), 0);
+        return;
+    }
+    unsigned char seven = 7;
+    int fd = open(path, O_WRONLY);
+    ck_assert_int_ne(fd, -1);
+    ck_assert_int_eq(pwrite(fd, &seven, 1, (root - 1) * 4096), 1);
+    close(fd);
+}
+
+static int count_entry(void *user, const fj_entry *e)
+{
+    (void)e;
+    ++*(int *)user;
+    return 0;
+}
+
+/* Damage inside the file found by any statement sets the file aside and opens a fresh one
+ * (the same inode check as at open); verify's integrity check finds what the statements do
+ * not read. Afterwards stats, list, verify, clear and puts work. */
+START_TEST(test_damage_inside)
+{
+    char dir[128], path[160];
+    const int kind = _i;
+    fj_cache_stats st;
+    fj_entry e;
+    int n = 0, checked = -1;
+    make_dir(dir, sizeof dir);
+    snprintf(path, sizeof path, "%s/kernels.db", dir);
+    fj_cache *c = open_ok(dir);
+    for (int i = 0; i < 40; i++)
+        put_seed(c, 100 + i, 3000 + 97 * i);
+    fj_cache_close(c);
+    damage(path, kind);
+
+    c = open_ok(dir);
+    ck_assert_ptr_null(fj_cache_set_aside(c));   /* the header is fine: opened as it is */
+    if (kind == 2) {   /* the statements never read the index: verify's check does */
+        ck_assert_int_eq(fj_cache_stats_get(c, &st), 0);
+        ck_assert_int_eq(st.entries, 40);
+        ck_assert_int_eq(fj_cache_verify(c, &checked), 0);
+        ck_assert_int_eq(checked, 0);
+    } else {
+        ck_assert_int_eq(fj_cache_stats_get(c, &st), 0);   /* on the fresh file */
+        ck_assert_int_eq(st.entries, 0);
+    }
+    ck_assert_ptr_nonnull(fj_cache_set_aside(c));
+    ck_assert_str_eq(fj_cache_path(c), path);
+    ck_assert_int_eq(count_aside(dir), 1);
+    ck_assert_int_eq(fj_cache_list(c, count_entry, &n), 0);
+    ck_assert_int_eq(n, 0);
+    ck_assert_int_eq(fj_cache_verify(c, &checked), 0);
+    ck_assert_int_eq(fj_cache_clear(c), 0);
+    make_entry(&e, 7, 5000);
+    ck_assert_int_eq(fj_cache_put(c, &e), 0);
+    ck_assert_int_eq(fj_cache_has(c, &e.key), 1);
+    fj_entry_free(&e);
+    fj_cache_close(c);
+
+    c = open_ok(dir);   /* the fresh file is sound */
+    ck_assert_ptr_null(fj_cache_set_aside(c));
+    ck_assert_int_eq(fj_cache_verify(c, &checked), 0);
+    ck_assert_int_eq(checked, 1);
+    fj_cache_close(c);
+    rm_rf(dir);
+}
+END_TEST
+
 /* A file from a newer fajit is left alone: memory only, with a warning. */
 START_TEST(test_newer_version)
 {
@@ -564,6 +653,7 @@ void fj_cache_tests_open(TCase *tc)
     tcase_add_test(tc, test_dir_mode);
     tcase_add_test(tc, test_corrupt_file);
     tcase_add_test(tc, test_corrupt_page);
+    tcase_add_loop_test(tc, test_damage_inside, 0, 3);
     tcase_add_test(tc, test_newer_version);
     tcase_add_test(tc, test_readonly);
     tcase_add_test(tc, test_readonly_modes);

@@ -201,8 +201,48 @@ START_TEST(test_verdict_bundle)
 }
 END_TEST
 
+/* A verdict dated in the future does not beat every later honest one: `created` is capped
+ * at the import; between verdicts of the same time FAIL wins, whatever the order. */
+START_TEST(test_verdict_import_rule)
+{
+    char dir[128], a[160], b[160];
+    fj_verdict v, got;
+    fj_bundle_stats st;
+    make_dir(dir, sizeof dir);
+    for (int round = 0; round < 2; round++) {
+        /* round 0: forged PASS in 2100 vs honest FAIL now; round 1: PASS and FAIL of one time */
+        const int64_t now = (int64_t)time(NULL);
+        const int64_t pass_at = round ? 1800000000 : 4102444800;
+        const int64_t fail_at = round ? 1800000000 : now;
+        snprintf(a, sizeof a, "%s/pass%d.fjb", dir, round);
+        snprintf(b, sizeof b, "%s/fail%d.fjb", dir, round);
+        fj_cache *c = open_ok(NULL);
+        make_verdict(&v, "fa4", 1, pass_at);
+        ck_assert_int_eq(fj_cache_verdict_put(c, &v), 0);
+        ck_assert_int_eq(fj_cache_export(c, a, NULL, &st), 0);
+        fj_cache_close(c);
+        c = open_ok(NULL);
+        make_verdict(&v, "fa4", 0, fail_at);
+        ck_assert_int_eq(fj_cache_verdict_put(c, &v), 0);
+        ck_assert_int_eq(fj_cache_export(c, b, NULL, &st), 0);
+        fj_cache_close(c);
+        for (int order = 0; order < 2; order++) {
+            c = open_ok(NULL);
+            ck_assert_int_eq(fj_cache_import(c, order ? b : a, &st), 0);
+            ck_assert_int_eq(fj_cache_import(c, order ? a : b, &st), 0);
+            ck_assert_int_eq(fj_cache_verdict_get(c, &v, &got), 1);
+            ck_assert_msg(got.pass == 0, "round %d order %d: PASS kept", round, order);
+            ck_assert_int_le(got.created, (int64_t)time(NULL));
+            fj_cache_close(c);
+        }
+    }
+    rm_rf(dir);
+}
+END_TEST
+
 void fj_cache_tests_verdicts(TCase *tc)
 {
+    tcase_add_test(tc, test_verdict_import_rule);
     tcase_add_test(tc, test_verdict_bundle);
     tcase_add_test(tc, test_verdict_round_trip);
     tcase_add_test(tc, test_verdict_migrate_3);

@@ -94,7 +94,7 @@ expect 2 "--reps needs a whole number in 1..1000, got '0'" bench --reps 0
 expect 2 "--json needs a value" bench --json
 # A cache file found corrupt is moved aside with every entry: verify must not call it clean.
 mkdir "$dir/bad" && head -c 8192 /dev/urandom > "$dir/bad/kernels.db"
-expect 1 "was corrupt or not a fajit cache when this context opened it" \
+expect 1 "was corrupt or not a fajit cache when this context opened or used it" \
     --cache-dir "$dir/bad" cache verify
 expect 0 "" --cache-dir "$dir/bad" cache verify   # the fresh file: clean
 expect 1 "got 'sm_999'" --cache-dir "$dir/bad" cache export "$dir/x.db" --arch sm_999
@@ -108,6 +108,24 @@ if "$T" --cache-dir "$dir" info 2>/dev/null | grep -q "^devices      0"; then
     "$T" --cache-dir "$dir" info | grep -q "^validation   no GPU here" ||
         { echo "FAIL: info does not say that nothing is validated here"; fails=$((fails + 1)); }
 fi
+# Text from a bundle (a kernel's name and target) is printed with control characters escaped.
+"$T" --cache-dir "$dir/esc" cache ls >/dev/null 2>&1
+python3 - "$dir/esc/kernels.db" <<'PY'
+import sqlite3, sys
+db = sqlite3.connect(sys.argv[1])
+db.execute("INSERT INTO kernels (key, arch, nvrtc_version, name, options, blob, blob_size,"
+           " checksum, log, created, last_used) VALUES (?, ?, 13000, ?, '', x'00', 1, 0, '', 0, 0)",
+           (bytes(16), "sm_80\x1b[5m", "ref bf16\x1b[2J\x1b]0;owned\x07\x1b[31mFAKE"))
+db.commit()
+PY
+out=$("$T" --cache-dir "$dir/esc" cache ls 2>&1)
+if grep -q $'[\x01-\x09\x0b-\x1f\x7f]' <<<"$out" || ! grep -qF 'ref bf16\x1b[2J\x1b]0;owned\x07' <<<"$out" ||
+    ! grep -qF 'sm_80\x1b[5m' <<<"$out"; then
+    echo "FAIL: cache ls printed control characters from a row: $(od -c <<<"$out" | head -5)"
+    fails=$((fails + 1))
+else
+    echo "ok: cache ls escapes control characters"
+fi
 args=()
 for i in $(seq 1 70); do args+=("$dir/b$i.db"); done
 expect 2 "too many arguments (at most 64 files)" --cache-dir "$dir" cache import "${args[@]}"
@@ -120,6 +138,44 @@ if "$T" info 2>/dev/null | grep -q '^nvrtc  *[0-9]'; then
         > "$dir/t.spec"
     "$T" -q --cache-dir "$dir/w" warm --arch sm_80 --spec "$dir/t.spec" -j 2 >/dev/null 2>&1 ||
         { echo "FAIL: warm of $dir/t.spec"; fails=$((fails + 1)); }
+    cp "$dir/w/kernels.db" "$dir/pristine.db"
+    # Damage inside the file (one flipped page-type byte of the kernels table's root page;
+    # the file one byte short): whichever command finds it first sets the file aside, and
+    # each works (verify says the entries were lost, exit 1); warm fills the fresh file.
+    for kind in flip short; do
+        for cmd in "cache ls" "cache stats" "cache verify" "cache clear" "warm"; do
+            rm -rf "$dir/dmg" && mkdir "$dir/dmg"
+            python3 - "$dir/pristine.db" "$dir/dmg/kernels.db" "$kind" <<'PY'
+import sqlite3, sys
+src, dst, kind = sys.argv[1:]
+root = sqlite3.connect(src).execute(
+    "SELECT rootpage FROM sqlite_master WHERE name = 'kernels'").fetchone()[0]
+d = bytearray(open(src, "rb").read())
+if kind == "flip":
+    d[(root - 1) * 4096] = 7
+else:
+    d = d[:-1]
+open(dst, "wb").write(d)
+PY
+            want=0
+            [ "$cmd" = "cache verify" ] && want=1
+            set -- $cmd
+            [ "$1" = warm ] && set -- warm --arch sm_80 --spec "$dir/t.spec" -j 2
+            "$T" -q --cache-dir "$dir/dmg" "$@" >"$dir/dmg.out" 2>&1
+            rc=$?
+            "$T" --cache-dir "$dir/dmg" cache verify >>"$dir/dmg.out" 2>&1
+            rc2=$?
+            if [ "$rc" != "$want" ] || [ "$rc2" != 0 ] || ! grep -q "setting it aside" "$dir/dmg.out" ||
+                [ "$(ls "$dir/dmg" | grep -c corrupt-)" != 1 ]; then
+                echo "FAIL: $kind file, $cmd -> rc $rc (want $want), verify after -> $rc2: $(cat "$dir/dmg.out")"
+                fails=$((fails + 1))
+            else
+                echo "ok: $kind file, $cmd -> $rc, set aside, verify after -> 0"
+            fi
+        done
+    done
+    grep -q "^19 entries checked" "$dir/dmg.out" ||
+        { echo "FAIL: warm did not refill the fresh file: $(cat "$dir/dmg.out")"; fails=$((fails + 1)); }
     forged=$(python3 - "$dir/w/kernels.db" <<'PY'
 import ctypes, sqlite3, struct, sys
 xxh = ctypes.CDLL("libxxhash.so.0")
@@ -145,6 +201,41 @@ PY
     else
         echo "ok: verify --recompile names the forged kernel $forged -> 1"
     fi
+    # The same forgery with the nvrtc_version column of the forged row set to another
+    # version (neither key nor checksum covers it): still compared by its key, rc 1.
+    python3 - "$dir/w/kernels.db" "$forged" <<'PY'
+import sqlite3, sys
+db = sqlite3.connect(sys.argv[1])
+db.execute("UPDATE kernels SET nvrtc_version = 12080 WHERE key = ?", (bytes.fromhex(sys.argv[2]),))
+db.commit()
+PY
+    out=$("$T" --cache-dir "$dir/w" cache verify --recompile 2>&1)
+    rc=$?
+    if [ "$rc" != 1 ] || ! grep -q "DIFFERS  $forged" <<<"$out" ||
+        ! grep -q "18 identical, 1 differ; 0 skipped" <<<"$out"; then
+        echo "FAIL: verify --recompile, nvrtc_version edited -> rc $rc (want 1), output: $out"
+        fails=$((fails + 1))
+    else
+        echo "ok: verify --recompile compares by key, whatever nvrtc_version says -> 1"
+    fi
+    # A row no key of this fajit finds (an unknown variant) is skipped, and that is an
+    # error unless --allow-skipped.
+    python3 - "$dir/w/kernels.db" "$forged" <<'PY'
+import ctypes, sqlite3, struct, sys
+xxh = ctypes.CDLL("libxxhash.so.0")
+xxh.XXH3_64bits.restype = ctypes.c_uint64
+xxh.XXH3_64bits.argtypes = [ctypes.c_char_p, ctypes.c_size_t]
+db = sqlite3.connect(sys.argv[1])
+db.execute("DELETE FROM kernels WHERE key = ?", (bytes.fromhex(sys.argv[2]),))
+k, blob = db.execute("SELECT key, blob FROM kernels ORDER BY key LIMIT 1").fetchone()
+nk = bytes(range(16))
+data = nk + bytes(blob)
+s = struct.unpack("<q", struct.pack("<Q", xxh.XXH3_64bits(data, len(data))))[0]
+db.execute("UPDATE kernels SET key = ?, checksum = ? WHERE key = ?", (nk, s, k))
+db.commit()
+PY
+    expect 1 "1 kernels could not be compared" --cache-dir "$dir/w" cache verify --recompile
+    expect 0 "" --cache-dir "$dir/w" cache verify --recompile --allow-skipped
     "$T" -q --cache-dir "$dir/w" cache export "$dir/w.db" >/dev/null 2>&1
     python3 - "$dir/w.db" <<'PY'
 import sqlite3, sys

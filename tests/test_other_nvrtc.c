@@ -333,6 +333,36 @@ START_TEST(loader_env_named)
 }
 END_TEST
 
+/* Warm exists to fill the cache: kernels it compiled but could not save (a put failing as
+ * on a full disk or a damaged file) make it fail, with the count, not return OK. */
+extern int fj_cache_debug_fail_puts;
+START_TEST(warm_fails_when_puts_fail)
+{
+    char spec[128];
+    snprintf(spec, sizeof spec, "%s/t.spec", g_dir);
+    FILE *f = fopen(spec, "w");
+    ck_assert_ptr_nonnull(f);
+    fputs("[model t]\ndtype = bf16\nhead_dim = 64\nheads_q = 1\nheads_kv = 1\n"
+          "mask = none\nprefill = 512\n", f);
+    fclose(f);
+    fj_nvrtc_fake_for_testing(13, 2, k_good, sizeof k_good);
+    fajit_ctx *ctx = ctx_with(FAJIT_POLICY_BLOCKING);
+    int compiled = -1, cached = -1;
+    fj_cache_debug_fail_puts = 1;
+    fajit_status st = fajit_warm_spec(ctx, spec, "sm_80", 1, &compiled, &cached);
+    fj_cache_debug_fail_puts = 0;
+    ck_assert_msg(st == FAJIT_CACHE_ERROR, "%s: %s", fajit_status_name(st), fajit_errmsg(ctx));
+    ck_assert_int_gt(compiled, 0);
+    char want[96];
+    snprintf(want, sizeof want, "%d of the %d kernels compiled for sm_80 could not be saved",
+             compiled, compiled);
+    ck_assert_msg(strstr(fajit_errmsg(ctx), want), "%s", fajit_errmsg(ctx));
+    /* saved this time: OK */
+    ck_assert_int_eq(fajit_warm_spec(ctx, spec, "sm_80", 1, &compiled, &cached), FAJIT_OK);
+    fajit_ctx_destroy(ctx);
+}
+END_TEST
+
 TCase *fj_tcase_other_nvrtc(void)
 {
     TCase *tc = tcase_create("other_nvrtc");
@@ -343,5 +373,6 @@ TCase *fj_tcase_other_nvrtc(void)
     tcase_add_test(tc, serve_order);
     tcase_add_test(tc, loader_order_named);
     tcase_add_test(tc, loader_env_named);
+    tcase_add_test(tc, warm_fails_when_puts_fail);
     return tc;
 }

@@ -316,7 +316,14 @@ START_TEST(validation_paged)
                       fine[i][1], fajit_errmsg(ctx));
     }
     static const struct { int field; long long value; const char *msg; } bad[] = {
-        {0, 0, "a block_table needs page_size >= 1, got 0"},
+        {0, 0, "a block_table needs page_size in 1..65536, got 0"},
+        {0, 65537, "a block_table needs page_size in 1..65536, got 65537"},
+        {0, INT32_MAX, "a block_table needs page_size in 1..65536, got 2147483647"},
+        /* the pages' extent, as dense K and V have it */
+        {4, INT64_MAX & ~7ll, "k spans "},
+        {9, 1ll << 40, "v spans "},            /* (page_size - 1) x the row stride */
+        {9, INT64_MAX & ~7ll, "v spans "},     /* page_size x row stride would overflow */
+        {10, 1ll << 47, "k spans "},
         {1, 0, "a block_table needs num_pages >= 1"},
         {2, 0, "block_table_stride must be in [1, 2^30], got 0"},
         {3, 1025, "seqlen_k (1025) exceeds block_table_stride * page_size (1024)"},
@@ -341,6 +348,8 @@ START_TEST(validation_paged)
         case 6: p.seqused_k = (const int32_t *)(uintptr_t)(0x4000 + bad[i].value); break;
         case 7: p.cu_seqlens_k = (const int32_t *)(uintptr_t)bad[i].value; break;
         case 8: p.num_splits_max = (int)bad[i].value; break;
+        case 9: p.v_row_stride = bad[i].value; break;   /* v's page stride: 0, dense */
+        case 10: p.k_head_stride = bad[i].value; break;
         }
         ck_assert_int_eq(fajit_attn_check(ctx, &p), FAJIT_INVALID_ARGUMENT);
         ck_assert_msg(strstr(fajit_errmsg(ctx), bad[i].msg), "case %zu: '%s'", i,

@@ -8,7 +8,7 @@
  *   fajit-tune validate [--family NAME]
  *   fajit-tune plan [--arch sm_90a] [--op fwd] [--hdim 128] [--dtype bf16] [--mask causal]
  *                   [--seqlen 4096]
- *   fajit-tune cache ls|stats|verify [--recompile]|clear | prune --max-mb N
+ *   fajit-tune cache ls|stats|verify [--recompile [--allow-skipped]]|clear | prune --max-mb N
  *   fajit-tune cache export FILE [--arch A] | import FILE... | merge OUT IN...
  *   fajit-tune cache explain [--arch A] [--op O] [--hdim D] [--dtype T] [--mask M] [--seqlen S]
  *   fajit-tune help [COMMAND] | --help | --version;  fajit-tune COMMAND --help
@@ -38,6 +38,7 @@ static const char *g_cache_dir;   /* --cache-dir, for the second context of warm
 /* Option ids: a long option's getopt value (short options use their letter). */
 enum {
     O_ARCH = 256, O_SPEC, O_DTYPE, O_MASK, O_OP, O_JSON, O_FAMILY, O_PIN, O_FORCE, O_RECOMPILE,
+    O_ALLOW_SKIPPED,
     O_MAX_MB, O_SEQLEN_Q, O_SEQLEN_K, O_BATCH, O_HEADS_Q, O_HEADS_KV, O_PAGE_SIZE, O_HDIM,
     O_SEQLEN, O_REPS, O_CACHE_DIR, O_VERSION, O_JOBS = 'j', O_HELP = 'h',
 };
@@ -65,7 +66,8 @@ static const struct option o_bench[] = {OPT("spec", required_argument, O_SPEC),
 static const struct option o_validate[] = {OPT("family", required_argument, O_FAMILY), HELP_OPT,
                                            {0}};
 static const struct option o_shape[] = {SHAPE_OPTS, HELP_OPT, {0}};
-static const struct option o_verify[] = {OPT("recompile", no_argument, O_RECOMPILE), HELP_OPT,
+static const struct option o_verify[] = {OPT("recompile", no_argument, O_RECOMPILE),
+                                         OPT("allow-skipped", no_argument, O_ALLOW_SKIPPED), HELP_OPT,
                                          {0}};
 static const struct option o_prune[] = {OPT("max-mb", required_argument, O_MAX_MB), HELP_OPT,
                                         {0}};
@@ -121,9 +123,11 @@ static const subcmd k_cmds[] = {
     {"cache stats", "  cache stats               entry count and sizes\n", o_none, ":h", 0, 0,
      NULL},
     {"cache verify",
-     "  cache verify [--recompile]  re-check every entry's checksum, drop bad ones;\n"
+     "  cache verify [--recompile [--allow-skipped]]\n"
+     "                            re-check every entry's checksum, drop bad ones;\n"
      "                            --recompile: also recompile the kernels the local\n"
-     "                            NVRTC made and compare the bytes (slow)\n",
+     "                            NVRTC made and compare the bytes (slow); a kernel it\n"
+     "                            cannot compare is an error unless --allow-skipped\n",
      o_verify, ":h", 0, 0, NULL},
     {"cache clear", "  cache clear               remove every entry\n", o_none, ":h", 0, 0, NULL},
     {"cache prune",
@@ -190,11 +194,34 @@ static const subcmd *find_cmd(const char *word, const char *sub)
     return NULL;
 }
 
+/* `s` with control characters (and DEL) written as \xNN, into buf: text that may come
+ * from a bundle (kernel names, targets, verdict cases and errors) must not reach the
+ * terminal as escape sequences. Returns buf, cut to fit. */
+static const char *esc_text(char *buf, size_t n, const char *s, int keep_newlines)
+{
+    size_t o = 0;
+    for (const unsigned char *p = (const unsigned char *)(s ? s : ""); *p && o + 5 < n; p++) {
+        if ((*p < 0x20 && !(keep_newlines && *p == '\n')) || *p == 0x7f)
+            o += (size_t)snprintf(buf + o, n - o, "\\x%02x", *p);
+        else
+            buf[o++] = (char)*p;
+    }
+    buf[n ? o : 0] = '\0';
+    return buf;
+}
+static const char *esc(char *buf, size_t n, const char *s)
+{
+    return esc_text(buf, n, s, 0);
+}
+#define ESC_LEN(field) (4 * sizeof(field) + 1)
+
 static void on_log(void *user, fajit_log_level level, const char *msg)
 {
     static const char *const names[] = {"error", "warning", "info", "debug"};
+    char e[4096];
     (void)user;
-    fprintf(stderr, "%sfajit %s: %s\n", g_tty ? "\r\033[K" : "", names[level], msg);
+    fprintf(stderr, "%sfajit %s: %s\n", g_tty ? "\r\033[K" : "", names[level],
+            esc(e, sizeof e, msg));
 }
 
 static void on_progress(void *user, int done, int total, double eta, const char *what)
@@ -217,8 +244,9 @@ static void on_progress(void *user, int done, int total, double eta, const char 
 
 static int fail(fajit_ctx *ctx, fajit_status st, const char *what)
 {
+    char e[4096];
     fprintf(stderr, "fajit-tune: %s failed: %s\n  %s\n", what, fajit_strerror(st),
-            ctx ? fajit_errmsg(ctx) : "");
+            esc_text(e, sizeof e, ctx ? fajit_errmsg(ctx) : "", 1));
     return 1;
 }
 
@@ -239,15 +267,17 @@ static int keep_verdict(void *user, const fajit_verdict_info *v)
 
 static void print_verdict(const char *indent, const fajit_verdict_info *v)
 {
-    char when[32] = "";
+    char when[32] = "", fam[ESC_LEN(v->family_name)], fc[ESC_LEN(v->failed_case)];
+    char err[ESC_LEN(v->error)];
     time_t t = (time_t)v->created;
     if (v->created)
         strftime(when, sizeof when, "%Y-%m-%d %H:%M", localtime(&t));
+    esc(fam, sizeof fam, v->family_name);
     if (v->verdict == FAJIT_VERDICT_FAIL)
-        printf("%s%-8s FAIL  %s  at %s: %s -> QUARANTINED on this GPU class\n", indent,
-               v->family_name, when, v->failed_case, v->error);
+        printf("%s%-8s FAIL  %s  at %s: %s -> QUARANTINED on this GPU class\n", indent, fam,
+               when, esc(fc, sizeof fc, v->failed_case), esc(err, sizeof err, v->error));
     else
-        printf("%s%-8s %s  %s\n", indent, v->family_name,
+        printf("%s%-8s %s  %s\n", indent, fam,
                v->verdict == FAJIT_VERDICT_PASS ? "PASS" : "none", when);
 }
 
@@ -417,7 +447,7 @@ static int cmd_info(fajit_ctx *ctx)
 /* What follows the command on the line. */
 typedef struct args {
     const char *arch, *spec, *dtype, *mask, *op, *json, *family;
-    int jobs, hdim, reps, pin, force, seqlen, recompile;
+    int jobs, hdim, reps, pin, force, seqlen, recompile, allow_skipped;
     long long seqlen_q, seqlen_k, batch, heads_q, heads_kv, page_size;   /* plan; -1: unset */
     long long max_mb;      /* cache prune --max-mb; -1 = not given */
     const char *sub;       /* cache's command: ls, stats, ... */
@@ -605,7 +635,9 @@ static int cmd_plan(fajit_ctx *ctx, const args *a)
     fajit_ctx_destroy(dev);
     if (st)
         return fail(ctx, st, "plan");
-    printf("%s %s hdim %d %s %s -> %s\n", arch, a->op, a->hdim, a->dtype, a->mask, line);
+    char el[4 * sizeof line + 1];
+    printf("%s %s hdim %d %s %s -> %s\n", arch, a->op, a->hdim, a->dtype, a->mask,
+           esc(el, sizeof el, line));
     return 0;
 }
 
@@ -614,9 +646,11 @@ static int print_entry(void *user, const fajit_cache_entry *e)
     (void)user;
     char when[32];
     time_t t = (time_t)e->last_used;
+    char arch[64], name[1024];
     strftime(when, sizeof when, "%Y-%m-%d %H:%M", localtime(&t));
-    printf("%s  %-8s %7zu B  %4d regs  %5.0f ms  %3lld hits  %s  %s\n", e->key_hex, e->arch,
-           e->cubin_bytes, e->regs, e->compile_ms, (long long)e->hits, when, e->name);
+    printf("%s  %-8s %7zu B  %4d regs  %5.0f ms  %3lld hits  %s  %s\n", e->key_hex,
+           esc(arch, sizeof arch, e->arch), e->cubin_bytes, e->regs, e->compile_ms,
+           (long long)e->hits, when, esc(name, sizeof name, e->name));
     return 0;
 }
 
@@ -662,12 +696,16 @@ static int cmd_merge(const args *a)
 static int print_differ(void *user, const fajit_cache_entry *e)
 {
     (void)user;
-    printf("DIFFERS  %s  %-8s %7zu B  %s\n", e->key_hex, e->arch, e->cubin_bytes, e->name);
+    char arch[64], name[1024];
+    printf("DIFFERS  %s  %-8s %7zu B  %s\n", e->key_hex, esc(arch, sizeof arch, e->arch),
+           e->cubin_bytes, esc(name, sizeof name, e->name));
     return 0;
 }
 
-/* cache verify --recompile, after the checksums (`bad` of them failed). */
-static int verify_recompile(fajit_ctx *ctx, int bad)
+/* cache verify --recompile, after the checksums (`bad` of them failed). A kernel that
+ * could not be compared (made by another NVRTC, by its key, or no variant of this fajit)
+ * is an error unless allowed: nothing vouches for its bytes. */
+static int verify_recompile(fajit_ctx *ctx, int bad, int allow_skipped)
 {
     int same = 0, differ = 0, skipped = 0;
     fajit_status st = fajit_cache_verify_recompile(ctx, print_differ, NULL, &same, &differ,
@@ -677,7 +715,10 @@ static int verify_recompile(fajit_ctx *ctx, int bad)
     printf("%d kernels recompiled: %d identical, %d differ; %d skipped (another NVRTC "
            "version, or not a variant this fajit builds)\n", same + differ, same, differ,
            skipped);
-    return bad || differ ? 1 : 0;
+    if (skipped && !allow_skipped)
+        fprintf(stderr, "fajit-tune: verify --recompile: %d kernels could not be compared "
+                "and are not vouched for (--allow-skipped accepts that)\n", skipped);
+    return bad || differ || (skipped && !allow_skipped) ? 1 : 0;
 }
 
 static int cmd_cache(fajit_ctx *ctx, const args *a)
@@ -698,7 +739,7 @@ static int cmd_cache(fajit_ctx *ctx, const args *a)
         if (!st)
             printf("%d entries checked, %d bad (removed)\n", checked, bad);
         if (!st && a->recompile)
-            return verify_recompile(ctx, bad);
+            return verify_recompile(ctx, bad, a->allow_skipped);
         if (!st && bad)
             return 1;
     } else if (strcmp(sub, "clear") == 0) {
@@ -738,10 +779,10 @@ static int cmd_cache(fajit_ctx *ctx, const args *a)
         const char *arch = default_arch(ctx, a, &di);
         if (!arch || shape_desc(a, &d) != 0)
             return 2;
-        char text[4096];
+        char text[4096], e[4 * sizeof text + 1];
         st = fajit_cache_explain(ctx, arch, &d, text, sizeof text);
         if (!st)
-            printf("%s\n", text);
+            printf("%s\n", esc_text(e, sizeof e, text, 1));
     }
     return st ? fail(ctx, st, sub) : 0;
 }
@@ -801,6 +842,7 @@ static int set_option(int id, const char *val, args *a)
     case O_PIN: a->pin = 1; return 0;
     case O_FORCE: a->force = 1; return 0;
     case O_RECOMPILE: a->recompile = 1; return 0;
+    case O_ALLOW_SKIPPED: a->allow_skipped = 1; return 0;
     default: return num_option(id, val, a) < 0 ? 2 : 0;
     }
 }

@@ -163,8 +163,9 @@ static fajit_status check_paged(fajit_ctx *ctx, const fajit_attn_desc *d)
         return FAJIT_OK;
     }
     FJ_CHECK(check_ptr(ctx, d->block_table, "block_table", 4));
-    FJ_RETURN_IF(d->page_size < 1, ctx, FAJIT_INVALID_ARGUMENT,
-                 "a block_table needs page_size >= 1, got %d", d->page_size);
+    FJ_RETURN_IF(d->page_size < 1 || d->page_size > FAJIT_MAX_PAGE_SIZE, ctx,
+                 FAJIT_INVALID_ARGUMENT, "a block_table needs page_size in 1..%d, got %d",
+                 FAJIT_MAX_PAGE_SIZE, d->page_size);
     FJ_RETURN_IF(d->num_pages < 1, ctx, FAJIT_INVALID_ARGUMENT,
                  "a block_table needs num_pages >= 1 (the pages of the K/V caches), got %d",
                  d->num_pages);
@@ -185,6 +186,15 @@ static fajit_status check_paged(fajit_ctx *ctx, const fajit_attn_desc *d)
                      "pages), got %lld", "kv"[i], (long long)ps[i]);
     if (d->seqused_k)
         FJ_CHECK(check_ptr(ctx, d->seqused_k, "seqused_k", 4));
+    /* The pages as a [num_pages][page_size][heads_kv][head_dim] tensor (a page stride of 0:
+     * page_size rows), bounded as dense K and V are; the kernels' parameter fill then
+     * multiplies page_size by a row stride without overflow. */
+    const int64_t rs[2] = {d->k_row_stride, d->v_row_stride};
+    const int64_t hs[2] = {d->k_head_stride, d->v_head_stride};
+    for (int i = 0; i < 2; i++)
+        FJ_CHECK(check_extent(ctx, "kv"[i], d->num_pages,
+                              ps[i] ? ps[i] : span((int64_t)d->page_size + 1, rs[i]),
+                              d->page_size, rs[i], d->heads_kv, hs[i], d->head_dim));
     return FAJIT_OK;
 }
 

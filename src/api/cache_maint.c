@@ -52,7 +52,7 @@ fajit_status fajit_cache_verify(fajit_ctx *ctx, int *n_checked, int *n_bad)
     /* Every entry of a file found corrupt at open is gone: that is no clean cache. */
     const char *aside = fj_cache_set_aside(ctx->cache);
     FJ_RETURN_IF(aside, ctx, FAJIT_CACHE_ERROR, "the cache file %s was corrupt or not a fajit "
-                 "cache when this context opened it: moved to %s with every entry it held; "
+                 "cache when this context opened or used it: moved to %s with every entry it held; "
                  "the fresh file has %d entries (%d bad)", fj_cache_path(ctx->cache), aside,
                  checked, bad);
     return FAJIT_OK;
@@ -142,14 +142,17 @@ typedef struct rc_entry {
     char arch[16];
     char *name;
     size_t bytes;
-    int matched;
+    int matched;    /* 1: compared; 2: its key is one of another NVRTC version's */
 } rc_entry;
 
+/* Every kernel row of the cache. Which ones can be compared is decided by key alone: the
+ * nvrtc_version column is covered by neither the key nor the checksum, so a bundle can
+ * write anything there. */
 typedef struct rc_set {
     rc_entry *e;
     size_t n, cap;
     int nvrtc;      /* the local NVRTC's version: only its kernels can be compared */
-    int skipped;    /* kernels of another NVRTC version */
+    int other;      /* kernels whose key is that of another NVRTC version */
 } rc_set;
 
 static int rc_cmp(const void *a, const void *b)
@@ -160,10 +163,6 @@ static int rc_cmp(const void *a, const void *b)
 static int rc_collect(void *user, const fj_entry *e)
 {
     rc_set *s = user;
-    if (e->nvrtc_version != s->nvrtc) {
-        s->skipped++;
-        return 0;
-    }
     if (s->n == s->cap) {
         size_t cap = s->cap ? 2 * s->cap : 64;
         rc_entry *p = realloc(s->e, cap * sizeof *p);
@@ -204,13 +203,55 @@ static int rc_variants(const fj_target *t, int op, int dt, int hdim, int mask,
     return n;
 }
 
-/* Recompiles every entry of `s` of target `arch` that a known variant's key finds. */
+/* The rows variant `v` of target `arch` finds under the key of each NVRTC version in
+ * vers[0..n_vers) (vers[0]: the local one): recompiled and compared when found by the local
+ * key, counted as another NVRTC's when found by another's. */
+static fajit_status rc_match(fajit_ctx *ctx, rc_set *s, const fj_variant *v, const char *arch,
+                             const int *vers, int n_vers, fajit_cache_entry_fn on_differ,
+                             void *user, int *same, int *differ)
+{
+    for (int k = 0; k < n_vers; k++) {
+        rc_entry want, *r;
+        fajit_status st = fj_kernel_key(ctx, v, arch, vers[k], &want.key);
+        if (st)
+            return st;
+        r = s->n ? bsearch(&want, s->e, s->n, sizeof *r, rc_cmp) : NULL;
+        if (!r || r->matched)
+            continue;
+        if (k > 0) {
+            r->matched = 2;
+            s->other++;
+            continue;
+        }
+        int ok = 0;
+        if ((st = fj_kernel_recompile_same(ctx, v, arch, &r->key, &ok)))
+            return st;
+        r->matched = 1;
+        *(ok ? same : differ) += 1;
+        if (!ok && on_differ) {
+            fajit_cache_entry pe;
+            memset(&pe, 0, sizeof pe);
+            fj_key_hex(&r->key, pe.key_hex);
+            pe.arch = r->arch, pe.name = r->name, pe.cubin_bytes = r->bytes;
+            on_differ(user, &pe);
+        }
+    }
+    return FAJIT_OK;
+}
+
+/* Recompiles every entry of `s` of target `arch` that a known variant's key finds, trying
+ * the key of the local NVRTC and of every version the cache's rows of `arch` name. */
 static fajit_status rc_arch(fajit_ctx *ctx, rc_set *s, const char *arch,
                             fajit_cache_entry_fn on_differ, void *user, int *same, int *differ)
 {
-    enum { MAX_VARIANTS = 2048 };
+    enum { MAX_VARIANTS = 2048, MAX_VERS = 16 };
     const fj_target t = {fj_arch_sm(arch), fj_arch_is_a(arch), 0, 0, FJ_DEC_LOADER_AUTO,
                          FJ_DEC_PACK_AUTO, 0};
+    int vers[MAX_VERS + 1] = {s->nvrtc}, n_vers = 1, got[MAX_VERS];
+    int n_got = fj_cache_nvrtc_versions(ctx->cache, arch, got, MAX_VERS);
+    for (int i = 0; i < n_got; i++)
+        if (got[i] != s->nvrtc)
+            vers[n_vers++] = got[i];
     fj_variant *vs = malloc(MAX_VARIANTS * sizeof *vs);
     fajit_status st = FAJIT_OK;
     FJ_RETURN_IF(!vs, ctx, FAJIT_OUT_OF_MEMORY, "allocating variants");
@@ -219,26 +260,9 @@ static fajit_status rc_arch(fajit_ctx *ctx, rc_set *s, const char *arch,
             for (int hdim = 8; hdim <= 256 && !st; hdim += 8)
                 for (int m = 0; m < 3 && !st; m++) {
                     int n = rc_variants(&t, op, dt, hdim, m, vs, MAX_VARIANTS);
-                    for (int i = 0; i < n && !st; i++) {
-                        rc_entry want, *r;
-                        if ((st = fj_kernel_key(ctx, &vs[i], arch, s->nvrtc, &want.key)))
-                            break;
-                        r = bsearch(&want, s->e, s->n, sizeof *r, rc_cmp);
-                        if (!r || r->matched)
-                            continue;
-                        int ok = 0;
-                        if ((st = fj_kernel_recompile_same(ctx, &vs[i], arch, &r->key, &ok)))
-                            break;
-                        r->matched = 1;
-                        *(ok ? same : differ) += 1;
-                        if (!ok && on_differ) {
-                            fajit_cache_entry pe;
-                            memset(&pe, 0, sizeof pe);
-                            fj_key_hex(&r->key, pe.key_hex);
-                            pe.arch = r->arch, pe.name = r->name, pe.cubin_bytes = r->bytes;
-                            on_differ(user, &pe);
-                        }
-                    }
+                    for (int i = 0; i < n && !st; i++)
+                        st = rc_match(ctx, s, &vs[i], arch, vers, n_vers, on_differ, user,
+                                      same, differ);
                 }
     free(vs);
     return st;
@@ -257,7 +281,7 @@ fajit_status fajit_cache_verify_recompile(fajit_ctx *ctx, fajit_cache_entry_fn o
     int same = 0, differ = 0;
     if (fj_cache_list(ctx->cache, rc_collect, &s) < 0 || s.n > (size_t)INT32_MAX)
         st = fj_fail(ctx, FAJIT_CACHE_ERROR, "listing the cache failed");
-    if (!st)
+    if (!st && s.n)
         qsort(s.e, s.n, sizeof *s.e, rc_cmp);
     /* One pass per target present (entries are few; targets fewer). */
     for (size_t i = 0; i < s.n && !st; i++) {
@@ -269,7 +293,7 @@ fajit_status fajit_cache_verify_recompile(fajit_ctx *ctx, fajit_cache_entry_fn o
     }
     int unmatched = 0;
     for (size_t i = 0; i < s.n; i++) {
-        unmatched += !s.e[i].matched;
+        unmatched += s.e[i].matched != 1;
         free(s.e[i].name);
     }
     free(s.e);
@@ -278,6 +302,6 @@ fajit_status fajit_cache_verify_recompile(fajit_ctx *ctx, fajit_cache_entry_fn o
     if (n_differ)
         *n_differ = differ;
     if (n_skipped)
-        *n_skipped = s.skipped + unmatched;
+        *n_skipped = unmatched;
     return st;
 }

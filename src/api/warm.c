@@ -81,10 +81,51 @@ static fajit_status check_arch(fajit_ctx *ctx, const char *arch, int *sm)
     return FAJIT_OK;
 }
 
+enum { MAX_JOBS = 64 };
+
+/* One pass of `jobs` threads over vs[0..n), progress reported from this thread. */
+static void run_jobs(fajit_ctx *ctx, const char *arch, const fj_variant *vs, int n, int jobs,
+                     warm_job *out)
+{
+    *out = (warm_job){.ctx = ctx, .arch = arch, .vs = vs, .n = n, .first_error = FAJIT_OK};
+    warm_job *wp = out;
+    pthread_mutex_init(&wp->mu, NULL);
+    pthread_cond_init(&wp->cv, NULL);
+    pthread_t tids[MAX_JOBS];
+    int started = 0;
+    for (; started < jobs && started < wp->n; started++)
+        if (pthread_create(&tids[started], NULL, warm_worker, wp) != 0)
+            break;
+    if (started == 0)   /* no thread could start: do the work here */
+        warm_worker(wp);
+
+    /* Report progress from the caller's thread as items finish. */
+    double t0 = fj_mono_s();
+    pthread_mutex_lock(&wp->mu);
+    for (int reported = 0; reported < wp->n;) {
+        while (wp->done == reported)
+            pthread_cond_wait(&wp->cv, &wp->mu);
+        reported = wp->done;
+        if (ctx->opts.progress) {
+            char what[160];
+            snprintf(what, sizeof what, "%s %s%s", arch, wp->last_name,
+                     wp->last_compiled ? "" : " (cached)");
+            double el = fj_mono_s() - t0;
+            ctx->opts.progress(ctx->opts.progress_user, reported, wp->n,
+                               el / reported * (wp->n - reported), what);
+        }
+    }
+    pthread_mutex_unlock(&wp->mu);
+    for (int i = 0; i < started; i++)
+        pthread_join(tids[i], NULL);
+    pthread_mutex_destroy(&wp->mu);
+    pthread_cond_destroy(&wp->cv);
+}
+
+
 fajit_status fj_warm_list(fajit_ctx *ctx, const char *arch, const fj_variant *vs, int n,
                           int jobs, int *n_compiled, int *n_cached)
 {
-    enum { MAX_JOBS = 64 };
     char why[1024];
     FJ_RETURN_IF(!fj_nvrtc_get(why, sizeof why), ctx, FAJIT_NO_NVRTC, "%s", why);
     if (jobs <= 0)
@@ -98,38 +139,24 @@ fajit_status fj_warm_list(fajit_ctx *ctx, const char *arch, const fj_variant *vs
     }
     jobs = jobs < 1 ? 1 : jobs > MAX_JOBS ? MAX_JOBS : jobs;
 
-    warm_job w = {.ctx = ctx, .arch = arch, .vs = vs, .n = n, .first_error = FAJIT_OK};
-    pthread_mutex_init(&w.mu, NULL);
-    pthread_cond_init(&w.cv, NULL);
-    pthread_t tids[MAX_JOBS];
-    int started = 0;
-    for (; started < jobs && started < w.n; started++)
-        if (pthread_create(&tids[started], NULL, warm_worker, &w) != 0)
+    fj_cache_counters before, after;
+    warm_job w;
+    int compiled = 0;
+    /* A cache file found damaged during the pass is set aside with what it held: one more
+     * pass puts the kernels it lost into the fresh file. */
+    for (int pass = 0; pass < 2; pass++) {
+        fj_cache_counters_get(ctx->cache, &before);
+        run_jobs(ctx, arch, vs, n, jobs, &w);
+        compiled += w.compiled;
+        fj_cache_counters_get(ctx->cache, &after);
+        if (w.first_error != FAJIT_OK || after.set_aside == before.set_aside || pass)
             break;
-    if (started == 0)   /* no thread could start: do the work here */
-        warm_worker(&w);
-
-    /* Report progress from the caller's thread as items finish. */
-    double t0 = fj_mono_s();
-    pthread_mutex_lock(&w.mu);
-    for (int reported = 0; reported < w.n;) {
-        while (w.done == reported)
-            pthread_cond_wait(&w.cv, &w.mu);
-        reported = w.done;
-        if (ctx->opts.progress) {
-            char what[160];
-            snprintf(what, sizeof what, "%s %s%s", arch, w.last_name,
-                     w.last_compiled ? "" : " (cached)");
-            double el = fj_mono_s() - t0;
-            ctx->opts.progress(ctx->opts.progress_user, reported, w.n,
-                               el / reported * (w.n - reported), what);
-        }
+        free(w.first_log);
+        fj_log(ctx, FAJIT_LOG_WARN, "warm %s: the cache file was damaged and set aside; "
+               "warming again into the fresh one", arch);
     }
-    pthread_mutex_unlock(&w.mu);
-    for (int i = 0; i < started; i++)
-        pthread_join(tids[i], NULL);
-    pthread_mutex_destroy(&w.mu);
-    pthread_cond_destroy(&w.cv);
+    w.cached -= compiled - w.compiled;   /* cached now only because compiled before */
+    w.compiled = compiled;
     if (w.first_error != FAJIT_OK)   /* the message was made on a worker's thread */
         fj_error_carry(ctx, w.first_msg, w.first_log);
     free(w.first_log);
@@ -137,6 +164,13 @@ fajit_status fj_warm_list(fajit_ctx *ctx, const char *arch, const fj_variant *vs
         *n_compiled = w.compiled;
     if (n_cached)
         *n_cached = w.cached;
+    /* Warm exists to fill the cache: kernels compiled but not saved are its failure (disk
+     * full mid-warm, a damaged file), counted over every put of the cache in the last pass. */
+    uint64_t unsaved = after.put_failed - before.put_failed;
+    FJ_RETURN_IF(w.first_error == FAJIT_OK && unsaved, ctx, FAJIT_CACHE_ERROR,
+                 "%llu of the %d kernels compiled for %s could not be saved in the cache "
+                 "(the log says why); they compile again on their next use",
+                 (unsigned long long)unsaved, w.compiled, arch);
     return w.first_error;
 }
 

@@ -223,7 +223,7 @@ int fj_cache_export(fj_cache *c, const char *path, const char *arch, fj_bundle_s
 out:
     if (rc != 0)
         fj_cache_say(c, FJ_LOG_WARN, "export to %s failed (%s)", path, why);
-    pthread_mutex_unlock(&c->mu);
+    fj_cache_unlock(c);
     sqlite3_finalize(ins_k);
     sqlite3_finalize(ins_t);
     sqlite3_finalize(ins_v);
@@ -371,7 +371,7 @@ out:
     if (rc != 0)
         fj_cache_say(c, FJ_LOG_WARN, "import failed, nothing imported (%s)", why);
     if (locked)
-        pthread_mutex_unlock(&c->mu);
+        fj_cache_unlock(c);
     sqlite3_finalize(sel_k);
     sqlite3_finalize(sel_t);
     sqlite3_finalize(sel_v);

@@ -27,6 +27,8 @@
 
 #include "cache_int.h"
 
+static void open_dir(fj_cache *c, const char *dir);
+
 /* Test hook, deliberately not in cache.h: nonzero makes fj_cache_open treat an existing
  * file as read-only (tests run as root, where chmod does not stop writes). */
 int fj_cache_debug_force_readonly;
@@ -549,6 +551,7 @@ static void open_dir(fj_cache *c, const char *dir)
 out:
     if (c->db && r == OPEN_OK) {
         c->path = path;
+        c->file_st = sb;
     } else {
         close_db(c);
         c->readonly = 0;
@@ -622,6 +625,51 @@ int fj_cache_open_bundle(fj_cache **out, const char *path, fj_cache_log_fn log,
     return 0;
 }
 
+/* The file is damaged inside (a statement returned SQLITE_CORRUPT or SQLITE_NOTADB): set
+ * aside under the same flock and inode check as at open, then the directory opened again
+ * (a fresh file, or memory only when that fails). The path string stays the same pointer
+ * while a file is open: callers may hold fj_cache_path's. */
+static void recover(fj_cache *c)
+{
+    char *path = c->path, *dir = dup_str(path);
+    const size_t n = strlen(path ? path : ""), tail = sizeof "/kernels.db" - 1;
+    c->damaged = 0;
+    if (!path || c->readonly || !dir || n < tail) {
+        free(dir);
+        return;   /* memory or a bundle: nothing to set aside */
+    }
+    dir[n - tail] = '\0';
+    fj_cache_say(c, FJ_LOG_WARN, "%s is damaged inside (%s); setting it aside", path,
+                 sqlite3_errmsg(c->db));
+    close_db(c);
+    c->path = NULL;
+    c->ctr.set_aside++;
+    if (set_aside(c, dir, path, &c->file_st) == 0)
+        open_dir(c, dir);
+    else
+        fj_cache_say(c, FJ_LOG_WARN, "%s is damaged and cannot be moved aside (%s); using "
+                     "memory only", path, strerror(errno));
+    if (c->path) {
+        free(c->path);
+        c->path = path;
+    } else {
+        free(c->stale_path);
+        c->stale_path = path;
+        if (open_memory(c) == -1)
+            fj_cache_say(c, FJ_LOG_ERROR, "cannot open a memory-only cache either");
+    }
+    free(dir);
+}
+
+int fj_cache_unlock(fj_cache *c)
+{
+    int recovered = c->damaged && c->db;
+    if (recovered)
+        recover(c);
+    pthread_mutex_unlock(&c->mu);
+    return recovered;
+}
+
 void fj_cache_close(fj_cache *c)
 {
     if (!c)
@@ -633,6 +681,7 @@ void fj_cache_close(fj_cache *c)
     free(c->held);
     free(c->aside);
     free(c->path);
+    free(c->stale_path);
     free(c);
 }
 

@@ -7,7 +7,10 @@
  * Every call is thread-safe (the handle is opened in SQLite's serialized mode and guarded
  * by its own mutex). Nothing here is fatal: a corrupt entry reads as a miss and bumps
  * counters.corrupt; a corrupt file is renamed aside ("kernels.db.corrupt-<unix time>")
- * and a fresh file is created; a read-only file is opened immutable and still serves hits
+ * and a fresh file is created, at open or when any statement later finds the file damaged
+ * inside (SQLITE_CORRUPT/NOTADB: set aside before the call returns, under the same flock
+ * and inode check; list, clear and stats then answer from the fresh file, verify runs
+ * PRAGMA quick_check first); a read-only file is opened immutable and still serves hits
  * (puts then succeed without persisting and bump counters.put_skipped).
  */
 #ifndef FJ_CACHE_H
@@ -100,6 +103,8 @@ void fj_key_hex(const fj_key *k, char out[33]);
 
 typedef struct fj_cache_counters {
     uint64_t hits, misses, corrupt, puts, put_skipped, lease_waits, lease_takeovers;
+    uint64_t put_failed;   /* puts that returned -1: the kernel was not saved */
+    uint64_t set_aside;    /* files set aside damaged while open (their entries lost) */
 } fj_cache_counters;
 
 typedef struct fj_cache fj_cache;
@@ -269,7 +274,8 @@ int fj_cache_export(fj_cache *c, const char *path, const char *arch, fj_bundle_s
 
 /* Copies the kernels, tuning rows and verdicts of the bundle (or cache file) at `path` into
  * `c`, in one transaction: all or nothing. Verdicts: the newer of a GPU class and family
- * wins (a file of schema < 4 has none). Kernels: each blob is verified (bad: skipped, counted);
+ * wins, `created` capped at the time of the import; of the same time FAIL wins, then the
+ * smaller case and error text (a file of schema < 4 has none). Kernels: each blob is verified (bad: skipped, counted);
  * a key already present is left as it is. Tuning rows: a pinned row beats an unpinned
  * one; otherwise the newer (created) wins, then the faster; otherwise the cache's row is
  * kept. The result does not depend on the order in which bundles are imported, so a

@@ -83,6 +83,11 @@ struct fj_cache {
     char *path;           /* "<dir>/kernels.db"; NULL = memory only */
     int readonly;
     char *aside;          /* where open moved a corrupt file: its entries are lost */
+    struct stat file_st;  /* the file opened (its inode: set_aside's check) */
+    int damaged;          /* a statement returned SQLITE_CORRUPT/NOTADB: the file is set
+                             aside and reopened before the lock is released */
+    char *stale_path;     /* the path of a file that could not be reopened (kept: callers
+                             may hold fj_cache_path's pointer) */
     int schema;           /* the file's schema (user_version): FJ_CACHE_SCHEMA_VERSION,
                              or older in a read-only file */
     int told_readonly;    /* the INFO line about skipped puts is said once */
@@ -108,6 +113,11 @@ enum { LEASE_OURS, LEASE_PUBLISHED, LEASE_WAIT, LEASE_ERROR };
 __attribute__((format(printf, 3, 4)))
 #endif
 void fj_cache_say(const fj_cache *c, int level, const char *fmt, ...);
+
+/* Releases c->mu; first, when a statement found the file damaged (c->damaged), sets the
+ * file aside and opens a fresh one in its place (or memory only), as open does. No
+ * statement may be mid-step and no transaction open. Returns 1 when it did that. */
+int fj_cache_unlock(fj_cache *c);
 
 /* Unique per acquisition, across threads, processes and hosts. */
 uint64_t fj_cache_token(void);
@@ -170,9 +180,18 @@ static inline void done(sqlite3_stmt *st)
     sqlite3_clear_bindings(st);
 }
 
+/* sqlite3_step on one of c's statements, noting damage inside the file (c->damaged). */
+static inline int fj_step(fj_cache *c, sqlite3_stmt *st)
+{
+    int rc = sqlite3_step(st);
+    if (is_corrupt_rc(rc))
+        c->damaged = 1;
+    return rc;
+}
+
 static inline int exec1(fj_cache *c, int id)
 {
-    int rc = sqlite3_step(c->st[id]);
+    int rc = fj_step(c, c->st[id]);
     done(c->st[id]);
     return rc == SQLITE_ROW ? SQLITE_DONE : rc;
 }

@@ -14,6 +14,10 @@
 
 #include "cache_int.h"
 
+/* Test hook, deliberately not in cache.h: nonzero makes every fj_cache_put of a writable
+ * cache fail as an SQLite error would (disk full, a damaged file). */
+int fj_cache_debug_fail_puts;
+
 /* ---- entries ---------------------------------------------------------------------- */
 
 
@@ -95,7 +99,7 @@ int fj_cache_get(fj_cache *c, const fj_key *key, fj_entry *out)
     pthread_mutex_lock(&c->mu);
     st = c->st[ST_GET];
     bind_key(st, 1, key);
-    rc = sqlite3_step(st);
+    rc = fj_step(c, st);
     if (rc == SQLITE_ROW) {
         const void *blob = sqlite3_column_blob(st, 4);
         size_t n = (size_t)sqlite3_column_bytes(st, 4);
@@ -138,7 +142,7 @@ int fj_cache_get(fj_cache *c, const fj_key *key, fj_entry *out)
         c->ctr.hits++;
     else
         c->ctr.misses++;
-    pthread_mutex_unlock(&c->mu);
+    fj_cache_unlock(c);
     return hit;
 }
 
@@ -149,9 +153,9 @@ int fj_cache_has(fj_cache *c, const fj_key *key)
     pthread_mutex_lock(&c->mu);
     sqlite3_stmt *st = c->st[ST_EXISTS];
     bind_key(st, 1, key);
-    int has = sqlite3_step(st) == SQLITE_ROW;
+    int has = fj_step(c, st) == SQLITE_ROW;
     done(st);
-    pthread_mutex_unlock(&c->mu);
+    fj_cache_unlock(c);
     return has;
 }
 
@@ -163,10 +167,10 @@ int fj_cache_nvrtc_versions(fj_cache *c, const char *arch, int *out, int max)
     pthread_mutex_lock(&c->mu);
     sqlite3_stmt *st = c->st[ST_NVRTC_VERSIONS];
     sqlite3_bind_text(st, 1, arch, -1, SQLITE_STATIC);
-    while (n < max && sqlite3_step(st) == SQLITE_ROW)
+    while (n < max && fj_step(c, st) == SQLITE_ROW)
         out[n++] = sqlite3_column_int(st, 0);
     done(st);
-    pthread_mutex_unlock(&c->mu);
+    fj_cache_unlock(c);
     return n;
 }
 
@@ -190,7 +194,7 @@ int fj_cache_put(fj_cache *c, const fj_entry *e)
         rc = 0;
         goto out;
     }
-    if (exec1(c, ST_BEGIN) != SQLITE_DONE)
+    if (fj_cache_debug_fail_puts || exec1(c, ST_BEGIN) != SQLITE_DONE)
         goto out;
     in_txn = 1;
     st = c->st[ST_PUT];
@@ -222,29 +226,29 @@ int fj_cache_put(fj_cache *c, const fj_entry *e)
     rc = 0;
 out:
     if (rc != 0) {
+        c->ctr.put_failed++;
         fj_cache_say(c, FJ_LOG_WARN, "cannot save kernel '%s' (%s)",
                      e->name ? e->name : "", sqlite3_errmsg(c->db));
         if (in_txn)
             exec1(c, ST_ROLLBACK);
     }
-    pthread_mutex_unlock(&c->mu);
+    fj_cache_unlock(c);
     return rc;
 }
 
 /* ---- maintenance ------------------------------------------------------------------ */
 
-int fj_cache_list(fj_cache *c, fj_cache_list_fn fn, void *user)
+/* fj_cache_list once; *recovered: the file was found damaged, set aside and reopened. */
+static int list_once(fj_cache *c, fj_cache_list_fn fn, void *user, int *recovered)
 {
     fj_entry *v = NULL;
     size_t n = 0, cap = 0;
     int rc = -1, step;
 
-    if (!c || !fn)
-        return -1;
     /* Collected first so fn runs without the lock and may call back into the cache. */
     pthread_mutex_lock(&c->mu);
     sqlite3_stmt *st = c->st[ST_LIST];
-    while ((step = sqlite3_step(st)) == SQLITE_ROW) {
+    while ((step = fj_step(c, st)) == SQLITE_ROW) {
         if (n == cap) {
             fj_entry *nv = realloc(v, (cap = cap ? 2 * cap : 64) * sizeof *v);
             if (!nv)
@@ -264,7 +268,7 @@ int fj_cache_list(fj_cache *c, fj_cache_list_fn fn, void *user)
     else
         rc = 0;
     done(st);
-    pthread_mutex_unlock(&c->mu);
+    *recovered = fj_cache_unlock(c);
 
     for (size_t i = 0; i < n; i++)
         if (rc == 0 && fn(user, &v[i]))
@@ -273,6 +277,40 @@ int fj_cache_list(fj_cache *c, fj_cache_list_fn fn, void *user)
         fj_entry_free(&v[i]);
     free(v);
     return rc;
+}
+
+/* list, clear and stats are tried again once on the fresh file when they found the old one
+ * damaged (it is set aside with its entries: the answer is the fresh file's). */
+int fj_cache_list(fj_cache *c, fj_cache_list_fn fn, void *user)
+{
+    int recovered = 0, rc;
+    if (!c || !fn)
+        return -1;
+    rc = list_once(c, fn, user, &recovered);
+    return rc < 0 && recovered ? list_once(c, fn, user, &recovered) : rc;
+}
+
+/* PRAGMA quick_check on c's file (caller holds c->mu): 1 when SQLite finds it sound,
+ * 0 with c->damaged set when not (the pages themselves, which the blobs' checksums do not
+ * see), -1 when it could not run.
+ * Noted only for a file: a memory-only cache cannot be damaged this way. */
+static int file_sound(fj_cache *c)
+{
+    sqlite3_stmt *st = NULL;
+    int ok = 0, rc = sqlite3_prepare_v2(c->db, "PRAGMA quick_check(1)", -1, &st, NULL);
+    if (is_corrupt_rc(rc))
+        c->damaged = 1;
+    if (rc == SQLITE_OK && (rc = fj_step(c, st)) == SQLITE_ROW) {
+        const char *r = (const char *)sqlite3_column_text(st, 0);
+        ok = r && strcmp(r, "ok") == 0;
+        if (!ok)
+            fj_cache_say(c, FJ_LOG_WARN, "%s fails SQLite's integrity check: %s",
+                         c->path ? c->path : "the cache", r ? r : "?");
+    }
+    sqlite3_finalize(st);
+    if (is_corrupt_rc(rc) || (rc == SQLITE_ROW && !ok))
+        c->damaged = 1;
+    return ok ? 1 : c->damaged ? 0 : -1;
 }
 
 int fj_cache_verify(fj_cache *c, int *n_checked)
@@ -286,8 +324,15 @@ int fj_cache_verify(fj_cache *c, int *n_checked)
     if (!c)
         return -1;
     pthread_mutex_lock(&c->mu);
+    int sound = file_sound(c);
+    if (sound <= 0) {   /* damaged: set aside and reopened here, every entry lost */
+        if (sound < 0)
+            fj_cache_say(c, FJ_LOG_WARN, "verify failed (%s)", sqlite3_errmsg(c->db));
+        fj_cache_unlock(c);
+        return sound;
+    }
     sqlite3_stmt *st = c->st[ST_VERIFY];
-    while ((step = sqlite3_step(st)) == SQLITE_ROW) {
+    while ((step = fj_step(c, st)) == SQLITE_ROW) {
         const void *blob = sqlite3_column_blob(st, 1);
         size_t n = (size_t)sqlite3_column_bytes(st, 1);
         checked++;
@@ -317,7 +362,7 @@ int fj_cache_verify(fj_cache *c, int *n_checked)
     c->ctr.corrupt += n_bad;
     if (step == SQLITE_DONE)
         rc = (int)n_bad;
-    pthread_mutex_unlock(&c->mu);
+    fj_cache_unlock(c);
     free(bad);
     if (n_checked)
         *n_checked = checked;
@@ -329,14 +374,17 @@ int fj_cache_clear(fj_cache *c)
     int rc = -1;
     if (!c)
         return -1;
-    pthread_mutex_lock(&c->mu);
-    if (c->readonly)
-        fj_cache_say(c, FJ_LOG_WARN, "%s is read-only; not cleared", c->path);
-    else if (exec1(c, ST_CLEAR) != SQLITE_DONE)
-        fj_cache_say(c, FJ_LOG_WARN, "clear failed (%s)", sqlite3_errmsg(c->db));
-    else
-        rc = 0;
-    pthread_mutex_unlock(&c->mu);
+    for (int again = 1; rc != 0 && again >= 0; again--) {
+        pthread_mutex_lock(&c->mu);
+        if (c->readonly)
+            fj_cache_say(c, FJ_LOG_WARN, "%s is read-only; not cleared", c->path);
+        else if (exec1(c, ST_CLEAR) != SQLITE_DONE)
+            fj_cache_say(c, FJ_LOG_WARN, "clear failed (%s)", sqlite3_errmsg(c->db));
+        else
+            rc = 0;
+        if (!fj_cache_unlock(c))
+            break;
+    }
     return rc;
 }
 
@@ -344,7 +392,7 @@ int fj_cache_clear(fj_cache *c)
 static int kernel_totals(fj_cache *c, fj_cache_stats *out)
 {
     sqlite3_stmt *st = c->st[ST_STATS];
-    int ok = sqlite3_step(st) == SQLITE_ROW;
+    int ok = fj_step(c, st) == SQLITE_ROW;
     if (ok) {
         out->entries = sqlite3_column_int64(st, 0);
         out->bytes = sqlite3_column_int64(st, 1);
@@ -395,7 +443,7 @@ int fj_cache_prune(fj_cache *c, int64_t max_bytes, const fj_key *keep, int64_t *
         *freed = before.bytes - after.bytes;
     rc = 0;
 out:
-    pthread_mutex_unlock(&c->mu);
+    fj_cache_unlock(c);
     return rc;
 }
 
@@ -404,15 +452,18 @@ int fj_cache_stats_get(fj_cache *c, fj_cache_stats *st_out)
     int rc = -1;
     if (!c || !st_out)
         return -1;
-    memset(st_out, 0, sizeof *st_out);
-    pthread_mutex_lock(&c->mu);
-    rc = kernel_totals(c, st_out);
-    if (c->path) {
-        char wal[4200];
-        snprintf(wal, sizeof wal, "%s-wal", c->path);
-        st_out->file_bytes = file_size(c->path) + file_size(wal);
+    for (int again = 1; rc != 0 && again >= 0; again--) {
+        memset(st_out, 0, sizeof *st_out);
+        pthread_mutex_lock(&c->mu);
+        rc = kernel_totals(c, st_out);
+        if (c->path) {
+            char wal[4200];
+            snprintf(wal, sizeof wal, "%s-wal", c->path);
+            st_out->file_bytes = file_size(c->path) + file_size(wal);
+        }
+        if (!fj_cache_unlock(c))
+            break;
     }
-    pthread_mutex_unlock(&c->mu);
     return rc;
 }
 
@@ -431,7 +482,7 @@ int fj_cache_debug_corrupt(fj_cache *c, const fj_key *key)
         goto out;
     st = c->st[ST_GET];
     bind_key(st, 1, key);
-    if (sqlite3_step(st) == SQLITE_ROW) {
+    if (fj_step(c, st) == SQLITE_ROW) {
         n = (size_t)sqlite3_column_bytes(st, 4);
         copy = malloc(n ? n : 1);
         if (copy && n)
@@ -451,7 +502,7 @@ int fj_cache_debug_corrupt(fj_cache *c, const fj_key *key)
     if (exec1(c, ST_CORRUPT) == SQLITE_DONE && sqlite3_changes(c->db) == 1)
         rc = 0;
 out:
-    pthread_mutex_unlock(&c->mu);
+    fj_cache_unlock(c);
     free(copy);
     return rc;
 }

@@ -289,12 +289,12 @@ int fj_cache_explain(fj_cache *c, const fj_key *key, const char *name, const cha
     pthread_mutex_lock(&c->mu);
     st = c->st[ST_EXISTS];
     bind_key(st, 1, key);
-    rc = sqlite3_step(st);
+    rc = fj_step(c, st);
     done(st);
     out->hit = rc == SQLITE_ROW;
     /* A miss: the nearest entry, by a scan of the metadata (no blobs are read). */
     st = c->st[ST_EXPLAIN];
-    while (rc == SQLITE_DONE && (rc = sqlite3_step(st)) == SQLITE_ROW) {
+    while (rc == SQLITE_DONE && (rc = fj_step(c, st)) == SQLITE_ROW) {
         const char *rname = (const char *)sqlite3_column_text(st, 1);
         const char *rarch = (const char *)sqlite3_column_text(st, 2);
         const char *rparts = (const char *)sqlite3_column_text(st, 5);
@@ -338,7 +338,7 @@ int fj_cache_explain(fj_cache *c, const fj_key *key, const char *name, const cha
     done(st);
     if (rc != SQLITE_DONE && !out->hit)
         fj_cache_say(c, FJ_LOG_WARN, "explain failed (%s)", sqlite3_errmsg(c->db));
-    pthread_mutex_unlock(&c->mu);
+    fj_cache_unlock(c);
 
     if (rc != SQLITE_DONE && !out->hit) {
         free(best.parts);

@@ -84,7 +84,7 @@ static void *heartbeat_main(void *arg)
             bind_key(st, 1, &c->held[i].key);
             sqlite3_bind_int64(st, 2, (sqlite3_int64)c->held[i].token);
             sqlite3_bind_int64(st, 3, (sqlite3_int64)time(NULL));
-            int rc = sqlite3_step(st);
+            int rc = fj_step(c, st);
             done(st);
             if (rc == SQLITE_DONE && sqlite3_changes(c->db) == 0)
                 drop_held(c, i);
@@ -129,7 +129,7 @@ static int lease_state(fj_cache *c, const fj_key *key, int *take, int *takeover)
     int r = LEASE_ERROR, rc;
 
     bind_key(st, 1, key);
-    rc = sqlite3_step(st);
+    rc = fj_step(c, st);
     done(st);
     if (rc == SQLITE_ROW)
         return LEASE_PUBLISHED;
@@ -137,7 +137,7 @@ static int lease_state(fj_cache *c, const fj_key *key, int *take, int *takeover)
         return LEASE_ERROR;
     st = c->st[ST_LEASE_GET];
     bind_key(st, 1, key);
-    rc = sqlite3_step(st);
+    rc = fj_step(c, st);
     if (rc == SQLITE_DONE) {
         *take = 1;
         r = LEASE_OURS;
@@ -205,7 +205,7 @@ out:
     if (r == LEASE_ERROR)
         fj_cache_say(c, FJ_LOG_WARN, "lease failed (%s); compiling without it",
                      sqlite3_errmsg(c->db));
-    pthread_mutex_unlock(&c->mu);
+    fj_cache_unlock(c);
     return r;
 }
 
@@ -240,7 +240,7 @@ int fj_cache_lease(fj_cache *c, const fj_key *key, int timeout_ms, fj_entry *out
             waited = 1;
             pthread_mutex_lock(&c->mu);
             c->ctr.lease_waits++;
-            pthread_mutex_unlock(&c->mu);
+            fj_cache_unlock(c);
         }
         if (now_ms() >= deadline) {
             fj_cache_say(c, FJ_LOG_WARN, "waited %d ms for another compile of the "
@@ -267,7 +267,7 @@ void fj_cache_lease_release(fj_cache *c, const fj_key *key)
                          "%d s", sqlite3_errmsg(c->db), FJ_LEASE_STALE_S);
         drop_held(c, (size_t)i);
     }
-    pthread_mutex_unlock(&c->mu);
+    fj_cache_unlock(c);
 }
 
 void fj_lease_forget(fj_cache *c, const fj_key *key)

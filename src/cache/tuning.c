@@ -105,7 +105,7 @@ int fj_tune_store(fj_cache *c, const fj_tune_row *r, int64_t created, int merge)
     int keep = 0, rc;
 
     bind_row_key(st, r);
-    rc = sqlite3_step(st);
+    rc = fj_step(c, st);
     if (rc == SQLITE_ROW) {
         int pinned = sqlite3_column_int(st, 8) != 0;
         int64_t was = sqlite3_column_int64(st, 11);
@@ -147,7 +147,7 @@ int fj_cache_tune_put(fj_cache *c, const fj_tune_row *r)
         fj_cache_say(c, FJ_LOG_WARN, "cannot save the tuning row %s/%s (%s)", r->signature,
                      r->bucket, sqlite3_errmsg(c->db));
 out:
-    pthread_mutex_unlock(&c->mu);
+    fj_cache_unlock(c);
     return rc;
 }
 
@@ -165,13 +165,13 @@ int fj_cache_tune_get(fj_cache *c, const char *gpu_name, const char *arch, int s
     pthread_mutex_lock(&c->mu);
     st = c->st[ST_TUNE_GET];
     bind_tune_key(st, gpu_name, arch, sm_count, signature, bucket);
-    rc = sqlite3_step(st);
+    rc = fj_step(c, st);
     if (rc == SQLITE_ROW)
         hit = fj_tune_read(st, out) == 0;
     else if (rc != SQLITE_DONE)
         fj_cache_say(c, FJ_LOG_WARN, "reading a tuning row failed (%s)", sqlite3_errmsg(c->db));
     done(st);
-    pthread_mutex_unlock(&c->mu);
+    fj_cache_unlock(c);
     if (!hit)
         fj_tune_row_free(out);
     return hit;
@@ -196,7 +196,7 @@ int fj_cache_tune_pin(fj_cache *c, const char *gpu_name, const char *arch, int s
         else
             fj_cache_say(c, FJ_LOG_WARN, "pin failed (%s)", sqlite3_errmsg(c->db));
     }
-    pthread_mutex_unlock(&c->mu);
+    fj_cache_unlock(c);
     return rc;
 }
 
@@ -211,7 +211,7 @@ int fj_cache_tune_list(fj_cache *c, fj_tune_list_fn fn, void *user)
     /* Collected first so fn runs without the lock and may call back into the cache. */
     pthread_mutex_lock(&c->mu);
     sqlite3_stmt *st = c->st[ST_TUNE_LIST];
-    while ((step = sqlite3_step(st)) == SQLITE_ROW) {
+    while ((step = fj_step(c, st)) == SQLITE_ROW) {
         if (n == cap) {
             fj_tune_row *nv = realloc(v, (cap = cap ? 2 * cap : 32) * sizeof *v);
             if (!nv)
@@ -226,7 +226,7 @@ int fj_cache_tune_list(fj_cache *c, fj_tune_list_fn fn, void *user)
     else
         rc = 0;
     done(st);
-    pthread_mutex_unlock(&c->mu);
+    fj_cache_unlock(c);
 
     for (size_t i = 0; i < n; i++)
         if (rc == 0 && fn(user, &v[i]))

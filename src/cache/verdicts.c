@@ -48,14 +48,34 @@ void fj_verdict_read(sqlite3_stmt *st, fj_verdict *v)
     v->created = sqlite3_column_int64(st, 9);
 }
 
+/* Import's order of two verdicts of one class and family: the newer wins; of the same
+ * time, FAIL; then the smaller case and error text. A total order, so the result does not
+ * depend on the order of imports. > 0 when `have` (the row there) wins or ties. */
+static int row_wins(sqlite3_stmt *have, const fj_verdict *v, int64_t created)
+{
+    const int64_t t = sqlite3_column_int64(have, 9);
+    const int pass = sqlite3_column_int(have, 6) != 0;
+    if (t != created)
+        return t > created;
+    if (pass != (v->pass != 0))
+        return !pass;
+    const char *fc = (const char *)sqlite3_column_text(have, 7);
+    int d = strcmp(fc ? fc : "", v->failed_case);
+    if (d)
+        return d < 0;
+    const char *err = (const char *)sqlite3_column_text(have, 8);
+    return strcmp(err ? err : "", v->error) <= 0;
+}
+
 int fj_verdict_store(fj_cache *c, const fj_verdict *v, int merge)
 {
-    int64_t created = v->created ? v->created : (int64_t)time(NULL);
-    if (merge) {   /* import: the newer verdict wins, a tie keeps the row there */
+    const int64_t now = (int64_t)time(NULL);
+    int64_t created = v->created ? v->created : now;
+    if (merge) {   /* import: no verdict is dated after the import (nor before 1970) */
+        created = created > now ? now : created < 0 ? 0 : created;
         sqlite3_stmt *st = c->st[ST_VERDICT_GET];
         bind_class(st, v);
-        int rc = sqlite3_step(st), keep = rc == SQLITE_ROW &&
-                                          sqlite3_column_int64(st, 9) >= created;
+        int rc = fj_step(c, st), keep = rc == SQLITE_ROW && row_wins(st, v, created);
         done(st);
         if (rc != SQLITE_ROW && rc != SQLITE_DONE)
             return -1;
@@ -83,7 +103,7 @@ int fj_cache_verdict_put(fj_cache *c, const fj_verdict *v)
     else if ((rc = fj_verdict_store(c, v, 0)) < 0)
         fj_cache_say(c, FJ_LOG_WARN, "cannot save the verdict on %s (%s)", v->family,
                      sqlite3_errmsg(c->db));
-    pthread_mutex_unlock(&c->mu);
+    fj_cache_unlock(c);
     return rc;
 }
 
@@ -96,7 +116,7 @@ int fj_cache_verdict_get(fj_cache *c, const fj_verdict *key, fj_verdict *out)
     sqlite3_stmt *st = c->st[ST_VERDICT_GET];
     if (st) {   /* (NULL in a read-only file of an older schema: no verdicts there) */
         bind_class(st, key);
-        int rc = sqlite3_step(st);
+        int rc = fj_step(c, st);
         if (rc == SQLITE_ROW) {
             fj_verdict_read(st, out);
             hit = 1;
@@ -105,7 +125,7 @@ int fj_cache_verdict_get(fj_cache *c, const fj_verdict *key, fj_verdict *out)
         }
         done(st);
     }
-    pthread_mutex_unlock(&c->mu);
+    fj_cache_unlock(c);
     return hit;
 }
 
@@ -121,7 +141,7 @@ int fj_cache_verdict_list(fj_cache *c, const char *arch, fj_verdict_list_fn fn, 
     sqlite3_stmt *st = c->st[ST_VERDICT_LIST];
     if (st && arch)
         sqlite3_bind_text(st, 1, arch, -1, SQLITE_STATIC);
-    while (st && (step = sqlite3_step(st)) == SQLITE_ROW) {
+    while (st && (step = fj_step(c, st)) == SQLITE_ROW) {
         if (n == cap) {
             fj_verdict *nv = realloc(v, (cap = cap ? 2 * cap : 16) * sizeof *v);
             if (!nv)
@@ -136,7 +156,7 @@ int fj_cache_verdict_list(fj_cache *c, const char *arch, fj_verdict_list_fn fn, 
     }
     if (st)
         done(st);
-    pthread_mutex_unlock(&c->mu);
+    fj_cache_unlock(c);
     for (size_t i = 0; i < n && rc == 0; i++)
         if (fn(user, &v[i]))
             break;

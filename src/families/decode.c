@@ -386,6 +386,8 @@ static void fill_params(const fj_dec_config *c, const fajit_attn_desc *d, const 
     p->k_row_stride = d->k_row_stride, p->k_head_stride = d->k_head_stride;
     p->v_row_stride = d->v_row_stride, p->v_head_stride = d->v_head_stride;
     if (d->block_table) {
+        /* page_size <= FAJIT_MAX_PAGE_SIZE and (page_size - 1) x row stride within 2^47
+         * (fj_desc_check): the products cannot overflow. */
         p->k_page_stride = d->k_page_stride ? d->k_page_stride
                                             : (int64_t)d->page_size * d->k_row_stride;
         p->v_page_stride = d->v_page_stride ? d->v_page_stride
