@@ -151,8 +151,8 @@ def main():
     import torch
     import torch.nn.functional as F
     bd.torch, bd.F = torch, F
-    # paged prefill on the Hopper kernel is opt-in (FAJIT_PAGED_PREFILL, README): this bench
-    # times that path unless the caller set the variable otherwise
+    # paged prefill takes the Hopper kernel unless FAJIT_PAGED_PREFILL=decode (docs/usage.md):
+    # this bench times that path unless the caller set the variable otherwise
     os.environ.setdefault("FAJIT_PAGED_PREFILL", "hopper")
     fj = bd.Fajit(args.lib, 0)
     gen = torch.Generator().manual_seed(0)

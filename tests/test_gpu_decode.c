@@ -1,7 +1,7 @@
 /* test_gpu_decode.c - the `gpu` suite's tests of the decode family (src/families/decode.c):
  * paged K/V through a block table (NHD and HND pages), seqused_k, varlen queries (decode,
  * speculative decode, chunked prefill; prefill over pages, which the Hopper family serves
- * with FAJIT_PAGED_PREFILL=hopper where its tiles fit the pages: prefill_sweep), split-KV and its LSE merge, the checked mode,
+ * where its tiles fit the pages: prefill_sweep), split-KV and its LSE merge, the checked mode,
  * CUDA-graph replay with changing device-side inputs, the lengths and block table rewritten
  * by the kernel right before the call while the call, a dependent launch, may already run
  * (sm_90+). Exits 77 (skipped) when no CUDA driver can be loaded.
@@ -661,8 +661,8 @@ static fajit_ctx *new_ctx_tma(int checked)
     return ctx;
 }
 
-/* A context whose paged prefill may run on the Hopper kernel (FAJIT_PAGED_PREFILL=hopper; the
- * default keeps it with the decode family until this path has run on a GPU). */
+/* A context whose paged prefill may run on the Hopper kernel (FAJIT_PAGED_PREFILL=hopper, the
+ * default, set here so that a caller's FAJIT_PAGED_PREFILL=decode does not turn it off). */
 static fajit_ctx *new_ctx_paged_hopper(void)
 {
     setenv("FAJIT_PAGED_PREFILL", "hopper", 1);

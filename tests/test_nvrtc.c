@@ -298,7 +298,7 @@ END_TEST
 START_TEST(fa3_paged_variants)
 {
     static const int hdims[] = {64, 96, 128, 192, 256}, pages[] = {8, 16, 64, 256};
-    const fj_target t = {90, 1, 132, 0, 0, 0, 1};   /* FAJIT_PAGED_PREFILL=hopper */
+    const fj_target t = {90, 1, 132, 0, 0, 0, 1};   /* paged prefill on the Hopper kernel (the default) */
     make_dir();
     fajit_ctx *ctx = compile_ctx();
     int n = 0;
@@ -346,7 +346,7 @@ END_TEST
 START_TEST(mixed_variants)
 {
     static const int hdims[] = {64, 128, 256}, pages[] = {16, 64}, groups[] = {1, 4};
-    const fj_target t = {90, 1, 132, 0, 0, 0, 1};   /* FAJIT_PAGED_PREFILL=hopper */
+    const fj_target t = {90, 1, 132, 0, 0, 0, 1};   /* paged prefill on the Hopper kernel (the default) */
     make_dir();
     fajit_ctx *ctx = compile_ctx();
     int n = 0, qmax = 0;

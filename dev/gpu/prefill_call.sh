@@ -12,7 +12,7 @@ B=${B:-build}
 OUT=${OUT:-/tmp/fajit-out}
 mkdir -p "$OUT"
 export FAJIT_CACHE_DIR=/tmp/fajit-cache FAJIT_TEST_CACHE_DIR=/tmp/fajit-cache
-export FAJIT_PAGED_PREFILL=${FAJIT_PAGED_PREFILL:-hopper}   # the path under test (opt-in)
+export FAJIT_PAGED_PREFILL=${FAJIT_PAGED_PREFILL:-hopper}   # the path under test (the default)
 nvidia-smi --query-gpu=name,driver_version,clocks.sm,power.limit --format=csv,noheader
 t0=$(date +%s)
 for s in ${SPECS-dev/gpu/prefill_sweep.spec dev/gpu/paged_prefill.spec}; do   # SPECS="": none

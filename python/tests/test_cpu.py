@@ -40,6 +40,9 @@ def test_plan_for_named_targets():
     decode = fajit.plan(arch="sm_90a", seqlen_q=1, seqlen_k=32768, heads_q=32, heads_kv=8,
                         page_size=16)
     assert decode.startswith("dec bf16 d128") and "splits" in decode, decode
+    prefill = fajit.plan(arch="sm_90a", seqlen_q=4096, seqlen_k=4096, heads_q=32, heads_kv=8,
+                         page_size=16)   # paged prefill: the Hopper kernel by default
+    assert prefill.startswith("fa3 bf16 d128 causal") and " paged" in prefill, prefill
     window = fajit.plan(arch="sm_80", mask="window", window=(128, 0))
     assert " win" in window or "window" in window, window
 

@@ -89,7 +89,7 @@ struct fajit_ctx {
                                    cache keys), so compute-sanitizer names source lines */
     int dec_loader;             /* FAJIT_DECODE_LOADER: FJ_DEC_LOADER_* (decode defaults) */
     int dec_pack;               /* FAJIT_DECODE_HEAD_PACK: FJ_DEC_PACK_* (decode defaults) */
-    int paged_hopper;           /* FAJIT_PAGED_PREFILL=hopper (fj_target.paged_hopper) */
+    int paged_hopper;           /* 1 unless FAJIT_PAGED_PREFILL=decode (fj_target.paged_hopper) */
     int no_cluster;             /* FAJIT_DECODE_CLUSTER=0: no thread-block cluster launches */
     int sm_count, smem_optin, cc;   /* cc = major*10 + minor */
     fj_cache *cache;

@@ -89,6 +89,7 @@ static fajit_status apply_env(fajit_ctx *ctx)
     static const char *const policies[] = {"blocking", "fallback", "strict"};
     static const char *const levels[] = {"error", "warn", "info", "debug"};
     const char *e;
+    ctx->paged_hopper = 1;   /* FAJIT_PAGED_PREFILL=decode: the decode family keeps paged K/V */
     if ((e = getenv("FAJIT_POLICY")) && *e) {
         int i = lookup(e, policies, 3);
         FJ_RETURN_IF(i < 0, ctx, FAJIT_INVALID_ARGUMENT,

@@ -10,9 +10,8 @@
  * query rows (the longest sequence's), where the page size fits the tile (fj_fa3_page_fit:
  * pages that hold whole K/V blocks, or blocks of whole pages of a multiple of 8 rows), the
  * varlen packed row count total_q given, the context not checked (the decode family
- * tests every page id there), and the context opted in (FAJIT_PAGED_PREFILL=hopper,
- * fj_target.paged_hopper: until this path has run on a GPU, paged prefill stays with the
- * decode family by default). It then outranks the decode family (rank_for), which keeps
+ * tests every page id there), and the context not set to FAJIT_PAGED_PREFILL=decode
+ * (fj_target.paged_hopper). It then outranks the decode family (rank_for), which keeps
  * decode rows, other page sizes and the checked mode. A varlen paged batch goes to the mixed
  * family (mixed.c) instead: this kernel with fj_kv_pages.min_q 17 for its long sequences,
  * the decode kernel for the rest (fj_fa3_launch_args). */

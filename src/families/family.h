@@ -26,8 +26,8 @@ typedef struct fj_target {
                       device-side indices test them and report the first bad one */
     int dec_loader;   /* FAJIT_DECODE_LOADER: FJ_DEC_LOADER_* (0 = auto) */
     int dec_pack;     /* FAJIT_DECODE_HEAD_PACK: FJ_DEC_PACK_* (0 = auto) */
-    int paged_hopper; /* FAJIT_PAGED_PREFILL=hopper: the Hopper kernel (and the mixed plan) may
-                         take paged prefill; off by default until that path has run on a GPU */
+    int paged_hopper; /* the Hopper kernel (and the mixed plan) may take paged prefill (the
+                         default; FAJIT_PAGED_PREFILL=decode: 0, the decode family keeps it) */
 } fj_target;
 
 /* How the decode family's defaults load K/V tiles (FAJIT_DECODE_LOADER=auto|cpasync|tma):
