@@ -71,6 +71,7 @@ int fj_verdict_store(fj_cache *c, const fj_verdict *v, int merge)
 {
     const int64_t now = (int64_t)time(NULL);
     int64_t created = v->created ? v->created : now;
+    int replaced = 0;
     if (merge) {   /* import: no verdict is dated after the import (nor before 1970) */
         created = created > now ? now : created < 0 ? 0 : created;
         sqlite3_stmt *st = c->st[ST_VERDICT_GET];
@@ -81,6 +82,7 @@ int fj_verdict_store(fj_cache *c, const fj_verdict *v, int merge)
             return -1;
         if (keep)
             return 1;
+        replaced = rc == SQLITE_ROW;
     }
     sqlite3_stmt *put = c->st[ST_VERDICT_PUT];
     bind_class(put, v);
@@ -88,7 +90,7 @@ int fj_verdict_store(fj_cache *c, const fj_verdict *v, int merge)
     bind_text(put, 8, v->failed_case, sizeof v->failed_case);
     bind_text(put, 9, v->error, sizeof v->error);
     sqlite3_bind_int64(put, 10, (sqlite3_int64)created);
-    return exec1(c, ST_VERDICT_PUT) == SQLITE_DONE ? 0 : -1;
+    return exec1(c, ST_VERDICT_PUT) == SQLITE_DONE ? 2 * replaced : -1;
 }
 
 int fj_cache_verdict_put(fj_cache *c, const fj_verdict *v)
