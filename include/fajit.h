@@ -652,6 +652,16 @@ FAJIT_API fajit_status fajit_family_verdict(fajit_ctx *ctx, fajit_family family,
 typedef int (*fajit_verdict_fn)(void *user, const fajit_verdict_info *v);
 FAJIT_API fajit_status fajit_verdict_list(fajit_ctx *ctx, fajit_verdict_fn fn, void *user);
 
+/* Checks every verdict row of the context's cache (a bundle can write anything there): its
+ * family is one this library validates, its arch a target it knows, its status pass or
+ * fail, its `created` neither in the future nor before 1970. Bad rows are removed (the
+ * family is validated again on its first use on that class); on_bad (may be NULL) gets
+ * each first, with why, during the call (it must not call into the context). Counts may
+ * be NULL. Errors: INVALID_ARGUMENT, CACHE_ERROR. */
+typedef int (*fajit_bad_verdict_fn)(void *user, const fajit_verdict_info *v, const char *why);
+FAJIT_API fajit_status fajit_cache_verify_verdicts(fajit_ctx *ctx, fajit_bad_verdict_fn on_bad,
+                                                   void *user, int *n_checked, int *n_bad);
+
 typedef struct fajit_validation_report {
     size_t struct_size;      /* set by fajit_validation_report_init */
     int families;            /* families validated */

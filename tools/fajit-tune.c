@@ -129,7 +129,8 @@ static const subcmd k_cmds[] = {
      NULL},
     {"cache verify",
      "  cache verify [--recompile [--allow-skipped]]\n"
-     "                            re-check every entry's checksum, drop bad ones;\n"
+     "                            re-check every entry's checksum and every verdict row\n"
+     "                            (family, arch, status, date), drop bad ones;\n"
      "                            --recompile: also recompile the kernels the local\n"
      "                            NVRTC made and compare the bytes (slow); a kernel it\n"
      "                            cannot compare is an error unless --allow-skipped\n",
@@ -793,6 +794,16 @@ static int print_differ(void *user, const fajit_cache_entry *e)
     return 0;
 }
 
+static int print_bad_verdict(void *user, const fajit_verdict_info *v, const char *why)
+{
+    (void)user;
+    char fam[64], arch[64], gpu[512];
+    printf("BAD VERDICT  %s %s on %s (%d SMs, driver %d): %s\n",
+           esc(fam, sizeof fam, v->family_name), esc(arch, sizeof arch, v->arch),
+           esc(gpu, sizeof gpu, v->gpu_name), v->sm_count, v->driver_version, why);
+    return 0;
+}
+
 /* cache verify --recompile, after the checksums (`bad` of them failed). A kernel that
  * could not be compared (made by another NVRTC, by its key, or no variant of this fajit)
  * is an error unless allowed: nothing vouches for its bytes. */
@@ -825,10 +836,14 @@ static int cmd_cache(fajit_ctx *ctx, const args *a)
             printf("entries %lld\nkernel_bytes %lld\nfile_bytes %lld\n", (long long)entries,
                    (long long)bytes, (long long)file_bytes);
     } else if (strcmp(sub, "verify") == 0) {
-        int checked = 0, bad = 0;
+        int checked = 0, bad = 0, vchecked = 0, vbad = 0;
         st = fajit_cache_verify(ctx, &checked, &bad);
         if (!st)
             printf("%d entries checked, %d bad (removed)\n", checked, bad);
+        if (!st && (st = fajit_cache_verify_verdicts(ctx, print_bad_verdict, NULL, &vchecked,
+                                                     &vbad)) == FAJIT_OK)
+            printf("%d verdicts checked, %d bad (removed)\n", vchecked, vbad);
+        bad += vbad;
         if (!st && a->recompile)
             return verify_recompile(ctx, bad, a->allow_skipped);
         if (!st && bad)

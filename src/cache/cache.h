@@ -246,6 +246,14 @@ int fj_cache_verdict_get(fj_cache *c, const fj_verdict *key, fj_verdict *out);
  * without holding the cache's lock. Nonzero from fn stops. 0, or -1 on error. */
 typedef int (*fj_verdict_list_fn)(void *user, const fj_verdict *v);
 int fj_cache_verdict_list(fj_cache *c, const char *arch, fj_verdict_list_fn fn, void *user);
+/* Calls fn for every verdict row, under the cache's lock (fn must not call into the cache);
+ * status_ok: its pass column is the integer 0 or 1 (fj_verdict.pass only says nonzero).
+ * Rows fn returns nonzero for are deleted (not in a read-only cache). *n_checked, *n_bad
+ * (may be NULL): rows read, rows fn called bad. 0, or -1 (SQLite error, out of memory;
+ * logged). */
+typedef int (*fj_verdict_check_fn)(void *user, const fj_verdict *v, int status_ok);
+int fj_cache_verdict_check(fj_cache *c, fj_verdict_check_fn fn, void *user, int *n_checked,
+                           int *n_bad);
 
 /* ---- bundles: export, import, merge ----------------------------------------------- */
 typedef struct fj_bundle_stats {
