@@ -167,8 +167,8 @@ typedef enum fajit_validate_policy {
 } fajit_validate_policy;
 
 /*------ Growing structs ------
- * fajit_ctx_opts, fajit_attn_desc, fajit_tune_opts, fajit_verdict_info and
- * fajit_validation_report start with `struct_size`: the
+ * fajit_ctx_opts, fajit_attn_desc, fajit_tune_opts, fajit_verdict_info,
+ * fajit_validation_report and fajit_bundle_report start with `struct_size`: the
  * sizeof of the struct in the header the caller was compiled against, set by the
  * header's *_init (static inline: it passes the caller's sizeof to the library's
  * *_init_sized, which an FFI calls directly with its own struct size). A library newer
@@ -652,6 +652,16 @@ FAJIT_API fajit_status fajit_family_verdict(fajit_ctx *ctx, fajit_family family,
 typedef int (*fajit_verdict_fn)(void *user, const fajit_verdict_info *v);
 FAJIT_API fajit_status fajit_verdict_list(fajit_ctx *ctx, fajit_verdict_fn fn, void *user);
 
+/* Checks every verdict row of the context's cache (a bundle can write anything there): its
+ * family is one this library validates, its arch a target it knows, its status pass or
+ * fail, its `created` neither in the future nor before 1970. Bad rows are removed (the
+ * family is validated again on its first use on that class); on_bad (may be NULL) gets
+ * each first, with why, during the call (it must not call into the context). Counts may
+ * be NULL. Errors: INVALID_ARGUMENT, CACHE_ERROR. */
+typedef int (*fajit_bad_verdict_fn)(void *user, const fajit_verdict_info *v, const char *why);
+FAJIT_API fajit_status fajit_cache_verify_verdicts(fajit_ctx *ctx, fajit_bad_verdict_fn on_bad,
+                                                   void *user, int *n_checked, int *n_bad);
+
 typedef struct fajit_validation_report {
     size_t struct_size;      /* set by fajit_validation_report_init */
     int families;            /* families validated */
@@ -737,11 +747,55 @@ FAJIT_API fajit_status fajit_cache_prune(fajit_ctx *ctx, int64_t max_bytes, int6
  * does not depend on the order of imports, so several imports into an empty cache and one
  * export merge bundles. Counts may be NULL. export with `arch` fails (nothing written)
  * for a name that is no target (INVALID_ARGUMENT) and for a target of which the cache
- * holds no good kernel (CACHE_ERROR). */
+ * holds no good kernel (CACHE_ERROR); export refuses (CACHE_ERROR) to replace an existing
+ * file that is not a fajit bundle (an empty regular file excepted), and anything but a
+ * regular file. import takes no PASS verdict for a family with a status note (FA4): that
+ * family is validated on first use on each GPU class whatever a bundle says. */
 FAJIT_API fajit_status fajit_cache_export(fajit_ctx *ctx, const char *path, const char *arch,
                                           int *n_kernels, int *n_rows);
 FAJIT_API fajit_status fajit_cache_import(fajit_ctx *ctx, const char *path, int *n_kernels,
                                           int *n_rows, int *n_corrupt);
+
+/* What an export or import did, for fajit_cache_export_bundle and fajit_cache_import_bundle. */
+typedef struct fajit_bundle_report {
+    size_t struct_size;      /* set by fajit_bundle_report_init: see "Growing structs" */
+    int kernels;             /* export: written; import: added */
+    int kernels_present;     /* import: already in the cache (same key), left as they were */
+    int rows;                /* tuning rows written (export), added or replaced (import) */
+    int rows_kept;           /* import: rows where the cache's row won */
+    int corrupt;             /* kernels whose blob failed its checksum: skipped */
+    int verdicts;            /* export: written; import: added (none of the class and
+                                family was there) */
+    int verdicts_replaced;   /* import: the bundle's verdict won over the cache's */
+    int verdicts_kept;       /* import: the cache's verdict won (newer, or FAIL of one time) */
+    int verdicts_refused;    /* import: PASS verdicts not taken, for a family with a status
+                                note (fajit_family_status_note: FA4, never run on hardware),
+                                which passes only by being validated on the GPU class itself */
+} fajit_bundle_report;
+#define FAJIT_BUNDLE_REPORT_SIZE_V1 (offsetof(fajit_bundle_report, verdicts_refused) + sizeof(int))
+
+/* Sets struct_size and zeros the rest (NULL: does nothing); _sized as for fajit_ctx_opts. */
+FAJIT_API void fajit_bundle_report_init_sized(fajit_bundle_report *r, size_t struct_size);
+static inline void fajit_bundle_report_init(fajit_bundle_report *r)
+{
+    fajit_bundle_report_init_sized(r, sizeof *r);
+}
+
+/* fajit_cache_export's flags. */
+enum { FAJIT_EXPORT_FORCE = 1 };   /* replace an existing regular file that is not a bundle */
+
+/* fajit_cache_export and fajit_cache_import with flags and every count (rep may be NULL;
+ * the library writes at most rep->struct_size bytes). export opens an existing `path`
+ * without blocking and never replaces anything but a regular file, nor the context's own
+ * cache file or any live cache; a regular file that is neither empty nor a fajit bundle
+ * only with FAJIT_EXPORT_FORCE. import reads only a regular file (a FIFO or a device is
+ * refused, never blocked on). Errors as fajit_cache_export and fajit_cache_import, and
+ * INVALID_ARGUMENT for rep's struct_size or unknown flags. */
+FAJIT_API fajit_status fajit_cache_export_bundle(fajit_ctx *ctx, const char *path,
+                                                 const char *arch, unsigned flags,
+                                                 fajit_bundle_report *rep);
+FAJIT_API fajit_status fajit_cache_import_bundle(fajit_ctx *ctx, const char *path,
+                                                 fajit_bundle_report *rep);
 
 /* Why the kernel fajit_attn_fwd would use for `d` on target `arch` (NULL = the context's
  * device) is or is not in the cache: the parts of its key and, for a miss, the nearest

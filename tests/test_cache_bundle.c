@@ -74,7 +74,7 @@ START_TEST(test_export_import)
     fill_source(a);
     ck_assert_int_eq(has_seed(a, 2), 1);
     ck_assert_int_eq(has_seed(a, 2), 1);
-    ck_assert_int_eq(fj_cache_export(a, bundle, NULL, &st), 0);
+    ck_assert_int_eq(fj_cache_export(a, bundle, NULL, 0, &st), 0);
     ck_assert_int_eq(st.kernels, 3);
     ck_assert_int_eq(st.rows, 2);
     ck_assert_int_eq(st.corrupt, 0);
@@ -95,7 +95,7 @@ START_TEST(test_export_import)
     ck_assert_int_eq(file_user_version(bundle), FJ_CACHE_SCHEMA_VERSION);
 
     fj_cache *b = open_ok(dst);
-    ck_assert_int_eq(fj_cache_import(b, bundle, &st), 0);
+    ck_assert_int_eq(fj_cache_import(b, bundle, NULL, &st), 0);
     ck_assert_int_eq(st.kernels, 3);
     ck_assert_int_eq(st.kernels_present, 0);
     ck_assert_int_eq(st.rows, 2);
@@ -116,7 +116,7 @@ START_TEST(test_export_import)
     fj_tune_row_free(&r);
 
     /* Importing again changes nothing. */
-    ck_assert_int_eq(fj_cache_import(b, bundle, &st), 0);
+    ck_assert_int_eq(fj_cache_import(b, bundle, NULL, &st), 0);
     ck_assert_int_eq(st.kernels, 0);
     ck_assert_int_eq(st.kernels_present, 3);
     ck_assert_int_eq(st.rows, 0);
@@ -125,17 +125,17 @@ START_TEST(test_export_import)
     /* A target without kernels fails and leaves the existing bundle as it was. */
     struct stat before, after;
     ck_assert_int_eq(stat(bundle, &before), 0);
-    ck_assert_int_eq(fj_cache_export(a, bundle, "sm_100a", &st), -1);
+    ck_assert_int_eq(fj_cache_export(a, bundle, "sm_100a", 0, &st), -1);
     ck_assert_ptr_nonnull(strstr(g_log.last[FJ_LOG_WARN], "no usable kernel of target sm_100a"));
     ck_assert_int_eq(stat(bundle, &after), 0);
     ck_assert_int_eq(after.st_ino, before.st_ino);
 
     /* Filtered by target, over an existing bundle, into a memory-only cache. */
-    ck_assert_int_eq(fj_cache_export(a, bundle, "sm_90a", &st), 0);
+    ck_assert_int_eq(fj_cache_export(a, bundle, "sm_90a", 0, &st), 0);
     ck_assert_int_eq(st.kernels, 1);
     ck_assert_int_eq(st.rows, 1);
     fj_cache *m = open_ok(NULL);
-    ck_assert_int_eq(fj_cache_import(m, bundle, &st), 0);
+    ck_assert_int_eq(fj_cache_import(m, bundle, NULL, &st), 0);
     ck_assert_int_eq(st.kernels, 1);
     ck_assert_int_eq(has_seed(m, 2), 1);
     ck_assert_int_eq(has_seed(m, 1), 0);
@@ -183,7 +183,7 @@ START_TEST(test_import_corrupt)
     make_entry(&e, 30, 3000);
     memset(e.blob, 'Z', e.blob_size);   /* findable in the file */
     ck_assert_int_eq(fj_cache_put(a, &e), 0);
-    ck_assert_int_eq(fj_cache_export(a, bundle, NULL, &st), 0);
+    ck_assert_int_eq(fj_cache_export(a, bundle, NULL, 0, &st), 0);
     ck_assert_int_eq(st.kernels, 4);
     fj_cache_close(a);
 
@@ -196,7 +196,7 @@ START_TEST(test_import_corrupt)
     close(fd);
 
     fj_cache *b = open_ok(NULL);
-    ck_assert_int_eq(fj_cache_import(b, bundle, &st), 0);
+    ck_assert_int_eq(fj_cache_import(b, bundle, NULL, &st), 0);
     ck_assert_int_eq(st.corrupt, 1);
     ck_assert_int_eq(st.kernels, 3);
     ck_assert_int_eq(st.rows, 2);
@@ -223,10 +223,10 @@ START_TEST(test_bundle_readonly)
     snprintf(tier, sizeof tier, "%s/tier", dir);
     fj_cache *a = open_ok(NULL);
     fill_source(a);
-    ck_assert_int_eq(fj_cache_export(a, bundle, NULL, &st), 0);
+    ck_assert_int_eq(fj_cache_export(a, bundle, NULL, 0, &st), 0);
     ck_assert_int_eq(mkdir(tier, 0755), 0);
     snprintf(junk, sizeof junk, "%s/kernels.db", tier);   /* a bundle as a cache dir */
-    ck_assert_int_eq(fj_cache_export(a, junk, NULL, &st), 0);
+    ck_assert_int_eq(fj_cache_export(a, junk, NULL, 0, &st), 0);
     fj_cache_close(a);
     ck_assert_int_eq(chmod(bundle, 0444), 0);
 
@@ -321,29 +321,29 @@ START_TEST(test_merge)
     put_row(a, "W", "aw", 9.0, 1, 100);
     put_row(b, "W", "bw", 1.0, 0, 300);
     put_row(a, "V", "av", 1.0, 0, 100);
-    ck_assert_int_eq(fj_cache_export(a, pa, NULL, NULL), 0);
-    ck_assert_int_eq(fj_cache_export(b, pb, NULL, NULL), 0);
+    ck_assert_int_eq(fj_cache_export(a, pa, NULL, 0, NULL), 0);
+    ck_assert_int_eq(fj_cache_export(b, pb, NULL, 0, NULL), 0);
     fj_cache_close(a);
     fj_cache_close(b);
 
     fj_cache *m1 = open_ok(m1dir), *m2 = open_ok(NULL);
-    ck_assert_int_eq(fj_cache_import(m1, pa, &st), 0);
-    ck_assert_int_eq(fj_cache_import(m1, pb, &st), 0);
+    ck_assert_int_eq(fj_cache_import(m1, pa, NULL, &st), 0);
+    ck_assert_int_eq(fj_cache_import(m1, pb, NULL, &st), 0);
     ck_assert_int_eq(st.kernels, 1);
     ck_assert_int_eq(st.kernels_present, 1);
     ck_assert_int_eq(st.rows, 3);        /* X, Y, Z taken from b */
     ck_assert_int_eq(st.rows_kept, 1);   /* W */
-    ck_assert_int_eq(fj_cache_import(m2, pb, NULL), 0);
-    ck_assert_int_eq(fj_cache_import(m2, pa, NULL), 0);
+    ck_assert_int_eq(fj_cache_import(m2, pb, NULL, NULL), 0);
+    ck_assert_int_eq(fj_cache_import(m2, pa, NULL, NULL), 0);
     check_merged(m1);
     check_merged(m2);
 
     /* The merged bundle carries the same. */
-    ck_assert_int_eq(fj_cache_export(m1, pm, NULL, &st), 0);
+    ck_assert_int_eq(fj_cache_export(m1, pm, NULL, 0, &st), 0);
     ck_assert_int_eq(st.kernels, 3);
     ck_assert_int_eq(st.rows, 5);
     fj_cache *m3 = open_ok(NULL);
-    ck_assert_int_eq(fj_cache_import(m3, pm, NULL), 0);
+    ck_assert_int_eq(fj_cache_import(m3, pm, NULL, NULL), 0);
     check_merged(m3);
     fj_cache_close(m3);
     fj_cache_close(m2);
@@ -363,33 +363,33 @@ START_TEST(test_bundle_errors)
     put_seed(c, 1, 1000);
 
     /* Never over the cache's own file, never into a missing directory. */
-    ck_assert_int_eq(fj_cache_export(c, path, NULL, &st), -1);
+    ck_assert_int_eq(fj_cache_export(c, path, NULL, 0, &st), -1);
     snprintf(other, sizeof other, "%s/no/such/dir/b.fjb", dir);
-    ck_assert_int_eq(fj_cache_export(c, other, NULL, &st), -1);
+    ck_assert_int_eq(fj_cache_export(c, other, NULL, 0, &st), -1);
     ck_assert_int_eq(has_seed(c, 1), 1);
 
     /* Missing, junk, someone else's SQLite file, a newer schema: -1, nothing imported. */
     snprintf(other, sizeof other, "%s/missing.fjb", dir);
-    ck_assert_int_eq(fj_cache_import(c, other, &st), -1);
+    ck_assert_int_eq(fj_cache_import(c, other, NULL, &st), -1);
     snprintf(other, sizeof other, "%s/junk.fjb", dir);
     int fd = open(other, O_WRONLY | O_CREAT, 0644);
     ck_assert_int_ne(fd, -1);
     for (int i = 0; i < 64; i++)
         ck_assert_int_eq(write(fd, "0123456789abcdef0123456789abcdef", 32), 32);
     close(fd);
-    ck_assert_int_eq(fj_cache_import(c, other, &st), -1);
+    ck_assert_int_eq(fj_cache_import(c, other, NULL, &st), -1);
     snprintf(other, sizeof other, "%s/foreign.db", dir);
     ck_assert_int_eq(sqlite3_open(other, &db), SQLITE_OK);
     ck_assert_int_eq(sqlite3_exec(db, "CREATE TABLE t (x)", NULL, NULL, NULL), SQLITE_OK);
     sqlite3_close(db);
-    ck_assert_int_eq(fj_cache_import(c, other, &st), -1);
+    ck_assert_int_eq(fj_cache_import(c, other, NULL, &st), -1);
     snprintf(other, sizeof other, "%s/newer.fjb", dir);
-    ck_assert_int_eq(fj_cache_export(c, other, NULL, &st), 0);
+    ck_assert_int_eq(fj_cache_export(c, other, NULL, 0, &st), 0);
     unsigned char v[4] = { 0, 0, 0, 99 };
     fd = open(other, O_WRONLY);
     ck_assert_int_eq(pwrite(fd, v, 4, 60), 4);
     close(fd);
-    ck_assert_int_eq(fj_cache_import(c, other, &st), -1);
+    ck_assert_int_eq(fj_cache_import(c, other, NULL, &st), -1);
     ck_assert_ptr_nonnull(strstr(g_log.last[FJ_LOG_WARN], "not a fajit bundle"));
     fj_cache_close(c);
 
@@ -397,13 +397,13 @@ START_TEST(test_bundle_errors)
     snprintf(other, sizeof other, "%s/good.fjb", dir);
     c = open_ok(NULL);
     put_seed(c, 2, 2000);
-    ck_assert_int_eq(fj_cache_export(c, other, NULL, NULL), 0);
+    ck_assert_int_eq(fj_cache_export(c, other, NULL, 0, NULL), 0);
     fj_cache_close(c);
     fj_cache_debug_force_readonly = 1;
     c = open_ok(dir);
     fj_cache_debug_force_readonly = 0;
     ck_assert_int_eq(fj_cache_readonly(c), 1);
-    ck_assert_int_eq(fj_cache_import(c, other, &st), -1);
+    ck_assert_int_eq(fj_cache_import(c, other, NULL, &st), -1);
     ck_assert_int_eq(has_seed(c, 2), 0);
     fj_cache_close(c);
     rm_rf(dir);
@@ -425,12 +425,12 @@ START_TEST(test_bundle_swapped_blobs)
     put_seed(a, 1, 1500);
     put_seed(a, 3, 1500);
     put_seed(a, 5, 1500);
-    ck_assert_int_eq(fj_cache_export(a, bundle, NULL, &st), 0);
+    ck_assert_int_eq(fj_cache_export(a, bundle, NULL, 0, &st), 0);
     fj_cache_close(a);
     swap_blobs(bundle, &k1, &k3);
 
     fj_cache *b = open_ok(NULL);
-    ck_assert_int_eq(fj_cache_import(b, bundle, &st), 0);
+    ck_assert_int_eq(fj_cache_import(b, bundle, NULL, &st), 0);
     ck_assert_int_eq(st.corrupt, 2);
     ck_assert_int_eq(st.kernels, 1);
     ck_assert_int_eq(fj_cache_has(b, &k1) + fj_cache_has(b, &k3), 0);
@@ -473,17 +473,17 @@ START_TEST(test_export_not_over_live_cache)
     /* A merge's cache (a fresh one elsewhere) exporting onto the live file. */
     fj_cache *m = open_ok(NULL);
     put_seed(m, 2, 700);
-    ck_assert_int_eq(fj_cache_export(m, path, NULL, &st), -1);
+    ck_assert_int_eq(fj_cache_export(m, path, NULL, 0, &st), -1);
     ck_assert_ptr_nonnull(strstr(g_log.last[FJ_LOG_WARN], "live cache"));
-    ck_assert_int_eq(fj_cache_export(m, alias, NULL, &st), -1);
+    ck_assert_int_eq(fj_cache_export(m, alias, NULL, 0, &st), -1);
     /* The cache onto its own file, its -wal, a hard link to it. */
-    ck_assert_int_eq(fj_cache_export(live, path, NULL, &st), -1);
+    ck_assert_int_eq(fj_cache_export(live, path, NULL, 0, &st), -1);
     ck_assert_ptr_nonnull(strstr(g_log.last[FJ_LOG_WARN], "own file"));
-    ck_assert_int_eq(fj_cache_export(live, wal, NULL, &st), -1);
-    ck_assert_int_eq(fj_cache_export(live, alias, NULL, &st), -1);
+    ck_assert_int_eq(fj_cache_export(live, wal, NULL, 0, &st), -1);
+    ck_assert_int_eq(fj_cache_export(live, alias, NULL, 0, &st), -1);
     /* A bundle may be replaced. */
-    ck_assert_int_eq(fj_cache_export(live, bundle, NULL, &st), 0);
-    ck_assert_int_eq(fj_cache_export(m, bundle, NULL, &st), 0);
+    ck_assert_int_eq(fj_cache_export(live, bundle, NULL, 0, &st), 0);
+    ck_assert_int_eq(fj_cache_export(m, bundle, NULL, 0, &st), 0);
     ck_assert_int_eq(st.kernels, 1);
     fj_cache_close(m);
 

@@ -513,7 +513,7 @@ START_TEST(test_migrate_old)
     check_old_rows(c);
     ck_assert_int_eq(fj_cache_tune_list(c, count_rows_cb, &n), 0);
     ck_assert_int_eq(n, N_OLD_ROWS);
-    ck_assert_int_eq(fj_cache_export(c, bundle, NULL, &st), 0);
+    ck_assert_int_eq(fj_cache_export(c, bundle, NULL, 0, &st), 0);
     ck_assert_int_eq(st.kernels, 0);
     ck_assert_int_eq(st.kernels_stale, 1);
     ck_assert_int_eq(st.rows, N_OLD_ROWS);
@@ -521,18 +521,18 @@ START_TEST(test_migrate_old)
 
     /* Imports: the exported bundle, an old bundle, the old cache file itself. */
     fj_cache *m = open_ok(NULL);
-    ck_assert_int_eq(fj_cache_import(m, old_bundle, &st), 0);
+    ck_assert_int_eq(fj_cache_import(m, old_bundle, NULL, &st), 0);
     ck_assert_int_eq(st.kernels, 0);
     ck_assert_int_eq(st.kernels_stale, 1);
     ck_assert_int_eq(st.rows, N_OLD_ROWS);
     check_old_rows(m);
     ck_assert_int_eq(fj_cache_has(m, &e.key), 0);
-    ck_assert_int_eq(fj_cache_import(m, path, &st), 0);
+    ck_assert_int_eq(fj_cache_import(m, path, NULL, &st), 0);
     ck_assert_int_eq(st.kernels_stale, 1);
     ck_assert_int_eq(st.rows_kept, N_OLD_ROWS);
     fj_cache_close(m);
     m = open_ok(NULL);
-    ck_assert_int_eq(fj_cache_import(m, bundle, &st), 0);
+    ck_assert_int_eq(fj_cache_import(m, bundle, NULL, &st), 0);
     ck_assert_int_eq(st.rows, N_OLD_ROWS);
     ck_assert_int_eq(st.kernels + st.kernels_stale, 0);
     check_old_rows(m);

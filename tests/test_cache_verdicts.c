@@ -175,21 +175,23 @@ START_TEST(test_verdict_bundle)
     make_verdict(&w, "fa2", 1, 2000);
     snprintf(w.arch, sizeof w.arch, "sm_80");
     ck_assert_int_eq(fj_cache_verdict_put(c, &w), 0);
-    ck_assert_int_eq(fj_cache_export(c, bundle, "sm_90a", &st), 0);
+    ck_assert_int_eq(fj_cache_export(c, bundle, "sm_90a", 0, &st), 0);
     ck_assert_int_eq(st.verdicts, 1);
     fj_cache_close(c);
     c = open_ok(NULL);
     make_verdict(&v, "fa3", 1, 1000);   /* an older pass of the same class */
     ck_assert_int_eq(fj_cache_verdict_put(c, &v), 0);
-    ck_assert_int_eq(fj_cache_export(c, old_bundle, NULL, &st), 0);
+    ck_assert_int_eq(fj_cache_export(c, old_bundle, NULL, 0, &st), 0);
     fj_cache_close(c);
 
     for (int order = 0; order < 2; order++) {
         c = open_ok(NULL);
-        ck_assert_int_eq(fj_cache_import(c, order ? bundle : old_bundle, &st), 0);
+        ck_assert_int_eq(fj_cache_import(c, order ? bundle : old_bundle, NULL, &st), 0);
         ck_assert_int_eq(st.verdicts, 1);
-        ck_assert_int_eq(fj_cache_import(c, order ? old_bundle : bundle, &st), 0);
-        ck_assert_int_eq(st.verdicts, order ? 0 : 1);   /* the older one loses */
+        ck_assert_int_eq(fj_cache_import(c, order ? old_bundle : bundle, NULL, &st), 0);
+        ck_assert_int_eq(st.verdicts, 0);   /* the older one loses */
+        ck_assert_int_eq(st.verdicts_replaced, order ? 0 : 1);
+        ck_assert_int_eq(st.verdicts_kept, order ? 1 : 0);
         ck_assert_int_eq(fj_cache_verdict_get(c, &v, &got), 1);
         ck_assert_int_eq(got.pass, 0);
         ck_assert_int_eq(got.created, 2000);
@@ -219,17 +221,17 @@ START_TEST(test_verdict_import_rule)
         fj_cache *c = open_ok(NULL);
         make_verdict(&v, "fa4", 1, pass_at);
         ck_assert_int_eq(fj_cache_verdict_put(c, &v), 0);
-        ck_assert_int_eq(fj_cache_export(c, a, NULL, &st), 0);
+        ck_assert_int_eq(fj_cache_export(c, a, NULL, 0, &st), 0);
         fj_cache_close(c);
         c = open_ok(NULL);
         make_verdict(&v, "fa4", 0, fail_at);
         ck_assert_int_eq(fj_cache_verdict_put(c, &v), 0);
-        ck_assert_int_eq(fj_cache_export(c, b, NULL, &st), 0);
+        ck_assert_int_eq(fj_cache_export(c, b, NULL, 0, &st), 0);
         fj_cache_close(c);
         for (int order = 0; order < 2; order++) {
             c = open_ok(NULL);
-            ck_assert_int_eq(fj_cache_import(c, order ? b : a, &st), 0);
-            ck_assert_int_eq(fj_cache_import(c, order ? a : b, &st), 0);
+            ck_assert_int_eq(fj_cache_import(c, order ? b : a, NULL, &st), 0);
+            ck_assert_int_eq(fj_cache_import(c, order ? a : b, NULL, &st), 0);
             ck_assert_int_eq(fj_cache_verdict_get(c, &v, &got), 1);
             ck_assert_msg(got.pass == 0, "round %d order %d: PASS kept", round, order);
             ck_assert_int_le(got.created, (int64_t)time(NULL));

@@ -126,6 +126,89 @@ if grep -q $'[\x01-\x09\x0b-\x1f\x7f]' <<<"$out" || ! grep -qF 'ref bf16\x1b[2J\
 else
     echo "ok: cache ls escapes control characters"
 fi
+# export and merge replace only a bundle (or an empty file; any regular file with --force),
+# never a FIFO or a device, and block on none; import reads only a regular file.
+mkdir "$dir/out" && echo "not a bundle" > "$dir/out/text" && mkfifo "$dir/out/fifo"
+"$T" -q --cache-dir "$dir/e" cache export "$dir/out/b.db" >/dev/null 2>&1 ||
+    { echo "FAIL: export to a new file"; fails=$((fails + 1)); }
+expect 0 "" --cache-dir "$dir/e" cache export "$dir/out/b.db"   # a bundle: replaced
+expect 1 "neither empty nor a fajit bundle" --cache-dir "$dir/e" cache export "$dir/out/text"
+expect 1 "neither empty nor a fajit bundle" --cache-dir "$dir/e" cache merge "$dir/out/text" \
+    "$dir/out/b.db"
+[ "$(cat "$dir/out/text")" = "not a bundle" ] ||
+    { echo "FAIL: a refused export or merge replaced $dir/out/text"; fails=$((fails + 1)); }
+for cmd in "export $dir/out/fifo" "merge $dir/out/fifo $dir/out/b.db" "import $dir/out/fifo" \
+           "export /dev/null"; do
+    [ "${cmd%% *}" = import ] && force= || force=--force
+    err=$(timeout 20 "$T" --cache-dir "$dir/e" cache $cmd $force 2>&1 >/dev/null)
+    rc=$?
+    if [ "$rc" != 1 ] || ! grep -q "not a regular file" <<<"$err" || [ ! -p "$dir/out/fifo" ] ||
+        [ ! -c /dev/null ]; then
+        echo "FAIL: cache $cmd $force -> rc $rc (want 1, 124: blocked), stderr: $err"
+        fails=$((fails + 1))
+    else
+        echo "ok: cache $cmd $force refused, not blocked -> 1"
+    fi
+done
+expect 0 "" --cache-dir "$dir/e" cache export --force "$dir/out/text"
+expect 0 "" --cache-dir "$dir/e" cache merge "$dir/out/text" "$dir/out/b.db"   # now a bundle
+# merge works under $TMPDIR, and SIGTERM during it leaves nothing there.
+python3 - "$dir/out/b.db" <<'PY'
+import sqlite3, sys
+db = sqlite3.connect(sys.argv[1])
+db.executemany("INSERT INTO tuning (gpu_name, arch, sm_count, signature, bucket, config, time_ms,"
+               " table_json, pinned, fajit_version, nvrtc_version, created, op) VALUES ('G',"
+               " 'sm_90a', 132, ?, 'b', 'fa3:x', 1.0, '', 0, '0.1.0', 13000, 1000, 'fwd')",
+               [("fwd.s%d" % i,) for i in range(5000)])
+db.commit()
+PY
+mkdir "$dir/tmp"
+args=()
+for i in $(seq 1 63); do args+=("$dir/out/b.db"); done
+TMPDIR="$dir/tmp" "$T" -q --cache-dir "$dir/e" cache merge "$dir/out/m.db" "${args[@]}" \
+    >/dev/null 2>&1 &
+pid=$!
+seen=0
+for i in $(seq 1 1000); do
+    ls "$dir/tmp" | grep -q '^fajit-merge-' && { seen=1; break; }
+    kill -0 "$pid" 2>/dev/null || break
+    sleep 0.01
+done
+kill -TERM "$pid" 2>/dev/null
+wait "$pid"
+rc=$?
+left=$(ls "$dir/tmp")
+if [ "$seen" != 1 ] || [ -n "$left" ] || [ "$rc" = 0 ]; then
+    echo "FAIL: merge under TMPDIR=$dir/tmp, SIGTERM: seen $seen, rc $rc, left: $left"
+    fails=$((fails + 1))
+else
+    echo "ok: merge works under TMPDIR and removes its directory on SIGTERM -> $rc"
+fi
+# cache verify checks verdict rows (as a bundle may bring them): a family of this fajit, a
+# target, a pass/fail status, a date not in the future; bad ones are named and removed.
+"$T" --cache-dir "$dir/vd" cache ls >/dev/null 2>&1
+python3 - "$dir/vd/kernels.db" <<'PY'
+import sqlite3, sys, time
+db = sqlite3.connect(sys.argv[1])
+now = int(time.time())
+rows = [("fa3", "sm_90a", 1, now - 100), ("fa9", "sm_90a", 1, now - 100),
+        ("fa3", "sm_999", 0, now - 100), ("decode", "sm_90a", 7, now - 100),
+        ("fa4", "sm_100a", 1, 4102444800)]
+db.executemany("INSERT INTO verdicts VALUES ('NVIDIA X', ?, 132, 13000, '0.1.0', ?, ?, '', '', ?)",
+               [(a, f, p, t) for f, a, p, t in rows])
+db.commit()
+PY
+out=$("$T" --cache-dir "$dir/vd" cache verify 2>&1)
+rc=$?
+if [ "$rc" != 1 ] || ! grep -q "^5 verdicts checked, 4 bad (removed)" <<<"$out" ||
+    [ "$(grep -c '^BAD VERDICT' <<<"$out")" != 4 ] || ! grep -q "fa9 sm_90a.*no family" <<<"$out" ||
+    ! grep -q "fa4 sm_100a.*in the future" <<<"$out"; then
+    echo "FAIL: cache verify with 4 bad verdict rows -> rc $rc (want 1): $out"
+    fails=$((fails + 1))
+else
+    echo "ok: cache verify names and removes 4 bad verdict rows -> 1"
+fi
+expect_out 0 "^1 verdicts checked, 0 bad" --cache-dir "$dir/vd" cache verify
 args=()
 for i in $(seq 1 70); do args+=("$dir/b$i.db"); done
 expect 2 "too many arguments (at most 64 files)" --cache-dir "$dir" cache import "${args[@]}"

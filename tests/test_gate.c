@@ -9,6 +9,8 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include <unistd.h>
+
 #include "../src/api/internal.h"
 
 /*------ a fake sm_90a device, and a family on it ------*/
@@ -463,6 +465,57 @@ START_TEST(gate_noted_family_warm)
 }
 END_TEST
 
+/* An imported PASS for a family with a status note (FA4: never run on hardware) is not
+ * taken: the family is still validated on its first use on the GPU class. A PASS of a
+ * family without a note, and a FAIL of either, are taken. */
+START_TEST(gate_imported_pass_noted)
+{
+    fj_cuda fake = fake_table();
+    fj_cuda_set_for_testing(&fake);
+    fj_family_register_for_testing(&k_gt);
+    fj_family_register_for_testing(&k_gn);
+    sink_t s = {0};
+    char dir[] = "/tmp/fajit-gate-XXXXXX", bundle[64], bundle2[64];
+    ck_assert_ptr_nonnull(mkdtemp(dir));
+    snprintf(bundle, sizeof bundle, "%s/pass.fjb", dir);
+    snprintf(bundle2, sizeof bundle2, "%s/fail.fjb", dir);
+    fajit_ctx *ctx = fake_ctx(&s, FAJIT_VALIDATE_WARM, FAJIT_POLICY_STRICT);
+    put_verdict(ctx, "gn", 1, 12080);
+    put_verdict(ctx, "gt", 1, 12080);
+    ck_assert_int_eq(fajit_cache_export(ctx, bundle, NULL, NULL, NULL), FAJIT_OK);
+    put_verdict(ctx, "gn", 0, 12080);
+    ck_assert_int_eq(fajit_cache_export(ctx, bundle2, NULL, NULL, NULL), FAJIT_OK);
+    fajit_ctx_destroy(ctx);
+
+    ctx = fake_ctx(&s, FAJIT_VALIDATE_WARM, FAJIT_POLICY_STRICT);
+    ck_assert_int_eq(fajit_cache_import(ctx, bundle, NULL, NULL, NULL), FAJIT_OK);
+    ck_assert_int_eq(fj_verdict_state(ctx, &k_gt, NULL), FJ_VS_PASS);
+    fajit_attn_desc d = hd128_causal();
+    memset(&g_fake, 0, sizeof g_fake);
+    ck_assert_int_eq(fajit_attn_fwd(ctx, &d, (CUstream)0x5), FAJIT_CACHE_MISS);
+    ck_assert_msg(g_fake.allocs == 1, "gn was not validated on first use (%d allocations): "
+                  "the imported PASS counted as its validation", g_fake.allocs);
+    fajit_ctx_destroy(ctx);
+
+    ctx = fake_ctx(&s, FAJIT_VALIDATE_WARM, FAJIT_POLICY_STRICT);
+    fajit_bundle_report r;
+    fajit_bundle_report_init(&r);
+    ck_assert_int_eq(fajit_cache_import_bundle(ctx, bundle, &r), FAJIT_OK);
+    ck_assert_int_eq(r.verdicts, 1);
+    ck_assert_int_eq(r.verdicts_refused, 1);
+    ck_assert_int_eq(fajit_cache_import_bundle(ctx, bundle2, &r), FAJIT_OK);
+    ck_assert_int_eq(r.verdicts, 1);   /* the FAIL of gn is taken */
+    ck_assert_int_eq(r.verdicts_kept + r.verdicts_replaced, 1);   /* gt's, of one time */
+    ck_assert_int_eq(fj_verdict_state(ctx, &k_gn, NULL), FJ_VS_FAIL);
+    fajit_ctx_destroy(ctx);
+    unlink(bundle);
+    unlink(bundle2);
+    ck_assert_int_eq(rmdir(dir), 0);
+    fj_family_register_for_testing(NULL);
+    fj_cuda_set_for_testing(NULL);
+}
+END_TEST
+
 /* fajit_validate's arguments and a run that cannot allocate its inputs. */
 START_TEST(gate_validate_api)
 {
@@ -534,6 +587,7 @@ TCase *fj_tcase_gate(void)
     tcase_add_test(tc, gate_policy_option);
     tcase_add_test(tc, gate_lazy_capture);
     tcase_add_test(tc, gate_noted_family_warm);
+    tcase_add_test(tc, gate_imported_pass_noted);
     tcase_add_test(tc, gate_validate_api);
     tcase_add_test(tc, gate_verdict_list);
     return tc;

@@ -9,7 +9,7 @@
  *   fajit-tune plan [--arch sm_90a] [--op fwd] [--hdim 128] [--dtype bf16] [--mask causal]
  *                   [--seqlen 4096]
  *   fajit-tune cache ls|stats|verify [--recompile [--allow-skipped]]|clear | prune --max-mb N
- *   fajit-tune cache export FILE [--arch A] | import FILE... | merge OUT IN...
+ *   fajit-tune cache export FILE [--arch A] [--force] | import FILE... | merge OUT IN... [--force]
  *   fajit-tune cache explain [--arch A] [--op O] [--hdim D] [--dtype T] [--mask M] [--seqlen S]
  *   fajit-tune help [COMMAND] | --help | --version;  fajit-tune COMMAND --help
  * Global options, before the command: --cache-dir DIR, -v (debug log), -q (no progress).
@@ -20,13 +20,16 @@
  * qwen2.5-7b, mistral-7b, llama-3-8b-paged, llama-3.2-1b-paged.
  */
 #include <errno.h>
+#include <ftw.h>
 #include <getopt.h>
 #include <fajit.h>
+#include <signal.h>
 #include <stddef.h>
 #include <stdint.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/stat.h>
 #include <time.h>
 #include <unistd.h>
 
@@ -71,7 +74,9 @@ static const struct option o_verify[] = {OPT("recompile", no_argument, O_RECOMPI
                                          {0}};
 static const struct option o_prune[] = {OPT("max-mb", required_argument, O_MAX_MB), HELP_OPT,
                                         {0}};
-static const struct option o_export[] = {OPT("arch", required_argument, O_ARCH), HELP_OPT, {0}};
+static const struct option o_export[] = {OPT("arch", required_argument, O_ARCH),
+                                         OPT("force", no_argument, O_FORCE), HELP_OPT, {0}};
+static const struct option o_merge[] = {OPT("force", no_argument, O_FORCE), HELP_OPT, {0}};
 
 /* One command ("cache ls" for cache's): its lines of the usage, its options (getopt_long's
  * table and short letters), how many words may follow it and what it needs when too few. */
@@ -124,7 +129,8 @@ static const subcmd k_cmds[] = {
      NULL},
     {"cache verify",
      "  cache verify [--recompile [--allow-skipped]]\n"
-     "                            re-check every entry's checksum, drop bad ones;\n"
+     "                            re-check every entry's checksum and every verdict row\n"
+     "                            (family, arch, status, date), drop bad ones;\n"
      "                            --recompile: also recompile the kernels the local\n"
      "                            NVRTC made and compare the bytes (slow); a kernel it\n"
      "                            cannot compare is an error unless --allow-skipped\n",
@@ -135,12 +141,20 @@ static const subcmd k_cmds[] = {
      "                            rest take at most N MiB (tuning rows stay)\n",
      o_prune, ":h", 0, 0, NULL},
     {"cache export",
-     "  cache export FILE [--arch A]  one bundle file with kernels and tuning rows\n",
+     "  cache export FILE [--arch A] [--force]\n"
+     "                            one bundle file with kernels, tuning rows and verdicts;\n"
+     "                            an existing FILE is replaced only when it is a bundle\n"
+     "                            (or empty; any regular file with --force)\n",
      o_export, ":h", 1, 1, "FILE"},
-    {"cache import", "  cache import FILE...      add bundles into the cache\n", o_none, ":h",
-     1, 64, "at least one FILE"},
-    {"cache merge", "  cache merge OUT IN...     merge bundles IN into a new bundle OUT\n",
-     o_none, ":h", 2, 64, "OUT and at least one IN bundle"},
+    {"cache import",
+     "  cache import FILE...      add bundles into the cache (counts of kernels, tuning\n"
+     "                            rows and verdicts: imported, replaced, kept, refused)\n",
+     o_none, ":h", 1, 64, "at least one FILE"},
+    {"cache merge",
+     "  cache merge OUT IN... [--force]\n"
+     "                            merge bundles IN into a new bundle OUT (OUT replaced\n"
+     "                            as by export); works in a directory under $TMPDIR\n",
+     o_merge, ":h", 2, 64, "OUT and at least one IN bundle"},
     {"cache explain",
      "  cache explain [--arch A] [--op O] [--hdim D] [--dtype T] [--mask M] [--seqlen S]\n"
      "        [--seqlen-q Q --seqlen-k K] [--batch B] [--heads-q H] [--heads-kv H]\n"
@@ -654,11 +668,84 @@ static int print_entry(void *user, const fajit_cache_entry *e)
     return 0;
 }
 
+/*------ bundles ------*/
+
+/* SIGINT, SIGTERM and SIGHUP are held while a bundle is written or a merge directory
+ * exists, so that nothing is left behind: export removes its temp file or renames it before
+ * the signal acts, merge removes its directory first. */
+static void hold_signals(sigset_t *old)
+{
+    sigset_t s;
+    sigemptyset(&s);
+    sigaddset(&s, SIGINT);
+    sigaddset(&s, SIGTERM);
+    sigaddset(&s, SIGHUP);
+    sigprocmask(SIG_BLOCK, &s, old);
+}
+
+static int signal_held(void)
+{
+    sigset_t p;
+    return sigpending(&p) == 0 && (sigismember(&p, SIGINT) == 1 || sigismember(&p, SIGTERM) == 1
+                                   || sigismember(&p, SIGHUP) == 1);
+}
+
+static int remove_one(const char *path, const struct stat *sb, int type, struct FTW *ftw)
+{
+    (void)sb, (void)type, (void)ftw;
+    return remove(path) == 0 || errno == ENOENT ? 0 : -1;
+}
+
+/* Removes directory `dir` and everything under it (links not followed). */
+static void remove_tree(const char *dir)
+{
+    if (nftw(dir, remove_one, 16, FTW_DEPTH | FTW_PHYS) != 0)
+        fprintf(stderr, "fajit-tune: could not remove %s: %s\n", dir, strerror(errno));
+}
+
+/* One import's counts: kernels, tuning rows, verdicts (imported: none of the class and
+ * family was here; replaced; kept: the cache's won; refused: a PASS of a family that must
+ * be validated on its own GPU class). */
+static void print_import(const char *path, const fajit_bundle_report *r)
+{
+    char e[8192];
+    printf("%s: %d kernels added, %d tuning rows, %d corrupt skipped; verdicts %d imported, "
+           "%d replaced, %d kept, %d refused\n", esc(e, sizeof e, path), r->kernels, r->rows,
+           r->corrupt, r->verdicts, r->verdicts_replaced, r->verdicts_kept, r->verdicts_refused);
+    if (r->verdicts_refused)
+        fprintf(stderr, "fajit-tune: %s: %d PASS verdicts not taken: their families are "
+                "validated on first use on each GPU class\n", esc(e, sizeof e, path),
+                r->verdicts_refused);
+}
+
+static int cmd_export(fajit_ctx *ctx, const args *a)
+{
+    fajit_bundle_report r;
+    sigset_t old;
+    char e[8192];
+    fajit_bundle_report_init(&r);
+    hold_signals(&old);
+    fajit_status st = fajit_cache_export_bundle(ctx, a->pos[0], a->arch,
+                                                a->force ? FAJIT_EXPORT_FORCE : 0, &r);
+    sigprocmask(SIG_SETMASK, &old, NULL);   /* a signal held meanwhile acts now */
+    if (st)
+        return fail(ctx, st, "export");
+    printf("%s: %d kernels, %d tuning rows, %d verdicts\n", esc(e, sizeof e, a->pos[0]),
+           r.kernels, r.rows, r.verdicts);
+    return 0;
+}
+
+/* merge: a fresh cache in a new directory under $TMPDIR, each IN imported, one export. */
 static int cmd_merge(const args *a)
 {
-    char dir[] = "/tmp/fajit-merge-XXXXXX", cmd[64];
+    const char *tmpdir = getenv("TMPDIR");
+    char dir[4096], e[8192];
+    sigset_t old;
+    snprintf(dir, sizeof dir, "%s/fajit-merge-XXXXXX", tmpdir && *tmpdir ? tmpdir : "/tmp");
+    hold_signals(&old);
     if (!mkdtemp(dir)) {
-        perror("fajit-tune: mkdtemp");
+        fprintf(stderr, "fajit-tune: merge: cannot make %s: %s\n", dir, strerror(errno));
+        sigprocmask(SIG_SETMASK, &old, NULL);
         return 1;
     }
     fajit_ctx_opts o;
@@ -667,29 +754,34 @@ static int cmd_merge(const args *a)
     o.cache_dir = dir;
     o.log = on_log;
     fajit_ctx *m = NULL;
+    fajit_bundle_report r;
     fajit_status st = fajit_ctx_create(&m, &o);
     int rc = st ? fail(m, st, "merge") : 0, dropped = 0;
-    for (int i = 1; i < a->n_pos && !rc; i++) {
-        int k = 0, r = 0, bad = 0;
-        st = fajit_cache_import(m, a->pos[i], &k, &r, &bad);
+    for (int i = 1; i < a->n_pos && !rc && !signal_held(); i++) {
+        fajit_bundle_report_init(&r);
+        st = fajit_cache_import_bundle(m, a->pos[i], &r);
         rc = st ? fail(m, st, "merge") : 0;
         if (!rc)
-            printf("%s: %d kernels, %d tuning rows%s\n", a->pos[i], k, r, bad ? " (bad skipped)" : "");
-        dropped += bad;
+            print_import(a->pos[i], &r);
+        dropped += r.corrupt;
     }
-    int k = 0, r = 0;
-    if (!rc && (st = fajit_cache_export(m, a->pos[0], NULL, &k, &r)))
+    fajit_bundle_report_init(&r);
+    if (!rc && !signal_held()
+        && (st = fajit_cache_export_bundle(m, a->pos[0], NULL,
+                                           a->force ? FAJIT_EXPORT_FORCE : 0, &r)))
         rc = fail(m, st, "merge");
-    if (!rc)
-        printf("%s: %d kernels, %d tuning rows\n", a->pos[0], k, r);
+    else if (!rc && !signal_held())
+        printf("%s: %d kernels, %d tuning rows, %d verdicts\n", esc(e, sizeof e, a->pos[0]),
+               r.kernels, r.rows, r.verdicts);
     if (!rc && dropped) {
         fprintf(stderr, "fajit-tune: merge: %d corrupt kernels were skipped\n", dropped);
         rc = 1;
     }
     fajit_ctx_destroy(m);
-    snprintf(cmd, sizeof cmd, "rm -rf %s", dir);
-    if (system(cmd) != 0)
-        fprintf(stderr, "fajit-tune: could not remove %s\n", dir);
+    remove_tree(dir);
+    if (signal_held())
+        rc = 1;   /* (the signal acts below; with none acting, still an error) */
+    sigprocmask(SIG_SETMASK, &old, NULL);
     return rc;
 }
 
@@ -699,6 +791,16 @@ static int print_differ(void *user, const fajit_cache_entry *e)
     char arch[64], name[1024];
     printf("DIFFERS  %s  %-8s %7zu B  %s\n", e->key_hex, esc(arch, sizeof arch, e->arch),
            e->cubin_bytes, esc(name, sizeof name, e->name));
+    return 0;
+}
+
+static int print_bad_verdict(void *user, const fajit_verdict_info *v, const char *why)
+{
+    (void)user;
+    char fam[64], arch[64], gpu[512];
+    printf("BAD VERDICT  %s %s on %s (%d SMs, driver %d): %s\n",
+           esc(fam, sizeof fam, v->family_name), esc(arch, sizeof arch, v->arch),
+           esc(gpu, sizeof gpu, v->gpu_name), v->sm_count, v->driver_version, why);
     return 0;
 }
 
@@ -734,10 +836,14 @@ static int cmd_cache(fajit_ctx *ctx, const args *a)
             printf("entries %lld\nkernel_bytes %lld\nfile_bytes %lld\n", (long long)entries,
                    (long long)bytes, (long long)file_bytes);
     } else if (strcmp(sub, "verify") == 0) {
-        int checked = 0, bad = 0;
+        int checked = 0, bad = 0, vchecked = 0, vbad = 0;
         st = fajit_cache_verify(ctx, &checked, &bad);
         if (!st)
             printf("%d entries checked, %d bad (removed)\n", checked, bad);
+        if (!st && (st = fajit_cache_verify_verdicts(ctx, print_bad_verdict, NULL, &vchecked,
+                                                     &vbad)) == FAJIT_OK)
+            printf("%d verdicts checked, %d bad (removed)\n", vchecked, vbad);
+        bad += vbad;
         if (!st && a->recompile)
             return verify_recompile(ctx, bad, a->allow_skipped);
         if (!st && bad)
@@ -752,20 +858,17 @@ static int cmd_cache(fajit_ctx *ctx, const args *a)
         if (!st)
             printf("%lld kernels removed (%lld bytes)\n", (long long)removed, (long long)freed);
     } else if (strcmp(sub, "export") == 0) {
-        int k = 0, r = 0;
-        st = fajit_cache_export(ctx, a->pos[0], a->arch, &k, &r);
-        if (!st)
-            printf("%s: %d kernels, %d tuning rows\n", a->pos[0], k, r);
+        return cmd_export(ctx, a);
     } else if (strcmp(sub, "import") == 0) {
         st = FAJIT_OK;
         int dropped = 0;
         for (int i = 0; i < a->n_pos && !st; i++) {
-            int k = 0, r = 0, bad = 0;
-            st = fajit_cache_import(ctx, a->pos[i], &k, &r, &bad);
+            fajit_bundle_report r;
+            fajit_bundle_report_init(&r);
+            st = fajit_cache_import_bundle(ctx, a->pos[i], &r);
             if (!st)
-                printf("%s: %d kernels added, %d tuning rows, %d corrupt skipped\n", a->pos[i],
-                       k, r, bad);
-            dropped += bad;
+                print_import(a->pos[i], &r);
+            dropped += st ? 0 : r.corrupt;
         }
         if (!st && dropped) {   /* every dropped input is an error, if a late one */
             fprintf(stderr, "fajit-tune: import: %d corrupt kernels were skipped\n", dropped);

@@ -98,41 +98,117 @@ fajit_status fajit_cache_prune(fajit_ctx *ctx, int64_t max_bytes, int64_t *n_rem
     return FAJIT_OK;
 }
 
-fajit_status fajit_cache_export(fajit_ctx *ctx, const char *path, const char *arch,
-                                int *n_kernels, int *n_rows)
+void fajit_bundle_report_init_sized(fajit_bundle_report *r, size_t struct_size)
+{
+    fajit_bundle_report d;
+    memset(&d, 0, sizeof d);
+    d.struct_size = sizeof d;
+    fj_struct_export(r, struct_size, &d, sizeof d);
+}
+
+/* rep's struct_size checked (NULL: nothing to fill). */
+static fajit_status check_report(fajit_ctx *ctx, const fajit_bundle_report *rep)
+{
+    size_t n = 0;
+    if (rep)
+        memcpy(&n, rep, sizeof n);
+    FJ_RETURN_IF(rep && (n < FAJIT_BUNDLE_REPORT_SIZE_V1 || n > 4096), ctx,
+                 FAJIT_INVALID_ARGUMENT, "fajit_bundle_report.struct_size must be in [%zu, "
+                 "4096] (this library's is %zu), got %zu: fill it with fajit_bundle_report_init",
+                 (size_t)FAJIT_BUNDLE_REPORT_SIZE_V1, sizeof *rep, n);
+    return FAJIT_OK;
+}
+
+static void report_out(fajit_bundle_report *rep, const fj_bundle_stats *st)
+{
+    if (!rep)
+        return;
+    fajit_bundle_report r;
+    size_t n;
+    memset(&r, 0, sizeof r);
+    r.struct_size = sizeof r;
+    r.kernels = st->kernels, r.kernels_present = st->kernels_present;
+    r.rows = st->rows, r.rows_kept = st->rows_kept, r.corrupt = st->corrupt;
+    r.verdicts = st->verdicts, r.verdicts_replaced = st->verdicts_replaced;
+    r.verdicts_kept = st->verdicts_kept, r.verdicts_refused = st->verdicts_refused;
+    memcpy(&n, rep, sizeof n);
+    fj_struct_export(rep, n, &r, sizeof r);
+}
+
+fajit_status fajit_cache_export_bundle(fajit_ctx *ctx, const char *path, const char *arch,
+                                       unsigned flags, fajit_bundle_report *rep)
 {
     FJ_CTX_CHECK(ctx);
     FJ_RETURN_IF(!ctx || !path, ctx, FAJIT_INVALID_ARGUMENT, "ctx and path must not be NULL");
+    FJ_CHECK(check_report(ctx, rep));
+    FJ_RETURN_IF(flags & ~(unsigned)FAJIT_EXPORT_FORCE, ctx, FAJIT_INVALID_ARGUMENT,
+                 "flags may hold only FAJIT_EXPORT_FORCE (1), got %#x", flags);
     FJ_RETURN_IF(arch && fj_arch_sm(arch) < 0, ctx, FAJIT_INVALID_ARGUMENT,
                  "arch must be a target like sm_80, sm_90a or sm_100a, got '%s'", arch);
     fj_bundle_stats st;
-    FJ_RETURN_IF(fj_cache_export(ctx->cache, path, arch, &st) != 0, ctx, FAJIT_CACHE_ERROR,
+    FJ_RETURN_IF(fj_cache_export(ctx->cache, path, arch,
+                                 flags & FAJIT_EXPORT_FORCE ? FJ_EXPORT_FORCE : 0, &st) != 0,
+                 ctx, FAJIT_CACHE_ERROR,
                  "exporting the cache%s%s to %s failed: the target has no kernel in it, the "
-                 "file is a live cache, or SQLite failed (the log says which)",
+                 "file there is not a bundle to replace, or SQLite failed (the log says which)",
                  arch ? " for " : "", arch ? arch : "", path);
-    if (n_kernels)
-        *n_kernels = st.kernels;
-    if (n_rows)
-        *n_rows = st.rows;
+    report_out(rep, &st);
+    return FAJIT_OK;
+}
+
+fajit_status fajit_cache_export(fajit_ctx *ctx, const char *path, const char *arch,
+                                int *n_kernels, int *n_rows)
+{
+    fajit_bundle_report r;
+    fajit_bundle_report_init(&r);
+    fajit_status st = fajit_cache_export_bundle(ctx, path, arch, 0, &r);
+    if (st == FAJIT_OK && n_kernels)
+        *n_kernels = r.kernels;
+    if (st == FAJIT_OK && n_rows)
+        *n_rows = r.rows;
+    return st;
+}
+
+/* The families whose PASS verdicts import does not take: those with a status note (never
+ * run on hardware), which pass only by being validated on the GPU class itself. */
+static void local_pass_families(const char **names, int max)
+{
+    int n = 0;
+    for (int i = 0; i < fj_family_count() && n < max - 1; i++)
+        if (fj_family_at(i)->status_note)
+            names[n++] = fj_family_at(i)->name;
+    names[n] = NULL;
+}
+
+fajit_status fajit_cache_import_bundle(fajit_ctx *ctx, const char *path,
+                                       fajit_bundle_report *rep)
+{
+    FJ_CTX_CHECK(ctx);
+    FJ_RETURN_IF(!ctx || !path, ctx, FAJIT_INVALID_ARGUMENT, "ctx and path must not be NULL");
+    FJ_CHECK(check_report(ctx, rep));
+    const char *local[16];
+    local_pass_families(local, 16);
+    fj_bundle_stats st;
+    FJ_RETURN_IF(fj_cache_import(ctx->cache, path, local, &st) != 0, ctx, FAJIT_CACHE_ERROR,
+                 "importing %s failed: not a regular file, not a fajit cache or bundle, "
+                 "corrupt, or the cache is read-only (see the log); nothing was changed", path);
+    report_out(rep, &st);
     return FAJIT_OK;
 }
 
 fajit_status fajit_cache_import(fajit_ctx *ctx, const char *path, int *n_kernels, int *n_rows,
                                 int *n_corrupt)
 {
-    FJ_CTX_CHECK(ctx);
-    FJ_RETURN_IF(!ctx || !path, ctx, FAJIT_INVALID_ARGUMENT, "ctx and path must not be NULL");
-    fj_bundle_stats st;
-    FJ_RETURN_IF(fj_cache_import(ctx->cache, path, &st) != 0, ctx, FAJIT_CACHE_ERROR,
-                 "importing %s failed: not a fajit cache or bundle, corrupt, or the cache is "
-                 "read-only (see the log); nothing was changed", path);
-    if (n_kernels)
-        *n_kernels = st.kernels;
-    if (n_rows)
-        *n_rows = st.rows;
-    if (n_corrupt)
-        *n_corrupt = st.corrupt;
-    return FAJIT_OK;
+    fajit_bundle_report r;
+    fajit_bundle_report_init(&r);
+    fajit_status st = fajit_cache_import_bundle(ctx, path, &r);
+    if (st == FAJIT_OK && n_kernels)
+        *n_kernels = r.kernels;
+    if (st == FAJIT_OK && n_rows)
+        *n_rows = r.rows;
+    if (st == FAJIT_OK && n_corrupt)
+        *n_corrupt = r.corrupt;
+    return st;
 }
 
 /*------ verify by recompiling ------*/

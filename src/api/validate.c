@@ -495,3 +495,61 @@ fajit_status fajit_verdict_list(fajit_ctx *ctx, fajit_verdict_fn fn, void *user)
                  FAJIT_CACHE_ERROR, "listing the verdicts failed (see the log)");
     return FAJIT_OK;
 }
+
+/*------ verify the verdicts ------*/
+
+typedef struct vcheck {
+    fajit_bad_verdict_fn fn;
+    void *user;
+    int64_t now;
+} vcheck;
+
+/* Why verdict row `v` is malformed, or NULL: a family this library does not have (or the
+ * reference kernel's, which is never validated), a target it does not know, a status other
+ * than the integer 0 (fail) or 1 (pass), a time in the future or before 1970. */
+static const char *verdict_flaw(const fj_verdict *v, int status_ok, int64_t now)
+{
+    int known = 0;
+    for (int i = 0; i < fj_family_count() && !known; i++)
+        known = strcmp(fj_family_at(i)->name, v->family) == 0
+                && fj_family_at(i)->rank > FJ_RANK_ORACLE;
+    if (!known)
+        return "no family of this fajit has that name";
+    if (fj_arch_sm(v->arch) < 0)
+        return "its arch is no target (sm_80, sm_90a, ...)";
+    if (!status_ok)
+        return "its status is neither pass (1) nor fail (0)";
+    if (v->created > now)
+        return "it is dated in the future";
+    if (v->created < 0)
+        return "it is dated before 1970";
+    return NULL;
+}
+
+static int check_one(void *user, const fj_verdict *v, int status_ok)
+{
+    vcheck *vc = user;
+    const char *why = verdict_flaw(v, status_ok, vc->now);
+    if (why && vc->fn) {
+        fajit_verdict_info o;
+        info_of(v, 1, &o);
+        vc->fn(vc->user, &o, why);
+    }
+    return why != NULL;
+}
+
+fajit_status fajit_cache_verify_verdicts(fajit_ctx *ctx, fajit_bad_verdict_fn on_bad,
+                                         void *user, int *n_checked, int *n_bad)
+{
+    FJ_CTX_CHECK(ctx);
+    FJ_RETURN_IF(!ctx, ctx, FAJIT_INVALID_ARGUMENT, "ctx must not be NULL");
+    vcheck vc = {on_bad, user, (int64_t)time(NULL)};
+    int checked = 0, bad = 0;
+    FJ_RETURN_IF(fj_cache_verdict_check(ctx->cache, check_one, &vc, &checked, &bad) != 0, ctx,
+                 FAJIT_CACHE_ERROR, "checking the verdicts of the cache failed");
+    if (n_checked)
+        *n_checked = checked;
+    if (n_bad)
+        *n_bad = bad;
+    return FAJIT_OK;
+}

@@ -56,33 +56,87 @@ static void note_err(char *why, size_t n, const char *what, sqlite3 *db)
         snprintf(why, n, "%s: %s", what, db ? sqlite3_errmsg(db) : strerror(errno));
 }
 
-/* Why export must not replace `path`, or NULL: it is the cache's own file, -wal or -shm
- * (the same inode, however it is spelled or linked), or a live cache of anyone's, which
- * is an SQLite file in WAL mode (header bytes 18 and 19 are 2; a bundle never is). */
-static const char *unsafe_target(const fj_cache *c, const char *path)
+/* Opens `path` for reading without blocking (a FIFO with no writer, a device) and without
+ * making it the controlling terminal; -1 with errno when it cannot. */
+static int open_peek(const char *path, struct stat *sb)
+{
+    int fd = open(path, O_RDONLY | O_NONBLOCK | O_NOCTTY | O_CLOEXEC);
+    if (fd != -1 && fstat(fd, sb) == -1) {
+        int e = errno;
+        close(fd);
+        errno = e;
+        return -1;
+    }
+    return fd;
+}
+
+/* Whether the regular file at `path` is a fajit bundle or cache file (of any schema up to
+ * ours): an SQLite file whose user_version is one of ours and that has the meta and kernels
+ * tables. */
+static int is_bundle_file(const char *path)
+{
+    sqlite3 *db = NULL;
+    sqlite3_stmt *st = NULL;
+    int64_t ver = 0, objects = 0;
+    int yes = 0;
+    char *uri = fj_cache_uri(path, "?mode=ro");
+    if (uri && sqlite3_open_v2(uri, &db, SQLITE_OPEN_READONLY | SQLITE_OPEN_URI, NULL) == SQLITE_OK
+        && fj_cache_read_version(db, &ver, &objects) == SQLITE_OK && ver >= 1
+        && ver <= FJ_CACHE_SCHEMA_VERSION
+        && sqlite3_prepare_v2(db, "SELECT count(*) FROM sqlite_master WHERE type = 'table'"
+                              " AND name IN ('meta', 'kernels')", -1, &st, NULL) == SQLITE_OK
+        && sqlite3_step(st) == SQLITE_ROW)
+        yes = sqlite3_column_int(st, 0) == 2;
+    sqlite3_finalize(st);
+    sqlite3_close(db);
+    free(uri);
+    return yes;
+}
+
+/* Why export must not replace `path`, or NULL (into why, n bytes). Never: anything but a
+ * regular file (a FIFO, a device, a directory: opened without blocking and checked, never
+ * replaced); the cache's own file, -wal or -shm (the same inode, however it is spelled or
+ * linked); a live cache of anyone's, an SQLite file in WAL mode (header bytes 18 and 19
+ * are 2; a bundle never is). Unless FJ_EXPORT_FORCE: a regular file that is neither empty
+ * nor a fajit bundle. Nothing there: NULL. */
+static const char *unsafe_target(const fj_cache *c, const char *path, unsigned flags,
+                                 char *why, size_t n)
 {
     static const char *const suffix[] = { "", "-wal", "-shm" };
     static const char magic[16] = "SQLite format 3";
     unsigned char head[20];
     struct stat a, b;
-    int fd;
+    int fd = open_peek(path, &b);
 
-    if (stat(path, &b) == -1)
-        return NULL;   /* nothing there to replace */
+    if (fd == -1 && errno == ENOENT)
+        return NULL;   /* nothing there to replace (or a dangling link: rename replaces it) */
+    if (fd == -1 && (stat(path, &b) == -1 || !S_ISREG(b.st_mode) || !(flags & FJ_EXPORT_FORCE))) {
+        snprintf(why, n, "cannot read it to check that it is a bundle (%s)", strerror(errno));
+        return why;
+    }
+    if (!S_ISREG(b.st_mode)) {
+        close(fd);
+        return S_ISDIR(b.st_mode) ? "it is a directory"
+                                  : "it is not a regular file (a FIFO, a device or a socket)";
+    }
     for (int i = 0; c->path && i < 3; i++) {
         char own[4200];
         snprintf(own, sizeof own, "%s%s", c->path, suffix[i]);
-        if (stat(own, &a) == 0 && a.st_dev == b.st_dev && a.st_ino == b.st_ino)
+        if (stat(own, &a) == 0 && a.st_dev == b.st_dev && a.st_ino == b.st_ino) {
+            if (fd != -1)
+                close(fd);
             return "it is this cache's own file";
+        }
     }
-    if ((fd = open(path, O_RDONLY | O_CLOEXEC)) == -1)
-        return NULL;
-    ssize_t got = read(fd, head, sizeof head);
-    close(fd);
+    ssize_t got = fd == -1 ? 0 : read(fd, head, sizeof head);
+    if (fd != -1)
+        close(fd);
     if (got == (ssize_t)sizeof head && memcmp(head, magic, 16) == 0 && head[18] == 2
         && head[19] == 2)
         return "it is a live cache (an SQLite file in WAL mode; bundles never are)";
-    return NULL;
+    if ((flags & FJ_EXPORT_FORCE) || b.st_size == 0 || is_bundle_file(path))
+        return NULL;
+    return "it is neither empty nor a fajit bundle (export replaces only those unless forced)";
 }
 
 /* Copies every row of `src` (bound, stepped and reset here) into the bundle: kernels
@@ -134,14 +188,70 @@ static int export_verdicts(sqlite3_stmt *src, const char *arch, sqlite3_stmt *in
     return step;
 }
 
-int fj_cache_export(fj_cache *c, const char *path, const char *arch, fj_bundle_stats *st_out)
+/* Writes the bundle of `arch` (NULL = all) into the new file `tmp`, committed and closed;
+ * the caller holds c->mu. 0, or -1 with why filled. */
+static int write_bundle(fj_cache *c, const char *tmp, const char *arch, fj_bundle_stats *st,
+                        char *why, size_t n)
 {
-    fj_bundle_stats st;
     sqlite3 *db = NULL;
     sqlite3_stmt *ins_k = NULL, *ins_t = NULL, *ins_v = NULL;
+    int rc = -1, step;
+
+    if (sqlite3_open_v2(tmp, &db, SQLITE_OPEN_READWRITE | SQLITE_OPEN_CREATE, NULL)
+            != SQLITE_OK
+        || sqlite3_exec(db, "PRAGMA journal_mode = DELETE; BEGIN", NULL, NULL, NULL)
+            != SQLITE_OK
+        || fj_cache_write_schema(db) != SQLITE_OK
+        || sqlite3_prepare_v2(db, COPY_INSERT, -1, &ins_k, NULL) != SQLITE_OK
+        || sqlite3_prepare_v2(db, TUNE_PUT, -1, &ins_t, NULL) != SQLITE_OK
+        || sqlite3_prepare_v2(db, VERDICT_PUT, -1, &ins_v, NULL) != SQLITE_OK) {
+        note_err(why, n, tmp, db);
+        goto out;
+    }
+    step = export_rows(c->st[ST_EXPORT_K], c->schema, arch, ins_k, 1, st);
+    if (step == SQLITE_DONE)
+        step = export_rows(c->st[ST_TUNE_LIST], c->schema, arch, ins_t, 0, st);
+    if (step == SQLITE_DONE && c->st[ST_VERDICT_LIST])   /* (none before schema 4) */
+        step = export_verdicts(c->st[ST_VERDICT_LIST], arch, ins_v, st);
+    if (step != SQLITE_DONE) {
+        if (step == SQLITE_ROW)
+            note_err(why, n, tmp, db);
+        else
+            note_err(why, n, "reading the cache", c->db);
+        goto out;
+    }
+    /* A bundle asked for one target and holding nothing of it (no kernel, tuning row or
+     * validation verdict) would carry nothing. */
+    if (arch && st->kernels == 0 && st->rows == 0 && st->verdicts == 0) {
+        snprintf(why, n, "the cache holds no usable kernel of target %s", arch);
+        goto out;
+    }
+    sqlite3_finalize(ins_k);
+    sqlite3_finalize(ins_t);
+    sqlite3_finalize(ins_v);
+    ins_k = ins_t = ins_v = NULL;
+    if (sqlite3_exec(db, "COMMIT", NULL, NULL, NULL) != SQLITE_OK
+        || sqlite3_close(db) != SQLITE_OK) {
+        note_err(why, n, tmp, db);
+        goto out;
+    }
+    db = NULL;
+    rc = 0;
+out:
+    sqlite3_finalize(ins_k);
+    sqlite3_finalize(ins_t);
+    sqlite3_finalize(ins_v);
+    sqlite3_close(db);   /* NULL: no-op */
+    return rc;
+}
+
+int fj_cache_export(fj_cache *c, const char *path, const char *arch, unsigned flags,
+                    fj_bundle_stats *st_out)
+{
+    fj_bundle_stats st;
     char *tmp = NULL, *journal = NULL, why[512] = "";
     const char *unsafe;
-    int rc = -1, step;
+    int rc = -1;
     size_t n;
 
     memset(&st, 0, sizeof st);
@@ -149,7 +259,7 @@ int fj_cache_export(fj_cache *c, const char *path, const char *arch, fj_bundle_s
         *st_out = st;
     if (!c || !path || !*path)
         return -1;
-    if ((unsafe = unsafe_target(c, path)) != NULL) {
+    if ((unsafe = unsafe_target(c, path, flags, why, sizeof why)) != NULL) {
         fj_cache_say(c, FJ_LOG_WARN, "not exporting onto %s: %s", path, unsafe);
         return -1;
     }
@@ -168,45 +278,8 @@ int fj_cache_export(fj_cache *c, const char *path, const char *arch, fj_bundle_s
     unlink(journal);
 
     pthread_mutex_lock(&c->mu);
-    if (sqlite3_open_v2(tmp, &db, SQLITE_OPEN_READWRITE | SQLITE_OPEN_CREATE, NULL)
-            != SQLITE_OK
-        || sqlite3_exec(db, "PRAGMA journal_mode = DELETE; BEGIN", NULL, NULL, NULL)
-            != SQLITE_OK
-        || fj_cache_write_schema(db) != SQLITE_OK
-        || sqlite3_prepare_v2(db, COPY_INSERT, -1, &ins_k, NULL) != SQLITE_OK
-        || sqlite3_prepare_v2(db, TUNE_PUT, -1, &ins_t, NULL) != SQLITE_OK
-        || sqlite3_prepare_v2(db, VERDICT_PUT, -1, &ins_v, NULL) != SQLITE_OK) {
-        note_err(why, sizeof why, tmp, db);
+    if (write_bundle(c, tmp, arch, &st, why, sizeof why) != 0)
         goto out;
-    }
-    step = export_rows(c->st[ST_EXPORT_K], c->schema, arch, ins_k, 1, &st);
-    if (step == SQLITE_DONE)
-        step = export_rows(c->st[ST_TUNE_LIST], c->schema, arch, ins_t, 0, &st);
-    if (step == SQLITE_DONE && c->st[ST_VERDICT_LIST])   /* (none before schema 4) */
-        step = export_verdicts(c->st[ST_VERDICT_LIST], arch, ins_v, &st);
-    if (step != SQLITE_DONE) {
-        if (step == SQLITE_ROW)
-            note_err(why, sizeof why, tmp, db);
-        else
-            note_err(why, sizeof why, "reading the cache", c->db);
-        goto out;
-    }
-    /* A bundle asked for one target and holding nothing of it (no kernel, tuning row or
-     * validation verdict) would carry nothing. */
-    if (arch && st.kernels == 0 && st.rows == 0 && st.verdicts == 0) {
-        snprintf(why, sizeof why, "the cache holds no usable kernel of target %s", arch);
-        goto out;
-    }
-    sqlite3_finalize(ins_k);
-    sqlite3_finalize(ins_t);
-    sqlite3_finalize(ins_v);
-    ins_k = ins_t = ins_v = NULL;
-    if (sqlite3_exec(db, "COMMIT", NULL, NULL, NULL) != SQLITE_OK
-        || sqlite3_close(db) != SQLITE_OK) {
-        note_err(why, sizeof why, tmp, db);
-        goto out;
-    }
-    db = NULL;
     if (rename(tmp, path) == -1) {
         note_err(why, sizeof why, path, NULL);
         goto out;
@@ -224,10 +297,6 @@ out:
     if (rc != 0)
         fj_cache_say(c, FJ_LOG_WARN, "export to %s failed (%s)", path, why);
     fj_cache_unlock(c);
-    sqlite3_finalize(ins_k);
-    sqlite3_finalize(ins_t);
-    sqlite3_finalize(ins_v);
-    sqlite3_close(db);   /* NULL: no-op */
     if (rc != 0) {
         unlink(tmp);
         unlink(journal);
@@ -269,7 +338,89 @@ static int open_source(const char *path, sqlite3 **db, int64_t *ver, char *why, 
     return rc;
 }
 
-int fj_cache_import(fj_cache *c, const char *path, fj_bundle_stats *st_out)
+/* Copies the kernels of `sel_k` (COPY_SELECT of a file of `schema`) and the tuning rows of
+ * `sel_t` into the cache, in its transaction, by import's rules. Returns the last step's
+ * code (SQLITE_ROW: the cache's side failed). */
+static int import_rows(fj_cache *c, sqlite3_stmt *sel_k, sqlite3_stmt *sel_t, int schema,
+                       fj_bundle_stats *st)
+{
+    int step;
+    while ((step = sqlite3_step(sel_k)) == SQLITE_ROW) {
+        int r = copy_kernel(sel_k, schema, c->st[ST_IMPORT_K]);
+        if (r == COPY_ERROR)
+            break;
+        st->kernels_stale += r == COPY_STALE;
+        st->kernels += r == COPY_OK;
+        st->kernels_present += r == COPY_PRESENT;
+        st->corrupt += r == COPY_CORRUPT;
+    }
+    while (step == SQLITE_DONE) {
+        fj_tune_row row;
+        if ((step = sqlite3_step(sel_t)) != SQLITE_ROW)
+            break;
+        int r = fj_tune_read(sel_t, &row) == 0 ? fj_tune_store(c, &row, row.created, 1) : -1;
+        fj_tune_row_free(&row);
+        if (r < 0)
+            break;
+        st->rows += r == 0;
+        st->rows_kept += r == 1;
+        step = SQLITE_DONE;
+    }
+    return step;
+}
+
+static int in_list(const char *const *names, const char *s)
+{
+    for (; names && *names; names++)
+        if (strcmp(*names, s) == 0)
+            return 1;
+    return 0;
+}
+
+/* Merges the verdicts of `sel` (VERDICT_LIST of the bundle) into the cache, in its
+ * transaction: the winner of fj_verdict_store's order stays; a PASS of a family in
+ * `local_pass` is not taken. Returns the last step's code (SQLITE_ROW: the cache's side
+ * failed). */
+static int import_verdicts(fj_cache *c, sqlite3_stmt *sel, const char *const *local_pass,
+                           fj_bundle_stats *st)
+{
+    int step;
+    while ((step = sqlite3_step(sel)) == SQLITE_ROW) {
+        fj_verdict v;
+        fj_verdict_read(sel, &v);
+        if (v.pass && in_list(local_pass, v.family)) {
+            st->verdicts_refused++;
+            continue;
+        }
+        int r = fj_verdict_store(c, &v, 1);
+        if (r < 0)
+            break;
+        st->verdicts += r == 0;
+        st->verdicts_kept += r == 1;
+        st->verdicts_replaced += r == 2;
+    }
+    return step;
+}
+
+/* Whether `path` cannot be a bundle to read: it cannot be opened, or it is no regular
+ * file (a FIFO would block SQLite's open, a device would be read without end); why says it. */
+static int source_unreadable(const char *path, char *why, size_t n)
+{
+    struct stat sb;
+    int fd = open_peek(path, &sb);
+    if (fd == -1) {
+        note_err(why, n, path, NULL);
+        return 1;
+    }
+    close(fd);
+    if (!S_ISREG(sb.st_mode))
+        snprintf(why, n, "%s: not a regular file (a FIFO, a device, a directory or a socket)",
+                 path);
+    return !S_ISREG(sb.st_mode);
+}
+
+int fj_cache_import(fj_cache *c, const char *path, const char *const *local_pass,
+                    fj_bundle_stats *st_out)
 {
     fj_bundle_stats st;
     sqlite3 *db = NULL;
@@ -283,8 +434,8 @@ int fj_cache_import(fj_cache *c, const char *path, fj_bundle_stats *st_out)
         *st_out = st;
     if (!c || !path)
         return -1;
-    if (access(path, R_OK) == -1)
-        note_err(why, sizeof why, path, NULL);
+    if (source_unreadable(path, why, sizeof why))
+        ;   /* why says it */
     else if (open_source(path, &db, &ver, why, sizeof why) != SQLITE_OK)
         ;   /* why says it */
     else if (ver < 1 || ver > FJ_CACHE_SCHEMA_VERSION)
@@ -311,38 +462,9 @@ int fj_cache_import(fj_cache *c, const char *path, fj_bundle_stats *st_out)
         goto out;
     }
     in_txn = 1;
-    while ((step = sqlite3_step(sel_k)) == SQLITE_ROW) {
-        int r = copy_kernel(sel_k, (int)ver, c->st[ST_IMPORT_K]);
-        if (r == COPY_ERROR)
-            break;
-        st.kernels_stale += r == COPY_STALE;
-        st.kernels += r == COPY_OK;
-        st.kernels_present += r == COPY_PRESENT;
-        st.corrupt += r == COPY_CORRUPT;
-    }
-    while (step == SQLITE_DONE) {
-        fj_tune_row row;
-        if ((step = sqlite3_step(sel_t)) != SQLITE_ROW)
-            break;
-        int r = fj_tune_read(sel_t, &row) == 0 ? fj_tune_store(c, &row, row.created, 1) : -1;
-        fj_tune_row_free(&row);
-        if (r < 0)
-            break;
-        st.rows += r == 0;
-        st.rows_kept += r == 1;
-        step = SQLITE_DONE;
-    }
-    while (step == SQLITE_DONE && sel_v) {   /* the newer verdict of a class wins */
-        fj_verdict v;
-        if ((step = sqlite3_step(sel_v)) != SQLITE_ROW)
-            break;
-        fj_verdict_read(sel_v, &v);
-        int r = fj_verdict_store(c, &v, 1);
-        if (r < 0)
-            break;
-        st.verdicts += r == 0;
-        step = SQLITE_DONE;
-    }
+    step = import_rows(c, sel_k, sel_t, (int)ver, &st);
+    if (step == SQLITE_DONE && sel_v)
+        step = import_verdicts(c, sel_v, local_pass, &st);
     if (step != SQLITE_DONE) {
         if (step == SQLITE_ROW)   /* stopped by the cache's side */
             note_err(why, sizeof why, "the cache", c->db);
@@ -363,8 +485,9 @@ int fj_cache_import(fj_cache *c, const char *path, fj_bundle_stats *st_out)
         fj_cache_say(c, FJ_LOG_INFO, "import of %s: %d kernels of an older cache format "
                      "skipped (they compile again when needed)", path, st.kernels_stale);
     fj_cache_say(c, FJ_LOG_INFO, "imported from %s: %d kernels (%d already here), %d tuning "
-                 "rows (%d kept as they were), %d verdicts", path, st.kernels,
-                 st.kernels_present, st.rows, st.rows_kept, st.verdicts);
+                 "rows (%d kept as they were), verdicts: %d added, %d replaced, %d kept, %d "
+                 "refused", path, st.kernels, st.kernels_present, st.rows, st.rows_kept,
+                 st.verdicts, st.verdicts_replaced, st.verdicts_kept, st.verdicts_refused);
 out:
     if (in_txn)
         exec1(c, ST_ROLLBACK);

@@ -246,6 +246,14 @@ int fj_cache_verdict_get(fj_cache *c, const fj_verdict *key, fj_verdict *out);
  * without holding the cache's lock. Nonzero from fn stops. 0, or -1 on error. */
 typedef int (*fj_verdict_list_fn)(void *user, const fj_verdict *v);
 int fj_cache_verdict_list(fj_cache *c, const char *arch, fj_verdict_list_fn fn, void *user);
+/* Calls fn for every verdict row, under the cache's lock (fn must not call into the cache);
+ * status_ok: its pass column is the integer 0 or 1 (fj_verdict.pass only says nonzero).
+ * Rows fn returns nonzero for are deleted (not in a read-only cache). *n_checked, *n_bad
+ * (may be NULL): rows read, rows fn called bad. 0, or -1 (SQLite error, out of memory;
+ * logged). */
+typedef int (*fj_verdict_check_fn)(void *user, const fj_verdict *v, int status_ok);
+int fj_cache_verdict_check(fj_cache *c, fj_verdict_check_fn fn, void *user, int *n_checked,
+                           int *n_bad);
 
 /* ---- bundles: export, import, merge ----------------------------------------------- */
 typedef struct fj_bundle_stats {
@@ -256,8 +264,11 @@ typedef struct fj_bundle_stats {
     int corrupt;          /* kernels whose blob failed its checksum: skipped */
     int kernels_stale;    /* kernels of an older cache format (a file of schema < 3):
                              never hit, skipped (see FJ_CACHE_FORMAT_VERSION) */
-    int verdicts;         /* validation verdicts written (export) or added/replaced
-                             (import: the newer of a class and family wins) */
+    int verdicts;         /* validation verdicts written (export) or added (import: no
+                             verdict of the class and family was there) */
+    int verdicts_replaced;  /* import: the bundle's verdict won over the cache's */
+    int verdicts_kept;      /* import: the cache's verdict won (see fj_cache_import) */
+    int verdicts_refused;   /* import: PASS verdicts of a family in `local_pass` */
 } fj_bundle_stats;
 
 /* Writes the kernels, tuning rows and verdicts of target `arch` ("sm_90a"; NULL = all) to one
@@ -265,17 +276,25 @@ typedef struct fj_bundle_stats {
  * so it can be opened immutable on read-only media). Every blob is verified first; bad
  * ones are skipped and counted. Leases, hit counts and last-use times are not exported.
  * The file is written beside `path` and renamed over it, so readers never see half a
- * bundle. Refuses (-1, logged) to replace the cache's own file or its -wal/-shm (same
- * inode, whatever the path's spelling or links) or any live cache: an SQLite file in WAL
- * mode, which no bundle is (so `fajit-tune cache merge` cannot clobber a cache either).
- * A target with no good kernel in the cache fails too (nothing written). st may be NULL.
- * Returns 0 or -1. */
-int fj_cache_export(fj_cache *c, const char *path, const char *arch, fj_bundle_stats *st);
+ * bundle. An existing `path` is opened without blocking and checked first; refused (-1,
+ * logged): anything but a regular file (a FIFO, a device, a directory: never replaced,
+ * never blocked on), the cache's own file or its -wal/-shm (same inode, whatever the
+ * path's spelling or links), any live cache (an SQLite file in WAL mode, which no bundle
+ * is, so `fajit-tune cache merge` cannot clobber a cache either) and, unless flags has
+ * FJ_EXPORT_FORCE, a regular file that is neither empty nor a fajit bundle. A target with
+ * no good kernel in the cache fails too (nothing written). st may be NULL. Returns 0 or
+ * -1. */
+#define FJ_EXPORT_FORCE 1u
+int fj_cache_export(fj_cache *c, const char *path, const char *arch, unsigned flags,
+                    fj_bundle_stats *st);
 
 /* Copies the kernels, tuning rows and verdicts of the bundle (or cache file) at `path` into
- * `c`, in one transaction: all or nothing. Verdicts: the newer of a GPU class and family
+ * `c`, in one transaction: all or nothing; `path` must be a regular file (no FIFO: never
+ * blocked on). Verdicts: the newer of a GPU class and family
  * wins, `created` capped at the time of the import; of the same time FAIL wins, then the
- * smaller case and error text (a file of schema < 4 has none). Kernels: each blob is verified (bad: skipped, counted);
+ * smaller case and error text (a file of schema < 4 has none); a PASS for a family named
+ * in `local_pass` (NULL-terminated; may be NULL) is not taken (st->verdicts_refused): such
+ * a family passes only by being validated on the GPU class itself. Kernels: each blob is verified (bad: skipped, counted);
  * a key already present is left as it is. Tuning rows: a pinned row beats an unpinned
  * one; otherwise the newer (created) wins, then the faster; otherwise the cache's row is
  * kept. The result does not depend on the order in which bundles are imported, so a
@@ -284,7 +303,8 @@ int fj_cache_export(fj_cache *c, const char *path, const char *arch, fj_bundle_s
  * the signature) and skips the kernels (st->kernels_stale). st may be NULL. Returns 0,
  * or -1 (not a bundle, corrupt file, read-only cache, SQLite error; logged, nothing
  * changed). */
-int fj_cache_import(fj_cache *c, const char *path, fj_bundle_stats *st);
+int fj_cache_import(fj_cache *c, const char *path, const char *const *local_pass,
+                    fj_bundle_stats *st);
 
 /* ---- explain ----------------------------------------------------------------------- */
 enum {

@@ -146,8 +146,8 @@ int fj_tune_read(sqlite3_stmt *st, fj_tune_row *r);
 int fj_tune_store(fj_cache *c, const fj_tune_row *r, int64_t created, int merge);
 
 /* verdicts.c: reads a row of VERDICT_COLS; stores `v` inside the caller's transaction
- * unless the row there is newer (merge = 1: import's rule; else `v` wins). 0 stored,
- * 1 kept, -1 error. */
+ * unless the row there is newer (merge = 1: import's rule; else `v` wins). 0 stored (none
+ * there; always without merge), 1 kept, 2 stored over the row there, -1 error. */
 void fj_verdict_read(sqlite3_stmt *st, fj_verdict *v);
 int fj_verdict_store(fj_cache *c, const fj_verdict *v, int merge);
 

@@ -71,6 +71,7 @@ int fj_verdict_store(fj_cache *c, const fj_verdict *v, int merge)
 {
     const int64_t now = (int64_t)time(NULL);
     int64_t created = v->created ? v->created : now;
+    int replaced = 0;
     if (merge) {   /* import: no verdict is dated after the import (nor before 1970) */
         created = created > now ? now : created < 0 ? 0 : created;
         sqlite3_stmt *st = c->st[ST_VERDICT_GET];
@@ -81,6 +82,7 @@ int fj_verdict_store(fj_cache *c, const fj_verdict *v, int merge)
             return -1;
         if (keep)
             return 1;
+        replaced = rc == SQLITE_ROW;
     }
     sqlite3_stmt *put = c->st[ST_VERDICT_PUT];
     bind_class(put, v);
@@ -88,7 +90,7 @@ int fj_verdict_store(fj_cache *c, const fj_verdict *v, int merge)
     bind_text(put, 8, v->failed_case, sizeof v->failed_case);
     bind_text(put, 9, v->error, sizeof v->error);
     sqlite3_bind_int64(put, 10, (sqlite3_int64)created);
-    return exec1(c, ST_VERDICT_PUT) == SQLITE_DONE ? 0 : -1;
+    return exec1(c, ST_VERDICT_PUT) == SQLITE_DONE ? 2 * replaced : -1;
 }
 
 int fj_cache_verdict_put(fj_cache *c, const fj_verdict *v)
@@ -161,5 +163,62 @@ int fj_cache_verdict_list(fj_cache *c, const char *arch, fj_verdict_list_fn fn, 
         if (fn(user, &v[i]))
             break;
     free(v);
+    return rc;
+}
+
+/* Reads every verdict row (with whether its pass column is the integer 0 or 1), then
+ * deletes the rows fn calls bad, by rowid: a key column too long for fj_verdict or NULL
+ * would not match VERDICT_KEY. */
+int fj_cache_verdict_check(fj_cache *c, fj_verdict_check_fn fn, void *user, int *n_checked,
+                           int *n_bad)
+{
+    sqlite3_int64 *bad = NULL;
+    size_t n = 0, cap = 0;
+    int rc = 0, step = SQLITE_DONE, nb = 0;
+    sqlite3_stmt *sel = NULL, *del = NULL;
+    if (!c || !fn)
+        return -1;
+    pthread_mutex_lock(&c->mu);
+    if (c->st[ST_VERDICT_LIST]   /* (a read-only file of an older schema has no verdicts) */
+        && (sqlite3_prepare_v2(c->db, "SELECT " VERDICT_COLS ", typeof(pass) = 'integer' AND"
+                               " pass IN (0, 1), rowid FROM verdicts", -1, &sel, NULL)
+                != SQLITE_OK
+            || (!c->readonly && sqlite3_prepare_v2(c->db, "DELETE FROM verdicts WHERE rowid = ?1",
+                                                   -1, &del, NULL) != SQLITE_OK)))
+        rc = -1;
+    while (sel && rc == 0 && (step = fj_step(c, sel)) == SQLITE_ROW) {
+        fj_verdict v;
+        fj_verdict_read(sel, &v);
+        n++;
+        if (!fn(user, &v, sqlite3_column_int(sel, N_VERDICT_COLS)))
+            continue;
+        if ((size_t)nb == cap) {
+            sqlite3_int64 *nbad = realloc(bad, (cap = cap ? 2 * cap : 16) * sizeof *bad);
+            if (!nbad) {
+                rc = -1;
+                break;
+            }
+            bad = nbad;
+        }
+        bad[nb++] = sqlite3_column_int64(sel, N_VERDICT_COLS + 1);
+    }
+    if (rc == 0 && sel && step != SQLITE_DONE)
+        rc = -1;
+    for (int i = 0; rc == 0 && del && i < nb; i++) {
+        sqlite3_bind_int64(del, 1, bad[i]);
+        if (fj_step(c, del) != SQLITE_DONE)
+            rc = -1;
+        done(del);
+    }
+    if (rc != 0)
+        fj_cache_say(c, FJ_LOG_WARN, "checking verdicts failed (%s)", sqlite3_errmsg(c->db));
+    sqlite3_finalize(sel);
+    sqlite3_finalize(del);
+    fj_cache_unlock(c);
+    free(bad);
+    if (n_checked)
+        *n_checked = (int)n;
+    if (n_bad)
+        *n_bad = nb;
     return rc;
 }

@@ -55,7 +55,7 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
     }
     if (fj_cache_open(&m, NULL, NULL, NULL) != 0)
         abort();
-    fj_cache_import(m, g_path, &st);
+    fj_cache_import(m, g_path, NULL, &st);
     fj_cache_close(m);
     return 0;
 }
