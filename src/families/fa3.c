@@ -43,15 +43,13 @@ int fj_fa3_page_fit(int block_n, int page_size)
            (page_size % block_n == 0 || (block_n % page_size == 0 && page_size % 8 == 0));
 }
 
-/* Whether configuration c serves paged d: its K/V blocks fit the pages, the page numbers'
- * shared memory fits beside its tiles, and with 2 consumer
+/* Whether configuration c serves paged d: its K/V blocks fit the pages, and with 2 consumer
  * warpgroups its accumulators fit the 232 registers a paged variant's consumers get (the
  * producer takes 32 there): 128x176 at head_dim 128 (196) spilled 200 bytes. */
 #define FA3_PAGED_ACC_MAX 190
 static int paged_cfg_ok(const fj_fa3_config *c, const fajit_attn_desc *d)
 {
     return fj_fa3_page_fit(c->block_n, d->page_size) &&
-           fj_fa3_smem_bytes(c, d->head_dim) + FJ_FA3_PAGE_BYTES <= 227 * 1024 &&
            (c->block_m != 128 || d->head_dim / 2 + 3 * c->block_n / 4 <= FA3_PAGED_ACC_MAX);
 }
 
@@ -215,7 +213,7 @@ static void kernels(const fj_kcfg *c, const fajit_attn_desc *d, fj_kernels *out)
              fj_mask_name(mask), f->block_m, f->block_n, f->overlap, f->pingpong,
              f->persistent, paged ? " paged" : "");
     out->threads[0] = 128 * (f->block_m / 64 + 1);
-    out->dyn_smem[0] = (int)fj_fa3_smem_bytes(f, hd) + (paged ? FJ_FA3_PAGE_BYTES : 0);
+    out->dyn_smem[0] = (int)fj_fa3_smem_bytes(f, hd);
     out->n = 1;
 }
 

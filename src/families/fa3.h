@@ -20,9 +20,6 @@ int fj_fa3_preamble(const fj_fa3_config *c, int dtype, int head_dim, int mask, i
 /* Paged K/V: the fewest query rows (the longest sequence's) the family takes a paged problem
  * for; below, the decode family's packed tiles serve. */
 #define FJ_FA3_PAGED_MIN_Q 64
-/* shared memory a paged variant takes beyond fj_fa3_smem_bytes: one K/V block's page
- * numbers (the kernel's FA3_PAGE_BYTES) */
-#define FJ_FA3_PAGE_BYTES 128
 /* Whether a K/V block of block_n keys is whole pages or within one page of page_size keys
  * in a way the kernel's boxes can load (pages hold whole blocks, or blocks hold whole pages
  * of a multiple of 8 rows, the 128-byte swizzle atom). */

@@ -61,8 +61,7 @@
  *   with FJ_FA3_PERSISTENT (min(SM count, that product), 1, 1); block 128 * (FJ_BLOCK_M / 64
  *   + 1) threads, dynamic shared memory
  *   (ceil(hd/64) * 128 * (q * FJ_BLOCK_M + 4 * FJ_BLOCK_N) + 320 + 1024) bytes, q = 3 or 2
- *   for FJ_FA3_PERSISTENT where that fits in 227 KiB, else 1 (fj_fa3_smem_bytes); 128 more
- *   with FJ_FA3_PAGED (FJ_FA3_PAGE_BYTES on the host).
+ *   for FJ_FA3_PERSISTENT where that fits in 227 KiB, else 1 (fj_fa3_smem_bytes).
  *
  * Design (Shah et al. 2024). Warpgroup 0 is the producer: after setmaxnreg.dec one thread
  * issues TMA loads: Q once, then K_j and V_j into a 2-stage ring, each stage guarded by a
@@ -261,12 +260,7 @@ constexpr bool OQ = FA3_OQ_;       /* O via Q buffer */
 static_assert(!OQ || QST == 1, "FA3_OQ_: one Q buffer");
 static_assert((QST + OSLOT) * Q_BYTES + 4 * KV_BYTES + 320 + 1024 <= 227 * 1024, "QST");
 constexpr int OFF_K = (QST + OSLOT) * Q_BYTES, OFF_V = OFF_K + 2 * KV_BYTES, OFF_BAR = OFF_V + 2 * KV_BYTES;
-/* paged: the producer's page numbers of one K/V block (at most BN / 8) after the 320 bytes
- * (a macro: every namespace constant is a symbol of the cubin, and contiguous variants stay
- * byte for byte as they were) */
-#define FA3_PAGE_BYTES (128 * FJ_FA3_PAGED)
-static_assert(!FJ_FA3_PAGED || FA3_PAGE_BYTES >= BN / 8 * 4, "FA3_PAGE_BYTES");
-constexpr int SMEM_BYTES = OFF_BAR + 320 + FA3_PAGE_BYTES + 1024;  /* + barriers, scratch, alignment slack */
+constexpr int SMEM_BYTES = OFF_BAR + 320 + 1024;  /* + barriers, scratch, alignment slack */
 /* Paged: 32 producer registers (the page arithmetic beside the dynamic order's claims spilled
  * at 24), so 232 per consumer with 2 consumer warpgroups: the total must stay within what the
  * launch allocated (384 x 168 = 64,512; 512 x 128 = 65,536 with 3), or setmaxnreg.inc waits
@@ -435,9 +429,6 @@ fj_attn_fwd_sm90(const __grid_constant__ fj_attn_params p, const __grid_constant
      * the anchor, 160.. O_FULL, 184.. O_EMPTY, 208..256 O_WORDS; 256..320 the dynamic order's tile words. */
     const fj_u32 bar = base + OFF_BAR;
     const fj_u32 b_kf = bar + 8, b_vf = bar + 24, b_ke = bar + 40, b_ve = bar + 56;
-#if FJ_FA3_PAGED
-    const fj_u32 PAGE_WORDS = bar + 320;  /* FA3_PAGE_BYTES: the producer's page numbers */
-#endif
     /* Q buffer qb: full barrier QF_BAR(qb), empty barrier QE_BAR(qb), data s_q + qb*Q_BYTES */
 #define QF_BAR(qb) (bar + ((qb) == 0 ? 0 : 64 + 16 * (qb)))
 #define QE_BAR(qb) (bar + 72 + 16 * (qb))
@@ -527,43 +518,52 @@ fj_attn_fwd_sm90(const __grid_constant__ fj_attn_params p, const __grid_constant
             }
         }
 #endif
+        /* The producer: one thread; with paged K/V its whole warp, lane 0 (`lead`) doing what
+         * one thread does and every lane issuing the boxes of one page (below) */
+#if FJ_FA3_PAGED
+        if (threadIdx.x < 32) {
+            const bool lead = threadIdx.x == 0;
+#define FA3_CLAIM() __shfl_sync(0xffffffffu, lead ? atomicAdd(sched_ctr, 1) : 0, 0)
+#else
         if (threadIdx.x == 0) {
+            constexpr bool lead = true;
+#define FA3_CLAIM() atomicAdd(sched_ctr, 1)
+#endif
             const fa3_sched sc = sched_of(p);
             const int total = FA3_TOTAL(sc);
 
-            tma_prefetch_desc(&tq);
-            tma_prefetch_desc(&tk);
-            tma_prefetch_desc(&tv);
+            if (lead) {
+                tma_prefetch_desc(&tq);
+                tma_prefetch_desc(&tk);
+                tma_prefetch_desc(&tv);
+            }
             int g = 0, qi = 0;
 #if FJ_FA3_PAGED
             /* K/V block nb of tile L as block gi (of all the CTA's blocks) into ring slot
-             * gi & 1: BN / R boxes of R rows, each from its page; a box past the sequence end
-             * from page num_pages (outside the maps: zeros, no block-table read). The block's
-             * page numbers come into PAGE_WORDS by cp.async, all in flight at once and before
-             * the slot's wait, once for K and V: read one after another into this thread's 32
-             * registers, each waiting for the last, they cost 2x the contiguous time with pages
-             * of 16 (8 dependent L2 reads per K and per V block). */
+             * gi & 1: BN / R boxes of R rows, each from its page, lane i issuing box i's (its
+             * page number read by itself before the slot's wait); a box past the sequence end
+             * from page num_pages (outside the maps: zeros, no block-table read). One thread
+             * issuing every box made pages of 16 0.50-0.63x the contiguous time at head_dim 128
+             * (16 boxes per K block there, 2 with pages of 128: 0.90x). */
             const int R = pg.page_size % BN == 0 ? BN : pg.page_size;
+            const int lane = threadIdx.x;
+            static_assert(BN / 8 <= 32, "a lane per box");
             auto load_kv = [&](int gi, const fa3_load &L, int nb) {
                 const int st = gi & 1, ph = (gi >> 1) & 1;
-                const int *bt = (const int *)pg.block_table + (fj_i64)L.b * pg.bt_stride;
                 const int j0 = nb * BN;
                 const int p0 = pg.page_shift >= 0 ? j0 >> pg.page_shift
                                                   : (int)((unsigned)j0 / (unsigned)pg.page_size);
                 const int row0 = j0 - p0 * pg.page_size;  /* 0 unless a page holds blocks */
-                /* boxes [0, nin) are inside the sequence and the table; the rest read page
-                 * num_pages */
-                const int nin = min((L.sk - j0 + R - 1) / R, min(BN / R, pg.bt_stride - p0));
-#pragma unroll 1
-                for (int i = 0; i < nin; ++i)
-                    cp_async4(PAGE_WORDS + 4 * i, bt + p0 + i);
+                const int r = lane * R;                    /* this lane's box: rows r.. */
+                const int *bt = (const int *)pg.block_table + (fj_i64)L.b * pg.bt_stride;
+                const int page = r < BN && j0 + r < L.sk && p0 + lane < pg.bt_stride
+                                     ? bt[p0 + lane] : pg.num_pages;
                 auto one = [&](fj_u32 empty, fj_u32 full, fj_u32 dst, const void *tm) {
                     mbar_wait(empty + 8 * st, ph ^ 1);
-                    mbar_expect_tx(full + 8 * st, KV_BYTES);
-                    cp_async_wait_all();
-#pragma unroll 1
-                    for (int i = 0, r = 0; r < BN; ++i, r += R) {
-                        const int page = i < nin ? ld_shared_s32(PAGE_WORDS + 4 * i) : pg.num_pages;
+                    if (lead)
+                        mbar_expect_tx(full + 8 * st, KV_BYTES);
+                    __syncwarp();
+                    if (r < BN) {
 #pragma unroll
                         for (int c = 0; c < DC; ++c)
                             tma_load4(dst + st * KV_BYTES + c * KV_CHUNK + r * 128, tm, c * 64, row0,
@@ -599,8 +599,8 @@ fj_attn_fwd_sm90(const __grid_constant__ fj_attn_params p, const __grid_constant
              * none). v: this tile's claim of the next one (-1: not yet made). */
             auto next_tile = [&](int v) -> int {
                 if (v < 0)
-                    v = atomicAdd(sched_ctr, 1);
-                if (v == total - 1)
+                    v = FA3_CLAIM();
+                if (v == total - 1 && lead)
                     atomicExch(sched_ctr, 0);  /* the launch's last claim: reset for the next */
                 return v + (int)gridDim.x;
             };
@@ -623,8 +623,10 @@ fj_attn_fwd_sm90(const __grid_constant__ fj_attn_params p, const __grid_constant
                     /* no key: the consumers write its zeros; handed over without data */
                     const int qb = qi % QST;
                     mbar_wait(QE_BAR(qb), ((qi / QST) & 1) ^ 1);
-                    put_tile(Q_TILE(qb), t, L.b, L.h, L.mb);
-                    mbar_arrive(QF_BAR(qb));
+                    if (lead) {
+                        put_tile(Q_TILE(qb), t, L.b, L.h, L.mb);
+                        mbar_arrive(QF_BAR(qb));
+                    }
                     ++qi;
 #endif
                     continue;
@@ -635,13 +637,16 @@ fj_attn_fwd_sm90(const __grid_constant__ fj_attn_params p, const __grid_constant
                 /* the consumers' release of the tile that used this buffer before */
                 mbar_wait(QE_BAR(qb), ((qi / QST) & 1) ^ 1);
 #endif
+                if (lead) {
 #if FA3_DYN
-                put_tile(Q_TILE(qb), t, L.b, L.h, L.mb);
+                    put_tile(Q_TILE(qb), t, L.b, L.h, L.mb);
 #endif
-                mbar_expect_tx(QF_BAR(qb), Q_BYTES);
+                    mbar_expect_tx(QF_BAR(qb), Q_BYTES);
 #pragma unroll
-                for (int c = 0; c < DC; ++c)
-                    tma_load4(s_q + qb * Q_BYTES + c * Q_CHUNK, &tq, c * 64, L.qrow, L.h, L.bb, QF_BAR(qb));
+                    for (int c = 0; c < DC; ++c)
+                        tma_load4(s_q + qb * Q_BYTES + c * Q_CHUNK, &tq, c * 64, L.qrow, L.h, L.bb,
+                                  QF_BAR(qb));
+                }
 #if FA3_AHEAD
                 const int it0 = ahead == t;  /* block 0 loaded ahead */
 #else
@@ -653,7 +658,7 @@ fj_attn_fwd_sm90(const __grid_constant__ fj_attn_params p, const __grid_constant
                 for (int it = it0; it < n; ++it) {
 #if FA3_DYN
                     if (it == n - 1)  /* claim the next tile; used after this block's loads */
-                        v = atomicAdd(sched_ctr, 1);
+                        v = FA3_CLAIM();
 #endif
                     load_kv(g + it, L, L.nb_hi - 1 - it);
                 }
@@ -673,9 +678,11 @@ fj_attn_fwd_sm90(const __grid_constant__ fj_attn_params p, const __grid_constant
                     fa3_load N = load_plan(p, pg, sc, t2);
                     if (!N.skip && N.n > 0) {
                         load_rows(p, N);
+                        if (lead) {
 #pragma unroll
-                        for (int c = 0; c < DC; ++c)
-                            tma_prefetch_l2(&tq, c * 64, N.qrow, N.h, N.bb);
+                            for (int c = 0; c < DC; ++c)
+                                tma_prefetch_l2(&tq, c * 64, N.qrow, N.h, N.bb);
+                        }
                         load_kv(g, N, N.nb_hi - 1);
                         ahead = t2;
                     }
@@ -686,12 +693,15 @@ fj_attn_fwd_sm90(const __grid_constant__ fj_attn_params p, const __grid_constant
             {   /* no more tiles: -1 to the consumers through the next Q buffer's word */
                 const int qb = qi % QST;
                 mbar_wait(QE_BAR(qb), ((qi / QST) & 1) ^ 1);
-                /* racecheck: tile-word (after QE_BAR, before QF_BAR's arrive: proof in
-                 * tests/racecheck_reviewed.md) */
-                asm volatile("st.shared.b32 [%0], %1;\n" ::"r"(Q_TILE(qb)), "r"(-1) : "memory");
-                mbar_arrive(QF_BAR(qb));
+                if (lead) {
+                    /* racecheck: tile-word (after QE_BAR, before QF_BAR's arrive: proof in
+                     * tests/racecheck_reviewed.md) */
+                    asm volatile("st.shared.b32 [%0], %1;\n" ::"r"(Q_TILE(qb)), "r"(-1) : "memory");
+                    mbar_arrive(QF_BAR(qb));
+                }
             }
 #endif
+#undef FA3_CLAIM
         }
         return;
     }

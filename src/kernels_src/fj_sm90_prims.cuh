@@ -11,8 +11,6 @@
  *                              one box of a 4-D tensor map into shared memory (completing on an
  *                              mbarrier) or into L2; prefetch.tensormap
  *   ld_shared_s32, ld_shared_u64   volatile shared loads (words written by other warps)
- *   cp_async4, cp_async_wait_all   a 4-byte global -> shared copy that holds no register
- *                              while in flight; waiting for all of this thread's
  *   wg_fence, wg_commit, wg_wait<N>, pin   wgmma fences and register pins
  *   desc_kmajor, desc_nmajor   wgmma shared-memory descriptors, 128-byte swizzle
  *   wgmma_ss_<N>, wgmma_rs_<N>, wgmma_rsk_<N>
@@ -117,14 +115,6 @@ template <int UNUSED = 0> FJ_DEVICE void tma_prefetch_l2(const void *tmap, int c
 }
 /* Used only for FA3_OCOPY's handoff words (the racecheck marks below name that
  * hand-over; tests/racecheck_reviewed.md has its proof). */
-template <int UNUSED = 0> FJ_DEVICE void cp_async4(fj_u32 dst, const void *src)
-{
-    asm volatile("cp.async.ca.shared.global [%0], [%1], 4;\n" ::"r"(dst), "l"(src) : "memory");
-}
-template <int UNUSED = 0> FJ_DEVICE void cp_async_wait_all()
-{
-    asm volatile("cp.async.wait_all;\n" ::: "memory");
-}
 template <int UNUSED = 0> FJ_DEVICE int ld_shared_s32(fj_u32 addr)
 {
     int v;
