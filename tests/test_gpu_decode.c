@@ -1283,6 +1283,104 @@ START_TEST(graph_replay)
 }
 END_TEST
 
+/*------ 4a. mixed_graph_replay ------*/
+
+/* A new split of the same query rows over the sequences (the launch shape, fixed at
+ * capture, depends on their total, the batch and the longest sequence, `cap` rows, only):
+ * replay 0 empties some sequences (a smaller batch) and moves rows between the long ones;
+ * later ones draw a random split of prefill sequences and decode rows, none over `cap`. */
+static void new_mixed_split(dbufs *B, int replay, int cap)
+{
+    const int n = B->c.batch, total = (int)B->rows;
+    int q[MAXB] = {0}, left = total;
+    if (replay == 0) {   /* {0, 1, 0, cap, 1, 16, 0, rest} */
+        const int fixed[MAXB] = {0, 1, 0, cap, 1, 16, 0, 0};
+        memcpy(q, fixed, sizeof q);
+        for (int b = 0; b < n; b++)
+            left -= q[b];
+    } else {
+        for (int b = 0; b < n && left > 0; b++) {
+            const int hi = left < cap ? left : cap;
+            q[b] = rnd() % 2 ? urange(0, 16 < hi ? 16 : hi) : urange(0, hi);
+            left -= q[b];
+        }
+    }
+    for (int b = n - 1; b >= 0 && left > 0; b--) {   /* the rest where there is room */
+        const int add = cap - q[b] < left ? cap - q[b] : left;
+        q[b] += add, left -= add;
+    }
+    ck_assert_int_eq(left, 0);
+    B->cuq[0] = 0;
+    for (int b = 0; b < n; b++) {
+        B->c.qlens[b] = q[b];
+        B->cuq[b + 1] = B->cuq[b] + q[b];
+    }
+    CU(cu->cuMemcpyHtoD(B->d_cuq, B->cuq, sizeof B->cuq));
+}
+
+/* vLLM's unified step as one captured call: chunked-prefill sequences and decode rows of
+ * one varlen batch over the paged cache (the mixed plan on sm_90a: the Hopper kernel, then
+ * the decode kernel), replayed with other query splits (no sequence over the longest at
+ * capture), fewer sequences, other key lengths and new pages, each against the oracle. */
+START_TEST(mixed_graph_replay)
+{
+    const char *missing = graph_api();
+    if (missing) {
+        printf("mixed_graph_replay: skipped: the driver lacks %s\n", missing);
+        return;
+    }
+    fajit_ctx *ctx = new_ctx_paged_hopper();
+    reseed(g_seed ^ 0x4d1c3ull);
+    dcase c = {.batch = 8, .hkv = 4, .group = 4, .hd = 128, .dtype = FAJIT_BF16,
+               .mask = FAJIT_MASK_CAUSAL, .varlen = 1,
+               .qlens = {512, 1, 1, 300, 1, 16, 1, 1}, .give_total_q = 1, .paged = 1,
+               .page_size = 16, .seqlen_k = 2048, .use_seqused = 1, .full_table = 1,
+               .spare = 16, .want_lse = 1};
+    dbufs B;
+    setup(&B, &c, NULL);
+    char buf[2048];
+    ck_assert_int_eq(fajit_dispatch_describe(ctx, NULL, &B.desc, buf, sizeof buf), FAJIT_OK);
+    printf("mixed_graph_replay: %s\n", buf);
+    fajit_device_info di;
+    ck_assert_int_eq(fajit_device_info_get(ctx, 0, &di), FAJIT_OK);
+    if (di.cc_major == 9 && di.cc_minor == 0)
+        ck_assert_msg(strstr(buf, "fa3 ") && strstr(buf, "then dec "), "not the mixed plan: %s",
+                      buf);
+    CUstream s;
+    CU(G.stream_create(&s, 1 /* CU_STREAM_NON_BLOCKING */));
+    ck_assert_msg(launch(ctx, &B, s) == FAJIT_OK, "plain launch: %s", fajit_errmsg(ctx));
+    fetch(&B);
+    check_against_reference(&B, "mixed, before capture");
+    CU(G.begin(s, 0 /* CU_STREAM_CAPTURE_MODE_GLOBAL */));
+    fajit_status st = fajit_attn_fwd(ctx, &B.desc, s);
+    CUgraph graph = NULL;
+    CUresult r = G.end(s, &graph);
+    ck_assert_msg(st == FAJIT_OK, "launch inside capture: %s", fajit_errmsg(ctx));
+    CU(r);
+    CUgraphExec exec = NULL;
+    CU(graph_instantiate(&exec, graph));
+    for (int rep = 0; rep < 6; rep++) {
+        new_mixed_split(&B, rep, c.qlens[0]);   /* (the longest at capture) */
+        new_step(&B, rep);
+        poison_outputs(&B);
+        CU(G.launch(exec, s));
+        CU(G.stream_sync(s));
+        fetch(&B);
+        char name[160];
+        snprintf(name, sizeof name, "mixed, replay %d", rep);
+        verdict v = check_against_reference(&B, name);
+        printf("mixed_graph_replay: %s: ok (err %.3g, LSE %.3g; q[0..3] %d %d %d %d, used[0..3] "
+               "%d %d %d %d)\n", name, v.err, v.lse_err, B.c.qlens[0], B.c.qlens[1],
+               B.c.qlens[2], B.c.qlens[3], B.used[0], B.used[1], B.used[2], B.used[3]);
+    }
+    CU(G.exec_destroy(exec));
+    CU(G.graph_destroy(graph));
+    CU(G.stream_destroy(s));
+    teardown(&B);
+    fajit_ctx_destroy(ctx);
+}
+END_TEST
+
 /*------ 4b. pdl_rewrite ------*/
 
 /* One CTA that lets the next kernel launch at once, waits `ns` nanoseconds, then copies a
@@ -1944,6 +2042,7 @@ int main(void)
         {"contiguous_matches_paged", contiguous_matches_paged, 600},
         {"checked_mode", checked_mode, 600},
         {"graph_replay", graph_replay, 600},
+        {"mixed_graph_replay", mixed_graph_replay, 600},
         {"pdl_rewrite", pdl_rewrite, 600},
         {"lse_merge_consistency", lse_merge_consistency, 600},
         {"combine_paths", combine_paths, 600},
