@@ -65,10 +65,10 @@ int fj_arch_is_a(const char *arch)
 fj_target fj_target_of(const fajit_ctx *ctx, const char *arch)
 {
     fj_target t = {ctx->cc, fj_arch_is_a(ctx->arch), ctx->sm_count, ctx->opts.checked,
-                   ctx->dec_loader, ctx->dec_pack, ctx->paged_hopper};
+                   ctx->paged_hopper, &ctx->fopts};
     if (arch)
         t = (fj_target){fj_arch_sm(arch), fj_arch_is_a(arch), 0, ctx->opts.checked,
-                        ctx->dec_loader, ctx->dec_pack, ctx->paged_hopper};
+                        ctx->paged_hopper, &ctx->fopts};
     return t;
 }
 
@@ -633,8 +633,8 @@ fajit_status fj_kplan_launch(fajit_ctx *ctx, const fj_kplan *kp, const fajit_att
     const fj_target t = fj_target_of(ctx, NULL);
     fj_workspace ws;
     workspace_of(&kp->cfg, d, &t, &ws);
-    fj_launch_env env = {ctx->cu, ctx->sm_count, 0, 0, 0, ctx->cc, {0}, {{0}}};
-    for (int i = 0; i < kp->ks.n && !ctx->no_cluster && t.sm >= 90; i++) {
+    fj_launch_env env = {ctx->cu, ctx->sm_count, 0, 0, 0, ctx->cc, {0}, {{0}}, &ctx->fopts};
+    for (int i = 0; i < kp->ks.n && t.sm >= 90; i++) {
         env.cluster_max[i] = kp->cluster_max[i];
         memcpy(env.cluster_active[i], kp->cluster_active[i], sizeof env.cluster_active[i]);
     }

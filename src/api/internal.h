@@ -87,10 +87,8 @@ struct fajit_ctx {
     char arch[16];              /* exact target of the device: "sm_90a" */
     int lineinfo;               /* FAJIT_LINEINFO=1: kernels compile with -lineinfo (their own
                                    cache keys), so compute-sanitizer names source lines */
-    int dec_loader;             /* FAJIT_DECODE_LOADER: FJ_DEC_LOADER_* (decode defaults) */
-    int dec_pack;               /* FAJIT_DECODE_HEAD_PACK: FJ_DEC_PACK_* (decode defaults) */
     int paged_hopper;           /* 1 unless FAJIT_PAGED_PREFILL=decode (fj_target.paged_hopper) */
-    int no_cluster;             /* FAJIT_DECODE_CLUSTER=0: no thread-block cluster launches */
+    fj_fopts fopts;             /* the families' own options (fj_family.options) */
     int sm_count, smem_optin, cc;   /* cc = major*10 + minor */
     fj_cache *cache;
 

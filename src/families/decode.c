@@ -220,7 +220,8 @@ static size_t fused_counters(const fj_dec_config *c, const fajit_attn_desc *d, i
 static int use_cluster(const fj_dec_config *c, const fajit_attn_desc *d, int splits,
                        const fj_launch_env *env)
 {
-    if (splits < 2 || splits > DEC_CLUSTER_MAX || splits > env->cluster_max[0] ||
+    if (fj_dec_opts_of(env->fopts)->no_cluster || splits < 2 || splits > DEC_CLUSTER_MAX ||
+        splits > env->cluster_max[0] ||
         !cluster_fits(c, d->head_dim))
         return 0;
     /* no more waves than the same CTAs without clusters: clusters live within one GPC,
@@ -464,7 +465,7 @@ static fajit_status launch_args(const fj_kcfg *k, int i, const fajit_attn_desc *
     fj_decode_params p;
     fill_params(c, d, env, splits, cluster, &p);
     fj_tmap maps[2];
-    const fj_target here = {env->sm, 0, env->sm_count, c->checked, 0, 0, 0};
+    const fj_target here = {env->sm, 0, env->sm_count, c->checked, 0, NULL};
     if (hp_of(c) > 1 && fj_dec_pack_limit(d) % c->hp) {
         /* (fj_dec_check() refuses such a plan, and plans are kept per pack limit) */
         snprintf(why, n, "the decode kernel for %d KV heads per CTA cannot serve heads_kv %d "
@@ -525,4 +526,5 @@ const fj_family fj_family_decode = {
     .report = report,
     .launch_args = launch_args,
     .needs_counters = needs_counters,
+    .options = fj_dec_options,
 };

@@ -10,6 +10,30 @@
 
 #include "family.h"
 
+/* How the decode family's defaults load K/V tiles (FAJIT_DECODE_LOADER=auto|cpasync|tma):
+ * auto = the family's rule; tma applies only where TMA fits (sm_90+: fj_dec_tma_misfit). */
+enum { FJ_DEC_LOADER_AUTO = 0, FJ_DEC_LOADER_CPASYNC = 1, FJ_DEC_LOADER_TMA = 2 };
+/* How many KV heads the decode family's defaults give one CTA (FAJIT_DECODE_HEAD_PACK=
+ * auto|off|2|4): auto = the family's rule (decode_rules.c's pack_rule); 2 and 4 wherever the
+ * layout allows (fj_dec_pack_limit) and head_dim x heads <= 256, else none. */
+enum { FJ_DEC_PACK_AUTO = 0, FJ_DEC_PACK_OFF = 1, FJ_DEC_PACK_2 = 2, FJ_DEC_PACK_4 = 4 };
+
+/* The decode family's options (its bytes of fj_fopts; all zero: the defaults), read from the
+ * environment at context creation (fj_dec_options). */
+typedef struct fj_dec_opts {
+    int loader;       /* FAJIT_DECODE_LOADER: FJ_DEC_LOADER_* */
+    int pack;         /* FAJIT_DECODE_HEAD_PACK: FJ_DEC_PACK_* */
+    int no_cluster;   /* FAJIT_DECODE_CLUSTER=0: no thread-block cluster launches */
+} fj_dec_opts;
+_Static_assert(sizeof(fj_dec_opts) <= FJ_FOPTS_BYTES, "fj_dec_opts fits its fj_fopts bytes");
+_Static_assert(FAJIT_FAMILY_DECODE < FJ_FOPTS_IDS, "the decode family has fj_fopts bytes");
+
+static inline const fj_dec_opts *fj_dec_opts_of(const fj_fopts *o)
+{
+    return (const fj_dec_opts *)fj_fopts_of(o, FAJIT_FAMILY_DECODE);
+}
+fajit_status fj_dec_options(void *opts, char *why, size_t n);
+
 typedef struct fj_dec_config {
     int bn;        /* keys per K/V tile */
     int stages;    /* cp.async pipeline depth */

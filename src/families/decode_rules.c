@@ -130,9 +130,10 @@ static void plain_cfg(const fajit_attn_desc *d, const fj_target *t, fj_kcfg *out
         c.stages--;
     while (fj_dec_smem_bytes(&c, d->head_dim) > limit && c.bn > 16 * c.wn)
         c.bn /= 2;
-    /* the loader: FAJIT_DECODE_LOADER (t->dec_loader), else DEC_TMA_DEFAULT */
-    const int want = t->dec_loader == FJ_DEC_LOADER_TMA ||
-                     (t->dec_loader == FJ_DEC_LOADER_AUTO && DEC_TMA_DEFAULT);
+    /* the loader: FAJIT_DECODE_LOADER (fj_dec_opts.loader), else DEC_TMA_DEFAULT */
+    const int loader = fj_dec_opts_of(t->fopts)->loader;
+    const int want = loader == FJ_DEC_LOADER_TMA ||
+                     (loader == FJ_DEC_LOADER_AUTO && DEC_TMA_DEFAULT);
     c.tma = 0;
     if (want) {
         c.tma = 1;
@@ -153,7 +154,7 @@ static fajit_attn_desc pack_view(const fajit_attn_desc *d, int hp)
     return v;
 }
 
-/* Head packing's rule (FAJIT_DECODE_HEAD_PACK=auto; t->dec_pack forces 2 or 4, or none):
+/* Head packing's rule (FAJIT_DECODE_HEAD_PACK=auto; fj_dec_opts.pack forces 2 or 4, or none):
  * the DRAM reads of a CTA follow its heads' bytes per K/V row, so where a head's row is
  * short a CTA takes 2 or 4 KV heads as one row (measured on an H100 SXM, bf16, 8 KV heads,
  * 4 query heads per KV head, page size 16 shuffled, us per call, dev/decode/NOTES.md, 2026-12-05; the
@@ -178,10 +179,11 @@ static int pack_allowed(const fajit_attn_desc *d, int hp)
 }
 static int pack_rule(const fajit_attn_desc *d, const fj_target *t)
 {
-    if (t->dec_pack == FJ_DEC_PACK_OFF || t->dec_loader == FJ_DEC_LOADER_TMA)
+    const fj_dec_opts *o = fj_dec_opts_of(t->fopts);
+    if (o->pack == FJ_DEC_PACK_OFF || o->loader == FJ_DEC_LOADER_TMA)
         return 1;
-    if (t->dec_pack == FJ_DEC_PACK_2 || t->dec_pack == FJ_DEC_PACK_4)
-        return pack_allowed(d, t->dec_pack) ? t->dec_pack : 1;
+    if (o->pack == FJ_DEC_PACK_2 || o->pack == FJ_DEC_PACK_4)
+        return pack_allowed(d, o->pack) ? o->pack : 1;
     if (t->sm != 90 || d->head_dim % 16 || d->head_dim < 32 || d->head_dim > 64 ||
         fj_dec_pack_limit(d) < 2)
         return 1;

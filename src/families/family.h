@@ -24,19 +24,21 @@ typedef struct fj_target {
     int sm, arch_a, sm_count;
     int checked;   /* the context runs checked (fajit_ctx_opts.checked): kernels that read
                       device-side indices test them and report the first bad one */
-    int dec_loader;   /* FAJIT_DECODE_LOADER: FJ_DEC_LOADER_* (0 = auto) */
-    int dec_pack;     /* FAJIT_DECODE_HEAD_PACK: FJ_DEC_PACK_* (0 = auto) */
     int paged_hopper; /* the Hopper kernel (and the mixed plan) may take paged prefill (the
                          default; FAJIT_PAGED_PREFILL=decode: 0, the decode family keeps it) */
+    const struct fj_fopts *fopts;   /* the families' own options (fj_family.options); NULL:
+                                       every family's defaults */
 } fj_target;
 
-/* How the decode family's defaults load K/V tiles (FAJIT_DECODE_LOADER=auto|cpasync|tma):
- * auto = the family's rule; tma applies only where TMA fits (sm_90+: fj_dec_tma_misfit). */
-enum { FJ_DEC_LOADER_AUTO = 0, FJ_DEC_LOADER_CPASYNC = 1, FJ_DEC_LOADER_TMA = 2 };
-/* How many KV heads the decode family's defaults give one CTA (FAJIT_DECODE_HEAD_PACK=
- * auto|off|2|4): auto = the family's rule (decode_rules.c's pack_rule); 2 and 4 wherever the
- * layout allows (fj_dec_pack_limit) and head_dim x heads <= 256, else none. */
-enum { FJ_DEC_PACK_AUTO = 0, FJ_DEC_PACK_OFF = 1, FJ_DEC_PACK_2 = 2, FJ_DEC_PACK_4 = 4 };
+/* The families' own options, read from the environment at context creation (fj_family.
+ * options): FJ_FOPTS_BYTES per family id, all zero for a family's defaults. */
+#define FJ_FOPTS_BYTES 16
+#define FJ_FOPTS_IDS 8
+typedef struct fj_fopts {
+    _Alignas(8) unsigned char b[FJ_FOPTS_IDS][FJ_FOPTS_BYTES];
+} fj_fopts;
+/* Family `id`'s bytes of o (its defaults, all zero, where o is NULL). */
+const void *fj_fopts_of(const fj_fopts *o, int id);
 
 /* One configuration of some family: the family and its own bytes (a family casts them to
  * its configuration struct, checked by a static assert in its file). */
@@ -93,9 +95,10 @@ typedef struct fj_launch_env {
     int sm;                  /* the device's compute capability, major*10 + minor */
     /* per launch: the largest cluster the GPU runs of that kernel (fj_kernels.cluster
      * probed at load, fj_cluster_probe) and how many of each size n run at once
-     * ([i][n]); 0 where clusters are off (sm < 90, the driver, or FAJIT_DECODE_CLUSTER=0) */
+     * ([i][n]); 0 where clusters are off (sm < 90, or the driver) */
     int cluster_max[FJ_MAX_LAUNCHES];
     int cluster_active[FJ_MAX_LAUNCHES][FJ_CLUSTER_MAX + 1];
+    const fj_fopts *fopts;   /* the families' own options (fj_target.fopts) */
 } fj_launch_env;
 
 /* The arguments of one launch: copies of the kernel's parameters (fj_args_push) and the
@@ -172,6 +175,10 @@ typedef struct fj_family {
      * compiled and checked but never run on hardware). A family with a note is validated
      * on first use under the default FAJIT_VALIDATE=warm too (src/api/dispatch.c). */
     const char *status_note;
+    /* Reads the family's own environment variables into its FJ_FOPTS_BYTES of options (all
+     * zero: its defaults) at context creation: FAJIT_OK, or a status and the message that
+     * names the variable and the value (NULL: the family has none). */
+    fajit_status (*options)(void *opts, char *why, size_t n);
 } fj_family;
 
 /*------ the registry ------*/
@@ -187,6 +194,9 @@ void fj_family_register_for_testing(const fj_family *f);
 int fj_family_selectable(int id);
 int fj_family_parse(const char *name);
 void fj_family_names(char *out, size_t n);
+/* Every family's options hook into o (zeroed first), in registry order: FAJIT_OK, or the
+ * first refusal with its message. */
+fajit_status fj_family_options(fj_fopts *o, char *why, size_t n);
 
 /* The family dispatch takes for d on t: the forced family `want` (a fajit_family value;
  * AUTO = none) if it applies, else the highest-ranked family of d->op that applies. NULL
