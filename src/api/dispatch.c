@@ -31,12 +31,11 @@ void fj_desc_signature(const fajit_attn_desc *d, char *sig, size_t n)
 
 void fj_desc_bucket(const fajit_attn_desc *d, int sm_count, char *bucket, size_t n)
 {
-    static const char *const suffix[FJ_DEC_SPLIT_CLASSES] = {"", ",bw", ",lat", ",latf"};
     int sq = d->seqlen_q > 0 ? d->seqlen_q : 1, sk = d->seqlen_k > 0 ? d->seqlen_k : 1;
-    char base[FJ_BUCKET_LEN];
-    const int cls = sq <= 16 ? fj_dec_split_class(d, sm_count) : FJ_DEC_SPLIT_NONE;
-    int r = fj_shape_bucket(sq, sk, base, sizeof base) == 0
-                ? snprintf(bucket, n, "%s%s", base, suffix[cls]) : -1;
+    char base[FJ_BUCKET_LEN], suffix[FJ_BUCKET_LEN];
+    int r = fj_shape_bucket(sq, sk, base, sizeof base) == 0 &&
+                    fj_family_bucket_suffix(d, sm_count, suffix, sizeof suffix) == 0
+                ? snprintf(bucket, n, "%s%s", base, suffix) : -1;
     if ((r < 0 || (size_t)r >= n) && n)
         bucket[0] = 0;
 }
@@ -457,14 +456,14 @@ static fj_plan_key plan_key(const fajit_ctx *ctx, int ref, const fajit_attn_desc
     const fj_target t = fj_target_of(ctx, NULL);
     int varlen = d->cu_seqlens_q != NULL, totals = varlen && d->total_q > 0 && d->total_k > 0;
     int win = d->mask == FAJIT_MASK_WINDOW, paged = d->block_table != NULL;
+    const fj_plan_class pc = fj_family_plan_class(d, &t);
     fj_plan_key k = {   /* (paged: a paged prefill and a contiguous one take other families) */
         (uint64_t)ref | (uint64_t)varlen << 1 | (uint64_t)totals << 2 | (uint64_t)paged << 3 |
             (uint64_t)d->dtype << 4 | (uint64_t)d->mask << 6 | (uint64_t)d->head_dim << 8 |
             (uint64_t)fj_bucket_index(d->seqlen_q, d->seqlen_k) << 20 |
             (uint64_t)d->op << 32,
         d->heads_q / d->heads_kv, win ? d->window_left : -1, win ? d->window_right : -1,
-        paged ? d->page_size : 0, fj_dec_split_class(d, ctx->sm_count),
-        fj_dec_pack_limit(d) + 8 * fj_dec_pack_default(d, &t)};
+        paged ? d->page_size : 0, pc.split_class, pc.other};
     return k;
 }
 
@@ -474,7 +473,7 @@ static unsigned plan_bucket(const fj_plan_key *k)
                  (uint64_t)(unsigned)k->window_left * 0x100000001b3ull ^
                  (uint64_t)(unsigned)k->window_right << 17 ^
                  (uint64_t)(unsigned)k->page_size * 0xff51afd7ed558ccdull ^
-                 (uint64_t)(unsigned)k->pack << 52;
+                 (uint64_t)(unsigned)k->other << 52;
     return (unsigned)(h * 0x9E3779B97F4A7C15ull >> 58) % FJ_PLAN_BUCKETS;
 }
 
@@ -482,7 +481,7 @@ static int same_key(const fj_plan_key *a, const fj_plan_key *b)
 {
     return a->bits == b->bits && a->gqa == b->gqa && a->window_left == b->window_left &&
            a->window_right == b->window_right && a->page_size == b->page_size &&
-           a->split_class == b->split_class && a->pack == b->pack;
+           a->split_class == b->split_class && a->other == b->other;
 }
 
 void fj_plans_retire(fajit_ctx *ctx)

@@ -47,10 +47,8 @@ typedef struct fj_plan_key {
     int gqa, window_left, window_right;
     int page_size;                 /* 0 without a block table: tuned rows and the decode
                                       loader (TMA or cp.async) depend on it */
-    int split_class;               /* fj_dec_split_class: the decode family's tiles (and
-                                      its tuning rows) depend on the batch through it */
-    int pack;                      /* fj_dec_pack_limit (KV heads a decode CTA may take) +
-                                      8 x fj_dec_pack_default (the default takes) */
+    int split_class, other;        /* the plan class (fj_family_plan_class): what the
+                                      families' tiles and tuning rows depend on besides */
 } fj_plan_key;
 
 typedef struct fj_plan {
@@ -249,12 +247,10 @@ fj_target fj_target_of(const fajit_ctx *ctx, const char *arch);
 int fj_bucket_index(int seqlen_q, int seqlen_k);
 /* Tuning-row names of a problem: signature ("fwd.bf16.hd128.causal.gqa4") and bucket. */
 void fj_desc_signature(const fajit_attn_desc *d, char *sig, size_t n);
-/* The bucket of a problem with up to 16 query rows gains the decode split class on a GPU
- * of sm_count SMs (fj_dec_split_class): ",bw" (bandwidth-bound split), ",lat" and ",latf"
- * (latency-bound split, the second over at most a sixteenth of the SMs' count of sequence
- * x KV head pairs), nothing where the batch fills the GPU ("sq=1,sk<=2k,latf"): one tuned
- * configuration per class.
- * At most FJ_DESC_BUCKET_LEN bytes. */
+/* The bucket of a problem is its shape bucket and the families' suffixes on a GPU of
+ * sm_count SMs (fj_family_bucket_suffix: the decode family's split class where up to 16
+ * query rows, "sq=1,sk<=2k,latf"): one tuned configuration per class; "" where it does not
+ * fit n. At most FJ_DESC_BUCKET_LEN bytes. */
 #define FJ_DESC_BUCKET_LEN 24
 void fj_desc_bucket(const fajit_attn_desc *d, int sm_count, char *bucket, size_t n);
 /* The kernels fajit_attn_fwd would launch for the full-size (imported) `d` on target `arch`

@@ -503,6 +503,26 @@ static fajit_status launch_args(const fj_kcfg *k, int i, const fajit_attn_desc *
     return FAJIT_OK;
 }
 
+/* The plan class: the split class (fj_dec_split_class) where the family serves d or d's
+ * tuning bucket carries it (seqlen_q <= 16), and the head packing the layout allows and the
+ * default takes (fj_dec_pack_limit + 8 x fj_dec_pack_default) where it serves d. */
+static void plan_class(const fajit_attn_desc *d, const fj_target *t, fj_plan_class *out)
+{
+    const int on = applies(d, t), sq = d->seqlen_q > 0 ? d->seqlen_q : 1;
+    if (!on && sq > 16)
+        return;
+    out->split_class = fj_dec_split_class(d, t->sm_count);
+    out->other = on ? fj_dec_pack_limit(d) + 8 * fj_dec_pack_default(d, t) : 0;
+}
+
+/* The tuning bucket's suffix for seqlen_q <= 16: the split class (",bw", ",lat", ",latf"). */
+static const char *bucket_suffix(const fajit_attn_desc *d, int sm_count)
+{
+    static const char *const suffix[FJ_DEC_SPLIT_CLASSES] = {"", ",bw", ",lat", ",latf"};
+    const int sq = d->seqlen_q > 0 ? d->seqlen_q : 1;
+    return sq <= 16 ? suffix[fj_dec_split_class(d, sm_count)] : "";
+}
+
 /* The fused combine's counters: the context allocates its ring at creation. */
 static int needs_counters(const fj_target *t) { return t->sm >= 80; }
 
@@ -527,4 +547,6 @@ const fj_family fj_family_decode = {
     .launch_args = launch_args,
     .needs_counters = needs_counters,
     .options = fj_dec_options,
+    .plan_class = plan_class,
+    .bucket_suffix = bucket_suffix,
 };

@@ -18,6 +18,23 @@ enum { FJ_DEC_LOADER_AUTO = 0, FJ_DEC_LOADER_CPASYNC = 1, FJ_DEC_LOADER_TMA = 2 
  * layout allows (fj_dec_pack_limit) and head_dim x heads <= 256, else none. */
 enum { FJ_DEC_PACK_AUTO = 0, FJ_DEC_PACK_OFF = 1, FJ_DEC_PACK_2 = 2, FJ_DEC_PACK_4 = 4 };
 
+/* How the decode family splits the keys of d on a GPU of sm_count SMs (0: unknown, taken
+ * as 132), from the (sequence, KV head) pairs and K+V at the host-known maxima: NONE where
+ * the pairs fill the SMs; else STREAM from 32 MiB (bandwidth-bound), and below it
+ * (latency-bound) LATENCY_FEW with at most a sixteenth of the SMs' count of pairs, LATENCY
+ * with more. Its default tiles depend on it, so plans and decode tuning buckets are kept
+ * per class. */
+enum { FJ_DEC_SPLIT_NONE = 0, FJ_DEC_SPLIT_STREAM = 1, FJ_DEC_SPLIT_LATENCY = 2,
+       FJ_DEC_SPLIT_LATENCY_FEW = 3, FJ_DEC_SPLIT_CLASSES = 4 };
+int fj_dec_split_class(const fajit_attn_desc *d, int sm_count);
+/* The most KV heads (1, 2 or 4) a decode CTA may take at once in d's layout: heads_kv a
+ * multiple of them and the K/V heads side by side (head strides == head_dim). A plan made
+ * for one layout must not serve another where this differs (its plan class holds it). */
+int fj_dec_pack_limit(const fajit_attn_desc *d);
+/* The KV heads (1, 2 or 4) per CTA of the decode default for d on t (head packing; at most
+ * fj_dec_pack_limit(d)). Its plan class holds it beside the limit. */
+int fj_dec_pack_default(const fajit_attn_desc *d, const fj_target *t);
+
 /* The decode family's options (its bytes of fj_fopts; all zero: the defaults), read from the
  * environment at context creation (fj_dec_options). */
 typedef struct fj_dec_opts {
