@@ -129,6 +129,7 @@ static inline int cta_rows(const fj_dec_config *c, const fajit_attn_desc *d)
  * alignment), where TMA cannot load c's tiles (NULL: it can), the resource check */
 size_t fj_dec_smem_used(const fj_dec_config *c, int head_dim);
 size_t fj_dec_smem_bytes(const fj_dec_config *c, int head_dim);
+int fj_dec_cluster_fits(const fj_dec_config *c, int head_dim);
 const char *fj_dec_tma_misfit(const fj_dec_config *c, const fajit_attn_desc *d, const fj_target *t);
 int fj_dec_check(const fj_kcfg *k, const fajit_attn_desc *d, const fj_target *t, char *why,
                  size_t n);

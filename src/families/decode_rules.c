@@ -32,12 +32,6 @@ int fj_dec_split_class(const fajit_attn_desc *d, int sm_count)
         return SPLIT_STREAM;
     return pairs * 16 <= sms_of(sm_count) ? SPLIT_LATENCY_FEW : SPLIT_LATENCY;
 }
-int fj_dec_pack_limit(const fajit_attn_desc *d)
-{
-    if (d->k_head_stride != d->head_dim || d->v_head_stride != d->head_dim || d->heads_kv < 1)
-        return 1;
-    return d->heads_kv % 4 == 0 ? 4 : d->heads_kv % 2 == 0 ? 2 : 1;
-}
 static int split_class(const fajit_attn_desc *d, const fj_target *t)
 {
     return fj_dec_split_class(d, t->sm_count);
