@@ -5,7 +5,7 @@
 #include <stdio.h>
 
 #include "decode.h"
-#include "../autotune/fa2_config.h"   /* fj_fa2_smem_limit: the per-target shared memory */
+#include "target.h"   /* fj_smem_limit: the per-target shared memory */
 
 int fj_dec_pack_limit(const fajit_attn_desc *d)
 {
@@ -81,7 +81,7 @@ int fj_dec_check(const fj_kcfg *k, const fajit_attn_desc *d, const fj_target *t,
     else if (hp_of(c) > 1 && fj_dec_pack_limit(d) % c->hp)
         bad = "KV heads per CTA need heads_kv a multiple of them and K/V heads side by side "
               "(head strides == head_dim)";
-    else if (fj_dec_smem_bytes(c, d->head_dim) > fj_fa2_smem_limit(t->sm))
+    else if (fj_dec_smem_bytes(c, d->head_dim) > fj_smem_limit(t->sm))
         bad = "the tile does not fit the target's shared memory";
     else if (c->tma)
         bad = fj_dec_tma_misfit(c, d, t);

@@ -7,7 +7,7 @@
 
 #include "decode.h"
 #include "params.h"   /* fj_tiles */
-#include "../autotune/fa2_config.h"   /* fj_fa2_smem_limit: the per-target shared memory */
+#include "target.h"   /* fj_smem_limit: the per-target shared memory */
 
 /* The loader of the defaults where TMA fits and FAJIT_DECODE_LOADER is auto. */
 #define DEC_TMA_DEFAULT 0
@@ -117,7 +117,7 @@ static void plain_cfg(const fajit_attn_desc *d, const fj_target *t, fj_kcfg *out
     } else {
         c.wm = 4, c.wn = 1;
     }
-    const size_t limit = fj_fa2_smem_limit(t->sm);
+    const size_t limit = fj_smem_limit(t->sm);
     while (!deep && fj_dec_smem_bytes(&c, d->head_dim) > limit / 2 && c.stages > 2)
         c.stages--;
     while (fj_dec_smem_bytes(&c, d->head_dim) > limit && c.stages > 2)
@@ -383,7 +383,7 @@ static int fit_sm(const fj_dec_config *c, int head_dim, int sm)
 {
     if (sm <= 0)
         return 2;
-    const size_t sm_bytes = fj_fa2_smem_limit(sm) + 1024;
+    const size_t sm_bytes = fj_smem_limit(sm) + 1024;
     const size_t cta = fj_dec_smem_bytes(c, head_dim) + 1024;
     return cta <= sm_bytes ? (int)(sm_bytes / cta) : 1;
 }
