@@ -3,7 +3,8 @@
 
 A file uses another when it includes it ("y.h", resolved from the including file's folder) or names a
 function that the other defines without `static` (a call, or its address in a table). A
-header's declarations are not uses: only the bodies of its inline functions are. Only files
+header's declarations are not uses: only the bodies of its inline functions are, and a
+macro's body counts as a use of each file that names the macro. Only files
 of the same folder count. For each folder, prints every circle (a strongly connected set of
 two or more nodes) with one use per arrow, or "no circle". Exit status 1 when there is a
 circle.
@@ -49,6 +50,19 @@ def definitions(code):
     return names
 
 
+def macros(code):
+    """A header's function-like and object-like macros: name -> the identifiers of its body
+    (counted as uses of every file that names the macro, not of the header)."""
+    out = {}
+    for m in re.finditer(r"^[ \t]*#[ \t]*define[ \t]+(\w+)((?:[^\n]*\\\n)*[^\n]*)", code, re.M):
+        out[m.group(1)] = set(IDENT.findall(m.group(2)))
+    return out
+
+
+def without_macros(code):
+    return re.sub(r"^[ \t]*#[ \t]*define(?:[^\n]*\\\n)*[^\n]*", "", code, flags=re.M)
+
+
 def bodies(code):
     """The text inside braces (a header's inline function bodies; struct fields too)."""
     out, depth = [], 0
@@ -75,6 +89,10 @@ def scan(folder):
         if f.endswith(".c"):
             for name in definitions(code[f]):
                 owner.setdefault(name, f)
+    expands = {}
+    for f in files:
+        if f.endswith(".h"):
+            expands.update(macros(code[f]))
     edges = {node(folder, f): {} for f in files}
     for f in files:
         n = node(folder, f)
@@ -85,8 +103,14 @@ def scan(folder):
             if os.path.dirname(path) == os.path.normpath(folder) and g in code \
                     and node(folder, g) != n:
                 edges[n].setdefault(node(folder, g), "#include " + g)
-        text = code[f] if f.endswith(".c") else bodies(code[f])
-        for name in sorted(set(IDENT.findall(text))):
+        text = code[f] if f.endswith(".c") else bodies(without_macros(code[f]))
+        names = set(IDENT.findall(text))
+        for name in sorted(names):
+            for used in sorted(expands.get(name, ())):
+                g = owner.get(used)
+                if g and g != n:
+                    edges[n].setdefault(g, f"{used} in {name}")
+        for name in sorted(names):
             g = owner.get(name)
             if g and g != n:
                 edges[n].setdefault(g, name)
