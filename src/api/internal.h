@@ -171,9 +171,13 @@ fajit_status fj_bind_device(fajit_ctx *ctx);
 void fj_arch_of(int major, int minor, char *out, size_t n);
 
 /* 1 when ctx is a context fajit_ctx_create returned and fajit_ctx_destroy has not yet
- * released: its address is in the registry of live contexts (src/api/ctx.c; no read
+ * released: its address is in the registry of live contexts (src/api/live.c; no read
  * through ctx before that), and then its magic word matches. 0 for NULL. Lock-free. */
 int fj_ctx_live(const fajit_ctx *ctx);
+/* Adds a new context to the registry (sets its magic word): 1, or 0 when the registry is
+ * full; removes one (clears it) before it is freed. */
+int fj_ctx_register(fajit_ctx *ctx);
+void fj_ctx_unregister(fajit_ctx *ctx);
 /* First line of a public entry point: return FAJIT_INVALID_ARGUMENT unless ctx is live
  * (FJ_CTX_CHECK) or NULL or live (FJ_CTX_CHECK_NULL_OK). No message can be recorded. */
 #define FJ_CTX_CHECK(ctx)                    \
@@ -284,6 +288,12 @@ void fj_spec_progress(fajit_ctx *ctx, double since, int done, int total,
  * to relaxed capture mode for the loads (the driver refuses module loads otherwise). */
 fajit_status fj_kplan_load(fajit_ctx *ctx, fj_kplan *kp, const fajit_attn_desc *d,
                            unsigned flags);
+/* The workspace one call of d with c needs on t (the family's workspace hook; none
+ * without one), and where a caller's workspace puts the scratch: the counters first, the
+ * scratch from the next 256 bytes. */
+void fj_kplan_workspace(const fj_kcfg *c, const fajit_attn_desc *d, const fj_target *t,
+                        fj_workspace *ws);
+size_t fj_ws_counter_span(const fj_workspace *ws);
 /* Launches every kernel of kp for the validated d on `stream`, with its workspace. */
 fajit_status fj_kplan_launch(fajit_ctx *ctx, const fj_kplan *kp, const fajit_attn_desc *d,
                              void *stream);
@@ -319,6 +329,29 @@ void fj_validate_first_use(fajit_ctx *ctx, const fj_family *f, void *stream);
 /* Retires every plan of the context: the next call of each problem chooses again (after a
  * new tuning row or verdict). */
 void fj_plans_retire(fajit_ctx *ctx);
+/* The plan table (src/api/plans.c): the key of d's plan (`ref`: the reference kernel's),
+ * its bucket in ctx->plans, and whether two keys are the same. */
+fj_plan_key fj_plan_key_of(const fajit_ctx *ctx, int ref, const fajit_attn_desc *d);
+unsigned fj_plan_bucket(const fj_plan_key *k);
+int fj_plan_same(const fj_plan_key *a, const fj_plan_key *b);
+/* What making a plan asks of its caller: dispatch's choice with the validation gate, or the
+ * reference kernel's (fj_reference_chooser, without it). */
+typedef struct fj_chooser {
+    /* the exact and the default configuration of d on t; `stream`: the call's */
+    fajit_status (*choose)(fajit_ctx *ctx, const fj_target *t, const fajit_attn_desc *d,
+                           fj_kcfg *exact, fj_kcfg *dflt, void *stream);
+    /* FALLBACK: a cached configuration in *kp that serves d while `exact` compiles: 1, or 0
+     * (NULL: none is looked for) */
+    int (*stand_in)(fajit_ctx *ctx, const fajit_attn_desc *d, const fj_kcfg *exact,
+                    fj_kplan *kp);
+    /* FALLBACK: compiles p->better off the caller's thread, then swaps it in */
+    void (*background)(fajit_ctx *ctx, fj_plan *p, const fajit_attn_desc *d);
+} fj_chooser;
+extern const fj_chooser fj_reference_chooser;
+/* Runs the imported d on `stream`: checks it, finds its plan (`ref`: the reference
+ * kernel's) or makes one with `ch` under the context's policies, and launches it. */
+fajit_status fj_plan_run(fajit_ctx *ctx, const fajit_attn_desc *d, void *stream, int ref,
+                         const fj_chooser *ch);
 
 /* Whether a target name is an "a" one (sm_90a: wgmma, setmaxnreg). */
 int fj_arch_is_a(const char *arch);
