@@ -570,7 +570,7 @@ START_TEST(graph_capture)
     bufs B;
     setup(&c, &B);
     fj_kcfg cfg;
-    const fj_target h200 = {90, 1, 132, 0, 0, 0, 0};
+    const fj_target h200 = {90, 1, 132, 0, 0, NULL};
     fj_kcfg_default(&B.desc, &h200, FAJIT_FAMILY_AUTO, &cfg);
     ck_assert_msg(fj_fa3_of(&cfg) && fj_fa3_of(&cfg)->persistent == 2,
                   "the case no longer takes the dynamic schedule: pick another");
@@ -1100,7 +1100,7 @@ START_TEST(fallback_never_blocks)
     bufs B;
     setup(&c, &B);
     fj_kcfg dc, cand[48], other;
-    const fj_target h200 = {90, 1, 132, 0, 0, 0, 0};
+    const fj_target h200 = {90, 1, 132, 0, 0, NULL};
     fj_kcfg_default(&B.desc, &h200, FAJIT_FAMILY_AUTO, &dc);
     int n = fj_kcfg_candidates(&B.desc, &h200, cand, 48);
     ck_assert_int_ge(n, 2);

@@ -298,7 +298,7 @@ END_TEST
 START_TEST(fa3_paged_variants)
 {
     static const int hdims[] = {64, 96, 128, 192, 256}, pages[] = {8, 16, 64, 256};
-    const fj_target t = {90, 1, 132, 0, 0, 0, 1};   /* paged prefill on the Hopper kernel (the default) */
+    const fj_target t = {90, 1, 132, 0, 1, NULL};   /* paged prefill on the Hopper kernel (the default) */
     make_dir();
     fajit_ctx *ctx = compile_ctx();
     int n = 0;
@@ -346,7 +346,7 @@ END_TEST
 START_TEST(mixed_variants)
 {
     static const int hdims[] = {64, 128, 256}, pages[] = {16, 64}, groups[] = {1, 4};
-    const fj_target t = {90, 1, 132, 0, 0, 0, 1};   /* paged prefill on the Hopper kernel (the default) */
+    const fj_target t = {90, 1, 132, 0, 1, NULL};   /* paged prefill on the Hopper kernel (the default) */
     make_dir();
     fajit_ctx *ctx = compile_ctx();
     int n = 0, qmax = 0;
@@ -406,7 +406,7 @@ START_TEST(candidate_spaces)
                 memset(&d, 0, sizeof d);
                 d.dtype = FAJIT_BF16, d.head_dim = hdims[h], d.mask = (fajit_mask)mask;
                 fj_kcfg c[48];
-                const fj_target t = {fj_arch_sm(archs[a]), fj_arch_is_a(archs[a]), 0, 0, 0, 0, 0};
+                const fj_target t = {fj_arch_sm(archs[a]), fj_arch_is_a(archs[a]), 0, 0, 0, NULL};
                 int k = fj_kcfg_candidates(&d, &t, c, 48);
                 ck_assert_int_ge(k, 1);
                 for (int i = 0; i < k; i++) {
@@ -556,7 +556,7 @@ START_TEST(policies_with_fake_driver)
     fajit_attn_desc_init(&d, p, p, p, p, 1, 16, 16, 4096, 4096, 128, FAJIT_BF16);
     d.mask = FAJIT_MASK_CAUSAL;
     fj_kcfg dc, cand[48], tuned;
-    const fj_target h200 = {90, 1, 132, 0, 0, 0, 0};
+    const fj_target h200 = {90, 1, 132, 0, 0, NULL};
     fj_kcfg_default(&d, &h200, FAJIT_FAMILY_AUTO, &dc);
     ck_assert_ptr_nonnull(fj_fa3_of(&dc));   /* sm_90a, hdim 128: the Hopper kernel */
     int n = fj_kcfg_candidates(&d, &h200, cand, 48);

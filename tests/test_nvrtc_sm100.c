@@ -160,7 +160,7 @@ START_TEST(fa4_every_variant)
         for (int mask = 0; mask < 3; mask++) {
             for (int dt = 0; dt < 2; dt++) {
                 fajit_attn_desc d = desc_of(dt, hdims[h], mask);
-                const fj_target t = {100, 1, 0, 0, 0, 0, 0};
+                const fj_target t = {100, 1, 0, 0, 0, NULL};
                 ck_assert_msg(fj_family_fa4.applies(&d, &t), "fa4 hd%d mask %d", hdims[h], mask);
                 fj_fa4_config c[8];
                 int n = fj_fa4_candidates(hdims[h], mask, 100, c, 8);
@@ -240,8 +240,8 @@ START_TEST(fa4_dispatch_and_tuner)
 {
     fajit_attn_desc d = desc_of(FAJIT_BF16, 128, FAJIT_MASK_CAUSAL);
     d.seqlen_q = d.seqlen_k = 4096;
-    const fj_target b200 = {100, 1, 148, 0, 0, 0, 0}, b300 = {103, 1, 148, 0, 0, 0, 0}, h200 = {90, 1, 132, 0, 0, 0, 0},
-                    rtx = {120, 1, 84, 0, 0, 0, 0};
+    const fj_target b200 = {100, 1, 148, 0, 0, NULL}, b300 = {103, 1, 148, 0, 0, NULL}, h200 = {90, 1, 132, 0, 0, NULL},
+                    rtx = {120, 1, 84, 0, 0, NULL};
     ck_assert_ptr_eq(fj_family_choose(&d, &b200, FAJIT_FAMILY_AUTO), &fj_family_fa4);
     ck_assert_ptr_eq(fj_family_choose(&d, &b300, FAJIT_FAMILY_AUTO), &fj_family_fa4);
     ck_assert_ptr_ne(fj_family_choose(&d, &h200, FAJIT_FAMILY_AUTO), &fj_family_fa4);

@@ -8,8 +8,19 @@
 #include <string.h>
 
 #include "fake_cuda.h"
+#include "../src/families/decode.h"
 #include "../src/families/fa3.h"
 #include "../src/autotune/spec.h"
+
+/* t with the decode family's options `loader` and `pack` (held in *o) */
+static fj_target dec_target(fj_target t, fj_fopts *o, int loader, int pack)
+{
+    memset(o, 0, sizeof *o);
+    fj_dec_opts *d = (fj_dec_opts *)(void *)o->b[FAJIT_FAMILY_DECODE];
+    d->loader = loader, d->pack = pack;
+    t.fopts = o;
+    return t;
+}
 
 static struct {
     fj_decode_params p[4];
@@ -389,8 +400,9 @@ START_TEST(decode_defaults)
                              cases[i].head_dim, FAJIT_BF16);
         d.block_table = (const int32_t *)(uintptr_t)0x3000;
         d.block_table_stride = 4096, d.page_size = 16, d.num_pages = 1 << 20;
-        const fj_target t = {cases[i].sm, cases[i].sm >= 90, 132, 0, FJ_DEC_LOADER_AUTO,
-                             FJ_DEC_PACK_OFF, 0};
+        fj_fopts fo;
+        const fj_target t = dec_target((fj_target){cases[i].sm, cases[i].sm >= 90, 132, 0, 0,
+                                                   NULL}, &fo, FJ_DEC_LOADER_AUTO, FJ_DEC_PACK_OFF);
         const int q_lens[3] = {1, 4, 8};
         const char *wants[3] = {cases[i].want1, cases[i].want4, cases[i].want8};
         for (int q = 0; q < 3; q++) {
@@ -409,7 +421,7 @@ START_TEST(decode_defaults)
      * the wider row layouts */
     fajit_attn_desc d;
     fajit_attn_desc_init(&d, p, p, p, p, 1, 32, 8, 1, 4096, 128, FAJIT_BF16);
-    const fj_target h200 = {90, 1, 132, 0, FJ_DEC_LOADER_AUTO, FJ_DEC_PACK_AUTO, 0};
+    const fj_target h200 = {90, 1, 132, 0, 0, NULL};
     fj_kcfg s[64];
     const int n = fj_family_decode.shipped(&d, &h200, s, 64);
     ck_assert_int_eq(n, 7);
@@ -421,7 +433,7 @@ START_TEST(decode_defaults)
         ck_assert_str_eq(name, want[i]);
     }
     /* on sm_80 the long and short defaults are one */
-    const fj_target a100 = {80, 0, 108, 0, FJ_DEC_LOADER_AUTO, FJ_DEC_PACK_AUTO, 0};
+    const fj_target a100 = {80, 0, 108, 0, 0, NULL};
     ck_assert_int_eq(fj_family_decode.shipped(&d, &a100, s, 64), 3);
     /* every default of a decode step (up to 16 query rows, 64 packed) at any batch, length
      * and grouping is in the shipped list of its target: warm compiles what STRICT serves
@@ -433,7 +445,7 @@ START_TEST(decode_defaults)
     int checked = 0;
     for (size_t a = 0; a < sizeof sms / sizeof sms[0]; a++)
         for (size_t h = 0; h < sizeof dims / sizeof dims[0]; h++) {
-            const fj_target t = {90, 1, sms[a], 0, FJ_DEC_LOADER_AUTO, FJ_DEC_PACK_AUTO, 0};
+            const fj_target t = {90, 1, sms[a], 0, 0, NULL};
             fajit_attn_desc e;
             fajit_attn_desc_init(&e, p, p, p, p, 1, 8, 8, 1, 1, dims[h], FAJIT_BF16);
             const int ns = fj_family_decode.shipped(&e, &t, s, 64);
@@ -811,7 +823,7 @@ START_TEST(decode_loader)
     fajit_ctx *ctx = NULL, *bad = NULL;
     setenv("FAJIT_DECODE_LOADER", "TMA", 1);
     ck_assert_int_eq(fajit_ctx_create(&ctx, &o), FAJIT_OK);
-    ck_assert_int_eq(ctx->dec_loader, FJ_DEC_LOADER_TMA);
+    ck_assert_int_eq(fj_dec_opts_of(&ctx->fopts)->loader, FJ_DEC_LOADER_TMA);
     fajit_ctx_destroy(ctx);
     setenv("FAJIT_DECODE_LOADER", "bulk", 1);
     ck_assert_int_eq(fajit_ctx_create(&bad, &o), FAJIT_INVALID_ARGUMENT);
@@ -825,8 +837,10 @@ START_TEST(decode_loader)
     fajit_attn_desc_init(&d, p, p, p, p, 1, 32, 8, 1, 4096, 128, FAJIT_BF16);
     d.block_table = (const int32_t *)(uintptr_t)0x3000;
     d.block_table_stride = 256, d.page_size = 16, d.num_pages = 1000;
-    fj_target h200 = {90, 1, 132, 0, FJ_DEC_LOADER_TMA, FJ_DEC_PACK_AUTO, 0},
-              a100 = {80, 0, 108, 0, FJ_DEC_LOADER_TMA, FJ_DEC_PACK_AUTO, 0};
+    fj_fopts tma_opts;
+    fj_target h200 = dec_target((fj_target){90, 1, 132, 0, 0, NULL}, &tma_opts, FJ_DEC_LOADER_TMA,
+                                FJ_DEC_PACK_AUTO),
+              a100 = {80, 0, 108, 0, 0, &tma_opts};
     fj_kcfg c, back;
     char name[64], why[256];
     fj_kernels ks;
@@ -1055,7 +1069,7 @@ START_TEST(decode_head_packing)
     fajit_attn_desc_init(&d, p, p, p, p, 64, 32, 8, 1, 16384, 32, FAJIT_BF16);
     d.block_table = (const int32_t *)(uintptr_t)0x3000;
     d.block_table_stride = 1024, d.page_size = 16, d.num_pages = 1 << 17;
-    const fj_target h200 = {90, 1, 132, 0, FJ_DEC_LOADER_AUTO, FJ_DEC_PACK_AUTO, 0};
+    const fj_target h200 = {90, 1, 132, 0, 0, NULL};
     fj_kcfg c, plain;
     char name[64], why[256];
     ck_assert_int_eq(fj_kcfg_parse("dec:64x3m1n4s0h2", &c), 0);
@@ -1167,8 +1181,8 @@ START_TEST(decode_head_packing)
         e.mask = rule[i].q_len > 1 ? FAJIT_MASK_CAUSAL : FAJIT_MASK_NONE;
         e.block_table = d.block_table, e.page_size = 16, e.num_pages = 1 << 20;
         e.block_table_stride = e.seqlen_k / 16;
-        fj_target t = h200;
-        t.dec_pack = rule[i].pack;
+        fj_fopts fo, fo_tma;
+        const fj_target t = dec_target(h200, &fo, FJ_DEC_LOADER_AUTO, rule[i].pack);
         ck_assert_int_eq(fj_kcfg_default(&e, &t, FAJIT_FAMILY_AUTO, &c), 0);
         fj_kcfg_name(&c, name);
         const char *h = strstr(name, "s0h");
@@ -1177,9 +1191,9 @@ START_TEST(decode_head_packing)
         ck_assert_int_eq(fj_dec_pack_default(&e, &t), *rule[i].want ? rule[i].want[1] - '0' : 1);
         ck_assert_int_eq(c.fam->check(&c, &e, &t, why, sizeof why), 0);
         /* not off sm_90, nor with the TMA loader forced, nor over other layouts */
-        const fj_target others[] = {{80, 0, 108, 0, 0, rule[i].pack, 0},
-                                    {100, 1, 148, 0, 0, FJ_DEC_PACK_AUTO, 0},
-                                    {90, 1, 132, 0, FJ_DEC_LOADER_TMA, rule[i].pack, 0}};
+        const fj_target others[] = {{80, 0, 108, 0, 0, &fo},
+                                    {100, 1, 148, 0, 0, NULL},
+                                    dec_target(h200, &fo_tma, FJ_DEC_LOADER_TMA, rule[i].pack)};
         for (size_t o = 0; o < 3 && !rule[i].pack; o++) {
             ck_assert_int_eq(fj_kcfg_default(&e, &others[o], FAJIT_FAMILY_AUTO, &c), 0);
             fj_kcfg_name(&c, name);
@@ -1244,8 +1258,8 @@ START_TEST(decode_head_packing)
         const fajit_status st = fajit_ctx_create(&x, &o);
         if (env[i].want >= 0) {
             ck_assert_int_eq(st, FAJIT_OK);
-            ck_assert_int_eq(x->dec_pack, env[i].want);
-            ck_assert_int_eq(fj_target_of(x, NULL).dec_pack, env[i].want);
+            ck_assert_int_eq(fj_dec_opts_of(&x->fopts)->pack, env[i].want);
+            ck_assert_int_eq(fj_dec_opts_of(fj_target_of(x, NULL).fopts)->pack, env[i].want);
         } else {
             ck_assert_int_eq(st, FAJIT_INVALID_ARGUMENT);
             snprintf(why, sizeof why, "FAJIT_DECODE_HEAD_PACK must be auto, off, 2 or 4, got '%s'",
@@ -1280,8 +1294,8 @@ static unsigned dec_rnd(unsigned *s)
  * mode and other targets stay with the decode family. */
 START_TEST(fa3_paged_dispatch)
 {
-    static const fj_target h = {90, 1, 132, 0, 0, 0, 1}, hc = {90, 1, 132, 1, 0, 0, 1},
-                           a = {80, 0, 108, 0, 0, 0, 0};
+    static const fj_target h = {90, 1, 132, 0, 1, NULL}, hc = {90, 1, 132, 1, 1, NULL},
+                           a = {80, 0, 108, 0, 0, NULL};
     void *ptr = (void *)(uintptr_t)0x100000;
     static const struct {
         int hd, mask, q, ps, varlen, total_q;
@@ -1418,8 +1432,8 @@ static void mix_desc(fajit_attn_desc *d, int seqlen_q, int varlen)
 }
 START_TEST(mixed_plan)
 {
-    static const fj_target h = {90, 1, 132, 0, 0, 0, 1}, hc = {90, 1, 132, 1, 0, 0, 1},
-                           a = {80, 0, 108, 0, 0, 0, 0};
+    static const fj_target h = {90, 1, 132, 0, 1, NULL}, hc = {90, 1, 132, 1, 1, NULL},
+                           a = {80, 0, 108, 0, 0, NULL};
     fajit_attn_desc d, dd;
     /* routing */
     mix_desc(&d, 300, 1);
@@ -1514,7 +1528,7 @@ START_TEST(mixed_plan)
     /* the launches */
     fj_cuda fake = dec_fake_device();
     fake.cuTensorMapEncodeTiled = mix_tmap;
-    fj_launch_env env = {&fake, 132, 0x7000, 0x8000, 0, 90, {0}, {{0}}};
+    fj_launch_env env = {&fake, 132, 0x7000, 0x8000, 0, 90, {0}, {{0}}, NULL};
     fj_args ar;
     memset(&ar, 0, sizeof ar);
     ck_assert_int_eq(fj_family_mixed.launch_args(&c, 0, &d, &env, &ar, why, sizeof why), FAJIT_OK);

@@ -321,8 +321,7 @@ static fajit_status rc_arch(fajit_ctx *ctx, rc_set *s, const char *arch,
                             fajit_cache_entry_fn on_differ, void *user, int *same, int *differ)
 {
     enum { MAX_VARIANTS = 2048, MAX_VERS = 16 };
-    const fj_target t = {fj_arch_sm(arch), fj_arch_is_a(arch), 0, 0, FJ_DEC_LOADER_AUTO,
-                         FJ_DEC_PACK_AUTO, 0};
+    const fj_target t = {fj_arch_sm(arch), fj_arch_is_a(arch), 0, 0, 0, NULL};
     int vers[MAX_VERS + 1] = {s->nvrtc}, n_vers = 1, got[MAX_VERS];
     int n_got = fj_cache_nvrtc_versions(ctx->cache, arch, got, MAX_VERS);
     for (int i = 0; i < n_got; i++)

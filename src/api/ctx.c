@@ -1,4 +1,4 @@
-/* ctx.c - creating and destroying a context, and the registry of live contexts. Options are in options.c, errors and logging in errors.c, the device and what a
+/* ctx.c - creating and destroying a context (the registry of live contexts is live.c). Options are in options.c, errors and logging in errors.c, the device and what a
  * context reports in info.c, cache maintenance in cache_maint.c. */
 #include <stdlib.h>
 #include <string.h>
@@ -6,89 +6,6 @@
 #include "internal.h"
 
 static _Atomic uint64_t g_ctx_ids;
-
-/*------ the registry of live contexts ------
- * Every public entry point taking a context first asks fj_ctx_live, so a destroyed or
- * garbage pointer is refused before anything reads through it (reading freed memory to
- * find a magic word would itself be undefined). An open-addressed set of the addresses of
- * the live contexts, linear probing: lookups are lock-free (atomic loads only, no write to
- * shared memory, so many server threads calling into one context do not contend);
- * inserts and removals are serialized by a mutex. A removed address leaves a tombstone
- * that lookups step over; a tombstone followed by an empty slot becomes empty again (no
- * probe sequence runs through it), so the set does not silt up. At most REG_SLOTS / 2
- * contexts live at once. */
-enum { REG_BITS = 12, REG_SLOTS = 1 << REG_BITS, REG_EMPTY = 0, REG_TOMB = 1 };
-#define FJ_CTX_MAGIC 0x666a6374u   /* "fjct" */
-
-static _Atomic uintptr_t g_reg[REG_SLOTS];
-static pthread_mutex_t g_reg_lock = PTHREAD_MUTEX_INITIALIZER;
-static unsigned g_reg_live;   /* under g_reg_lock */
-
-static unsigned reg_hash(uintptr_t p)
-{
-    return (unsigned)(((uint64_t)p * 0x9E3779B97F4A7C15ull) >> (64 - REG_BITS));
-}
-
-int fj_ctx_live(const fajit_ctx *ctx)
-{
-    const uintptr_t p = (uintptr_t)ctx;
-    if (p <= REG_TOMB)
-        return 0;
-    for (unsigned i = reg_hash(p), n = 0; n < REG_SLOTS; i = (i + 1) & (REG_SLOTS - 1), n++) {
-        uintptr_t v = atomic_load_explicit(&g_reg[i], memory_order_acquire);
-        if (v == p)
-            return ctx->magic == FJ_CTX_MAGIC;
-        if (v == REG_EMPTY)
-            return 0;
-    }
-    return 0;
-}
-
-static int reg_insert(fajit_ctx *ctx)
-{
-    const uintptr_t p = (uintptr_t)ctx;
-    int ok = 0;
-    pthread_mutex_lock(&g_reg_lock);
-    if (g_reg_live < REG_SLOTS / 2) {
-        unsigned i = reg_hash(p);
-        while (atomic_load_explicit(&g_reg[i], memory_order_relaxed) > REG_TOMB)
-            i = (i + 1) & (REG_SLOTS - 1);
-        ctx->magic = FJ_CTX_MAGIC;
-        atomic_store_explicit(&g_reg[i], p, memory_order_release);
-        g_reg_live++;
-        ok = 1;
-    }
-    pthread_mutex_unlock(&g_reg_lock);
-    return ok;
-}
-
-static void reg_remove(fajit_ctx *ctx)
-{
-    const uintptr_t p = (uintptr_t)ctx;
-    pthread_mutex_lock(&g_reg_lock);
-    for (unsigned i = reg_hash(p), n = 0; n < REG_SLOTS; i = (i + 1) & (REG_SLOTS - 1), n++) {
-        uintptr_t v = atomic_load_explicit(&g_reg[i], memory_order_relaxed);
-        if (v == REG_EMPTY)
-            break;
-        if (v != p)
-            continue;
-        ctx->magic = 0;
-        g_reg_live--;
-        if (atomic_load_explicit(&g_reg[(i + 1) & (REG_SLOTS - 1)], memory_order_relaxed) !=
-            REG_EMPTY) {
-            atomic_store_explicit(&g_reg[i], REG_TOMB, memory_order_release);
-            break;
-        }
-        /* the end of a run: this slot and the tombstones before it become empty */
-        atomic_store_explicit(&g_reg[i], REG_EMPTY, memory_order_release);
-        for (unsigned j = (i - 1) & (REG_SLOTS - 1);
-             atomic_load_explicit(&g_reg[j], memory_order_relaxed) == REG_TOMB;
-             j = (j - 1) & (REG_SLOTS - 1))
-            atomic_store_explicit(&g_reg[j], REG_EMPTY, memory_order_release);
-        break;
-    }
-    pthread_mutex_unlock(&g_reg_lock);
-}
 
 static void cache_log(void *user, int level, const char *msg)
 {
@@ -103,7 +20,7 @@ fajit_status fajit_ctx_create(fajit_ctx **out, const fajit_ctx_opts *opts)
     fajit_ctx *ctx = calloc(1, sizeof *ctx);
     if (!ctx)
         return FAJIT_OUT_OF_MEMORY;
-    if (!reg_insert(ctx)) {
+    if (!fj_ctx_register(ctx)) {
         free(ctx);
         return FAJIT_OUT_OF_MEMORY;   /* REG_SLOTS / 2 contexts are alive */
     }
@@ -147,7 +64,7 @@ void fajit_ctx_destroy(fajit_ctx *ctx)
     while (ctx->bg_running > 0)
         pthread_cond_wait(&ctx->bg_done, &ctx->bg_lock);
     pthread_mutex_unlock(&ctx->bg_lock);
-    reg_remove(ctx);   /* from here on every entry point refuses it */
+    fj_ctx_unregister(ctx);   /* from here on every entry point refuses it */
     fj_plans_free(ctx);
     fj_kernel_map_free(ctx);
     fj_ws_free(ctx);

@@ -47,10 +47,8 @@ typedef struct fj_plan_key {
     int gqa, window_left, window_right;
     int page_size;                 /* 0 without a block table: tuned rows and the decode
                                       loader (TMA or cp.async) depend on it */
-    int split_class;               /* fj_dec_split_class: the decode family's tiles (and
-                                      its tuning rows) depend on the batch through it */
-    int pack;                      /* fj_dec_pack_limit (KV heads a decode CTA may take) +
-                                      8 x fj_dec_pack_default (the default takes) */
+    int split_class, other;        /* the plan class (fj_family_plan_class): what the
+                                      families' tiles and tuning rows depend on besides */
 } fj_plan_key;
 
 typedef struct fj_plan {
@@ -87,10 +85,8 @@ struct fajit_ctx {
     char arch[16];              /* exact target of the device: "sm_90a" */
     int lineinfo;               /* FAJIT_LINEINFO=1: kernels compile with -lineinfo (their own
                                    cache keys), so compute-sanitizer names source lines */
-    int dec_loader;             /* FAJIT_DECODE_LOADER: FJ_DEC_LOADER_* (decode defaults) */
-    int dec_pack;               /* FAJIT_DECODE_HEAD_PACK: FJ_DEC_PACK_* (decode defaults) */
     int paged_hopper;           /* 1 unless FAJIT_PAGED_PREFILL=decode (fj_target.paged_hopper) */
-    int no_cluster;             /* FAJIT_DECODE_CLUSTER=0: no thread-block cluster launches */
+    fj_fopts fopts;             /* the families' own options (fj_family.options) */
     int sm_count, smem_optin, cc;   /* cc = major*10 + minor */
     fj_cache *cache;
 
@@ -175,9 +171,13 @@ fajit_status fj_bind_device(fajit_ctx *ctx);
 void fj_arch_of(int major, int minor, char *out, size_t n);
 
 /* 1 when ctx is a context fajit_ctx_create returned and fajit_ctx_destroy has not yet
- * released: its address is in the registry of live contexts (src/api/ctx.c; no read
+ * released: its address is in the registry of live contexts (src/api/live.c; no read
  * through ctx before that), and then its magic word matches. 0 for NULL. Lock-free. */
 int fj_ctx_live(const fajit_ctx *ctx);
+/* Adds a new context to the registry (sets its magic word): 1, or 0 when the registry is
+ * full; removes one (clears it) before it is freed. */
+int fj_ctx_register(fajit_ctx *ctx);
+void fj_ctx_unregister(fajit_ctx *ctx);
 /* First line of a public entry point: return FAJIT_INVALID_ARGUMENT unless ctx is live
  * (FJ_CTX_CHECK) or NULL or live (FJ_CTX_CHECK_NULL_OK). No message can be recorded. */
 #define FJ_CTX_CHECK(ctx)                    \
@@ -251,12 +251,10 @@ fj_target fj_target_of(const fajit_ctx *ctx, const char *arch);
 int fj_bucket_index(int seqlen_q, int seqlen_k);
 /* Tuning-row names of a problem: signature ("fwd.bf16.hd128.causal.gqa4") and bucket. */
 void fj_desc_signature(const fajit_attn_desc *d, char *sig, size_t n);
-/* The bucket of a problem with up to 16 query rows gains the decode split class on a GPU
- * of sm_count SMs (fj_dec_split_class): ",bw" (bandwidth-bound split), ",lat" and ",latf"
- * (latency-bound split, the second over at most a sixteenth of the SMs' count of sequence
- * x KV head pairs), nothing where the batch fills the GPU ("sq=1,sk<=2k,latf"): one tuned
- * configuration per class.
- * At most FJ_DESC_BUCKET_LEN bytes. */
+/* The bucket of a problem is its shape bucket and the families' suffixes on a GPU of
+ * sm_count SMs (fj_family_bucket_suffix: the decode family's split class where up to 16
+ * query rows, "sq=1,sk<=2k,latf"): one tuned configuration per class; "" where it does not
+ * fit n. At most FJ_DESC_BUCKET_LEN bytes. */
 #define FJ_DESC_BUCKET_LEN 24
 void fj_desc_bucket(const fajit_attn_desc *d, int sm_count, char *bucket, size_t n);
 /* The kernels fajit_attn_fwd would launch for the full-size (imported) `d` on target `arch`
@@ -290,6 +288,12 @@ void fj_spec_progress(fajit_ctx *ctx, double since, int done, int total,
  * to relaxed capture mode for the loads (the driver refuses module loads otherwise). */
 fajit_status fj_kplan_load(fajit_ctx *ctx, fj_kplan *kp, const fajit_attn_desc *d,
                            unsigned flags);
+/* The workspace one call of d with c needs on t (the family's workspace hook; none
+ * without one), and where a caller's workspace puts the scratch: the counters first, the
+ * scratch from the next 256 bytes. */
+void fj_kplan_workspace(const fj_kcfg *c, const fajit_attn_desc *d, const fj_target *t,
+                        fj_workspace *ws);
+size_t fj_ws_counter_span(const fj_workspace *ws);
 /* Launches every kernel of kp for the validated d on `stream`, with its workspace. */
 fajit_status fj_kplan_launch(fajit_ctx *ctx, const fj_kplan *kp, const fajit_attn_desc *d,
                              void *stream);
@@ -325,6 +329,29 @@ void fj_validate_first_use(fajit_ctx *ctx, const fj_family *f, void *stream);
 /* Retires every plan of the context: the next call of each problem chooses again (after a
  * new tuning row or verdict). */
 void fj_plans_retire(fajit_ctx *ctx);
+/* The plan table (src/api/plans.c): the key of d's plan (`ref`: the reference kernel's),
+ * its bucket in ctx->plans, and whether two keys are the same. */
+fj_plan_key fj_plan_key_of(const fajit_ctx *ctx, int ref, const fajit_attn_desc *d);
+unsigned fj_plan_bucket(const fj_plan_key *k);
+int fj_plan_same(const fj_plan_key *a, const fj_plan_key *b);
+/* What making a plan asks of its caller: dispatch's choice with the validation gate, or the
+ * reference kernel's (fj_reference_chooser, without it). */
+typedef struct fj_chooser {
+    /* the exact and the default configuration of d on t; `stream`: the call's */
+    fajit_status (*choose)(fajit_ctx *ctx, const fj_target *t, const fajit_attn_desc *d,
+                           fj_kcfg *exact, fj_kcfg *dflt, void *stream);
+    /* FALLBACK: a cached configuration in *kp that serves d while `exact` compiles: 1, or 0
+     * (NULL: none is looked for) */
+    int (*stand_in)(fajit_ctx *ctx, const fajit_attn_desc *d, const fj_kcfg *exact,
+                    fj_kplan *kp);
+    /* FALLBACK: compiles p->better off the caller's thread, then swaps it in */
+    void (*background)(fajit_ctx *ctx, fj_plan *p, const fajit_attn_desc *d);
+} fj_chooser;
+extern const fj_chooser fj_reference_chooser;
+/* Runs the imported d on `stream`: checks it, finds its plan (`ref`: the reference
+ * kernel's) or makes one with `ch` under the context's policies, and launches it. */
+fajit_status fj_plan_run(fajit_ctx *ctx, const fajit_attn_desc *d, void *stream, int ref,
+                         const fj_chooser *ch);
 
 /* Whether a target name is an "a" one (sm_90a: wgmma, setmaxnreg). */
 int fj_arch_is_a(const char *arch);

@@ -139,22 +139,6 @@ static fajit_status apply_env(fajit_ctx *ctx)
                      "FAJIT_LINEINFO must be 0 or 1, got '%s'", e);
         ctx->lineinfo = e[0] == '1';
     }
-    if ((e = getenv("FAJIT_DECODE_LOADER")) && *e) {
-        static const char *const loaders[] = {"auto", "cpasync", "tma"};   /* FJ_DEC_LOADER_* */
-        int i = lookup(e, loaders, 3);
-        FJ_RETURN_IF(i < 0, ctx, FAJIT_INVALID_ARGUMENT,
-                     "FAJIT_DECODE_LOADER must be auto, cpasync or tma, got '%s'", e);
-        ctx->dec_loader = i;
-    }
-    if ((e = getenv("FAJIT_DECODE_HEAD_PACK")) && *e) {
-        static const char *const packs[] = {"auto", "off", "2", "4"};
-        static const int values[] = {FJ_DEC_PACK_AUTO, FJ_DEC_PACK_OFF, FJ_DEC_PACK_2,
-                                     FJ_DEC_PACK_4};
-        int i = lookup(e, packs, 4);
-        FJ_RETURN_IF(i < 0, ctx, FAJIT_INVALID_ARGUMENT,
-                     "FAJIT_DECODE_HEAD_PACK must be auto, off, 2 or 4, got '%s'", e);
-        ctx->dec_pack = values[i];
-    }
     if ((e = getenv("FAJIT_PAGED_PREFILL")) && *e) {
         static const char *const ways[] = {"decode", "hopper"};
         int i = lookup(e, ways, 2);
@@ -162,11 +146,9 @@ static fajit_status apply_env(fajit_ctx *ctx)
                      "FAJIT_PAGED_PREFILL must be decode or hopper, got '%s'", e);
         ctx->paged_hopper = i;
     }
-    if ((e = getenv("FAJIT_DECODE_CLUSTER")) && *e) {
-        FJ_RETURN_IF(strcmp(e, "0") != 0 && strcmp(e, "1") != 0, ctx, FAJIT_INVALID_ARGUMENT,
-                     "FAJIT_DECODE_CLUSTER must be 0 or 1, got '%s'", e);
-        ctx->no_cluster = e[0] == '0';
-    }
+    char why[256];
+    const fajit_status st = fj_family_options(&ctx->fopts, why, sizeof why);
+    FJ_RETURN_IF(st != FAJIT_OK, ctx, st, "%s", why);
     return FAJIT_OK;
 }
 

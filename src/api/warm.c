@@ -181,8 +181,7 @@ int fj_warm_variants(const char *arch, fj_variant *out, int max)
      * costs 0.3-0.6 s, so a target is a minute or two of one core, and a server never meets
      * a cold variant. */
     /* (checked-mode variants compile on first use) */
-    const fj_target t = {fj_arch_sm(arch), fj_arch_is_a(arch), 0, 0, FJ_DEC_LOADER_AUTO,
-                         FJ_DEC_PACK_AUTO, 0};
+    const fj_target t = {fj_arch_sm(arch), fj_arch_is_a(arch), 0, 0, 0, NULL};
     int n = 0;
     for (int op = 0; fj_op_name(op); op++)
         for (int dt = 0; dt < 2; dt++)
@@ -265,8 +264,8 @@ fajit_status fj_spec_warm_variants(fajit_ctx *ctx, const char *spec, const char 
      * its batches, as the tuner and dispatch will ask (the decode family's tiles and head
      * packing depend on the batch: its split class); the same variant may serve several
      * problems: compiled once. */
-    const fj_target t = {sm, fj_arch_is_a(arch), 0, 0, ctx->dec_loader, ctx->dec_pack,
-                         ctx->paged_hopper};
+    const fj_target t = {sm, fj_arch_is_a(arch), 0, 0, ctx->paged_hopper,
+                         &ctx->fopts};
     int m = 0;
     for (size_t i = 0; i < sp.n_problems; i++) {
         const fj_problem *p = &sp.problems[i];

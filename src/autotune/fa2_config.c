@@ -5,18 +5,6 @@
 
 #define KIB 1024u
 
-size_t fj_fa2_smem_limit(int sm)
-{
-    switch (sm) {
-    case 80: case 87:
-        return 163 * KIB;
-    case 90: case 100: case 103: case 110:
-        return 227 * KIB;
-    default:
-        return 99 * KIB;
-    }
-}
-
 size_t fj_fa2_smem_bytes(const fj_fa2_config *c, int head_dim)
 {
     const int dp = (head_dim + 15) / 16 * 16;
@@ -44,7 +32,7 @@ static fj_fa2_config cfg(int m, int n, int w, int s)
 
 fj_fa2_config fj_fa2_default(int sm, int head_dim, int mask)
 {
-    const size_t lim = fj_fa2_smem_limit(sm);
+    const size_t lim = fj_smem_limit(sm);
     const int chunks = (head_dim + 15) / 16 * 2;  /* 16-byte chunks per padded row */
     if (head_dim <= 64)  /* a chunk count that is not a power of two (head_dim 40, 48) takes
                           * the generic copy path, whose extra registers spill at 128 x 128 */
@@ -108,7 +96,7 @@ int fj_fa2_check(const fj_fa2_config *c, int head_dim, int sm, char *why, size_t
                  acc, 16 * mt, c->block_n, head_dim);
         return -1;
     }
-    const size_t smem = fj_fa2_smem_bytes(c, head_dim), lim = fj_fa2_smem_limit(sm);
+    const size_t smem = fj_fa2_smem_bytes(c, head_dim), lim = fj_smem_limit(sm);
     if (smem > lim) {
         snprintf(why, n, "smem %zu KiB > %zu KiB on sm_%d", (smem + KIB - 1) / KIB, lim / KIB,
                  sm);

@@ -11,6 +11,8 @@
 
 #include <stddef.h>
 
+#include "target.h"   /* fj_smem_limit */
+
 typedef struct fj_fa2_config {
     int block_m;  /* query rows per CTA: 16 * warps * (1..4) */
     int block_n;  /* keys per K/V tile: multiple of 16, at most 256 */
@@ -18,9 +20,6 @@ typedef struct fj_fa2_config {
     int stages;   /* K/V buffers: 1 (FA2's schedule) or 2 */
 } fj_fa2_config;
 
-/* Largest dynamic shared memory per block on `sm`, in bytes (opt-in limit): 163 KiB on
- * sm_80/87, 227 KiB on sm_90/100/103/110, 99 KiB elsewhere (sm_86, 89, 120, 121, ...). */
-size_t fj_fa2_smem_limit(int sm);
 
 /* The default tile for a head_dim (multiple of 8, 8..256) on `sm`; FA2's choices adjusted
  * to each target's shared memory and to what measured best on the H200. Always passes

@@ -19,7 +19,6 @@
 
 #include "decode.h"
 #include "params.h"
-#include "../autotune/fa2_config.h"   /* fj_fa2_smem_limit: the per-target shared memory */
 
 #define COMBINE_THREADS 128   /* FJ_DEC_COMBINE_THREADS in attn_decode.cu */
 #define DEC_CLUSTER_MAX 8     /* the most splits merged as one cluster (use_cluster()) */
@@ -31,83 +30,6 @@ static int applies(const fajit_attn_desc *d, const fj_target *t)
     if (d->block_table)
         return 1;
     return !d->cu_seqlens_q && d->seqlen_q <= 16 && packed_rows(d) <= 64;
-}
-
-/* Shared memory the split step's tiles and epilogue use (attn_decode.cu's SMEM_USE), and
- * its dynamic shared memory: TMA adds 64 bytes of barriers and 1024 of alignment slack. */
-static size_t red_bytes(const fj_dec_config *c, int head_dim)   /* (the epilogue's RED_BYTES) */
-{
-    const size_t dp = (size_t)(head_dim * hp_of(c) + 15) / 16 * 16;
-    return (size_t)c->wm * c->wn * 16 * (dp + 8) * 4 + (size_t)c->wm * c->wn * 16 * 8;
-}
-size_t fj_dec_smem_used(const fj_dec_config *c, int head_dim)
-{
-    const size_t dp = (size_t)(head_dim * hp_of(c) + 15) / 16 * 16;
-    const size_t ldb = dp % 64 == 0 ? 2 * dp : 2 * dp + 16;
-    const size_t main = 16u * c->wm * ldb + 2u * c->stages * c->bn * ldb;
-    const size_t red = red_bytes(c, head_dim);
-    return main > red ? main : red;
-}
-/* Whether the cluster merge's partials (attn_decode.cu's CL_FITS: O [16*wm][head_dim] and
- * LSE in fp32 after the epilogue's reduction area) fit the split step's shared memory
- * (head_dim: a real head's; the tiles are sized for hp of them). */
-static int cluster_fits(const fj_dec_config *c, int head_dim)
-{
-    const size_t mt = 16u * c->wm;
-    return (red_bytes(c, head_dim) + 15) / 16 * 16 + mt * head_dim * 4 + mt * 4 <=
-           fj_dec_smem_used(c, head_dim);
-}
-size_t fj_dec_smem_bytes(const fj_dec_config *c, int head_dim)
-{
-    return fj_dec_smem_used(c, head_dim) + (c->tma ? 64 + 1024 : 0);
-}
-
-/* Where TMA can load the K/V tiles: sm_90 and later, head_dim a multiple of 64 (128-byte
- * swizzled boxes of 64 columns), and a page size that is a multiple of the tile or divides
- * it into whole 8-row swizzle atoms (no block table: one box of a tile's rows). NULL, or
- * what is missing. */
-const char *fj_dec_tma_misfit(const fj_dec_config *c, const fajit_attn_desc *d,
-                              const fj_target *t)
-{
-    if (t->sm < 90)
-        return "TMA loads need sm_90 or later";
-    if (d->head_dim % 64)
-        return "TMA loads need head_dim a multiple of 64";
-    if (d->block_table && d->page_size > 0 && d->page_size % c->bn &&
-        (c->bn % d->page_size || d->page_size % 8))
-        return "TMA loads need page_size a multiple of the tile's keys, or a multiple of 8 "
-               "that divides them";
-    return NULL;
-}
-
-int fj_dec_check(const fj_kcfg *k, const fajit_attn_desc *d, const fj_target *t, char *why,
-                 size_t n)
-{
-    const fj_dec_config *c = of(k);
-    const char *bad = NULL;
-    if (c->wm < 1 || c->wm > 4 || c->wn < 1 || c->wn > 8 || c->wm * c->wn > 8)
-        bad = "warps along rows must be 1..4 and along keys 1..8, at most 8 in all";
-    else if (c->bn < 16 || c->bn > 256 || c->bn % (16 * c->wn))
-        bad = "keys per tile must be a multiple of 16 per key warp, 16..256";
-    else if (c->stages < 2 || c->stages > 6)
-        bad = "stages must be 2..6";
-    else if (c->splits < 0 || c->splits > FAJIT_MAX_SPLITS)
-        bad = "forced splits out of range";
-    else if (c->hp < 0 || c->hp == 3 || c->hp > 4)
-        bad = "KV heads per CTA must be 1, 2 or 4";
-    else if (hp_of(c) > 1 && (c->tma || d->head_dim * c->hp > 256))
-        bad = "KV heads per CTA need cp.async loads and head_dim * heads <= 256";
-    else if (hp_of(c) > 1 && fj_dec_pack_limit(d) % c->hp)
-        bad = "KV heads per CTA need heads_kv a multiple of them and K/V heads side by side "
-              "(head strides == head_dim)";
-    else if (fj_dec_smem_bytes(c, d->head_dim) > fj_fa2_smem_limit(t->sm))
-        bad = "the tile does not fit the target's shared memory";
-    else if (c->tma)
-        bad = fj_dec_tma_misfit(c, d, t);
-    if (bad && why && n)
-        snprintf(why, n, "%s (dec %dx%d m%d n%d%s%s)", bad, c->bn, c->stages, c->wm, c->wn,
-                 c->tma ? " tma" : "", hp_tag(c));
-    return bad ? -1 : 0;
 }
 
 static void cfg_name(const fj_kcfg *k, char *out, size_t n)
@@ -179,7 +101,7 @@ static void kernels(const fj_kcfg *k, const fajit_attn_desc *d, fj_kernels *out)
              c->qmax ? " qmax" : "");
     out->threads[1] = COMBINE_THREADS;
     out->pdl[0] = out->pdl[1] = 1;   /* a decode step is mostly launch latency */
-    out->cluster[0] = cluster_fits(c, hd) ? DEC_CLUSTER_MAX : 0;
+    out->cluster[0] = fj_dec_cluster_fits(c, hd) ? DEC_CLUSTER_MAX : 0;
     out->n = 2;
 }
 
@@ -220,8 +142,9 @@ static size_t fused_counters(const fj_dec_config *c, const fajit_attn_desc *d, i
 static int use_cluster(const fj_dec_config *c, const fajit_attn_desc *d, int splits,
                        const fj_launch_env *env)
 {
-    if (splits < 2 || splits > DEC_CLUSTER_MAX || splits > env->cluster_max[0] ||
-        !cluster_fits(c, d->head_dim))
+    if (fj_dec_opts_of(env->fopts)->no_cluster || splits < 2 || splits > DEC_CLUSTER_MAX ||
+        splits > env->cluster_max[0] ||
+        !fj_dec_cluster_fits(c, d->head_dim))
         return 0;
     /* no more waves than the same CTAs without clusters: clusters live within one GPC,
      * which may leave SMs idle */
@@ -323,7 +246,7 @@ static void describe_grid(const fj_kcfg *k, const fajit_attn_desc *d, const fj_t
     const fj_dec_config *c = of(k);
     const int s = fj_dec_splits(c, d, t->sm_count, t->sm);
     /* (whether the GPU runs the clusters is known only once the kernel is loaded) */
-    const int fit = t->sm >= 90 && cluster_fits(c, d->head_dim);
+    const int fit = t->sm >= 90 && fj_dec_cluster_fits(c, d->head_dim);
     const int cl = s >= 2 && s <= DEC_CLUSTER_MAX && fit;
     const char *merge = s < 2 ? "no combine"
                         : fused_counters(c, d, s) ? "the last CTA of each group combines"
@@ -464,7 +387,7 @@ static fajit_status launch_args(const fj_kcfg *k, int i, const fajit_attn_desc *
     fj_decode_params p;
     fill_params(c, d, env, splits, cluster, &p);
     fj_tmap maps[2];
-    const fj_target here = {env->sm, 0, env->sm_count, c->checked, 0, 0, 0};
+    const fj_target here = {env->sm, 0, env->sm_count, c->checked, 0, NULL};
     if (hp_of(c) > 1 && fj_dec_pack_limit(d) % c->hp) {
         /* (fj_dec_check() refuses such a plan, and plans are kept per pack limit) */
         snprintf(why, n, "the decode kernel for %d KV heads per CTA cannot serve heads_kv %d "
@@ -502,6 +425,26 @@ static fajit_status launch_args(const fj_kcfg *k, int i, const fajit_attn_desc *
     return FAJIT_OK;
 }
 
+/* The plan class: the split class (fj_dec_split_class) where the family serves d or d's
+ * tuning bucket carries it (seqlen_q <= 16), and the head packing the layout allows and the
+ * default takes (fj_dec_pack_limit + 8 x fj_dec_pack_default) where it serves d. */
+static void plan_class(const fajit_attn_desc *d, const fj_target *t, fj_plan_class *out)
+{
+    const int on = applies(d, t), sq = d->seqlen_q > 0 ? d->seqlen_q : 1;
+    if (!on && sq > 16)
+        return;
+    out->split_class = fj_dec_split_class(d, t->sm_count);
+    out->other = on ? fj_dec_pack_limit(d) + 8 * fj_dec_pack_default(d, t) : 0;
+}
+
+/* The tuning bucket's suffix for seqlen_q <= 16: the split class (",bw", ",lat", ",latf"). */
+static const char *bucket_suffix(const fajit_attn_desc *d, int sm_count)
+{
+    static const char *const suffix[FJ_DEC_SPLIT_CLASSES] = {"", ",bw", ",lat", ",latf"};
+    const int sq = d->seqlen_q > 0 ? d->seqlen_q : 1;
+    return sq <= 16 ? suffix[fj_dec_split_class(d, sm_count)] : "";
+}
+
 /* The fused combine's counters: the context allocates its ring at creation. */
 static int needs_counters(const fj_target *t) { return t->sm >= 80; }
 
@@ -525,4 +468,7 @@ const fj_family fj_family_decode = {
     .report = report,
     .launch_args = launch_args,
     .needs_counters = needs_counters,
+    .options = fj_dec_options,
+    .plan_class = plan_class,
+    .bucket_suffix = bucket_suffix,
 };

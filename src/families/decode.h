@@ -10,6 +10,47 @@
 
 #include "family.h"
 
+/* How the decode family's defaults load K/V tiles (FAJIT_DECODE_LOADER=auto|cpasync|tma):
+ * auto = the family's rule; tma applies only where TMA fits (sm_90+: fj_dec_tma_misfit). */
+enum { FJ_DEC_LOADER_AUTO = 0, FJ_DEC_LOADER_CPASYNC = 1, FJ_DEC_LOADER_TMA = 2 };
+/* How many KV heads the decode family's defaults give one CTA (FAJIT_DECODE_HEAD_PACK=
+ * auto|off|2|4): auto = the family's rule (decode_rules.c's pack_rule); 2 and 4 wherever the
+ * layout allows (fj_dec_pack_limit) and head_dim x heads <= 256, else none. */
+enum { FJ_DEC_PACK_AUTO = 0, FJ_DEC_PACK_OFF = 1, FJ_DEC_PACK_2 = 2, FJ_DEC_PACK_4 = 4 };
+
+/* How the decode family splits the keys of d on a GPU of sm_count SMs (0: unknown, taken
+ * as 132), from the (sequence, KV head) pairs and K+V at the host-known maxima: NONE where
+ * the pairs fill the SMs; else STREAM from 32 MiB (bandwidth-bound), and below it
+ * (latency-bound) LATENCY_FEW with at most a sixteenth of the SMs' count of pairs, LATENCY
+ * with more. Its default tiles depend on it, so plans and decode tuning buckets are kept
+ * per class. */
+enum { FJ_DEC_SPLIT_NONE = 0, FJ_DEC_SPLIT_STREAM = 1, FJ_DEC_SPLIT_LATENCY = 2,
+       FJ_DEC_SPLIT_LATENCY_FEW = 3, FJ_DEC_SPLIT_CLASSES = 4 };
+int fj_dec_split_class(const fajit_attn_desc *d, int sm_count);
+/* The most KV heads (1, 2 or 4) a decode CTA may take at once in d's layout: heads_kv a
+ * multiple of them and the K/V heads side by side (head strides == head_dim). A plan made
+ * for one layout must not serve another where this differs (its plan class holds it). */
+int fj_dec_pack_limit(const fajit_attn_desc *d);
+/* The KV heads (1, 2 or 4) per CTA of the decode default for d on t (head packing; at most
+ * fj_dec_pack_limit(d)). Its plan class holds it beside the limit. */
+int fj_dec_pack_default(const fajit_attn_desc *d, const fj_target *t);
+
+/* The decode family's options (its bytes of fj_fopts; all zero: the defaults), read from the
+ * environment at context creation (fj_dec_options). */
+typedef struct fj_dec_opts {
+    int loader;       /* FAJIT_DECODE_LOADER: FJ_DEC_LOADER_* */
+    int pack;         /* FAJIT_DECODE_HEAD_PACK: FJ_DEC_PACK_* */
+    int no_cluster;   /* FAJIT_DECODE_CLUSTER=0: no thread-block cluster launches */
+} fj_dec_opts;
+_Static_assert(sizeof(fj_dec_opts) <= FJ_FOPTS_BYTES, "fj_dec_opts fits its fj_fopts bytes");
+_Static_assert(FAJIT_FAMILY_DECODE < FJ_FOPTS_IDS, "the decode family has fj_fopts bytes");
+
+static inline const fj_dec_opts *fj_dec_opts_of(const fj_fopts *o)
+{
+    return (const fj_dec_opts *)fj_fopts_of(o, FAJIT_FAMILY_DECODE);
+}
+fajit_status fj_dec_options(void *opts, char *why, size_t n);
+
 typedef struct fj_dec_config {
     int bn;        /* keys per K/V tile */
     int stages;    /* cp.async pipeline depth */
@@ -88,6 +129,7 @@ static inline int cta_rows(const fj_dec_config *c, const fajit_attn_desc *d)
  * alignment), where TMA cannot load c's tiles (NULL: it can), the resource check */
 size_t fj_dec_smem_used(const fj_dec_config *c, int head_dim);
 size_t fj_dec_smem_bytes(const fj_dec_config *c, int head_dim);
+int fj_dec_cluster_fits(const fj_dec_config *c, int head_dim);
 const char *fj_dec_tma_misfit(const fj_dec_config *c, const fajit_attn_desc *d, const fj_target *t);
 int fj_dec_check(const fj_kcfg *k, const fajit_attn_desc *d, const fj_target *t, char *why,
                  size_t n);

@@ -7,7 +7,7 @@
 
 #include "decode.h"
 #include "params.h"   /* fj_tiles */
-#include "../autotune/fa2_config.h"   /* fj_fa2_smem_limit: the per-target shared memory */
+#include "target.h"   /* fj_smem_limit: the per-target shared memory */
 
 /* The loader of the defaults where TMA fits and FAJIT_DECODE_LOADER is auto. */
 #define DEC_TMA_DEFAULT 0
@@ -31,12 +31,6 @@ int fj_dec_split_class(const fajit_attn_desc *d, int sm_count)
     if (kv_bytes >= STREAM_BYTES)
         return SPLIT_STREAM;
     return pairs * 16 <= sms_of(sm_count) ? SPLIT_LATENCY_FEW : SPLIT_LATENCY;
-}
-int fj_dec_pack_limit(const fajit_attn_desc *d)
-{
-    if (d->k_head_stride != d->head_dim || d->v_head_stride != d->head_dim || d->heads_kv < 1)
-        return 1;
-    return d->heads_kv % 4 == 0 ? 4 : d->heads_kv % 2 == 0 ? 2 : 1;
 }
 static int split_class(const fajit_attn_desc *d, const fj_target *t)
 {
@@ -123,16 +117,17 @@ static void plain_cfg(const fajit_attn_desc *d, const fj_target *t, fj_kcfg *out
     } else {
         c.wm = 4, c.wn = 1;
     }
-    const size_t limit = fj_fa2_smem_limit(t->sm);
+    const size_t limit = fj_smem_limit(t->sm);
     while (!deep && fj_dec_smem_bytes(&c, d->head_dim) > limit / 2 && c.stages > 2)
         c.stages--;
     while (fj_dec_smem_bytes(&c, d->head_dim) > limit && c.stages > 2)
         c.stages--;
     while (fj_dec_smem_bytes(&c, d->head_dim) > limit && c.bn > 16 * c.wn)
         c.bn /= 2;
-    /* the loader: FAJIT_DECODE_LOADER (t->dec_loader), else DEC_TMA_DEFAULT */
-    const int want = t->dec_loader == FJ_DEC_LOADER_TMA ||
-                     (t->dec_loader == FJ_DEC_LOADER_AUTO && DEC_TMA_DEFAULT);
+    /* the loader: FAJIT_DECODE_LOADER (fj_dec_opts.loader), else DEC_TMA_DEFAULT */
+    const int loader = fj_dec_opts_of(t->fopts)->loader;
+    const int want = loader == FJ_DEC_LOADER_TMA ||
+                     (loader == FJ_DEC_LOADER_AUTO && DEC_TMA_DEFAULT);
     c.tma = 0;
     if (want) {
         c.tma = 1;
@@ -153,7 +148,7 @@ static fajit_attn_desc pack_view(const fajit_attn_desc *d, int hp)
     return v;
 }
 
-/* Head packing's rule (FAJIT_DECODE_HEAD_PACK=auto; t->dec_pack forces 2 or 4, or none):
+/* Head packing's rule (FAJIT_DECODE_HEAD_PACK=auto; fj_dec_opts.pack forces 2 or 4, or none):
  * the DRAM reads of a CTA follow its heads' bytes per K/V row, so where a head's row is
  * short a CTA takes 2 or 4 KV heads as one row (measured on an H100 SXM, bf16, 8 KV heads,
  * 4 query heads per KV head, page size 16 shuffled, us per call, dev/decode/NOTES.md, 2026-12-05; the
@@ -178,10 +173,11 @@ static int pack_allowed(const fajit_attn_desc *d, int hp)
 }
 static int pack_rule(const fajit_attn_desc *d, const fj_target *t)
 {
-    if (t->dec_pack == FJ_DEC_PACK_OFF || t->dec_loader == FJ_DEC_LOADER_TMA)
+    const fj_dec_opts *o = fj_dec_opts_of(t->fopts);
+    if (o->pack == FJ_DEC_PACK_OFF || o->loader == FJ_DEC_LOADER_TMA)
         return 1;
-    if (t->dec_pack == FJ_DEC_PACK_2 || t->dec_pack == FJ_DEC_PACK_4)
-        return pack_allowed(d, t->dec_pack) ? t->dec_pack : 1;
+    if (o->pack == FJ_DEC_PACK_2 || o->pack == FJ_DEC_PACK_4)
+        return pack_allowed(d, o->pack) ? o->pack : 1;
     if (t->sm != 90 || d->head_dim % 16 || d->head_dim < 32 || d->head_dim > 64 ||
         fj_dec_pack_limit(d) < 2)
         return 1;
@@ -387,7 +383,7 @@ static int fit_sm(const fj_dec_config *c, int head_dim, int sm)
 {
     if (sm <= 0)
         return 2;
-    const size_t sm_bytes = fj_fa2_smem_limit(sm) + 1024;
+    const size_t sm_bytes = fj_smem_limit(sm) + 1024;
     const size_t cta = fj_dec_smem_bytes(c, head_dim) + 1024;
     return cta <= sm_bytes ? (int)(sm_bytes / cta) : 1;
 }

@@ -20,6 +20,7 @@
 
 #include "fa3.h"
 #include "params.h"
+#include "target.h"
 
 _Static_assert(sizeof(fj_fa3_config) <= FJ_CFG_BYTES, "fj_fa3_config fits an fj_kcfg");
 
@@ -251,39 +252,6 @@ void fj_fa3_launch_shape(const fj_fa3_config *c, const fj_attn_params *p, int nu
     *threads = 128u * (unsigned)(c->block_m / 64 + 1);
 }
 
-static int encode_one(const fj_cuda *cu, fj_tmap *out, int data_type, fj_u64 addr, int head_dim,
-                      long long rows, long long heads, long long batch, long long row_stride,
-                      long long head_stride, long long batch_stride, unsigned box_rows,
-                      const char *name, char *why, size_t n)
-{
-    fj_tma_tile t = {
-        .name = name, .addr = addr, .data_type = data_type, .elem_bytes = 2, .rank = 4,
-        .dim = {head_dim, rows, heads, batch},
-        .stride = {row_stride, head_stride, batch_stride},
-        .box = {64, box_rows, 1, 1},
-        .swizzle = FJ_TMA_SWIZZLE_128B, .l2_promotion = FJ_TMA_L2_256B,
-    };
-    return fj_tma_encode(cu, &t, out, why, n);
-}
-
-int fj_fa3_encode_tmaps(const fj_cuda *cu, const fj_attn_params *p, int dtype,
-                        const fj_fa3_config *c, long long total_q, long long total_k,
-                        fj_tmap out[3], char *why, size_t n)
-{
-    const int dt = dtype == FJ_DT_BF16 ? FJ_TMA_BF16 : FJ_TMA_F16;
-    const int varlen = p->cu_seqlens_q != 0;
-    const long long rq = varlen ? total_q : p->seqlen_q, rk = varlen ? total_k : p->seqlen_k;
-    const long long nb = varlen ? 1 : p->batch;
-    if (encode_one(cu, &out[0], dt, p->q, p->head_dim, rq, p->heads_q, nb, p->q_row_stride,
-                   p->q_head_stride, p->q_batch_stride, (unsigned)c->block_m, "Q", why, n) ||
-        encode_one(cu, &out[1], dt, p->k, p->head_dim, rk, p->heads_kv, nb, p->k_row_stride,
-                   p->k_head_stride, p->k_batch_stride, (unsigned)c->block_n, "K", why, n) ||
-        encode_one(cu, &out[2], dt, p->v, p->head_dim, rk, p->heads_kv, nb, p->v_row_stride,
-                   p->v_head_stride, p->v_batch_stride, (unsigned)c->block_n, "V", why, n))
-        return -1;
-    return 0;
-}
-
 int fj_fa3_encode_paged_tmaps(const fj_cuda *cu, const fajit_attn_desc *d,
                               const fj_attn_params *p, const fj_fa3_config *c, fj_tmap out[3],
                               fj_kv_pages *pg, char *why, size_t n)
@@ -292,13 +260,13 @@ int fj_fa3_encode_paged_tmaps(const fj_cuda *cu, const fajit_attn_desc *d,
     const long long rq = d->cu_seqlens_q ? d->total_q : d->seqlen_q;
     const long long nb = d->cu_seqlens_q ? 1 : d->batch;
     const unsigned rows = d->page_size % c->block_n ? (unsigned)d->page_size : (unsigned)c->block_n;
-    if (encode_one(cu, &out[0], dt, p->q, d->head_dim, rq, d->heads_q, nb, p->q_row_stride,
+    if (fj_tmap_encode_4d(cu, &out[0], dt, p->q, d->head_dim, rq, d->heads_q, nb, p->q_row_stride,
                    p->q_head_stride, p->q_batch_stride, (unsigned)c->block_m, "Q", why, n))
         return -1;
     for (int x = 0; x < 2; x++) {
         const int64_t rs = x ? d->v_row_stride : d->k_row_stride;
         const int64_t ps = x ? d->v_page_stride : d->k_page_stride;
-        if (encode_one(cu, &out[1 + x], dt, x ? p->v : p->k, d->head_dim, d->page_size,
+        if (fj_tmap_encode_4d(cu, &out[1 + x], dt, x ? p->v : p->k, d->head_dim, d->page_size,
                        d->heads_kv, d->num_pages, rs, x ? d->v_head_stride : d->k_head_stride,
                        ps ? ps : (int64_t)d->page_size * rs, rows, x ? "V" : "K", why, n))
             return -1;
@@ -334,7 +302,8 @@ fajit_status fj_fa3_launch_args(const fj_fa3_config *f, const fajit_attn_desc *d
         if (fj_fa3_encode_paged_tmaps(env->cu, d, &p, f, maps, &pg, why, n) != 0)
             return FAJIT_INVALID_ARGUMENT;
         pg.min_q = min_q;
-    } else if (fj_fa3_encode_tmaps(env->cu, &p, (int)d->dtype, f, d->total_q, d->total_k, maps,
+    } else if (fj_qkv_encode_tmaps(env->cu, &p, (int)d->dtype, f->block_m, f->block_n, d->total_q,
+                                   d->total_k, maps,
                                    why, n) != 0)
         return FAJIT_INVALID_ARGUMENT;
     fj_fa3_launch_shape(f, &p, env->sm_count, a->grid, &threads);

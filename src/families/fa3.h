@@ -31,14 +31,6 @@ int fj_fa3_page_fit(int block_n, int page_size);
 void fj_fa3_launch_shape(const fj_fa3_config *c, const fj_attn_params *p, int num_sms,
                          unsigned grid[3], unsigned *threads);
 
-/* The Q, K, V tensor maps of `p` into out[0..2]: 4-D {head_dim, rows, heads, batch},
- * 16-bit elements, box {64, block_m (Q) or block_n (K, V), 1, 1}, 128-byte swizzle, zero
- * fill. Fixed length: rows = seqlen_q / seqlen_k. Varlen (p->cu_seqlens_q != 0): rows =
- * total_q / total_k (the packed row counts, which the host must pass), batch 1. 0, or -1
- * with a reason (fj_tma_encode's). */
-int fj_fa3_encode_tmaps(const fj_cuda *cu, const fj_attn_params *p, int dtype,
-                        const fj_fa3_config *c, long long total_q, long long total_k,
-                        fj_tmap out[3], char *why, size_t n);
 
 /* Paged K/V (d->block_table): out[0] as above, out[1..2] over the pages {head_dim,
  * page_size, heads_kv, num_pages} (page stride 0: page_size rows) with boxes of block_n or

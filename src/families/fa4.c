@@ -3,8 +3,8 @@
  * 256; varlen only with total_q/total_k given (its TMA descriptors need them). Tile
  * configurations, defaults per target, budgets, checks and candidates are
  * src/autotune/fa4_config.*; this file turns them into kernels and launches: the preamble, the
- * launch shape (a persistent grid), three TMA descriptors per call (the Hopper family's
- * encoder, src/families/fa3.c, with a 128-row Q box), and a tile counter for the dynamic
+ * launch shape (a persistent grid), three TMA descriptors per call (the Q/K/V
+ * encoder of src/families/target.c, with a 128-row Q box), and a tile counter for the dynamic
  * order. Tuning-row name: "fa4:256x128s4e10r8d1".
  *
  * Compiled and checked, never run: no Blackwell GPU was available when it was written
@@ -14,9 +14,9 @@
 #include <stdio.h>
 #include <string.h>
 
-#include "fa3.h"
 #include "fa4.h"
 #include "params.h"
+#include "target.h"
 
 _Static_assert(sizeof(fj_fa4_config) <= FJ_CFG_BYTES, "fj_fa4_config fits an fj_kcfg");
 
@@ -156,11 +156,10 @@ static fajit_status launch_args(const fj_kcfg *c, int i, const fajit_attn_desc *
         return FAJIT_UNSUPPORTED;
     }
     fj_params_from_desc(d, &p);
-    /* The Hopper family's maps, box {64, 128 (one Q tile), block_n, 1, 1}: encoded per call
+    /* The Q/K/V maps (target.c), box {64, 128 (one Q tile), block_n, 1, 1}: encoded per call
      * (they hold addresses and shapes). */
-    fj_fa3_config box = {128, f->block_n, 1, 0, 1};
-    if (fj_fa3_encode_tmaps(env->cu, &p, (int)d->dtype, &box, d->total_q, d->total_k, maps, why,
-                            n) != 0)
+    if (fj_qkv_encode_tmaps(env->cu, &p, (int)d->dtype, 128, f->block_n, d->total_q, d->total_k,
+                            maps, why, n) != 0)
         return FAJIT_INVALID_ARGUMENT;
     const long long tiles = fj_tiles(p.seqlen_q, f->block_m) * p.heads_q * p.batch;
     a->grid[0] = (unsigned)(tiles < env->sm_count ? tiles : env->sm_count);

@@ -24,19 +24,21 @@ typedef struct fj_target {
     int sm, arch_a, sm_count;
     int checked;   /* the context runs checked (fajit_ctx_opts.checked): kernels that read
                       device-side indices test them and report the first bad one */
-    int dec_loader;   /* FAJIT_DECODE_LOADER: FJ_DEC_LOADER_* (0 = auto) */
-    int dec_pack;     /* FAJIT_DECODE_HEAD_PACK: FJ_DEC_PACK_* (0 = auto) */
     int paged_hopper; /* the Hopper kernel (and the mixed plan) may take paged prefill (the
                          default; FAJIT_PAGED_PREFILL=decode: 0, the decode family keeps it) */
+    const struct fj_fopts *fopts;   /* the families' own options (fj_family.options); NULL:
+                                       every family's defaults */
 } fj_target;
 
-/* How the decode family's defaults load K/V tiles (FAJIT_DECODE_LOADER=auto|cpasync|tma):
- * auto = the family's rule; tma applies only where TMA fits (sm_90+: fj_dec_tma_misfit). */
-enum { FJ_DEC_LOADER_AUTO = 0, FJ_DEC_LOADER_CPASYNC = 1, FJ_DEC_LOADER_TMA = 2 };
-/* How many KV heads the decode family's defaults give one CTA (FAJIT_DECODE_HEAD_PACK=
- * auto|off|2|4): auto = the family's rule (decode_rules.c's pack_rule); 2 and 4 wherever the
- * layout allows (fj_dec_pack_limit) and head_dim x heads <= 256, else none. */
-enum { FJ_DEC_PACK_AUTO = 0, FJ_DEC_PACK_OFF = 1, FJ_DEC_PACK_2 = 2, FJ_DEC_PACK_4 = 4 };
+/* The families' own options, read from the environment at context creation (fj_family.
+ * options): FJ_FOPTS_BYTES per family id, all zero for a family's defaults. */
+#define FJ_FOPTS_BYTES 16
+#define FJ_FOPTS_IDS 8
+typedef struct fj_fopts {
+    _Alignas(8) unsigned char b[FJ_FOPTS_IDS][FJ_FOPTS_BYTES];
+} fj_fopts;
+/* Family `id`'s bytes of o (its defaults, all zero, where o is NULL). */
+const void *fj_fopts_of(const fj_fopts *o, int id);
 
 /* One configuration of some family: the family and its own bytes (a family casts them to
  * its configuration struct, checked by a static assert in its file). */
@@ -93,9 +95,10 @@ typedef struct fj_launch_env {
     int sm;                  /* the device's compute capability, major*10 + minor */
     /* per launch: the largest cluster the GPU runs of that kernel (fj_kernels.cluster
      * probed at load, fj_cluster_probe) and how many of each size n run at once
-     * ([i][n]); 0 where clusters are off (sm < 90, the driver, or FAJIT_DECODE_CLUSTER=0) */
+     * ([i][n]); 0 where clusters are off (sm < 90, or the driver) */
     int cluster_max[FJ_MAX_LAUNCHES];
     int cluster_active[FJ_MAX_LAUNCHES][FJ_CLUSTER_MAX + 1];
+    const fj_fopts *fopts;   /* the families' own options (fj_target.fopts) */
 } fj_launch_env;
 
 /* The arguments of one launch: copies of the kernel's parameters (fj_args_push) and the
@@ -115,6 +118,13 @@ typedef struct fj_args {
 int fj_args_push(fj_args *a, const void *p, size_t size, size_t align);
 
 #define FJ_RANK_ORACLE 1   /* the reference kernel's rank */
+
+/* A family's plan class of a problem (fj_family.plan_class): how it splits the work (its
+ * tiles, and its tuning rows through fj_family.bucket_suffix, depend on it) and one more
+ * word of what its default depends on; 0, 0 where it tells nothing apart. */
+typedef struct fj_plan_class {
+    int split_class, other;
+} fj_plan_class;
 
 typedef struct fj_family {
     const char *name;        /* "fa3": FAJIT_FAMILY name, in plan output */
@@ -172,6 +182,17 @@ typedef struct fj_family {
      * compiled and checked but never run on hardware). A family with a note is validated
      * on first use under the default FAJIT_VALIDATE=warm too (src/api/dispatch.c). */
     const char *status_note;
+    /* Reads the family's own environment variables into its FJ_FOPTS_BYTES of options (all
+     * zero: its defaults) at context creation: FAJIT_OK, or a status and the message that
+     * names the variable and the value (NULL: the family has none). */
+    fajit_status (*options)(void *opts, char *why, size_t n);
+    /* Optional (NULL: 0, 0): what the family's choices for d on t depend on beyond the plan
+     * key's other fields (fj_plan_class): problems of different classes get different plans.
+     * Only the families that may serve d need tell it apart. */
+    void (*plan_class)(const fajit_attn_desc *d, const fj_target *t, struct fj_plan_class *out);
+    /* Optional (NULL: none): text appended to the shape bucket of d's tuning rows, on a GPU
+     * of sm_count SMs (0: unknown), "" for none. Every family's rows of d share it. */
+    const char *(*bucket_suffix)(const fajit_attn_desc *d, int sm_count);
 } fj_family;
 
 /*------ the registry ------*/
@@ -187,6 +208,14 @@ void fj_family_register_for_testing(const fj_family *f);
 int fj_family_selectable(int id);
 int fj_family_parse(const char *name);
 void fj_family_names(char *out, size_t n);
+/* Every family's options hook into o (zeroed first), in registry order: FAJIT_OK, or the
+ * first refusal with its message. */
+fajit_status fj_family_options(fj_fopts *o, char *why, size_t n);
+/* The plan class of d on t: every family's plan_class hook (there is one at most). */
+fj_plan_class fj_family_plan_class(const fajit_attn_desc *d, const fj_target *t);
+/* The families' suffixes of d's tuning bucket (bucket_suffix hooks), concatenated into out:
+ * 0, or -1 when they do not fit n. */
+int fj_family_bucket_suffix(const fajit_attn_desc *d, int sm_count, char *out, size_t n);
 
 /* The family dispatch takes for d on t: the forced family `want` (a fajit_family value;
  * AUTO = none) if it applies, else the highest-ranked family of d->op that applies. NULL
@@ -196,22 +225,9 @@ const fj_family *fj_family_choose(const fajit_attn_desc *d, const fj_target *t, 
  * family falls back to the AUTO choice among the others. */
 const fj_family *fj_family_choose_except(const fajit_attn_desc *d, const fj_target *t, int want,
                                          const fj_family *const *skip, int n);
-/* How the decode family splits the keys of d on a GPU of sm_count SMs (0: unknown, taken
- * as 132), from the (sequence, KV head) pairs and K+V at the host-known maxima: NONE where
- * the pairs fill the SMs; else STREAM from 32 MiB (bandwidth-bound), and below it
- * (latency-bound) LATENCY_FEW with at most a sixteenth of the SMs' count of pairs, LATENCY
- * with more. Its default tiles depend on it, so plans and decode tuning buckets are kept
- * per class. */
-enum { FJ_DEC_SPLIT_NONE = 0, FJ_DEC_SPLIT_STREAM = 1, FJ_DEC_SPLIT_LATENCY = 2,
-       FJ_DEC_SPLIT_LATENCY_FEW = 3, FJ_DEC_SPLIT_CLASSES = 4 };
+/* The decode family's split class of d (decode.h), declared here as well for the GPU tests
+ * that include only src/api/internal.h. */
 int fj_dec_split_class(const fajit_attn_desc *d, int sm_count);
-/* The most KV heads (1, 2 or 4) a decode CTA may take at once in d's layout: heads_kv a
- * multiple of them and the K/V heads side by side (head strides == head_dim). A plan made
- * for one layout must not serve another where this differs (the plan key holds it). */
-int fj_dec_pack_limit(const fajit_attn_desc *d);
-/* The KV heads (1, 2 or 4) per CTA of the decode default for d on t (head packing; at most
- * fj_dec_pack_limit(d)). The plan key holds it beside the limit. */
-int fj_dec_pack_default(const fajit_attn_desc *d, const fj_target *t);
 
 /* The default configuration of the family fj_family_choose picks: 0, or -1 when none. */
 int fj_kcfg_default(const fajit_attn_desc *d, const fj_target *t, int want, fj_kcfg *out);

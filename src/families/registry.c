@@ -68,6 +68,51 @@ void fj_family_names(char *out, size_t n)
             at += (size_t)snprintf(out + at, n - at, ", %s", fj_family_at(i)->name);
 }
 
+const void *fj_fopts_of(const fj_fopts *o, int id)
+{
+    static const fj_fopts defaults;
+    return (o ? o : &defaults)->b[id >= 0 && id < FJ_FOPTS_IDS ? id : 0];
+}
+
+fajit_status fj_family_options(fj_fopts *o, char *why, size_t n)
+{
+    memset(o, 0, sizeof *o);
+    for (int i = 0; i < fj_family_count(); i++) {
+        const fj_family *f = fj_family_at(i);
+        if (!f->options || f->id < 0 || f->id >= FJ_FOPTS_IDS)
+            continue;
+        const fajit_status st = f->options(o->b[f->id], why, n);
+        if (st != FAJIT_OK)
+            return st;
+    }
+    return FAJIT_OK;
+}
+
+fj_plan_class fj_family_plan_class(const fajit_attn_desc *d, const fj_target *t)
+{
+    fj_plan_class pc = {0, 0};
+    for (int i = 0; i < fj_family_count(); i++)
+        if (fj_family_at(i)->plan_class)
+            fj_family_at(i)->plan_class(d, t, &pc);
+    return pc;
+}
+
+int fj_family_bucket_suffix(const fajit_attn_desc *d, int sm_count, char *out, size_t n)
+{
+    size_t at = 0;
+    if (n)
+        out[0] = 0;
+    for (int i = 0; i < fj_family_count(); i++) {
+        const fj_family *f = fj_family_at(i);
+        const int r = f->bucket_suffix ? snprintf(out + at, n - at, "%s",
+                                                  f->bucket_suffix(d, sm_count)) : 0;
+        if (r < 0 || (size_t)r >= n - at)
+            return -1;
+        at += (size_t)r;
+    }
+    return 0;
+}
+
 static int skipped(const fj_family *f, const fj_family *const *skip, int n)
 {
     for (int i = 0; i < n; i++)
