@@ -8,8 +8,8 @@ import pytest
 
 from conftest import ROOT
 
-PREFILL = os.path.join(ROOT, "bench", "results", "2026-11-30-h200-session12-final.md")
-DECODE = os.path.join(ROOT, "bench", "results", "2026-12-01-h200-session13-decode.md")
+PREFILL = os.path.join(ROOT, "bench", "results", "2026-11-30-h200-final-i.md")
+DECODE = os.path.join(ROOT, "bench", "results", "2026-12-01-h200-decode-a.md")
 if not os.path.exists(PREFILL):
     pytest.skip("not run from a source tree", allow_module_level=True)
 spec = importlib.util.spec_from_file_location("plot_results",
@@ -67,7 +67,7 @@ goals_spec = importlib.util.spec_from_file_location(
     "decode_goals", os.path.join(ROOT, "bench", "decode_goals.py"))
 goals = importlib.util.module_from_spec(goals_spec)
 goals_spec.loader.exec_module(goals)
-DECODE_REPORT = os.path.join(ROOT, "bench", "results", "2026-12-03-h200-session19-decode.md")
+DECODE_REPORT = os.path.join(ROOT, "bench", "results", "2026-12-03-h200-decode-b.md")
 
 
 def verdicts(text):

@@ -96,11 +96,11 @@ fj_fa3_config fj_fa3_default(int head_dim, int mask, int seqlen_q)
           (head_dim == 64 || head_dim == 256))))
         c.persistent = 2;
     /* The autotuner over the benchmark shapes (bench/results/2026-11-30-h200-tuned-vs-default.md
-     * and -session6-tuning.md: two runs, every candidate timed, a winner kept only > 3% ahead):
+     * and 2026-11-30-h200-tuning.md: two runs, every candidate timed, a winner kept only > 3% ahead):
      * - hdim 256 causal at <= 1k: 128x64 (grid) 0.1095/0.1093 ms vs 128x80 0.1138/0.1134 at
      *   512 (+4% both runs), level at 1k (0.1573 vs 0.1572);
-     * - hdim 256 unmasked at <= 1k (2026-11-30,
-     *   bench/results/2026-11-30-h200-session7-tune-table.txt): 128x64 persistent 0.1289 vs
+     * - hdim 256 unmasked at <= 1k (2026-11-30, H200, the tuning run's full table):
+     *   128x64 persistent 0.1289 vs
      *   0.1326 ms for 128x80 at 512 (+2.8%; 512 keys are 6.4 blocks of 80: the last one 60%
      *   empty, 8.6% of the work wasted), level at 1k (0.2076 vs 0.2066); run 22 of
      *   dev/fa3/NOTES.md: the 128x64 grid +3.5% over the 128x80 grid at 512;

@@ -400,7 +400,7 @@ int fj_dec_per_sm(const fj_dec_config *c, int head_dim, int sm)
  * shapes: a second CTA per SM only competes for the SM's loads, measured 1x2k-4k keys 16
  * splits 8.5/10.5 us against 32 splits 10.1/11.4 us on the H200), over two per SM beyond
  * (bandwidth-bound: 1x128k 32 splits 142 us against 16 splits 155 us; 16x8k 2 splits 140
- * against 1 split 152; bench/results/2026-12-01-h200-session14-decode.md), or one per SM
+ * against 1 split 152; bench/results/2026-12-01-h200-decode-b.md), or one per SM
  * again for a configuration of which only one fits (per_sm); where that leaves a full
  * batch one split but a second wave mostly idle, fill_splits (H200, head_dim 128, q_len 1,
  * ps16: 40 x 8k 383 -> 309 us, 48 x 8k 393 -> 366, 72 x 8k 611 -> 547, 100 x 8k 814 ->
