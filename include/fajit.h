@@ -114,11 +114,13 @@ typedef void (*fajit_progress_fn)(void *user, int done, int total, double eta_s,
 
 #define FAJIT_DEVICE_NONE (-1) /* a context with no GPU: compile for named targets only */
 
-/* Which kernel family serves fajit_attn_fwd. AUTO: the decode kernel for paged K/V and for
- * decode steps (few query rows per KV head), else the Blackwell kernel (FA4 design) on compute
- * capability 10.0 / 10.3 where it applies, else the Hopper kernel (FA3 design) on compute
- * capability 9.0 where it applies (paged prefill too, with 64 rows or more; a varlen paged batch
- * there: the mixed plan of both), else the portable one (FA2 design). Forcing a family
+/* Which kernel family serves fajit_attn_fwd. AUTO: on compute capability 9.0, paged prefill
+ * of 64 query rows or more whose page size fits its tiles on the Hopper kernel (a varlen
+ * paged batch: the mixed plan of it and the decode kernel; FAJIT_PAGED_PREFILL=decode: not);
+ * other paged K/V and decode steps (few query rows per KV head) on the decode kernel; else
+ * the Blackwell kernel (FA4 design) on compute capability 10.0 / 10.3 where it applies, else
+ * the Hopper kernel (FA3 design) on compute capability 9.0 where it applies, else the
+ * portable one (FA2 design). Forcing a family
  * that does not apply to a problem falls back to the AUTO choice (for benchmarks and
  * triage). */
 typedef enum fajit_family {
