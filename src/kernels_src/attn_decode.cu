@@ -34,14 +34,9 @@
  *                   in one head's K (keys in use) spoils its CTA's other heads too (0 x Inf
  *                   in S); HP = 1 keeps heads apart.
  *   FJ_DEC_TMA      0 (default) | 1: K/V tiles by TMA (sm_90 and later; head_dim a multiple
- *                   of 64; page_size % BN == 0, or BN % page_size == 0 with page_size % 8 ==
- *                   0): the kernel then takes two more parameters, the K and V tensor maps
- *                   [pages][page_size][heads_kv][head_dim] (boxes of 64 columns x
- *                   min(BN, page_size) rows, 128-byte swizzle; contiguous K/V: sequences as
- *                   pages of seqlen_k rows). Warp 0 issues the boxes (lane l: the l-th page
- *                   chunk of a tile) on one mbarrier per stage; V rows outside [kb, ke) are
- *                   zeroed in shared memory after the copy (the TMA reads whole boxes).
- *                   Dynamic shared memory + 64 (barriers) + 1024 (alignment slack).
+ *                   of 64): the kernel then takes two more parameters, the K and V tensor
+ *                   maps (fj_dec_load_tma.cuh). Dynamic shared memory + 64 (barriers) + 1024
+ *                   (alignment slack).
  *   FJ_DEC_QMAX     0 (default) | 1: serve only the sequences with at most q_len query rows
  *                   (varlen; the mixed plan's decode launch, q_len 16): the CTAs of a longer
  *                   sequence leave before touching anything (no partials, no count, no
@@ -71,12 +66,8 @@
  *   need not be a multiple of BN (it should be: edge tiles cost a whole tile's time).
  *   K/V rows: key j of sequence b at element page*page_stride + (j % page_size)*row_stride +
  *   hk*head_stride with page = block_table[b*bt_stride + j/page_size], or page = b and
- *   row j without a block table. Page ids are read one tile ahead into registers (their
- *   latency hides behind a tile of math); one id per tile when page_size % BN == 0 (and no
- *   lookup at all without a table), one per row otherwise (a shift where page_shift >= 0).
- *   Every row is copied with 16-byte cp.async.cg, 8 threads per 128 bytes of the row, its
- *   address one 32-bit multiply-add in 16-byte units where the host set off16 (64-bit
- *   element arithmetic otherwise).
+ *   row j without a block table; the loaders (fj_dec_load_async.cuh: cp.async, every
+ *   target; fj_dec_load_tma.cuh) read the page ids a tile ahead.
  *   Output: splits == 1: O (dtype, o strides) and LSE (if p.lse: natural log; fixed length
  *   lse[(b*heads_q + h)*q_len + i], varlen lse[h*cu_seqlens_q[batch] + cu_seqlens_q[b] + i],
  *   as attn_ref.cu); splits > 1: part_o[split][R][h][0..head_dim) (O already divided by its
@@ -88,19 +79,11 @@
  *   {1, b, block-table index, page id} or {2, b, the bound, len_b}; the CTA then reads
  *   nothing from K/V and writes the empty result.
  *
- *   Fused combine (splits > 1 and p.counters set): after its partials, each CTA counts its
- *   arrival on counters[(b*heads_kv + hk)*q_tiles + qt] (zero before the launch); the last of
- *   the group's splits merges the group's rows (as the combine step below) into O and LSE
- *   and sets the counter back to 0, so the combine kernel is not launched. Where the
- *   group's partials fit the shared memory (splits * rows * (4*HD + 4) bytes, at most
- *   DEC_STAGE_MAX) they are copied there all at once first (one round trip to L2 instead
- *   of one per 6 splits).
- *
- *   Cluster merge (p.cluster, sm_90+; the host sets it only with 2..8 splits and where
- *   CL_FITS): the splits of a group are one thread-block cluster of p.splits CTAs along x
- *   (CTA x = qt * splits + split, rank = split). Each CTA leaves its partials in its own
- *   shared memory, every CTA then merges a share of the group's items from all ranks'
- *   shared memory (dec_merge_cluster) into O and LSE; no counters, no part_o/part_lse.
+ *   The splits merged within the launch: the fused combine (splits > 1 and p.counters set:
+ *   the last CTA of a group to arrive merges its rows, fj_dec_merge_fused.cuh), or the
+ *   cluster merge (p.cluster, sm_90+: the splits of a group are one thread-block cluster,
+ *   CTA x = qt * splits + split, and merge through distributed shared memory,
+ *   fj_dec_merge_cluster.cuh); otherwise the combine step below.
  *
  * Combine step fj_attn_decode_combine (splits > 1 without counters): a thread per (R, h,
  *   4 columns), grid (total_rows, ceil(heads_q * HD/4 / FJ_DEC_COMBINE_THREADS), 1),
@@ -124,6 +107,10 @@
  *   and store 16 bytes per thread. Shared rows: 16-byte chunk c of row r at c ^ (r & 7) when
  *   DP % 64 == 0 (whole 128-byte segments), else an odd number of chunks per row (LDB
  *   above); both keep the 8 row addresses of every ldmatrix on 8 different bank groups.
+ *
+ * Files: this one holds the traits, the split step's kernel and the combine step. Headers,
+ * one #if axis each: fj_dec_load_async.cuh / fj_dec_load_tma.cuh (FJ_DEC_TMA),
+ * fj_dec_merge_cluster.cuh (sm_90+), fj_dec_merge.cuh and fj_dec_merge_fused.cuh (none).
  */
 #include "fj_common.cuh"
 #include "fj_sm80_prims.cuh"
@@ -223,18 +210,6 @@ FJ_DEVICE void dec_st16(void *g, fj_u32 x0, fj_u32 x1, fj_u32 x2, fj_u32 x3)
     asm volatile("st.global.v4.b32 [%0], {%1,%2,%3,%4};\n" ::"l"(g), "r"(x0), "r"(x1), "r"(x2),
                  "r"(x3)
                  : "memory");
-}
-
-/* The fused combine's arrival count: an atomic add with release and acquire semantics at
- * gpu scope (publishes this CTA's partials, sees every earlier arrival's); the old value. */
-FJ_DEVICE int dec_count_arrival(int *cnt)
-{
-    int old;
-    asm volatile("atom.acq_rel.gpu.global.add.s32 %0, [%1], 1;\n"
-                 : "=r"(old)
-                 : "l"(cnt)
-                 : "memory");
-    return old;
 }
 
 /* Byte offset of 16-byte chunk `c` of shared row `r` of a tile of ROWS rows (Q: MT, K/V: BN).
@@ -339,6 +314,17 @@ FJ_DEVICE void dec_issue_q(const fj_decode_params &p, const dec_seq &sq, fj_u32 
     }
 }
 
+/* The split step (the host looks it up by this name). Why one function of about 480 lines,
+ * with the loaders' prologue and per-tile steps under #if FJ_DEC_TMA in it: this split moved
+ * code without changing any compiled variant (dev/decode/sass_same.sh: the same CUBIN bytes
+ * for every decode variant the library makes), and every piece of this function tried as a
+ * function of its own (the two GEMMs, the softmax, the key range, the loaders' steps with a
+ * state struct per loader, the epilogue) changed the order in which ptxas assigns registers
+ * in some variants. Its parts, in order: the CTA's coordinates and the first page ids
+ * (before the wait on the previous grid), checked mode, the key range, the loader's
+ * prologue, the tile loop (loader step, S = Q K^T, mask, online softmax, O += P V), the
+ * epilogue (the warps' m, l, O merged through shared memory; O and LSE, or partials), and
+ * the merges of the splits (cluster, or the fused combine's last CTA). */
 extern "C" __global__ void __launch_bounds__(dec::THREADS)
 #if FJ_DEC_TMA
 fj_attn_decode(const __grid_constant__ fj_decode_params p, const __grid_constant__ fj_tmap tk,
@@ -698,7 +684,7 @@ fj_attn_decode(const __grid_constant__ fj_decode_params p)
      * columns (cc = its lane in the row + j * TPR: neighbouring threads, neighbouring 32
      * bytes), so that the row's weights are computed once per thread and the loads of all
      * its chunks are in flight together (32 rows over 256 threads: 2 chunks; one chunk per
-     * item in turn cost q_len 8 a second chain of 0.6 us at 1 x 1k, H200, session 23).
+     * item in turn cost q_len 8 a second chain of 0.6 us at 1 x 1k, H200).
      * A row has CHQ chunks out (one head's: CHQ < CHG only with head packing). */
     const dec_seq so = dec_seq_of(p, b);
     constexpr int CPT0 = (MT * CHQ + THREADS - 1) / THREADS;

@@ -5,6 +5,7 @@
  * DEC_STAGE_MAX), direct from L2 otherwise.
  *
  * Has:
+ *   dec_count_arrival  the arrival count (acq_rel at gpu scope)
  *   dec_merge_staged   all partials into shared memory at once, then the merge
  *   dec_merge_direct   dec_merge4 per (row, 4 columns) from L2
  * Expects: namespace dec (traits: HD, THREADS, WARPS), dec_seq, dec_store_lse
@@ -13,17 +14,29 @@
 #ifndef FJ_DEC_MERGE_FUSED_CUH
 #define FJ_DEC_MERGE_FUSED_CUH
 
+/* The fused combine's arrival count: an atomic add with release and acquire semantics at
+ * gpu scope (publishes this CTA's partials, sees every earlier arrival's); the old value. */
+FJ_DEVICE int dec_count_arrival(int *cnt)
+{
+    int old;
+    asm volatile("atom.acq_rel.gpu.global.add.s32 %0, [%1], 1;\n"
+                 : "=r"(old)
+                 : "l"(cnt)
+                 : "memory");
+    return old;
+}
+
 /* Fused combine, the last CTA of a group: O and LSE of its `rows` packed rows from every
  * split's partials. Staged: all partials into shared memory at once (one round trip to L2:
  * 16-byte cp.async.cg for O, 4-byte ld.cg for the LSEs), then a warp per row turns the
  * row's LSEs into weights (shuffles), and each thread merges 4 columns of a row. Direct:
  * dec_merge4 from L2, 6 splits' loads in flight per step, for groups whose partials do not
- * fit (decode.c sets counters only where they fit since session 22, the combine kernel
+ * fit (decode.c sets counters only where they fit, the combine kernel
  * being faster than both beyond; this keeps the kernel right for any counters it gets).
  * (Both in compact loops: this code runs once per launch in a few CTAs, at the end of
  * the critical path, and a cold call fetches its instructions from DRAM: the same merge
  * fully unrolled in registers was 0.5 us faster in graph replay and 2.4 us slower after an
- * L2 flush, H200, session 21.) */
+ * L2 flush, H200.) */
 FJ_DEVICE void dec_merge_staged(const fj_decode_params &p, unsigned char *smem, int b,
                                 const dec_seq &so, int r0, int rows, int hk, int G, int tid)
 {
