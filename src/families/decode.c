@@ -134,7 +134,7 @@ static size_t fused_counters(const fj_dec_config *c, const fajit_attn_desc *d, i
 }
 
 /* The cluster merge (sm_90+): the splits of each group launch as one thread-block cluster
- * and merge through distributed shared memory (attn_decode.cu's dec_merge_cluster), where
+ * and merge through distributed shared memory (fj_dec_merge_cluster.cuh), where
  * there are 2..DEC_CLUSTER_MAX splits, the GPU runs clusters that large of this kernel
  * (env->cluster_max, probed at load) and the partials fit. No L2 round trip for the
  * partials, no arrival count, the merge spread over the group's SMs, so it replaces both
@@ -348,7 +348,7 @@ static void fill_params(const fj_dec_config *c, const fajit_attn_desc *d, const 
 
 /* The TMA kernel's K and V maps: [pages][page_size][heads_kv][head_dim] with the page, row
  * and head strides (contiguous K/V: sequences as pages of seqlen_k rows), boxes of 64
- * columns and min(BN, page_size) rows (attn_decode.cu's dec_tma_rows), 128-byte swizzle. */
+ * columns and min(BN, page_size) rows (fj_dec_load_tma.cuh's dec_tma_rows), 128-byte swizzle. */
 static fajit_status encode_kv_maps(const fj_dec_config *c, const fajit_attn_desc *d,
                                    const fj_launch_env *env, const fj_decode_params *p,
                                    fj_tmap maps[2], char *why, size_t n)

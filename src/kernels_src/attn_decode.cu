@@ -34,14 +34,9 @@
  *                   in one head's K (keys in use) spoils its CTA's other heads too (0 x Inf
  *                   in S); HP = 1 keeps heads apart.
  *   FJ_DEC_TMA      0 (default) | 1: K/V tiles by TMA (sm_90 and later; head_dim a multiple
- *                   of 64; page_size % BN == 0, or BN % page_size == 0 with page_size % 8 ==
- *                   0): the kernel then takes two more parameters, the K and V tensor maps
- *                   [pages][page_size][heads_kv][head_dim] (boxes of 64 columns x
- *                   min(BN, page_size) rows, 128-byte swizzle; contiguous K/V: sequences as
- *                   pages of seqlen_k rows). Warp 0 issues the boxes (lane l: the l-th page
- *                   chunk of a tile) on one mbarrier per stage; V rows outside [kb, ke) are
- *                   zeroed in shared memory after the copy (the TMA reads whole boxes).
- *                   Dynamic shared memory + 64 (barriers) + 1024 (alignment slack).
+ *                   of 64): the kernel then takes two more parameters, the K and V tensor
+ *                   maps (fj_dec_load_tma.cuh). Dynamic shared memory + 64 (barriers) + 1024
+ *                   (alignment slack).
  *   FJ_DEC_QMAX     0 (default) | 1: serve only the sequences with at most q_len query rows
  *                   (varlen; the mixed plan's decode launch, q_len 16): the CTAs of a longer
  *                   sequence leave before touching anything (no partials, no count, no
@@ -71,12 +66,8 @@
  *   need not be a multiple of BN (it should be: edge tiles cost a whole tile's time).
  *   K/V rows: key j of sequence b at element page*page_stride + (j % page_size)*row_stride +
  *   hk*head_stride with page = block_table[b*bt_stride + j/page_size], or page = b and
- *   row j without a block table. Page ids are read one tile ahead into registers (their
- *   latency hides behind a tile of math); one id per tile when page_size % BN == 0 (and no
- *   lookup at all without a table), one per row otherwise (a shift where page_shift >= 0).
- *   Every row is copied with 16-byte cp.async.cg, 8 threads per 128 bytes of the row, its
- *   address one 32-bit multiply-add in 16-byte units where the host set off16 (64-bit
- *   element arithmetic otherwise).
+ *   row j without a block table; the loaders (fj_dec_load_async.cuh: cp.async, every
+ *   target; fj_dec_load_tma.cuh) read the page ids a tile ahead.
  *   Output: splits == 1: O (dtype, o strides) and LSE (if p.lse: natural log; fixed length
  *   lse[(b*heads_q + h)*q_len + i], varlen lse[h*cu_seqlens_q[batch] + cu_seqlens_q[b] + i],
  *   as attn_ref.cu); splits > 1: part_o[split][R][h][0..head_dim) (O already divided by its
@@ -88,19 +79,11 @@
  *   {1, b, block-table index, page id} or {2, b, the bound, len_b}; the CTA then reads
  *   nothing from K/V and writes the empty result.
  *
- *   Fused combine (splits > 1 and p.counters set): after its partials, each CTA counts its
- *   arrival on counters[(b*heads_kv + hk)*q_tiles + qt] (zero before the launch); the last of
- *   the group's splits merges the group's rows (as the combine step below) into O and LSE
- *   and sets the counter back to 0, so the combine kernel is not launched. Where the
- *   group's partials fit the shared memory (splits * rows * (4*HD + 4) bytes, at most
- *   DEC_STAGE_MAX) they are copied there all at once first (one round trip to L2 instead
- *   of one per 6 splits).
- *
- *   Cluster merge (p.cluster, sm_90+; the host sets it only with 2..8 splits and where
- *   CL_FITS): the splits of a group are one thread-block cluster of p.splits CTAs along x
- *   (CTA x = qt * splits + split, rank = split). Each CTA leaves its partials in its own
- *   shared memory, every CTA then merges a share of the group's items from all ranks'
- *   shared memory (dec_merge_cluster) into O and LSE; no counters, no part_o/part_lse.
+ *   The splits merged within the launch: the fused combine (splits > 1 and p.counters set:
+ *   the last CTA of a group to arrive merges its rows, fj_dec_merge_fused.cuh), or the
+ *   cluster merge (p.cluster, sm_90+: the splits of a group are one thread-block cluster,
+ *   CTA x = qt * splits + split, and merge through distributed shared memory,
+ *   fj_dec_merge_cluster.cuh); otherwise the combine step below.
  *
  * Combine step fj_attn_decode_combine (splits > 1 without counters): a thread per (R, h,
  *   4 columns), grid (total_rows, ceil(heads_q * HD/4 / FJ_DEC_COMBINE_THREADS), 1),
@@ -124,14 +107,15 @@
  *   and store 16 bytes per thread. Shared rows: 16-byte chunk c of row r at c ^ (r & 7) when
  *   DP % 64 == 0 (whole 128-byte segments), else an odd number of chunks per row (LDB
  *   above); both keep the 8 row addresses of every ldmatrix on 8 different bank groups.
+ *
+ * Files: this one holds the traits, the split step's kernel and the combine step. Headers,
+ * one #if axis each: fj_dec_load_async.cuh / fj_dec_load_tma.cuh (FJ_DEC_TMA),
+ * fj_dec_merge_cluster.cuh (sm_90+), fj_dec_merge.cuh and fj_dec_merge_fused.cuh (none).
  */
 #include "fj_common.cuh"
 #include "fj_sm80_prims.cuh"
 #ifndef FJ_DEC_TMA
 #define FJ_DEC_TMA 0
-#endif
-#if FJ_DEC_TMA
-#include "fj_sm90_prims.cuh"   /* mbarriers, tensor maps, tma_load4 (sm_90 and later) */
 #endif
 
 #if !defined(FJ_DTYPE) || !defined(FJ_HEAD_DIM)
@@ -215,90 +199,7 @@ static_assert(SMEM_BYTES <= 227 * 1024, "shared memory over 227 KiB");
 }  // namespace dec
 
 /* ---- merging the splits (the combine kernel and the fused combine) ------------------- */
-
-/* 16-byte / 4-byte loads through L2 only: the partials were written by other CTAs of this
- * launch (fused combine), which this SM's L1 does not see. */
-FJ_DEVICE float4 dec_ldcg4(const float *g)
-{
-    float4 r;
-    asm volatile("ld.global.cg.v4.f32 {%0,%1,%2,%3}, [%4];\n"
-                 : "=f"(r.x), "=f"(r.y), "=f"(r.z), "=f"(r.w)
-                 : "l"(g));
-    return r;
-}
-FJ_DEVICE float dec_ldcg(const float *g)
-{
-    float r;
-    asm volatile("ld.global.cg.f32 %0, [%1];\n" : "=f"(r) : "l"(g));
-    return r;
-}
-
-/* One step of a merge: U splits' LSEs and 4-column O chunks into the running maximum m,
- * weight sum l and weighted sum acc (LSE -inf: an empty split, or past the last; weight 0). */
-template <int U>
-FJ_DEVICE void dec_fold(float &m, float &l, float4 &acc, const float (&ls)[U], const float4 (&x)[U])
-{
-    constexpr float LOG2E = 1.4426950408889634f;
-    float mn = m;
-#pragma unroll
-    for (int u = 0; u < U; ++u)
-        mn = fmaxf(mn, ls[u]);
-    if (mn == -FJ_INF)
-        return;   /* nothing seen yet */
-    const float a = ex2((m - mn) * LOG2E);   /* 0 when m = -inf */
-    l *= a, acc.x *= a, acc.y *= a, acc.z *= a, acc.w *= a;
-#pragma unroll
-    for (int u = 0; u < U; ++u) {
-        const float w = ex2((ls[u] - mn) * LOG2E);
-        l += w;
-        acc.x += w * x[u].x, acc.y += w * x[u].y, acc.z += w * x[u].z, acc.w += w * x[u].w;
-    }
-    m = mn;
-}
-
-/* The merged 4 columns (acc / l) and the natural-log LSE; O = 0, LSE = -inf when empty. */
-FJ_DEVICE float dec_fold_end(float m, float l, float4 acc, float4 &out)
-{
-    const float inv = l > 0.f ? 1.f / l : 0.f;
-    out = make_float4(acc.x * inv, acc.y * inv, acc.z * inv, acc.w * inv);
-    return l > 0.f ? m + logf(l) : -FJ_INF;
-}
-
-/* Merges the p.splits partials of row R, head h for columns [4*c4, 4*c4 + 4): O (already
- * divided by its row sum) weighted by exp(lse_s - M) / sum exp(lse_s - M). One pass with a
- * running maximum, U splits' loads in flight per step (the chain of steps is the latency of
- * the merge: 32 splits in 4 steps at U = 8). Empty splits wrote O = 0 and LSE = -inf and
- * weigh 0; all empty: O = 0 and the natural-log LSE returned is -inf. */
-template <int DEC_MERGE_U>
-FJ_DEVICE float dec_merge4(const fj_decode_params &p, int R, int h, int c4, float4 &out)
-{
-    const fj_i64 sstride = (fj_i64)p.total_rows * p.heads_q;  /* one split, in rows x heads */
-    const float *pl = (const float *)p.part_lse + (fj_i64)R * p.heads_q + h;
-    const float *po = (const float *)p.part_o + ((fj_i64)R * p.heads_q + h) * FJ_HEAD_DIM + c4 * 4;
-    float m = -FJ_INF, l = 0.f;
-    float4 acc = make_float4(0.f, 0.f, 0.f, 0.f);
-    for (int s0 = 0; s0 < p.splits; s0 += DEC_MERGE_U) {
-        float ls[DEC_MERGE_U];
-        float4 x[DEC_MERGE_U];
-#pragma unroll
-        for (int u = 0; u < DEC_MERGE_U; ++u) {
-            const int s = s0 + u < p.splits ? s0 + u : s0;   /* in range; weighed 0 below */
-            ls[u] = dec_ldcg(pl + s * sstride);
-            x[u] = dec_ldcg4(po + s * sstride * FJ_HEAD_DIM);
-            if (s0 + u >= p.splits)
-                ls[u] = -FJ_INF;
-        }
-        dec_fold<DEC_MERGE_U>(m, l, acc, ls, x);
-    }
-    return dec_fold_end(m, l, acc, out);
-}
-
-/* 4 columns of O as two packed 16-bit pairs. */
-FJ_DEVICE void dec_st4(fj_u16 *g, float4 o)
-{
-    const fj_u32 x0 = pack2(o.x, o.y), x1 = pack2(o.z, o.w);
-    asm volatile("st.global.v2.b32 [%0], {%1,%2};\n" ::"l"(g), "r"(x0), "r"(x1) : "memory");
-}
+#include "fj_dec_merge.cuh"
 
 /* ---- the split step ------------------------------------------------------------------ */
 #ifdef FJ_DEC_BN
@@ -309,18 +210,6 @@ FJ_DEVICE void dec_st16(void *g, fj_u32 x0, fj_u32 x1, fj_u32 x2, fj_u32 x3)
     asm volatile("st.global.v4.b32 [%0], {%1,%2,%3,%4};\n" ::"l"(g), "r"(x0), "r"(x1), "r"(x2),
                  "r"(x3)
                  : "memory");
-}
-
-/* The fused combine's arrival count: an atomic add with release and acquire semantics at
- * gpu scope (publishes this CTA's partials, sees every earlier arrival's); the old value. */
-FJ_DEVICE int dec_count_arrival(int *cnt)
-{
-    int old;
-    asm volatile("atom.acq_rel.gpu.global.add.s32 %0, [%1], 1;\n"
-                 : "=r"(old)
-                 : "l"(cnt)
-                 : "memory");
-    return old;
 }
 
 /* Byte offset of 16-byte chunk `c` of shared row `r` of a tile of ROWS rows (Q: MT, K/V: BN).
@@ -385,403 +274,17 @@ FJ_DEVICE void dec_report(const fj_decode_params &p, int code, int b, int index,
 }
 #endif
 
-#if !FJ_DEC_TMA   /* the cp.async loader */
-/* The page id and row within the page of each row this thread copies in the tile at key k0,
- * read before the sequence's length is known (speculatively: rows up to the end of the
- * block-table row, which the host bounds above seqlen_k, so no read leaves the table).
- * Without a block table the "page" is b and the row is j (page_stride = batch stride). */
-FJ_DEVICE void dec_fetch(const fj_decode_params &p, const int *bt, int b, int k0, int tid,
-                         int (&pg)[dec::ITERS], int (&rip)[dec::ITERS])
-{
-    using namespace dec;
-    const int r0 = tid >> 3;
-    if (!bt) {
-#pragma unroll
-        for (int it = 0; it < ITERS; ++it) {
-            pg[it] = b;
-            rip[it] = k0 + r0 + it * RSTEP;
-        }
-    } else if (p.page_size % BN == 0) {  /* the tile lies in one page */
-        const int pidx = (unsigned)k0 / (unsigned)p.page_size;
-        const int page = pidx < p.bt_stride ? bt[pidx] : 0;
-        const int in0 = k0 - pidx * p.page_size;
-#pragma unroll
-        for (int it = 0; it < ITERS; ++it) {
-            pg[it] = page;
-            rip[it] = in0 + r0 + it * RSTEP;
-        }
-    } else if (p.page_shift >= 0) {   /* a power of two: shifts, not divisions */
-        const int sh = p.page_shift, msk = (1 << sh) - 1;
-#pragma unroll
-        for (int it = 0; it < ITERS; ++it) {
-            const int j = k0 + r0 + it * RSTEP;
-            const int pidx = j >> sh;
-            pg[it] = pidx < p.bt_stride ? bt[pidx] : 0;
-            rip[it] = j & msk;
-        }
-    } else {
-#pragma unroll
-        for (int it = 0; it < ITERS; ++it) {
-            const int j = k0 + r0 + it * RSTEP;
-            const int pidx = (unsigned)j / (unsigned)p.page_size;
-            const bool ok = pidx < p.bt_stride;
-            pg[it] = ok ? bt[pidx] : 0;
-            rip[it] = j - pidx * p.page_size;
-        }
-    }
-}
-
-/* Marks the rows of the tile at k0 outside [kb, ke) (rip = -1: zero-filled, never read). */
-FJ_DEVICE void dec_clip(int k0, int kb, int ke, int tid, int (&rip)[dec::ITERS])
-{
-    using namespace dec;
-#pragma unroll
-    for (int it = 0; it < ITERS; ++it) {
-        const int j = k0 + (tid >> 3) + it * RSTEP;
-        if (j < kb || j >= ke)
-            rip[it] = -1;
-    }
-}
-
-/* K and V rows of one tile into stage buffers sk/sv (rows from dec_fetch). NARROW (p.off16):
- * a row's offset is one 32-bit multiply-add in 16-byte units (a clipped row: offset 0, the
- * tensor's first row, copied as 0 bytes, so no select where every chunk lies in the row);
- * else 64-bit element arithmetic. */
-template <bool NARROW>
-FJ_DEVICE void dec_issue_rows(const fj_decode_params &p, const fj_u16 *gk, const fj_u16 *gv,
-                              fj_u32 sk, fj_u32 sv, int tid, const int (&pg)[dec::ITERS],
-                              const int (&rip)[dec::ITERS])
-{
-    using namespace dec;
-    const int r0 = tid >> 3, c = tid & 7;
-#pragma unroll
-    for (int it = 0; it < ITERS; ++it) {
-        const int r = r0 + it * RSTEP;
-        if (BN % RSTEP == 0 || r < BN) {
-            const bool ok = rip[it] >= 0;
-            const fj_u16 *srck, *srcv;
-            if (NARROW) {
-                const fj_u32 ok_k = ok ? (fj_u32)pg[it] * p.k_page16 + (fj_u32)rip[it] * p.k_row16 : 0u;
-                const fj_u32 ok_v = ok ? (fj_u32)pg[it] * p.v_page16 + (fj_u32)rip[it] * p.v_row16 : 0u;
-                srck = gk + (fj_u64)ok_k * 8, srcv = gv + (fj_u64)ok_v * 8;
-            } else {
-                srck = gk + ((fj_i64)pg[it] * p.k_page_stride + (fj_i64)rip[it] * p.k_row_stride);
-                srcv = gv + ((fj_i64)pg[it] * p.v_page_stride + (fj_i64)rip[it] * p.v_row_stride);
-            }
-#pragma unroll
-            for (int sg = 0; sg < SEGS; ++sg) {
-                const int cc = c + 8 * sg;
-                if (CH % 8 == 0 || cc < CH) {
-                    const bool in = ok && (CHG == CH || cc < CHG);
-                    const bool direct = NARROW && CHG == CH;   /* (the address is valid) */
-                    const fj_u32 d = dec_off<BN>(r, cc);
-                    cp_async16(sk + d, direct || in ? srck + cc * 8 : gk, in ? 16 : 0);
-                    cp_async16(sv + d, direct || in ? srcv + cc * 8 : gv, in ? 16 : 0);
-                }
-            }
-        }
-    }
-}
-FJ_DEVICE void dec_issue(const fj_decode_params &p, const fj_u16 *gk, const fj_u16 *gv, fj_u32 sk,
-                         fj_u32 sv, int tid, const int (&pg)[dec::ITERS],
-                         const int (&rip)[dec::ITERS])
-{
-    if (p.off16)
-        dec_issue_rows<true>(p, gk, gv, sk, sv, tid, pg, rip);
-    else
-        dec_issue_rows<false>(p, gk, gv, sk, sv, tid, pg, rip);
-}
-
-#endif /* !FJ_DEC_TMA */
-
+/* The K/V loader: TMA (FJ_DEC_TMA 1, sm_90 and later) or cp.async (every target). */
 #if FJ_DEC_TMA
-/* TMA loads (FJ_DEC_TMA 1): a tile is BN/R chunks of R rows, R = BN without a block table
- * or when pages hold whole tiles (page_size % BN == 0), else R = page_size (the host takes
- * TMA only where BN % page_size == 0 and page_size % 8 == 0, so every chunk is whole 8-row
- * swizzle atoms); each chunk is DP/64 boxes of 64 columns, for K and for V. Lane l of warp 0
- * loads chunk l. Boxes out of the tensor (a page id past num_pages) are zero-filled by the
- * TMA unit and still count their bytes, so every tile completes TILE_TX bytes. */
-namespace dec {
-constexpr fj_u32 TILE_TX = 2u * BN * DP * 2u;   /* K + V bytes of a tile */
-}
-FJ_DEVICE int dec_tma_rows(const fj_decode_params &p, const int *bt)
-{
-    return !bt || p.page_size % dec::BN == 0 ? dec::BN : p.page_size;
-}
-/* The page (or sequence) and row of chunk l of the tile at k0, read before the lengths are
- * known: a chunk past the block-table row gets page num_pages (out of the tensor). */
-FJ_DEVICE void dec_tma_at(const fj_decode_params &p, const int *bt, int b, int R, int k0, int l,
-                          int &page, int &row)
-{
-    if (!bt) {
-        page = b, row = k0;
-        return;
-    }
-    const int j = k0 + l * R, pidx = (unsigned)j / (unsigned)p.page_size;
-    page = pidx < p.bt_stride ? bt[pidx] : p.num_pages;
-    row = j - pidx * p.page_size;
-}
-/* A chunk without a key in [kb, ke) is not read: its page moves out of the tensor. */
-FJ_DEVICE int dec_tma_clip(const fj_decode_params &p, int R, int k0, int l, int kb, int ke,
-                           int page)
-{
-    const int j = k0 + l * R;
-    return j + R <= kb || j >= ke ? p.num_pages : page;
-}
-/* Warp 0: the K and V boxes of one tile into stage buffers sk/sv, completing on bar. */
-FJ_DEVICE void dec_tma_issue(const fj_tmap &tk, const fj_tmap &tv, fj_u32 sk, fj_u32 sv,
-                             fj_u32 bar, int lane, int R, int hk, int page, int row)
-{
-    using namespace dec;
-    if (lane == 0)
-        mbar_expect_tx(bar, TILE_TX);
-    __syncwarp();
-    if (lane < BN / R) {
-        /* (the buffer's last generic writes, dec_tma_zero's, before the async proxy's) */
-        asm volatile("fence.proxy.async.shared::cta;\n" ::: "memory");
-#pragma unroll
-        for (int h = 0; h < DP / 64; ++h) {
-            const fj_u32 off = (fj_u32)((h * BN + lane * R) * 128);
-            tma_load4(sk + off, &tk, h * 64, row, hk, page, bar);
-            tma_load4(sv + off, &tv, h * 64, row, hk, page, bar);
-        }
-    }
-}
-/* V rows of the tile at k0 outside [kb, ke) to zero: the TMA copied whatever the pages hold
- * there (unused slots may be NaN, and P = 0 times NaN is NaN). K's are masked in S. */
-FJ_DEVICE void dec_tma_zero(fj_u32 sv, int k0, int kb, int ke, int tid)
-{
-    using namespace dec;
-    if (k0 >= kb && k0 + BN <= ke)
-        return;
-    for (int x = tid; x < BN * CH; x += THREADS) {
-        const int r = x / CH, c = x - r * CH, j = k0 + r;
-        if (j < kb || j >= ke)
-            asm volatile("st.shared.v4.b32 [%0], {%1, %1, %1, %1};\n" ::"r"(sv + dec_off<BN>(r, c)),
-                         "r"(0)
-                         : "memory");
-    }
-}
-#endif /* FJ_DEC_TMA */
-
-/* Fused combine, the last CTA of a group: O and LSE of its `rows` packed rows from every
- * split's partials. Staged: all partials into shared memory at once (one round trip to L2:
- * 16-byte cp.async.cg for O, 4-byte ld.cg for the LSEs), then a warp per row turns the
- * row's LSEs into weights (shuffles), and each thread merges 4 columns of a row. Direct:
- * dec_merge4 from L2, 6 splits' loads in flight per step, for groups whose partials do not
- * fit (decode.c sets counters only where they fit since 2026-12-04, the combine kernel
- * being faster than both beyond; this keeps the kernel right for any counters it gets).
- * (Both in compact loops: this code runs once per launch in a few CTAs, at the end of
- * the critical path, and a cold call fetches its instructions from DRAM: the same merge
- * fully unrolled in registers was 0.5 us faster in graph replay and 2.4 us slower after an
- * L2 flush, H200, 2026-12-04.) */
-FJ_DEVICE void dec_merge_staged(const fj_decode_params &p, unsigned char *smem, int b,
-                                const dec_seq &so, int r0, int rows, int hk, int G, int tid)
-{
-    using namespace dec;
-    constexpr int C4 = HD / 4;
-    constexpr float LOG2E = 1.4426950408889634f;
-    const int S = p.splits;
-    float *s_o = (float *)smem;                      /* [split][row][HD] */
-    float *s_l = s_o + S * rows * HD;                /* [split][row] */
-    const fj_i64 sstride = (fj_i64)p.total_rows * p.heads_q;   /* one split, rows x heads */
-    const fj_u32 s_base = smem_addr(smem);
-    /* LSEs: a (split, row) per thread, loaded first so that their latency overlaps the
-     * copies; O: an item (row, 4 columns) per thread, its splits' chunks one after another
-     * (a division per item, not per chunk: the copies leave sooner) */
-    const int nl = S * rows;
-    float lv = 0.f;
-    if (tid < nl) {
-        const int rl = tid % rows, sp = tid / rows;
-        const int r = r0 + rl, i = r / G, h = hk * G + (r - i * G);
-        lv = dec_ldcg((const float *)p.part_lse + sp * sstride + (fj_i64)(so.row0 + i) * p.heads_q +
-                      h);
-    }
-#pragma unroll 1
-    for (int item = tid; item < rows * C4; item += THREADS) {
-        const int rl = item / C4, c4 = item - rl * C4;
-        const int r = r0 + rl, i = r / G, h = hk * G + (r - i * G);
-        const float *src = (const float *)p.part_o +
-                           (((fj_i64)(so.row0 + i) * p.heads_q + h) * HD + c4 * 4);
-        fj_u32 dst = s_base + (fj_u32)((rl * HD + c4 * 4) * 4);
-#pragma unroll 1
-        for (int sp = 0; sp < S; ++sp, src += sstride * HD, dst += rows * HD * 4)
-            cp_async16(dst, src, 16);
-    }
-    cp_async_commit();
-    if (tid < nl)
-        s_l[tid] = lv;
-#pragma unroll 1
-    for (int x = tid + THREADS; x < nl; x += THREADS) {   /* (more than THREADS: rare) */
-        const int rl = x % rows, sp = x / rows;
-        const int r = r0 + rl, i = r / G, h = hk * G + (r - i * G);
-        s_l[x] = dec_ldcg((const float *)p.part_lse + sp * sstride +
-                          (fj_i64)(so.row0 + i) * p.heads_q + h);
-    }
-    cp_async_wait<0>();
-    __syncthreads();
-    /* A warp per row (shuffle trees): M = the row's largest LSE, L = sum exp(lse_s - M),
-     * the row's LSE M + log L out, and each LSE in shared memory replaced by its weight
-     * exp(lse_s - M) / L (0 for an empty split; all 0, LSE -inf, when every split is). */
-#pragma unroll 1
-    for (int rl = tid >> 5; rl < rows; rl += WARPS) {
-        const int lane = tid & 31;
-        float m = -FJ_INF, l = 0.f;
-#pragma unroll 1
-        for (int sp = lane; sp < S; sp += 32)
-            m = fmaxf(m, s_l[sp * rows + rl]);
-#pragma unroll
-        for (int o = 16; o; o >>= 1)
-            m = fmaxf(m, __shfl_xor_sync(0xffffffffu, m, o));
-        const float base = m == -FJ_INF ? 0.f : m;   /* (exp(-inf - 0) = 0) */
-#pragma unroll 1
-        for (int sp = lane; sp < S; sp += 32)
-            l += ex2((s_l[sp * rows + rl] - base) * LOG2E);
-#pragma unroll
-        for (int o = 16; o; o >>= 1)
-            l += __shfl_xor_sync(0xffffffffu, l, o);
-        const float inv = l > 0.f ? 1.f / l : 0.f;
-#pragma unroll 1
-        for (int sp = lane; sp < S; sp += 32)
-            s_l[sp * rows + rl] = ex2((s_l[sp * rows + rl] - base) * LOG2E) * inv;
-        if (p.lse && lane == 0) {
-            const int r = r0 + rl, i = r / G, h = hk * G + (r - i * G);
-            dec_store_lse(p, b, so.row0, i, h, l > 0.f ? m + logf(l) : -FJ_INF);
-        }
-    }
-    __syncthreads();
-#pragma unroll 1
-    for (int item = tid; item < rows * C4; item += THREADS) {
-        const int rl = item / C4, c4 = item - rl * C4;
-        const int ol = rl, ox = rl * HD + c4 * 4;   /* split 0; split s at + s*rows (*HD) */
-        float4 acc = make_float4(0.f, 0.f, 0.f, 0.f);
-#pragma unroll 2
-        for (int sp = 0; sp < S; ++sp) {   /* (independent loads: 2 in flight a step) */
-            const float w = s_l[ol + sp * rows];
-            const float4 x = *(const float4 *)(s_o + ox + sp * rows * HD);
-            acc.x += w * x.x, acc.y += w * x.y, acc.z += w * x.z, acc.w += w * x.w;
-        }
-        const int r = r0 + rl, i = r / G, h = hk * G + (r - i * G);
-        dec_st4((fj_u16 *)p.o + so.o + (fj_i64)i * p.o_row_stride + (fj_i64)h * p.o_head_stride +
-                    c4 * 4,
-                acc);
-    }
-}
-FJ_DEVICE void dec_merge_direct(const fj_decode_params &p, int b, const dec_seq &so, int r0,
-                                int rows, int hk, int G, int tid)
-{
-    using namespace dec;
-    constexpr int C4 = HD / 4;
-#pragma unroll 1
-    for (int item = tid; item < rows * C4; item += THREADS) {
-        const int rl = item / C4, c4 = item - rl * C4;
-        const int r = r0 + rl, i = r / G, h = hk * G + (r - i * G);
-        float4 o;
-        /* (6 loads in flight: 8 spilled 4 B on sm_100a after the main loop) */
-        const float lse = dec_merge4<6>(p, so.row0 + i, h, c4, o);
-        dec_st4((fj_u16 *)p.o + so.o + (fj_i64)i * p.o_row_stride + (fj_i64)h * p.o_head_stride +
-                    c4 * 4,
-                o);
-        if (p.lse && c4 == 0)
-            dec_store_lse(p, b, so.row0, i, h, lse);
-    }
-}
-
+#include "fj_dec_load_tma.cuh"
+#else
+#include "fj_dec_load_async.cuh"
+#endif
+/* The merges of the splits within the split step's launch. */
+#include "fj_dec_merge_fused.cuh"
 #if DEC_CLUSTER
-/* Every thread of every CTA of the cluster: the shared-memory writes before it (release) are
- * visible to the reads after it in any CTA of the cluster (acquire). */
-FJ_DEVICE void dec_cluster_sync()
-{
-    asm volatile("barrier.cluster.arrive.release.aligned;\n"
-                 "barrier.cluster.wait.acquire.aligned;\n" ::: "memory");
-}
-/* A float / 4 floats at shared address `a` of this CTA's layout, in the CTA of rank `rank`. */
-FJ_DEVICE float dec_ld_dsm(fj_u32 a, int rank)
-{
-    float v;
-    asm volatile("{\n .reg .b32 ra;\n mapa.shared::cluster.u32 ra, %1, %2;\n"
-                 " ld.shared::cluster.f32 %0, [ra];\n}\n"
-                 : "=f"(v) : "r"(a), "r"(rank) : "memory");
-    return v;
-}
-FJ_DEVICE float4 dec_ld_dsm4(fj_u32 a, int rank)
-{
-    float4 v;
-    asm volatile("{\n .reg .b32 ra;\n mapa.shared::cluster.u32 ra, %4, %5;\n"
-                 " ld.shared::cluster.v4.f32 {%0,%1,%2,%3}, [ra];\n}\n"
-                 : "=f"(v.x), "=f"(v.y), "=f"(v.z), "=f"(v.w) : "r"(a), "r"(rank) : "memory");
-    return v;
-}
-
-/* Cluster merge (p.cluster, sm_90+): the splits of a group are the CTAs of one cluster
- * (rank = split), each of which left its partials of the group's rows in its own shared
- * memory at CL_OFF and passed a cluster barrier. Every CTA merges its share of the (row, 4
- * columns) items, a contiguous 1/S of them (neighbouring threads read neighbouring 16 bytes;
- * items S apart per thread made every remote 16-byte load an 8-way bank conflict: q_len 8 at
- * 2 x 2k-4k 2.5 us slower on the H200), reading the S <= 8 ranks' partials through distributed shared memory: a
- * thread reads 4 ranks, so where S > 4 a lane pair shares an item (ranks 0-3 and 4-7, its
- * two partial merges combined by a shuffle) and every load is in flight at once. (All 8 in
- * one thread spilled 4 B on sm_90a at 128x2 m1n4, head_dim 96.) No L2 round trip, no
- * arrival count, the merge spread over the group's SMs. The caller passes a second barrier
- * before leaving (its partials are read until then). */
-FJ_DEVICE void dec_merge_cluster(const fj_decode_params &p, unsigned char *sm, int b,
-                                 const dec_seq &so, int r0, int rows, int hk, int G, int rank,
-                                 int tid)
-{
-    using namespace dec;
-    constexpr int C4 = HD / 4, U = 4;
-    constexpr float LOG2E = 1.4426950408889634f;
-    const int S = p.splits, T = S > U ? 2 : 1;   /* threads per item */
-    const int sub = tid % T, lane = tid & 31;
-    const fj_u32 base = smem_addr(sm) + CL_OFF;
-    const int items = rows * C4, per = (items + S - 1) / S;
-    const int beg = rank * per, mine = min(items, beg + per) - beg;
-#pragma unroll 1
-    for (int k = tid / T; k < mine; k += THREADS / T) {   /* (a pair shares k: same trips) */
-        const int item = beg + k, rl = item / C4, c4 = item - rl * C4;
-        const fj_u32 ao = base + (fj_u32)((rl * HD + c4 * 4) * 4);
-        const fj_u32 al = base + (fj_u32)((MT * HD + rl) * 4);
-        float ls[U];
-        float4 x[U];
-#pragma unroll
-        for (int u = 0; u < U; ++u) {
-            const int s = sub * U + u;
-            ls[u] = dec_ld_dsm(al, s < S ? s : 0);   /* (past S: weighed 0 below) */
-            x[u] = dec_ld_dsm4(ao, s < S ? s : 0);
-            if (s >= S)
-                ls[u] = -FJ_INF;
-        }
-        float m = -FJ_INF, l = 0.f;
-        float4 acc = make_float4(0.f, 0.f, 0.f, 0.f);
-        dec_fold<U>(m, l, acc, ls, x);
-        if (T == 2) {   /* the pair's two partial merges into one */
-            const unsigned pair = 3u << (lane & 30);
-            const float mo = __shfl_xor_sync(pair, m, 1), lo = __shfl_xor_sync(pair, l, 1);
-            float4 ao4;
-            ao4.x = __shfl_xor_sync(pair, acc.x, 1), ao4.y = __shfl_xor_sync(pair, acc.y, 1);
-            ao4.z = __shfl_xor_sync(pair, acc.z, 1), ao4.w = __shfl_xor_sync(pair, acc.w, 1);
-            const float mn = fmaxf(m, mo);
-            if (mn != -FJ_INF) {
-                const float a = ex2((m - mn) * LOG2E), c = ex2((mo - mn) * LOG2E);
-                l = l * a + lo * c;
-                acc.x = acc.x * a + ao4.x * c, acc.y = acc.y * a + ao4.y * c;
-                acc.z = acc.z * a + ao4.z * c, acc.w = acc.w * a + ao4.w * c;
-                m = mn;
-            }
-        }
-        if (sub)
-            continue;
-        float4 o;
-        const float lse = dec_fold_end(m, l, acc, o);
-        const int r = r0 + rl, i = r / G, h = hk * G + (r - i * G);
-        dec_st4((fj_u16 *)p.o + so.o + (fj_i64)i * p.o_row_stride + (fj_i64)h * p.o_head_stride +
-                    c4 * 4,
-                o);
-        if (p.lse && c4 == 0)
-            dec_store_lse(p, b, so.row0, i, h, lse);
-    }
-}
-#endif /* DEC_CLUSTER */
+#include "fj_dec_merge_cluster.cuh"
+#endif
 
 /* The Q tile into shared memory: packed row r -> (i = r / G, head hk*G + r % G); rows past
  * nrows zero-filled. */
@@ -811,6 +314,17 @@ FJ_DEVICE void dec_issue_q(const fj_decode_params &p, const dec_seq &sq, fj_u32 
     }
 }
 
+/* The split step (the host looks it up by this name). Why one function of about 480 lines,
+ * with the loaders' prologue and per-tile steps under #if FJ_DEC_TMA in it: this split moved
+ * code without changing any compiled variant (dev/decode/sass_same.sh: the same CUBIN bytes
+ * for every decode variant the library makes), and every piece of this function tried as a
+ * function of its own (the two GEMMs, the softmax, the key range, the loaders' steps with a
+ * state struct per loader, the epilogue) changed the order in which ptxas assigns registers
+ * in some variants. Its parts, in order: the CTA's coordinates and the first page ids
+ * (before the wait on the previous grid), checked mode, the key range, the loader's
+ * prologue, the tile loop (loader step, S = Q K^T, mask, online softmax, O += P V), the
+ * epilogue (the warps' m, l, O merged through shared memory; O and LSE, or partials), and
+ * the merges of the splits (cluster, or the fused combine's last CTA). */
 extern "C" __global__ void __launch_bounds__(dec::THREADS)
 #if FJ_DEC_TMA
 fj_attn_decode(const __grid_constant__ fj_decode_params p, const __grid_constant__ fj_tmap tk,
@@ -1170,7 +684,7 @@ fj_attn_decode(const __grid_constant__ fj_decode_params p)
      * columns (cc = its lane in the row + j * TPR: neighbouring threads, neighbouring 32
      * bytes), so that the row's weights are computed once per thread and the loads of all
      * its chunks are in flight together (32 rows over 256 threads: 2 chunks; one chunk per
-     * item in turn cost q_len 8 a second chain of 0.6 us at 1 x 1k, H200, 2026-12-04).
+     * item in turn cost q_len 8 a second chain of 0.6 us at 1 x 1k, H200).
      * A row has CHQ chunks out (one head's: CHQ < CHG only with head packing). */
     const dec_seq so = dec_seq_of(p, b);
     constexpr int CPT0 = (MT * CHQ + THREADS - 1) / THREADS;
