@@ -242,6 +242,13 @@ FAJIT_API void fajit_ctx_destroy(fajit_ctx *ctx);
 
 typedef enum fajit_dtype { FAJIT_F16 = 0, FAJIT_BF16 = 1 } fajit_dtype;
 
+/* The element type of K and V where it is not Q's: an FP8 KV cache (fajit_attn_desc.kv_dtype). */
+typedef enum fajit_kv_dtype {
+    FAJIT_KV_AS_Q = 0,   /* K and V have Q's dtype */
+    FAJIT_KV_E4M3 = 1,   /* FP8 e4m3fn (OCP; torch.float8_e4m3fn, vLLM's "fp8"/"fp8_e4m3") */
+    FAJIT_KV_E5M2 = 2    /* FP8 e5m2 (torch.float8_e5m2, vLLM's "fp8_e5m2") */
+} fajit_kv_dtype;
+
 typedef enum fajit_mask {
     FAJIT_MASK_NONE = 0,
     FAJIT_MASK_CAUSAL = 1, /* bottom-right aligned when seqlen_q != seqlen_k */
@@ -329,6 +336,35 @@ typedef struct fajit_attn_desc {
                                       struct's tail padding, so its sizeof did not grow:
                                       a caller built before it must have zeroed that, as
                                       fajit_attn_desc_init does.) */
+    /* Model features (appended; all zero: off, and then not compiled into any kernel).
+     * A family that cannot serve a feature that is on does not apply; where none does,
+     * the call is FAJIT_UNSUPPORTED naming the feature (fajit_attn_explain lists which
+     * family serves what). Logits below are s = softmax_scale * q.k. */
+    float softcap;                 /* > 0: each logit becomes softcap * tanh(s / softcap)
+                                      before the softmax (Gemma 2: 50, Grok-1: 30); 0: off */
+    const float *sinks;            /* device fp32 [heads_q]: one logit per query head that
+                                      joins every row's softmax denominator and adds no value
+                                      (attention sinks, GPT-OSS; vLLM's s_aux, FA3's
+                                      learnable_sink). The LSE includes it; a row that sees no
+                                      key gets O = 0 and LSE = its sink. NULL: none */
+    const float *alibi_slopes;     /* device fp32 [heads_q], or [batch][heads_q] rows
+                                      alibi_batch_stride apart: adds -slope * |i + seqlen_k -
+                                      seqlen_q - j| to logit (i, j) (after the softcap, as
+                                      flash-attn does; i, j and the lengths per sequence).
+                                      NULL: none */
+    int64_t alibi_batch_stride;    /* elements between batches' slopes; 0: one row for all */
+    int head_dim_v;                /* head_dim of V and O where it differs from Q's and K's
+                                      (DeepSeek prefill: 192 / 128); 0: head_dim */
+    fajit_kv_dtype kv_dtype;       /* the K/V element type: FAJIT_KV_AS_Q (default) or FP8,
+                                      dequantized in the kernel as k_descale[.] * K, v_descale
+                                      [.] * V (vLLM's fp8 KV cache). FP8 K/V strides are in
+                                      1-byte elements, multiples of 16; head_dim a multiple
+                                      of 16 */
+    const float *k_descale, *v_descale; /* device fp32, required with an FP8 kv_dtype:
+                                      [batch][heads_kv] rows descale_batch_stride and
+                                      columns descale_head_stride apart (both 0: one value for
+                                      the tensor, vLLM's k_scale/v_scale) */
+    int64_t descale_batch_stride, descale_head_stride;
 } fajit_attn_desc;
 #define FAJIT_MAX_SPLITS 128
 /* Size limits of the kernels (launch grids, int index arithmetic): FAJIT_UNSUPPORTED beyond. */

@@ -140,7 +140,15 @@ static const struct {
 } k_bad[] = {
     { "head_dim = 128\n", "spec.txt:1: head_dim is outside a [model NAME] section" },
     { "[model a]\nfoo = 1\n", "spec.txt:2: unknown key 'foo' (known: op, dtype, head_dim, "
-      "heads_q, heads_kv, mask, window, batch, prefill, decode, shapes, page_size)" },
+      "heads_q, heads_kv, mask, window, batch, prefill, decode, shapes, page_size, softcap, "
+      "sinks, alibi, head_dim_v, kv_dtype)" },
+    { "[model a]\nsoftcap = 30\n", "spec.txt:2: softcap must be yes or no, got '30'" },
+    { "[model a]\nsinks = maybe\n", "spec.txt:2: sinks must be yes or no, got 'maybe'" },
+    { "[model a]\nhead_dim_v = 100\n",
+      "spec.txt:2: head_dim_v must be a multiple of 8 in 8..256, got 100" },
+    { "[model a]\nhead_dim_v = 264\n", "spec.txt:2: head_dim_v must be in 8..256, got 264" },
+    { "[model a]\nkv_dtype = fp8\n",
+      "spec.txt:2: kv_dtype must be dtype (as Q), e4m3 or e5m2, got 'fp8'" },
     { "[model a]\npage_size = 0\n", "spec.txt:2: page_size must be in 1..65536, got 0" },
     { "[model a]\npage_size = 65537\n",
       "spec.txt:2: page_size must be in 1..65536, got 65537" },
@@ -417,6 +425,39 @@ START_TEST(spec_paged)
 }
 END_TEST
 
+/* Model features: the spec keys, and their signature suffixes after the older components
+ * (a problem without features keeps its row names). */
+START_TEST(spec_features)
+{
+    fj_spec s;
+    char sig[96], err[256];
+    ck_assert_int_eq(parse("[model f]\n" OK_KEYS "softcap = yes\nsinks = yes\nalibi = no\n"
+                           "page_size = 16\nkv_dtype = e4m3\ndecode = 4k\n",
+                           &s, err, sizeof err), 0);
+    const fj_problem *p = &s.problems[0];
+    ck_assert_uint_eq(p->features, FJ_PROBLEM_SOFTCAP | FJ_PROBLEM_SINKS);
+    ck_assert_int_eq(p->kv_dtype, FAJIT_KV_E4M3);
+    ck_assert_int_eq(p->head_dim_v, 0);
+    ck_assert_int_eq(fj_tune_signature(p, sig, sizeof sig), 0);
+    ck_assert_str_eq(sig, "fwd.bf16.hd128.causal.gqa4.paged.softcap.sinks.kv-e4m3");
+    fj_spec_free(&s);
+    /* head_dim_v equal to head_dim is no feature; a different one is */
+    ck_assert_int_eq(parse("[model g]\n" OK_KEYS "head_dim_v = 128\nprefill = 4k\n", &s, err,
+                           sizeof err), 0);
+    ck_assert_int_eq(s.problems[0].head_dim_v, 0);
+    fj_spec_free(&s);
+    ck_assert_int_eq(parse("[model g]\ndtype = bf16\nhead_dim = 192\nheads_q = 16\n"
+                           "heads_kv = 16\nhead_dim_v = 128\nalibi = yes\nkv_dtype = dtype\n"
+                           "mask = none\nprefill = 4k\n", &s, err, sizeof err), 0);
+    p = &s.problems[0];
+    ck_assert_int_eq(p->head_dim_v, 128);
+    ck_assert_int_eq(p->kv_dtype, FAJIT_KV_AS_Q);
+    ck_assert_int_eq(fj_tune_signature(p, sig, sizeof sig), 0);
+    ck_assert_str_eq(sig, "fwd.bf16.hd192.none.gqa1.alibi.dv128");
+    fj_spec_free(&s);
+}
+END_TEST
+
 START_TEST(op_names)
 {
     ck_assert_str_eq(fj_op_name(FAJIT_OP_FWD), "fwd");
@@ -446,5 +487,6 @@ TCase *fj_tcase_spec(void)
     tcase_add_test(tc, signature_forms);
     tcase_add_test(tc, spec_paged);
     tcase_add_test(tc, op_names);
+    tcase_add_test(tc, spec_features);
     return tc;
 }

@@ -3,6 +3,7 @@
  * tuner and the family registry; plus the decode family's host half (test_unit_decode.c)
  * and the cache tests of test_cache*.c (kernel-key known answers: test_cache_key.c). */
 #include <check.h>
+#include <math.h>
 #include <pthread.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -111,8 +112,35 @@ MUT(m_v_null_paged, (d->cu_seqlens_q = (const int32_t *)(uintptr_t)0x2000, d->se
                      d->num_pages = 4, d->block_table_stride = 4, d->v = NULL))
 MUT(m_total_k_empty, (d->cu_seqlens_q = d->cu_seqlens_k = (const int32_t *)(uintptr_t)0x2000,
                       d->seqlen_k = 0, d->total_k = 3, d->k = d->v = NULL))
+MUT(m_softcap_neg, d->softcap = -1.f)
+MUT(m_softcap_nan, d->softcap = NAN)
+MUT(m_sinks_misaligned, d->sinks = (const float *)(uintptr_t)0x2002)
+MUT(m_alibi_stride_alone, d->alibi_batch_stride = 8)
+MUT(m_alibi_stride_short, (d->alibi_slopes = (const float *)(uintptr_t)0x2000,
+                           d->alibi_batch_stride = 4))
+MUT(m_hdim_v, d->head_dim_v = 100)
+MUT(m_kv_dtype, d->kv_dtype = (fajit_kv_dtype)3)
+MUT(m_descale_no_fp8, d->k_descale = (const float *)(uintptr_t)0x2000)
+MUT(m_fp8_no_scale, (d->kv_dtype = FAJIT_KV_E4M3, d->k_descale = (const float *)(uintptr_t)0x2000))
+MUT(m_fp8_stride, (d->kv_dtype = FAJIT_KV_E5M2,
+                   d->k_descale = d->v_descale = (const float *)(uintptr_t)0x2000,
+                   d->k_row_stride = 136))
+MUT(m_fp8_hdim, (d->kv_dtype = FAJIT_KV_E4M3, d->head_dim = 72, d->q_row_stride = 576,
+                 d->o_row_stride = 576, d->k_row_stride = d->v_row_stride = 144,
+                 d->k_descale = d->v_descale = (const float *)(uintptr_t)0x2000))
 
 static const bad_case k_bad[] = {
+    {"softcap < 0", m_softcap_neg, FAJIT_INVALID_ARGUMENT, "softcap must be finite and >= 0 (0: off), got -1"},
+    {"softcap NaN", m_softcap_nan, FAJIT_INVALID_ARGUMENT, "softcap must be finite and >= 0"},
+    {"sinks misaligned", m_sinks_misaligned, FAJIT_INVALID_ARGUMENT, "sinks must be 4-byte aligned"},
+    {"alibi stride alone", m_alibi_stride_alone, FAJIT_INVALID_ARGUMENT, "alibi_batch_stride needs alibi_slopes"},
+    {"alibi stride short", m_alibi_stride_short, FAJIT_INVALID_ARGUMENT, "alibi_batch_stride must be 0 (one row of slopes) or at least heads_q (8), got 4"},
+    {"head_dim_v 100", m_hdim_v, FAJIT_UNSUPPORTED, "head_dim_v must be 0 (head_dim) or a multiple of 8 in [8, 256], got 100"},
+    {"kv_dtype 3", m_kv_dtype, FAJIT_INVALID_ARGUMENT, "kv_dtype must be AS_Q (0), E4M3 (1) or E5M2 (2), got 3"},
+    {"descale without fp8", m_descale_no_fp8, FAJIT_INVALID_ARGUMENT, "k_descale, v_descale and their strides are for an FP8 kv_dtype"},
+    {"fp8 without v_descale", m_fp8_no_scale, FAJIT_INVALID_ARGUMENT, "kv_dtype e4m3 needs k_descale and v_descale (device fp32; 1.0 where the cache is not scaled), got v_descale NULL"},
+    {"fp8 stride", m_fp8_stride, FAJIT_INVALID_ARGUMENT, "FP8 K/V strides must be multiples of 16 elements (16 bytes), got k_row_stride 136"},
+    {"fp8 head_dim", m_fp8_hdim, FAJIT_UNSUPPORTED, "an FP8 K/V cache needs head dims that are multiples of 16 (16-byte rows), got head_dim 72"},
     {"q NULL", m_q_null, FAJIT_INVALID_ARGUMENT, "q must not be NULL"},
     {"o misaligned", m_o_misaligned, FAJIT_INVALID_ARGUMENT, "o must be 16-byte aligned, got 0x10008"},
     {"batch 0", m_batch0, FAJIT_INVALID_ARGUMENT, "batch must be >= 1, got 0"},
@@ -162,6 +190,29 @@ START_TEST(validation_rules)
     fajit_counters cnt;
     fajit_counters_get(ctx, &cnt);
     ck_assert_uint_eq(cnt.calls, 0);
+    fajit_ctx_destroy(ctx);
+}
+END_TEST
+
+/* A model feature that no family serves: FAJIT_UNSUPPORTED before any launch, naming the
+ * feature, on every target; the plan key tells features apart. */
+START_TEST(features_unserved)
+{
+    fajit_ctx *ctx = memory_ctx();
+    fajit_attn_desc d = valid_desc();
+    d.head_dim = 192, d.head_dim_v = 128;
+    d.q_row_stride = d.o_row_stride = 192 * 8, d.k_row_stride = d.v_row_stride = 192 * 2;
+    d.q_head_stride = d.k_head_stride = d.v_head_stride = d.o_head_stride = 192;
+    ck_assert_int_eq(fajit_attn_check(ctx, &d), FAJIT_OK);
+    char line[512];
+    const char *archs[] = {"sm_80", "sm_90a", "sm_100a"};
+    for (int i = 0; i < 3; i++) {
+        ck_assert_int_eq(fajit_dispatch_describe(ctx, archs[i], &d, line, sizeof line),
+                         FAJIT_UNSUPPORTED);
+        ck_assert_msg(strstr(fajit_errmsg(ctx), "no kernel family of this fajit serves this "
+                             "problem with head_dim_v != head_dim on sm_"), "%s",
+                      fajit_errmsg(ctx));
+    }
     fajit_ctx_destroy(ctx);
 }
 END_TEST
@@ -1418,6 +1469,7 @@ int main(void)
     tcase_add_test(tc, status_table);
     tcase_add_loop_test(tc, validation_rules, 0, (int)(sizeof k_bad / sizeof k_bad[0]));
     tcase_add_test(tc, validation_accepts);
+    tcase_add_test(tc, features_unserved);
     tcase_add_test(tc, bench_refuses);
     tcase_add_test(tc, validation_paged);
     tcase_add_test(tc, errmsg_per_thread);

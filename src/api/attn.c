@@ -127,14 +127,77 @@ static fajit_status check_sizes(fajit_ctx *ctx, const fajit_attn_desc *d, int va
     const int64_t rk = varlen && d->total_k > 0 ? d->total_k : d->seqlen_k;
     FJ_CHECK(check_extent(ctx, 'q', b, d->q_batch_stride, rq, d->q_row_stride, d->heads_q,
                           d->q_head_stride, d->head_dim));
+    const int dv = d->head_dim_v ? d->head_dim_v : d->head_dim;
     FJ_CHECK(check_extent(ctx, 'o', b, d->o_batch_stride, rq, d->o_row_stride, d->heads_q,
-                          d->o_head_stride, d->head_dim));
+                          d->o_head_stride, dv));
     if (d->block_table)   /* pages: num_pages x page_size rows, page strides checked apart */
         return FAJIT_OK;
     FJ_CHECK(check_extent(ctx, 'k', b, d->k_batch_stride, rk, d->k_row_stride, d->heads_kv,
                           d->k_head_stride, d->head_dim));
     return check_extent(ctx, 'v', b, d->v_batch_stride, rk, d->v_row_stride, d->heads_kv,
-                        d->v_head_stride, d->head_dim);
+                        d->v_head_stride, dv);
+}
+
+/* The model features' fields (fajit.h): values the kernels can take, and the pointers they
+ * read. Whether a family serves them is dispatch's question (fj_features). */
+static fajit_status check_features(fajit_ctx *ctx, const fajit_attn_desc *d)
+{
+    FJ_RETURN_IF(!(d->softcap >= 0.f) || isinf(d->softcap), ctx, FAJIT_INVALID_ARGUMENT,
+                 "softcap must be finite and >= 0 (0: off), got %g", (double)d->softcap);
+    if (d->sinks)
+        FJ_CHECK(check_ptr(ctx, d->sinks, "sinks", 4));
+    if (d->alibi_slopes)
+        FJ_CHECK(check_ptr(ctx, d->alibi_slopes, "alibi_slopes", 4));
+    FJ_RETURN_IF(d->alibi_batch_stride && !d->alibi_slopes, ctx, FAJIT_INVALID_ARGUMENT,
+                 "alibi_batch_stride needs alibi_slopes, got %lld without them",
+                 (long long)d->alibi_batch_stride);
+    FJ_RETURN_IF(d->alibi_batch_stride < 0 ||
+                     (d->alibi_batch_stride > 0 && d->alibi_batch_stride < d->heads_q), ctx,
+                 FAJIT_INVALID_ARGUMENT, "alibi_batch_stride must be 0 (one row of slopes) or "
+                 "at least heads_q (%d), got %lld", d->heads_q,
+                 (long long)d->alibi_batch_stride);
+    FJ_RETURN_IF(d->head_dim_v && (d->head_dim_v < 8 || d->head_dim_v > 256 ||
+                                   d->head_dim_v % 8), ctx, FAJIT_UNSUPPORTED,
+                 "head_dim_v must be 0 (head_dim) or a multiple of 8 in [8, 256], got %d",
+                 d->head_dim_v);
+    switch (d->kv_dtype) {
+    case FAJIT_KV_AS_Q:
+        FJ_RETURN_IF(d->k_descale || d->v_descale || d->descale_batch_stride ||
+                         d->descale_head_stride, ctx, FAJIT_INVALID_ARGUMENT,
+                     "k_descale, v_descale and their strides are for an FP8 kv_dtype, got "
+                     "them with kv_dtype AS_Q");
+        return FAJIT_OK;
+    case FAJIT_KV_E4M3:
+    case FAJIT_KV_E5M2:
+        break;
+    default:
+        return fj_fail(ctx, FAJIT_INVALID_ARGUMENT, "kv_dtype must be AS_Q (0), E4M3 (1) or "
+                       "E5M2 (2), got %d", (int)d->kv_dtype);
+    }
+    const char *kt = d->kv_dtype == FAJIT_KV_E4M3 ? "e4m3" : "e5m2";
+    FJ_RETURN_IF(!d->k_descale || !d->v_descale, ctx, FAJIT_INVALID_ARGUMENT,
+                 "kv_dtype %s needs k_descale and v_descale (device fp32; 1.0 where the cache "
+                 "is not scaled), got %s NULL", kt, d->k_descale ? "v_descale" : "k_descale");
+    FJ_CHECK(check_ptr(ctx, d->k_descale, "k_descale", 4));
+    FJ_CHECK(check_ptr(ctx, d->v_descale, "v_descale", 4));
+    FJ_RETURN_IF(d->descale_batch_stride < 0 || d->descale_head_stride < 0, ctx,
+                 FAJIT_INVALID_ARGUMENT, "descale_batch_stride and descale_head_stride must be "
+                 ">= 0, got %lld and %lld", (long long)d->descale_batch_stride,
+                 (long long)d->descale_head_stride);
+    FJ_RETURN_IF(d->head_dim % 16 || (d->head_dim_v && d->head_dim_v % 16), ctx,
+                 FAJIT_UNSUPPORTED, "an FP8 K/V cache needs head dims that are multiples of 16 "
+                 "(16-byte rows), got head_dim %d, head_dim_v %d", d->head_dim, d->head_dim_v);
+    const int64_t s[8] = {d->k_batch_stride, d->k_row_stride, d->k_head_stride,
+                          d->k_page_stride, d->v_batch_stride, d->v_row_stride,
+                          d->v_head_stride, d->v_page_stride};
+    for (int i = 0; i < 8; i++)
+        FJ_RETURN_IF(s[i] % 16, ctx, FAJIT_INVALID_ARGUMENT,
+                     "FP8 K/V strides must be multiples of 16 elements (16 bytes), got %s %lld",
+                     (const char *const[]){"k_batch_stride", "k_row_stride", "k_head_stride",
+                                           "k_page_stride", "v_batch_stride", "v_row_stride",
+                                           "v_head_stride", "v_page_stride"}[i],
+                     (long long)s[i]);
+    return FAJIT_OK;
 }
 
 /* The rules, on a full-size descriptor. */
@@ -194,7 +257,8 @@ static fajit_status check_paged(fajit_ctx *ctx, const fajit_attn_desc *d)
     for (int i = 0; i < 2; i++)
         FJ_CHECK(check_extent(ctx, "kv"[i], d->num_pages,
                               ps[i] ? ps[i] : span((int64_t)d->page_size + 1, rs[i]),
-                              d->page_size, rs[i], d->heads_kv, hs[i], d->head_dim));
+                              d->page_size, rs[i], d->heads_kv, hs[i],
+                              i && d->head_dim_v ? d->head_dim_v : d->head_dim));
     return FAJIT_OK;
 }
 
@@ -257,6 +321,7 @@ fajit_status fj_desc_check(fajit_ctx *ctx, const fajit_attn_desc *d)
                  FAJIT_INVALID_ARGUMENT, "softmax_scale must be finite and > 0, got %g",
                  (double)d->softmax_scale);
     FJ_CHECK(check_paged(ctx, d));
+    FJ_CHECK(check_features(ctx, d));
     FJ_RETURN_IF(!d->block_table && !d->cu_seqlens_q != !d->cu_seqlens_k, ctx,
                  FAJIT_INVALID_ARGUMENT,
                  "cu_seqlens_q and cu_seqlens_k must be given together (varlen), got %s only",

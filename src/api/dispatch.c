@@ -77,6 +77,14 @@ static fajit_status choose(fajit_ctx *ctx, const fj_target *t, const fajit_attn_
     fj_kcfg tc;
     int want = (int)ctx->opts.family;
     const fj_family *f = pick_family(ctx, t, d, want, g);
+    if (!f && fj_features(d)) {
+        char names[128];
+        fj_feature_names(fj_features(d), names, sizeof names);
+        return fj_fail(ctx, FAJIT_UNSUPPORTED, "no kernel family of this fajit serves %s with "
+                       "%s on sm_%d%s (fajit_attn_explain lists the families)",
+                       d->block_table ? "paged K/V" : "this problem", names, t->sm,
+                       t->arch_a ? "a" : "");
+    }
     FJ_RETURN_IF(!f, ctx, FAJIT_UNSUPPORTED, "no kernel family computes %s for this problem "
                  "on sm_%d%s", fajit_op_name(d->op) ? fajit_op_name(d->op) : "?", t->sm, "");
     f->default_cfg(d, t, dflt);

@@ -49,6 +49,8 @@ typedef struct fj_plan_key {
                                       loader (TMA or cp.async) depend on it */
     int split_class, other;        /* the plan class (fj_family_plan_class): what the
                                       families' tiles and tuning rows depend on besides */
+    int feat;                      /* the model features (fj_features), kv_dtype and
+                                      head_dim_v: what the kernels compile in */
 } fj_plan_key;
 
 typedef struct fj_plan {
@@ -251,6 +253,10 @@ fj_target fj_target_of(const fajit_ctx *ctx, const char *arch);
 int fj_bucket_index(int seqlen_q, int seqlen_k);
 /* Tuning-row names of a problem: signature ("fwd.bf16.hd128.causal.gqa4") and bucket. */
 void fj_desc_signature(const fajit_attn_desc *d, char *sig, size_t n);
+/* Sets d's model-feature fields as spec problem p turns them on, with stand-in pointers
+ * (never read: for compiling, planning and explaining, not for launching). */
+struct fj_problem;
+void fj_problem_features(const struct fj_problem *p, fajit_attn_desc *d);
 /* The bucket of a problem is its shape bucket and the families' suffixes on a GPU of
  * sm_count SMs (fj_family_bucket_suffix: the decode family's split class where up to 16
  * query rows, "sq=1,sk<=2k,latf"): one tuned configuration per class; "" where it does not

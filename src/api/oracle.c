@@ -252,6 +252,10 @@ fajit_status fj_inputs_make(fajit_ctx *ctx, const fj_problem *p, const fj_shape 
                  sh->batch > FJ_INPUT_MAX_BATCH)), ctx, FAJIT_INVALID_ARGUMENT,
                  "fj_inputs_make: %d sets, varlen %d x paged %d", sets, lens_q != NULL,
                  p->page_size);
+    FJ_RETURN_IF(p->features || p->head_dim_v || p->kv_dtype, ctx, FAJIT_UNSUPPORTED,
+                 "model '%s' turns on a model feature (softcap, sinks, alibi, head_dim_v or "
+                 "kv_dtype): fajit-tune warm compiles its kernels, tune and bench do not run "
+                 "such problems yet", p->name);
     /* paged: whole pages per sequence (pps of them), scattered by the block table */
     const int pps = p->page_size ? (sh->seqlen_k + p->page_size - 1) / p->page_size : 0;
     const size_t rows_k = p->page_size ? (size_t)pps * p->page_size : (size_t)sh->seqlen_k;

@@ -17,7 +17,8 @@ fj_plan_key fj_plan_key_of(const fajit_ctx *ctx, int ref, const fajit_attn_desc 
             (uint64_t)fj_bucket_index(d->seqlen_q, d->seqlen_k) << 20 |
             (uint64_t)d->op << 32,
         d->heads_q / d->heads_kv, win ? d->window_left : -1, win ? d->window_right : -1,
-        paged ? d->page_size : 0, pc.split_class, pc.other};
+        paged ? d->page_size : 0, pc.split_class, pc.other,
+        (int)(fj_features(d) | (unsigned)d->kv_dtype << 8 | (unsigned)d->head_dim_v << 12)};
     return k;
 }
 
@@ -27,7 +28,7 @@ unsigned fj_plan_bucket(const fj_plan_key *k)
                  (uint64_t)(unsigned)k->window_left * 0x100000001b3ull ^
                  (uint64_t)(unsigned)k->window_right << 17 ^
                  (uint64_t)(unsigned)k->page_size * 0xff51afd7ed558ccdull ^
-                 (uint64_t)(unsigned)k->other << 52;
+                 (uint64_t)(unsigned)k->other << 52 ^ (uint64_t)(unsigned)k->feat << 24;
     return (unsigned)(h * 0x9E3779B97F4A7C15ull >> 58) % FJ_PLAN_BUCKETS;
 }
 
@@ -35,7 +36,7 @@ int fj_plan_same(const fj_plan_key *a, const fj_plan_key *b)
 {
     return a->bits == b->bits && a->gqa == b->gqa && a->window_left == b->window_left &&
            a->window_right == b->window_right && a->page_size == b->page_size &&
-           a->split_class == b->split_class && a->other == b->other;
+           a->split_class == b->split_class && a->other == b->other && a->feat == b->feat;
 }
 
 void fj_plans_retire(fajit_ctx *ctx)

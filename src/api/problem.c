@@ -22,8 +22,23 @@ void fj_desc_signature(const fajit_attn_desc *d, char *sig, size_t n)
     p.window_left = d->mask == FAJIT_MASK_WINDOW ? d->window_left : -1;
     p.window_right = d->mask == FAJIT_MASK_WINDOW ? d->window_right : -1;
     p.page_size = d->block_table ? d->page_size : 0;
+    p.features = (d->softcap > 0.f ? FJ_PROBLEM_SOFTCAP : 0u) |
+                 (d->sinks ? FJ_PROBLEM_SINKS : 0u) | (d->alibi_slopes ? FJ_PROBLEM_ALIBI : 0u);
+    p.head_dim_v = d->head_dim_v == d->head_dim ? 0 : d->head_dim_v;
+    p.kv_dtype = (int)d->kv_dtype;
     if (fj_tune_signature(&p, sig, n) != 0 && n)
         sig[0] = 0;
+}
+
+void fj_problem_features(const fj_problem *p, fajit_attn_desc *d)
+{
+    const float *stand_in = (const float *)(uintptr_t)256;
+    d->softcap = p->features & FJ_PROBLEM_SOFTCAP ? 30.f : 0.f;
+    d->sinks = p->features & FJ_PROBLEM_SINKS ? stand_in : NULL;
+    d->alibi_slopes = p->features & FJ_PROBLEM_ALIBI ? stand_in : NULL;
+    d->head_dim_v = p->head_dim_v;
+    d->kv_dtype = (fajit_kv_dtype)p->kv_dtype;
+    d->k_descale = d->v_descale = p->kv_dtype ? stand_in : NULL;
 }
 
 void fj_desc_bucket(const fajit_attn_desc *d, int sm_count, char *bucket, size_t n)

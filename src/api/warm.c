@@ -286,6 +286,7 @@ fajit_status fj_spec_warm_variants(fajit_ctx *ctx, const char *spec, const char 
                 d.block_table_stride = (d.seqlen_k + p->page_size - 1) / p->page_size;
                 d.num_pages = (int)d.block_table_stride;
             }
+            fj_problem_features(p, &d);
             if (fj_family_variants(&d, &t, 1, vs, &m, (int)cap) != 0) {
                 free(vs);
                 fj_spec_free(&sp);

@@ -36,12 +36,13 @@ int fj_op_parse(const char *s)
 
 enum {
     K_OP, K_DTYPE, K_HEAD_DIM, K_HEADS_Q, K_HEADS_KV, K_MASK, K_WINDOW, K_BATCH, K_PREFILL,
-    K_DECODE, K_SHAPES, K_PAGE_SIZE, N_KEYS
+    K_DECODE, K_SHAPES, K_PAGE_SIZE, K_SOFTCAP, K_SINKS, K_ALIBI, K_HEAD_DIM_V, K_KV_DTYPE,
+    N_KEYS
 };
 
 static const char *const key_names[N_KEYS] = {
     "op", "dtype", "head_dim", "heads_q", "heads_kv", "mask", "window", "batch", "prefill",
-    "decode", "shapes", "page_size",
+    "decode", "shapes", "page_size", "softcap", "sinks", "alibi", "head_dim_v", "kv_dtype",
 };
 
 typedef struct ivec {
@@ -55,6 +56,8 @@ typedef struct section {
     int line;            /* of its header */
     int at[N_KEYS];      /* line where each key was set; 0 = not set */
     int op, dtype, head_dim, heads_q, heads_kv, mask, window, page_size;
+    unsigned features;   /* FJ_PROBLEM_* bits of softcap, sinks, alibi */
+    int head_dim_v, kv_dtype;
     ivec lists[N_KEYS];  /* batch, prefill, decode; shapes as sq, sk pairs */
 } section;
 
@@ -326,6 +329,9 @@ static int finish_section(parser *p)
     pr->window_left = pr->mask == FAJIT_MASK_WINDOW ? s->window : -1;
     pr->window_right = pr->mask == FAJIT_MASK_WINDOW ? 0 : -1;
     pr->page_size = s->page_size;
+    pr->features = s->features;
+    pr->head_dim_v = s->head_dim_v == s->head_dim ? 0 : s->head_dim_v;
+    pr->kv_dtype = s->kv_dtype;
     for (size_t i = 0; i < s->lists[K_PREFILL].n; i++)
         add_shape(pr, s->lists[K_PREFILL].v[i], s->lists[K_PREFILL].v[i], batch);
     for (size_t i = 0; i < s->lists[K_DECODE].n; i++)
@@ -395,7 +401,8 @@ static int assignment(parser *p, int line, const char *s, size_t n)
             key = i;
     if (key < 0)
         return fail(p, line, "unknown key '%.*s' (known: op, dtype, head_dim, heads_q, "
-                    "heads_kv, mask, window, batch, prefill, decode, shapes, page_size)", (int)nk, k);
+                    "heads_kv, mask, window, batch, prefill, decode, shapes, page_size, softcap, sinks, "
+                    "alibi, head_dim_v, kv_dtype)", (int)nk, k);
     if (!p->open)
         return fail(p, line, "%s is outside a [model NAME] section", key_names[key]);
     if (sec->at[key])
@@ -457,6 +464,34 @@ static int assignment(parser *p, int line, const char *s, size_t n)
         return scalar(p, line, key, v, nv, 0, FJ_SPEC_MAX_SEQLEN, &sec->window);
     case K_PAGE_SIZE:
         return scalar(p, line, key, v, nv, 1, FJ_SPEC_MAX_PAGE, &sec->page_size);
+    case K_SOFTCAP:
+    case K_SINKS:
+    case K_ALIBI: {
+        const unsigned bit = key == K_SOFTCAP ? FJ_PROBLEM_SOFTCAP
+                             : key == K_SINKS ? FJ_PROBLEM_SINKS : FJ_PROBLEM_ALIBI;
+        if (nv == 3 && strncasecmp(v, "yes", 3) == 0)
+            sec->features |= bit;
+        else if (!(nv == 2 && strncasecmp(v, "no", 2) == 0))
+            return fail(p, line, "%s must be yes or no, got '%.*s'", key_names[key], (int)nv,
+                        v);
+        return 0;
+    }
+    case K_HEAD_DIM_V:
+        if (scalar(p, line, key, v, nv, 8, 256, &sec->head_dim_v) == -1)
+            return -1;
+        if (sec->head_dim_v % 8)
+            return fail(p, line, "head_dim_v must be a multiple of 8 in 8..256, got %d",
+                        sec->head_dim_v);
+        return 0;
+    case K_KV_DTYPE:
+        if (nv == 4 && strncasecmp(v, "e4m3", 4) == 0)
+            sec->kv_dtype = FAJIT_KV_E4M3;
+        else if (nv == 4 && strncasecmp(v, "e5m2", 4) == 0)
+            sec->kv_dtype = FAJIT_KV_E5M2;
+        else if (!(nv == 5 && strncasecmp(v, "dtype", 5) == 0))
+            return fail(p, line, "kv_dtype must be dtype (as Q), e4m3 or e5m2, got '%.*s'",
+                        (int)nv, v);
+        return 0;
     default:
         return list(p, line, key, v, nv, &sec->lists[key]);
     }
@@ -625,8 +660,18 @@ int fj_tune_signature(const fj_problem *pr, char *buf, size_t n)
         snprintf(mask, sizeof mask, "win%d-%d", pr->window_left, pr->window_right);
     else
         snprintf(mask, sizeof mask, "%s", pr->mask == FAJIT_MASK_CAUSAL ? "causal" : "none");
-    r = snprintf(buf, n, "%s.%s.hd%d.%s.gqa%d%s", op, pr->dtype == FAJIT_BF16 ? "bf16" : "f16",
-                 pr->head_dim, mask, pr->heads_kv > 0 ? pr->heads_q / pr->heads_kv : 0,
-                 pr->page_size > 0 ? ".paged" : "");
+    /* (features after the rest: the rows of problems without any keep their names) */
+    char dv[16] = "";
+    if (pr->head_dim_v && pr->head_dim_v != pr->head_dim)
+        snprintf(dv, sizeof dv, ".dv%d", pr->head_dim_v);
+    r = snprintf(buf, n, "%s.%s.hd%d.%s.gqa%d%s%s%s%s%s%s", op,
+                 pr->dtype == FAJIT_BF16 ? "bf16" : "f16", pr->head_dim, mask,
+                 pr->heads_kv > 0 ? pr->heads_q / pr->heads_kv : 0,
+                 pr->page_size > 0 ? ".paged" : "",
+                 pr->features & FJ_PROBLEM_SOFTCAP ? ".softcap" : "",
+                 pr->features & FJ_PROBLEM_SINKS ? ".sinks" : "",
+                 pr->features & FJ_PROBLEM_ALIBI ? ".alibi" : "", dv,
+                 pr->kv_dtype == FAJIT_KV_E4M3 ? ".kv-e4m3"
+                 : pr->kv_dtype == FAJIT_KV_E5M2 ? ".kv-e5m2" : "");
     return r > 0 && (size_t)r < n ? 0 : -1;
 }

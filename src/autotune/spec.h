@@ -29,6 +29,10 @@ const char *fj_op_name(int op);
 int fj_op_parse(const char *s);
 
 /* One attention problem: a [model NAME] section. */
+/* fj_problem.features: the model features a problem turns on (values are the kernels'
+ * runtime arguments, so a spec names only whether each is on). */
+enum { FJ_PROBLEM_SOFTCAP = 1, FJ_PROBLEM_SINKS = 2, FJ_PROBLEM_ALIBI = 4 };
+
 typedef struct fj_problem {
     char name[64];
     int line;                        /* line of the section header in its text */
@@ -39,6 +43,9 @@ typedef struct fj_problem {
     int window_left, window_right;   /* mask WINDOW: window, 0; otherwise -1, -1 */
     int page_size;                   /* key `page_size`: K/V in a paged cache of pages of
                                         this many keys (block_table); 0 = contiguous */
+    unsigned features;               /* keys softcap, sinks, alibi = yes: FJ_PROBLEM_* */
+    int head_dim_v;                  /* key head_dim_v; 0 = head_dim */
+    int kv_dtype;                    /* key kv_dtype: fajit_kv_dtype, default AS_Q */
     fj_shape *shapes;                /* in spec order (prefill, decode, shapes), each
                                         length with every batch; duplicates dropped */
     size_t n_shapes;

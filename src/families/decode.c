@@ -23,9 +23,12 @@
 #define COMBINE_THREADS 128   /* FJ_DEC_COMBINE_THREADS in attn_decode.cu */
 #define DEC_CLUSTER_MAX 8     /* the most splits merged as one cluster (use_cluster()) */
 
+/* The model features the decode kernels compile in. */
+#define DEC_FEATURES 0u
+
 static int applies(const fajit_attn_desc *d, const fj_target *t)
 {
-    if (t->sm < 80 || d->head_dim % 8)
+    if (t->sm < 80 || d->head_dim % 8 || (fj_features(d) & ~DEC_FEATURES))
         return 0;
     if (d->block_table)
         return 1;

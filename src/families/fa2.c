@@ -22,9 +22,12 @@ void fj_fa2_kcfg(const fj_fa2_config *f, fj_kcfg *out)
     memcpy(out->b, f, sizeof *f);
 }
 
+/* The model features the portable kernel compiles in. */
+#define FA2_FEATURES 0u
+
 static int applies(const fajit_attn_desc *d, const fj_target *t)
 {
-    return t->sm >= 80 && !d->block_table;
+    return t->sm >= 80 && !d->block_table && !(fj_features(d) & ~FA2_FEATURES);
 }
 
 static void default_cfg(const fajit_attn_desc *d, const fj_target *t, fj_kcfg *out)

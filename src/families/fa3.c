@@ -84,10 +84,13 @@ static int paged_ok(const fajit_attn_desc *d, const fj_target *t)
            (!d->cu_seqlens_q || d->total_q > 0);
 }
 
+/* The model features the Hopper kernel compiles in. */
+#define FA3_FEATURES 0u
+
 static int applies(const fajit_attn_desc *d, const fj_target *t)
 {
     fj_fa3_config c;
-    if (!target_ok(t) || default_of(d, &c) != 0)
+    if (!target_ok(t) || (fj_features(d) & ~FA3_FEATURES) || default_of(d, &c) != 0)
         return 0;
     if (d->block_table)
         return paged_ok(d, t);

@@ -36,9 +36,12 @@ int fj_fa4_threads(const fj_fa4_config *c) { return 128 * (c->block_m / 128 + 2)
 
 static int target_ok(const fj_target *t) { return fj_fa4_target_ok(t->sm) && t->arch_a; }
 
+/* The model features the Blackwell kernel compiles in. */
+#define FA4_FEATURES 0u
+
 static int applies(const fajit_attn_desc *d, const fj_target *t)
 {
-    if (!target_ok(t))
+    if (!target_ok(t) || (fj_features(d) & ~FA4_FEATURES))
         return 0;
     fj_fa4_config c = fj_fa4_default(d->head_dim, (int)d->mask, t->sm);
     int varlen_ok = !d->cu_seqlens_q || (d->total_q > 0 && d->total_k > 0);

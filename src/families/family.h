@@ -195,6 +195,28 @@ typedef struct fj_family {
     const char *(*bucket_suffix)(const fajit_attn_desc *d, int sm_count);
 } fj_family;
 
+/*------ model features ------*/
+
+/* The model features a problem turns on (fajit_attn_desc's softcap to descale fields), as
+ * bits: what its kernels must compile in. A family serves a problem only where it serves
+ * every feature that is on: each applies() tests fj_features(d) against its own set. */
+enum {
+    FJ_FEAT_SOFTCAP = 1 << 0,
+    FJ_FEAT_SINKS = 1 << 1,
+    FJ_FEAT_ALIBI = 1 << 2,
+    FJ_FEAT_HDIM_V = 1 << 3,   /* head_dim_v set and != head_dim */
+    FJ_FEAT_KV_FP8 = 1 << 4,   /* kv_dtype E4M3 or E5M2 */
+    FJ_FEAT_ALL = (1 << 5) - 1
+};
+unsigned fj_features(const fajit_attn_desc *d);
+/* The names of the features in f, "softcap, sinks" (into out; "" for none). */
+void fj_feature_names(unsigned f, char *out, size_t n);
+/* V's (and O's) head_dim. */
+static inline int fj_head_dim_v(const fajit_attn_desc *d)
+{
+    return d->head_dim_v ? d->head_dim_v : d->head_dim;
+}
+
 /*------ the registry ------*/
 
 int fj_family_count(void);

@@ -10,10 +10,13 @@
 
 #define REF_THREADS 256   /* FJ_REF_THREADS in attn_ref.cu */
 
+/* The model features the reference kernel compiles in. */
+#define REF_FEATURES 0u
+
 static int applies(const fajit_attn_desc *d, const fj_target *t)
 {
     (void)t;
-    return !d->block_table;   /* every problem but paged K/V */
+    return !d->block_table && !(fj_features(d) & ~REF_FEATURES);   /* all but paged K/V */
 }
 
 static void default_cfg(const fajit_attn_desc *d, const fj_target *t, fj_kcfg *out)

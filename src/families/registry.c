@@ -269,3 +269,28 @@ const char *fajit_family_status_note(fajit_family f)
 }
 
 const char *fajit_op_name(fajit_op op) { return fj_op_name((int)op); }
+
+/*------ model features ------*/
+
+unsigned fj_features(const fajit_attn_desc *d)
+{
+    return (d->softcap > 0.f ? FJ_FEAT_SOFTCAP : 0u) | (d->sinks ? FJ_FEAT_SINKS : 0u) |
+           (d->alibi_slopes ? FJ_FEAT_ALIBI : 0u) |
+           (d->head_dim_v && d->head_dim_v != d->head_dim ? FJ_FEAT_HDIM_V : 0u) |
+           (d->kv_dtype != FAJIT_KV_AS_Q ? FJ_FEAT_KV_FP8 : 0u);
+}
+
+void fj_feature_names(unsigned f, char *out, size_t n)
+{
+    static const char *const names[] = {"softcap", "sinks", "alibi_slopes",
+                                        "head_dim_v != head_dim", "an FP8 kv_dtype"};
+    size_t at = 0;
+    if (!n)
+        return;
+    out[0] = 0;
+    for (unsigned i = 0; i < sizeof names / sizeof *names; i++)
+        if (f & 1u << i && at < n) {
+            int r = snprintf(out + at, n - at, "%s%s", at ? ", " : "", names[i]);
+            at += r > 0 ? (size_t)r : 0;
+        }
+}
