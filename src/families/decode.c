@@ -24,7 +24,7 @@
 #define DEC_CLUSTER_MAX 8     /* the most splits merged as one cluster (use_cluster()) */
 
 /* The model features the decode kernels compile in. */
-#define DEC_FEATURES 0u
+#define DEC_FEATURES FJ_FEAT_KV_FP8
 
 static int applies(const fajit_attn_desc *d, const fj_target *t)
 {
@@ -73,6 +73,9 @@ static void kernels(const fj_kcfg *k, const fajit_attn_desc *d, fj_kernels *out)
 {
     const fj_dec_config *c = of(k);
     const int dt = (int)d->dtype, hd = d->head_dim;
+    char feat[128], tag[48];
+    fj_feat_defines(d, feat, sizeof feat);
+    fj_feat_tag(d, tag, sizeof tag);
     memset(out, 0, sizeof *out);
     fj_variant *v = &out->v[0];
     v->op = FAJIT_OP_FWD;
@@ -81,16 +84,16 @@ static void kernels(const fj_kcfg *k, const fajit_attn_desc *d, fj_kernels *out)
     snprintf(v->preamble, sizeof v->preamble,
              "#define FJ_DTYPE %d\n#define FJ_HEAD_DIM %d\n#define FJ_DEC_BN %d\n"
              "#define FJ_DEC_STAGES %d\n#define FJ_DEC_WM %d\n#define FJ_DEC_WN %d\n"
-             "#define FJ_DEC_CHECKED %d\n%s%s%s",
+             "#define FJ_DEC_CHECKED %d\n%s%s%s%s",
              dt, hd, c->bn, c->stages, c->wm, c->wn, c->checked,
              c->tma ? "#define FJ_DEC_TMA 1\n" : "",
              hp_of(c) == 2   ? "#define FJ_DEC_HP 2\n"
              : hp_of(c) == 4 ? "#define FJ_DEC_HP 4\n"
                              : "",
-             qmax_define(c));
-    snprintf(v->name, sizeof v->name, "dec %s d%d%s %dx%d m%d n%d%s%s%s", fj_dtype_name(dt), hd,
-             hp_tag(c), c->bn, c->stages, c->wm, c->wn,
-             c->tma ? " tma" : "", c->checked ? " checked" : "", c->qmax ? " qmax" : "");
+             qmax_define(c), feat);
+    snprintf(v->name, sizeof v->name, "dec %s d%d%s %dx%d m%d n%d%s%s%s%s", fj_dtype_name(dt),
+             hd, hp_tag(c), c->bn, c->stages, c->wm, c->wn, c->tma ? " tma" : "",
+             c->checked ? " checked" : "", c->qmax ? " qmax" : "", tag);
     out->threads[0] = 32 * c->wm * c->wn;
     out->dyn_smem[0] = (int)fj_dec_smem_bytes(c, hd);
     /* one combine kernel per dtype and head_dim serves every split configuration */
@@ -278,20 +281,21 @@ static void describe_grid(const fj_kcfg *k, const fajit_attn_desc *d, const fj_t
  * lies below 2^32 units of 16 bytes from the tensor's head (64 GiB): one 32-bit
  * multiply-add per copied row instead of two 64-bit products and sums (the split step was
  * issue-bound on them: ncu, 16x8k page size 16, 27% of its instructions were IMAD). */
-static void narrow_offsets(fj_decode_params *p)
+static void narrow_offsets(fj_decode_params *p, int elem_bytes)
 {
     const int64_t st[4] = {p->k_page_stride, p->k_row_stride, p->v_page_stride, p->v_row_stride};
+    const int64_t u = 16 / elem_bytes;   /* elements per 16-byte unit */
     p->off16 = 0;
     for (int i = 0; i < 4; i++)
-        if (st[i] < 0 || st[i] % 8 || st[i] / 8 > UINT32_MAX)
+        if (st[i] < 0 || st[i] % u || st[i] / u > UINT32_MAX)
             return;
     const uint64_t pages = p->num_pages > 0 ? (uint64_t)p->num_pages - 1 : 0;
     const uint64_t rows = p->page_size > 0 ? (uint64_t)p->page_size - 1 : 0;
     for (int x = 0; x < 2; x++)
-        if (pages * (uint64_t)(st[2 * x] / 8) + rows * (uint64_t)(st[2 * x + 1] / 8) > UINT32_MAX)
+        if (pages * (uint64_t)(st[2 * x] / u) + rows * (uint64_t)(st[2 * x + 1] / u) > UINT32_MAX)
             return;
-    p->k_page16 = (uint32_t)(st[0] / 8), p->k_row16 = (uint32_t)(st[1] / 8);
-    p->v_page16 = (uint32_t)(st[2] / 8), p->v_row16 = (uint32_t)(st[3] / 8);
+    p->k_page16 = (uint32_t)(st[0] / u), p->k_row16 = (uint32_t)(st[1] / u);
+    p->v_page16 = (uint32_t)(st[2] / u), p->v_row16 = (uint32_t)(st[3] / u);
     p->off16 = 1;
 }
 
@@ -328,7 +332,7 @@ static void fill_params(const fj_dec_config *c, const fajit_attn_desc *d, const 
     for (int s = 0; d->block_table && s < 31; s++)
         if (1 << s == p->page_size)
             p->page_shift = s;
-    narrow_offsets(p);
+    narrow_offsets(p, d->kv_dtype != FAJIT_KV_AS_Q ? 1 : 2);   /* (FP8: byte strides) */
     p->batch = d->batch, p->heads_q = d->heads_q, p->heads_kv = d->heads_kv / hp_of(c);
     p->k_head_stride *= hp_of(c), p->v_head_stride *= hp_of(c);   /* (a CTA's first head) */
     p->head_dim = d->head_dim, p->q_len = d->seqlen_q, p->seqlen_k = d->seqlen_k;
@@ -421,7 +425,8 @@ static fajit_status launch_args(const fj_kcfg *k, int i, const fajit_attn_desc *
     }
     if (fj_args_push(a, &p, sizeof p, 8) != 0 ||
         (i == 0 && c->tma && (fj_args_push(a, &maps[0], sizeof maps[0], 64) != 0 ||
-                              fj_args_push(a, &maps[1], sizeof maps[1], 64) != 0))) {
+                              fj_args_push(a, &maps[1], sizeof maps[1], 64) != 0)) ||
+        (i == 0 && fj_feat_push(d, a) != 0)) {
         snprintf(why, n, "the decode parameters exceed the argument block");
         return FAJIT_UNSUPPORTED;
     }

@@ -81,6 +81,8 @@ int fj_dec_check(const fj_kcfg *k, const fajit_attn_desc *d, const fj_target *t,
     else if (hp_of(c) > 1 && fj_dec_pack_limit(d) % c->hp)
         bad = "KV heads per CTA need heads_kv a multiple of them and K/V heads side by side "
               "(head strides == head_dim)";
+    else if (d->kv_dtype != FAJIT_KV_AS_Q && (c->tma || hp_of(c) > 1))
+        bad = "FP8 K/V need cp.async loads and one KV head per CTA";
     else if (fj_dec_smem_bytes(c, d->head_dim) > fj_smem_limit(t->sm))
         bad = "the tile does not fit the target's shared memory";
     else if (c->tma)

@@ -129,7 +129,7 @@ static void plain_cfg(const fajit_attn_desc *d, const fj_target *t, fj_kcfg *out
     const int want = loader == FJ_DEC_LOADER_TMA ||
                      (loader == FJ_DEC_LOADER_AUTO && DEC_TMA_DEFAULT);
     c.tma = 0;
-    if (want) {
+    if (want && d->kv_dtype == FAJIT_KV_AS_Q) {   /* (FP8 K/V: cp.async, widened in smem) */
         c.tma = 1;
         if (fj_dec_tma_misfit(&c, d, t) || fj_dec_smem_bytes(&c, d->head_dim) > limit)
             c.tma = 0;
@@ -174,7 +174,8 @@ static int pack_allowed(const fajit_attn_desc *d, int hp)
 static int pack_rule(const fajit_attn_desc *d, const fj_target *t)
 {
     const fj_dec_opts *o = fj_dec_opts_of(t->fopts);
-    if (o->pack == FJ_DEC_PACK_OFF || o->loader == FJ_DEC_LOADER_TMA)
+    if (o->pack == FJ_DEC_PACK_OFF || o->loader == FJ_DEC_LOADER_TMA ||
+        d->kv_dtype != FAJIT_KV_AS_Q)
         return 1;
     if (o->pack == FJ_DEC_PACK_2 || o->pack == FJ_DEC_PACK_4)
         return pack_allowed(d, o->pack) ? o->pack : 1;

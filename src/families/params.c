@@ -1,4 +1,5 @@
 /* params.c - see params.h. */
+#include <stdio.h>
 #include <string.h>
 
 #include "params.h"
@@ -42,4 +43,60 @@ fajit_status fj_grid_args(const fajit_attn_desc *d, int block_m, fj_args *a)
     a->grid[1] = (unsigned)d->heads_q;
     a->grid[2] = (unsigned)d->batch;
     return fj_args_push(a, &p, sizeof p, 8) == 0 ? FAJIT_OK : FAJIT_UNSUPPORTED;
+}
+
+/*------ model features ------*/
+
+/* (the runtime features: those fj_feat_params carries) */
+static int has_params(const fajit_attn_desc *d)
+{
+    return (fj_features(d) & (FJ_FEAT_SOFTCAP | FJ_FEAT_SINKS | FJ_FEAT_ALIBI |
+                              FJ_FEAT_KV_FP8)) != 0;
+}
+
+void fj_feat_defines(const fajit_attn_desc *d, char *out, size_t n)
+{
+    const unsigned f = fj_features(d);
+    if (!n)
+        return;
+    snprintf(out, n, "%s%s%s%s", f & FJ_FEAT_SOFTCAP ? "#define FJ_SOFTCAP 1\n" : "",
+             f & FJ_FEAT_SINKS ? "#define FJ_SINKS 1\n" : "",
+             f & FJ_FEAT_ALIBI ? "#define FJ_ALIBI 1\n" : "",
+             d->kv_dtype == FAJIT_KV_E4M3   ? "#define FJ_KV_FP8 1\n"
+             : d->kv_dtype == FAJIT_KV_E5M2 ? "#define FJ_KV_FP8 2\n"
+                                            : "");
+}
+
+void fj_feat_tag(const fajit_attn_desc *d, char *out, size_t n)
+{
+    const unsigned f = fj_features(d);
+    if (!n)
+        return;
+    snprintf(out, n, "%s%s%s%s", d->kv_dtype == FAJIT_KV_E4M3   ? " kv-e4m3"
+                                 : d->kv_dtype == FAJIT_KV_E5M2 ? " kv-e5m2"
+                                                                : "",
+             f & FJ_FEAT_SOFTCAP ? " softcap" : "", f & FJ_FEAT_SINKS ? " sinks" : "",
+             f & FJ_FEAT_ALIBI ? " alibi" : "");
+}
+
+void fj_feat_params_from_desc(const fajit_attn_desc *d, fj_feat_params *f)
+{
+    memset(f, 0, sizeof *f);
+    f->sinks = (uintptr_t)d->sinks;
+    f->alibi = (uintptr_t)d->alibi_slopes;
+    f->alibi_batch_stride = d->alibi_batch_stride;
+    f->k_descale = (uintptr_t)d->k_descale, f->v_descale = (uintptr_t)d->v_descale;
+    f->descale_batch_stride = d->descale_batch_stride;
+    f->descale_head_stride = d->descale_head_stride;
+    if (d->softcap > 0.f)
+        f->softcap = d->softcap, f->softcap_inv = 1.f / d->softcap;
+}
+
+int fj_feat_push(const fajit_attn_desc *d, fj_args *a)
+{
+    if (!has_params(d))
+        return 0;
+    fj_feat_params f;
+    fj_feat_params_from_desc(d, &f);
+    return fj_args_push(a, &f, sizeof f, 8);
 }

@@ -37,6 +37,11 @@
  *                   of 64): the kernel then takes two more parameters, the K and V tensor
  *                   maps (fj_dec_load_tma.cuh). Dynamic shared memory + 64 (barriers) + 1024
  *                   (alignment slack).
+ *   FJ_KV_FP8       0 (default) | 1 (e4m3) | 2 (e5m2): K and V in FP8 (fj_common.cuh;
+ *                   cp.async, HP 1), their strides in bytes; the kernel then takes
+ *                   fj_feat_params: each tile's raw bytes are widened to FJ_DTYPE in
+ *                   shared memory (dec_widen8), the descale factors folded into the
+ *                   softmax scale (K) and the output's normalization (V).
  *   FJ_DEC_QMAX     0 (default) | 1: serve only the sequences with at most q_len query rows
  *                   (varlen; the mixed plan's decode launch, q_len 16): the CTAs of a longer
  *                   sequence leave before touching anything (no partials, no count, no
@@ -195,6 +200,13 @@ static_assert((HP == 1 || HP == 2 || HP == 4) && HV <= 256 && (HP == 1 || !TMA),
               "FJ_DEC_HP: 1, 2 or 4, head_dim * FJ_DEC_HP <= 256, cp.async loads");
 static_assert((ND + NT) * 4 + 2 * KN * 4 <= 200, "accumulators exceed the register file");
 static_assert(SMEM_BYTES <= 227 * 1024, "shared memory over 227 KiB");
+/* FP8 K/V (FJ_KV_FP8): the K/V ring's first stage becomes the FJ_DTYPE K and V tiles the
+ * MMAs read, and the rest holds STAGES raw FP8 stages of RAW bytes per tile, widened into
+ * them a tile at a time (so the shared memory is the 16-bit configuration's). */
+constexpr bool KV8 = FJ_KV_FP8 != 0;
+constexpr int RAW = BN * HD;
+static_assert(!KV8 || (HP == 1 && !TMA && HD % 16 == 0 && 2 * STAGES * RAW <= 2 * (STAGES - 1) * KV_BYTES),
+              "FJ_KV_FP8: cp.async loads, one KV head per CTA, head_dim a multiple of 16");
 #endif
 }  // namespace dec
 
@@ -328,9 +340,9 @@ FJ_DEVICE void dec_issue_q(const fj_decode_params &p, const dec_seq &sq, fj_u32 
 extern "C" __global__ void __launch_bounds__(dec::THREADS)
 #if FJ_DEC_TMA
 fj_attn_decode(const __grid_constant__ fj_decode_params p, const __grid_constant__ fj_tmap tk,
-               const __grid_constant__ fj_tmap tv)
+               const __grid_constant__ fj_tmap tv FJ_FEAT_PARAM)
 #else
-fj_attn_decode(const __grid_constant__ fj_decode_params p)
+fj_attn_decode(const __grid_constant__ fj_decode_params p FJ_FEAT_PARAM)
 #endif
 {
     using namespace dec;
@@ -437,7 +449,11 @@ fj_attn_decode(const __grid_constant__ fj_decode_params p)
     }
     __syncthreads();
 #endif
-#if !FJ_DEC_TMA
+#if FJ_KV_FP8   /* (byte strides; raw stage s at s_raw + s * 2 * RAW, K then V) */
+    const unsigned char *gk = (const unsigned char *)p.k + (fj_i64)hk * p.k_head_stride;
+    const unsigned char *gv = (const unsigned char *)p.v + (fj_i64)hk * p.v_head_stride;
+    const fj_u32 s_raw = s_kv + 2 * KV_BYTES;
+#elif !FJ_DEC_TMA
     const fj_u16 *gk = (const fj_u16 *)p.k + (fj_i64)hk * p.k_head_stride;   /* (HP heads' */
     const fj_u16 *gv = (const fj_u16 *)p.v + (fj_i64)hk * p.v_head_stride;   /*  strides) */
 #endif
@@ -485,8 +501,13 @@ fj_attn_decode(const __grid_constant__ fj_decode_params p)
 #pragma unroll
         for (int s = 0; s < STAGES - 1; ++s) {
             if (s < ntiles)
+#if FJ_KV_FP8
+                dec_issue8(p, gk, gv, s_raw + s * 2 * RAW, s_raw + s * 2 * RAW + RAW, tid, ppg[s],
+                           prip[s]);
+#else
                 dec_issue(p, gk, gv, s_kv + s * 2 * KV_BYTES, s_kv + s * 2 * KV_BYTES + KV_BYTES,
                           tid, ppg[s], prip[s]);
+#endif
             if (s == 0)
                 dec_issue_q(p, sq, s_q, r0, nrows, G, hk, tid);
             cp_async_commit();
@@ -528,7 +549,14 @@ fj_attn_decode(const __grid_constant__ fj_decode_params p)
     const int q_row = wm * 16 + (lane & 15), q_half = lane >> 4;
     const int k_row = wn * KW + (lane & 7) + ((lane >> 4) << 3), k_half = (lane >> 3) & 1;
     const int v_row = wn * KW + (lane & 15), v_half = lane >> 4;
+#if FJ_KV_FP8   /* the descale factors, with the power of two the widening leaves out */
+    const fj_i64 dsc = (fj_i64)b * fp.descale_batch_stride + (fj_i64)hk * fp.descale_head_stride;
+    const float kfac = ((const float *)fp.k_descale)[dsc] * fj_fp8_unit();
+    const float vfac = ((const float *)fp.v_descale)[dsc] * fj_fp8_unit();
+    const float sl2 = p.scale_log2 * kfac;
+#else
     const float sl2 = p.scale_log2;
+#endif
     const int key_lane = wn * KW + 2 * (lane & 3);  /* + nt*8 + e, + k0 */
 
     for (int t = 0; t < ntiles; ++t) {
@@ -552,9 +580,15 @@ fj_attn_decode(const __grid_constant__ fj_decode_params p)
         __syncthreads();  /* tile t landed for all; every warp is done with tile t - 1 */
         {
             const int u = t + STAGES - 1;
+#if FJ_KV_FP8
+            const fj_u32 st = s_raw + (u % STAGES) * 2 * RAW;
+            if (u < ntiles)
+                dec_issue8(p, gk, gv, st, st + RAW, tid, pg, rip);
+#else
             const fj_u32 st = s_kv + (u % STAGES) * 2 * KV_BYTES;
             if (u < ntiles)
                 dec_issue(p, gk, gv, st, st + KV_BYTES, tid, pg, rip);
+#endif
             cp_async_commit();
             if (u + 1 < ntiles) {  /* ids for the next copy: their latency hides behind this tile */
                 dec_fetch(p, bt, b, kt0 + (u + 1) * BN, tid, pg, rip);
@@ -562,7 +596,14 @@ fj_attn_decode(const __grid_constant__ fj_decode_params p)
             }
         }
 #endif
+#if FJ_KV_FP8   /* tile t's raw bytes into the MMA tiles (every warp is done with t - 1) */
+        const fj_u32 s_k = s_kv, s_v = s_kv + KV_BYTES;
+        dec_widen8(s_raw + (t % STAGES) * 2 * RAW, s_k, tid);
+        dec_widen8(s_raw + (t % STAGES) * 2 * RAW + RAW, s_v, tid);
+        __syncthreads();
+#else
         const fj_u32 s_k = s_kv + (t % STAGES) * 2 * KV_BYTES, s_v = s_k + KV_BYTES;
+#endif
         const int k0 = kt0 + t * BN;
 
         /* S = Q K^T for the warp's 16 rows and KW keys */
@@ -710,7 +751,11 @@ fj_attn_decode(const __grid_constant__ fj_decode_params p)
             wt[w] = mw == -FJ_INF ? 0.f : ex2((mw - M) * sl2);
             L += red_l[(w0 + w) * 16 + rr] * wt[w];
         }
+#if FJ_KV_FP8
+        const float inv = L > 0.f ? vfac / L : 0.f;
+#else
         const float inv = L > 0.f ? 1.f / L : 0.f;
+#endif
         float o[CPT][8];
 #pragma unroll
         for (int j = 0; j < CPT; ++j) {
@@ -730,7 +775,11 @@ fj_attn_decode(const __grid_constant__ fj_decode_params p)
                 }
             }
         }
+#if FJ_KV_FP8
+        const float lse = L > 0.f ? M * (p.scale * kfac) + logf(L) : -FJ_INF;
+#else
         const float lse = L > 0.f ? M * p.scale + logf(L) : -FJ_INF;
+#endif
         const int r = r0 + rl;
         const int i = r / G, h = hk * G + (r - i * G);
         if (p.splits == 1) {

@@ -147,6 +147,23 @@ typedef struct fj_decode_params {
                                                are one thread-block cluster (sm_90+) */
 } fj_decode_params;                                       /* 288 */
 
+/* The model features' run-time values (fajit_attn_desc's softcap to descale fields). A
+ * kernel compiled with a feature (the family's preamble sets FJ_SOFTCAP, FJ_SINKS, FJ_ALIBI
+ * or FJ_KV_FP8: fj_common.cuh) takes this block as its last parameter; a kernel compiled
+ * without any takes none, so its code is what it was before features existed.
+ * FP8 K/V (FJ_KV_FP8 1: e4m3, 2: e5m2): K/V strides count bytes; key j's logit uses
+ * k_descale[b * descale_batch_stride + kv_head * descale_head_stride] * K, its value
+ * v_descale[...] * V. */
+#define FJ_FEAT_PARAMS_SIZE 64
+typedef struct fj_feat_params {
+    fj_u64 sinks;                                         /*  0: const float* [heads_q] */
+    fj_u64 alibi;                                         /*  8: const float* slopes */
+    fj_u64 k_descale, v_descale;                          /* 16: const float* */
+    fj_i64 alibi_batch_stride;                            /* 32: 0 = one row */
+    fj_i64 descale_batch_stride, descale_head_stride;     /* 40 */
+    float softcap, softcap_inv;                           /* 56: the cap and 1 / cap */
+} fj_feat_params;                                         /* 64 */
+
 /* fajit_attn_merge's kernel (attn_merge.cu): two partial results of the same queries over
  * disjoint key sets, O_x [batch][seqlen][heads][head_dim] (each with its strides, elements)
  * and LSE_x (natural log, at b*lse_batch_stride + h*lse_head_stride + i*lse_row_stride),
@@ -174,11 +191,13 @@ static_assert(sizeof(fj_attn_params) == FJ_PARAMS_SIZE, "fajit_params.h: size");
 static_assert(sizeof(fj_decode_params) == FJ_DECODE_PARAMS_SIZE, "fajit_params.h: decode size");
 static_assert(sizeof(fj_merge_params) == FJ_MERGE_PARAMS_SIZE, "fajit_params.h: merge size");
 static_assert(sizeof(fj_kv_pages) == FJ_KV_PAGES_SIZE, "fajit_params.h: kv pages size");
+static_assert(sizeof(fj_feat_params) == FJ_FEAT_PARAMS_SIZE, "fajit_params.h: feature size");
 #else
 _Static_assert(sizeof(fj_attn_params) == FJ_PARAMS_SIZE, "fajit_params.h: size");
 _Static_assert(sizeof(fj_decode_params) == FJ_DECODE_PARAMS_SIZE, "fajit_params.h: decode size");
 _Static_assert(sizeof(fj_merge_params) == FJ_MERGE_PARAMS_SIZE, "fajit_params.h: merge size");
 _Static_assert(sizeof(fj_kv_pages) == FJ_KV_PAGES_SIZE, "fajit_params.h: kv pages size");
+_Static_assert(sizeof(fj_feat_params) == FJ_FEAT_PARAMS_SIZE, "fajit_params.h: feature size");
 #endif
 
 #endif /* FAJIT_PARAMS_H */

@@ -13,6 +13,56 @@ typedef unsigned short fj_u16;
 #define FJ_DEVICE static __device__ __forceinline__
 #define FJ_INF __int_as_float(0x7f800000)
 
+/* Model features (fajit_params.h, fj_feat_params), each 0 unless the family's preamble sets
+ * it: FJ_SOFTCAP, FJ_SINKS, FJ_ALIBI 0 | 1; FJ_KV_FP8 0 | 1 (e4m3) | 2 (e5m2). A kernel with
+ * any takes fj_feat_params as its last parameter (FJ_FEAT_PARAM after the others). */
+#ifndef FJ_SOFTCAP
+#define FJ_SOFTCAP 0
+#endif
+#ifndef FJ_SINKS
+#define FJ_SINKS 0
+#endif
+#ifndef FJ_ALIBI
+#define FJ_ALIBI 0
+#endif
+#ifndef FJ_KV_FP8
+#define FJ_KV_FP8 0
+#endif
+#define FJ_FEATURES (FJ_SOFTCAP || FJ_SINKS || FJ_ALIBI || FJ_KV_FP8)
+#if FJ_FEATURES
+#define FJ_FEAT_PARAM , const __grid_constant__ fj_feat_params fp
+#else
+#define FJ_FEAT_PARAM
+#endif
+
+#if FJ_KV_FP8
+/* Four FP8 values (bytes of w, element 0 lowest) as two FJ_DTYPE pairs, exactly, by moving
+ * bits: the byte b becomes the 16-bit value b << 8 with its exponent and mantissa shifted
+ * right into the wider type's fields. That leaves each value off by a power of two whose
+ * exponent is the bias difference (fj_fp8_unit: 2^120 e4m3 -> bf16, 2^8 e4m3 -> f16,
+ * 2^112 e5m2 -> bf16, 1 e5m2 -> f16, the f16 bits of e5m2 being the byte itself), which
+ * the kernels fold into the descale factors. Subnormals map to subnormals (exact); an e4m3
+ * NaN (0x7f / 0xff) becomes +-480 and an e5m2 Inf/NaN a finite value outside f16 (FP8 KV
+ * caches hold neither). Two integer operations per pair, no conversion instruction, on
+ * every target. */
+FJ_DEVICE void fj_fp8x4_widen(fj_u32 w, fj_u32 &lo, fj_u32 &hi)
+{
+    constexpr int SH = FJ_KV_FP8 == 1 ? (FJ_DTYPE == FJ_DT_BF16 ? 4 : 1)
+                                      : (FJ_DTYPE == FJ_DT_BF16 ? 3 : 0);
+    fj_u32 a, b;
+    asm("prmt.b32 %0, %1, 0, 0x1404;" : "=r"(a) : "r"(w));   /* b1 << 24 | b0 << 8 */
+    asm("prmt.b32 %0, %1, 0, 0x3424;" : "=r"(b) : "r"(w));   /* b3 << 24 | b2 << 8 */
+    lo = SH ? (a & 0x80008000u) | ((a >> SH) & (0x7f007f00u >> SH)) : a;
+    hi = SH ? (b & 0x80008000u) | ((b >> SH) & (0x7f007f00u >> SH)) : b;
+}
+/* The power of two fj_fp8x4_widen leaves out. */
+FJ_DEVICE float fj_fp8_unit()
+{
+    return FJ_KV_FP8 == 1 ? (FJ_DTYPE == FJ_DT_BF16 ? 0x1p120f : 0x1p8f)
+                          : (FJ_DTYPE == FJ_DT_BF16 ? 0x1p112f : 1.f);
+}
+#endif
+
 FJ_DEVICE float fj_f16_to_f32(fj_u16 h)
 {
     float f;

@@ -13,6 +13,8 @@
  *   dec_clip         rows outside [kb, ke) marked (zero-filled)
  *   dec_issue_rows   the cp.async of one tile's K and V rows (NARROW: 32-bit offsets)
  *   dec_issue        dec_issue_rows as p.off16 says
+ *   dec_issue8       FP8 K/V (FJ_KV_FP8): the rows' bytes into raw stage buffers
+ *   dec_widen8       a raw FP8 tile into the FJ_DTYPE tile the MMAs read
  * Expects: namespace dec (traits: ITERS, RSTEP, BN, CH, CHG, SEGS), dec_off (attn_decode.cu),
  * fj_sm80_prims.cuh.
  */
@@ -124,5 +126,81 @@ FJ_DEVICE void dec_issue(const fj_decode_params &p, const fj_u16 *gk, const fj_u
     else
         dec_issue_rows<false>(p, gk, gv, sk, sv, tid, pg, rip);
 }
+
+#if FJ_KV_FP8
+/* FP8 K and V rows of one tile (rows from dec_fetch) into raw stage buffers sk/sv: row r's
+ * HD bytes at r * HD, unswizzled (dec_widen8 reads them in order). Strides count bytes;
+ * NARROW (p.off16): in 16-byte units. 8 threads per row, one 16-byte chunk each per pass. */
+template <bool NARROW>
+FJ_DEVICE void dec_issue_rows8(const fj_decode_params &p, const unsigned char *gk,
+                               const unsigned char *gv, fj_u32 sk, fj_u32 sv, int tid,
+                               const int (&pg)[dec::ITERS], const int (&rip)[dec::ITERS])
+{
+    using namespace dec;
+    constexpr int C8 = HD / 16, SEG8 = (C8 + 7) / 8;
+    const int r0 = tid >> 3, c = tid & 7;
+#pragma unroll
+    for (int it = 0; it < ITERS; ++it) {
+        const int r = r0 + it * RSTEP;
+        if (BN % RSTEP == 0 || r < BN) {
+            const bool ok = rip[it] >= 0;
+            const unsigned char *srck, *srcv;
+            if (NARROW) {
+                const fj_u32 ok_k = ok ? (fj_u32)pg[it] * p.k_page16 + (fj_u32)rip[it] * p.k_row16 : 0u;
+                const fj_u32 ok_v = ok ? (fj_u32)pg[it] * p.v_page16 + (fj_u32)rip[it] * p.v_row16 : 0u;
+                srck = gk + (fj_u64)ok_k * 16, srcv = gv + (fj_u64)ok_v * 16;
+            } else {
+                srck = gk + ((fj_i64)pg[it] * p.k_page_stride + (fj_i64)rip[it] * p.k_row_stride);
+                srcv = gv + ((fj_i64)pg[it] * p.v_page_stride + (fj_i64)rip[it] * p.v_row_stride);
+            }
+#pragma unroll
+            for (int sg = 0; sg < SEG8; ++sg) {
+                const int cc = c + 8 * sg;
+                if (C8 % 8 == 0 || cc < C8) {
+                    const fj_u32 d = r * HD + cc * 16;
+                    cp_async16(sk + d, ok ? srck + cc * 16 : gk, ok ? 16 : 0);
+                    cp_async16(sv + d, ok ? srcv + cc * 16 : gv, ok ? 16 : 0);
+                }
+            }
+        }
+    }
+}
+FJ_DEVICE void dec_issue8(const fj_decode_params &p, const unsigned char *gk,
+                          const unsigned char *gv, fj_u32 sk, fj_u32 sv, int tid,
+                          const int (&pg)[dec::ITERS], const int (&rip)[dec::ITERS])
+{
+    if (p.off16)
+        dec_issue_rows8<true>(p, gk, gv, sk, sv, tid, pg, rip);
+    else
+        dec_issue_rows8<false>(p, gk, gv, sk, sv, tid, pg, rip);
+}
+
+/* The raw FP8 tile at `raw` (dec_issue_rows8's layout) as FJ_DTYPE rows in the MMA tile at
+ * `dst` (dec_off's layout): each 16-byte chunk of 16 values becomes two 16-byte chunks,
+ * off by fj_fp8_unit() (fj_fp8x4_widen). */
+FJ_DEVICE void dec_widen8(fj_u32 raw, fj_u32 dst, int tid)
+{
+    using namespace dec;
+    constexpr int C8 = HD / 16, N = BN * C8;
+#pragma unroll
+    for (int x0 = 0; x0 < N; x0 += THREADS) {
+        const int x = x0 + tid;
+        if (N % THREADS == 0 || x < N) {
+            const int r = x / C8, c = x - r * C8;
+            fj_u32 w0, w1, w2, w3, o[8];
+            asm volatile("ld.shared.v4.b32 {%0,%1,%2,%3}, [%4];\n"
+                         : "=r"(w0), "=r"(w1), "=r"(w2), "=r"(w3) : "r"(raw + x * 16));
+            fj_fp8x4_widen(w0, o[0], o[1]);
+            fj_fp8x4_widen(w1, o[2], o[3]);
+            fj_fp8x4_widen(w2, o[4], o[5]);
+            fj_fp8x4_widen(w3, o[6], o[7]);
+            asm volatile("st.shared.v4.b32 [%0], {%1,%2,%3,%4};\n" ::"r"(dst + dec_off<BN>(r, 2 * c)),
+                         "r"(o[0]), "r"(o[1]), "r"(o[2]), "r"(o[3]) : "memory");
+            asm volatile("st.shared.v4.b32 [%0], {%1,%2,%3,%4};\n" ::"r"(dst + dec_off<BN>(r, 2 * c + 1)),
+                         "r"(o[4]), "r"(o[5]), "r"(o[6]), "r"(o[7]) : "memory");
+        }
+    }
+}
+#endif
 
 #endif /* FJ_DEC_LOAD_ASYNC_CUH */
