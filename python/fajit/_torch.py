@@ -270,7 +270,8 @@ def _run(q, k, v, out, return_lse, *args):
 # A signature is everything a call's checks and descriptor read but the data pointers and
 # the per-call lengths: each tensor's shape, strides, dtype and device index, and the
 # options as given. It is built inline in each entry point (a function call per tensor
-# costs as much as its reads), flat, from one read of each attribute; a hit then writes the
+# costs as much as its reads), one tuple from one read of each attribute, and compared with
+# the thread's last entry's before it is hashed for the dict; a hit then writes the
 # pointers and lengths into the cached descriptor with struct.pack_into where fields are
 # adjacent (q, k, v, o; seqlen_q, seqlen_k) and launches. Any difference from the cached
 # signature is another key, so every check runs again for it.

@@ -500,6 +500,9 @@ def test_vllm_call_hits_its_own_entry_without_checks_or_mapping(monkeypatch, lau
         monkeypatch.setattr(T, name, lambda *x, _f=f, **y: (calls.append(x), _f(*x, **y))[1])
     b = vllm_decode()   # the same layout, other storage
     b["out"] = torch.empty_like(b["q"])
+    ones = torch.ones(3, 8)   # what vLLM passes besides: ignored, or off (all hits)
+    vllm_call(b, q_descale=ones, k_descale=ones, v_descale=ones, scheduler_metadata=None,
+              fa_version=3, softcap=0.0, alibi_slopes=None, s_aux=None, window_size=(-1, -1))
     vllm_call(b, max_seqlen_k=100)
     assert calls == [] and len(T._descs()) == 1
     hit = launches[-1]
