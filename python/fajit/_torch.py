@@ -707,7 +707,10 @@ def flash_attn_varlen_func(q, k, v, cu_seqlens_q=None, cu_seqlens_k=None, max_se
         # vLLM's paged call with nothing unsupported: its own signature (the options as
         # flash-attn names them, their mapping onto attention_with_kvcache's done on the
         # miss), so a hit skips the mapping too. The descales need no look: a hit's q and k
-        # have the cached 16-bit dtypes, with which they are ignored.
+        # have the cached 16-bit dtypes, with which they are ignored (fp8 K/V, once
+        # supported, puts the descales in the key and their pointers in a hit). An argument
+        # refused below that becomes supported (softcap, alibi_slopes, s_aux) leaves this
+        # guard for the key, with its value.
         try:
             qs = q.shape
             key = (2, qs, q.stride(), q.dtype, q.get_device(),
