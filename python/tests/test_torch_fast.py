@@ -455,9 +455,10 @@ def test_host_overhead_bench_runs_its_logic_on_cpu(monkeypatch, launches, capsys
     monkeypatch.setattr(torch.cuda, "synchronize", lambda *a: None)
     monkeypatch.setattr(torch.cuda, "get_device_name", lambda *a: "CPU")
     monkeypatch.setattr(fajit, "default_context", lambda i: types.SimpleNamespace(_ptr=None))
-    floor = []
+    floor, floor_descs = [], []
     monkeypatch.setattr(_lib, "lib", types.SimpleNamespace(
-        fajit_attn_fwd=lambda ctx, p, s: floor.append(p.contents.seqlen_k)))
+        fajit_attn_fwd=lambda ctx, p, s: (floor.append(p.contents.seqlen_k),
+                                          floor_descs.append(fields(p.contents)))))
     monkeypatch.setattr(sys, "argv", ["host_overhead.py", "--calls", "20", "--sync", "8"])
     assert H.main() == 0
     table = capsys.readouterr().out
@@ -466,6 +467,9 @@ def test_host_overhead_bench_runs_its_logic_on_cpu(monkeypatch, launches, capsys
         assert row in table, table
     assert floor and set(floor) == {256}
     assert len(launches) > 4 * 70 and {d.seqlen_k for d in launches} == {256}
+    # the varlen C row's descriptor is the one vLLM's call gets on the eager path
+    varlen = [fields(d) for d in launches if d.cu_seqlens_q]
+    assert varlen and varlen[-1] in floor_descs
 
 
 # ------ the signature caches: exact hits, no stale entry for another layout ------
