@@ -18,14 +18,25 @@ the GPU. Reports p50 and p90 per call (us) and the p50 over the C floor, as a ma
 - SDPA cuDNN                    F.scaled_dot_product_attention, backend CUDNN_ATTENTION,
                                 contiguous K/V [1, 32, 256, 128] (the KV heads expanded:
                                 cuDNN takes no GQA through SDPA); and SDPA's default choice
+- launch wrapper                _torch._submit on the prebuilt descriptor: the C call with
+                                the eager path's per-call context, CUDA-graph capture and
+                                stream queries (its distance to the C floor is theirs)
+- C floor, vLLM's descriptor    the C call on the varlen descriptor of vLLM's call (its plan
+                                may differ from the plain decode one)
 - C floor                       fajit_attn_fwd through ctypes with a prebuilt descriptor and
                                 stream (no torch per call)
 
 fajit's output is checked against SDPA's first. The first calls compile or load the kernel
 (warm-up, not timed).
 
+--no-gpu measures the Python side alone on a machine without a GPU: CPU tensors of the same
+shapes, fajit's launch (_torch._submit) and its CUDA-device rule (_torch._on_cuda) replaced by
+no-ops, as python/tests/test_torch_fast.py does; the SDPA rows are left out and the floor row
+is a ctypes call of fajit_attn_check with the prebuilt descriptor (the shape of the C call,
+no GPU). Its numbers are the binding's own cost per call, before the launch.
+
 usage: FAJIT_LIB=build/libfajit.so PYTHONPATH=python python3 bench/host_overhead.py
-           [--calls 2000] [--sync 128] [--out host.md]
+           [--calls 2000] [--sync 128] [--out host.md] [--no-gpu]
 """
 import argparse
 import ctypes as C
@@ -43,20 +54,25 @@ def percentile(xs, p):
     return xs[min(len(xs) - 1, int(p / 100 * len(xs)))]
 
 
+def _synchronize():
+    if DEV == "cuda":
+        import torch
+        torch.cuda.synchronize()
+
+
 def timed(fn, calls, sync, warmup=50):
-    import torch
     for _ in range(warmup):
         fn()
-    torch.cuda.synchronize()
+    _synchronize()
     ns = []
     clock = time.perf_counter_ns
     for i in range(calls):
         if i % sync == 0:
-            torch.cuda.synchronize()
+            _synchronize()
         t = clock()
         fn()
         ns.append(clock() - t)
-    torch.cuda.synchronize()
+    _synchronize()
     return [x / 1000 for x in ns]
 
 
@@ -68,16 +84,24 @@ def main():
     ap.add_argument("--keys", type=int, default=256)
     ap.add_argument("--page-size", type=int, default=16)
     ap.add_argument("--out", help="write the markdown table here too")
+    ap.add_argument("--no-gpu", action="store_true", help="the Python side alone: CPU "
+                    "tensors, the launch and the CUDA rule replaced by no-ops, no SDPA rows")
     a = ap.parse_args()
 
+    global DEV
     import torch
     import torch.nn.functional as F
-    if DEV == "cuda" and not torch.cuda.is_available():
-        print("host_overhead.py: needs torch with a CUDA GPU", file=sys.stderr)
-        return 77
     import fajit
     from fajit import _torch as T
     from fajit._lib import lib
+    if a.no_gpu:
+        DEV = "cpu"
+        T._submit = lambda dev, ptr: None
+        T._on_cuda = lambda *args, **kwargs: None
+    elif DEV == "cuda" and not torch.cuda.is_available():
+        print("host_overhead.py: needs torch with a CUDA GPU (--no-gpu: the Python side "
+              "alone)", file=sys.stderr)
+        return 77
 
     torch.manual_seed(0)
     dev, bf = DEV, torch.bfloat16
@@ -131,12 +155,30 @@ def main():
     desc = T._build(q, kp, vp, out, None, None, bt, used, 1, n, T.NONE, -1, -1, None, 0, 0,
                     None)
     ptr = C.pointer(desc)
-    ctx = fajit.default_context(q.get_device())
-    stream = torch.cuda.current_stream().cuda_stream if DEV == "cuda" else None
-    fwd = lib.fajit_attn_fwd
+    # vLLM's call's descriptor (packed q, cu_seqlens_q, causal): the C side of that row
+    vdesc = T._build(qp, kp, vp, outp, cu, None, bt, used, 1, n, T.CAUSAL, -1, -1, d ** -0.5,
+                     0, 0, None)
+    vptr = C.pointer(vdesc)
+    if a.no_gpu:   # the same ctypes call shape, no GPU: fajit_attn_check(NULL, desc)
+        check = lib.fajit_attn_check
 
-    def c_floor():
-        fwd(ctx._ptr, ptr, stream)
+        def c_floor():
+            check(None, ptr)
+    else:
+        ctx = fajit.default_context(q.get_device())
+        stream = torch.cuda.current_stream().cuda_stream if DEV == "cuda" else None
+        fwd = lib.fajit_attn_fwd
+
+        def c_floor():
+            fwd(ctx._ptr, ptr, stream)
+
+        def c_floor_varlen():
+            fwd(ctx._ptr, vptr, stream)
+
+        submit, dev_index = T._submit, q.get_device()
+
+        def launch_wrapper():   # the eager path's launch: context, capture and stream
+            submit(dev_index, ptr)   # queries, then the C call
 
     # correctness first: every fajit variant against SDPA (math on the same inputs)
     ref = F.scaled_dot_product_attention(qs.float(), ks.float(), vs.float()).transpose(1, 2)
@@ -145,7 +187,7 @@ def main():
                         ("C floor", c_floor, out)):
         out.zero_()
         fn()
-        torch.cuda.synchronize()
+        _synchronize()
         err = (o.float() - ref).abs().max().item()
         assert err < 2e-2 or DEV != "cuda", f"{name}: max error {err} against SDPA"
     o = fajit.attention_with_kvcache(q, kp, vp, block_table=bt, seqused_k=used)
@@ -160,7 +202,9 @@ def main():
     ]
     for name, fn in variants:
         rows.append((name, timed(fn, a.calls, a.sync)))
-    if cudnn is None:
+    if a.no_gpu:
+        pass
+    elif cudnn is None:
         rows.append(("SDPA cuDNN: torch.nn.attention.sdpa_kernel missing", None))
     else:
         try:
@@ -170,20 +214,33 @@ def main():
                              timed(sdpa, a.calls, a.sync)))
         except RuntimeError as e:
             rows.append((f"SDPA cuDNN: not run ({str(e).splitlines()[0][:80]})", None))
-    rows.append(("SDPA, default backend (contiguous K/V, heads expanded)",
-                 timed(sdpa, a.calls, a.sync)))
-    rows.append(("C floor: fajit_attn_fwd via ctypes, prebuilt descriptor",
-                 timed(c_floor, a.calls, a.sync)))
+    if not a.no_gpu:
+        rows.append(("SDPA, default backend (contiguous K/V, heads expanded)",
+                     timed(sdpa, a.calls, a.sync)))
+        rows.append(("launch wrapper: _torch._submit, prebuilt descriptor",
+                     timed(launch_wrapper, a.calls, a.sync)))
+        rows.append(("C floor, vLLM's call's descriptor (varlen, causal)",
+                     timed(c_floor_varlen, a.calls, a.sync)))
+        rows.append(("C floor: fajit_attn_fwd via ctypes, prebuilt descriptor",
+                     timed(c_floor, a.calls, a.sync)))
+    else:
+        rows.append(("ctypes floor: fajit_attn_check(NULL, prebuilt descriptor)",
+                     timed(c_floor, a.calls, a.sync)))
     floor = percentile(rows[-1][1], 50)
 
-    name = torch.cuda.get_device_name()
+    if a.no_gpu:
+        name = ("no GPU (--no-gpu): CPU tensors, fajit's launch and CUDA rule replaced by "
+                "no-ops, so the fajit rows are the binding's Python side alone")
+    else:
+        name = torch.cuda.get_device_name()
     lines = [f"# Host time per eager call, {datetime.date.today()}",
              "",
              f"{name}; torch {torch.__version__}; fajit {fajit.__version__}; Python "
              f"{platform.python_version()}; {os.cpu_count()} CPUs ({platform.processor() or platform.machine()}). "
              f"bf16, batch 1, {hq}/{hkv} heads, head_dim {d}, 1 query row, {n} keys in pages "
              f"of {ps}; {a.calls} calls each, synchronized every {a.sync} (untimed).",
-             f"Command: `python3 bench/host_overhead.py --calls {a.calls} --sync {a.sync}`",
+             f"Command: `python3 bench/host_overhead.py --calls {a.calls} --sync {a.sync}"
+             f"{' --no-gpu' if a.no_gpu else ''}`",
              "",
              "| call | p50 us | p90 us | p50 over the C floor us |",
              "|---|---:|---:|---:|"]

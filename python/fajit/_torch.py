@@ -6,7 +6,9 @@ Two paths reach the same descriptor (_build):
   are done once per layout signature (shapes, strides, dtypes, devices, the scalar
   options), and a later call with that signature only writes its tensors' pointers and its
   max_seqlen_q / max_seqlen_k into the cached fajit_attn_desc (fajit_attn_fwd still
-  validates every call in C, about 0.3 us);
+  validates every call in C, about 0.3 us). flash_attn_varlen_func's paged call (vLLM's)
+  has a signature of its own, of flash-attn's options as given, so a hit skips their
+  mapping onto fajit's too;
 - traced calls go through two custom ops, fajit::fwd (allocates O) and fajit::fwd_out
   (writes a given O); each returns the LSE (an empty tensor when not asked for). They have
   fake (meta) implementations, so torch.compile traces them.
@@ -14,6 +16,7 @@ Under CUDA graph capture the workspace a plan needs (split-KV partials, tile cou
 torch allocation of the graph's pool, zeroed once, instead of the context's.
 """
 import ctypes as C
+import struct
 import threading
 from typing import Optional, Tuple
 
@@ -67,7 +70,9 @@ def _context(dev):
 def _submit(dev, ptr):
     """fajit_attn_fwd of the descriptor `ptr` (a ctypes pointer) on device `dev`'s current
     stream. Under CUDA graph capture a copy gets a workspace from the graph's pool."""
-    ctx = _context(dev)
+    ctx = _contexts.get(dev)   # _context(dev), inline
+    if ctx is None or not ctx._ptr:
+        ctx = _context(dev)
     if _capturing():
         d = AttnDesc.from_buffer_copy(ptr.contents)
         n = C.c_size_t()
@@ -261,19 +266,55 @@ def _run(q, k, v, out, return_lse, *args):
 
 
 # ------ the eager path: a per-thread cache of descriptors by layout signature ------
+#
+# A signature is everything a call's checks and descriptor read but the data pointers and
+# the per-call lengths: each tensor's shape, strides, dtype and device index, and the
+# options as given. It is built inline in each entry point (a function call per tensor
+# costs as much as its reads), one tuple from one read of each attribute, and compared with
+# the thread's last entry's before it is hashed for the dict; a hit then writes the
+# pointers and lengths into the cached descriptor with struct.pack_into where fields are
+# adjacent (q, k, v, o; seqlen_q, seqlen_k) and launches. Any difference from the cached
+# signature is another key, so every check runs again for it.
 
 _FAST = True        # False: every call takes the traced path's custom op (for comparisons)
 _CACHE_MAX = 256    # descriptors kept per thread; the oldest goes first
-_tls = threading.local()
+
+
+class _Cache(dict):
+    """A thread's entries by signature, and the last one looked up or made (`last_key`,
+    `last`): compared first, which spares hashing the signature when one layout repeats
+    (every layer of a step). The last entry is exact for its key even once evicted."""
+    __slots__ = ("last_key", "last")
+
+    def __init__(self):
+        super().__init__()
+        self.last_key = self.last = None
+
+    def clear(self):
+        super().clear()
+        self.last_key = self.last = None
+
+
+class _Local(threading.local):
+    def __init__(self):   # runs once in each thread that touches it
+        self.descs = _Cache()
+
+
+_tls = _Local()
+_QKVO = struct.Struct("=4Q").pack_into     # q, k, v, o: adjacent pointers
+_LENS = struct.Struct("=2i").pack_into     # seqlen_q, seqlen_k: adjacent ints
+_OFF_QKVO, _OFF_LENS = AttnDesc.q.offset, AttnDesc.seqlen_q.offset
+assert AttnDesc.o.offset == _OFF_QKVO + 24 and AttnDesc.seqlen_k.offset == _OFF_LENS + 4
+
+
+def _lens_error(max_q, max_k):
+    return invalid(f"max_seqlen_q and max_seqlen_k must be int32 values, got {max_q} and "
+                   f"{max_k}")
 
 
 def _descs():
     """This thread's cache (a descriptor is written per call, so threads do not share)."""
-    try:
-        return _tls.descs
-    except AttributeError:
-        _tls.descs = {}
-        return _tls.descs
+    return _tls.descs
 
 
 def _sig(t):
@@ -298,10 +339,11 @@ def _entry(key, q, k, v, o, cu_q, cu_k, block_table, seqused_k, max_q, max_k, ma
     e.lse_shape = _lse_shape(q, (cu_q.shape[0] - 1) if varlen else q.shape[0],
                              max_q if varlen else q.shape[1], varlen) if return_lse else None
     if key is not None:
-        cache = _descs()
+        cache = _tls.descs
         if len(cache) >= _CACHE_MAX:
             del cache[next(iter(cache))]
         cache[key] = e
+        cache.last_key, cache.last = key, e
     return e
 
 
@@ -309,7 +351,7 @@ def _call(e, q, k, v, out, cu_q, cu_k, block_table, seqused_k, max_q, max_k):
     """fajit_attn_fwd of entry `e` on these tensors: returns (O, LSE or None)."""
     d = e.desc
     o = torch.empty_like(q, memory_format=_CONTIGUOUS) if out is None else out
-    d.q, d.k, d.v, d.o = q.data_ptr(), k.data_ptr(), v.data_ptr(), o.data_ptr()
+    _QKVO(d, _OFF_QKVO, q.data_ptr(), k.data_ptr(), v.data_ptr(), o.data_ptr())
     if cu_q is not None:
         d.cu_seqlens_q = cu_q.data_ptr()
     if cu_k is not None:
@@ -318,7 +360,10 @@ def _call(e, q, k, v, out, cu_q, cu_k, block_table, seqused_k, max_q, max_k):
         d.block_table = block_table.data_ptr()
     if seqused_k is not None:
         d.seqused_k = seqused_k.data_ptr()
-    d.seqlen_q, d.seqlen_k = max_q, max_k
+    try:
+        _LENS(d, _OFF_LENS, max_q, max_k)
+    except struct.error:
+        raise _lens_error(max_q, max_k) from None
     lse = None
     if e.lse_shape is not None:
         lse = torch.empty(e.lse_shape, dtype=_F32, device=e.device)
@@ -334,7 +379,7 @@ def _call(e, q, k, v, out, cu_q, cu_k, block_table, seqused_k, max_q, max_k):
 def _eager(q):
     """Whether a call on `q` takes the eager path: not traced by torch.compile (checked
     first: Dynamo stops there), a plain tensor (not a fake or functional one), and no
-    Python dispatch mode active."""
+    Python dispatch mode active. (Inlined in the entry points' hit paths.)"""
     return _FAST and not _compiling() and type(q) is _Tensor and not _dispatch_modes()
 
 
@@ -360,7 +405,7 @@ def attention(q, k, v, *, causal=False, window=None, scale=None, return_lse=Fals
                    v.shape, v.stride(), v.dtype, v.get_device(),
                    _sig(out), _sig(cu_seqlens_q), _sig(cu_seqlens_k), max_seqlen_q is None,
                    max_seqlen_k is None, causal, window, scale, return_lse)
-            e = _descs().get(key)
+            e = _tls.descs.get(key)
         except (AttributeError, TypeError):   # not tensors, or unhashable: checked below
             key = e = None
         if e is not None:
@@ -402,6 +447,36 @@ def attention(q, k, v, *, causal=False, window=None, scale=None, return_lse=Fals
                 max_k, mask, wl, wr, scale, return_lse, 0, 0)
 
 
+def _kv_hit(e, q, k, v, out, block_table, seqused_k, cu_q, max_q, max_k):
+    """A hit of attention_with_kvcache's signature (or of flash_attn_varlen_func's paged
+    one): the pointers and lengths written into e's descriptor, then the launch. Returns
+    (O, LSE or None)."""
+    d = e.desc
+    o = torch.empty_like(q, memory_format=_CONTIGUOUS) if out is None else out
+    _QKVO(d, _OFF_QKVO, q.data_ptr(), k.data_ptr(), v.data_ptr(), o.data_ptr())
+    try:
+        _LENS(d, _OFF_LENS, max_q, max_k)
+    except struct.error:
+        raise _lens_error(max_q, max_k) from None
+    if block_table is not None:
+        d.block_table = block_table.data_ptr()
+    if seqused_k is not None:
+        d.seqused_k = seqused_k.data_ptr()
+    if cu_q is not None:
+        d.cu_seqlens_q = cu_q.data_ptr()
+    if e.lse_shape is None:
+        lse = None
+    else:
+        lse = torch.empty(e.lse_shape, dtype=_F32, device=e.device)
+        d.lse = lse.data_ptr()
+    if _profiling():   # a named range in torch.profiler's trace, as the custom op has
+        with torch.profiler.record_function("fajit::attn_fwd"):
+            _submit(e.dev, e.ptr)
+    else:
+        _submit(e.dev, e.ptr)
+    return o, lse
+
+
 def attention_with_kvcache(q, k_cache, v_cache, *, block_table=None, seqused_k=None,
                            cu_seqlens_q=None, max_seqlen_q=None, causal=False, window=None,
                            scale=None, num_splits=0, num_splits_max=0, return_lse=False,
@@ -422,12 +497,11 @@ def attention_with_kvcache(q, k_cache, v_cache, *, block_table=None, seqused_k=N
     bound sized for its CUDA-graph buffers, goes here); both given: num_splits <=
     num_splits_max. Returns O and, with
     return_lse, the LSE [batch, heads_q, seqlen_q] ([heads_q, total_q] for a mixed batch)."""
-    varlen = cu_seqlens_q is not None
-    eager = _eager(q)
     key = None
-    if eager:
-        try:
-            key = (1, q.shape, q.stride(), q.dtype, q.get_device(),   # _sig(q), inline
+    if _FAST and not _compiling() and type(q) is _Tensor and not _dispatch_modes():
+        try:   # the signature (see above), then the lengths of this call
+            qs = q.shape
+            key = (1, qs, q.stride(), q.dtype, q.get_device(),
                    k_cache.shape, k_cache.stride(), k_cache.dtype, k_cache.get_device(),
                    v_cache.shape, v_cache.stride(), v_cache.dtype, v_cache.get_device(),
                    None if out is None else
@@ -438,16 +512,62 @@ def attention_with_kvcache(q, k_cache, v_cache, *, block_table=None, seqused_k=N
                    None if seqused_k is None else
                    (seqused_k.shape, seqused_k.stride(), seqused_k.dtype,
                     seqused_k.get_device()),
-                   _sig(cu_seqlens_q), max_seqlen_q is None, causal, window, scale, num_splits,
-                   num_splits_max, return_lse)
-            e = _descs().get(key)
-        except (AttributeError, TypeError):   # not tensors, or unhashable: checked below
-            key = e = None
-        if e is not None:
-            o, lse = _call(e, q, k_cache, v_cache, out, cu_seqlens_q, None, block_table,
-                           seqused_k, int(max_seqlen_q) if varlen else q.shape[1],
-                           e.max_k if max_seqlen_k is None else int(max_seqlen_k))
+                   None if cu_seqlens_q is None else
+                   (cu_seqlens_q.shape, cu_seqlens_q.stride(), cu_seqlens_q.dtype,
+                    cu_seqlens_q.get_device()),
+                   max_seqlen_q is None, causal, window, scale, num_splits, num_splits_max,
+                   return_lse)
+            c = _tls.descs
+            if key == c.last_key:
+                e = c.last
+            else:
+                e = c.get(key)
+                if e is not None:
+                    c.last_key, c.last = key, e
+            if e is not None:
+                max_q = qs[1] if cu_seqlens_q is None else int(max_seqlen_q)
+                max_k = e.max_k if max_seqlen_k is None else int(max_seqlen_k)
+        except (AttributeError, TypeError, ValueError, IndexError):
+            key = e = None   # not tensors, unhashable, bad lengths: the checks below tell
+        if e is not None:   # _kv_hit, inline
+            d = e.desc
+            o = torch.empty_like(q, memory_format=_CONTIGUOUS) if out is None else out
+            _QKVO(d, _OFF_QKVO, q.data_ptr(), k_cache.data_ptr(), v_cache.data_ptr(), o.data_ptr())
+            try:
+                _LENS(d, _OFF_LENS, max_q, max_k)
+            except struct.error:
+                raise _lens_error(max_q, max_k) from None
+            if block_table is not None:
+                d.block_table = block_table.data_ptr()
+            if seqused_k is not None:
+                d.seqused_k = seqused_k.data_ptr()
+            if cu_seqlens_q is not None:
+                d.cu_seqlens_q = cu_seqlens_q.data_ptr()
+            if e.lse_shape is None:
+                lse = None
+            else:
+                lse = torch.empty(e.lse_shape, dtype=_F32, device=e.device)
+                d.lse = lse.data_ptr()
+            if _profiling():
+                with torch.profiler.record_function("fajit::attn_fwd"):
+                    _submit(e.dev, e.ptr)
+            else:
+                _submit(e.dev, e.ptr)
             return (o, lse) if return_lse else o
+        eager = True
+    else:
+        eager = False
+    return _kvcache(key, eager, q, k_cache, v_cache, block_table, seqused_k, cu_seqlens_q,
+                    max_seqlen_q, causal, window, scale, num_splits, num_splits_max,
+                    return_lse, max_seqlen_k, out)
+
+
+def _kvcache(key, eager, q, k_cache, v_cache, block_table, seqused_k, cu_seqlens_q,
+             max_seqlen_q, causal, window, scale, num_splits, num_splits_max, return_lse,
+             max_seqlen_k, out):
+    """attention_with_kvcache past a miss: every check, then (eager) a new entry kept under
+    `key` and its launch, or (traced) the custom op."""
+    varlen = cu_seqlens_q is not None
     _check_qkv(q, k_cache, v_cache, 3 if varlen else 4, 4, "k_cache")
     _check_out(out, q)
     mask, wl, wr = _mask(causal, window)
@@ -500,8 +620,8 @@ def attention_with_kvcache(q, k_cache, v_cache, *, block_table=None, seqused_k=N
         e = _entry(key, q, k_cache, v_cache, o, cu_seqlens_q, None, block_table, seqused_k,
                    max_q, cap, mask, wl, wr, scale, return_lse, int(num_splits),
                    int(num_splits_max))
-        o, lse = _call(e, q, k_cache, v_cache, o, cu_seqlens_q, None, block_table, seqused_k,
-                       max_q, max_k)
+        o, lse = _kv_hit(e, q, k_cache, v_cache, o, block_table, seqused_k, cu_seqlens_q,
+                         max_q, max_k)
         return (o, lse) if return_lse else o
     return _run(q, k_cache, v_cache, out, return_lse, cu_seqlens_q, None, block_table,
                 seqused_k, max_q, max_k, mask, wl, wr, scale, return_lse, int(num_splits),
@@ -579,6 +699,72 @@ def flash_attn_varlen_func(q, k, v, cu_seqlens_q=None, cu_seqlens_k=None, max_se
     if isinstance(cu_seqlens_q, int):   # vLLM's positional order: max_q, cu_q, max_k, cu_k
         cu_seqlens_q, cu_seqlens_k, max_seqlen_q, max_seqlen_k = \
             cu_seqlens_k, max_seqlen_k, cu_seqlens_q, max_seqlen_q
+    key = None
+    if block_table is not None and _FAST and not _compiling() and type(q) is _Tensor and \
+            not _dispatch_modes() and (seqused_k is not None or cu_seqlens_k is None) and \
+            not (dropout_p or softcap or return_attn_probs) and alibi_slopes is None and \
+            q_v is None and s_aux is None and cp_world_size == 1 and cp_tot_seqused_k is None:
+        # vLLM's paged call with nothing unsupported: its own signature (the options as
+        # flash-attn names them, their mapping onto attention_with_kvcache's done on the
+        # miss), so a hit skips the mapping too. The descales need no look: a hit's q and k
+        # have the cached 16-bit dtypes, with which they are ignored (fp8 K/V, once
+        # supported, puts the descales in the key and their pointers in a hit). An argument
+        # refused below that becomes supported (softcap, alibi_slopes, s_aux) leaves this
+        # guard for the key, with its value.
+        try:
+            qs = q.shape
+            key = (2, qs, q.stride(), q.dtype, q.get_device(),
+                   k.shape, k.stride(), k.dtype, k.get_device(),
+                   v.shape, v.stride(), v.dtype, v.get_device(),
+                   None if out is None else
+                   (out.shape, out.stride(), out.dtype, out.get_device()),
+                   block_table.shape, block_table.stride(), block_table.dtype,
+                   block_table.get_device(),
+                   None if seqused_k is None else
+                   (seqused_k.shape, seqused_k.stride(), seqused_k.dtype,
+                    seqused_k.get_device()),
+                   cu_seqlens_q.shape, cu_seqlens_q.stride(), cu_seqlens_q.dtype,
+                   cu_seqlens_q.get_device(), causal,
+                   window_size if type(window_size) is tuple else
+                   None if window_size is None else tuple(window_size),
+                   softmax_scale, num_splits, return_softmax_lse)
+            c = _tls.descs
+            if key == c.last_key:
+                e = c.last
+            else:
+                e = c.get(key)
+                if e is not None:
+                    c.last_key, c.last = key, e
+            if e is not None:
+                max_q = int(max_seqlen_q)
+                max_k = e.max_k if max_seqlen_k is None else int(max_seqlen_k)
+        except (AttributeError, TypeError, ValueError, IndexError):
+            key = e = None   # not tensors, unhashable, bad lengths: the checks below tell
+        if e is not None:   # _kv_hit, inline
+            d = e.desc
+            o = torch.empty_like(q, memory_format=_CONTIGUOUS) if out is None else out
+            _QKVO(d, _OFF_QKVO, q.data_ptr(), k.data_ptr(), v.data_ptr(), o.data_ptr())
+            try:
+                _LENS(d, _OFF_LENS, max_q, max_k)
+            except struct.error:
+                raise _lens_error(max_q, max_k) from None
+            if block_table is not None:
+                d.block_table = block_table.data_ptr()
+            if seqused_k is not None:
+                d.seqused_k = seqused_k.data_ptr()
+            if cu_seqlens_q is not None:
+                d.cu_seqlens_q = cu_seqlens_q.data_ptr()
+            if e.lse_shape is None:
+                lse = None
+            else:
+                lse = torch.empty(e.lse_shape, dtype=_F32, device=e.device)
+                d.lse = lse.data_ptr()
+            if _profiling():
+                with torch.profiler.record_function("fajit::attn_fwd"):
+                    _submit(e.dev, e.ptr)
+            else:
+                _submit(e.dev, e.ptr)
+            return (o, lse) if return_softmax_lse else o
     if dropout_p:
         _unsupported("dropout_p", f"inference only, got {dropout_p}")
     if softcap:
@@ -605,6 +791,10 @@ def flash_attn_varlen_func(q, k, v, cu_seqlens_q=None, cu_seqlens_k=None, max_se
     causal, window = _fa_window(causal, window_size)
     ret = return_softmax_lse
     if block_table is not None:
+        if key is not None:   # the eager path's miss: the new entry goes under `key` too
+            return _kvcache(key, True, q, k, v, block_table, seqused_k, cu_seqlens_q,
+                            max_seqlen_q, causal, window, softmax_scale, 0,
+                            _splits(num_splits), ret, max_seqlen_k, out)
         if seqused_k is None and cu_seqlens_k is not None:   # FA2's paged form
             seqused_k = (cu_seqlens_k[1:] - cu_seqlens_k[:-1]).to(torch.int32)
         return attention_with_kvcache(q, k, v, block_table=block_table, seqused_k=seqused_k,

@@ -455,9 +455,10 @@ def test_host_overhead_bench_runs_its_logic_on_cpu(monkeypatch, launches, capsys
     monkeypatch.setattr(torch.cuda, "synchronize", lambda *a: None)
     monkeypatch.setattr(torch.cuda, "get_device_name", lambda *a: "CPU")
     monkeypatch.setattr(fajit, "default_context", lambda i: types.SimpleNamespace(_ptr=None))
-    floor = []
+    floor, floor_descs = [], []
     monkeypatch.setattr(_lib, "lib", types.SimpleNamespace(
-        fajit_attn_fwd=lambda ctx, p, s: floor.append(p.contents.seqlen_k)))
+        fajit_attn_fwd=lambda ctx, p, s: (floor.append(p.contents.seqlen_k),
+                                          floor_descs.append(fields(p.contents)))))
     monkeypatch.setattr(sys, "argv", ["host_overhead.py", "--calls", "20", "--sync", "8"])
     assert H.main() == 0
     table = capsys.readouterr().out
@@ -466,3 +467,212 @@ def test_host_overhead_bench_runs_its_logic_on_cpu(monkeypatch, launches, capsys
         assert row in table, table
     assert floor and set(floor) == {256}
     assert len(launches) > 4 * 70 and {d.seqlen_k for d in launches} == {256}
+    # the varlen C row's descriptor is the one vLLM's call gets on the eager path
+    varlen = [fields(d) for d in launches if d.cu_seqlens_q]
+    assert varlen and varlen[-1] in floor_descs
+
+
+# ------ the signature caches: exact hits, no stale entry for another layout ------
+
+def vllm_call(a, **kw):
+    """vLLM's call (keywords, as its flash-attn backend passes them) on the tensors of a."""
+    base = dict(q=a["q"], k=a["k"], v=a["v"], out=a.get("out"),
+                cu_seqlens_q=a["cu_seqlens_q"], max_seqlen_q=a["max_seqlen_q"],
+                seqused_k=a["seqused_k"], max_seqlen_k=a["max_seqlen_k"], softmax_scale=0.125,
+                causal=True, window_size=[-1, -1], block_table=a["block_table"], num_splits=0)
+    base.update(kw)
+    return fajit.flash_attn_varlen_func(**base)
+
+
+def traced_varlen(monkeypatch, launches, **kw):
+    monkeypatch.setattr(T, "_FAST", False)
+    n = len(launches)
+    r = vllm_call(**kw)
+    monkeypatch.setattr(T, "_FAST", True)
+    assert len(launches) == n + 1
+    return launches.pop(), r
+
+
+def test_vllm_call_hits_its_own_entry_without_checks_or_mapping(monkeypatch, launches):
+    a = vllm_decode()
+    a["out"] = torch.empty_like(a["q"])
+    vllm_call(a)
+    assert len(T._descs()) == 1 and next(iter(T._descs()))[0] == 2   # flash-attn's key
+    calls = []
+    for name in ("_check_qkv", "_fa_window", "_splits", "_mask", "_tensor"):
+        f = getattr(T, name)
+        monkeypatch.setattr(T, name, lambda *x, _f=f, **y: (calls.append(x), _f(*x, **y))[1])
+    b = vllm_decode()   # the same layout, other storage
+    b["out"] = torch.empty_like(b["q"])
+    ones = torch.ones(3, 8)   # what vLLM passes besides: ignored, or off (all hits)
+    vllm_call(b, q_descale=ones, k_descale=ones, v_descale=ones, scheduler_metadata=None,
+              fa_version=3, softcap=0.0, alibi_slopes=None, s_aux=None, window_size=(-1, -1))
+    vllm_call(b, max_seqlen_k=100)
+    assert calls == [] and len(T._descs()) == 1
+    hit = launches[-1]
+    assert (hit.q, hit.k, hit.v, hit.o) == tuple(b[n].data_ptr() for n in ("q", "k", "v", "out"))
+    assert (hit.cu_seqlens_q, hit.seqused_k, hit.block_table) == tuple(
+        b[n].data_ptr() for n in ("cu_seqlens_q", "seqused_k", "block_table"))
+    assert hit.seqlen_k == 100
+    monkeypatch.undo()   # the checks back; the launch recorder again
+    monkeypatch.setattr(T, "_submit", lambda dev, ptr: launches.append(
+        AttnDesc.from_buffer_copy(ptr.contents)))
+    monkeypatch.setattr(T, "_on_cuda", lambda *x, **y: None)
+    slow, _ = traced_varlen(monkeypatch, launches, a=b, max_seqlen_k=100)
+    assert fields(hit) == fields(slow)
+
+
+def _variants():
+    """(name, change) pairs: each gives vLLM's call another layout or option than the
+    first call's; its descriptor must be the traced path's for it, never the cached one."""
+    def restride_k(a):   # the same shape and dtype, other strides (a wider pool row)
+        wide = torch.randn(2, *a["k"].shape[:3], 256).to(BF)[..., :128]
+        a["k"], a["v"] = wide[0], wide[1]
+
+    def restride_k_only(a):
+        a["k"] = torch.randn(*a["k"].shape[:3], 256).to(BF)[..., :128]
+
+    def restride_out(a):
+        a["out"] = torch.empty(a["q"].shape[0], 64, 128).to(BF)[:, ::2]
+
+    def f16(a):
+        for n in ("q", "k", "v", "out"):
+            a[n] = a[n].to(torch.float16)
+
+    def more_rows(a):   # another batch: every index tensor's shape
+        b = vllm_decode(n=2)
+        b["out"] = torch.empty_like(b["q"])
+        a.update(b)
+
+    def bt_stride(a):   # a block table that is a view of a wider one
+        a["block_table"] = torch.cat([a["block_table"], a["block_table"]], 1)[:, :8]
+
+    return [
+        ("k/v strides", restride_k, {}),
+        ("k strides", restride_k_only, {}),
+        ("out strides", restride_out, {}),
+        ("dtype", f16, {}),
+        ("shapes", more_rows, {}),
+        ("block_table stride", bt_stride, {}),
+        ("window", None, dict(window_size=(64, 0))),
+        ("window list", None, dict(window_size=[32, 0])),
+        ("scale", None, dict(softmax_scale=0.5)),
+        ("not causal", None, dict(causal=False)),
+        ("splits", None, dict(num_splits=4)),
+        ("lse", None, dict(return_softmax_lse=True)),
+        ("no out", None, dict(out=None)),
+        ("no seqused_k", None, dict(seqused_k=None)),
+        ("max_seqlen_k none", None, dict(max_seqlen_k=None)),
+    ]
+
+
+@pytest.mark.parametrize("name,change,kw", _variants(), ids=[v[0] for v in _variants()])
+def test_another_layout_or_option_is_never_a_stale_hit(monkeypatch, launches, name, change,
+                                                        kw):
+    a = vllm_decode()
+    a["out"] = torch.empty_like(a["q"])
+    vllm_call(a)   # the first layout, cached
+    vllm_call(a)
+    assert len(T._descs()) == 1
+    b = dict(a)
+    if change is not None:
+        change(b)
+    r = vllm_call(b, **kw)
+    eager = launches[-1]
+    fresh = name == "max_seqlen_k none"   # (a per-call length: the same entry serves it)
+    assert len(T._descs()) == (1 if fresh else 2), name
+    slow, rs = traced_varlen(monkeypatch, launches, a=b, **kw)
+    assert fields(eager, ("o", "lse")) == fields(slow, ("o", "lse")), name
+    o = r[0] if kw.get("return_softmax_lse") else r
+    assert eager.o == o.data_ptr()
+    vllm_call(a)   # and the first layout is still exact
+    slow, _ = traced_varlen(monkeypatch, launches, a=a)
+    assert fields(launches[-1]) == fields(slow)
+
+
+def test_kvcache_options_and_layouts_are_in_the_key(monkeypatch, launches):
+    q, k, v, bt, used = decode()
+    base = dict(block_table=bt, seqused_k=used)
+    calls = [
+        (q, k, v, base),
+        (q.to(torch.float16), k.to(torch.float16), v.to(torch.float16), base),
+        (q, k, v, dict(base, window=(8, 0))),
+        (q, k, v, dict(base, num_splits=2)),
+        (q, k, v, dict(base, num_splits_max=2)),
+        (q, k, v, dict(base, out=torch.empty_like(q))),
+        (q, k, v, dict(base, out=torch.empty(1, 1, 64, 128).to(BF)[:, :, ::2])),
+        (q, torch.randn(16, 16, 8, 256).to(BF)[..., :128], v, base),
+        (q, k, v, dict(base, block_table=torch.cat([bt, bt], 1)[:, :16])),
+    ]
+    for i, (qq, kk, vv, kw) in enumerate(calls):
+        for _ in range(2):   # a miss, then a hit
+            fajit.attention_with_kvcache(qq, kk, vv, **kw)
+            eager = launches[-1]
+            slow, _ = traced(monkeypatch, launches, fajit.attention_with_kvcache, qq, kk, vv,
+                             **kw)
+            assert fields(eager, ("o",)) == fields(slow, ("o",)), i
+        assert len(T._descs()) == i + 1
+
+
+def test_metadata_changed_in_place_is_another_layout(monkeypatch, launches):
+    """The signature is read from the tensors each call, not kept by object: a tensor whose
+    strides change in place (as_strided_) is a new layout, checked again."""
+    q, k, v, bt, used = decode()
+    fajit.attention_with_kvcache(q, k, v, block_table=bt, seqused_k=used)
+    assert launches[-1].k_row_stride == 8 * 128
+    k.as_strided_(k.shape, (k.stride(0), 128, 16 * 128, 1))   # HND pages, same object
+    fajit.attention_with_kvcache(q, k, v, block_table=bt, seqused_k=used)
+    assert len(T._descs()) == 2
+    assert (launches[-1].k_row_stride, launches[-1].k_head_stride) == (128, 16 * 128)
+    bt.as_strided_((1, 8), (16, 1))   # fewer pages: the checks run again (a new cap)
+    fajit.attention_with_kvcache(q, k, v, block_table=bt, seqused_k=used)
+    assert len(T._descs()) == 3 and launches[-1].seqlen_k == 8 * 16
+
+
+def test_the_last_entry_alternates_and_clears(launches):
+    qa, ka, va, bta, useda = decode()
+    qb, kb, vb, btb, usedb = decode(b=2, pages=64)
+    for _ in range(3):   # A, B, A, B...: each launch has its own layout
+        fajit.attention_with_kvcache(qa, ka, va, block_table=bta, seqused_k=useda)
+        assert launches[-1].batch == 1 and launches[-1].q == qa.data_ptr()
+        fajit.attention_with_kvcache(qb, kb, vb, block_table=btb, seqused_k=usedb)
+        assert launches[-1].batch == 2 and launches[-1].q == qb.data_ptr()
+    assert len(T._descs()) == 2
+    T._descs().clear()
+    assert T._descs().last is None
+    fajit.attention_with_kvcache(qb, kb, vb, block_table=btb, seqused_k=usedb)
+    assert len(T._descs()) == 1   # a miss after clear(), not the last entry
+
+
+def test_hit_path_errors(launches):
+    a = vllm_decode()
+    vllm_call(a)
+    n = len(launches)
+    with pytest.raises(fajit.Error, match="must be int32 values"):
+        vllm_call(a, max_seqlen_k=1 << 40)
+    with pytest.raises(ValueError):   # flash-attn's window is (left, right)
+        vllm_call(a, window_size=(-1, -1, 5))
+    with pytest.raises(fajit.Error, match="needs max_seqlen_q"):
+        vllm_call(a, max_seqlen_q=None)
+    assert len(launches) == n and len(T._descs()) == 1   # nothing launched, nothing kept
+
+
+def test_host_overhead_bench_no_gpu_mode(monkeypatch, launches, capsys):
+    """bench/host_overhead.py --no-gpu: the binding's Python side alone, on CPU tensors (the
+    launch and the CUDA rule replaced by no-ops in the script; restored after the test)."""
+    import os
+    import sys
+    from conftest import ROOT
+    bench = os.path.join(ROOT, "bench")
+    if not os.path.exists(os.path.join(bench, "host_overhead.py")):
+        pytest.skip("not run from a source tree")
+    monkeypatch.syspath_prepend(bench)
+    import host_overhead as H
+    monkeypatch.setattr(H, "DEV", H.DEV)   # main() sets it: put back afterwards
+    monkeypatch.setattr(sys, "argv", ["host_overhead.py", "--calls", "20", "--no-gpu"])
+    assert H.main() == 0
+    table = capsys.readouterr().out
+    for row in ("(eager path) |", "(eager path, O allocated) |", "(vLLM's call, out=) |",
+                "fajit::fwd_out) |", "ctypes floor"):
+        assert row in table, table
+    assert "SDPA" not in table and "--no-gpu`" in table
