@@ -1,6 +1,6 @@
 /* test_unit.c - the `unit` suite: no GPU, no NVRTC. Status table, descriptor validation,
  * context options and fallbacks, error paths through a fake driver table (fake_cuda.c), the
- * tuner and the family registry; plus the decode family's host half (test_unit_decode.c)
+ * tuner and the family registry; plus the decode family's host half (test_unit_decode*.c)
  * and the cache tests of test_cache*.c (kernel-key known answers: test_cache_key.c). */
 #include <check.h>
 #include <pthread.h>
