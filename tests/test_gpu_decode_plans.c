@@ -9,6 +9,7 @@
 #include <string.h>
 
 #include "gpu_decode.h"
+#include "../src/families/decode.h"
 
 /*------ 8. paged_plans_and_strict ------*/
 
