@@ -41,7 +41,7 @@ fj_cuda fake_device_table(void)
     return fake;
 }
 
-/* The workspace counters' ring (test_unit.c's sched_counters): allocated zeroed with the
+/* The workspace counters' ring (test_unit_driver.c's sched_counters): allocated zeroed with the
  * context on a 9.0 device (at the first such launch when the driver table lacks the
  * allocation functions), one slot of the ring per launch, freed with the context. */
 fake_sc g_sc;

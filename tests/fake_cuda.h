@@ -1,7 +1,7 @@
-/* fake_cuda.h - the unit tests' fake CUDA driver (fake_cuda.c), shared by test_unit.c and
- * test_unit_decode.c: a driver table with one device (sm_90, 132 SMs by default), and
- * allocation and launch functions that record what they were asked instead of touching a
- * GPU. */
+/* fake_cuda.h - the unit tests' fake CUDA driver (fake_cuda.c), shared by
+ * test_unit_driver.c, test_unit_tune.c and test_unit_decode*.c: a driver table with one
+ * device (sm_90, 132 SMs by default), and allocation and launch functions that record what
+ * they were asked instead of touching a GPU. */
 #ifndef FJ_TEST_FAKE_CUDA_H
 #define FJ_TEST_FAKE_CUDA_H
 

@@ -1,8 +1,9 @@
-# lab_bench.sh - lab: the bench() that call24c-h.sh source. One bench_decode.py run without
-# peers or the mixed batch; prints the per-call rows and the graph-replay rows on one line
-# each. LAB_PREFIX (a letter per script) names /tmp/<prefix>_<tag>.md; LAB_FIELDS the
-# per-call columns to keep (cut -f, default 2,3,5,9: shape, q, ps16, the next column), or
-# "rows" for the table header and whole rows.
+# lab_bench.sh - lab: shell functions that a device-call script sources (bench, peers,
+# full_report). bench(): one bench_decode.py run without peers or the mixed batch; prints
+# the per-call rows and the graph-replay rows on one line each. LAB_PREFIX (a letter per
+# script) names /tmp/<prefix>_<tag>.md; LAB_FIELDS the per-call columns to keep (cut -f,
+# default 2,3,5,9: shape, q, ps16, the next column), or "rows" for the table header and
+# whole rows.
 bench() {   # $1 lib, $2 tag, $3 q_lens, $4 shapes, $5 heads_kv, $6.. extra bench options
     local lib=$1 tag=$2 q=$3 sh=$4 hk=$5; shift 5
     local md=/tmp/${LAB_PREFIX:-x}_$tag.md

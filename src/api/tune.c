@@ -121,6 +121,41 @@ static void result_from_row(const fj_tune_row *row, fajit_tune_result *out)
     out->from_cache = 1;
 }
 
+/* Persists a tuning result: the winner in `out` and the whole table of the n entries e, as
+ * the row of out->signature in `bucket` (pinned: the `pin` option). FAJIT_OK, also where a
+ * pinned row exists and is kept, or FAJIT_CACHE_ERROR. */
+static fajit_status store_row(fajit_ctx *ctx, const fj_tune_entry *e, int n, const char *bucket,
+                              int pin, const fajit_tune_result *out)
+{
+    fj_tune_row row;
+    memset(&row, 0, sizeof row);
+    size_t json_len = (size_t)fj_tune_table_json(e, n, NULL, 0) + 1;
+    row.table_json = malloc(json_len);
+    if (row.table_json)
+        fj_tune_table_json(e, n, row.table_json, json_len);
+    snprintf(row.gpu_name, sizeof row.gpu_name, "%s", ctx->gpu_name);
+    snprintf(row.arch, sizeof row.arch, "%s", ctx->arch);
+    row.sm_count = ctx->sm_count;
+    snprintf(row.signature, sizeof row.signature, "%s", out->signature);
+    snprintf(row.bucket, sizeof row.bucket, "%s", bucket);
+    snprintf(row.config, sizeof row.config, "%s", out->winner);
+    row.time_ms = out->winner_ms;
+    row.pinned = pin;
+    snprintf(row.fajit_version, sizeof row.fajit_version, "%s", FAJIT_VERSION_STRING);
+    int major, minor;
+    fj_nvrtc_version(fj_nvrtc_get(NULL, 0), &major, &minor);
+    row.nvrtc_version = major * 1000 + minor * 10;
+    int put = fj_cache_tune_put(ctx->cache, &row);
+    free(row.table_json);
+    if (put < 0)
+        return fj_fail(ctx, FAJIT_CACHE_ERROR, "storing the tuning row %s %s failed (read-only "
+                       "cache?)", out->signature, bucket);
+    if (put == 1)
+        fj_log(ctx, FAJIT_LOG_INFO, "tune %s %s: a pinned row exists and is kept",
+               out->signature, bucket);
+    return FAJIT_OK;
+}
+
 /* Tunes the problem of sets[0] (all sets describe the same shapes); in: where they came
  * from (a paged problem's oracle reads in->k_twin), NULL for a caller's contiguous one. */
 static fajit_status tune_sets(fajit_ctx *ctx, const fajit_attn_desc *const *sets, int n_sets,
@@ -203,33 +238,7 @@ static fajit_status tune_sets(fajit_ctx *ctx, const fajit_attn_desc *const *sets
     }
     snprintf(out->winner, sizeof out->winner, "%s", e[w].config);
     out->winner_ms = e[w].median_ms;
-
-    /* Persist: the winner and the whole table. */
-    size_t json_len = (size_t)fj_tune_table_json(e, n, NULL, 0) + 1;
-    memset(&row, 0, sizeof row);
-    row.table_json = malloc(json_len);
-    if (row.table_json)
-        fj_tune_table_json(e, n, row.table_json, json_len);
-    snprintf(row.gpu_name, sizeof row.gpu_name, "%s", ctx->gpu_name);
-    snprintf(row.arch, sizeof row.arch, "%s", ctx->arch);
-    row.sm_count = ctx->sm_count;
-    snprintf(row.signature, sizeof row.signature, "%s", out->signature);
-    snprintf(row.bucket, sizeof row.bucket, "%s", bucket);
-    snprintf(row.config, sizeof row.config, "%s", out->winner);
-    row.time_ms = out->winner_ms;
-    row.pinned = o->pin;
-    snprintf(row.fajit_version, sizeof row.fajit_version, "%s", FAJIT_VERSION_STRING);
-    int major, minor;
-    fj_nvrtc_version(fj_nvrtc_get(NULL, 0), &major, &minor);
-    row.nvrtc_version = major * 1000 + minor * 10;
-    int put = fj_cache_tune_put(ctx->cache, &row);
-    free(row.table_json);
-    if (put < 0)
-        st = fj_fail(ctx, FAJIT_CACHE_ERROR, "storing the tuning row %s %s failed (read-only "
-                     "cache?)", out->signature, bucket);
-    else if (put == 1)
-        fj_log(ctx, FAJIT_LOG_INFO, "tune %s %s: a pinned row exists and is kept",
-               out->signature, bucket);
+    st = store_row(ctx, e, n, bucket, o->pin, out);
     fj_plans_retire(ctx);   /* plans made before this row existed must not outlive it */
 done:
     if (t) {

@@ -1,7 +1,8 @@
 /* decode.h - the decode family's configuration and what its two host files share:
  * decode.c (the family's table: resources, names, kernels, workspace, launches) and
  * decode_rules.c (its rules: the default tiles per split class, head packing, the tuning
- * candidates, the variants warm compiles, the split count). Private to src/families. */
+ * candidates, the variants warm compiles, the split count). Private to src/families and
+ * the tests. */
 #ifndef FJ_FAMILY_DECODE_H
 #define FJ_FAMILY_DECODE_H
 

@@ -247,9 +247,6 @@ const fj_family *fj_family_choose(const fajit_attn_desc *d, const fj_target *t, 
  * family falls back to the AUTO choice among the others. */
 const fj_family *fj_family_choose_except(const fajit_attn_desc *d, const fj_target *t, int want,
                                          const fj_family *const *skip, int n);
-/* The decode family's split class of d (decode.h), declared here as well for the GPU tests
- * that include only src/api/internal.h. */
-int fj_dec_split_class(const fajit_attn_desc *d, int sm_count);
 
 /* The default configuration of the family fj_family_choose picks: 0, or -1 when none. */
 int fj_kcfg_default(const fajit_attn_desc *d, const fj_target *t, int want, fj_kcfg *out);
