@@ -33,6 +33,7 @@
 #include <unistd.h>
 
 #include "../../src/api/internal.h"
+#include "../../src/families/decode.h"   /* fj_dec_opts: the loader and packing options */
 
 enum { MAX_VARIANTS = 8192, MAX_HEADERS = FJ_NVRTC_MAX_HEADERS };
 
@@ -154,8 +155,12 @@ static void enumerate(const char *arch)
                                 for (int ki = 0; ki < N(packs); ki++) {
                                     const fajit_attn_desc d =
                                         problem(hds[h], dt, pages[pi], qlens[qi], groups[g]);
-                                    const fj_target t = {sm, arch_a, 132, chk, loaders[li],
-                                                         packs[ki], 0};
+                                    fj_fopts fo;
+                                    memset(&fo, 0, sizeof fo);
+                                    fj_dec_opts *o = (fj_dec_opts *)(void *)
+                                                         fo.b[FAJIT_FAMILY_DECODE];
+                                    o->loader = loaders[li], o->pack = packs[ki];
+                                    const fj_target t = {sm, arch_a, 132, chk, 0, &fo};
                                     if (!fj_family_decode.applies(&d, &t))
                                         continue;
                                     /* the tuning candidates (the default first) at fp16,
@@ -175,7 +180,7 @@ static void enumerate(const char *arch)
         return;
     /* the mixed family: FJ_DEC_QMAX split and combine steps (as tests/test_nvrtc.c) */
     static const int mhds[] = {64, 128, 256}, mpages[] = {16, 64}, mgroups[] = {1, 4};
-    const fj_target t = {sm, arch_a, 132, 0, 0, 0, 1};   /* FAJIT_PAGED_PREFILL=hopper */
+    const fj_target t = {sm, arch_a, 132, 0, 1, NULL};   /* FAJIT_PAGED_PREFILL=hopper */
     for (int h = 0; h < N(mhds); h++)
         for (int dt = 0; dt < 2; dt++)
             for (int m = 0; m < 3; m++)

@@ -24,7 +24,7 @@
 #define DEC_CLUSTER_MAX 8     /* the most splits merged as one cluster (use_cluster()) */
 
 /* The model features the decode kernels compile in. */
-#define DEC_FEATURES FJ_FEAT_KV_FP8
+#define DEC_FEATURES (FJ_FEAT_KV_FP8 | FJ_FEAT_SOFTCAP | FJ_FEAT_SINKS | FJ_FEAT_ALIBI)
 
 static int applies(const fajit_attn_desc *d, const fj_target *t)
 {

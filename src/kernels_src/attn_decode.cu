@@ -553,9 +553,30 @@ fj_attn_decode(const __grid_constant__ fj_decode_params p FJ_FEAT_PARAM)
     const fj_i64 dsc = (fj_i64)b * fp.descale_batch_stride + (fj_i64)hk * fp.descale_head_stride;
     const float kfac = ((const float *)fp.k_descale)[dsc] * fj_fp8_unit();
     const float vfac = ((const float *)fp.v_descale)[dsc] * fj_fp8_unit();
-    const float sl2 = p.scale_log2 * kfac;
+#else
+    constexpr float kfac = 1.f;
+#endif
+    /* Scores in the loop are in "kernel units": the raw Q.K, or tanh(scale * Q.K / cap)
+     * with a softcap; sc turns them into natural-log logits, sl2 into log2 ones. */
+#if FJ_SOFTCAP
+    const float sc_in = p.scale * kfac * fp.softcap_inv, sc = fp.softcap;
+    const float sl2 = sc * 1.4426950408889634f;
+#elif FJ_KV_FP8 || FJ_SINKS || FJ_ALIBI
+    const float sc = p.scale * kfac, sl2 = p.scale_log2 * kfac;
 #else
     const float sl2 = p.scale_log2;
+#endif
+#if FJ_ALIBI   /* each of this thread's two rows: its slope in kernel units, its diagonal */
+    float row_slope[2];
+    int row_diag[2];
+#pragma unroll
+    for (int hf = 0; hf < 2; ++hf) {
+        const int r = r0 + wm * 16 + (lane >> 2) + hf * 8, i = r / G;
+        row_diag[hf] = i + shift;
+        row_slope[hf] = r < nrows ? ((const float *)fp.alibi)[(fj_i64)b * fp.alibi_batch_stride +
+                                                              hk * G + (r - i * G)] / sc
+                                  : 0.f;
+    }
 #endif
     const int key_lane = wn * KW + 2 * (lane & 3);  /* + nt*8 + e, + k0 */
 
@@ -626,6 +647,24 @@ fj_attn_decode(const __grid_constant__ fj_decode_params p FJ_FEAT_PARAM)
             }
         }
 
+#if FJ_SOFTCAP   /* s = cap * tanh(scale * Q.K / cap): kernel units tanh(...) */
+#pragma unroll
+        for (int nt = 0; nt < NT; ++nt)
+#pragma unroll
+            for (int e = 0; e < 4; ++e)
+                acc_s[nt][e] = fj_tanh_approx(acc_s[nt][e] * sc_in);
+#endif
+#if FJ_ALIBI   /* - slope * |i + len - q_len - j| */
+#pragma unroll
+        for (int hf = 0; hf < 2; ++hf)
+#pragma unroll
+            for (int nt = 0; nt < NT; ++nt)
+#pragma unroll
+                for (int e = 0; e < 2; ++e) {
+                    const int j = k0 + key_lane + nt * 8 + e;
+                    acc_s[nt][2 * hf + e] -= row_slope[hf] * fabsf((float)(row_diag[hf] - j));
+                }
+#endif
         /* Mask: key j = k0 + key_lane + nt*8 + e counts for row hf iff lo <= j < hi. Covers the
          * split and sequence ends, the keys zero-filled outside [kb, ke), window and causal. */
 #pragma unroll
@@ -744,6 +783,11 @@ fj_attn_decode(const __grid_constant__ fj_decode_params p FJ_FEAT_PARAM)
 #pragma unroll
         for (int w = 0; w < WN; ++w)
             M = fmaxf(M, red_m[(w0 + w) * 16 + rr]);
+#if FJ_SINKS   /* the sink joins the denominator of split 0's partial (merges unchanged) */
+        const float sink = split == 0 ? ((const float *)fp.sinks)[hk * G + (r0 + rl) % G] / sc
+                                      : -FJ_INF;
+        M = fmaxf(M, sink);
+#endif
         float wt[WN], L = 0.f;
 #pragma unroll
         for (int w = 0; w < WN; ++w) {
@@ -751,6 +795,10 @@ fj_attn_decode(const __grid_constant__ fj_decode_params p FJ_FEAT_PARAM)
             wt[w] = mw == -FJ_INF ? 0.f : ex2((mw - M) * sl2);
             L += red_l[(w0 + w) * 16 + rr] * wt[w];
         }
+#if FJ_SINKS
+        if (sink != -FJ_INF)
+            L += ex2((sink - M) * sl2);
+#endif
 #if FJ_KV_FP8
         const float inv = L > 0.f ? vfac / L : 0.f;
 #else
@@ -775,8 +823,8 @@ fj_attn_decode(const __grid_constant__ fj_decode_params p FJ_FEAT_PARAM)
                 }
             }
         }
-#if FJ_KV_FP8
-        const float lse = L > 0.f ? M * (p.scale * kfac) + logf(L) : -FJ_INF;
+#if FJ_KV_FP8 || FJ_SOFTCAP || FJ_SINKS || FJ_ALIBI
+        const float lse = L > 0.f ? M * sc + logf(L) : -FJ_INF;
 #else
         const float lse = L > 0.f ? M * p.scale + logf(L) : -FJ_INF;
 #endif

@@ -35,6 +35,15 @@ typedef unsigned short fj_u16;
 #define FJ_FEAT_PARAM
 #endif
 
+#if FJ_SOFTCAP
+FJ_DEVICE float fj_tanh_approx(float x)   /* MUFU.TANH (sm_75+) */
+{
+    float y;
+    asm("tanh.approx.f32 %0, %1;" : "=f"(y) : "f"(x));
+    return y;
+}
+#endif
+
 #if FJ_KV_FP8
 /* Four FP8 values (bytes of w, element 0 lowest) as two FJ_DTYPE pairs, exactly, by moving
  * bits: the byte b becomes the 16-bit value b << 8 with its exponent and mantissa shifted

@@ -1,10 +1,12 @@
-/* test_gpu_fp8.c - the `gpu` suite's tests of FP8 K/V caches (fajit_attn_desc.kv_dtype):
- * paged decode, speculative decode and chunked prefill over e4m3 / e5m2 pages with bf16 or
- * f16 queries, descale factors per tensor or per (sequence, KV head), through the public
- * call. Exits 77 (skipped) when no CUDA driver can be loaded.
+/* test_gpu_decode_features.c - the `gpu` suite's tests of the decode family's features over
+ * paged caches: FP8 K/V (fajit_attn_desc.kv_dtype: e4m3 / e5m2 pages with bf16 or f16
+ * queries, descale factors per tensor or per (sequence, KV head)), softcap, attention sinks
+ * and ALiBi, alone and combined, in paged decode, speculative decode and chunked prefill,
+ * through the public call. Exits 77 (skipped) when no CUDA driver can be loaded.
  *
  * Oracle: float64 on the host from the same bytes: each FP8 value decoded exactly
- * (fp8_value), times its descale factor; then softmax(scale * Q K^T + mask) V and the LSE.
+ * (fp8_value), times its descale factor; s = scale * q.k, then cap * tanh(s / cap), then
+ * - slope * |i + len - q_len - j|, the mask, the sink in the denominator; O and the LSE.
  * Inputs: Q in [-1, 1) (exact in the dtype); K/V bytes drawn over exponents that give
  * magnitudes 2^-3 .. 2^2 (e4m3) with one value in 16 a subnormal or zero, never NaN/Inf;
  * descale factors in [1/32, 32] (far from 1, not powers of two). O and LSE are poisoned
@@ -18,7 +20,8 @@
  * Speed (CK_RUN_CASE=fp8_decode_speed; no check of a goal, a report): the paged decode's
  * time with FP8 pages against the same call with bf16 pages, CUDA events over 50 calls.
  *
- * Environment: FAJIT_TEST_SEED, FAJIT_TEST_CACHE_DIR, FAJIT_TEST_FP8_CASES (default 60).
+ * Environment: FAJIT_TEST_SEED, FAJIT_TEST_CACHE_DIR, FAJIT_TEST_FEATURE_CASES (default 80),
+ * FAJIT_TEST_FEATURE_VERBOSE=1 (a line per case).
  */
 #include <check.h>
 #include <math.h>
@@ -83,9 +86,11 @@ static uint8_t fp8_draw(int kind)
 }
 
 typedef struct fcase {
-    int dtype, kind;          /* FAJIT_BF16/F16; 1 e4m3, 2 e5m2 */
+    int dtype, kind;          /* FAJIT_BF16/F16; K/V 0 as Q, 1 e4m3, 2 e5m2 */
     int batch, hkv, group, hd, page_size, max_q, max_k, mask, window, splits;
     int per_head;             /* descales [batch][heads_kv] (else one value) */
+    float softcap;            /* 0: off */
+    int sinks, alibi;         /* alibi 2: slopes [batch][heads_q] */
 } fcase;
 
 typedef struct fbufs {
@@ -95,8 +100,9 @@ typedef struct fbufs {
     uint16_t *q;
     uint8_t *k, *v;
     float *kd, *vd;           /* host descales, batch * hkv (or 1) */
-    CUdeviceptr d_q, d_k, d_v, d_o, d_lse, d_cuq, d_used, d_bt, d_kd, d_vd;
-    size_t n_q, n_kv;
+    float *sinks, *slopes;    /* [heads_q]; [batch][heads_q] (alibi 2) or [heads_q] */
+    CUdeviceptr d_q, d_k, d_v, d_o, d_lse, d_cuq, d_used, d_bt, d_kd, d_vd, d_sinks, d_slopes;
+    size_t n_q, n_kv, eb;     /* eb: bytes per K/V element */
 } fbufs;
 
 static CUdeviceptr dalloc(size_t bytes)
@@ -141,18 +147,33 @@ static void setup(fbufs *B, const fcase *c, int fill)
     free(perm);
     B->n_q = (size_t)B->total_q * B->hq * c->hd;
     B->n_kv = (size_t)B->num_pages * c->page_size * c->hkv * c->hd;
+    B->eb = c->kind ? 1 : 2;
     B->q = malloc(B->n_q * 2);
-    B->k = malloc(B->n_kv);
-    B->v = malloc(B->n_kv);
+    B->k = malloc(B->n_kv * B->eb);
+    B->v = malloc(B->n_kv * B->eb);
     for (size_t i = 0; i < B->n_q; i++)
         B->q[i] = qval(c->dtype);
     if (fill) {
-        memset(B->k, 0x38, B->n_kv);
-        memset(B->v, 0x38, B->n_kv);
-    } else {
+        memset(B->k, 0x38, B->n_kv * B->eb);
+        memset(B->v, 0x38, B->n_kv * B->eb);
+    } else if (c->kind) {
         for (size_t i = 0; i < B->n_kv; i++)
             B->k[i] = fp8_draw(c->kind), B->v[i] = fp8_draw(c->kind);
+    } else {
+        for (size_t i = 0; i < B->n_kv; i++)
+            ((uint16_t *)B->k)[i] = qval(c->dtype), ((uint16_t *)B->v)[i] = qval(c->dtype);
     }
+    const int ns = c->alibi == 2 ? c->batch * B->hq : B->hq;
+    B->sinks = malloc(sizeof(float) * (size_t)B->hq);
+    B->slopes = malloc(sizeof(float) * (size_t)ns);
+    for (int h = 0; h < B->hq; h++)
+        B->sinks[h] = (float)(unit() * 11 - 3);   /* -3 .. 8 */
+    for (int i = 0; i < ns; i++)   /* flash-attn's geometric slopes, a batch row apart */
+        B->slopes[i] = (float)exp2(-8.0 * (i % B->hq + 1) / B->hq) * (float)(1 + i / B->hq);
+    B->d_sinks = dalloc(sizeof(float) * (size_t)B->hq);
+    B->d_slopes = dalloc(sizeof(float) * (size_t)ns);
+    CU(cu->cuMemcpyHtoD(B->d_sinks, B->sinks, sizeof(float) * (size_t)B->hq));
+    CU(cu->cuMemcpyHtoD(B->d_slopes, B->slopes, sizeof(float) * (size_t)ns));
     const int nd = c->per_head ? c->batch * c->hkv : 1;
     B->kd = malloc(sizeof(float) * (size_t)nd);
     B->vd = malloc(sizeof(float) * (size_t)nd);
@@ -161,8 +182,8 @@ static void setup(fbufs *B, const fcase *c, int fill)
         B->vd[i] = (float)exp2(unit() * 10 - 5);
     }
     B->d_q = dalloc(B->n_q * 2);
-    B->d_k = dalloc(B->n_kv);
-    B->d_v = dalloc(B->n_kv);
+    B->d_k = dalloc(B->n_kv * B->eb);
+    B->d_v = dalloc(B->n_kv * B->eb);
     B->d_o = dalloc(B->n_q * 2);
     B->d_lse = dalloc(sizeof(float) * (size_t)B->total_q * B->hq);
     B->d_cuq = dalloc(sizeof(int32_t) * ((size_t)c->batch + 1));
@@ -171,8 +192,8 @@ static void setup(fbufs *B, const fcase *c, int fill)
     B->d_kd = dalloc(sizeof(float) * (size_t)nd);
     B->d_vd = dalloc(sizeof(float) * (size_t)nd);
     CU(cu->cuMemcpyHtoD(B->d_q, B->q, B->n_q * 2));
-    CU(cu->cuMemcpyHtoD(B->d_k, B->k, B->n_kv));
-    CU(cu->cuMemcpyHtoD(B->d_v, B->v, B->n_kv));
+    CU(cu->cuMemcpyHtoD(B->d_k, B->k, B->n_kv * B->eb));
+    CU(cu->cuMemcpyHtoD(B->d_v, B->v, B->n_kv * B->eb));
     CU(cu->cuMemcpyHtoD(B->d_cuq, B->cuq, sizeof(int32_t) * ((size_t)c->batch + 1)));
     CU(cu->cuMemcpyHtoD(B->d_used, B->used, sizeof(int32_t) * (size_t)c->batch));
     CU(cu->cuMemcpyHtoD(B->d_bt, B->bt, sizeof(int32_t) * (size_t)(c->batch * B->bt_stride)));
@@ -183,11 +204,11 @@ static void setup(fbufs *B, const fcase *c, int fill)
 static void teardown(fbufs *B)
 {
     const CUdeviceptr d[] = {B->d_q, B->d_k, B->d_v, B->d_o, B->d_lse, B->d_cuq,
-                             B->d_used, B->d_bt, B->d_kd, B->d_vd};
+                             B->d_used, B->d_bt, B->d_kd, B->d_vd, B->d_sinks, B->d_slopes};
     for (size_t i = 0; i < sizeof d / sizeof *d; i++)
         cu->cuMemFree(d[i]);
     free(B->cuq), free(B->used), free(B->bt), free(B->q), free(B->k), free(B->v);
-    free(B->kd), free(B->vd);
+    free(B->kd), free(B->vd), free(B->sinks), free(B->slopes);
 }
 
 /* vLLM's layout: K/V [num_pages][page_size][heads_kv][head_dim] bytes, Q/O packed rows. */
@@ -212,19 +233,30 @@ static void desc_of(const fbufs *B, fajit_attn_desc *d)
         d->window_left = c->window, d->window_right = 0;
     d->lse = (float *)B->d_lse;
     d->num_splits = c->splits;
-    d->kv_dtype = c->kind == 1 ? FAJIT_KV_E4M3 : FAJIT_KV_E5M2;
-    d->k_descale = (const float *)B->d_kd, d->v_descale = (const float *)B->d_vd;
-    if (c->per_head)
-        d->descale_batch_stride = c->hkv, d->descale_head_stride = 1;
+    if (c->kind) {
+        d->kv_dtype = c->kind == 1 ? FAJIT_KV_E4M3 : FAJIT_KV_E5M2;
+        d->k_descale = (const float *)B->d_kd, d->v_descale = (const float *)B->d_vd;
+        if (c->per_head)
+            d->descale_batch_stride = c->hkv, d->descale_head_stride = 1;
+    }
+    d->softcap = c->softcap;
+    if (c->sinks)
+        d->sinks = (const float *)B->d_sinks;
+    if (c->alibi)
+        d->alibi_slopes = (const float *)B->d_slopes;
+    if (c->alibi == 2)
+        d->alibi_batch_stride = B->hq;
 }
 
 static void case_text(const fcase *c, char *t, size_t n)
 {
-    snprintf(t, n, "%s %s b%d hkv%d g%d d%d ps%d q<=%d k<=%d %s%d splits %d %s",
-             c->dtype == FAJIT_BF16 ? "bf16" : "f16", c->kind == 1 ? "e4m3" : "e5m2", c->batch,
-             c->hkv, c->group, c->hd, c->page_size, c->max_q, c->max_k,
+    snprintf(t, n, "%s kv %s b%d hkv%d g%d d%d ps%d q<=%d k<=%d %s%d splits %d%s softcap %g "
+             "sinks %d alibi %d", c->dtype == FAJIT_BF16 ? "bf16" : "f16",
+             c->kind == 1 ? "e4m3" : c->kind == 2 ? "e5m2" : "as-q", c->batch, c->hkv, c->group,
+             c->hd, c->page_size, c->max_q, c->max_k,
              c->mask == 0 ? "none" : c->mask == 1 ? "causal" : "window", c->window, c->splits,
-             c->per_head ? "per-head descale" : "one descale");
+             !c->kind ? "" : c->per_head ? " per-head descale" : " one descale",
+             (double)c->softcap, c->sinks, c->alibi);
 }
 
 /* Runs the call on poisoned outputs and checks every row against the float64 oracle. */
@@ -248,14 +280,16 @@ static void run_and_check(fajit_ctx *ctx, fbufs *B)
     const int hd = c->hd, hq = B->hq;
     double *s = malloc(sizeof(double) * (size_t)c->max_k), *acc = malloc(sizeof(double) * hd);
     double tab[256];   /* every byte's value */
-    for (int x = 0; x < 256; x++)
+    for (int x = 0; x < 256 && c->kind; x++)
         tab[x] = fp8_value((uint8_t)x, c->kind);
+    const int bf = c->dtype == FAJIT_BF16;
+#define KV(buf, at) (c->kind ? tab[(buf)[at]] : (double)fj_half_to_f32(((const uint16_t *)(buf))[at], bf))
     double worst = 0, worst_lse = 0;
     for (int b = 0; b < c->batch; b++) {
         const int ql = B->cuq[b + 1] - B->cuq[b], len = B->used[b];
         for (int hk = 0; hk < c->hkv; hk++) {
             const int di = c->per_head ? b * c->hkv + hk : 0;
-            const double kd = B->kd[di], vd = B->vd[di];
+            const double kd = c->kind ? B->kd[di] : 1, vd = c->kind ? B->vd[di] : 1;
             for (int g = 0; g < c->group; g++) {
                 const int h = hk * c->group + g;
                 for (int i = 0; i < ql; i++) {
@@ -274,12 +308,19 @@ static void run_and_check(fajit_ctx *ctx, fbufs *B)
                                            (int64_t)hk * hd;
                         double dot = 0;
                         for (int x = 0; x < hd; x++)
-                            dot += fj_half_to_f32(qr[x], c->dtype == FAJIT_BF16) *
-                                   tab[B->k[at + x]];
+                            dot += fj_half_to_f32(qr[x], bf) * KV(B->k, at + x);
                         s[j] = dot * kd / sqrt((double)hd);
+                        if (c->softcap > 0)
+                            s[j] = c->softcap * tanh(s[j] / c->softcap);
+                        if (c->alibi)
+                            s[j] -= B->slopes[(c->alibi == 2 ? b * hq : 0) + h] *
+                                    fabs((double)(shift - j));
                         m = s[j] > m ? s[j] : m;
                     }
-                    double l = 0;
+                    const double sink = c->sinks ? B->sinks[h] : -INFINITY;
+                    if (sink > m)
+                        m = sink;
+                    double l = c->sinks ? exp(sink - m) : 0;
                     memset(acc, 0, sizeof(double) * hd);
                     for (int j = 0; j < len && m > -INFINITY; j++) {
                         if (s[j] == -INFINITY)
@@ -290,11 +331,13 @@ static void run_and_check(fajit_ctx *ctx, fbufs *B)
                                            (int64_t)hk * hd;
                         l += p;
                         for (int x = 0; x < hd; x++) {
-                            const double v = tab[B->v[at + x]] * vd;
+                            const double v = KV(B->v, at + x) * vd;
                             acc[x] += p * v;
                             vmax = fabs(v) > vmax ? fabs(v) : vmax;
                         }
                     }
+                    if (l == 0 || (c->sinks && !(vmax > 0)))   /* no key: every V bound 1 */
+                        vmax = 1;
                     const double bound = tol * (vmax > 1 ? vmax : 1);
                     for (int x = 0; x < hd; x++) {
                         const double ref = l > 0 ? acc[x] / l : 0;
@@ -306,7 +349,7 @@ static void run_and_check(fajit_ctx *ctx, fbufs *B)
                                       what, b, h, i, x, got, ref, bound);
                         worst = err / bound > worst ? err / bound : worst;
                     }
-                    const double rl = l > 0 ? m + log(l) : -INFINITY;
+                    const double rl = l > 0 ? m + log(l) : -INFINITY;   /* (sink alone: sink) */
                     const double gl = lse[(int64_t)h * B->total_q + row];
                     if (l > 0) {
                         const double e = fabs(gl - rl);
@@ -321,7 +364,8 @@ static void run_and_check(fajit_ctx *ctx, fbufs *B)
             }
         }
     }
-    if (getenv("FAJIT_TEST_FP8_VERBOSE"))
+#undef KV
+    if (getenv("FAJIT_TEST_FEATURE_VERBOSE"))
         printf("  ok %s: worst %.3f of the bound, lse err %.2e\n", what, worst, worst_lse);
     free(s), free(acc), free(o), free(lse);
 }
@@ -354,6 +398,13 @@ static void draw(fcase *c)
     c->window = urange(0, 300);
     c->splits = rnd() % 3 == 0 ? urange(1, 6) : 0;
     c->per_head = (int)(rnd() % 2);
+    c->kind = (int)(rnd() % 3);   /* as Q, e4m3, e5m2 */
+    static const float caps[] = {0, 0, 5, 30, 50};
+    c->softcap = caps[rnd() % 5];
+    c->sinks = rnd() % 2 == 0;
+    c->alibi = (int)(rnd() % 4) < 2 ? 0 : urange(1, 2);
+    if (c->kind == 0 && !c->softcap && !c->sinks && !c->alibi)
+        c->sinks = 1;   /* (every case has a feature) */
 }
 
 /* The oracle's work (multiply-adds), bounded per case. */
@@ -362,10 +413,10 @@ static double cost(const fcase *c)
     return (double)c->batch * c->max_q * c->max_k * c->hkv * c->group * c->hd * 2;
 }
 
-START_TEST(fp8_sweep)
+START_TEST(feature_sweep)
 {
     fajit_ctx *ctx = new_ctx();
-    const int n = env_int("FAJIT_TEST_FP8_CASES", 60);
+    const int n = env_int("FAJIT_TEST_FEATURE_CASES", 80);
     for (int k = 0; k < n; k++) {
         g_rng = (uint64_t)g_seed * 1000003u + (uint64_t)k;
         fcase c;
@@ -377,7 +428,7 @@ START_TEST(fp8_sweep)
         run_and_check(ctx, &B);
         teardown(&B);
     }
-    printf("fp8_sweep: %d cases passed (seed %u)\n", n, g_seed);
+    printf("feature_sweep: %d cases passed (seed %u)\n", n, g_seed);
     fajit_ctx_destroy(ctx);
 }
 END_TEST
@@ -387,7 +438,7 @@ END_TEST
 START_TEST(fp8_unserved)
 {
     fajit_ctx *ctx = new_ctx();
-    fcase c = {FAJIT_BF16, 1, 1, 2, 4, 128, 16, 1, 64, 0, 0, 0, 0};
+    fcase c = {FAJIT_BF16, 1, 1, 2, 4, 128, 16, 1, 64, 0, 0, 0, 0, 0.f, 0, 0};
     g_rng = g_seed;
     fbufs B;
     setup(&B, &c, 0);
@@ -424,15 +475,15 @@ static double time_call(fajit_ctx *ctx, const fajit_attn_desc *d, int reps)
     return ms * 1000.0 / reps;
 }
 
-START_TEST(fp8_decode_speed)
+START_TEST(feature_decode_speed)
 {
     fajit_ctx *ctx = new_ctx();
     static const int shapes[][2] = {{64, 16384}, {128, 2048}, {16, 8192}, {1, 32768}};
-    printf("fp8_decode_speed: paged decode, q_len 1, 32/8 heads, head_dim 128, pages of 16 in "
-           "random order, bf16 queries; us per call (CUDA events, 50 calls)\n");
+    printf("feature_decode_speed: paged decode, q_len 1, 32/8 heads, head_dim 128, pages of 16 "
+           "in random order, bf16 queries; us per call (CUDA events, 50 calls)\n");
     for (int i = 0; i < 4; i++) {
         fcase c = {FAJIT_BF16, 1, shapes[i][0], 8, 4, 128, 16, 1, shapes[i][1],
-                   FAJIT_MASK_CAUSAL, 0, 0, 1};
+                   FAJIT_MASK_CAUSAL, 0, 0, 1, 0.f, 0, 0};
         g_rng = g_seed + (uint64_t)i;
         fbufs B;
         setup(&B, &c, 1);
@@ -456,6 +507,21 @@ START_TEST(fp8_decode_speed)
         printf("  %3d x %5d: fp8 %8.1f us (%5.2f TB/s of FP8 K+V), bf16 %8.1f us, "
                "bf16/fp8 time %.2fx\n", c.batch, c.max_k, t8, bytes8 / t8 / 1e6, t16,
                t16 / t8);
+        /* each feature on the bf16 call, and the three together */
+        fajit_attn_desc f = d16;
+        f.softcap = 30.f;
+        const double tc = time_call(ctx, &f, 50);
+        f = d16, f.sinks = (const float *)B.d_sinks;
+        const double ts = time_call(ctx, &f, 50);
+        f = d16, f.alibi_slopes = (const float *)B.d_slopes;
+        const double ta = time_call(ctx, &f, 50);
+        f.softcap = 30.f, f.sinks = (const float *)B.d_sinks;
+        const double tall = time_call(ctx, &f, 50);
+        const double t16b = time_call(ctx, &d16, 50);   /* again: the noise */
+        printf("             bf16 again %8.1f us; softcap %+.1f%%, sinks %+.1f%%, alibi %+.1f%%, "
+               "all three %+.1f%% (against the mean of both plain runs)\n", t16b,
+               100 * (tc / (0.5 * (t16 + t16b)) - 1), 100 * (ts / (0.5 * (t16 + t16b)) - 1),
+               100 * (ta / (0.5 * (t16 + t16b)) - 1), 100 * (tall / (0.5 * (t16 + t16b)) - 1));
         cu->cuMemFree(k16), cu->cuMemFree(v16);
         teardown(&B);
     }
@@ -490,9 +556,9 @@ int main(void)
     printf("gpu-fp8 suite: seed %u (FAJIT_TEST_SEED), cache %s\n", g_seed, g_cache_dir);
     Suite *s = suite_create("gpu-fp8");
     const struct { const char *name; const TTest *test; int timeout; } cases[] = {
-        {"fp8_sweep", fp8_sweep, 1800},
+        {"feature_sweep", feature_sweep, 1800},
         {"fp8_unserved", fp8_unserved, 300},
-        {"fp8_decode_speed", fp8_decode_speed, 600},
+        {"feature_decode_speed", feature_decode_speed, 600},
     };
     for (size_t i = 0; i < sizeof cases / sizeof cases[0]; i++) {   /* CK_RUN_CASE=<name> */
         TCase *tc = tcase_create(cases[i].name);
