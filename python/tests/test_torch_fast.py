@@ -108,7 +108,35 @@ CASES = {
                                   torch.randn(3, 300, 4, 64).to(BF),
                                   torch.randn(3, 300, 4, 64).to(BF)), dict(max_seqlen_k=250),
                                  "attention_with_kvcache"),
+    # the model features: every pointer is the call's own tensor's (a hit writes them)
+    "dense softcap sinks alibi": lambda: (
+        (torch.randn(2, 40, 8, 64).to(BF), torch.randn(2, 56, 2, 64).to(BF),
+         torch.randn(2, 56, 2, 64).to(BF)),
+        dict(causal=True, softcap=30.0, sinks=torch.randn(8),
+             alibi_slopes=torch.rand(2, 16)[:, :8]), "attention"),
+    "varlen alibi per head": lambda: (
+        (torch.randn(30, 8, 64).to(BF), torch.randn(50, 2, 64).to(BF),
+         torch.randn(50, 2, 64).to(BF)),
+        dict(cu_seqlens_q=torch.tensor([0, 10, 30], dtype=torch.int32),
+             cu_seqlens_k=torch.tensor([0, 20, 50], dtype=torch.int32), max_seqlen_q=20,
+             max_seqlen_k=30, alibi_slopes=torch.rand(8), softcap=5), "attention"),
+    "paged fp8 e4m3 per-tensor descale": lambda: (
+        (torch.randn(2, 1, 32, 128).to(BF),) +
+        tuple(torch.randn(2, 40, 16, 8, 128).to(torch.float8_e4m3fn)),
+        dict(block_table=torch.arange(40, dtype=torch.int32).view(2, 20),
+             seqused_k=torch.tensor([300, 17], dtype=torch.int32), causal=True,
+             k_descale=torch.tensor([0.5]), v_descale=torch.tensor([2.0]),
+             sinks=torch.randn(32), softcap=50.0), "attention_with_kvcache"),
+    "paged fp8 e5m2 [batch, heads_kv] descales": lambda: (
+        (torch.randn(9, 32, 128).to(BF),) +
+        tuple(torch.randn(2, 40, 16, 8, 128).to(torch.float8_e5m2)),
+        dict(block_table=torch.arange(40, dtype=torch.int32).view(4, 10),
+             cu_seqlens_q=torch.tensor([0, 5, 6, 8, 9], dtype=torch.int32), max_seqlen_q=5,
+             k_descale=torch.rand(8, 4).t(), v_descale=torch.rand(8, 4).t(),
+             alibi_slopes=torch.rand(4, 32), return_lse=True), "attention_with_kvcache"),
 }
+HAS_FP8 = hasattr(torch, "float8_e5m2")
+CASES = {name: case for name, case in CASES.items() if HAS_FP8 or "fp8" not in name}
 
 
 @pytest.mark.parametrize("case", list(CASES))
@@ -548,6 +576,9 @@ def _variants():
         b["out"] = torch.empty_like(b["q"])
         a.update(b)
 
+    def fp8(a):   # an FP8 cache of the same shape and strides
+        a["k"], a["v"] = (t.to(torch.float8_e4m3fn) for t in (a["k"], a["v"]))
+
     def bt_stride(a):   # a block table that is a view of a wider one
         a["block_table"] = torch.cat([a["block_table"], a["block_table"]], 1)[:, :8]
 
@@ -567,7 +598,16 @@ def _variants():
         ("no out", None, dict(out=None)),
         ("no seqused_k", None, dict(seqused_k=None)),
         ("max_seqlen_k none", None, dict(max_seqlen_k=None)),
-    ]
+        ("softcap", None, dict(softcap=30.0)),
+        ("s_aux", None, dict(s_aux=torch.zeros(32))),
+        ("learnable_sink", None, dict(learnable_sink=torch.zeros(32))),
+        ("alibi per head", None, dict(alibi_slopes=torch.zeros(32))),
+        ("alibi per sequence", None, dict(alibi_slopes=torch.zeros(3, 32))),
+    ] + ([
+        ("fp8 k/v", fp8, dict(k_descale=torch.ones(1), v_descale=torch.ones(1))),
+        ("fp8 k/v [batch, heads_kv] descales", fp8,
+         dict(k_descale=torch.ones(3, 8), v_descale=torch.ones(3, 8))),
+    ] if hasattr(torch, "float8_e4m3fn") else [])
 
 
 @pytest.mark.parametrize("name,change,kw", _variants(), ids=[v[0] for v in _variants()])
