@@ -189,7 +189,8 @@ def check_layout(L):
           d.block_table is None and d.page_size == 0 and d.seqused_k is None and
           d.num_splits == 0 and d.num_splits_max == 0 and d.softcap == 0 and
           d.sinks is None and d.alibi_batch_stride == 0 and d.kv_dtype == 0 and
-          d.v_descale is None and d.descale_head_stride == 0 and t.reps == 20 and abs(t.noise_band - 0.03) < 1e-12)
+          d.v_descale is None and d.descale_head_stride == 0 and t.reps == 20 and
+          abs(t.noise_band - 0.03) < 1e-12)
     m = MergeDesc()
     C.memset(C.byref(m), 0xA5, C.sizeof(m))
     L.fajit_merge_desc_init_sized(C.byref(m), C.sizeof(m), *(0,) * 6, 2, 3, 4, 8, 1)
