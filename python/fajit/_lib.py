@@ -29,7 +29,14 @@ class AttnDesc(C.Structure):
          ("block_table", C.c_void_p), ("block_table_stride", C.c_int64),
          ("page_size", C.c_int), ("num_pages", C.c_int),
          ("k_page_stride", C.c_int64), ("v_page_stride", C.c_int64),
-         ("seqused_k", C.c_void_p), ("num_splits", C.c_int), ("num_splits_max", C.c_int)]
+         ("seqused_k", C.c_void_p), ("num_splits", C.c_int), ("num_splits_max", C.c_int),
+         # model features (ctypes pads as C does: 4 bytes before alibi_batch_stride and
+         # before k_descale)
+         ("softcap", C.c_float), ("sinks", C.c_void_p), ("alibi_slopes", C.c_void_p),
+         ("alibi_batch_stride", C.c_int64), ("head_dim_v", C.c_int),
+         ("kv_dtype", C.c_int),   # fajit_kv_dtype, a C enum
+         ("k_descale", C.c_void_p), ("v_descale", C.c_void_p),
+         ("descale_batch_stride", C.c_int64), ("descale_head_stride", C.c_int64)]
 
 
 class MergeDesc(C.Structure):
@@ -92,7 +99,15 @@ class Error(RuntimeError):
         super().__init__(f"{self.name}: {self.message}")
 
 
-INVALID_ARGUMENT = 1
+INVALID_ARGUMENT, UNSUPPORTED = 1, 2
+
+
+class Unsupported(Error, NotImplementedError):
+    """FAJIT_UNSUPPORTED from a rule the binding checks itself (an argument or a dtype that
+    fajit does not serve): a fajit.Error and a NotImplementedError."""
+
+    def __init__(self, message):
+        super().__init__(UNSUPPORTED, message)
 
 
 def invalid(message):
@@ -172,7 +187,10 @@ def check_layout(L):
           d.dtype == 1 and d.head_dim == 64 and d.k_batch_stride == 64 * 2 * 32 and
           abs(d.softmax_scale - 0.125) < 1e-7 and d.op == 0 and d.workspace_bytes == 0 and
           d.block_table is None and d.page_size == 0 and d.seqused_k is None and
-          d.num_splits == 0 and d.num_splits_max == 0 and t.reps == 20 and abs(t.noise_band - 0.03) < 1e-12)
+          d.num_splits == 0 and d.num_splits_max == 0 and d.softcap == 0 and
+          d.sinks is None and d.alibi_batch_stride == 0 and d.kv_dtype == 0 and
+          d.v_descale is None and d.descale_head_stride == 0 and t.reps == 20 and
+          abs(t.noise_band - 0.03) < 1e-12)
     m = MergeDesc()
     C.memset(C.byref(m), 0xA5, C.sizeof(m))
     L.fajit_merge_desc_init_sized(C.byref(m), C.sizeof(m), *(0,) * 6, 2, 3, 4, 8, 1)

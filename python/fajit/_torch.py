@@ -16,15 +16,20 @@ Under CUDA graph capture the workspace a plan needs (split-KV partials, tile cou
 torch allocation of the graph's pool, zeroed once, instead of the context's.
 """
 import ctypes as C
+import math
 import struct
 import threading
 from typing import Optional, Tuple
 
 import torch
 
-from ._lib import AttnDesc, invalid, lib
+from ._lib import AttnDesc, Unsupported, invalid, lib
 
 _DT = {torch.float16: 0, torch.bfloat16: 1}
+# FP8 K/V (fajit_kv_dtype): e4m3fn 1, e5m2 2; every torch float8 type, for q's rule
+_FP8 = {getattr(torch, n): i for n, i in (("float8_e4m3fn", 1), ("float8_e5m2", 2))
+        if hasattr(torch, n)}
+_FP8_ANY = {getattr(torch, n) for n in dir(torch) if n.startswith("float8_")}
 NONE, CAUSAL, WINDOW = 0, 1, 2
 _F32 = torch.float32
 _CONTIGUOUS = torch.contiguous_format
@@ -90,8 +95,17 @@ def _lse_shape(q, batch, seqlen_q, varlen):
     return (q.shape[1], q.shape[0]) if varlen else (batch, q.shape[2], seqlen_q)
 
 
+def _descale_strides(t):
+    """(descale_batch_stride, descale_head_stride) of a descale tensor: one element (vLLM's
+    per-tensor scale) or [batch, heads_kv]; a dimension of size 1 or stride 0 broadcasts."""
+    if t.numel() == 1:
+        return 0, 0
+    return (t.stride(0) if t.shape[0] > 1 else 0), (t.stride(1) if t.shape[1] > 1 else 0)
+
+
 def _build(q, k, v, o, cu_q, cu_k, block_table, seqused_k, max_q, max_k, mask, wl, wr,
-           scale, num_splits, num_splits_max, lse):
+           scale, num_splits, num_splits_max, lse, softcap=0.0, sinks=None, alibi=None,
+           k_descale=None, v_descale=None):
     """The descriptor of one call (every field from the tensors and options)."""
     varlen = cu_q is not None
     batch = (cu_q.shape[0] - 1) if varlen else q.shape[0]
@@ -125,18 +139,30 @@ def _build(q, k, v, o, cu_q, cu_k, block_table, seqused_k, max_q, max_k, mask, w
     d.num_splits, d.num_splits_max = num_splits, num_splits_max
     if lse is not None:
         d.lse = lse.data_ptr()
+    d.softcap = softcap
+    if sinks is not None:
+        d.sinks = sinks.data_ptr()
+    if alibi is not None:
+        d.alibi_slopes = alibi.data_ptr()
+        d.alibi_batch_stride = alibi.stride(0) if alibi.dim() == 2 and alibi.shape[0] > 1 else 0
+    d.kv_dtype = _FP8.get(k.dtype, 0)
+    if k_descale is not None:
+        d.k_descale, d.v_descale = k_descale.data_ptr(), v_descale.data_ptr()
+        d.descale_batch_stride, d.descale_head_stride = _descale_strides(k_descale)
     return d
 
 
 def _launch(q, k, v, o, cu_q, cu_k, block_table, seqused_k, max_q, max_k, mask, wl, wr,
-            scale, return_lse, num_splits, num_splits_max):
+            scale, return_lse, num_splits, num_splits_max, softcap, sinks, alibi, k_descale,
+            v_descale):
     """The custom ops' body: builds the descriptor and launches; returns the LSE."""
     varlen = cu_q is not None
     batch = (cu_q.shape[0] - 1) if varlen else q.shape[0]
     lse = torch.empty(_lse_shape(q, batch, max_q if varlen else q.shape[1], varlen)
                       if return_lse else (0,), dtype=_F32, device=q.device)
     d = _build(q, k, v, o, cu_q, cu_k, block_table, seqused_k, max_q, max_k, mask, wl, wr,
-               scale, num_splits, num_splits_max, lse if return_lse else None)
+               scale, num_splits, num_splits_max, lse if return_lse else None, softcap, sinks,
+               alibi, k_descale, v_descale)
     _submit(q.get_device(), C.pointer(d))
     return lse
 
@@ -155,17 +181,23 @@ if hasattr(torch.library, "custom_op"):
              block_table: Optional[torch.Tensor], seqused_k: Optional[torch.Tensor],
              max_seqlen_q: int, max_seqlen_k: int, mask: int, window_left: int,
              window_right: int, scale: Optional[float], return_lse: bool,
-             num_splits: int, num_splits_max: int) -> Tuple[torch.Tensor, torch.Tensor]:
+             num_splits: int, num_splits_max: int, softcap: float = 0.0,
+             sinks: Optional[torch.Tensor] = None,
+             alibi_slopes: Optional[torch.Tensor] = None,
+             k_descale: Optional[torch.Tensor] = None,
+             v_descale: Optional[torch.Tensor] = None) -> Tuple[torch.Tensor, torch.Tensor]:
         o = torch.empty(q.shape, dtype=q.dtype, device=q.device)
         lse = _launch(q, k, v, o, cu_seqlens_q, cu_seqlens_k, block_table, seqused_k,
                       max_seqlen_q, max_seqlen_k, mask, window_left, window_right, scale,
-                      return_lse, num_splits, num_splits_max)
+                      return_lse, num_splits, num_splits_max, softcap, sinks, alibi_slopes,
+                      k_descale, v_descale)
         return o, lse
 
     @_fwd.register_fake
     def _(q, k, v, cu_seqlens_q, cu_seqlens_k, block_table, seqused_k, max_seqlen_q,
           max_seqlen_k, mask, window_left, window_right, scale, return_lse, num_splits,
-          num_splits_max):
+          num_splits_max, softcap=0.0, sinks=None, alibi_slopes=None, k_descale=None,
+          v_descale=None):
         return (torch.empty(q.shape, dtype=q.dtype, device=q.device),
                 _fake_lse(q, cu_seqlens_q, max_seqlen_q, return_lse))
 
@@ -175,15 +207,21 @@ if hasattr(torch.library, "custom_op"):
                  block_table: Optional[torch.Tensor], seqused_k: Optional[torch.Tensor],
                  max_seqlen_q: int, max_seqlen_k: int, mask: int, window_left: int,
                  window_right: int, scale: Optional[float], return_lse: bool,
-                 num_splits: int, num_splits_max: int) -> torch.Tensor:
+                 num_splits: int, num_splits_max: int, softcap: float = 0.0,
+                 sinks: Optional[torch.Tensor] = None,
+                 alibi_slopes: Optional[torch.Tensor] = None,
+                 k_descale: Optional[torch.Tensor] = None,
+                 v_descale: Optional[torch.Tensor] = None) -> torch.Tensor:
         return _launch(q, k, v, out, cu_seqlens_q, cu_seqlens_k, block_table, seqused_k,
                        max_seqlen_q, max_seqlen_k, mask, window_left, window_right, scale,
-                       return_lse, num_splits, num_splits_max)
+                       return_lse, num_splits, num_splits_max, softcap, sinks, alibi_slopes,
+                       k_descale, v_descale)
 
     @_fwd_out.register_fake
     def _(q, k, v, out, cu_seqlens_q, cu_seqlens_k, block_table, seqused_k, max_seqlen_q,
           max_seqlen_k, mask, window_left, window_right, scale, return_lse, num_splits,
-          num_splits_max):
+          num_splits_max, softcap=0.0, sinks=None, alibi_slopes=None, k_descale=None,
+          v_descale=None):
         return _fake_lse(q, cu_seqlens_q, max_seqlen_q, return_lse)
 else:   # torch < 2.4: eager calls only (no torch.compile support)
     def _fwd(q, k, v, *args):
@@ -237,15 +275,77 @@ def _mask(causal, window):
 
 
 def _check_qkv(q, k, v, dims_q, dims_kv, kv_name="k"):
+    """q, k and v; K and V of q's dtype, or FP8 both of one type (an FP8 KV cache)."""
     _tensor("q", q, dims_q)
-    _tensor(kv_name, k, dims_kv, q.dtype)
-    _tensor(kv_name.replace("k", "v", 1), v, dims_kv, q.dtype)
+    v_name = kv_name.replace("k", "v", 1)
+    kd = getattr(k, "dtype", None)
+    if kd in _FP8:
+        _tensor(kv_name, k, dims_kv, kd)
+        if getattr(v, "dtype", None) != kd:
+            raise invalid(f"{kv_name} and {v_name} must have one dtype (FP8 K/V: both "
+                          f"torch.float8_e4m3fn or both torch.float8_e5m2), got {kd} and "
+                          f"{getattr(v, 'dtype', type(v).__name__)}")
+        _tensor(v_name, v, dims_kv, kd)
+    else:
+        _tensor(kv_name, k, dims_kv, q.dtype)
+        _tensor(v_name, v, dims_kv, q.dtype)
     if k.shape != v.shape:
         raise invalid(f"k and v must have one shape, got {tuple(k.shape)} and {tuple(v.shape)}")
     if q.shape[-1] != k.shape[-1]:
         raise invalid(f"q and k must have one head_dim, got {q.shape[-1]} and {k.shape[-1]}")
     if k.shape[-2] == 0 or q.shape[-2] % k.shape[-2]:
         raise invalid(f"q's heads ({q.shape[-2]}) must be a multiple of k's ({k.shape[-2]})")
+
+
+def _check_features(q, k, batch, softcap, sinks, alibi_slopes, k_descale, v_descale,
+                    kv_name="k"):
+    """The model features' arguments (fajit_attn_desc's softcap, sinks, alibi_slopes and
+    the FP8 descales); returns softcap as a float. Whether a kernel family serves them is
+    the C library's to say (FAJIT_UNSUPPORTED naming the feature)."""
+    try:
+        cap = float(softcap)
+    except (TypeError, ValueError):
+        raise invalid(f"softcap must be a float (0: off), got {softcap!r}") from None
+    if not math.isfinite(cap) or cap < 0:
+        raise invalid(f"softcap must be finite and >= 0 (0: off), got {softcap}")
+    heads_q, heads_kv = q.shape[-2], k.shape[-2]
+    if sinks is not None:
+        _tensor("sinks", sinks, 1, _F32)
+        if sinks.shape[0] != heads_q:
+            raise invalid(f"sinks must have one value per query head ({heads_q}), got "
+                          f"shape {tuple(sinks.shape)}")
+    if alibi_slopes is not None:
+        if not isinstance(alibi_slopes, torch.Tensor) or alibi_slopes.dim() not in (1, 2):
+            raise invalid("alibi_slopes must be a torch.float32 tensor [heads_q] or [batch, "
+                          f"heads_q], got {getattr(alibi_slopes, 'shape', alibi_slopes)}")
+        _tensor("alibi_slopes", alibi_slopes, alibi_slopes.dim(), _F32)
+        if alibi_slopes.shape[-1] != heads_q or (alibi_slopes.dim() == 2 and
+                                                 alibi_slopes.shape[0] not in (1, batch)):
+            raise invalid(f"alibi_slopes must have shape [{heads_q}] or [{batch}, {heads_q}] "
+                          f"([heads_q] or [batch, heads_q]), got {tuple(alibi_slopes.shape)}")
+    if k.dtype not in _FP8:
+        if k_descale is not None or v_descale is not None:
+            raise invalid(f"k_descale and v_descale go with FP8 K/V ({kv_name} of "
+                          f"torch.float8_e4m3fn or torch.float8_e5m2), got {kv_name} of "
+                          f"{k.dtype}")
+        return cap
+    if k_descale is None or v_descale is None:
+        raise invalid(f"FP8 K/V ({k.dtype}) needs k_descale and v_descale (torch.float32: "
+                      "one value, or [batch, heads_kv]; 1.0 where the cache is not scaled)")
+    for name, t in (("k_descale", k_descale), ("v_descale", v_descale)):
+        if not isinstance(t, torch.Tensor) or t.dtype != _F32:
+            raise invalid(f"{name} must be a torch.float32 tensor, got "
+                          f"{getattr(t, 'dtype', type(t).__name__)}")
+        if t.numel() != 1 and (t.dim() != 2 or t.shape[0] not in (1, batch) or
+                               t.shape[1] not in (1, heads_kv)):
+            raise invalid(f"{name} must have one element (a per-tensor scale) or shape "
+                          f"[{batch}, {heads_kv}] ([batch, heads_kv]), got {tuple(t.shape)}")
+    if _descale_strides(k_descale) != _descale_strides(v_descale):
+        raise invalid("k_descale and v_descale must share one layout (fajit_attn_desc has "
+                      "one pair of descale strides), got shapes "
+                      f"{tuple(k_descale.shape)} and {tuple(v_descale.shape)} with strides "
+                      f"{k_descale.stride()} and {v_descale.stride()}")
+    return cap
 
 
 def _check_out(out, q):
@@ -328,11 +428,12 @@ class _Entry:
 
 
 def _entry(key, q, k, v, o, cu_q, cu_k, block_table, seqused_k, max_q, max_k, mask, wl, wr,
-           scale, return_lse, num_splits, num_splits_max):
-    """A new entry (the arguments checked already), kept under `key` unless it is None."""
+           scale, return_lse, num_splits, num_splits_max, feats):
+    """A new entry (the arguments checked already), kept under `key` unless it is None.
+    feats: (softcap, sinks, alibi_slopes, k_descale, v_descale)."""
     e = _Entry()
     e.desc = _build(q, k, v, o, cu_q, cu_k, block_table, seqused_k, max_q, max_k, mask, wl,
-                    wr, scale, num_splits, num_splits_max, None)
+                    wr, scale, num_splits, num_splits_max, None, *feats)
     e.ptr = C.pointer(e.desc)
     e.dev, e.device, e.max_k = q.get_device(), q.device, max_k
     varlen = cu_q is not None
@@ -347,11 +448,18 @@ def _entry(key, q, k, v, o, cu_q, cu_k, block_table, seqused_k, max_q, max_k, ma
     return e
 
 
-def _call(e, q, k, v, out, cu_q, cu_k, block_table, seqused_k, max_q, max_k):
+def _call(e, q, k, v, out, cu_q, cu_k, block_table, seqused_k, max_q, max_k, sinks=None,
+          alibi=None, k_descale=None, v_descale=None):
     """fajit_attn_fwd of entry `e` on these tensors: returns (O, LSE or None)."""
     d = e.desc
     o = torch.empty_like(q, memory_format=_CONTIGUOUS) if out is None else out
     _QKVO(d, _OFF_QKVO, q.data_ptr(), k.data_ptr(), v.data_ptr(), o.data_ptr())
+    if sinks is not None:
+        d.sinks = sinks.data_ptr()
+    if alibi is not None:
+        d.alibi_slopes = alibi.data_ptr()
+    if k_descale is not None:
+        d.k_descale, d.v_descale = k_descale.data_ptr(), v_descale.data_ptr()
     if cu_q is not None:
         d.cu_seqlens_q = cu_q.data_ptr()
     if cu_k is not None:
@@ -385,7 +493,8 @@ def _eager(q):
 
 def attention(q, k, v, *, causal=False, window=None, scale=None, return_lse=False,
               cu_seqlens_q=None, cu_seqlens_k=None, max_seqlen_q=None, max_seqlen_k=None,
-              out=None):
+              out=None, softcap=0.0, sinks=None, alibi_slopes=None, k_descale=None,
+              v_descale=None):
     """softmax(q k^T * scale + mask) v with fajit_attn_fwd on torch's current stream.
 
     q [batch, seqlen_q, heads_q, head_dim], k and v [batch, seqlen_k, heads_kv, head_dim]
@@ -394,7 +503,15 @@ def attention(q, k, v, *, causal=False, window=None, scale=None, return_lse=Fals
     cu_seqlens_q / cu_seqlens_k (int32 [batch + 1]) and max_seqlen_q / max_seqlen_k. causal:
     bottom-right aligned; window (left, right): keys i-left..i+right (with causal, right 0).
     Returns O (into `out` when given) and, with return_lse, the natural-log LSE, float32
-    [batch, heads_q, seqlen_q] (varlen: [heads_q, total_q]). Raises fajit.Error."""
+    [batch, heads_q, seqlen_q] (varlen: [heads_q, total_q]). Raises fajit.Error.
+
+    Model features (fajit_attn_desc's; a call with one that no kernel family serves raises
+    fajit.Error FAJIT_UNSUPPORTED naming it): softcap > 0 (logits become softcap *
+    tanh(s / softcap); 0 off), sinks (float32 [heads_q]: a logit per head that joins the
+    softmax's denominator), alibi_slopes (float32 [heads_q] or [batch, heads_q]: adds
+    -slope * |i + seqlen_k - seqlen_q - j|), and FP8 K/V (k, v of torch.float8_e4m3fn or
+    float8_e5m2, both one type) with k_descale / v_descale (float32, one element or [batch,
+    heads_kv]: K = k_descale * k). All CUDA tensors on q's device."""
     varlen = cu_seqlens_q is not None or cu_seqlens_k is not None
     eager = _eager(q)
     key = None
@@ -404,17 +521,19 @@ def attention(q, k, v, *, causal=False, window=None, scale=None, return_lse=Fals
                    k.shape, k.stride(), k.dtype, k.get_device(),
                    v.shape, v.stride(), v.dtype, v.get_device(),
                    _sig(out), _sig(cu_seqlens_q), _sig(cu_seqlens_k), max_seqlen_q is None,
-                   max_seqlen_k is None, causal, window, scale, return_lse)
+                   max_seqlen_k is None, causal, window, scale, return_lse, softcap,
+                   _sig(sinks), _sig(alibi_slopes), _sig(k_descale), _sig(v_descale))
             e = _tls.descs.get(key)
         except (AttributeError, TypeError):   # not tensors, or unhashable: checked below
             key = e = None
         if e is not None:
             if varlen:
                 o, lse = _call(e, q, k, v, out, cu_seqlens_q, cu_seqlens_k, None, None,
-                               int(max_seqlen_q), int(max_seqlen_k))
+                               int(max_seqlen_q), int(max_seqlen_k), sinks, alibi_slopes,
+                               k_descale, v_descale)
             else:
                 o, lse = _call(e, q, k, v, out, None, None, None, None, q.shape[1],
-                               k.shape[1])
+                               k.shape[1], sinks, alibi_slopes, k_descale, v_descale)
             return (o, lse) if return_lse else o
     dims = 3 if varlen else 4
     _check_qkv(q, k, v, dims, dims)
@@ -435,25 +554,37 @@ def attention(q, k, v, *, causal=False, window=None, scale=None, return_lse=Fals
         if q.shape[0] != k.shape[0]:
             raise invalid(f"q and k must have one batch, got {q.shape[0]} and {k.shape[0]}")
         max_q, max_k = q.shape[1], k.shape[1]
-    _on_cuda(q, k=k, v=v, out=out, cu_seqlens_q=cu_seqlens_q, cu_seqlens_k=cu_seqlens_k)
+    batch = cu_seqlens_q.shape[0] - 1 if varlen else q.shape[0]
+    softcap = _check_features(q, k, batch, softcap, sinks, alibi_slopes, k_descale, v_descale)
+    _on_cuda(q, k=k, v=v, out=out, cu_seqlens_q=cu_seqlens_q, cu_seqlens_k=cu_seqlens_k,
+             sinks=sinks, alibi_slopes=alibi_slopes, k_descale=k_descale, v_descale=v_descale)
     scale = None if scale is None else float(scale)
+    feats = (softcap, sinks, alibi_slopes, k_descale, v_descale)
     if eager:
         o = torch.empty_like(q, memory_format=_CONTIGUOUS) if out is None else out
         e = _entry(key, q, k, v, o, cu_seqlens_q, cu_seqlens_k, None, None, max_q, max_k,
-                   mask, wl, wr, scale, return_lse, 0, 0)
-        o, lse = _call(e, q, k, v, o, cu_seqlens_q, cu_seqlens_k, None, None, max_q, max_k)
+                   mask, wl, wr, scale, return_lse, 0, 0, feats)
+        o, lse = _call(e, q, k, v, o, cu_seqlens_q, cu_seqlens_k, None, None, max_q, max_k,
+                       *feats[1:])
         return (o, lse) if return_lse else o
     return _run(q, k, v, out, return_lse, cu_seqlens_q, cu_seqlens_k, None, None, max_q,
-                max_k, mask, wl, wr, scale, return_lse, 0, 0)
+                max_k, mask, wl, wr, scale, return_lse, 0, 0, *feats)
 
 
-def _kv_hit(e, q, k, v, out, block_table, seqused_k, cu_q, max_q, max_k):
+def _kv_hit(e, q, k, v, out, block_table, seqused_k, cu_q, max_q, max_k, sinks, alibi,
+            k_descale, v_descale):
     """A hit of attention_with_kvcache's signature (or of flash_attn_varlen_func's paged
     one): the pointers and lengths written into e's descriptor, then the launch. Returns
     (O, LSE or None)."""
     d = e.desc
     o = torch.empty_like(q, memory_format=_CONTIGUOUS) if out is None else out
     _QKVO(d, _OFF_QKVO, q.data_ptr(), k.data_ptr(), v.data_ptr(), o.data_ptr())
+    if sinks is not None:
+        d.sinks = sinks.data_ptr()
+    if alibi is not None:
+        d.alibi_slopes = alibi.data_ptr()
+    if k_descale is not None:
+        d.k_descale, d.v_descale = k_descale.data_ptr(), v_descale.data_ptr()
     try:
         _LENS(d, _OFF_LENS, max_q, max_k)
     except struct.error:
@@ -480,7 +611,8 @@ def _kv_hit(e, q, k, v, out, block_table, seqused_k, cu_q, max_q, max_k):
 def attention_with_kvcache(q, k_cache, v_cache, *, block_table=None, seqused_k=None,
                            cu_seqlens_q=None, max_seqlen_q=None, causal=False, window=None,
                            scale=None, num_splits=0, num_splits_max=0, return_lse=False,
-                           max_seqlen_k=None, out=None):
+                           max_seqlen_k=None, out=None, softcap=0.0, sinks=None,
+                           alibi_slopes=None, k_descale=None, v_descale=None):
     """Decode and chunked prefill over a KV cache, the decode kernels' entry.
 
     q [batch, seqlen_q, heads_q, head_dim]. Without block_table, k_cache and v_cache are
@@ -496,7 +628,13 @@ def attention_with_kvcache(q, k_cache, v_cache, *, block_table=None, seqused_k=N
     at most that many splits of fajit's own choice (0: no bound; vLLM's num_splits, an upper
     bound sized for its CUDA-graph buffers, goes here); both given: num_splits <=
     num_splits_max. Returns O and, with
-    return_lse, the LSE [batch, heads_q, seqlen_q] ([heads_q, total_q] for a mixed batch)."""
+    return_lse, the LSE [batch, heads_q, seqlen_q] ([heads_q, total_q] for a mixed batch).
+
+    Model features, as attention's (the decode kernels serve them all): softcap, sinks
+    (float32 [heads_q]), alibi_slopes (float32 [heads_q] or [batch, heads_q]), and an FP8
+    cache: k_cache and v_cache of torch.float8_e4m3fn or float8_e5m2 (one type) with
+    k_descale / v_descale, float32 CUDA tensors of one element (vLLM's k_scale / v_scale)
+    or [batch, heads_kv] (FA3's), sharing one layout; q stays float16 or bfloat16."""
     key = None
     if _FAST and not _compiling() and type(q) is _Tensor and not _dispatch_modes():
         try:   # the signature (see above), then the lengths of this call
@@ -516,7 +654,18 @@ def attention_with_kvcache(q, k_cache, v_cache, *, block_table=None, seqused_k=N
                    (cu_seqlens_q.shape, cu_seqlens_q.stride(), cu_seqlens_q.dtype,
                     cu_seqlens_q.get_device()),
                    max_seqlen_q is None, causal, window, scale, num_splits, num_splits_max,
-                   return_lse)
+                   return_lse, softcap,
+                   None if sinks is None else
+                   (sinks.shape, sinks.stride(), sinks.dtype, sinks.get_device()),
+                   None if alibi_slopes is None else
+                   (alibi_slopes.shape, alibi_slopes.stride(), alibi_slopes.dtype,
+                    alibi_slopes.get_device()),
+                   None if k_descale is None else
+                   (k_descale.shape, k_descale.stride(), k_descale.dtype,
+                    k_descale.get_device()),
+                   None if v_descale is None else
+                   (v_descale.shape, v_descale.stride(), v_descale.dtype,
+                    v_descale.get_device()))
             c = _tls.descs
             if key == c.last_key:
                 e = c.last
@@ -543,6 +692,12 @@ def attention_with_kvcache(q, k_cache, v_cache, *, block_table=None, seqused_k=N
                 d.seqused_k = seqused_k.data_ptr()
             if cu_seqlens_q is not None:
                 d.cu_seqlens_q = cu_seqlens_q.data_ptr()
+            if sinks is not None:
+                d.sinks = sinks.data_ptr()
+            if alibi_slopes is not None:
+                d.alibi_slopes = alibi_slopes.data_ptr()
+            if k_descale is not None:   # (in the key: K/V are FP8, checked on the miss)
+                d.k_descale, d.v_descale = k_descale.data_ptr(), v_descale.data_ptr()
             if e.lse_shape is None:
                 lse = None
             else:
@@ -559,12 +714,13 @@ def attention_with_kvcache(q, k_cache, v_cache, *, block_table=None, seqused_k=N
         eager = False
     return _kvcache(key, eager, q, k_cache, v_cache, block_table, seqused_k, cu_seqlens_q,
                     max_seqlen_q, causal, window, scale, num_splits, num_splits_max,
-                    return_lse, max_seqlen_k, out)
+                    return_lse, max_seqlen_k, out, softcap, sinks, alibi_slopes, k_descale,
+                    v_descale)
 
 
 def _kvcache(key, eager, q, k_cache, v_cache, block_table, seqused_k, cu_seqlens_q,
              max_seqlen_q, causal, window, scale, num_splits, num_splits_max, return_lse,
-             max_seqlen_k, out):
+             max_seqlen_k, out, softcap, sinks, alibi_slopes, k_descale, v_descale):
     """attention_with_kvcache past a miss: every check, then (eager) a new entry kept under
     `key` and its launch, or (traced) the custom op."""
     varlen = cu_seqlens_q is not None
@@ -612,20 +768,24 @@ def _kvcache(key, eager, q, k_cache, v_cache, block_table, seqused_k, cu_seqlens
                               f"{seqused_k.shape[0]}")
         cap = block_table.shape[1] * k_cache.shape[1]
     max_k = cap if max_seqlen_k is None else int(max_seqlen_k)
+    softcap = _check_features(q, k_cache, batch, softcap, sinks, alibi_slopes, k_descale,
+                              v_descale, "k_cache")
     _on_cuda(q, k_cache=k_cache, v_cache=v_cache, out=out, block_table=block_table,
-             seqused_k=seqused_k, cu_seqlens_q=cu_seqlens_q)
+             seqused_k=seqused_k, cu_seqlens_q=cu_seqlens_q, sinks=sinks,
+             alibi_slopes=alibi_slopes, k_descale=k_descale, v_descale=v_descale)
     scale = None if scale is None else float(scale)
+    feats = (softcap, sinks, alibi_slopes, k_descale, v_descale)
     if eager:
         o = torch.empty_like(q, memory_format=_CONTIGUOUS) if out is None else out
         e = _entry(key, q, k_cache, v_cache, o, cu_seqlens_q, None, block_table, seqused_k,
                    max_q, cap, mask, wl, wr, scale, return_lse, int(num_splits),
-                   int(num_splits_max))
+                   int(num_splits_max), feats)
         o, lse = _kv_hit(e, q, k_cache, v_cache, o, block_table, seqused_k, cu_seqlens_q,
-                         max_q, max_k)
+                         max_q, max_k, *feats[1:])
         return (o, lse) if return_lse else o
     return _run(q, k_cache, v_cache, out, return_lse, cu_seqlens_q, None, block_table,
                 seqused_k, max_q, max_k, mask, wl, wr, scale, return_lse, int(num_splits),
-                int(num_splits_max))
+                int(num_splits_max), *feats)
 
 
 # ------ flash-attn's varlen entry point ------
@@ -661,7 +821,7 @@ def _fa_window(causal, window_size):
 
 
 def _unsupported(name, what):
-    raise NotImplementedError(f"fajit.flash_attn_varlen_func: {name} is not supported ({what})")
+    raise Unsupported(f"fajit.flash_attn_varlen_func: {name} is not supported ({what})")
 
 
 def flash_attn_varlen_func(q, k, v, cu_seqlens_q=None, cu_seqlens_k=None, max_seqlen_q=None,
@@ -670,8 +830,8 @@ def flash_attn_varlen_func(q, k, v, cu_seqlens_q=None, cu_seqlens_k=None, max_se
                            deterministic=False, return_attn_probs=False, block_table=None, *,
                            seqused_k=None, out=None, num_splits=0, return_softmax_lse=False,
                            scheduler_metadata=None, fa_version=None, q_v=None, q_descale=None,
-                           k_descale=None, v_descale=None, s_aux=None, cp_world_size=1,
-                           cp_rank=0, cp_tot_seqused_k=None):
+                           k_descale=None, v_descale=None, s_aux=None, learnable_sink=None,
+                           cp_world_size=1, cp_rank=0, cp_tot_seqused_k=None):
     """flash-attn's flash_attn_varlen_func (FA2, FA3 and vLLM's vllm_flash_attn) on fajit:
     the same argument names, meanings and results, so a backend that calls it switches by
     importing this one.
@@ -690,31 +850,42 @@ def flash_attn_varlen_func(q, k, v, cu_seqlens_q=None, cu_seqlens_k=None, max_se
     cu_seqlens_q, max_seqlen_k, cu_seqlens_k) is recognised by the types. Returns O, or
     (O, LSE) with return_softmax_lse: LSE float32 [heads_q, total_q], natural log.
 
+    Model features: softcap (> 0 on), alibi_slopes (float32 [heads_q] or [batch, heads_q]),
+    attention sinks as s_aux (vLLM's name) or learnable_sink (FA3/FA4's), float32
+    [heads_q], and FP8 K/V (k, v of torch.float8_e4m3fn or float8_e5m2) with k_descale /
+    v_descale (float32, one element or [batch, heads_kv], as vLLM and FA3 pass them). The
+    paged (decode) kernels serve them all; for packed keys the prefill kernels serve what
+    they do, and a feature none serves raises fajit.Error FAJIT_UNSUPPORTED naming it.
+    k_descale / v_descale with float16 or bfloat16 K/V are ignored (as in FA3; vLLM passes
+    them always), and so is q_descale: q must be float16 or bfloat16 (an FP8 q raises).
+
     scheduler_metadata, fa_version, deterministic and cp_rank are accepted and ignored
-    (fajit plans on the host per call; its forward is deterministic), and so are
-    q_descale/k_descale/v_descale with float16 or bfloat16 tensors (as FA3 does; vLLM
-    passes them always). dropout_p, softcap, alibi_slopes, return_attn_probs, q_v, fp8
-    tensors with descales, s_aux (sinks) and context parallelism (cp_world_size > 1,
-    cp_tot_seqused_k) raise NotImplementedError."""
+    (fajit plans on the host per call; its forward is deterministic). dropout_p,
+    return_attn_probs, q_v, FP8 queries and context parallelism (cp_world_size > 1,
+    cp_tot_seqused_k) raise NotImplementedError (fajit.Error FAJIT_UNSUPPORTED)."""
     if isinstance(cu_seqlens_q, int):   # vLLM's positional order: max_q, cu_q, max_k, cu_k
         cu_seqlens_q, cu_seqlens_k, max_seqlen_q, max_seqlen_k = \
             cu_seqlens_k, max_seqlen_k, cu_seqlens_q, max_seqlen_q
+    if learnable_sink is not None:   # FA3/FA4's name for vLLM's s_aux
+        if s_aux is not None:
+            raise invalid("s_aux and learnable_sink are both the attention sinks: give one")
+        s_aux = learnable_sink
     key = None
     if block_table is not None and _FAST and not _compiling() and type(q) is _Tensor and \
             not _dispatch_modes() and (seqused_k is not None or cu_seqlens_k is None) and \
-            not (dropout_p or softcap or return_attn_probs) and alibi_slopes is None and \
-            q_v is None and s_aux is None and cp_world_size == 1 and cp_tot_seqused_k is None:
+            not (dropout_p or return_attn_probs) and q_v is None and cp_world_size == 1 and \
+            cp_tot_seqused_k is None:
         # vLLM's paged call with nothing unsupported: its own signature (the options as
         # flash-attn names them, their mapping onto attention_with_kvcache's done on the
-        # miss), so a hit skips the mapping too. The descales need no look: a hit's q and k
-        # have the cached 16-bit dtypes, with which they are ignored (fp8 K/V, once
-        # supported, puts the descales in the key and their pointers in a hit). An argument
-        # refused below that becomes supported (softcap, alibi_slopes, s_aux) leaves this
-        # guard for the key, with its value.
+        # miss), so a hit skips the mapping too. The descales join the key (and a hit
+        # writes their pointers) only with FP8 K/V: with 16-bit K/V they are ignored, and
+        # so is q_descale (an FP8 q is refused on the miss, so never cached).
         try:
             qs = q.shape
+            kd = k.dtype
+            fp8 = kd not in _DT
             key = (2, qs, q.stride(), q.dtype, q.get_device(),
-                   k.shape, k.stride(), k.dtype, k.get_device(),
+                   k.shape, k.stride(), kd, k.get_device(),
                    v.shape, v.stride(), v.dtype, v.get_device(),
                    None if out is None else
                    (out.shape, out.stride(), out.dtype, out.get_device()),
@@ -727,7 +898,18 @@ def flash_attn_varlen_func(q, k, v, cu_seqlens_q=None, cu_seqlens_k=None, max_se
                    cu_seqlens_q.get_device(), causal,
                    window_size if type(window_size) is tuple else
                    None if window_size is None else tuple(window_size),
-                   softmax_scale, num_splits, return_softmax_lse)
+                   softmax_scale, num_splits, return_softmax_lse, softcap,
+                   None if alibi_slopes is None else
+                   (alibi_slopes.shape, alibi_slopes.stride(), alibi_slopes.dtype,
+                    alibi_slopes.get_device()),
+                   None if s_aux is None else
+                   (s_aux.shape, s_aux.stride(), s_aux.dtype, s_aux.get_device()),
+                   (None if k_descale is None else
+                    (k_descale.shape, k_descale.stride(), k_descale.dtype,
+                     k_descale.get_device()),
+                    None if v_descale is None else
+                    (v_descale.shape, v_descale.stride(), v_descale.dtype,
+                     v_descale.get_device())) if fp8 else None)
             c = _tls.descs
             if key == c.last_key:
                 e = c.last
@@ -754,6 +936,12 @@ def flash_attn_varlen_func(q, k, v, cu_seqlens_q=None, cu_seqlens_k=None, max_se
                 d.seqused_k = seqused_k.data_ptr()
             if cu_seqlens_q is not None:
                 d.cu_seqlens_q = cu_seqlens_q.data_ptr()
+            if s_aux is not None:
+                d.sinks = s_aux.data_ptr()
+            if alibi_slopes is not None:
+                d.alibi_slopes = alibi_slopes.data_ptr()
+            if fp8:
+                d.k_descale, d.v_descale = k_descale.data_ptr(), v_descale.data_ptr()
             if e.lse_shape is None:
                 lse = None
             else:
@@ -767,21 +955,17 @@ def flash_attn_varlen_func(q, k, v, cu_seqlens_q=None, cu_seqlens_k=None, max_se
             return (o, lse) if return_softmax_lse else o
     if dropout_p:
         _unsupported("dropout_p", f"inference only, got {dropout_p}")
-    if softcap:
-        _unsupported("softcap", f"no logit soft-capping, got {softcap}")
-    if alibi_slopes is not None:
-        _unsupported("alibi_slopes", "no ALiBi")
     if return_attn_probs:
         _unsupported("return_attn_probs", "the probabilities are never formed; "
                      "return_softmax_lse=True gives the LSE")
     if q_v is not None:
         _unsupported("q_v", "no MLA: one head_dim for q, k and v")
-    if (q_descale is not None or k_descale is not None or v_descale is not None) and \
-            (getattr(q, "dtype", None) not in _DT or getattr(k, "dtype", None) not in _DT):
-        _unsupported("q_descale/k_descale/v_descale", "no fp8: q, k and v are float16 or "
-                     "bfloat16, and then the descales are ignored, as in FA3")
-    if s_aux is not None:
-        _unsupported("s_aux", "no attention sinks")
+    if getattr(q, "dtype", None) in _FP8_ANY:
+        _unsupported(f"an FP8 q ({q.dtype})", "FP8 queries are not served, so neither is "
+                     "q_descale: q must be float16 or bfloat16 (K/V may be FP8, with "
+                     "k_descale and v_descale)")
+    if getattr(k, "dtype", None) not in _FP8:   # 16-bit K/V: the descales ignored, as in FA3
+        k_descale = v_descale = None
     if cp_world_size != 1 or cp_tot_seqused_k is not None:
         _unsupported("cp_world_size/cp_tot_seqused_k", "no context parallelism")
     if cu_seqlens_q is None:
@@ -790,18 +974,20 @@ def flash_attn_varlen_func(q, k, v, cu_seqlens_q=None, cu_seqlens_k=None, max_se
         raise invalid("flash_attn_varlen_func needs max_seqlen_q (a host int)")
     causal, window = _fa_window(causal, window_size)
     ret = return_softmax_lse
+    feats = dict(softcap=softcap, sinks=s_aux, alibi_slopes=alibi_slopes, k_descale=k_descale,
+                 v_descale=v_descale)
     if block_table is not None:
         if key is not None:   # the eager path's miss: the new entry goes under `key` too
             return _kvcache(key, True, q, k, v, block_table, seqused_k, cu_seqlens_q,
                             max_seqlen_q, causal, window, softmax_scale, 0,
-                            _splits(num_splits), ret, max_seqlen_k, out)
+                            _splits(num_splits), ret, max_seqlen_k, out, **feats)
         if seqused_k is None and cu_seqlens_k is not None:   # FA2's paged form
             seqused_k = (cu_seqlens_k[1:] - cu_seqlens_k[:-1]).to(torch.int32)
         return attention_with_kvcache(q, k, v, block_table=block_table, seqused_k=seqused_k,
                                       cu_seqlens_q=cu_seqlens_q, max_seqlen_q=max_seqlen_q,
                                       causal=causal, window=window, scale=softmax_scale,
                                       num_splits_max=_splits(num_splits), return_lse=ret,
-                                      max_seqlen_k=max_seqlen_k, out=out)
+                                      max_seqlen_k=max_seqlen_k, out=out, **feats)
     if seqused_k is not None:
         _unsupported("seqused_k without block_table", "seqused_k limits the keys of paged "
                      "K/V only; give cu_seqlens_k")
@@ -810,7 +996,7 @@ def flash_attn_varlen_func(q, k, v, cu_seqlens_q=None, cu_seqlens_k=None, max_se
     # num_splits is dropped: split-KV is the paged kernels' (results are the same)
     return attention(q, k, v, causal=causal, window=window, scale=softmax_scale,
                      return_lse=ret, cu_seqlens_q=cu_seqlens_q, cu_seqlens_k=cu_seqlens_k,
-                     max_seqlen_q=max_seqlen_q, max_seqlen_k=max_seqlen_k, out=out)
+                     max_seqlen_q=max_seqlen_q, max_seqlen_k=max_seqlen_k, out=out, **feats)
 
 
 def _merge_launch(o_a, lse_a, o_b, lse_b, o, lse):

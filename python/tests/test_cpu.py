@@ -140,3 +140,54 @@ def test_the_library_loaded_is_the_one_asked_for():
         assert os.path.samefile(fajit._lib.lib._name, want)
     else:
         assert os.path.dirname(fajit._lib.lib._name) == os.path.dirname(fajit.__file__)
+
+
+def test_attn_desc_mirror_matches_the_library():
+    """The ctypes fajit_attn_desc has the C struct's size (the library names its own when a
+    larger struct sets a byte past it) and its appended fields sit where C reads them (each
+    one set alone draws the library's rule for that field)."""
+    import ctypes as C
+    from fajit._lib import AttnDesc, lib
+    # LP64 offsets of the C header's layout: an int64 or pointer after an odd int count
+    # takes 4 bytes of padding (before alibi_batch_stride and k_descale)
+    want = {"num_splits_max": 292, "softcap": 296, "sinks": 304, "alibi_slopes": 312,
+            "alibi_batch_stride": 320, "head_dim_v": 328, "kv_dtype": 332, "k_descale": 336,
+            "v_descale": 344, "descale_batch_stride": 352, "descale_head_stride": 360}
+    if C.sizeof(C.c_void_p) == 8:
+        assert {n: getattr(AttnDesc, n).offset for n in want} == want
+        assert C.sizeof(AttnDesc) == 368
+
+    class Larger(C.Structure):
+        _fields_ = [("d", AttnDesc), ("extra", C.c_uint64)]
+
+    with fajit.Context(None, cache_dir="") as ctx:
+        big = Larger()
+        lib.fajit_attn_desc_init_sized(C.byref(big.d), C.sizeof(big), *(0x100000,) * 4, 2, 8,
+                                       2, 1, 64, 128, 1)
+        assert lib.fajit_attn_check(ctx.ptr, C.byref(big.d)) == 0
+        big.extra = 1
+        assert lib.fajit_attn_check(ctx.ptr, C.byref(big.d)) == 1
+        assert f"larger than this library's {C.sizeof(AttnDesc)}, and byte " \
+               f"{C.sizeof(AttnDesc)} is not zero" in ctx.errmsg()
+
+        def check(**fields):
+            d = AttnDesc()
+            lib.fajit_attn_desc_init_sized(C.byref(d), C.sizeof(d), *(0x100000,) * 4, 2, 8,
+                                           2, 1, 64, 128, 1)
+            for name, value in fields.items():
+                setattr(d, name, value)
+            assert lib.fajit_attn_check(ctx.ptr, C.byref(d)) == 1, fields
+            return ctx.errmsg()
+
+        assert "softcap must be finite and >= 0" in check(softcap=-1.0)
+        assert "sinks must be 4-byte aligned, got 0x100001" in check(sinks=0x100001)
+        assert "alibi_slopes must be 4-byte aligned" in check(alibi_slopes=0x100001)
+        assert "alibi_batch_stride must be 0" in check(alibi_slopes=0x100000,
+                                                        alibi_batch_stride=-5)
+        assert "kv_dtype must be AS_Q (0)" in check(kv_dtype=3)
+        assert "kv_dtype e4m3 needs k_descale and v_descale" in check(kv_dtype=1)
+        p = 0x100000
+        assert "got 0 and -1" in check(kv_dtype=1, k_descale=p, v_descale=p,
+                                       descale_head_stride=-1)
+        assert "got -1 and 0" in check(kv_dtype=1, k_descale=p, v_descale=p,
+                                       descale_batch_stride=-1)

@@ -387,3 +387,238 @@ def test_flash_attn_varlen_func_under_torch_compile_and_graphs():
     g.replay()
     torch.cuda.synchronize()
     check_rows(o, None, a, k, v, [17, 64, 1], True, what="graph replay")
+
+
+# ------ the model features: softcap, attention sinks, ALiBi, FP8 K/V ------
+
+def feature_reference(q, k, v, causal=False, scale=None, softcap=0.0, sinks=None,
+                      slopes=None):
+    """float64 attention with the model features as fajit_attn_desc defines them: logits
+    s = scale * q.k, then softcap * tanh(s / softcap), then ALiBi's -slope * |i + sk - sq -
+    j|, the causal mask (bottom-right), and a softmax over the keys and each head's sink
+    logit (its column dropped from P). slopes: [hq] or [1, hq]. O [b, sq, hq, d], LSE [b, hq,
+    sq] (the sink included)."""
+    b, sq, hq, d = q.shape
+    sk, hkv = k.shape[1], k.shape[2]
+    scale = 1 / math.sqrt(d) if scale is None else scale
+    qf = q.double().transpose(1, 2)
+    kf = k.double().transpose(1, 2).repeat_interleave(hq // hkv, dim=1)
+    vf = v.double().transpose(1, 2).repeat_interleave(hq // hkv, dim=1)
+    s = qf @ kf.transpose(-1, -2) * scale
+    if softcap:
+        s = softcap * torch.tanh(s / softcap)
+    i = torch.arange(sq, device=q.device)[:, None] + (sk - sq)
+    j = torch.arange(sk, device=q.device)[None, :]
+    if slopes is not None:
+        s = s - slopes.double().reshape(1, hq, 1, 1) * (i - j).abs()
+    if causal:
+        s = s.masked_fill(j > i, -math.inf)
+    full = s
+    if sinks is not None:
+        full = torch.cat([s, sinks.double().view(1, hq, 1, 1).expand(b, hq, sq, 1)], -1)
+    lse = torch.logsumexp(full, -1)
+    p = torch.exp(s - lse[..., None]).nan_to_num(0.0)
+    return (p @ vf).transpose(1, 2), lse
+
+
+def check_features(o, lse, q, k, v, what="", **features):
+    """o (and lse) against feature_reference: no SDPA yardstick here (SDPA has none of the
+    features), a bound of bf16's rounding of O and of P instead."""
+    ref, ref_lse = feature_reference(q, k, v, **features)
+    err = (o.double() - ref).abs().max().item()
+    tol = 2 ** -6 * ref.abs().max().item() + 2e-3
+    assert err <= tol, f"{what}: max error {err:.5f}, allowed {tol:.5f}"
+    if lse is not None:
+        assert (lse.double() - ref_lse).abs().max().item() < 1e-2, what
+
+
+def alibi_slopes(heads):
+    """ALiBi's geometric slopes 2^(-8 h / heads), h = 1..heads (float32, CUDA)."""
+    return torch.tensor([2 ** (-8 * (h + 1) / heads) for h in range(heads)],
+                        dtype=torch.float32, device="cuda")
+
+
+FEATURES = {
+    "softcap": lambda hq, b: dict(softcap=2.0),
+    "sinks": lambda hq, b: dict(sinks=torch.randn(hq, device="cuda") * 2),
+    "alibi": lambda hq, b: dict(alibi_slopes=alibi_slopes(hq)),
+    "alibi per sequence": lambda hq, b: dict(
+        alibi_slopes=torch.stack([alibi_slopes(hq) * (1 + i) / b for i in range(b)])),
+    "all": lambda hq, b: dict(softcap=5.0, sinks=torch.randn(hq, device="cuda"),
+                              alibi_slopes=alibi_slopes(hq) / 16),
+}
+
+
+def per_sequence(features, i):
+    """The reference's features of sequence i (a [batch, heads] slope row picked)."""
+    f = {("slopes" if n == "alibi_slopes" else n): t for n, t in features.items()}
+    if f.get("slopes") is not None and f["slopes"].dim() == 2:
+        f["slopes"] = f["slopes"][i]
+    return f
+
+
+@pytest.mark.parametrize("feature", list(FEATURES))
+@pytest.mark.parametrize("q_len", [1, 4])
+def test_kvcache_features_paged(feature, q_len):
+    """Decode (and a few query rows) over paged K/V with each feature, per sequence against
+    the float64 reference; a second call with new feature tensors of the same layout (an
+    eager cache hit) follows them."""
+    gen = torch.Generator().manual_seed(SEED)
+    torch.manual_seed(SEED)
+    b, n, hq = 3, 1000, 32
+    k, v = rand(b, n, 8, 128), rand(b, n, 8, 128)
+    q = rand(b, q_len, hq, 128)
+    kp, vp, bt = paged(k, v, 16, gen)
+    used = torch.tensor([1000, 517, q_len], dtype=torch.int32, device="cuda")
+    for call in range(2):
+        features = FEATURES[feature](hq, b)
+        o, lse = fajit.attention_with_kvcache(q, kp, vp, block_table=bt, seqused_k=used,
+                                              causal=True, return_lse=True, **features)
+        for i in range(b):
+            u = int(used[i])
+            check_features(o[i:i + 1], lse[i:i + 1], q[i:i + 1], k[i:i + 1, :u],
+                           v[i:i + 1, :u], causal=True,
+                           what=f"{feature} q_len {q_len} seq {i} call {call}",
+                           **per_sequence(features, i))
+
+
+FP8_MAX = {"e4m3": 448.0, "e5m2": 57344.0}
+
+
+def quantize(x, scale, fp8):
+    """x / scale as FP8 and its dequantized value (fp8.float() * scale), the reference's K
+    or V. scale: a float32 tensor of one element, or [b, hkv] (per sequence and head)."""
+    s = scale.view(1, 1, 1, 1) if scale.numel() == 1 else scale[:, None, :, None]
+    x8 = (x.float() / s).to(fp8)
+    return x8, x8.float() * s
+
+
+@pytest.mark.skipif(not hasattr(torch, "float8_e5m2"), reason="torch without float8")
+@pytest.mark.parametrize("fmt", ["e4m3", "e5m2"])
+@pytest.mark.parametrize("per_head", [False, True])
+def test_kvcache_fp8_paged(fmt, per_head):
+    """An FP8 paged cache (k = k_fp8 * k_descale) against the float64 reference of the
+    dequantized K and V; per-tensor descales (vLLM's k_scale) or [batch, heads_kv] (FA3's),
+    with softcap and sinks on a second call."""
+    fp8 = torch.float8_e4m3fn if fmt == "e4m3" else torch.float8_e5m2
+    gen = torch.Generator().manual_seed(SEED)
+    torch.manual_seed(SEED)
+    b, n, hq, hkv = 3, 700, 32, 8
+    k, v = rand(b, n, hkv, 128), rand(b, n, hkv, 128)
+    if per_head:
+        ks = 0.01 + 0.02 * torch.rand(b, hkv, device="cuda")
+        vs = 0.01 + 0.02 * torch.rand(b, hkv, device="cuda")
+    else:
+        ks = torch.tensor([0.02], device="cuda")
+        vs = torch.tensor([0.03], device="cuda")
+    k8, kd = quantize(k, ks, fp8)
+    v8, vd = quantize(v, vs, fp8)
+    kp, vp, bt = paged(k8.view(torch.uint8), v8.view(torch.uint8), 16, gen)
+    kp, vp = kp.view(fp8), vp.view(fp8)
+    for q_len in (1, 5):
+        q = rand(b, q_len, hq, 128)
+        used = torch.tensor([700, 311, q_len], dtype=torch.int32, device="cuda")
+        for features in ({}, dict(softcap=4.0, sinks=torch.randn(hq, device="cuda"))):
+            o, lse = fajit.attention_with_kvcache(q, kp, vp, block_table=bt, seqused_k=used,
+                                                  causal=True, return_lse=True, k_descale=ks,
+                                                  v_descale=vs, **features)
+            for i in range(b):
+                u = int(used[i])
+                check_features(o[i:i + 1], lse[i:i + 1], q[i:i + 1], kd[i:i + 1, :u],
+                               vd[i:i + 1, :u], causal=True,
+                               what=f"fp8 {fmt} per_head={per_head} q_len {q_len} seq {i} "
+                               f"{sorted(features)}", **features)
+    # new descale tensors of the same layout (an eager hit): their values are read
+    o2 = fajit.attention_with_kvcache(q, kp, vp, block_table=bt, seqused_k=used, causal=True,
+                                      k_descale=ks.clone(), v_descale=vs * 2)
+    for i in range(b):
+        u = int(used[i])
+        check_features(o2[i:i + 1], None, q[i:i + 1], kd[i:i + 1, :u], 2 * vd[i:i + 1, :u],
+                       causal=True, what=f"fp8 {fmt} v_descale doubled seq {i}")
+
+
+@pytest.mark.skipif(not hasattr(torch, "float8_e4m3fn"), reason="torch without float8")
+def test_flash_attn_varlen_func_fp8_sinks_softcap_alibi():
+    """vLLM's call with an FP8 cache view, its expanded per-tensor descales (q_descale too,
+    ignored with a bf16 q), s_aux and softcap; then learnable_sink and ALiBi."""
+    q_lens, used = [37, 1, 1, 4], [700, 431, 1, 29]
+    a, k, v = vllm_batch(q_lens, used)
+    scale = torch.tensor([0.02], device="cuda")
+    fp8 = torch.float8_e4m3fn
+    a["k"] = (a["k"].float() / scale).to(fp8)   # the pages (a K and V of the same layout)
+    a["v"] = (a["v"].float() / scale).to(fp8)
+    kd = (k.float() / scale).to(fp8).float() * scale
+    vd = (v.float() / scale).to(fp8).float() * scale
+    desc = scale.expand(len(q_lens), 8)
+    sinks = torch.randn(32, device="cuda")
+    o, lse = fajit.flash_attn_varlen_func(**a, softmax_scale=128 ** -0.5, causal=True,
+                                          softcap=8.0, s_aux=sinks, q_descale=desc,
+                                          k_descale=desc, v_descale=desc, fa_version=3,
+                                          return_softmax_lse=True)
+    cu = a["cu_seqlens_q"].tolist()
+    for i, u in enumerate(used):
+        s, e = cu[i], cu[i + 1]
+        check_features(o[s:e][None], lse[:, s:e][None], a["q"][s:e][None], kd[i:i + 1, :u],
+                       vd[i:i + 1, :u], causal=True, softcap=8.0, sinks=sinks,
+                       what=f"varlen fp8 softcap sinks seq {i}")
+    slopes = alibi_slopes(32)
+    o = fajit.flash_attn_varlen_func(**a, causal=True, learnable_sink=sinks, alibi_slopes=slopes,
+                                     k_descale=desc, v_descale=desc)
+    for i, u in enumerate(used):
+        s, e = cu[i], cu[i + 1]
+        check_features(o[s:e][None], None, a["q"][s:e][None], kd[i:i + 1, :u],
+                       vd[i:i + 1, :u], causal=True, sinks=sinks, slopes=slopes,
+                       what=f"varlen fp8 learnable_sink alibi seq {i}")
+
+
+def unsupported_skips(fn, *args, **kwargs):
+    """fn's result, or a skip with the library's message where no family serves a feature."""
+    try:
+        return fn(*args, **kwargs)
+    except fajit.Error as e:
+        if e.name == "FAJIT_UNSUPPORTED":
+            pytest.skip(e.message)
+        raise
+
+
+@pytest.mark.parametrize("feature", list(FEATURES))
+def test_attention_features_contiguous_and_varlen(feature):
+    """fajit.attention (the prefill families) with each feature, where a family serves it."""
+    torch.manual_seed(SEED)
+    b, sq, sk, hq = 2, 300, 420, 8
+    q, k, v = rand(b, sq, hq, 128), rand(b, sk, 2, 128), rand(b, sk, 2, 128)
+    features = FEATURES[feature](hq, b)
+    o, lse = unsupported_skips(fajit.attention, q, k, v, causal=True, return_lse=True,
+                               **features)
+    for i in range(b):
+        check_features(o[i:i + 1], lse[i:i + 1], q[i:i + 1], k[i:i + 1], v[i:i + 1],
+                       causal=True, what=f"{feature} dense seq {i}",
+                       **per_sequence(features, i))
+    lq, lk = [300, 17], [420, 17]   # varlen: the same sequences, the second one shorter
+    qp = torch.cat([q[0], q[1, :lq[1]]])
+    kp, vp = torch.cat([k[0], k[1, :lk[1]]]), torch.cat([v[0], v[1, :lk[1]]])
+    cq = torch.tensor([0, lq[0], sum(lq)], dtype=torch.int32, device="cuda")
+    ck = torch.tensor([0, lk[0], sum(lk)], dtype=torch.int32, device="cuda")
+    o, lse = unsupported_skips(fajit.attention, qp, kp, vp, causal=True, return_lse=True,
+                               cu_seqlens_q=cq, cu_seqlens_k=ck, max_seqlen_q=max(lq),
+                               max_seqlen_k=max(lk), **features)
+    for i in range(b):
+        s, e, ks, ke = int(cq[i]), int(cq[i + 1]), int(ck[i]), int(ck[i + 1])
+        check_features(o[s:e][None], lse[:, s:e][None], qp[s:e][None], kp[ks:ke][None],
+                       vp[ks:ke][None], causal=True, what=f"{feature} varlen seq {i}",
+                       **per_sequence(features, i))
+
+
+@pytest.mark.skipif(not hasattr(torch, "float8_e4m3fn"), reason="torch without float8")
+def test_attention_fp8_names_the_feature_or_is_right():
+    """Contiguous FP8 K/V: the prefill families do not serve it (FAJIT_UNSUPPORTED naming
+    it); should one serve it, the result must be right."""
+    q, k, v = rand(1, 64, 8, 128), rand(1, 64, 2, 128), rand(1, 64, 2, 128)
+    one = torch.ones(1, device="cuda")
+    k8, v8 = k.to(torch.float8_e4m3fn), v.to(torch.float8_e4m3fn)
+    try:
+        o = fajit.attention(q, k8, v8, k_descale=one, v_descale=one)
+    except fajit.Error as e:
+        assert e.name == "FAJIT_UNSUPPORTED" and "kv_dtype" in e.message, e.message
+        return
+    check_features(o, None, q, k8.float(), v8.float(), what="contiguous fp8")

@@ -148,20 +148,23 @@ def test_torch_compile_traces_one_op_without_a_gpu():
         graphs.append(gm)
         return gm.forward
 
-    def fn(q, k, v, o):
+    def fn(q, k, v, o, sinks):
         a = fajit.attention(q, k, v, causal=True)
-        b, lse = fajit.attention(q, k, v, window=(16, 0), return_lse=True, out=o)
+        b, lse = fajit.attention(q, k, v, window=(16, 0), return_lse=True, out=o,
+                                 softcap=30.0, sinks=sinks)
         return a + b, lse
 
     f = torch.compile(fn, fullgraph=True, backend=backend)
     with FakeTensorMode():
         q, k, v = qkv(device="cuda")
-        out, lse = f(q, k, v, torch.empty_like(q))
+        out, lse = f(q, k, v, torch.empty_like(q), torch.zeros(8, device="cuda"))
         assert out.shape == q.shape and lse.shape == (2, 8, 64)
     code = graphs[0].code
     assert code.count("torch.ops.fajit.fwd.default(") == 1, code
     assert code.count("torch.ops.fajit.fwd_out.default") == 1, code
-    assert ", 2, 16, 0, None, True, 0, 0)" in code, code   # window mask, its bounds, lse
+    # window mask, its bounds, lse; then softcap and the sinks (no ALiBi, no descales)
+    assert ", 2, 16, 0, None, True, 0, 0, 30.0, l_sinks_, None, None, None)" in code, code
+    assert ", 1, -1, -1, None, False, 0, 0, 0.0, None, None, None, None)" in code, code
 
 
 def test_merge_attention_rules():

@@ -108,7 +108,35 @@ CASES = {
                                   torch.randn(3, 300, 4, 64).to(BF),
                                   torch.randn(3, 300, 4, 64).to(BF)), dict(max_seqlen_k=250),
                                  "attention_with_kvcache"),
+    # the model features: every pointer is the call's own tensor's (a hit writes them)
+    "dense softcap sinks alibi": lambda: (
+        (torch.randn(2, 40, 8, 64).to(BF), torch.randn(2, 56, 2, 64).to(BF),
+         torch.randn(2, 56, 2, 64).to(BF)),
+        dict(causal=True, softcap=30.0, sinks=torch.randn(8),
+             alibi_slopes=torch.rand(2, 16)[:, :8]), "attention"),
+    "varlen alibi per head": lambda: (
+        (torch.randn(30, 8, 64).to(BF), torch.randn(50, 2, 64).to(BF),
+         torch.randn(50, 2, 64).to(BF)),
+        dict(cu_seqlens_q=torch.tensor([0, 10, 30], dtype=torch.int32),
+             cu_seqlens_k=torch.tensor([0, 20, 50], dtype=torch.int32), max_seqlen_q=20,
+             max_seqlen_k=30, alibi_slopes=torch.rand(8), softcap=5), "attention"),
+    "paged fp8 e4m3 per-tensor descale": lambda: (
+        (torch.randn(2, 1, 32, 128).to(BF),) +
+        tuple(torch.randn(2, 40, 16, 8, 128).to(torch.float8_e4m3fn)),
+        dict(block_table=torch.arange(40, dtype=torch.int32).view(2, 20),
+             seqused_k=torch.tensor([300, 17], dtype=torch.int32), causal=True,
+             k_descale=torch.tensor([0.5]), v_descale=torch.tensor([2.0]),
+             sinks=torch.randn(32), softcap=50.0), "attention_with_kvcache"),
+    "paged fp8 e5m2 [batch, heads_kv] descales": lambda: (
+        (torch.randn(9, 32, 128).to(BF),) +
+        tuple(torch.randn(2, 40, 16, 8, 128).to(torch.float8_e5m2)),
+        dict(block_table=torch.arange(40, dtype=torch.int32).view(4, 10),
+             cu_seqlens_q=torch.tensor([0, 5, 6, 8, 9], dtype=torch.int32), max_seqlen_q=5,
+             k_descale=torch.rand(8, 4).t(), v_descale=torch.rand(8, 4).t(),
+             alibi_slopes=torch.rand(4, 32), return_lse=True), "attention_with_kvcache"),
 }
+HAS_FP8 = hasattr(torch, "float8_e5m2")
+CASES = {name: case for name, case in CASES.items() if HAS_FP8 or "fp8" not in name}
 
 
 @pytest.mark.parametrize("case", list(CASES))
@@ -343,34 +371,35 @@ def test_window_size_as_flash_attn_means_it(launches, causal, window, want):
 
 
 @pytest.mark.parametrize("kw,name", [
-    (dict(dropout_p=0.1), "dropout_p"), (dict(softcap=30.0), "softcap"),
-    (dict(alibi_slopes=torch.zeros(32)), "alibi_slopes"),
+    (dict(dropout_p=0.1), "dropout_p"),
     (dict(return_attn_probs=True), "return_attn_probs"), (dict(q_v=torch.zeros(1)), "q_v"),
-    (dict(s_aux=torch.zeros(32)), "s_aux"), (dict(cp_world_size=2), "cp_world_size"),
+    (dict(cp_world_size=2), "cp_world_size"),
 ])
 def test_missing_features_name_the_argument(kw, name):
     a = vllm_decode()
     with pytest.raises(NotImplementedError) as e:
         fajit.flash_attn_varlen_func(**a, **kw)
-    assert str(e.value).startswith(f"fajit.flash_attn_varlen_func: {name}")
+    assert isinstance(e.value, fajit.Error) and e.value.name == "FAJIT_UNSUPPORTED"
+    assert e.value.message.startswith(f"fajit.flash_attn_varlen_func: {name}")
     assert "not supported" in str(e.value)
 
 
-def test_descales_ignored_with_16_bit_tensors_fp8_refused(launches):
+def test_descales_ignored_with_16_bit_kv_fp8_q_refused(launches):
     a = vllm_decode()
     ones = torch.ones(3, 8)   # vLLM passes layer._k_scale.expand((batch, heads_kv)) always
     fajit.flash_attn_varlen_func(**a, q_descale=ones, k_descale=ones, v_descale=ones)
     assert len(launches) == 1
+    d = launches[-1]
+    assert (d.kv_dtype, d.k_descale, d.v_descale) == (0, None, None)
     if not hasattr(torch, "float8_e4m3fn"):
         return
-    a["k"], a["v"] = (t.view(torch.float8_e4m3fn) for t in (a["k"], a["v"]))
-    with pytest.raises(NotImplementedError) as e:
-        fajit.flash_attn_varlen_func(**a, q_descale=ones, k_descale=ones, v_descale=ones)
-    assert str(e.value).startswith("fajit.flash_attn_varlen_func: q_descale/k_descale/"
-                                   "v_descale is not supported (no fp8")
-    with pytest.raises(fajit.Error, match="k_cache must be torch.bfloat16, got "
-                                          "torch.float8_e4m3fn"):
-        fajit.flash_attn_varlen_func(**a)
+    a["q"] = a["q"].to(torch.float8_e4m3fn)
+    for kw in (dict(q_descale=ones, k_descale=ones, v_descale=ones), {}):
+        with pytest.raises(NotImplementedError) as e:
+            fajit.flash_attn_varlen_func(**a, **kw)
+        assert e.value.name == "FAJIT_UNSUPPORTED"
+        assert "FP8 queries are not served" in e.value.message, e.value.message
+    assert len(launches) == 1 and len(T._descs()) == 1
 
 
 def test_varlen_argument_errors():
@@ -419,23 +448,26 @@ def test_torch_compile_traces_flash_attn_varlen_func_to_one_op():
         graphs.append(gm)
         return gm.forward
 
-    def fn(q, kc, vc, out, cu, used, bt):
+    def fn(q, kc, vc, out, cu, used, bt, slopes):
         return fajit.flash_attn_varlen_func(q=q, k=kc, v=vc, out=out, cu_seqlens_q=cu,
                                             max_seqlen_q=1, seqused_k=used, max_seqlen_k=128,
                                             softmax_scale=0.125, causal=True,
                                             window_size=[31, 0], block_table=bt,
-                                            return_softmax_lse=True, num_splits=2)
+                                            return_softmax_lse=True, num_splits=2,
+                                            softcap=50.0, alibi_slopes=slopes)
 
     f = torch.compile(fn, fullgraph=True, backend=backend)
     with FakeTensorMode():
         a = {n: t.to("cuda") if isinstance(t, torch.Tensor) else t
              for n, t in vllm_decode().items()}
         o, lse = f(a["q"], a["k"], a["v"], torch.empty_like(a["q"]), a["cu_seqlens_q"],
-                   a["seqused_k"], a["block_table"])
+                   a["seqused_k"], a["block_table"], torch.zeros(32, device="cuda"))
         assert o.shape == a["q"].shape and lse.shape == (32, 3)
     code = graphs[0].code
     assert code.count("torch.ops.fajit.fwd_out.default(") == 1, code
-    assert ", 1, 128, 2, 31, 0, 0.125, True, 0, 2)" in code, code   # num_splits_max 2
+    # num_splits_max 2, softcap 50, the slopes
+    assert ", 1, 128, 2, 31, 0, 0.125, True, 0, 2, 50.0, None, l_slopes_, None, None)" \
+        in code, code
 
 
 def test_host_overhead_bench_runs_its_logic_on_cpu(monkeypatch, launches, capsys):
@@ -544,6 +576,9 @@ def _variants():
         b["out"] = torch.empty_like(b["q"])
         a.update(b)
 
+    def fp8(a):   # an FP8 cache of the same shape and strides
+        a["k"], a["v"] = (t.to(torch.float8_e4m3fn) for t in (a["k"], a["v"]))
+
     def bt_stride(a):   # a block table that is a view of a wider one
         a["block_table"] = torch.cat([a["block_table"], a["block_table"]], 1)[:, :8]
 
@@ -563,7 +598,16 @@ def _variants():
         ("no out", None, dict(out=None)),
         ("no seqused_k", None, dict(seqused_k=None)),
         ("max_seqlen_k none", None, dict(max_seqlen_k=None)),
-    ]
+        ("softcap", None, dict(softcap=30.0)),
+        ("s_aux", None, dict(s_aux=torch.zeros(32))),
+        ("learnable_sink", None, dict(learnable_sink=torch.zeros(32))),
+        ("alibi per head", None, dict(alibi_slopes=torch.zeros(32))),
+        ("alibi per sequence", None, dict(alibi_slopes=torch.zeros(3, 32))),
+    ] + ([
+        ("fp8 k/v", fp8, dict(k_descale=torch.ones(1), v_descale=torch.ones(1))),
+        ("fp8 k/v [batch, heads_kv] descales", fp8,
+         dict(k_descale=torch.ones(3, 8), v_descale=torch.ones(3, 8))),
+    ] if hasattr(torch, "float8_e4m3fn") else [])
 
 
 @pytest.mark.parametrize("name,change,kw", _variants(), ids=[v[0] for v in _variants()])
