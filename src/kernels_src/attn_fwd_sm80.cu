@@ -213,25 +213,20 @@ FJ_DEVICE float feat_sl2(const fj_attn_params &p, const fj_feat_params &fp)
 {
     return FJ_SOFTCAP ? fp.softcap * 1.4426950408889634f : p.scale_log2;
 }
-/* The ALiBi slope of (b, h) in score units (0 without ALiBi). */
-FJ_DEVICE float feat_alibi(const fj_attn_params &p, const fj_feat_params &fp, int b, int h)
-{
-#if FJ_ALIBI
-    return ((const float *)fp.alibi)[(fj_i64)b * fp.alibi_batch_stride + h] /
-           feat_unit(p, fp);
-#else
-    (void)p, (void)fp, (void)b, (void)h;
-    return 0.f;
-#endif
-}
 /* Softcap and ALiBi on a tile of raw scores S = QK^T, before the mask: element (mt, nt,
- * 2*hf + e) is row i = r + mt*16 + hf*8 and key j = c + nt*8 + e, dd = r + sk - sq - c. */
+ * 2*hf + e) is row i = r + mt*16 + hf*8 and key j = c + nt*8 + e, dd = r + sk - sq - c.
+ * The slope of (batch, head) is read here, per tile (an L1 hit), rather than held in a
+ * register through the KV loop. */
 template <int M, int N>
 FJ_DEVICE void feat_scores(float (&acc_s)[M][N][4], const fj_attn_params &p,
-                           const fj_feat_params &fp, float ab, int dd)
+                           const fj_feat_params &fp, int dd)
 {
     const float mul = FJ_SOFTCAP ? p.scale * fp.softcap_inv : 1.f;
-    (void)mul, (void)ab, (void)dd;
+#if FJ_ALIBI
+    const float ab = ((const float *)fp.alibi)[(fj_i64)blockIdx.z * fp.alibi_batch_stride +
+                                               blockIdx.y] / feat_unit(p, fp);
+#endif
+    (void)mul, (void)dd;
 #pragma unroll
     for (int mt = 0; mt < M; ++mt)
 #pragma unroll
@@ -626,7 +621,6 @@ fj_attn_fwd_sm80(const __grid_constant__ fj_attn_params p FJ_FEAT_PARAM)
 
 #if FJ_FEATURES
     const float sl2 = feat_sl2(p, fp);
-    const float ab = feat_alibi(p, fp, b, h);
 #else
     const float sl2 = p.scale_log2;
 #endif
@@ -675,7 +669,7 @@ fj_attn_fwd_sm80(const __grid_constant__ fj_attn_params p FJ_FEAT_PARAM)
         }
 
 #if FJ_FEATURES
-        feat_scores(acc_s, p, fp, ab, row_lane + sq.sk - sq.sq - (k0 + koff + col_lane));
+        feat_scores(acc_s, p, fp, row_lane + sq.sk - sq.sq - (k0 + koff + col_lane));
 #endif
         /* Masks as in the main path, with this warp's key offset. */
         bool need_mask = k0 + BN > sq.sk;
@@ -923,7 +917,6 @@ fj_attn_fwd_sm80(const __grid_constant__ fj_attn_params p FJ_FEAT_PARAM)
 
 #if FJ_FEATURES
     const float sl2 = feat_sl2(p, fp);
-    const float ab = feat_alibi(p, fp, b, h);
 #else
     const float sl2 = p.scale_log2;
 #endif
@@ -972,7 +965,7 @@ fj_attn_fwd_sm80(const __grid_constant__ fj_attn_params p FJ_FEAT_PARAM)
         }
 
 #if FJ_FEATURES
-        feat_scores(acc_s, p, fp, ab, row_lane + sq.sk - sq.sq - (k0 + col_lane));
+        feat_scores(acc_s, p, fp, row_lane + sq.sk - sq.sq - (k0 + col_lane));
 #endif
         /* Mask only the blocks that cross the sequence end or a window edge. With
          * d = k0 - (m0 + shift), key j = k0 + x of row i = m0 + y has j - i - shift =
