@@ -213,6 +213,16 @@ FJ_DEVICE float feat_sl2(const fj_attn_params &p, const fj_feat_params &fp)
 {
     return FJ_SOFTCAP ? fp.softcap * 1.4426950408889634f : p.scale_log2;
 }
+#if FJ_SOFTCAP
+/* x * y computed where it is written: a product of two parameters, hoisted out of the KV
+ * loop, holds a register through it (and spilled at 255 registers). */
+FJ_DEVICE float mul_here(float x, float y)
+{
+    float r;
+    asm volatile("mul.f32 %0, %1, %2;\n" : "=f"(r) : "f"(x), "f"(y));
+    return r;
+}
+#endif
 /* Softcap and ALiBi on a tile of raw scores S = QK^T, before the mask: element (mt, nt,
  * 2*hf + e) is row i = r + mt*16 + hf*8 and key j = c + nt*8 + e, dd = r + sk - sq - c.
  * The slope of (batch, head) is read here, per tile (an L1 hit), rather than held in a
@@ -221,7 +231,11 @@ template <int M, int N>
 FJ_DEVICE void feat_scores(float (&acc_s)[M][N][4], const fj_attn_params &p,
                            const fj_feat_params &fp, int dd)
 {
-    const float mul = FJ_SOFTCAP ? p.scale * fp.softcap_inv : 1.f;
+#if FJ_SOFTCAP
+    const float mul = mul_here(p.scale, fp.softcap_inv);
+#else
+    const float mul = 1.f;
+#endif
 #if FJ_ALIBI
     const float ab = ((const float *)fp.alibi)[(fj_i64)blockIdx.z * fp.alibi_batch_stride +
                                                blockIdx.y] / feat_unit(p, fp);
@@ -640,6 +654,9 @@ fj_attn_fwd_sm80(const __grid_constant__ fj_attn_params p FJ_FEAT_PARAM)
     for (int nb = nb_hi - 1, it = 0; nb >= nb_lo; --nb, ++it) {
         const int k0 = nb * BN;
         const fj_u32 stage = kv_step(p, sq, kvb, hk, s_k, s_v, nb, k0, it, nb_lo, tid);
+#if FJ_SOFTCAP
+        const float sl2 = mul_here(fp.softcap, 1.4426950408889634f);  /* per tile: mul_here */
+#endif
 
         /* S = Q K^T for 32 rows x this warp's HN keys */
         float acc_s[2][NTS][4];
@@ -936,6 +953,9 @@ fj_attn_fwd_sm80(const __grid_constant__ fj_attn_params p FJ_FEAT_PARAM)
     for (int nb = nb_hi - 1, it = 0; nb >= nb_lo; --nb, ++it) {
         const int k0 = nb * BN;
         const fj_u32 stage = kv_step(p, sq, b, hk, s_k, s_v, nb, k0, it, nb_lo, tid);
+#if FJ_SOFTCAP
+        const float sl2 = mul_here(fp.softcap, 1.4426950408889634f);  /* per tile: mul_here */
+#endif
 
         /* S = Q K^T */
         float acc_s[MT][NT][4];
