@@ -69,6 +69,15 @@ static int visible(const fj_attn_params *p, int i, int j, int sq, int sk)
 
 void fj_cpu_attention(const fj_attn_params *p, int dtype, double *o_out, double *lse_out)
 {
+    fj_cpu_attention_feat(p, dtype, NULL, o_out, lse_out);
+}
+
+void fj_cpu_attention_feat(const fj_attn_params *p, int dtype, const fj_feat_params *f,
+                           double *o_out, double *lse_out)
+{
+    const float *sinks = f ? (const float *)(uintptr_t)f->sinks : NULL;
+    const float *alibi = f ? (const float *)(uintptr_t)f->alibi : NULL;
+    const double cap = f && f->softcap > 0.f ? f->softcap : 0;
     const uint16_t *Q = (const uint16_t *)(uintptr_t)p->q;
     const uint16_t *K = (const uint16_t *)(uintptr_t)p->k;
     const uint16_t *V = (const uint16_t *)(uintptr_t)p->v;
@@ -100,12 +109,22 @@ void fj_cpu_attention(const fj_attn_params *p, int dtype, double *o_out, double 
                     for (int c = 0; c < d; c++)
                         dot += (double)fj_half_to_f32(q[c], dtype) * fj_half_to_f32(k[c], dtype);
                     s[j] = dot * p->scale;
+                    if (cap > 0)
+                        s[j] = cap * tanh(s[j] / cap);
+                    if (alibi)
+                        s[j] -= (double)alibi[(int64_t)b * f->alibi_batch_stride + h] *
+                                fabs((double)(i + sk - sq - j));
                     if (s[j] > m)
                         m = s[j];
                 }
-                double l = 0;
+                /* a sink joins the denominator: the reference max takes it in */
+                const double sink = sinks ? sinks[h] : -INFINITY;
+                const int any = m > -INFINITY;
+                if (sink > m)
+                    m = sink;
+                double l = sinks ? exp(sink - m) : 0;
                 memset(acc, 0, sizeof(double) * (size_t)d);
-                if (m > -INFINITY)
+                if (any)
                     for (int j = 0; j < sk; j++) {
                         if (s[j] == -INFINITY)
                             continue;
@@ -117,7 +136,7 @@ void fj_cpu_attention(const fj_attn_params *p, int dtype, double *o_out, double 
                     }
                 double *o = o_out + o0 + i * p->o_row_stride + h * p->o_head_stride;
                 for (int c = 0; c < d; c++)
-                    o[c] = l > 0 ? acc[c] / l : 0;
+                    o[c] = any && l > 0 ? acc[c] / l : 0;
                 if (lse_out) {
                     int64_t idx = cq ? (int64_t)h * cq[p->batch] + cq[b] + i
                                      : ((int64_t)b * p->heads_q + h) * p->seqlen_q + i;

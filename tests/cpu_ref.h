@@ -12,6 +12,13 @@ uint16_t fj_f32_to_half(float f, int dtype);
  * o[...] as double in O's layout (o_out, indexed with p's o strides) and, if lse_out,
  * natural-log LSE in the kernel's LSE layout. */
 void fj_cpu_attention(const fj_attn_params *p, int dtype, double *o_out, double *lse_out);
+/* The same with the model features of f (host pointers: sinks [heads_q], alibi slopes at
+ * b * alibi_batch_stride + h; softcap > 0 on; NULL: none, as fj_cpu_attention):
+ * s = scale * q.k, softcap: s = cap * tanh(s / cap), ALiBi: s -= slope * |i + sk - sq - j|,
+ * then the mask; a sink adds exp(sink) to the row's denominator (no value): a row without
+ * visible keys gets O = 0 and LSE = sink. */
+void fj_cpu_attention_feat(const fj_attn_params *p, int dtype, const fj_feat_params *f,
+                           double *o_out, double *lse_out);
 
 /* What fj_cpu_attn_cond_rescale did, summed over all rows: key blocks whose maximum grew
  * by more than the threshold (O and l rescaled), blocks whose maximum grew by at most the

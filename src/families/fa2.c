@@ -23,7 +23,7 @@ void fj_fa2_kcfg(const fj_fa2_config *f, fj_kcfg *out)
 }
 
 /* The model features the portable kernel compiles in. */
-#define FA2_FEATURES 0u
+#define FA2_FEATURES (FJ_FEAT_SOFTCAP | FJ_FEAT_SINKS | FJ_FEAT_ALIBI)
 
 static int applies(const fajit_attn_desc *d, const fj_target *t)
 {
@@ -79,6 +79,9 @@ static void kernels(const fj_kcfg *c, const fajit_attn_desc *d, fj_kernels *out)
 {
     const fj_fa2_config *f = fj_fa2_of(c);
     const int dt = (int)d->dtype, hd = d->head_dim, mask = (int)d->mask;
+    char feat[128], tag[48];
+    fj_feat_defines(d, feat, sizeof feat);   /* "" without features: the same kernel */
+    fj_feat_tag(d, tag, sizeof tag);
     memset(out, 0, sizeof *out);
     fj_variant *v = &out->v[0];
     v->op = FAJIT_OP_FWD;
@@ -87,10 +90,10 @@ static void kernels(const fj_kcfg *c, const fajit_attn_desc *d, fj_kernels *out)
     snprintf(v->preamble, sizeof v->preamble,
              "#define FJ_DTYPE %d\n#define FJ_HEAD_DIM %d\n#define FJ_MASK %d\n"
              "#define FJ_BLOCK_M %d\n#define FJ_BLOCK_N %d\n#define FJ_WARPS %d\n"
-             "#define FJ_STAGES %d\n",
-             dt, hd, mask, f->block_m, f->block_n, f->warps, f->stages);
-    snprintf(v->name, sizeof v->name, "fa2 %s d%d %s %dx%d w%d s%d", fj_dtype_name(dt), hd,
-             fj_mask_name(mask), f->block_m, f->block_n, f->warps, f->stages);
+             "#define FJ_STAGES %d\n%s",
+             dt, hd, mask, f->block_m, f->block_n, f->warps, f->stages, feat);
+    snprintf(v->name, sizeof v->name, "fa2 %s d%d %s %dx%d w%d s%d%s", fj_dtype_name(dt), hd,
+             fj_mask_name(mask), f->block_m, f->block_n, f->warps, f->stages, tag);
     out->threads[0] = f->warps * 32;
     out->dyn_smem[0] = (int)fj_fa2_smem_bytes(f, hd);
     out->n = 1;
@@ -106,8 +109,13 @@ static void describe_grid(const fj_kcfg *c, const fajit_attn_desc *d, const fj_t
 static fajit_status launch_args(const fj_kcfg *c, int i, const fajit_attn_desc *d,
                                 const fj_launch_env *env, fj_args *a, char *why, size_t n)
 {
-    (void)i, (void)env, (void)why, (void)n;
-    return fj_grid_args(d, fj_fa2_of(c)->block_m, a);
+    (void)i, (void)env;
+    fajit_status st = fj_grid_args(d, fj_fa2_of(c)->block_m, a);
+    if (st == FAJIT_OK && fj_feat_push(d, a) != 0) {
+        snprintf(why, n, "the feature parameters exceed the argument block");
+        st = FAJIT_UNSUPPORTED;
+    }
+    return st;
 }
 
 const fj_family fj_family_fa2 = {

@@ -11,7 +11,7 @@
 #define REF_THREADS 256   /* FJ_REF_THREADS in attn_ref.cu */
 
 /* The model features the reference kernel compiles in. */
-#define REF_FEATURES 0u
+#define REF_FEATURES (FJ_FEAT_SOFTCAP | FJ_FEAT_SINKS | FJ_FEAT_ALIBI)
 
 static int applies(const fajit_attn_desc *d, const fj_target *t)
 {
@@ -57,13 +57,16 @@ static int cfg_parse(const char *s, fj_kcfg *c)
 static void kernels(const fj_kcfg *c, const fajit_attn_desc *d, fj_kernels *out)
 {
     (void)c;
+    char feat[128], tag[48];
+    fj_feat_defines(d, feat, sizeof feat);
+    fj_feat_tag(d, tag, sizeof tag);
     memset(out, 0, sizeof *out);
     fj_variant *v = &out->v[0];
     v->op = FAJIT_OP_FWD;
     v->source = "attn_ref.cu";
     v->function = "fj_attn_ref";
-    snprintf(v->preamble, sizeof v->preamble, "#define FJ_DTYPE %d\n", (int)d->dtype);
-    snprintf(v->name, sizeof v->name, "ref %s", fj_dtype_name((int)d->dtype));
+    snprintf(v->preamble, sizeof v->preamble, "#define FJ_DTYPE %d\n%s", (int)d->dtype, feat);
+    snprintf(v->name, sizeof v->name, "ref %s%s", fj_dtype_name((int)d->dtype), tag);
     out->threads[0] = REF_THREADS;
     out->n = 1;
 }
@@ -79,8 +82,13 @@ static void describe_grid(const fj_kcfg *c, const fajit_attn_desc *d, const fj_t
 static fajit_status launch_args(const fj_kcfg *c, int i, const fajit_attn_desc *d,
                                 const fj_launch_env *env, fj_args *a, char *why, size_t n)
 {
-    (void)c, (void)i, (void)env, (void)why, (void)n;
-    return fj_grid_args(d, 1, a);
+    (void)c, (void)i, (void)env;
+    fajit_status st = fj_grid_args(d, 1, a);
+    if (st == FAJIT_OK && fj_feat_push(d, a) != 0) {
+        snprintf(why, n, "the feature parameters exceed the argument block");
+        st = FAJIT_UNSUPPORTED;
+    }
+    return st;
 }
 
 const fj_family fj_family_ref = {

@@ -13,6 +13,13 @@
  *                the next K during softmax and PV); 2: two K/V buffers, the next K and V
  *                load during all of the current block.
  * Run-time: seqlen_q/k, batch, heads (GQA/MQA), varlen (cu_seqlens), strides, LSE, scale.
+ * Model features (fj_common.cuh, 0 unless set; any: fj_feat_params is the last parameter):
+ *   FJ_SOFTCAP   scores become tanh(s_raw * scale / cap) (tanh.approx) and the exp2 scale
+ *                cap * log2(e) (FA's trick: one multiply before the tanh, none after)
+ *   FJ_ALIBI     -slope/unit * |i + sk - sq - j| added to the scores before the row max
+ *                (unit: the natural-log value of one score unit, scale or cap)
+ *   FJ_SINKS     exp(sink) joins each row's sum at the end, against max(row max, sink)
+ *   Without any the kernel compiles to the same code as before the features.
  * Limits: scale > 0 (row maxima are taken on raw scores). Strides multiples of 8 elements
  *   and 16-byte aligned pointers (16-byte cp.async; checked by the host).
  *
@@ -188,6 +195,91 @@ constexpr int QK_UNROLL = FA2_QK_UNROLL > 0 ? FA2_QK_UNROLL
                           : (MT == 1 || (!FA2_MASKED && NT <= 8 && CH_POW2)) ? KD : 2;
 static_assert(QK_UNROLL >= 1 && KN >= 1, "tiles");
 }  // namespace fa2
+
+#if FJ_FEATURES
+/* ---- model features: the scores in units of feat_unit() natural-log units ---- */
+FJ_DEVICE float tanh_approx(float x)
+{
+    float y;
+    asm("tanh.approx.f32 %0, %1;\n" : "=f"(y) : "f"(x));
+    return y;
+}
+/* The natural-log value of one score unit, and the exp2 factor of a score. */
+FJ_DEVICE float feat_unit(const fj_attn_params &p, const fj_feat_params &fp)
+{
+    return FJ_SOFTCAP ? fp.softcap : p.scale;
+}
+FJ_DEVICE float feat_sl2(const fj_attn_params &p, const fj_feat_params &fp)
+{
+    return FJ_SOFTCAP ? fp.softcap * 1.4426950408889634f : p.scale_log2;
+}
+#if FJ_SOFTCAP
+/* x * y computed where it is written: a product of two parameters, hoisted out of the KV
+ * loop, holds a register through it (and spilled at 255 registers). */
+FJ_DEVICE float mul_here(float x, float y)
+{
+    float r;
+    asm volatile("mul.f32 %0, %1, %2;\n" : "=f"(r) : "f"(x), "f"(y));
+    return r;
+}
+#endif
+/* Softcap and ALiBi on a tile of raw scores S = QK^T, before the mask: element (mt, nt,
+ * 2*hf + e) is row i = r + mt*16 + hf*8 and key j = c + nt*8 + e, dd = r + sk - sq - c.
+ * The slope of (batch, head) is read here, per tile (an L1 hit), rather than held in a
+ * register through the KV loop. */
+template <int M, int N>
+FJ_DEVICE void feat_scores(float (&acc_s)[M][N][4], const fj_attn_params &p,
+                           const fj_feat_params &fp, int dd)
+{
+#if FJ_SOFTCAP
+    const float mul = mul_here(p.scale, fp.softcap_inv);
+#else
+    const float mul = 1.f;
+#endif
+#if FJ_ALIBI
+    const float ab = ((const float *)fp.alibi)[(fj_i64)blockIdx.z * fp.alibi_batch_stride +
+                                               blockIdx.y] / feat_unit(p, fp);
+#endif
+    (void)mul, (void)dd;
+#pragma unroll
+    for (int mt = 0; mt < M; ++mt)
+#pragma unroll
+        for (int nt = 0; nt < N; ++nt)
+#pragma unroll
+            for (int hf = 0; hf < 2; ++hf)
+#pragma unroll
+                for (int e = 0; e < 2; ++e) {
+                    float x = acc_s[mt][nt][2 * hf + e];
+#if FJ_SOFTCAP
+                    x = tanh_approx(x * mul);
+#endif
+#if FJ_ALIBI
+                    x -= ab * fabsf((float)(dd + mt * 16 + hf * 8 - nt * 8 - e));
+#endif
+                    acc_s[mt][nt][2 * hf + e] = x;
+                }
+}
+/* The end of a row: its sum l (over the whole row) against reference max m (score
+ * units); with a sink, exp(sink) joins l against max(m, sink). Returns the factor of O
+ * (0 for a row without keys) and sets *lse (natural log). */
+FJ_DEVICE float feat_final(const fj_attn_params &p, const fj_feat_params &fp, int h, float m,
+                           float l, float sl2, float *lse)
+{
+    const float unit = feat_unit(p, fp);
+#if FJ_SINKS
+    const float s = ((const float *)fp.sinks)[h] / unit;
+    const float mf = fmaxf(m, s);
+    const float alpha = ex2((m - mf) * sl2);  /* 0 without keys (m = -inf) */
+    l = l * alpha + ex2((s - mf) * sl2);
+    *lse = mf * unit + logf(l);
+    return alpha / l;
+#else
+    (void)h, (void)sl2;
+    *lse = l > 0.f ? m * unit + logf(l) : -FJ_INF;
+    return l > 0.f ? 1.f / l : 0.f;
+#endif
+}
+#endif
 
 /* ---- inline PTX (cp.async, ldmatrix, mma: fj_sm80_prims.cuh; pack2, ex2: fj_common.cuh) */
 
@@ -484,7 +576,7 @@ FJ_DEVICE fj_u32 kv_step(const fj_attn_params &p, const fj_seq &sq, int x, int h
 /* ---- the kernel ---------------------------------------------------------------------- */
 
 extern "C" __global__ void __launch_bounds__(FJ_WARPS * 32)
-fj_attn_fwd_sm80(const __grid_constant__ fj_attn_params p)
+fj_attn_fwd_sm80(const __grid_constant__ fj_attn_params p FJ_FEAT_PARAM)
 {
     using namespace fa2;
     extern __shared__ __align__(128) unsigned char smem[];
@@ -541,7 +633,11 @@ fj_attn_fwd_sm80(const __grid_constant__ fj_attn_params p)
     const fj_u32 px_own = p_own + (lane >> 2) * PLDB + HN * 2;            /* row max / sum */
     const fj_u32 px_oth = p_oth + (lane >> 2) * PLDB + HN * 2;
 
+#if FJ_FEATURES
+    const float sl2 = feat_sl2(p, fp);
+#else
     const float sl2 = p.scale_log2;
+#endif
     const int row_lane = m0 + warp_row + (lane >> 2);  /* + mt*16 + hf*8 */
     const int col_lane = 2 * (lane & 3);               /* + koff + nt*8 + e */
 
@@ -558,6 +654,9 @@ fj_attn_fwd_sm80(const __grid_constant__ fj_attn_params p)
     for (int nb = nb_hi - 1, it = 0; nb >= nb_lo; --nb, ++it) {
         const int k0 = nb * BN;
         const fj_u32 stage = kv_step(p, sq, kvb, hk, s_k, s_v, nb, k0, it, nb_lo, tid);
+#if FJ_SOFTCAP
+        const float sl2 = mul_here(fp.softcap, 1.4426950408889634f);  /* per tile: mul_here */
+#endif
 
         /* S = Q K^T for 32 rows x this warp's HN keys */
         float acc_s[2][NTS][4];
@@ -586,6 +685,9 @@ fj_attn_fwd_sm80(const __grid_constant__ fj_attn_params p)
             }
         }
 
+#if FJ_FEATURES
+        feat_scores(acc_s, p, fp, row_lane + sq.sk - sq.sq - (k0 + koff + col_lane));
+#endif
         /* Masks as in the main path, with this warp's key offset. */
         bool need_mask = k0 + BN > sq.sk;
 #if FA2_MASKED
@@ -767,7 +869,12 @@ fj_attn_fwd_sm80(const __grid_constant__ fj_attn_params p)
                          : "r"(px_oth + (mt * 16 + hf * 8) * PLDB + 4)
                          : "memory");
             const float l = row_sum[mt][hf] + o;
+#if FJ_FEATURES
+            float lse_v;
+            const float inv = feat_final(p, fp, h, row_max[mt][hf], l, sl2, &lse_v);
+#else
             const float inv = l > 0.f ? 1.f / l : 0.f;
+#endif
 #pragma unroll
             for (int nd = 0; nd < NDS; ++nd) {
                 acc_o[mt][nd][2 * hf] *= inv;
@@ -776,7 +883,11 @@ fj_attn_fwd_sm80(const __grid_constant__ fj_attn_params p)
             const int i = row_lane + mt * 16 + hf * 8;
             if (lse && half == 0 && (lane & 3) == 0 && i < so.sq)
                 lse[so.lse_head_stride * h + so.lse_base + i] =
+#if FJ_FEATURES
+                    lse_v;
+#else
                     l > 0.f ? row_max[mt][hf] * p.scale + logf(l) : -FJ_INF;
+#endif
         }
 
     /* O through the pair's Q rows, this warp's columns. */
@@ -821,7 +932,11 @@ fj_attn_fwd_sm80(const __grid_constant__ fj_attn_params p)
     const fj_u32 k_lane = s_k + ((lane & 7) + ((lane >> 4) << 3)) * LDB + lane_at((lane >> 3) & 1, lane, 2);
     const fj_u32 v_lane = s_v + (lane & 15) * LDB + lane_at(lane >> 4, lane, 4);
 
+#if FJ_FEATURES
+    const float sl2 = feat_sl2(p, fp);
+#else
     const float sl2 = p.scale_log2;
+#endif
     const int row_lane = m0 + warp_row + (lane >> 2);  /* + mt*16 + half*8 */
     const int col_lane = 2 * (lane & 3);               /* + nt*8 + e */
 
@@ -838,6 +953,9 @@ fj_attn_fwd_sm80(const __grid_constant__ fj_attn_params p)
     for (int nb = nb_hi - 1, it = 0; nb >= nb_lo; --nb, ++it) {
         const int k0 = nb * BN;
         const fj_u32 stage = kv_step(p, sq, b, hk, s_k, s_v, nb, k0, it, nb_lo, tid);
+#if FJ_SOFTCAP
+        const float sl2 = mul_here(fp.softcap, 1.4426950408889634f);  /* per tile: mul_here */
+#endif
 
         /* S = Q K^T */
         float acc_s[MT][NT][4];
@@ -866,6 +984,9 @@ fj_attn_fwd_sm80(const __grid_constant__ fj_attn_params p)
             }
         }
 
+#if FJ_FEATURES
+        feat_scores(acc_s, p, fp, row_lane + sq.sk - sq.sq - (k0 + col_lane));
+#endif
         /* Mask only the blocks that cross the sequence end or a window edge. With
          * d = k0 - (m0 + shift), key j = k0 + x of row i = m0 + y has j - i - shift =
          * d + x - y; the row's window is wl >= i + shift - j and j - i - shift <= wr. */
@@ -1010,7 +1131,12 @@ fj_attn_fwd_sm80(const __grid_constant__ fj_attn_params p)
             float l = row_sum[mt][hf];
             l += __shfl_xor_sync(0xffffffffu, l, 1);
             l += __shfl_xor_sync(0xffffffffu, l, 2);
+#if FJ_FEATURES
+            float lse_v;
+            const float inv = feat_final(p, fp, h, row_max[mt][hf], l, sl2, &lse_v);
+#else
             const float inv = l > 0.f ? 1.f / l : 0.f;
+#endif
 #pragma unroll
             for (int nd = 0; nd < ND; ++nd) {
                 acc_o[mt][nd][2 * hf] *= inv;
@@ -1019,7 +1145,11 @@ fj_attn_fwd_sm80(const __grid_constant__ fj_attn_params p)
             const int i = row_lane + mt * 16 + hf * 8;
             if (lse && (lane & 3) == 0 && i < so.sq)
                 lse[so.lse_head_stride * h + so.lse_base + i] =
+#if FJ_FEATURES
+                    lse_v;
+#else
                     l > 0.f ? row_max[mt][hf] * p.scale + logf(l) : -FJ_INF;
+#endif
         }
 
     __syncwarp();

@@ -1,7 +1,13 @@
 /* attn_ref.cu - the naive reference attention forward: the oracle for every fast kernel.
  *
- * Variants: FJ_DTYPE (f16, bf16). Everything else is a run-time value: any head_dim up to
- * FJ_REF_MAX_DIM (256), every mask, GQA/MQA, varlen (empty sequences too), LSE.
+ * Variants: FJ_DTYPE (f16, bf16); the model features FJ_SOFTCAP, FJ_SINKS, FJ_ALIBI (0 | 1,
+ * fj_common.cuh; any on: fj_feat_params is the last parameter). Everything else is a
+ * run-time value: any head_dim up to FJ_REF_MAX_DIM (256), every mask, GQA/MQA, varlen
+ * (empty sequences too), LSE.
+ * Features: s = scale * q.k; softcap: s = cap * tanh(s / cap); ALiBi: s -= slope *
+ * |i + sk - sq - j|; then the mask; a sink joins the row's softmax denominator as
+ * exp(sink) (no value): the final max and sum take it in, and a row without keys gets
+ * O = 0 and LSE = sink.
  * Limits: slow by design (one CTA per query row; fp32 arithmetic, precise expf/logf).
  * Macros expected: FJ_DTYPE.
  *
@@ -31,7 +37,7 @@ static __device__ float block_max(float v, float *red)
 }
 
 extern "C" __global__ void __launch_bounds__(FJ_REF_THREADS)
-fj_attn_ref(const __grid_constant__ fj_attn_params p)
+fj_attn_ref(const __grid_constant__ fj_attn_params p FJ_FEAT_PARAM)
 {
     __shared__ float q_row[FJ_REF_MAX_DIM];
     __shared__ float s[FJ_REF_CHUNK];
@@ -55,6 +61,10 @@ fj_attn_ref(const __grid_constant__ fj_attn_params p)
     int lo, hi;
     fj_key_range(p, i, sq.sq, sq.sk, &lo, &hi);
     float m = -FJ_INF, l = 0.f, acc = 0.f;  /* thread t owns output column t (d <= 256) */
+#if FJ_ALIBI
+    const float slope = ((const float *)fp.alibi)[(fj_i64)b * fp.alibi_batch_stride + h];
+    const int shift = i + sq.sk - sq.sq;  /* key j's distance is |shift - j| */
+#endif
     for (int j0 = lo; j0 < hi; j0 += FJ_REF_CHUNK) {
         const int n = min(FJ_REF_CHUNK, hi - j0);
         __syncthreads();  /* q_row ready; previous chunk's s consumed */
@@ -64,7 +74,14 @@ fj_attn_ref(const __grid_constant__ fj_attn_params p)
             float dot = 0.f;
             for (int c = 0; c < d; c++)
                 dot += q_row[c] * fj_load(kr[c]);
-            s[jj] = dot * p.scale;
+            float x = dot * p.scale;
+#if FJ_SOFTCAP
+            x = fp.softcap * tanhf(x / fp.softcap);
+#endif
+#if FJ_ALIBI
+            x -= slope * fabsf((float)(shift - (j0 + jj)));
+#endif
+            s[jj] = x;
             local_max = fmaxf(local_max, s[jj]);
         }
         const float m_new = fmaxf(m, block_max(local_max, red));
@@ -80,6 +97,16 @@ fj_attn_ref(const __grid_constant__ fj_attn_params p)
         acc = acc * alpha + pv;
         m = m_new;
     }
+#if FJ_SINKS
+    {   /* the sink joins the denominator: rescale to max(m, sink) */
+        const float sink = ((const float *)fp.sinks)[h];
+        const float mf = fmaxf(m, sink);
+        const float alpha = expf(m - mf);  /* 0 without keys (m = -inf) */
+        l = l * alpha + expf(sink - mf);
+        acc *= alpha;
+        m = mf;
+    }
+#endif
     if (t < d)
         o[t] = fj_store(l > 0.f ? acc / l : 0.f);
     if (p.lse && t == 0) {
