@@ -24,6 +24,7 @@ TCase *fj_tcase_spec(void);
 TCase *fj_tcase_abi(void);
 TCase *fj_tcase_gate(void);
 TCase *fj_tcase_decode(void);
+TCase *fj_tcase_fa3_features(void);
 TCase *fj_tcase_other_nvrtc(void);
 
 /*------ status table ------*/
@@ -1502,6 +1503,7 @@ int main(void)
     suite_add_tcase(s, fj_tcase_abi());
     suite_add_tcase(s, fj_tcase_gate());
     suite_add_tcase(s, fj_tcase_decode());
+    suite_add_tcase(s, fj_tcase_fa3_features());
     suite_add_tcase(s, fj_tcase_other_nvrtc());
     SRunner *sr = srunner_create(s);
     srunner_run_all(sr, CK_NORMAL);
