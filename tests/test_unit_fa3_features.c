@@ -115,6 +115,19 @@ START_TEST(fa3_features_paged)
         set_features(&d, FJ_FEAT_SINKS);
         ck_assert_int_eq(fj_family_fa3.check(&c, &d, &t, why, sizeof why), -1);
         ck_assert_msg(strstr(why, "a model feature") != NULL, "%s", why);
+        /* paged with ALiBi: 128x80 at head_dim 256 (188) spilled 4 bytes, refused */
+        fajit_attn_desc e;
+        fajit_attn_desc_init(&e, p, p, p, p, 2, 32, 8, 4096, 4096, 256, FAJIT_BF16);
+        e.mask = FAJIT_MASK_CAUSAL;
+        e.block_table = (const int32_t *)(uintptr_t)0x3000;
+        e.block_table_stride = 256, e.page_size = 16, e.num_pages = 1024;
+        fj_kcfg c80;
+        fj_fa3_kcfg(&(fj_fa3_config){128, 80, 1, 1, 1}, &c80);
+        set_features(&e, FJ_FEAT_SOFTCAP | FJ_FEAT_SINKS);
+        ck_assert_int_eq(fj_family_fa3.check(&c80, &e, &t, why, sizeof why), 0);
+        set_features(&e, FJ_FEAT_ALIBI);
+        ck_assert_int_eq(fj_family_fa3.check(&c80, &e, &t, why, sizeof why), -1);
+        ck_assert_msg(strstr(why, "<= 186") != NULL, "%s", why);
         fj_kcfg cs[32];
         const int k = fj_family_fa3.candidates(&d, &t, cs, 32);
         ck_assert_int_gt(k, 0);

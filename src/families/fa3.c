@@ -52,9 +52,15 @@ int fj_fa3_page_fit(int block_n, int page_size)
  * 32 there: 128x176 at head_dim 128 (196) spilled 200 bytes; 240 with features, which spill
  * where the kernel without them already did: 128x176 and 128x192 at head_dim 128 causal). */
 #define FA3_PAGED_ACC_MAX 190
+/* paged with ALiBi (its bias's registers): 128x80 at head_dim 256 (188) spilled 4 bytes */
+#define FA3_PAGED_ALIBI_ACC_MAX 186
+static int acc_max(const fajit_attn_desc *d)
+{
+    return d->block_table && d->alibi_slopes ? FA3_PAGED_ALIBI_ACC_MAX : FA3_PAGED_ACC_MAX;
+}
 static int acc_ok(const fj_fa3_config *c, const fajit_attn_desc *d)
 {
-    return c->block_m != 128 || d->head_dim / 2 + 3 * c->block_n / 4 <= FA3_PAGED_ACC_MAX;
+    return c->block_m != 128 || d->head_dim / 2 + 3 * c->block_n / 4 <= acc_max(d);
 }
 /* Whether configuration c serves paged d: its K/V blocks fit the pages, its accumulators the
  * registers. */
@@ -180,7 +186,7 @@ static int check(const fj_kcfg *c, const fajit_attn_desc *d, const fj_target *t,
         if (why && n)
             snprintf(why, n, "%s with block_m 128 needs head_dim/2 + 3*block_n/4 <= %d "
                      "(its consumers get %d registers), got %d",
-                     d->block_table ? "paged K/V" : "a model feature", FA3_PAGED_ACC_MAX,
+                     d->block_table ? "paged K/V" : "a model feature", acc_max(d),
                      d->block_table ? 232 : 240, d->head_dim / 2 + 3 * fj_fa3_of(c)->block_n / 4);
         return -1;
     }
