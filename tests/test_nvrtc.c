@@ -79,6 +79,16 @@ static int audit_entry(void *user, const fj_entry *e)
     return 0;
 }
 
+/* No wgmma serialized for lack of registers (C7512: a performance warning, which some
+ * tuning candidates of the kernel without features get; fa3_feature_variants asserts it). */
+static int no_serialized_wgmma(void *user, const fj_entry *e)
+{
+    (void)user;
+    ck_assert_msg(!strstr(e->log, "C7512"), "%s [%s]: ptxas warning C7512:\n%s", e->name,
+                  e->arch, e->log);
+    return 0;
+}
+
 /* `fajit-tune warm` for Ampere, Hopper and Blackwell: everything compiles, clean logs,
  * and a second warm finds everything cached. */
 START_TEST(warm_three_targets)
@@ -339,6 +349,67 @@ START_TEST(fa3_paged_variants)
 }
 END_TEST
 
+/* The Hopper kernel's model-feature variants (softcap, sinks, ALiBi: FJ_SOFTCAP, FJ_SINKS,
+ * FJ_ALIBI) that dispatch picks untuned: every head_dim class and mask, contiguous and paged
+ * K/V, short and long queries, bf16 and f16, with all three features; each feature alone and
+ * every candidate of head_dim 128 causal. Clean logs (audit_entry), and no wgmma serialized
+ * (C7512) either. */
+START_TEST(fa3_feature_variants)
+{
+    static const int hdims[] = {64, 96, 128, 192, 256};
+    const fj_target t = {90, 1, 132, 0, 1, NULL};
+    const float *const stand_in = (const float *)(uintptr_t)256;
+    make_dir();
+    fajit_ctx *ctx = compile_ctx();
+    int n = 0;
+    for (int h = 0; h < 5; h++)
+        for (int m = 0; m < 3; m++)
+            for (int paged = 0; paged < 2; paged++)
+                for (int q = 0; q < 4; q++)   /* (q & 1: short queries, q & 2: f16) */
+                    for (int f = 0; f < 4; f++) {
+                        const int one = hdims[h] == 128 && m == FAJIT_MASK_CAUSAL && !paged;
+                        if (f < 3 && (!one || q & 2))   /* each alone: head_dim 128 causal */
+                            continue;
+                        fajit_attn_desc d;
+                        void *ptr = (void *)(uintptr_t)0x100000;
+                        fajit_attn_desc_init(&d, ptr, ptr, ptr, ptr, 4, 32, 8, q & 1 ? 512 : 8192,
+                                             8192, hdims[h], q & 2 ? FAJIT_F16 : FAJIT_BF16);
+                        d.mask = (fajit_mask)m;
+                        if (paged) {
+                            d.block_table = (const int32_t *)(uintptr_t)0x3000;
+                            d.page_size = 16, d.block_table_stride = 8192 / 16;
+                            d.num_pages = 4096;
+                        }
+                        d.softcap = f == 0 || f == 3 ? 30.f : 0.f;
+                        d.sinks = f == 1 || f == 3 ? stand_in : NULL;
+                        d.alibi_slopes = f == 2 || f == 3 ? stand_in : NULL;
+                        fj_kcfg c[32];
+                        int k = 1;
+                        ck_assert_int_eq(fj_kcfg_default(&d, &t, FAJIT_FAMILY_AUTO, &c[0]), 0);
+                        ck_assert_ptr_nonnull(fj_fa3_of(&c[0]));
+                        if (one && f == 3 && q == 0)
+                            k = c[0].fam->candidates(&d, &t, c, 32);
+                        for (int i = 0; i < k; i++) {
+                            fj_kernels ks;
+                            int compiled;
+                            c[i].fam->kernels(&c[i], &d, &ks);
+                            fajit_status st = fj_kernel_warm(ctx, &ks.v[0], "sm_90a", &compiled);
+                            ck_assert_msg(st == FAJIT_OK, "%s: %s", ks.v[0].name,
+                                          fajit_errmsg(ctx));
+                            n += compiled;
+                        }
+                    }
+    audit a = {0};
+    ck_assert_int_eq(fj_cache_list(ctx->cache, audit_entry, &a), 0);
+    ck_assert_int_eq(a.n, n);
+    ck_assert_int_eq(fj_cache_list(ctx->cache, no_serialized_wgmma, NULL), 0);
+    printf("nvrtc: %d Hopper feature variants compiled, max %d registers, slowest %.0f ms: %s\n",
+           n, a.max_regs, a.max_ms, a.worst);
+    fajit_ctx_destroy(ctx);
+    remove_dir();
+}
+END_TEST
+
 /* The mixed plan's kernels (varlen paged batches on sm_90a): the paged Hopper kernel and the
  * decode split and combine steps in their FJ_DEC_QMAX variant, for each head_dim, dtype,
  * mask and a few page sizes and head ratios: clean logs, no spills (audit_entry). */
@@ -442,6 +513,7 @@ int main(void)
     tcase_add_test(tc, l2_flush_compiles);
     tcase_add_test(tc, candidate_spaces);
     tcase_add_test(tc, fa3_paged_variants);
+    tcase_add_test(tc, fa3_feature_variants);
     tcase_add_test(tc, mixed_variants);
     tcase_add_test(tc, cache_cap_prunes);
     fj_nvrtc_tests_policies(tc);

@@ -20,6 +20,7 @@ TCase *fj_tcase_abi(void);
 TCase *fj_tcase_gate(void);
 TCase *fj_tcase_decode(void);
 TCase *fj_tcase_features(void);
+TCase *fj_tcase_fa3_features(void);
 TCase *fj_tcase_other_nvrtc(void);
 TCase *fj_tcase_autotune(void);          /* test_unit_tune.c */
 void fj_unit_tests_driver(TCase *tc);   /* test_unit_driver.c */
@@ -829,6 +830,7 @@ int main(void)
     suite_add_tcase(s, fj_tcase_gate());
     suite_add_tcase(s, fj_tcase_decode());
     suite_add_tcase(s, fj_tcase_features());
+    suite_add_tcase(s, fj_tcase_fa3_features());
     suite_add_tcase(s, fj_tcase_other_nvrtc());
     SRunner *sr = srunner_create(s);
     srunner_run_all(sr, CK_NORMAL);

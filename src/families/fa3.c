@@ -14,7 +14,10 @@
  * (fj_target.paged_hopper). It then outranks the decode family (rank_for), which keeps
  * decode rows, other page sizes and the checked mode. A varlen paged batch goes to the mixed
  * family (mixed.c) instead: this kernel with fj_kv_pages.min_q 17 for its long sequences,
- * the decode kernel for the rest (fj_fa3_launch_args). */
+ * the decode kernel for the rest (fj_fa3_launch_args).
+ *
+ * Model features (FA3_FEATURES): softcap, sinks and ALiBi, in every variant (contiguous, varlen,
+ * paged); fj_fa3_launch_args pushes their fj_feat_params last, for the mixed family too. */
 #include <stdio.h>
 #include <string.h>
 
@@ -44,33 +47,51 @@ int fj_fa3_page_fit(int block_n, int page_size)
            (page_size % block_n == 0 || (block_n % page_size == 0 && page_size % 8 == 0));
 }
 
-/* Whether configuration c serves paged d: its K/V blocks fit the pages, and with 2 consumer
- * warpgroups its accumulators fit the 232 registers a paged variant's consumers get (the
- * producer takes 32 there): 128x176 at head_dim 128 (196) spilled 200 bytes. */
+/* Whether configuration c serves d's registers: with 2 consumer warpgroups, paged K/V or a
+ * model feature, its accumulators fit the consumers' registers (232 paged, the producer taking
+ * 32 there: 128x176 at head_dim 128 (196) spilled 200 bytes; 240 with features, which spill
+ * where the kernel without them already did: 128x176 and 128x192 at head_dim 128 causal). */
 #define FA3_PAGED_ACC_MAX 190
+/* paged with ALiBi (its bias's registers): 128x80 at head_dim 256 (188) spilled 4 bytes */
+#define FA3_PAGED_ALIBI_ACC_MAX 186
+static int acc_max(const fajit_attn_desc *d)
+{
+    return d->block_table && d->alibi_slopes ? FA3_PAGED_ALIBI_ACC_MAX : FA3_PAGED_ACC_MAX;
+}
+static int acc_ok(const fj_fa3_config *c, const fajit_attn_desc *d)
+{
+    return c->block_m != 128 || d->head_dim / 2 + 3 * c->block_n / 4 <= acc_max(d);
+}
+/* Whether configuration c serves paged d: its K/V blocks fit the pages, its accumulators the
+ * registers. */
 static int paged_cfg_ok(const fj_fa3_config *c, const fajit_attn_desc *d)
 {
-    return fj_fa3_page_fit(c->block_n, d->page_size) &&
-           (c->block_m != 128 || d->head_dim / 2 + 3 * c->block_n / 4 <= FA3_PAGED_ACC_MAX);
+    return fj_fa3_page_fit(c->block_n, d->page_size) && acc_ok(c, d);
+}
+/* Whether configuration c serves d (the checks beyond fj_fa3_check's): paged_cfg_ok with a
+ * block table, acc_ok with model features. */
+static int cfg_ok(const fj_fa3_config *c, const fajit_attn_desc *d)
+{
+    return d->block_table ? paged_cfg_ok(c, d) : !fj_features(d) || acc_ok(c, d);
 }
 
-/* The configuration for d: the length class's default; with a block table, where its K/V
- * block does not fit the page size, the same with the largest block_n of the candidates that
- * does (-1: none). */
+/* The configuration for d: the length class's default; with a block table or model features,
+ * where that does not serve d (cfg_ok), the same with the largest block_n of the candidates
+ * that does (-1: none). */
 static int default_of(const fajit_attn_desc *d, fj_fa3_config *out)
 {
     *out = fj_fa3_default(d->head_dim, (int)d->mask, d->seqlen_q);
-    if (!d->block_table || paged_cfg_ok(out, d))
+    if (cfg_ok(out, d))
         return fj_fa3_check(out, d->head_dim, 90, NULL, 0);
     fj_fa3_config c[32];
     const int k = fj_fa3_candidates(d->head_dim, (int)d->mask, d->seqlen_q, c, 32);
     int best = -1;
     for (int i = 0; i < k; i++)
         if (c[i].block_m == out->block_m && c[i].persistent == out->persistent &&
-            paged_cfg_ok(&c[i], d) && (best < 0 || c[i].block_n > c[best].block_n))
+            cfg_ok(&c[i], d) && (best < 0 || c[i].block_n > c[best].block_n))
             best = i;
     for (int i = 0; i < k && best < 0; i++)   /* then any tile that fits */
-        if (paged_cfg_ok(&c[i], d))
+        if (cfg_ok(&c[i], d))
             best = i;
     if (best < 0)
         return -1;
@@ -84,8 +105,9 @@ static int paged_ok(const fajit_attn_desc *d, const fj_target *t)
            (!d->cu_seqlens_q || d->total_q > 0);
 }
 
-/* The model features the Hopper kernel compiles in. */
-#define FA3_FEATURES 0u
+/* The model features the Hopper kernel compiles in (FJ_SOFTCAP, FJ_SINKS, FJ_ALIBI: its
+ * preamble, a tag in the variant's name, fj_feat_params as the launch's last argument). */
+#define FA3_FEATURES (FJ_FEAT_SOFTCAP | FJ_FEAT_SINKS | FJ_FEAT_ALIBI)
 
 static int applies(const fajit_attn_desc *d, const fj_target *t)
 {
@@ -117,12 +139,12 @@ static int candidates(const fajit_attn_desc *d, const fj_target *t, fj_kcfg *out
     fj_fa3_config c[32], def;
     (void)t;
     int k = fj_fa3_candidates(d->head_dim, (int)d->mask, d->seqlen_q, c, 32), n = 0;
-    const int paged = d->block_table != NULL, has_def = paged && default_of(d, &def) == 0;
+    const int sel = d->block_table != NULL || fj_features(d) != 0;   /* (cfg_ok selects) */
+    const int has_def = sel && default_of(d, &def) == 0;
     if (has_def && n < max)
         fj_fa3_kcfg(&def, &out[n++]);   /* (the default first, as for contiguous K/V) */
     for (int i = 0; i < k && n < max; i++)
-        if (!paged || (paged_cfg_ok(&c[i], d) &&
-                       !(has_def && memcmp(&c[i], &def, sizeof def) == 0)))
+        if (!sel || (cfg_ok(&c[i], d) && !(has_def && memcmp(&c[i], &def, sizeof def) == 0)))
             fj_fa3_kcfg(&c[i], &out[n++]);
     return n;
 }
@@ -160,11 +182,12 @@ static int check(const fj_kcfg *c, const fajit_attn_desc *d, const fj_target *t,
                      fj_fa3_of(c)->block_n, d->page_size);
         return -1;
     }
-    if (d->block_table && !paged_cfg_ok(fj_fa3_of(c), d)) {
+    if (!cfg_ok(fj_fa3_of(c), d)) {
         if (why && n)
-            snprintf(why, n, "paged K/V with block_m 128 needs head_dim/2 + 3*block_n/4 <= %d "
-                     "(its consumers get 232 registers), got %d", FA3_PAGED_ACC_MAX,
-                     d->head_dim / 2 + 3 * fj_fa3_of(c)->block_n / 4);
+            snprintf(why, n, "%s with block_m 128 needs head_dim/2 + 3*block_n/4 <= %d "
+                     "(its consumers get %d registers), got %d",
+                     d->block_table ? "paged K/V" : "a model feature", acc_max(d),
+                     d->block_table ? 232 : 240, d->head_dim / 2 + 3 * fj_fa3_of(c)->block_n / 4);
         return -1;
     }
     return fj_fa3_check(fj_fa3_of(c), d->head_dim, t->sm, why, n);
@@ -212,10 +235,15 @@ static void kernels(const fj_kcfg *c, const fajit_attn_desc *d, fj_kernels *out)
     v->source = "attn_fwd_sm90.cu";
     v->function = "fj_attn_fwd_sm90";
     const int paged = d->block_table != NULL;
-    fj_fa3_preamble(f, dt, hd, mask, paged, v->preamble, sizeof v->preamble);
-    snprintf(v->name, sizeof v->name, "fa3 %s d%d %s %dx%d o%d p%d s%d%s", fj_dtype_name(dt), hd,
-             fj_mask_name(mask), f->block_m, f->block_n, f->overlap, f->pingpong,
-             f->persistent, paged ? " paged" : "");
+    char feat[128], tag[64];
+    fj_feat_defines(d, feat, sizeof feat);   /* ("" without features: the kernel unchanged) */
+    fj_feat_tag(d, tag, sizeof tag);
+    const int r = fj_fa3_preamble(f, dt, hd, mask, paged, v->preamble, sizeof v->preamble);
+    if (r >= 0)
+        snprintf(v->preamble + r, sizeof v->preamble - (size_t)r, "%s", feat);
+    snprintf(v->name, sizeof v->name, "fa3 %s d%d %s %dx%d o%d p%d s%d%s%s", fj_dtype_name(dt),
+             hd, fj_mask_name(mask), f->block_m, f->block_n, f->overlap, f->pingpong,
+             f->persistent, paged ? " paged" : "", tag);
     out->threads[0] = 128 * (f->block_m / 64 + 1);
     out->dyn_smem[0] = (int)fj_fa3_smem_bytes(f, hd);
     out->n = 1;
@@ -300,6 +328,12 @@ fajit_status fj_fa3_launch_args(const fj_fa3_config *f, const fajit_attn_desc *d
         return FAJIT_UNSUPPORTED;
     }
     fj_params_from_desc(d, &p);
+    if (d->softcap > 0.f) {
+        /* FJ_SOFTCAP, as FA3's host does: the kernel takes tanh(scale * p.scale) of the raw
+         * scores, and its exponent scale (log2 units) is the cap's */
+        p.scale = d->softmax_scale / d->softcap;
+        p.scale_log2 = d->softcap * 1.4426950408889634f;
+    }
     /* The TMA descriptors hold addresses and shapes: encoded for every call. */
     if (d->block_table) {
         if (fj_fa3_encode_paged_tmaps(env->cu, d, &p, f, maps, &pg, why, n) != 0)
@@ -314,7 +348,7 @@ fajit_status fj_fa3_launch_args(const fj_fa3_config *f, const fajit_attn_desc *d
     if (fj_args_push(a, &p, sizeof p, 8) || fj_args_push(a, &maps[0], sizeof maps[0], 64) ||
         fj_args_push(a, &maps[1], sizeof maps[1], 64) ||
         fj_args_push(a, &maps[2], sizeof maps[2], 64) || fj_args_push(a, &ctr, sizeof ctr, 8) ||
-        (d->block_table && fj_args_push(a, &pg, sizeof pg, 8))) {
+        (d->block_table && fj_args_push(a, &pg, sizeof pg, 8)) || fj_feat_push(d, a) != 0) {
         snprintf(why, n, "the kernel's arguments exceed %d bytes", FJ_ARGS_BYTES);
         return FAJIT_UNSUPPORTED;
     }

@@ -37,6 +37,17 @@
  *                    sequences with fewer than pg.min_q query rows are skipped (0: none;
  *                    the mixed plan sets 17 and its decode launch serves them). 0 (default):
  *                    contiguous K/V (fixed length or varlen rows).
+ *   FJ_SOFTCAP, FJ_SINKS, FJ_ALIBI  model features (fj_common.cuh; 0 = off, and the kernel is
+ *                    the one of before): each 1 adds fj_feat_params as the last argument.
+ *                    Per K/V block, in the consumer after S = Q K^T: the softcap (FA3's way:
+ *                    the host passes p.scale = softmax_scale / cap and p.scale_log2 = cap *
+ *                    log2(e), the kernel takes tanh.approx of scale * s, so the scores are in
+ *                    units of cap), then the ALiBi bias -slope * |i + sk - sq - j| (slope of
+ *                    (b, h) loaded once per tile, in score units), then the mask, then the
+ *                    row maximum and the online softmax. Sinks at the row's end (row_end_sink):
+ *                    exp(sink[h]) joins the denominator, LSE = log(sum + exp(sink)), a row
+ *                    with no visible key gets O = 0 and LSE = sink. i, j, sq, sk are the
+ *                    sequence's own (varlen, paged: per sequence).
  * Variant features derived from the macros above (no overrides; each removed dev knob's code
  * is a patch in dev/fa3/patches/FJ_FA3_<name>.patch, with its measurements):
  *   FA3_LAZY (lazy rescaling), FA3_UCW (uniform warpgroup index), FA3_WGSKIP / FA3_WGSKIP_PP
@@ -50,8 +61,9 @@
  *   pointers and strides that are multiples of 8 elements (TMA); compute capability 9.0.
  *
  * Launch (fj_fa3_* in src/autotune/fa3_config.h builds all of it):
- *   kernel fj_attn_fwd_sm90(params, tmap_q, tmap_k, tmap_v, sched_ctr[, pages]) (pages: the
- *   fj_kv_pages of FJ_FA3_PAGED, by value), each tensor map a
+ *   kernel fj_attn_fwd_sm90(params, tmap_q, tmap_k, tmap_v, sched_ctr[, pages][, feat]) (pages:
+ *   the fj_kv_pages of FJ_FA3_PAGED, feat: fj_feat_params with a model feature, by value), each
+ *   tensor map a
  *   128-byte CUtensorMap passed by value (const __grid_constant__); sched_ctr (int *, used by
  *   FJ_FA3_SCHED 1 only, may be 0 otherwise) a zeroed device int the kernel leaves zeroed
  *   (one per launch in flight: see "Dynamic schedule"). Maps are 4-D {head_dim, rows,
@@ -126,8 +138,9 @@
  * interleaved, 512..16k): hd64 causal 128x128D +0.7/+1.4/+3.0/+1.8/+1.8/+3.6%, hd64 causal
  * 192x128 grid +1..+3%, hd128 unmasked 128x128P and causal 128x128D -0.7..+2.4% (mostly
  * +0..1%), hd256 -3..+5% (mixed); hd64 unmasked 192x128P (3 consumer warpgroups, no ping-pong)
- * -1..-3% in every length: off there. */
-#define FA3_UCW (FJ_BLOCK_M == 128 || FJ_MASK != 0)
+ * -1..-3% in every length: off there. With the softcap on too: without it the 192x128 hd64
+ * unmasked variant spilled Q's descriptors (16 bytes, reloaded per K block). */
+#define FA3_UCW (FJ_BLOCK_M == 128 || FJ_MASK != 0 || FJ_SOFTCAP)
 #ifndef FJ_FA3_PERSISTENT
 #define FJ_FA3_PERSISTENT 0
 #endif
@@ -394,7 +407,7 @@ fj_attn_fwd_sm90(const __grid_constant__ fj_attn_params p, const __grid_constant
 #if FJ_FA3_PAGED
                  , const __grid_constant__ fj_kv_pages pg
 #endif
-                 )
+                 FJ_FEAT_PARAM)
 {
     using namespace fa3;
 #if !FJ_FA3_PAGED
@@ -719,7 +732,20 @@ fj_attn_fwd_sm90(const __grid_constant__ fj_attn_params p, const __grid_constant
 #endif
     const int warp = (threadIdx.x >> 5) & 3, lane = threadIdx.x & 31;
     const int col_lane = 2 * (lane & 3);
+    /* (FJ_SOFTCAP: the host's p.scale_log2 is cap * log2(e), see the header) */
     const float sl2 = p.scale_log2;
+#if FJ_SOFTCAP
+#define FA3_UNIT fp.softcap  /* the natural-log value of one unit of the scores (LSE) */
+#else
+#define FA3_UNIT p.scale
+#endif
+#if FJ_ALIBI
+#if FJ_SOFTCAP
+    const float inv_unit = fp.softcap_inv;
+#else
+    const float inv_unit = __frcp_rn(p.scale);
+#endif
+#endif
     const fj_u64 dk0 = desc_kmajor(s_k);
     const fj_u64 dv0 = desc_nmajor(s_v, KV_CHUNK);
     constexpr fj_u64 KV_STEP = KV_BYTES >> 4;
@@ -790,6 +816,14 @@ fj_attn_fwd_sm90(const __grid_constant__ fj_attn_params p, const __grid_constant
         const fa3_band bd = key_blocks(p, sq, m0);
         const int n = bd.nb_hi - bd.nb_lo, shift = bd.shift, wl = bd.wl, wr = bd.wr;
         const int row0 = m0 + 64 * cw + 16 * warp + (lane >> 2);  /* row of hf = 0 */
+#if FJ_ALIBI
+        /* -slope of (b, h) in the tile's units (alibi_tile) */
+        const float nslope = -((const float *)fp.alibi)[(fj_i64)b * fp.alibi_batch_stride + h] *
+                             inv_unit;
+#endif
+#if FJ_SINKS
+        const float sink2 = ((const float *)fp.sinks)[h] * 1.4426950408889634f;  /* log2 units */
+#endif
 
         float o[OREG];
 #pragma unroll
@@ -929,6 +963,12 @@ fj_attn_fwd_sm90(const __grid_constant__ fj_attn_params p, const __grid_constant
                     mbar_arrive(b_ke + 8 * st);
                 if (last)
                     release_q();
+#if FJ_SOFTCAP
+                softcap_tile(s, p.scale);  /* (FJ_SOFTCAP: scale / cap) */
+#endif
+#if FJ_ALIBI
+                alibi_tile(s, nb * BN, row0, col_lane, shift, nslope);
+#endif
                 if (need_mask(nb))
                     apply_mask(s, nb * BN, row0, col_lane, sq.sk, shift, wl, wr);
                 softmax_tile(s, mx, l, alpha, sl2);
@@ -1030,10 +1070,18 @@ fj_attn_fwd_sm90(const __grid_constant__ fj_attn_params p, const __grid_constant
             float tl = l[hf];
             tl += __shfl_xor_sync(0xffffffffu, tl, 1);
             tl += __shfl_xor_sync(0xffffffffu, tl, 2);
+#if FJ_SINKS
+            const int i = row0 + 8 * hf;
+            float lv;
+            row_end_sink(mx[hf], tl, sl2, sink2, inv[hf], lv);
+            if (lse && (lane & 3) == 0 && i < sq.sq)
+                lse[sq.lse_head_stride * h + sq.lse_base + i] = lv;
+#else
             inv[hf] = row_inv(tl);
             const int i = row0 + 8 * hf;
             if (lse && (lane & 3) == 0 && i < sq.sq)
-                lse[sq.lse_head_stride * h + sq.lse_base + i] = row_lse(mx[hf], tl, p.scale);
+                lse[sq.lse_head_stride * h + sq.lse_base + i] = row_lse(mx[hf], tl, FA3_UNIT);
+#endif
         }
 #if FJ_FA3_PERSISTENT
         if (OQ && (FA3_DYN || n > 0)) {

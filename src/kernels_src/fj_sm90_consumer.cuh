@@ -8,6 +8,9 @@
  *                         registers: fa3_qop, load_q)
  *   gemm_pv               O += P V (wgmma RS, V N-major)
  *   apply_mask            -inf outside the sequence and the causal / window band
+ *   softcap_tile, alibi_tile, row_end_sink
+ *                         the model features (FJ_SOFTCAP, FJ_ALIBI, FJ_SINKS): tanh capping
+ *                         and the ALiBi bias of a tile's scores, a row's end with its sink
  *   softmax_tile, rescale_o, convert_p
  *                         online softmax in log2 units (lazy rescaling: FA3_LAZY), P to the
  *                         A-operand layout
@@ -128,6 +131,70 @@ FJ_DEVICE void apply_mask(float (&s)[fa3::SREG], int k0, int row0, int col_lane,
             }
     }
 }
+
+#if FJ_SOFTCAP
+/* Softcap, FA3's way: raw scores times k = softmax_scale / cap through tanh.approx.f32 (one
+ * MUFU.TANH each), so the tile holds tanh(scale * q.k / cap) and one unit of it is cap in the
+ * natural-log domain (the kernel's sl2 is then cap * log2(e), its LSE unit cap). Applied to the
+ * GEMM's finite scores before the ALiBi bias and the mask (a -inf mask then stays -inf; tanh of
+ * it would be -1), so the row maxima are taken on capped values. */
+FJ_DEVICE float fa3_tanh(float x)
+{
+    float y;
+    asm("tanh.approx.f32 %0, %1;\n" : "=f"(y) : "f"(x));
+    return y;
+}
+FJ_DEVICE void softcap_tile(float (&s)[fa3::SREG], float k)
+{
+#pragma unroll
+    for (int i = 0; i < fa3::SREG; ++i)
+        s[i] = fa3_tanh(s[i] * k);
+}
+#endif
+
+#if FJ_ALIBI
+/* ALiBi: s += nslope * |i + sk - sq - j| for element (nt, hf, e) of the tile at key k0, i.e.
+ * row i = row0 + 8*hf, key j = k0 + nt*8 + col_lane + e (the layout apply_mask reads); nslope is
+ * -slope in the tile's units (-slope / scale, or -slope / cap with the softcap). Every block of
+ * the band, masked or not, before the row maximum; distances exact in fp32 below 2^24. */
+FJ_DEVICE void alibi_tile(float (&s)[fa3::SREG], int k0, int row0, int col_lane, int shift,
+                          float nslope)
+{
+    using namespace fa3;
+#pragma unroll
+    for (int hf = 0; hf < 2; ++hf) {
+        const float dg = (float)(row0 + 8 * hf + shift - k0 - col_lane);  /* x of the diagonal */
+#pragma unroll
+        for (int nt = 0; nt < BN / 8; ++nt)
+#pragma unroll
+            for (int e = 0; e < 2; ++e)
+                s[4 * nt + 2 * hf + e] =
+                    fmaf(nslope, fabsf(dg - (float)(nt * 8 + e)), s[4 * nt + 2 * hf + e]);
+    }
+}
+#endif
+
+#if FJ_SINKS
+/* A row's end with an attention sink: its softmax denominator gets exp(sink) (sink2 = sink *
+ * log2(e)). In log2 units the row holds l = sum 2^(s_j sl2 - m sl2); with top = max(m sl2,
+ * sink2) the denominator is L = l 2^(m sl2 - top) + 2^(sink2 - top), O's factor (inv) that
+ * 2^(m sl2 - top) / L, and LSE = ln 2 (top + log2 L). A row with no visible key (m = -inf,
+ * l = 0): inv 0 (O = 0) and LSE = sink; a -inf sink too: LSE -inf. */
+FJ_DEVICE void row_end_sink(float m, float l, float sl2, float sink2, float &inv, float &lse)
+{
+    const float m2 = m * sl2;
+    float top = fmaxf(m2, sink2);
+    if (top == -FJ_INF)
+        top = 0.f;
+    const float a = ex2(m2 - top);
+    const float den = fmaf(l, a, ex2(sink2 - top));
+    float r, lg;
+    asm("rcp.approx.ftz.f32 %0, %1;\n" : "=f"(r) : "f"(den));
+    asm("lg2.approx.ftz.f32 %0, %1;\n" : "=f"(lg) : "f"(den));
+    inv = den > 0.f ? a * r : 0.f;
+    lse = den > 0.f ? (top + lg) * 0.6931471805599453f : -FJ_INF;
+}
+#endif
 
 /* Online softmax of one tile in place: s becomes P = exp2(s*sl2 - m*sl2) (fp32), the row
  * maxima mx and the partial row sums l (this thread's columns) are updated, and alpha is
