@@ -21,6 +21,7 @@
  * time with FP8 pages against the same call with bf16 pages, CUDA events over 50 calls.
  *
  * Environment: FAJIT_TEST_SEED, FAJIT_TEST_CACHE_DIR, FAJIT_TEST_FEATURE_CASES (default 80),
+ * FAJIT_TEST_SPEED_SHAPES (the speed report's first N shapes, default all 4),
  * FAJIT_TEST_FEATURE_VERBOSE=1 (a line per case).
  */
 #include <check.h>
@@ -478,10 +479,11 @@ static double time_call(fajit_ctx *ctx, const fajit_attn_desc *d, int reps)
 START_TEST(feature_decode_speed)
 {
     fajit_ctx *ctx = new_ctx();
-    static const int shapes[][2] = {{64, 16384}, {128, 2048}, {16, 8192}, {1, 32768}};
+    static const int shapes[][2] = {{128, 2048}, {16, 8192}, {64, 16384}, {1, 32768}};
+    const int ns = env_int("FAJIT_TEST_SPEED_SHAPES", 4);   /* the first ns of them */
     printf("feature_decode_speed: paged decode, q_len 1, 32/8 heads, head_dim 128, pages of 16 "
            "in random order, bf16 queries; us per call (CUDA events, 50 calls)\n");
-    for (int i = 0; i < 4; i++) {
+    for (int i = 0; i < 4 && i < ns; i++) {
         fcase c = {FAJIT_BF16, 1, shapes[i][0], 8, 4, 128, 16, 1, shapes[i][1],
                    FAJIT_MASK_CAUSAL, 0, 0, 1, 0.f, 0, 0};
         g_rng = g_seed + (uint64_t)i;
@@ -544,6 +546,7 @@ int main(void)
         printf("gpu-fp8 suite skipped: no usable device 0\n");
         return 77;
     }
+    setenv("FAJIT_MODEL_FEATURES", "on", 0);   /* the kernels under test (docs/usage.md) */
     g_seed = (unsigned)env_int("FAJIT_TEST_SEED", (int)time(NULL));
     const char *dir = getenv("FAJIT_TEST_CACHE_DIR");
     if (dir) {

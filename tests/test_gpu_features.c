@@ -601,6 +601,7 @@ int main(void)
         printf("gpu-features suite skipped: no usable device 0\n");
         return 77;
     }
+    setenv("FAJIT_MODEL_FEATURES", "on", 0);   /* the kernels under test (docs/usage.md) */
     g_seed = (unsigned)env_int("FAJIT_TEST_SEED", (int)time(NULL));
     const char *dir = getenv("FAJIT_TEST_CACHE_DIR");
     if (dir) {

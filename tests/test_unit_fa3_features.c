@@ -6,6 +6,7 @@
 #include <check.h>
 #include <stdint.h>
 #include <stdio.h>
+#include <stdlib.h>
 #include <string.h>
 
 #include "fake_cuda.h"
@@ -42,7 +43,9 @@ static fajit_ctx *host_ctx(void)
     o.cache_dir = "";
     o.device = FAJIT_DEVICE_NONE;
     fajit_ctx *ctx;
+    setenv("FAJIT_MODEL_FEATURES", "on", 1);
     ck_assert_int_eq(fajit_ctx_create(&ctx, &o), FAJIT_OK);
+    unsetenv("FAJIT_MODEL_FEATURES");
     return ctx;
 }
 

@@ -20,7 +20,9 @@ static fajit_ctx *memory_ctx(fajit_family fam)
     o.cache_dir = "";
     o.family = fam;
     fajit_ctx *ctx = NULL;
+    setenv("FAJIT_MODEL_FEATURES", "on", 1);   /* (features_gate tests the default) */
     ck_assert_int_eq(fajit_ctx_create(&ctx, &o), FAJIT_OK);
+    unsetenv("FAJIT_MODEL_FEATURES");
     return ctx;
 }
 
@@ -176,9 +178,43 @@ START_TEST(features_spec_warm)
 }
 END_TEST
 
+/* The features' kernels serve only with FAJIT_MODEL_FEATURES=on (they have not run on a GPU
+ * yet): off by default, UNSUPPORTED naming the family and the features; a bad value refused
+ * at context creation. */
+START_TEST(features_gate)
+{
+    fajit_ctx_opts o;
+    fajit_ctx_opts_init(&o);
+    o.device = FAJIT_DEVICE_NONE;
+    o.cache_dir = "";
+    fajit_ctx *ctx = NULL;
+    unsetenv("FAJIT_MODEL_FEATURES");
+    ck_assert_int_eq(fajit_ctx_create(&ctx, &o), FAJIT_OK);
+    fajit_attn_desc d = feat_desc(FJ_FEAT_SOFTCAP | FJ_FEAT_SINKS, 128, FAJIT_MASK_CAUSAL);
+    char line[1024];
+    ck_assert_int_eq(fajit_dispatch_describe(ctx, "sm_80", &d, line, sizeof line),
+                     FAJIT_UNSUPPORTED);
+    ck_assert_msg(strstr(fajit_errmsg(ctx), "the fa2 kernels with softcap, sinks are compiled "
+                         "but have not run on a GPU yet") &&
+                      strstr(fajit_errmsg(ctx), "FAJIT_MODEL_FEATURES=on"),
+                  "%s", fajit_errmsg(ctx));
+    d.softcap = 0.f, d.sinks = NULL;   /* no feature: served as ever */
+    ck_assert_int_eq(fajit_dispatch_describe(ctx, "sm_80", &d, line, sizeof line), FAJIT_OK);
+    fajit_ctx_destroy(ctx);
+    fajit_ctx *bad = NULL;
+    setenv("FAJIT_MODEL_FEATURES", "yes", 1);
+    ck_assert_int_eq(fajit_ctx_create(&bad, &o), FAJIT_INVALID_ARGUMENT);
+    ck_assert_msg(strstr(fajit_errmsg(bad), "FAJIT_MODEL_FEATURES must be off or on, got "
+                         "'yes'"), "%s", fajit_errmsg(bad));
+    unsetenv("FAJIT_MODEL_FEATURES");
+    fajit_ctx_destroy(bad);
+}
+END_TEST
+
 TCase *fj_tcase_features(void)
 {
     TCase *tc = tcase_create("features");
+    tcase_add_test(tc, features_gate);
     tcase_add_test(tc, features_dispatch);
     tcase_add_test(tc, features_preamble);
     tcase_add_test(tc, features_spec_warm);

@@ -5,6 +5,9 @@ import os
 import pytest
 
 ROOT = os.path.dirname(os.path.dirname(os.path.dirname(os.path.abspath(__file__))))
+# The model features' kernels serve only when asked for (they have not run on a GPU yet):
+# the tests of them ask, before any context is made.
+os.environ.setdefault("FAJIT_MODEL_FEATURES", "on")
 HAS_TORCH = importlib.util.find_spec("torch") is not None
 
 

@@ -88,6 +88,9 @@ struct fajit_ctx {
     int lineinfo;               /* FAJIT_LINEINFO=1: kernels compile with -lineinfo (their own
                                    cache keys), so compute-sanitizer names source lines */
     int paged_hopper;           /* 1 unless FAJIT_PAGED_PREFILL=decode (fj_target.paged_hopper) */
+    int features_on;            /* FAJIT_MODEL_FEATURES=on: the kernels of softcap, sinks,
+                                   ALiBi and FP8 K/V serve (they have not run on a GPU yet:
+                                   off by default, FAJIT_UNSUPPORTED saying so) */
     fj_fopts fopts;             /* the families' own options (fj_family.options) */
     int sm_count, smem_optin, cc;   /* cc = major*10 + minor */
     fj_cache *cache;

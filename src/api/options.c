@@ -139,6 +139,13 @@ static fajit_status apply_env(fajit_ctx *ctx)
                      "FAJIT_LINEINFO must be 0 or 1, got '%s'", e);
         ctx->lineinfo = e[0] == '1';
     }
+    if ((e = getenv("FAJIT_MODEL_FEATURES")) && *e) {
+        static const char *const on_off[] = {"off", "on"};
+        int i = lookup(e, on_off, 2);
+        FJ_RETURN_IF(i < 0, ctx, FAJIT_INVALID_ARGUMENT,
+                     "FAJIT_MODEL_FEATURES must be off or on, got '%s'", e);
+        ctx->features_on = i;
+    }
     if ((e = getenv("FAJIT_PAGED_PREFILL")) && *e) {
         static const char *const ways[] = {"decode", "hopper"};
         int i = lookup(e, ways, 2);
