@@ -380,6 +380,40 @@ static int header(parser *p, int line, const char *s, size_t n)
     return 0;
 }
 
+/* The model features' keys: softcap, sinks, alibi (yes or no), head_dim_v, kv_dtype. */
+static int feature_key(parser *p, int line, int key, const char *v, size_t nv)
+{
+    section *sec = &p->sec;
+    switch (key) {
+    case K_HEAD_DIM_V:
+        if (scalar(p, line, key, v, nv, 8, 256, &sec->head_dim_v) == -1)
+            return -1;
+        if (sec->head_dim_v % 8)
+            return fail(p, line, "head_dim_v must be a multiple of 8 in 8..256, got %d",
+                        sec->head_dim_v);
+        return 0;
+    case K_KV_DTYPE:
+        if (nv == 4 && strncasecmp(v, "e4m3", 4) == 0)
+            sec->kv_dtype = FAJIT_KV_E4M3;
+        else if (nv == 4 && strncasecmp(v, "e5m2", 4) == 0)
+            sec->kv_dtype = FAJIT_KV_E5M2;
+        else if (!(nv == 5 && strncasecmp(v, "dtype", 5) == 0))
+            return fail(p, line, "kv_dtype must be dtype (as Q), e4m3 or e5m2, got '%.*s'",
+                        (int)nv, v);
+        return 0;
+    default: {   /* softcap, sinks, alibi */
+        const unsigned bit = key == K_SOFTCAP ? FJ_PROBLEM_SOFTCAP
+                             : key == K_SINKS ? FJ_PROBLEM_SINKS : FJ_PROBLEM_ALIBI;
+        if (nv == 3 && strncasecmp(v, "yes", 3) == 0)
+            sec->features |= bit;
+        else if (!(nv == 2 && strncasecmp(v, "no", 2) == 0))
+            return fail(p, line, "%s must be yes or no, got '%.*s'", key_names[key], (int)nv,
+                        v);
+        return 0;
+    }
+    }
+}
+
 /* "key = value" */
 static int assignment(parser *p, int line, const char *s, size_t n)
 {
@@ -466,32 +500,10 @@ static int assignment(parser *p, int line, const char *s, size_t n)
         return scalar(p, line, key, v, nv, 1, FJ_SPEC_MAX_PAGE, &sec->page_size);
     case K_SOFTCAP:
     case K_SINKS:
-    case K_ALIBI: {
-        const unsigned bit = key == K_SOFTCAP ? FJ_PROBLEM_SOFTCAP
-                             : key == K_SINKS ? FJ_PROBLEM_SINKS : FJ_PROBLEM_ALIBI;
-        if (nv == 3 && strncasecmp(v, "yes", 3) == 0)
-            sec->features |= bit;
-        else if (!(nv == 2 && strncasecmp(v, "no", 2) == 0))
-            return fail(p, line, "%s must be yes or no, got '%.*s'", key_names[key], (int)nv,
-                        v);
-        return 0;
-    }
+    case K_ALIBI:
     case K_HEAD_DIM_V:
-        if (scalar(p, line, key, v, nv, 8, 256, &sec->head_dim_v) == -1)
-            return -1;
-        if (sec->head_dim_v % 8)
-            return fail(p, line, "head_dim_v must be a multiple of 8 in 8..256, got %d",
-                        sec->head_dim_v);
-        return 0;
     case K_KV_DTYPE:
-        if (nv == 4 && strncasecmp(v, "e4m3", 4) == 0)
-            sec->kv_dtype = FAJIT_KV_E4M3;
-        else if (nv == 4 && strncasecmp(v, "e5m2", 4) == 0)
-            sec->kv_dtype = FAJIT_KV_E5M2;
-        else if (!(nv == 5 && strncasecmp(v, "dtype", 5) == 0))
-            return fail(p, line, "kv_dtype must be dtype (as Q), e4m3 or e5m2, got '%.*s'",
-                        (int)nv, v);
-        return 0;
+        return feature_key(p, line, key, v, nv);
     default:
         return list(p, line, key, v, nv, &sec->lists[key]);
     }
