@@ -327,7 +327,7 @@ START_TEST(spec_preset_names)
 {
     fj_spec s;
     char err[256];
-    ck_assert_ptr_null(fj_spec_preset_name(6));
+    ck_assert_ptr_null(fj_spec_preset_name(7));
     ck_assert_ptr_null(fj_spec_preset_name(-1));
     ck_assert_int_eq(fj_spec_preset("Llama-3-8B", &s, err, sizeof err), 0);   /* any case */
     fj_spec_free(&s);
@@ -335,7 +335,7 @@ START_TEST(spec_preset_names)
     ck_assert_ptr_null(fj_spec_preset_text("gpt-5"));
     ck_assert_int_eq(fj_spec_preset("gpt-5", &s, err, sizeof err), -1);
     ck_assert_str_eq(err, "unknown preset 'gpt-5'; known: llama-3-8b, llama-3-70b, "
-                     "qwen2.5-7b, mistral-7b, llama-3-8b-paged, llama-3.2-1b-paged");
+                     "qwen2.5-7b, mistral-7b, llama-3-8b-paged, llama-3.2-1b-paged, gpt-oss");
     ck_assert_ptr_null(s.problems);
     ck_assert_int_eq(fj_spec_preset(NULL, &s, err, sizeof err), -1);
 }
@@ -421,6 +421,15 @@ START_TEST(spec_paged)
     ck_assert_str_eq(sig, "fwd.bf16.hd64.causal.gqa4.paged");
     ck_assert_uint_eq(p->n_shapes, (6 + 3) * 2);
     assert_shape(&p->shapes[0], 1, 1024, 1);
+    fj_spec_free(&s);
+    /* GPT-OSS: its sliding-window and full layers, sinks on both */
+    ck_assert_int_eq(fj_spec_preset("gpt-oss", &s, err, sizeof err), 0);
+    ck_assert_uint_eq(s.n_problems, 2);
+    ck_assert_int_eq(fj_tune_signature(&s.problems[0], sig, sizeof sig), 0);
+    ck_assert_str_eq(sig, "fwd.bf16.hd64.win127-0.gqa8.paged.sinks");
+    ck_assert_int_eq(fj_tune_signature(&s.problems[1], sig, sizeof sig), 0);
+    ck_assert_str_eq(sig, "fwd.bf16.hd64.causal.gqa8.paged.sinks");
+    ck_assert_uint_eq(s.problems[1].n_shapes, (6 + 2) * 2);
     fj_spec_free(&s);
 }
 END_TEST

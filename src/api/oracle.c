@@ -166,6 +166,22 @@ static CUresult upload_ints(const fj_cuda *cu, CUdeviceptr *p, const int32_t *v,
     return r ? r : cu->cuMemcpyHtoD(*p, v, n * sizeof *v);
 }
 
+/* Sinks in [0, 2) and flash-attn's ALiBi slopes 2^(-8 (h + 1) / heads) of every head. */
+static CUresult upload_features(const fj_cuda *cu, CUdeviceptr *p, int heads)
+{
+    float *v = malloc(sizeof *v * 2 * (size_t)heads);
+    if (!v)
+        return 2;   /* (CUDA_ERROR_OUT_OF_MEMORY, as fj_inputs_make says it) */
+    for (int h = 0; h < heads; h++) {
+        v[h] = (float)(rand() % 2000) / 1000.f;
+        v[heads + h] = exp2f(-8.f * (float)(h + 1) / (float)heads);
+    }
+    CUresult r = cu->cuMemAlloc(p, sizeof *v * 2 * (size_t)heads);
+    r = r ? r : cu->cuMemcpyHtoD(*p, v, sizeof *v * 2 * (size_t)heads);
+    free(v);
+    return r;
+}
+
 /* The block table: a random permutation of 0 .. n-1 (n pages). */
 static void pages_shuffle(int32_t *t, size_t n)
 {
@@ -204,13 +220,13 @@ static CUresult upload_varlen(const fj_cuda *cu, fj_inputs *in, int batch, const
 
 void fj_inputs_free(const fj_cuda *cu, fj_inputs *in)
 {
-    CUdeviceptr *all[] = {&in->o, &in->bt, &in->cu, &in->k_twin, &in->v_twin};
+    CUdeviceptr *all[] = {&in->o, &in->bt, &in->cu, &in->k_twin, &in->v_twin, &in->feat};
     for (int s = 0; s < FJ_INPUT_SETS; s++) {
         if (in->q[s]) cu->cuMemFree(in->q[s]);
         if (in->k[s]) cu->cuMemFree(in->k[s]);
         if (in->v[s]) cu->cuMemFree(in->v[s]);
     }
-    for (int i = 0; i < 5; i++)
+    for (int i = 0; i < 6; i++)
         if (*all[i])
             cu->cuMemFree(*all[i]);
     memset(in, 0, sizeof *in);
@@ -235,6 +251,12 @@ static void describe_set(fj_inputs *in, int k, const fj_problem *p, const fj_sha
         d->block_table_stride = pps, d->page_size = p->page_size;
         d->num_pages = sh->batch * pps;
     }
+    if (p->features & FJ_PROBLEM_SOFTCAP)
+        d->softcap = 30.f;   /* (Grok-1's; Gemma 2 takes 50) */
+    if (p->features & FJ_PROBLEM_SINKS)
+        d->sinks = (const float *)(uintptr_t)in->feat;
+    if (p->features & FJ_PROBLEM_ALIBI)
+        d->alibi_slopes = (const float *)(uintptr_t)in->feat + p->heads_q;
     if (in->cu) {
         d->cu_seqlens_q = (const int32_t *)(uintptr_t)in->cu;
         d->cu_seqlens_k = (const int32_t *)(uintptr_t)in->cu + sh->batch + 1;
@@ -252,10 +274,9 @@ fajit_status fj_inputs_make(fajit_ctx *ctx, const fj_problem *p, const fj_shape 
                  sh->batch > FJ_INPUT_MAX_BATCH)), ctx, FAJIT_INVALID_ARGUMENT,
                  "fj_inputs_make: %d sets, varlen %d x paged %d", sets, lens_q != NULL,
                  p->page_size);
-    FJ_RETURN_IF(p->features || p->head_dim_v || p->kv_dtype, ctx, FAJIT_UNSUPPORTED,
-                 "model '%s' turns on a model feature (softcap, sinks, alibi, head_dim_v or "
-                 "kv_dtype): fajit-tune warm compiles its kernels, tune and bench do not run "
-                 "such problems yet", p->name);
+    FJ_RETURN_IF(p->head_dim_v || p->kv_dtype, ctx, FAJIT_UNSUPPORTED,
+                 "model '%s' sets head_dim_v or kv_dtype: fajit-tune warm compiles its "
+                 "kernels, tune and bench do not run such problems yet", p->name);
     /* paged: whole pages per sequence (pps of them), scattered by the block table */
     const int pps = p->page_size ? (sh->seqlen_k + p->page_size - 1) / p->page_size : 0;
     const size_t rows_k = p->page_size ? (size_t)pps * p->page_size : (size_t)sh->seqlen_k;
@@ -287,6 +308,8 @@ fajit_status fj_inputs_make(fajit_ctx *ctx, const fj_problem *p, const fj_shape 
     free(table);
     if (!r && lens_q)
         r = upload_varlen(cu, in, sh->batch, lens_q, lens_k);
+    if (!r && (p->features & (FJ_PROBLEM_SINKS | FJ_PROBLEM_ALIBI)))
+        r = upload_features(cu, &in->feat, p->heads_q);
     if (r) {
         fj_inputs_free(cu, in);
         return fj_fail(ctx, FAJIT_CUDA_ERROR, "allocating inputs for %s (%d x %d x %d): %s",

@@ -44,6 +44,8 @@ typedef struct fj_inputs {
     CUdeviceptr bt;        /* paged: block table [batch][pages per sequence], shuffled */
     CUdeviceptr k_twin, v_twin;   /* paged with twin: set 0's K/V contiguous [b][key] */
     CUdeviceptr cu;        /* varlen: cu_seqlens_q [batch+1], then cu_seqlens_k */
+    CUdeviceptr feat;      /* the problem's sinks [heads_q] then ALiBi slopes [heads_q], fp32
+                              (spec keys sinks, alibi = yes; softcap = yes takes cap 30) */
     int total_q, total_k, sets;
     fajit_attn_desc d[FJ_INPUT_SETS];
 } fj_inputs;

@@ -42,6 +42,19 @@ static const struct {
       "[model llama-3.2-1b-paged]\n"
       "dtype = bf16\nhead_dim = 64\nheads_q = 32\nheads_kv = 8\nmask = causal\n"
       "page_size = 16\ndecode = 1k..32k\nshapes = 4:4k, 8:4k, 512:4608\nbatch = 1, 64\n" },
+    /* GPT-OSS 20B and 120B (one attention shape): 64 query and 8 KV heads of 64 columns,
+     * an attention sink per head on every layer, and layers alternating between a
+     * 128-token sliding window (window_left 127: the key itself and 127 before it) and
+     * full causal attention; served from a paged cache. */
+    { "gpt-oss",
+      "[model gpt-oss-sliding]\n"
+      "dtype = bf16\nhead_dim = 64\nheads_q = 64\nheads_kv = 8\nmask = window\n"
+      "window = 127\nsinks = yes\n"
+      "page_size = 16\ndecode = 1k..32k\nshapes = 4:4k, 512:4608\nbatch = 1, 64\n"
+      "[model gpt-oss-full]\n"
+      "dtype = bf16\nhead_dim = 64\nheads_q = 64\nheads_kv = 8\nmask = causal\n"
+      "sinks = yes\n"
+      "page_size = 16\ndecode = 1k..32k\nshapes = 4:4k, 512:4608\nbatch = 1, 64\n" },
 };
 
 const char *fj_spec_preset_name(int i)
