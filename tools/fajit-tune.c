@@ -43,7 +43,8 @@ enum {
     O_ARCH = 256, O_SPEC, O_DTYPE, O_MASK, O_OP, O_JSON, O_FAMILY, O_PIN, O_FORCE, O_RECOMPILE,
     O_ALLOW_SKIPPED,
     O_MAX_MB, O_SEQLEN_Q, O_SEQLEN_K, O_BATCH, O_HEADS_Q, O_HEADS_KV, O_PAGE_SIZE, O_HDIM,
-    O_SEQLEN, O_REPS, O_CACHE_DIR, O_VERSION, O_JOBS = 'j', O_HELP = 'h',
+    O_SEQLEN, O_REPS, O_CACHE_DIR, O_VERSION, O_FEATURES, O_KV_DTYPE, O_JOBS = 'j',
+    O_HELP = 'h',
 };
 #define OPT(name, arg, id) {name, arg, NULL, id}
 #define HELP_OPT OPT("help", no_argument, O_HELP)
@@ -54,7 +55,9 @@ enum {
     OPT("seqlen-q", required_argument, O_SEQLEN_Q),                                            \
     OPT("seqlen-k", required_argument, O_SEQLEN_K), OPT("batch", required_argument, O_BATCH),  \
     OPT("heads-q", required_argument, O_HEADS_Q), OPT("heads-kv", required_argument, O_HEADS_KV), \
-    OPT("page-size", required_argument, O_PAGE_SIZE)
+    OPT("page-size", required_argument, O_PAGE_SIZE),                                      \
+    OPT("features", required_argument, O_FEATURES),                                        \
+    OPT("kv-dtype", required_argument, O_KV_DTYPE)
 
 static const struct option o_none[] = {HELP_OPT, {0}};
 static const struct option o_warm[] = {OPT("arch", required_argument, O_ARCH),
@@ -119,9 +122,11 @@ static const subcmd k_cmds[] = {
     {"plan",
      "  plan [--arch A] [--op fwd] [--hdim D] [--dtype f16|bf16] [--mask none|causal|window]\n"
      "       [--seqlen S | --seqlen-q Q --seqlen-k K] [--batch B] [--heads-q H]\n"
-     "       [--heads-kv H] [--page-size P]\n"
+     "       [--heads-kv H] [--page-size P] [--features softcap,sinks,alibi]\n"
+     "       [--kv-dtype e4m3|e5m2]\n"
      "                            which kernel serves that problem (default: device 0,\n"
-     "                            hdim 128, bf16, causal, 4096 tokens)\n",
+     "                            hdim 128, bf16, causal, 4096 tokens; model features\n"
+     "                            off, K/V as Q)\n",
      o_shape, ":h", 0, 0, NULL},
     {"cache ls", "  cache ls                  one line per cached kernel\n", o_none, ":h", 0, 0,
      NULL},
@@ -158,7 +163,7 @@ static const subcmd k_cmds[] = {
     {"cache explain",
      "  cache explain [--arch A] [--op O] [--hdim D] [--dtype T] [--mask M] [--seqlen S]\n"
      "        [--seqlen-q Q --seqlen-k K] [--batch B] [--heads-q H] [--heads-kv H]\n"
-     "        [--page-size P]\n"
+     "        [--page-size P] [--features softcap,sinks,alibi] [--kv-dtype e4m3|e5m2]\n"
      "                            the key of the kernel that problem needs; for a miss,\n"
      "                            the nearest entry and what differs\n",
      o_shape, ":h", 0, 0, NULL},
@@ -461,6 +466,7 @@ static int cmd_info(fajit_ctx *ctx)
 /* What follows the command on the line. */
 typedef struct args {
     const char *arch, *spec, *dtype, *mask, *op, *json, *family;
+    const char *features, *kv_dtype;   /* plan, cache explain: NULL = none, as Q */
     int jobs, hdim, reps, pin, force, seqlen, recompile, allow_skipped;
     long long seqlen_q, seqlen_k, batch, heads_q, heads_kv, page_size;   /* plan; -1: unset */
     long long max_mb;      /* cache prune --max-mb; -1 = not given */
@@ -570,6 +576,37 @@ static int cmd_tune(fajit_ctx *ctx, const args *a)
     return run_validation(ctx, FAJIT_FAMILY_AUTO);
 }
 
+/* The model features of --features LIST and --kv-dtype T, with stand-in pointers. */
+static int feature_fields(const args *a, fajit_attn_desc *d)
+{
+    const float *stand_in = (const float *)(uintptr_t)0x300000;
+    for (const char *s = a->features; s && *s;) {
+        size_t n = strcspn(s, ",");
+        if (n == 7 && strncmp(s, "softcap", 7) == 0)
+            d->softcap = 30.f;
+        else if (n == 5 && strncmp(s, "sinks", 5) == 0)
+            d->sinks = stand_in;
+        else if (n == 5 && strncmp(s, "alibi", 5) == 0)
+            d->alibi_slopes = stand_in;
+        else {
+            fprintf(stderr, "fajit-tune: --features takes softcap, sinks and alibi, "
+                    "comma-separated; got '%.*s'\n", (int)n, s);
+            return -1;
+        }
+        s += n + (s[n] == ',');
+    }
+    if (a->kv_dtype) {
+        if (strcmp(a->kv_dtype, "e4m3") != 0 && strcmp(a->kv_dtype, "e5m2") != 0) {
+            fprintf(stderr, "fajit-tune: --kv-dtype must be e4m3 or e5m2, got '%s'\n",
+                    a->kv_dtype);
+            return -1;
+        }
+        d->kv_dtype = a->kv_dtype[1] == '4' ? FAJIT_KV_E4M3 : FAJIT_KV_E5M2;
+        d->k_descale = d->v_descale = stand_in;
+    }
+    return 0;
+}
+
 /* A descriptor for the shape options (nothing runs: the pointers are never used). */
 static int shape_desc(const args *a, fajit_attn_desc *d)
 {
@@ -596,6 +633,8 @@ static int shape_desc(const args *a, fajit_attn_desc *d)
         d->block_table_stride = (sk + a->page_size - 1) / a->page_size;
         d->num_pages = (int)(d->block_table_stride * d->batch);
     }
+    if (feature_fields(a, d) != 0)
+        return -1;
     d->mask = (fajit_mask)-1;
     for (int i = 0; i < 3; i++)
         if (strcmp(a->mask, masks[i]) == 0)
@@ -941,6 +980,8 @@ static int set_option(int id, const char *val, args *a)
     case O_MASK: a->mask = val; return 0;
     case O_OP: a->op = val; return 0;
     case O_JSON: a->json = val; return 0;
+    case O_FEATURES: a->features = val; return 0;
+    case O_KV_DTYPE: a->kv_dtype = val; return 0;
     case O_FAMILY: a->family = val; return family_of(val) < 0 ? 2 : 0;
     case O_PIN: a->pin = 1; return 0;
     case O_FORCE: a->force = 1; return 0;
