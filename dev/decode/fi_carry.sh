@@ -6,6 +6,7 @@
 #   bash dev/decode/fi_carry.sh            # wheels only (the host JIT-compiles, see below)
 #   bash dev/decode/fi_carry.sh --aot      # + the decode modules precompiled for sm_90a
 #   bash dev/decode/fi_carry.sh --aot-prefill   # + the paged prefill ones (fa2 and fa3)
+#   bash dev/decode/fi_carry.sh --aot-fp8  # --aot's + the decode over e4m3 K/V (FP8 peer)
 #
 # What goes in carry/fi/ (under ~55 MB, so it travels in one device call's 64 MiB carry):
 #   flashinfer_python-0.7.2.post1-1fajitslim-py3-none-any.whl  flashinfer-python 0.7.2.post1
@@ -85,7 +86,7 @@ with zipfile.ZipFile(dst, "w", zipfile.ZIP_DEFLATED) as zout:
 print(f"slim wheel: kept {kept / 1e6:.0f} MB unpacked, left out {left / 1e6:.0f} MB")
 EOF
 
-if [ "${1:-}" = "--aot" ] || [ "${1:-}" = "--aot-prefill" ]; then
+if [ "${1:-}" = "--aot" ] || [ "${1:-}" = "--aot-prefill" ] || [ "${1:-}" = "--aot-fp8" ]; then
     VENV=/tmp/fivenv SITE=/tmp/fisite WS=/tmp/fiws
     py312=$(python3.12 -V >/dev/null 2>&1 && echo python3.12 ||
             ls -d ~/.pyenv/versions/3.12*/bin/python3.12 2>/dev/null | head -1)
@@ -127,6 +128,9 @@ def args(d):
     return (bf, bf, bf, torch.int32, d, d, 0, False, False)
 specs = [gen_batch_decode_module(*args(128)),
          _gen_batch_prefill_primary_module("fa2", *args(128), False)]
+if sys.argv[1] == "--aot-fp8":     # + the CUDA-core decode over e4m3 K/V (bf16 q and o)
+    specs.append(gen_batch_decode_module(bf, torch.float8_e4m3fn, bf, torch.int32, 128, 128,
+                                         0, False, False))
 if sys.argv[1] == "--aot-prefill":
     specs += [_gen_batch_prefill_primary_module("fa2", *args(64), False),
               gen_batch_prefill_module("fa3", *args(128), False),

@@ -17,3 +17,7 @@ FAJIT_LIB=$PWD/build/libfajit.so PYTHONPATH=python timeout 60 python3 -m pytest 
 FAJIT_TEST_DECODE_CASES=15 CK_RUN_CASE=paged_sweep timeout 30 build/tests/test_gpu_decode 2>&1 | tail -3
 FAJIT_LIB=$PWD/build/libfajit.so PYTHONPATH=python timeout 40 python3 bench/host_overhead.py \
   --calls 2000 --sync 128 2>&1 | tail -14
+# FP8 paged decode against bf16 and FlashInfer (when carry/fi is carried)
+[ -d carry/fi ] && source dev/decode/fi_setup.sh
+FAJIT_MODEL_FEATURES=on FAJIT_LIB=$PWD/build/libfajit.so PYTHONPATH=python${PYTHONPATH:+:$PYTHONPATH} \
+  timeout ${FP8_S:-120} python3 bench/fp8_decode.py ${FP8_ARGS:-} --out $OUT/fp8_decode.md 2>&1 | tail -30
