@@ -87,9 +87,9 @@ static fajit_status choose(fajit_ctx *ctx, const fj_target *t, const fajit_attn_
     }
     FJ_RETURN_IF(!f, ctx, FAJIT_UNSUPPORTED, "no kernel family computes %s for this problem "
                  "on sm_%d%s", fajit_op_name(d->op) ? fajit_op_name(d->op) : "?", t->sm, "");
-    if (fj_features(d) && !ctx->features_on) {
+    if ((fj_features(d) & ~f->ran_features) && !ctx->features_on) {
         char names[128];
-        fj_feature_names(fj_features(d), names, sizeof names);
+        fj_feature_names(fj_features(d) & ~f->ran_features, names, sizeof names);
         return fj_fail(ctx, FAJIT_UNSUPPORTED, "the %s kernels with %s are compiled but have "
                        "not run on a GPU yet (nor have their GPU tests): set "
                        "FAJIT_MODEL_FEATURES=on to use them", f->name, names);

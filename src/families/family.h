@@ -182,6 +182,10 @@ typedef struct fj_family {
      * compiled and checked but never run on hardware). A family with a note is validated
      * on first use under the default FAJIT_VALIDATE=warm too (src/api/dispatch.c). */
     const char *status_note;
+    /* The model features (FJ_FEAT_*) whose kernels of this family have passed their GPU
+     * tests on a GPU; a problem with any other feature is served only with
+     * FAJIT_MODEL_FEATURES=on (src/api/dispatch.c). */
+    unsigned ran_features;
     /* Reads the family's own environment variables into its FJ_FOPTS_BYTES of options (all
      * zero: its defaults) at context creation: FAJIT_OK, or a status and the message that
      * names the variable and the value (NULL: the family has none). */
