@@ -426,6 +426,8 @@ START_TEST(features_sweep)
     const int n = env_int("FAJIT_TEST_FEATURES_CASES", 60);
     tally t = {0};
     g_rng = g_seed;
+    char took[8][16] = {{0}};   /* the families dispatch took (first word of its plan) */
+    int took_n[8] = {0}, n_took = 0;
     for (int k = 0; k < n; k++) {
         fc c;
         make_case(&c);
@@ -433,6 +435,16 @@ START_TEST(features_sweep)
         setup(&c, &B);
         fajit_attn_desc d;
         desc_of(&c, &B, 1, &d);
+        char line[512] = "", name[16] = "?";
+        if (fajit_dispatch_describe(ctx[2], NULL, &d, line, sizeof line) == FAJIT_OK)
+            sscanf(line, "%15s", name);
+        int w = 0;
+        while (w < n_took && strcmp(took[w], name))
+            w++;
+        if (w == n_took && n_took < 8)
+            snprintf(took[n_took++], sizeof took[0], "%s", name);
+        if (w < n_took)
+            took_n[w]++;
         fj_attn_params hp;
         fj_feat_params hf;
         host_params(&c, &B, &d, &hp, &hf);
@@ -446,8 +458,11 @@ START_TEST(features_sweep)
         free(f), free(flse), free(sp);
         teardown(&B);
     }
-    printf("features_sweep: %d cases x 3 families, seed %u: %d/%d runs passed\n", n, g_seed,
-           t.runs - t.bad, t.runs);
+    printf("features_sweep: %d cases x 3 families, seed %u: %d/%d runs passed; dispatch took",
+           n, g_seed, t.runs - t.bad, t.runs);
+    for (int w = 0; w < n_took; w++)
+        printf("%s %s %d", w ? "," : "", took[w], took_n[w]);
+    printf("\n");
     for (int i = 0; i < t.n_first; i++)
         printf("features_sweep failure: %s\n", t.first[i]);
     for (int i = 0; i < 3; i++)
@@ -506,9 +521,15 @@ START_TEST(features_paged)
         fc c;
         make_case(&c);
         c.varlen = 1;   /* paged K/V: packed queries, seqused_k */
-        for (int b = 0; b < c.batch; b++)
+        int mq = 0;
+        for (int b = 0; b < c.batch; b++) {
             if (c.lens_q[b] > c.lens_k[b])   /* the decode family's rows see keys */
                 c.lens_q[b] = c.lens_k[b];
+            mq = c.lens_q[b] > mq ? c.lens_q[b] : mq;
+        }
+        if (!mq)   /* every sequence emptied: one query over one key */
+            c.lens_q[0] = c.lens_k[0] = mq = 1;
+        c.sq = mq;   /* seqlen_q: the longest sequence left */
         snprintf(c.text + strlen(c.text), sizeof c.text - strlen(c.text), " paged");
         bufs B;
         setup(&c, &B);
