@@ -81,15 +81,13 @@ expect 2 "names no target" --cache-dir "$dir" warm --arch ""
 expect 1 "got 'sm_999'" --cache-dir "$dir" warm --arch sm_999
 expect 1 "the cache is memory only: nothing compiled now would be kept" --cache-dir "" warm --arch sm_80
 expect 2 "--op must be one of: fwd; got 'bwd'" plan --arch sm_90a --op bwd
-# Model features: named in the kernel that plan shows (their kernels serve only with
-# FAJIT_MODEL_FEATURES=on for now; without it plan says so); bad lists refused.
-FAJIT_MODEL_FEATURES=on expect_out 0 "dec bf16 d128 .* kv-e4m3 softcap sinks" --cache-dir "$dir" \
+# Model features: named in the kernel that plan shows; bad lists refused.
+expect_out 0 "dec bf16 d128 .* kv-e4m3 softcap sinks" --cache-dir "$dir" \
     plan --arch sm_90a --page-size 16 --seqlen-q 1 --seqlen-k 4096 --heads-q 32 --heads-kv 8 \
     --kv-dtype e4m3 --features softcap,sinks
-FAJIT_MODEL_FEATURES=on expect_out 0 "fa3 bf16 d128 causal .* alibi" --cache-dir "$dir" \
-    plan --arch sm_90a --features alibi
-expect 1 "set FAJIT_MODEL_FEATURES=on to use them" --cache-dir "$dir" plan --arch sm_80 \
-    --features softcap
+expect_out 0 "fa3 bf16 d128 causal .* alibi" --cache-dir "$dir" plan --arch sm_90a \
+    --features alibi
+expect_out 0 "fa2 bf16 d128 .* softcap" --cache-dir "$dir" plan --arch sm_80 --features softcap
 expect 2 "--features takes softcap, sinks and alibi, comma-separated; got 'tanh'" plan --arch sm_80 \
     --features softcap,tanh
 expect 2 "--kv-dtype must be e4m3 or e5m2, got 'fp8'" plan --arch sm_80 --kv-dtype fp8

@@ -178,11 +178,15 @@ START_TEST(features_spec_warm)
 }
 END_TEST
 
-/* The features' kernels serve only with FAJIT_MODEL_FEATURES=on (they have not run on a GPU
- * yet): off by default, UNSUPPORTED naming the family and the features; a bad value refused
- * at context creation. */
+/* A family serves the features its GPU tests have passed with (fj_family.ran_features) as
+ * any other problem; any other feature only with FAJIT_MODEL_FEATURES=on: UNSUPPORTED
+ * naming the family and just those features. A bad value refused at context creation. */
 START_TEST(features_gate)
 {
+    fj_family fam = fj_family_fa2;   /* fa2, outranking every family, with softcap not run */
+    fam.rank = 1000;
+    fam.ran_features = FJ_FEAT_SINKS | FJ_FEAT_ALIBI;
+    fj_family_register_for_testing(&fam);
     fajit_ctx_opts o;
     fajit_ctx_opts_init(&o);
     o.device = FAJIT_DEVICE_NONE;
@@ -194,11 +198,24 @@ START_TEST(features_gate)
     char line[1024];
     ck_assert_int_eq(fajit_dispatch_describe(ctx, "sm_80", &d, line, sizeof line),
                      FAJIT_UNSUPPORTED);
-    ck_assert_msg(strstr(fajit_errmsg(ctx), "the fa2 kernels with softcap, sinks are compiled "
+    ck_assert_msg(strstr(fajit_errmsg(ctx), "the fa2 kernels with softcap are compiled "
                          "but have not run on a GPU yet") &&
                       strstr(fajit_errmsg(ctx), "FAJIT_MODEL_FEATURES=on"),
                   "%s", fajit_errmsg(ctx));
-    d.softcap = 0.f, d.sinks = NULL;   /* no feature: served as ever */
+    d.softcap = 0.f;   /* sinks alone: run on a GPU, served */
+    ck_assert_int_eq(fajit_dispatch_describe(ctx, "sm_80", &d, line, sizeof line), FAJIT_OK);
+    d.sinks = NULL;    /* no feature: served as ever */
+    ck_assert_int_eq(fajit_dispatch_describe(ctx, "sm_80", &d, line, sizeof line), FAJIT_OK);
+    fajit_ctx_destroy(ctx);
+    setenv("FAJIT_MODEL_FEATURES", "on", 1);   /* on: softcap served too */
+    ck_assert_int_eq(fajit_ctx_create(&ctx, &o), FAJIT_OK);
+    d.softcap = 30.f;
+    ck_assert_int_eq(fajit_dispatch_describe(ctx, "sm_80", &d, line, sizeof line), FAJIT_OK);
+    fajit_ctx_destroy(ctx);
+    fj_family_register_for_testing(NULL);
+    /* the shipped families serve what they ran with, without the variable */
+    unsetenv("FAJIT_MODEL_FEATURES");
+    ck_assert_int_eq(fajit_ctx_create(&ctx, &o), FAJIT_OK);
     ck_assert_int_eq(fajit_dispatch_describe(ctx, "sm_80", &d, line, sizeof line), FAJIT_OK);
     fajit_ctx_destroy(ctx);
     fajit_ctx *bad = NULL;

@@ -5,7 +5,7 @@ import os
 import pytest
 
 ROOT = os.path.dirname(os.path.dirname(os.path.dirname(os.path.abspath(__file__))))
-# The model features' kernels serve only when asked for (they have not run on a GPU yet):
+# The model features a family has not yet run with on a GPU serve only when asked for:
 # the tests of them ask, before any context is made.
 os.environ.setdefault("FAJIT_MODEL_FEATURES", "on")
 HAS_TORCH = importlib.util.find_spec("torch") is not None

@@ -88,9 +88,9 @@ struct fajit_ctx {
     int lineinfo;               /* FAJIT_LINEINFO=1: kernels compile with -lineinfo (their own
                                    cache keys), so compute-sanitizer names source lines */
     int paged_hopper;           /* 1 unless FAJIT_PAGED_PREFILL=decode (fj_target.paged_hopper) */
-    int features_on;            /* FAJIT_MODEL_FEATURES=on: the kernels of softcap, sinks,
-                                   ALiBi and FP8 K/V serve (they have not run on a GPU yet:
-                                   off by default, FAJIT_UNSUPPORTED saying so) */
+    int features_on;            /* FAJIT_MODEL_FEATURES=on: a family serves the model
+                                   features it has not run with on a GPU too (outside its
+                                   fj_family.ran_features: off by default, UNSUPPORTED) */
     fj_fopts fopts;             /* the families' own options (fj_family.options) */
     int sm_count, smem_optin, cc;   /* cc = major*10 + minor */
     fj_cache *cache;

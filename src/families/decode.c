@@ -461,6 +461,7 @@ const fj_family fj_family_decode = {
     .id = FAJIT_FAMILY_DECODE,
     .op = FAJIT_OP_FWD,
     .rank = 30,
+    .ran_features = DEC_FEATURES,   /* gpu-decode-features, gpu-features (paged) */
     .cfg_prefix = "dec:",
     .applies = applies,
     .default_cfg = fj_dec_default_cfg,

@@ -123,6 +123,7 @@ const fj_family fj_family_fa2 = {
     .id = FAJIT_FAMILY_FA2,
     .op = FAJIT_OP_FWD,
     .rank = 10,
+    .ran_features = FA2_FEATURES,   /* gpu-features (sm_80 code on Hopper) */
     .cfg_prefix = "",
     .applies = applies,
     .default_cfg = default_cfg,

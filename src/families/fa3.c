@@ -369,6 +369,7 @@ const fj_family fj_family_fa3 = {
     .id = FAJIT_FAMILY_FA3,
     .op = FAJIT_OP_FWD,
     .rank = 20,
+    .ran_features = FA3_FEATURES,   /* gpu-features */
     .rank_for = rank_for,
     .cfg_prefix = "fa3:",
     .applies = applies,

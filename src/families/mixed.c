@@ -281,6 +281,8 @@ const fj_family fj_family_mixed = {
     .id = FAJIT_FAMILY_MIXED,
     .op = FAJIT_OP_FWD,
     .rank = 45,
+    /* the features both of its families ran with (gpu-features' paged cases) */
+    .ran_features = FJ_FEAT_SOFTCAP | FJ_FEAT_SINKS | FJ_FEAT_ALIBI,
     .rank_for = rank_for,
     .cfg_prefix = "mix:",
     .applies = applies,

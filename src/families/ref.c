@@ -96,6 +96,7 @@ const fj_family fj_family_ref = {
     .id = FAJIT_FAMILY_REF,
     .op = FAJIT_OP_FWD,
     .rank = FJ_RANK_ORACLE,
+    .ran_features = REF_FEATURES,   /* gpu-features */
     .cfg_prefix = "ref",
     .applies = applies,
     .default_cfg = default_cfg,
