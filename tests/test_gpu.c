@@ -26,21 +26,10 @@
 #include <time.h>
 #include <unistd.h>
 
-#include "../src/api/internal.h"
 #include "../src/api/oracle.h"
 #include "../src/families/fa3.h"
 #include "cpu_ref.h"
-
-static const fj_cuda *cu;
-static char g_cache_dir[256];
-static unsigned g_seed;
-
-#define CU(call)                                                              \
-    do {                                                                      \
-        CUresult r_ = (call);                                                 \
-        char e_[64];                                                          \
-        ck_assert_msg(r_ == 0, "%s: %s", #call, fj_cuda_errname(cu, r_, e_, 64)); \
-    } while (0)
+#include "gpu_harness.h"
 
 static double now_s(void)
 {
@@ -388,12 +377,6 @@ static void check_case(fajit_ctx *ctx, const tc *c, int fast_too, tally *t)
 }
 
 /*------ tests ------*/
-
-static int env_int(const char *name, int def)
-{
-    const char *e = getenv(name);
-    return e && *e ? atoi(e) : def;
-}
 
 START_TEST(sweep)
 {
@@ -930,16 +913,8 @@ static int use_tuned(const char *dir, const char *winner)
 {
     g_child_dir = dir, g_child_winner = winner;
     Suite *s = suite_create("gpu-child");
-    TCase *tc = tcase_create("use-tuned");
-    tcase_set_timeout(tc, 300);
-    tcase_add_test(tc, use_tuned_test);
-    suite_add_tcase(s, tc);
-    SRunner *sr = srunner_create(s);
-    srunner_set_fork_status(sr, CK_NOFORK);
-    srunner_run_all(sr, CK_NORMAL);
-    int failed = srunner_ntests_failed(sr);
-    srunner_free(sr);
-    return failed ? 1 : 0;
+    gpu_harness_add(s, "use-tuned", use_tuned_test, 300);
+    return gpu_harness_run(s);
 }
 
 /*------ sizes at the edges (issue 21, items 12-14) ------*/
@@ -1363,35 +1338,15 @@ END_TEST
 
 int main(int argc, char **argv)
 {
-    char why[256];
-    cu = fj_cuda_get(why, sizeof why);
-    if (!cu) {
-        printf("gpu suite skipped: %s\n", why);
-        return 77;
-    }
-    /* Make the primary context current for the raw allocations of the tests. */
-    CUdevice dev;
-    CUcontext pctx;
-    if (cu->cuDeviceGet(&dev, 0) || cu->cuDevicePrimaryCtxRetain(&pctx, dev) ||
-        cu->cuCtxSetCurrent(pctx)) {
-        printf("gpu suite skipped: no usable device 0\n");
-        return 77;
-    }
+    int rc = gpu_harness_open("gpu");
+    if (rc)
+        return rc;
     if (argc == 3 && strcmp(argv[1], "--second-process") == 0)
         return second_process(argv[2]);
     if (argc == 4 && strcmp(argv[1], "--use-tuned") == 0)
         return use_tuned(argv[2], argv[3]);
-
-    g_seed = (unsigned)env_int("FAJIT_TEST_SEED", (int)time(NULL));
-    const char *dir = getenv("FAJIT_TEST_CACHE_DIR");
-    if (dir)
-        snprintf(g_cache_dir, sizeof g_cache_dir, "%s", dir);
-    else {
-        snprintf(g_cache_dir, sizeof g_cache_dir, "/tmp/fajit-gpu-XXXXXX");
-        if (!mkdtemp(g_cache_dir))
-            return 1;
-    }
-    printf("gpu suite: seed %u, cache %s\n", g_seed, g_cache_dir);
+    if (gpu_harness_setup("gpu", NULL))
+        return 1;
     Suite *s = suite_create("gpu");
     TCase *tc = tcase_create("gpu");
     tcase_set_timeout(tc, 1800);
@@ -1408,29 +1363,10 @@ int main(int argc, char **argv)
     tcase_add_test(te, grid_limits);
     tcase_add_test(te, empty_keys);
     suite_add_tcase(s, te);
-    TCase *tg = tcase_create("graph");   /* alone: CK_RUN_CASE=graph */
-    tcase_set_timeout(tg, 600);
-    tcase_add_test(tg, graph_capture);
-    suite_add_tcase(s, tg);
-    TCase *ts = tcase_create("san");   /* alone only: CK_RUN_CASE=san (gpu_sanitize.sh) */
-    tcase_set_timeout(ts, 1800);
-    tcase_add_test(ts, sanitizer_launches);
-    if (getenv("CK_RUN_CASE"))   /* (not part of a plain run: the sweep covers it) */
-        suite_add_tcase(s, ts);
-    TCase *tv = tcase_create("gate");   /* alone: CK_RUN_CASE=gate */
-    tcase_set_timeout(tv, 900);
-    tcase_add_test(tv, validation_gate);
-    suite_add_tcase(s, tv);
-    SRunner *sr = srunner_create(s);
-    srunner_set_fork_status(sr, CK_NOFORK);   /* one CUDA context for the whole run */
-    srunner_run_all(sr, CK_NORMAL);
-    int failed = srunner_ntests_failed(sr);
-    srunner_free(sr);
-    if (!dir) {
-        char cmd[300];
-        snprintf(cmd, sizeof cmd, "rm -rf %s", g_cache_dir);
-        if (system(cmd) != 0)
-            failed++;
-    }
-    return failed ? 1 : 0;
+    gpu_harness_add(s, "graph", graph_capture, 600);   /* alone: CK_RUN_CASE=graph */
+    if (getenv("CK_RUN_CASE"))   /* alone only: CK_RUN_CASE=san (gpu_sanitize.sh); not part
+                                    of a plain run: the sweep covers it */
+        gpu_harness_add(s, "san", sanitizer_launches, 1800);
+    gpu_harness_add(s, "gate", validation_gate, 900);   /* alone: CK_RUN_CASE=gate */
+    return gpu_harness_run(s);
 }
