@@ -8,16 +8,6 @@
 
 #include "gpu_decode.h"
 
-const fj_cuda *cu;
-char g_cache_dir[256];
-unsigned g_seed;
-
-int env_int(const char *name, int def)
-{
-    const char *e = getenv(name);
-    return e && *e ? atoi(e) : def;
-}
-
 /*------ random numbers ------*/
 
 static uint64_t g_rng;

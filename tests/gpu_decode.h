@@ -7,25 +7,12 @@
 #ifndef FJ_TEST_GPU_DECODE_H
 #define FJ_TEST_GPU_DECODE_H
 
-#include <check.h>
 #include <stdint.h>
 
-#include "../src/api/internal.h"
 #include "cpu_ref.h"
+#include "gpu_harness.h"
 
-extern const fj_cuda *cu;
-extern char g_cache_dir[256];
-extern unsigned g_seed;   /* FAJIT_TEST_SEED */
 extern int g_rowrel;      /* FAJIT_TEST_DECODE_ROWREL: the row-relative bound applies */
-
-#define CU(call)                                                                  \
-    do {                                                                          \
-        CUresult r_ = (call);                                                     \
-        char e_[64];                                                              \
-        ck_assert_msg(r_ == 0, "%s: %s", #call, fj_cuda_errname(cu, r_, e_, 64)); \
-    } while (0)
-
-int env_int(const char *name, int def);
 
 /*------ random numbers (one generator, reseeded per test or case) ------*/
 
@@ -135,7 +122,6 @@ void launch_and_check(fajit_ctx *ctx, dbufs *B, verdict *v);
 
 /*------ the test cases of each file, added to the suite in this order ------*/
 
-void gpu_decode_add(Suite *s, const char *name, const TTest *test, int timeout);
 void gpu_decode_graph_cases(Suite *s);
 void gpu_decode_merge_cases(Suite *s);
 void gpu_decode_plans_cases(Suite *s);

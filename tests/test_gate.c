@@ -3,7 +3,7 @@
  * reference kernel, and warns once naming it), verdicts are per GPU class, the FAJIT_VALIDATE
  * policy, the LAZY gate never validates inside a CUDA-graph capture, and validation that
  * cannot run records no verdict. The numerics of validation are the gpu suite's
- * (tests/test_gpu.c, validation_gate). */
+ * (tests/test_gpu_gate.c, validation_gate). */
 #include <check.h>
 #include <stdio.h>
 #include <stdlib.h>

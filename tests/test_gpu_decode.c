@@ -47,7 +47,6 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
-#include <time.h>
 #include <unistd.h>
 
 #include "gpu_decode.h"
@@ -489,61 +488,21 @@ START_TEST(checked_mode)
 }
 END_TEST
 
-/* One test alone: CK_RUN_CASE=<name>. */
-void gpu_decode_add(Suite *s, const char *name, const TTest *test, int timeout)
-{
-    TCase *tc = tcase_create(name);
-    tcase_set_timeout(tc, timeout);
-    tcase_add_test(tc, test);
-    suite_add_tcase(s, tc);
-}
-
 int main(void)
 {
-    char why[256];
-    cu = fj_cuda_get(why, sizeof why);
-    if (!cu) {
-        printf("gpu-decode suite skipped: %s\n", why);
-        return 77;
-    }
-    /* the primary context current for the raw allocations of the tests */
-    CUdevice dev;
-    CUcontext pctx;
-    if (cu->cuDeviceGet(&dev, 0) || cu->cuDevicePrimaryCtxRetain(&pctx, dev) ||
-        cu->cuCtxSetCurrent(pctx)) {
-        printf("gpu-decode suite skipped: no usable device 0\n");
-        return 77;
-    }
-    g_seed = (unsigned)env_int("FAJIT_TEST_SEED", (int)time(NULL));
     g_rowrel = env_int("FAJIT_TEST_DECODE_ROWREL", 1);
-    const char *dir = getenv("FAJIT_TEST_CACHE_DIR");
-    if (dir) {
-        snprintf(g_cache_dir, sizeof g_cache_dir, "%s", dir);
-    } else {
-        snprintf(g_cache_dir, sizeof g_cache_dir, "/tmp/fajit-gpu-decode-XXXXXX");
-        if (!mkdtemp(g_cache_dir))
-            return 1;
-    }
-    printf("gpu-decode suite: seed %u (FAJIT_TEST_SEED), cache %s, %d sweep cases\n", g_seed,
-           g_cache_dir, env_int("FAJIT_TEST_DECODE_CASES", 200));
-    Suite *s = suite_create("gpu-decode");
-    gpu_decode_add(s, "paged_sweep", paged_sweep, 3600);
-    gpu_decode_add(s, "prefill_sweep", prefill_sweep, 1800);
-    gpu_decode_add(s, "contiguous_matches_paged", contiguous_matches_paged, 600);
-    gpu_decode_add(s, "checked_mode", checked_mode, 600);
+    char more[64];
+    snprintf(more, sizeof more, ", %d sweep cases", env_int("FAJIT_TEST_DECODE_CASES", 200));
+    int rc = gpu_harness_start("gpu-decode", more);
+    if (rc)
+        return rc;
+    Suite *s = suite_create("gpu-decode");   /* one case alone: CK_RUN_CASE=<name> */
+    gpu_harness_add(s, "paged_sweep", paged_sweep, 3600);
+    gpu_harness_add(s, "prefill_sweep", prefill_sweep, 1800);
+    gpu_harness_add(s, "contiguous_matches_paged", contiguous_matches_paged, 600);
+    gpu_harness_add(s, "checked_mode", checked_mode, 600);
     gpu_decode_graph_cases(s);
     gpu_decode_merge_cases(s);
     gpu_decode_plans_cases(s);
-    SRunner *sr = srunner_create(s);
-    srunner_set_fork_status(sr, CK_NOFORK);   /* one CUDA context for the whole run */
-    srunner_run_all(sr, CK_NORMAL);
-    int failed = srunner_ntests_failed(sr);
-    srunner_free(sr);
-    if (!dir) {
-        char cmd[300];
-        snprintf(cmd, sizeof cmd, "rm -rf %s", g_cache_dir);
-        if (system(cmd) != 0)
-            failed++;
-    }
-    return failed ? 1 : 0;
+    return gpu_harness_run(s);
 }

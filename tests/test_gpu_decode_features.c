@@ -29,27 +29,9 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
-#include <time.h>
 
-#include "../src/api/internal.h"
 #include "cpu_ref.h"
-
-static const fj_cuda *cu;
-static char g_cache_dir[256];
-static unsigned g_seed;
-
-#define CU(call)                                                                  \
-    do {                                                                          \
-        CUresult r_ = (call);                                                     \
-        char e_[64];                                                              \
-        ck_assert_msg(r_ == 0, "%s: %s", #call, fj_cuda_errname(cu, r_, e_, 64)); \
-    } while (0)
-
-static int env_int(const char *name, int def)
-{
-    const char *s = getenv(name);
-    return s && *s ? atoi(s) : def;
-}
+#include "gpu_harness.h"
 
 static uint64_t g_rng;
 static uint32_t rnd(void)
@@ -533,52 +515,13 @@ END_TEST
 
 int main(void)
 {
-    char why[256];
-    cu = fj_cuda_get(why, sizeof why);
-    if (!cu) {
-        printf("gpu-fp8 suite skipped: %s\n", why);
-        return 77;
-    }
-    CUdevice dev;
-    CUcontext pctx;
-    if (cu->cuDeviceGet(&dev, 0) || cu->cuDevicePrimaryCtxRetain(&pctx, dev) ||
-        cu->cuCtxSetCurrent(pctx)) {
-        printf("gpu-fp8 suite skipped: no usable device 0\n");
-        return 77;
-    }
     setenv("FAJIT_MODEL_FEATURES", "on", 0);   /* the kernels under test (docs/usage.md) */
-    g_seed = (unsigned)env_int("FAJIT_TEST_SEED", (int)time(NULL));
-    const char *dir = getenv("FAJIT_TEST_CACHE_DIR");
-    if (dir) {
-        snprintf(g_cache_dir, sizeof g_cache_dir, "%s", dir);
-    } else {
-        snprintf(g_cache_dir, sizeof g_cache_dir, "/tmp/fajit-gpu-fp8-XXXXXX");
-        if (!mkdtemp(g_cache_dir))
-            return 1;
-    }
-    printf("gpu-fp8 suite: seed %u (FAJIT_TEST_SEED), cache %s\n", g_seed, g_cache_dir);
-    Suite *s = suite_create("gpu-fp8");
-    const struct { const char *name; const TTest *test; int timeout; } cases[] = {
-        {"feature_sweep", feature_sweep, 1800},
-        {"fp8_unserved", fp8_unserved, 300},
-        {"feature_decode_speed", feature_decode_speed, 600},
-    };
-    for (size_t i = 0; i < sizeof cases / sizeof cases[0]; i++) {   /* CK_RUN_CASE=<name> */
-        TCase *tc = tcase_create(cases[i].name);
-        tcase_set_timeout(tc, cases[i].timeout);
-        tcase_add_test(tc, cases[i].test);
-        suite_add_tcase(s, tc);
-    }
-    SRunner *sr = srunner_create(s);
-    srunner_set_fork_status(sr, CK_NOFORK);
-    srunner_run_all(sr, CK_NORMAL);
-    int failed = srunner_ntests_failed(sr);
-    srunner_free(sr);
-    if (!dir) {
-        char cmd[300];
-        snprintf(cmd, sizeof cmd, "rm -rf %s", g_cache_dir);
-        if (system(cmd) != 0)
-            failed++;
-    }
-    return failed ? 1 : 0;
+    int rc = gpu_harness_start("gpu-fp8", NULL);
+    if (rc)
+        return rc;
+    Suite *s = suite_create("gpu-fp8");   /* one case alone: CK_RUN_CASE=<name> */
+    gpu_harness_add(s, "feature_sweep", feature_sweep, 1800);
+    gpu_harness_add(s, "fp8_unserved", fp8_unserved, 300);
+    gpu_harness_add(s, "feature_decode_speed", feature_decode_speed, 600);
+    return gpu_harness_run(s);
 }

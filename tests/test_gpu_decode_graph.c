@@ -381,7 +381,7 @@ END_TEST
 
 void gpu_decode_graph_cases(Suite *s)
 {
-    gpu_decode_add(s, "graph_replay", graph_replay, 600);
-    gpu_decode_add(s, "mixed_graph_replay", mixed_graph_replay, 600);
-    gpu_decode_add(s, "pdl_rewrite", pdl_rewrite, 600);
+    gpu_harness_add(s, "graph_replay", graph_replay, 600);
+    gpu_harness_add(s, "mixed_graph_replay", mixed_graph_replay, 600);
+    gpu_harness_add(s, "pdl_rewrite", pdl_rewrite, 600);
 }

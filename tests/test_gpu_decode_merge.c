@@ -242,7 +242,7 @@ END_TEST
 
 void gpu_decode_merge_cases(Suite *s)
 {
-    gpu_decode_add(s, "lse_merge_consistency", lse_merge_consistency, 600);
-    gpu_decode_add(s, "combine_paths", combine_paths, 600);
-    gpu_decode_add(s, "merge_partials", merge_partials, 600);
+    gpu_harness_add(s, "lse_merge_consistency", lse_merge_consistency, 600);
+    gpu_harness_add(s, "combine_paths", combine_paths, 600);
+    gpu_harness_add(s, "merge_partials", merge_partials, 600);
 }

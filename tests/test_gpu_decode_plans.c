@@ -300,9 +300,9 @@ END_TEST
 
 void gpu_decode_plans_cases(Suite *s)
 {
-    gpu_decode_add(s, "paged_plans_and_strict", paged_plans_and_strict, 600);
-    gpu_decode_add(s, "loader_page_sizes", loader_page_sizes, 600);
-    gpu_decode_add(s, "plans_per_class", plans_per_class, 600);
-    gpu_decode_add(s, "defaults_per_class", defaults_per_class, 900);
-    gpu_decode_add(s, "hnd_layout", hnd_layout, 600);
+    gpu_harness_add(s, "paged_plans_and_strict", paged_plans_and_strict, 600);
+    gpu_harness_add(s, "loader_page_sizes", loader_page_sizes, 600);
+    gpu_harness_add(s, "plans_per_class", plans_per_class, 600);
+    gpu_harness_add(s, "defaults_per_class", defaults_per_class, 900);
+    gpu_harness_add(s, "hnd_layout", hnd_layout, 600);
 }

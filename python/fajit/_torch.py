@@ -448,32 +448,36 @@ def _entry(key, q, k, v, o, cu_q, cu_k, block_table, seqused_k, max_q, max_k, ma
     return e
 
 
-def _call(e, q, k, v, out, cu_q, cu_k, block_table, seqused_k, max_q, max_k, sinks=None,
-          alibi=None, k_descale=None, v_descale=None):
-    """fajit_attn_fwd of entry `e` on these tensors: returns (O, LSE or None)."""
+def _call(e, q, k, v, out, cu_q, cu_k, block_table, seqused_k, max_q, max_k, sinks, alibi,
+          k_descale, v_descale, return_lse):
+    """fajit_attn_fwd of entry `e` on these tensors, for every entry point's hit (and its
+    miss, on the new entry): the pointers and lengths written into e's descriptor, then the
+    launch. The descales are written when k_descale is given (the caller passes None where
+    they are ignored). Returns O, or (O, LSE) with return_lse."""
     d = e.desc
     o = torch.empty_like(q, memory_format=_CONTIGUOUS) if out is None else out
     _QKVO(d, _OFF_QKVO, q.data_ptr(), k.data_ptr(), v.data_ptr(), o.data_ptr())
+    try:
+        _LENS(d, _OFF_LENS, max_q, max_k)
+    except struct.error:
+        raise _lens_error(max_q, max_k) from None
+    if block_table is not None:
+        d.block_table = block_table.data_ptr()
+    if seqused_k is not None:
+        d.seqused_k = seqused_k.data_ptr()
+    if cu_q is not None:
+        d.cu_seqlens_q = cu_q.data_ptr()
+    if cu_k is not None:
+        d.cu_seqlens_k = cu_k.data_ptr()
     if sinks is not None:
         d.sinks = sinks.data_ptr()
     if alibi is not None:
         d.alibi_slopes = alibi.data_ptr()
     if k_descale is not None:
         d.k_descale, d.v_descale = k_descale.data_ptr(), v_descale.data_ptr()
-    if cu_q is not None:
-        d.cu_seqlens_q = cu_q.data_ptr()
-    if cu_k is not None:
-        d.cu_seqlens_k = cu_k.data_ptr()
-    if block_table is not None:
-        d.block_table = block_table.data_ptr()
-    if seqused_k is not None:
-        d.seqused_k = seqused_k.data_ptr()
-    try:
-        _LENS(d, _OFF_LENS, max_q, max_k)
-    except struct.error:
-        raise _lens_error(max_q, max_k) from None
-    lse = None
-    if e.lse_shape is not None:
+    if e.lse_shape is None:
+        lse = None
+    else:
         lse = torch.empty(e.lse_shape, dtype=_F32, device=e.device)
         d.lse = lse.data_ptr()
     if _profiling():   # a named range in torch.profiler's trace, as the custom op has
@@ -481,7 +485,7 @@ def _call(e, q, k, v, out, cu_q, cu_k, block_table, seqused_k, max_q, max_k, sin
             _submit(e.dev, e.ptr)
     else:
         _submit(e.dev, e.ptr)
-    return o, lse
+    return (o, lse) if return_lse else o
 
 
 def _eager(q):
@@ -528,13 +532,11 @@ def attention(q, k, v, *, causal=False, window=None, scale=None, return_lse=Fals
             key = e = None
         if e is not None:
             if varlen:
-                o, lse = _call(e, q, k, v, out, cu_seqlens_q, cu_seqlens_k, None, None,
-                               int(max_seqlen_q), int(max_seqlen_k), sinks, alibi_slopes,
-                               k_descale, v_descale)
-            else:
-                o, lse = _call(e, q, k, v, out, None, None, None, None, q.shape[1],
-                               k.shape[1], sinks, alibi_slopes, k_descale, v_descale)
-            return (o, lse) if return_lse else o
+                return _call(e, q, k, v, out, cu_seqlens_q, cu_seqlens_k, None, None,
+                             int(max_seqlen_q), int(max_seqlen_k), sinks, alibi_slopes,
+                             k_descale, v_descale, return_lse)
+            return _call(e, q, k, v, out, None, None, None, None, q.shape[1], k.shape[1],
+                         sinks, alibi_slopes, k_descale, v_descale, return_lse)
     dims = 3 if varlen else 4
     _check_qkv(q, k, v, dims, dims)
     _check_out(out, q)
@@ -564,48 +566,10 @@ def attention(q, k, v, *, causal=False, window=None, scale=None, return_lse=Fals
         o = torch.empty_like(q, memory_format=_CONTIGUOUS) if out is None else out
         e = _entry(key, q, k, v, o, cu_seqlens_q, cu_seqlens_k, None, None, max_q, max_k,
                    mask, wl, wr, scale, return_lse, 0, 0, feats)
-        o, lse = _call(e, q, k, v, o, cu_seqlens_q, cu_seqlens_k, None, None, max_q, max_k,
-                       *feats[1:])
-        return (o, lse) if return_lse else o
+        return _call(e, q, k, v, o, cu_seqlens_q, cu_seqlens_k, None, None, max_q, max_k,
+                     *feats[1:], return_lse)
     return _run(q, k, v, out, return_lse, cu_seqlens_q, cu_seqlens_k, None, None, max_q,
                 max_k, mask, wl, wr, scale, return_lse, 0, 0, *feats)
-
-
-def _kv_hit(e, q, k, v, out, block_table, seqused_k, cu_q, max_q, max_k, sinks, alibi,
-            k_descale, v_descale):
-    """A hit of attention_with_kvcache's signature (or of flash_attn_varlen_func's paged
-    one): the pointers and lengths written into e's descriptor, then the launch. Returns
-    (O, LSE or None)."""
-    d = e.desc
-    o = torch.empty_like(q, memory_format=_CONTIGUOUS) if out is None else out
-    _QKVO(d, _OFF_QKVO, q.data_ptr(), k.data_ptr(), v.data_ptr(), o.data_ptr())
-    if sinks is not None:
-        d.sinks = sinks.data_ptr()
-    if alibi is not None:
-        d.alibi_slopes = alibi.data_ptr()
-    if k_descale is not None:
-        d.k_descale, d.v_descale = k_descale.data_ptr(), v_descale.data_ptr()
-    try:
-        _LENS(d, _OFF_LENS, max_q, max_k)
-    except struct.error:
-        raise _lens_error(max_q, max_k) from None
-    if block_table is not None:
-        d.block_table = block_table.data_ptr()
-    if seqused_k is not None:
-        d.seqused_k = seqused_k.data_ptr()
-    if cu_q is not None:
-        d.cu_seqlens_q = cu_q.data_ptr()
-    if e.lse_shape is None:
-        lse = None
-    else:
-        lse = torch.empty(e.lse_shape, dtype=_F32, device=e.device)
-        d.lse = lse.data_ptr()
-    if _profiling():   # a named range in torch.profiler's trace, as the custom op has
-        with torch.profiler.record_function("fajit::attn_fwd"):
-            _submit(e.dev, e.ptr)
-    else:
-        _submit(e.dev, e.ptr)
-    return o, lse
 
 
 def attention_with_kvcache(q, k_cache, v_cache, *, block_table=None, seqused_k=None,
@@ -678,37 +642,10 @@ def attention_with_kvcache(q, k_cache, v_cache, *, block_table=None, seqused_k=N
                 max_k = e.max_k if max_seqlen_k is None else int(max_seqlen_k)
         except (AttributeError, TypeError, ValueError, IndexError):
             key = e = None   # not tensors, unhashable, bad lengths: the checks below tell
-        if e is not None:   # _kv_hit, inline
-            d = e.desc
-            o = torch.empty_like(q, memory_format=_CONTIGUOUS) if out is None else out
-            _QKVO(d, _OFF_QKVO, q.data_ptr(), k_cache.data_ptr(), v_cache.data_ptr(), o.data_ptr())
-            try:
-                _LENS(d, _OFF_LENS, max_q, max_k)
-            except struct.error:
-                raise _lens_error(max_q, max_k) from None
-            if block_table is not None:
-                d.block_table = block_table.data_ptr()
-            if seqused_k is not None:
-                d.seqused_k = seqused_k.data_ptr()
-            if cu_seqlens_q is not None:
-                d.cu_seqlens_q = cu_seqlens_q.data_ptr()
-            if sinks is not None:
-                d.sinks = sinks.data_ptr()
-            if alibi_slopes is not None:
-                d.alibi_slopes = alibi_slopes.data_ptr()
-            if k_descale is not None:   # (in the key: K/V are FP8, checked on the miss)
-                d.k_descale, d.v_descale = k_descale.data_ptr(), v_descale.data_ptr()
-            if e.lse_shape is None:
-                lse = None
-            else:
-                lse = torch.empty(e.lse_shape, dtype=_F32, device=e.device)
-                d.lse = lse.data_ptr()
-            if _profiling():
-                with torch.profiler.record_function("fajit::attn_fwd"):
-                    _submit(e.dev, e.ptr)
-            else:
-                _submit(e.dev, e.ptr)
-            return (o, lse) if return_lse else o
+        if e is not None:
+            return _call(e, q, k_cache, v_cache, out, cu_seqlens_q, None, block_table,
+                         seqused_k, max_q, max_k, sinks, alibi_slopes, k_descale, v_descale,
+                         return_lse)
         eager = True
     else:
         eager = False
@@ -780,9 +717,8 @@ def _kvcache(key, eager, q, k_cache, v_cache, block_table, seqused_k, cu_seqlens
         e = _entry(key, q, k_cache, v_cache, o, cu_seqlens_q, None, block_table, seqused_k,
                    max_q, cap, mask, wl, wr, scale, return_lse, int(num_splits),
                    int(num_splits_max), feats)
-        o, lse = _kv_hit(e, q, k_cache, v_cache, o, block_table, seqused_k, cu_seqlens_q,
-                         max_q, max_k, *feats[1:])
-        return (o, lse) if return_lse else o
+        return _call(e, q, k_cache, v_cache, o, cu_seqlens_q, None, block_table, seqused_k,
+                     max_q, max_k, *feats[1:], return_lse)
     return _run(q, k_cache, v_cache, out, return_lse, cu_seqlens_q, None, block_table,
                 seqused_k, max_q, max_k, mask, wl, wr, scale, return_lse, int(num_splits),
                 int(num_splits_max), *feats)
@@ -922,37 +858,10 @@ def flash_attn_varlen_func(q, k, v, cu_seqlens_q=None, cu_seqlens_k=None, max_se
                 max_k = e.max_k if max_seqlen_k is None else int(max_seqlen_k)
         except (AttributeError, TypeError, ValueError, IndexError):
             key = e = None   # not tensors, unhashable, bad lengths: the checks below tell
-        if e is not None:   # _kv_hit, inline
-            d = e.desc
-            o = torch.empty_like(q, memory_format=_CONTIGUOUS) if out is None else out
-            _QKVO(d, _OFF_QKVO, q.data_ptr(), k.data_ptr(), v.data_ptr(), o.data_ptr())
-            try:
-                _LENS(d, _OFF_LENS, max_q, max_k)
-            except struct.error:
-                raise _lens_error(max_q, max_k) from None
-            if block_table is not None:
-                d.block_table = block_table.data_ptr()
-            if seqused_k is not None:
-                d.seqused_k = seqused_k.data_ptr()
-            if cu_seqlens_q is not None:
-                d.cu_seqlens_q = cu_seqlens_q.data_ptr()
-            if s_aux is not None:
-                d.sinks = s_aux.data_ptr()
-            if alibi_slopes is not None:
-                d.alibi_slopes = alibi_slopes.data_ptr()
-            if fp8:
-                d.k_descale, d.v_descale = k_descale.data_ptr(), v_descale.data_ptr()
-            if e.lse_shape is None:
-                lse = None
-            else:
-                lse = torch.empty(e.lse_shape, dtype=_F32, device=e.device)
-                d.lse = lse.data_ptr()
-            if _profiling():
-                with torch.profiler.record_function("fajit::attn_fwd"):
-                    _submit(e.dev, e.ptr)
-            else:
-                _submit(e.dev, e.ptr)
-            return (o, lse) if return_softmax_lse else o
+        if e is not None:   # (the descales are in the key only with FP8 K/V)
+            return _call(e, q, k, v, out, cu_seqlens_q, None, block_table, seqused_k, max_q,
+                         max_k, s_aux, alibi_slopes, k_descale if fp8 else None, v_descale,
+                         return_softmax_lse)
     if dropout_p:
         _unsupported("dropout_p", f"inference only, got {dropout_p}")
     if return_attn_probs:

@@ -674,7 +674,8 @@ void fj_cache_close(fj_cache *c)
 {
     if (!c)
         return;
-    fj_lease_close(c);
+    if (c->close_leases)
+        c->close_leases(c);
     close_db(c);
     pthread_cond_destroy(&c->hb_cv);
     pthread_mutex_destroy(&c->mu);

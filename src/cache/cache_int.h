@@ -98,6 +98,8 @@ struct fj_cache {
 
     held_lease *held;     /* leases this handle owns */
     size_t n_held, cap_held;
+    void (*close_leases)(fj_cache *c);   /* set by lease.c with the first lease taken;
+                                            close calls it (the heartbeat, leases held) */
     pthread_t hb;
     pthread_cond_t hb_cv;
     int hb_started, hb_stop;
@@ -153,8 +155,11 @@ int fj_verdict_store(fj_cache *c, const fj_verdict *v, int merge);
 
 /* lease.c: forgets this handle's leases on `key` (published); caller holds c->mu. */
 void fj_lease_forget(fj_cache *c, const fj_key *key);
-/* lease.c: stops the heartbeat and gives back every lease still held (at close). */
-void fj_lease_close(fj_cache *c);
+/* lease.c: fj_cache_lease, with the read of a key someone else published passed in
+ * (kernels.c passes fj_cache_get), so that the leases do not call up into the kernels. */
+typedef int (*fj_lease_read_fn)(fj_cache *c, const fj_key *key, fj_entry *out);
+int fj_lease_wait(fj_cache *c, const fj_key *key, int timeout_ms, fj_lease_read_fn read,
+                  fj_entry *out);
 
 /* ---- inline helpers ---- */
 

@@ -1,5 +1,6 @@
-/* kernels.c - compiled kernels: get (checksum verified), has, put, list, verify, clear,
- * prune (LRU under a byte cap), stats, and the test hook that corrupts a blob. */
+/* kernels.c - compiled kernels: get (checksum verified), lease (a compile lease, or the
+ * kernel another compile published), has, put, list, verify, clear, prune (LRU under a
+ * byte cap), stats, and the test hook that corrupts a blob. */
 #ifndef _GNU_SOURCE
 #define _GNU_SOURCE
 #endif
@@ -144,6 +145,12 @@ int fj_cache_get(fj_cache *c, const fj_key *key, fj_entry *out)
         c->ctr.misses++;
     fj_cache_unlock(c);
     return hit;
+}
+
+/* The lease of lease.c, reading a kernel that another thread or process published. */
+int fj_cache_lease(fj_cache *c, const fj_key *key, int timeout_ms, fj_entry *out)
+{
+    return fj_lease_wait(c, key, timeout_ms, fj_cache_get, out);
 }
 
 int fj_cache_has(fj_cache *c, const fj_key *key)

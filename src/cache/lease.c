@@ -34,6 +34,8 @@ static void sleep_ms(int ms)
         ;
 }
 
+static void close_leases(fj_cache *c);
+
 /* ---- leases: bookkeeping and heartbeat -------------------------------------------- */
 
 static void drop_held(fj_cache *c, size_t i)
@@ -198,6 +200,7 @@ static int try_lease(fj_cache *c, const fj_key *key)
             fj_cache_say(c, FJ_LOG_INFO, "took over the compile lease of a dead or "
                          "silent owner");
         }
+        c->close_leases = close_leases;
         start_heartbeat(c);
         pthread_cond_signal(&c->hb_cv);
     }
@@ -209,7 +212,8 @@ out:
     return r;
 }
 
-int fj_cache_lease(fj_cache *c, const fj_key *key, int timeout_ms, fj_entry *out)
+int fj_lease_wait(fj_cache *c, const fj_key *key, int timeout_ms, fj_lease_read_fn read,
+                  fj_entry *out)
 {
     int64_t deadline = now_ms() + (timeout_ms > 0 ? timeout_ms : 0);
     int waited = 0, bad_reads = 0;
@@ -228,7 +232,7 @@ int fj_cache_lease(fj_cache *c, const fj_key *key, int timeout_ms, fj_entry *out
             return 0;
         case LEASE_PUBLISHED:
             /* A corrupt entry reads as a miss and is deleted; try again once. */
-            if (!out || fj_cache_get(c, key, out))
+            if (!out || read(c, key, out))
                 return 1;
             if (++bad_reads > 1)
                 return 0;
@@ -276,7 +280,9 @@ void fj_lease_forget(fj_cache *c, const fj_key *key)
         drop_held(c, (size_t)i);
 }
 
-void fj_lease_close(fj_cache *c)
+/* Stops the heartbeat and gives back every lease still held: c->close_leases, called by
+ * fj_cache_close on a handle that ever took a lease. */
+static void close_leases(fj_cache *c)
 {
     pthread_mutex_lock(&c->mu);
     c->hb_stop = 1;
