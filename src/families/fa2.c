@@ -1,7 +1,8 @@
 /* fa2.c - the portable family (src/kernels_src/attn_fwd_sm80.cu, FlashAttention-2 design):
  * every target from sm_80, the whole descriptor. Configurations, their checks and tuning
  * candidates are src/autotune/fa2_config.*; this file turns them into kernels and launches.
- * Tuning-row name: "128x64w4s1" (no prefix: these rows predate the others). */
+ * Tuning-row name: "128x64w4s1" (no prefix: these rows predate the others). Model features:
+ * softcap, sinks, ALiBi, and head_dim_v <= head_dim (not run on a GPU yet). */
 #include <stdio.h>
 #include <string.h>
 
@@ -22,12 +23,14 @@ void fj_fa2_kcfg(const fj_fa2_config *f, fj_kcfg *out)
     memcpy(out->b, f, sizeof *f);
 }
 
-/* The model features the portable kernel compiles in. */
-#define FA2_FEATURES (FJ_FEAT_SOFTCAP | FJ_FEAT_SINKS | FJ_FEAT_ALIBI)
+/* The model features the portable kernel compiles in (head_dim_v: FJ_HEAD_DIM_V, at most
+ * head_dim: V's tiles keep head_dim's shared rows). */
+#define FA2_FEATURES (FJ_FEAT_SOFTCAP | FJ_FEAT_SINKS | FJ_FEAT_ALIBI | FJ_FEAT_HDIM_V)
 
 static int applies(const fajit_attn_desc *d, const fj_target *t)
 {
-    return t->sm >= 80 && !d->block_table && !(fj_features(d) & ~FA2_FEATURES);
+    return t->sm >= 80 && !d->block_table && !(fj_features(d) & ~FA2_FEATURES) &&
+           fj_head_dim_v(d) <= d->head_dim;
 }
 
 static void default_cfg(const fajit_attn_desc *d, const fj_target *t, fj_kcfg *out)
