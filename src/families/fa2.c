@@ -36,6 +36,15 @@ static int applies(const fajit_attn_desc *d, const fj_target *t)
 static void default_cfg(const fajit_attn_desc *d, const fj_target *t, fj_kcfg *out)
 {
     fj_fa2_config c = fj_fa2_default(t->sm, d->head_dim, (int)d->mask);
+    /* head_dim_v: one K/V stage where the default has two (head_dim 128 on sm_90, 128x64w4s2,
+     * sits at 255 registers: with head_dim_v 64 or 72 it spilled 4 bytes; one stage, sm_80's
+     * tile, compiles clean) */
+    if ((fj_features(d) & FJ_FEAT_HDIM_V) && c.stages == 2) {
+        fj_fa2_config one = c;
+        one.stages = 1;
+        if (fj_fa2_check(&one, d->head_dim, t->sm, NULL, 0) == 0)
+            c = one;
+    }
     fj_fa2_kcfg(&c, out);
 }
 
