@@ -338,7 +338,7 @@ typedef struct fajit_attn_desc {
                                       fajit_attn_desc_init does.) */
     /* Model features (appended; all zero: off, and then not compiled into any kernel).
      * A family that cannot serve a feature that is on does not apply; where none does,
-     * the call is FAJIT_UNSUPPORTED naming the feature (fajit_attn_explain lists which
+     * the call is FAJIT_UNSUPPORTED naming the feature (docs/usage.md lists which
      * family serves what). Logits below are s = softmax_scale * q.k. */
     float softcap;                 /* > 0: each logit becomes softcap * tanh(s / softcap)
                                       before the softmax (Gemma 2: 50, Grok-1: 30); 0: off */
@@ -354,7 +354,13 @@ typedef struct fajit_attn_desc {
                                       NULL: none */
     int64_t alibi_batch_stride;    /* elements between batches' slopes; 0: one row for all */
     int head_dim_v;                /* head_dim of V and O where it differs from Q's and K's
-                                      (DeepSeek prefill: 192 / 128); 0: head_dim */
+                                      (DeepSeek prefill: 192 / 128); 0: head_dim. V's and O's
+                                      strides count these columns; O's columns past it are
+                                      not written. Served by the Hopper family (a multiple
+                                      of 16, at most head_dim; contiguous, varlen, paged
+                                      prefill), fa2 (at most head_dim) and the reference
+                                      kernel (unpaged), not by the decode family; compiled,
+                                      not yet run on a GPU: FAJIT_MODEL_FEATURES=on only */
     fajit_kv_dtype kv_dtype;       /* the K/V element type: FAJIT_KV_AS_Q (default) or FP8,
                                       dequantized in the kernel as k_descale[.] * K, v_descale
                                       [.] * V (vLLM's fp8 KV cache). FP8 K/V strides are in

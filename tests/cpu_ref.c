@@ -69,11 +69,11 @@ static int visible(const fj_attn_params *p, int i, int j, int sq, int sk)
 
 void fj_cpu_attention(const fj_attn_params *p, int dtype, double *o_out, double *lse_out)
 {
-    fj_cpu_attention_feat(p, dtype, NULL, o_out, lse_out);
+    fj_cpu_attention_feat(p, dtype, NULL, 0, o_out, lse_out);
 }
 
 void fj_cpu_attention_feat(const fj_attn_params *p, int dtype, const fj_feat_params *f,
-                           double *o_out, double *lse_out)
+                           int head_dim_v, double *o_out, double *lse_out)
 {
     const float *sinks = f ? (const float *)(uintptr_t)f->sinks : NULL;
     const float *alibi = f ? (const float *)(uintptr_t)f->alibi : NULL;
@@ -83,13 +83,14 @@ void fj_cpu_attention_feat(const fj_attn_params *p, int dtype, const fj_feat_par
     const uint16_t *V = (const uint16_t *)(uintptr_t)p->v;
     const int32_t *cq = (const int32_t *)(uintptr_t)p->cu_seqlens_q;
     const int d = p->head_dim, group = p->heads_q / p->heads_kv;
+    const int dv = head_dim_v > 0 ? head_dim_v : d;
     int max_sk = 0;
     for (int b = 0; b < p->batch; b++) {
         const int sk = seq_of(p, b).sk;
         max_sk = sk > max_sk ? sk : max_sk;
     }
     double *s = malloc(sizeof(double) * (size_t)(max_sk ? max_sk : 1));
-    double *acc = malloc(sizeof(double) * (size_t)d);
+    double *acc = malloc(sizeof(double) * (size_t)dv);
     for (int b = 0; b < p->batch; b++) {
         const ref_seq S = seq_of(p, b);
         const int sq = S.sq, sk = S.sk;
@@ -123,7 +124,7 @@ void fj_cpu_attention_feat(const fj_attn_params *p, int dtype, const fj_feat_par
                 if (sink > m)
                     m = sink;
                 double l = sinks ? exp(sink - m) : 0;
-                memset(acc, 0, sizeof(double) * (size_t)d);
+                memset(acc, 0, sizeof(double) * (size_t)dv);
                 if (any)
                     for (int j = 0; j < sk; j++) {
                         if (s[j] == -INFINITY)
@@ -131,11 +132,11 @@ void fj_cpu_attention_feat(const fj_attn_params *p, int dtype, const fj_feat_par
                         double pj = exp(s[j] - m);
                         l += pj;
                         const uint16_t *v = V + v0 + (int64_t)j * p->v_row_stride + hk * p->v_head_stride;
-                        for (int c = 0; c < d; c++)
+                        for (int c = 0; c < dv; c++)
                             acc[c] += pj * fj_half_to_f32(v[c], dtype);
                     }
                 double *o = o_out + o0 + i * p->o_row_stride + h * p->o_head_stride;
-                for (int c = 0; c < d; c++)
+                for (int c = 0; c < dv; c++)
                     o[c] = any && l > 0 ? acc[c] / l : 0;
                 if (lse_out) {
                     int64_t idx = cq ? (int64_t)h * cq[p->batch] + cq[b] + i

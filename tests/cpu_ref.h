@@ -16,9 +16,11 @@ void fj_cpu_attention(const fj_attn_params *p, int dtype, double *o_out, double 
  * b * alibi_batch_stride + h; softcap > 0 on; NULL: none, as fj_cpu_attention):
  * s = scale * q.k, softcap: s = cap * tanh(s / cap), ALiBi: s -= slope * |i + sk - sq - j|,
  * then the mask; a sink adds exp(sink) to the row's denominator (no value): a row without
- * visible keys gets O = 0 and LSE = sink. */
+ * visible keys gets O = 0 and LSE = sink. head_dim_v: the columns of V and O where they
+ * differ from p->head_dim (Q's and K's; 0: p->head_dim); O's columns past it are not
+ * written. */
 void fj_cpu_attention_feat(const fj_attn_params *p, int dtype, const fj_feat_params *f,
-                           double *o_out, double *lse_out);
+                           int head_dim_v, double *o_out, double *lse_out);
 
 /* What fj_cpu_attn_cond_rescale did, summed over all rows: key blocks whose maximum grew
  * by more than the threshold (O and l rescaled), blocks whose maximum grew by at most the

@@ -1,13 +1,17 @@
 /* test_gpu_features.c - the `gpu` suite's tests of the model features of fajit_attn_desc:
  * softcap, attention sinks and ALiBi, alone and combined, with every mask, GQA, varlen and
- * head_dim 64/128/256 in f16 and bf16: through the reference kernel
- * (fajit_attn_fwd_reference), fajit_attn_fwd with the context forced to fa2, and with AUTO.
- * Exits 77 (skipped) when no CUDA driver can be loaded.
+ * head_dim 64/128/256 in f16 and bf16, and head_dim_v != head_dim (a quarter of the cases:
+ * mostly DeepSeek's 192 / 128, also 128 / 64 and 64 / 128, with or without the other
+ * features): through the reference kernel (fajit_attn_fwd_reference), fajit_attn_fwd with the
+ * context forced to fa2 (which falls back to the reference kernel for dv > d), and with
+ * AUTO (fa3 on Hopper for dv <= d, a multiple of 16; varlen head_dim_v cases give total_q and
+ * total_k so that fa3 takes them). Exits 77 (skipped) when no CUDA driver can be loaded.
  *
  * Oracle: float64 on the host (fj_cpu_attention_feat, tests/cpu_ref.c). Inputs are fresh
  * random numbers per case (Q, K in [-2, 2], V in [-1, 1], sinks in [-3, 8], ALiBi slopes
  * 2^(-8k/heads) as flash-attn's, per head or per (sequence, head) with a padded row
- * stride); O and LSE are poisoned (0xFF bytes: NaN) before every call.
+ * stride); O and LSE are poisoned (0xFF bytes: NaN) before every call. With head_dim_v, O's
+ * head stride is dv + 8: the 8 columns past dv must still hold the poison after the call.
  *
  * Tolerances, those of tests/test_gpu.c: the reference kernel within one output rounding
  * of float64 (LSE 1e-3); a fast kernel within 2x the error of a same-precision reference
@@ -65,12 +69,30 @@ static fajit_ctx *new_ctx(fajit_family fam)
 
 typedef struct fc {
     int batch, hq, hkv, sq, sk, d, dtype, mask, wl, wr, varlen;
+    int dv;          /* head_dim_v: 0 = d */
+    int opad;        /* O's head stride is dv + opad (8 with head_dim_v, else 0) */
     int lens_q[8], lens_k[8];
     float softcap;   /* 0: off */
     int sinks;       /* 1: on */
     int alibi;       /* 0 off, 1 [heads_q], 2 [batch][heads_q + 3] */
     char text[240];
 } fc;
+
+static void case_text(fc *c)
+{
+    snprintf(c->text, sizeof c->text,
+             "b%d hq%d hkv%d sq%d sk%d d%d %s %s%s softcap %g%s%s", c->batch, c->hq, c->hkv,
+             c->sq, c->sk, c->d, c->dtype ? "bf16" : "f16",
+             c->mask == 0 ? "none" : c->mask == 1 ? "causal" : "window",
+             c->varlen ? " varlen" : "", (double)c->softcap, c->sinks ? " sinks" : "",
+             c->alibi == 1 ? " alibi[h]" : c->alibi == 2 ? " alibi[b][h]" : "");
+    size_t n = strlen(c->text);
+    if (c->mask == 2)
+        snprintf(c->text + n, sizeof c->text - n, " wl%d wr%d", c->wl, c->wr);
+    n = strlen(c->text);
+    if (c->dv)
+        snprintf(c->text + n, sizeof c->text - n, " dv%d", c->dv);
+}
 
 static void make_case(fc *c)
 {
@@ -105,30 +127,33 @@ static void make_case(fc *c)
     c->softcap = (float)pick(caps, 4);
     c->sinks = (int)(rnd() % 2);
     c->alibi = (int)(rnd() % 3);
-    if (c->softcap == 0.f && !c->sinks && !c->alibi)   /* at least one feature */
-        c->sinks = 1;
-    snprintf(c->text, sizeof c->text,
-             "b%d hq%d hkv%d sq%d sk%d d%d %s %s%s softcap %g%s%s", c->batch, c->hq, c->hkv,
-             c->sq, c->sk, c->d, c->dtype ? "bf16" : "f16",
-             c->mask == 0 ? "none" : c->mask == 1 ? "causal" : "window",
-             c->varlen ? " varlen" : "", (double)c->softcap, c->sinks ? " sinks" : "",
-             c->alibi == 1 ? " alibi[h]" : c->alibi == 2 ? " alibi[b][h]" : "");
-    if (c->mask == 2) {
-        size_t n = strlen(c->text);
-        snprintf(c->text + n, sizeof c->text - n, " wl%d wr%d", c->wl, c->wr);
+    /* head_dim_v in a quarter of the cases: DeepSeek's 192 / 128 mostly (fa3 on Hopper), and
+     * 128 / 64 (fa3) and 64 / 128 (dv > d: the reference kernel everywhere) */
+    static const int dvs[][2] = {{192, 128}, {192, 128}, {192, 128}, {128, 64}, {64, 128}};
+    if (rnd() % 4 == 0) {
+        const int i = (int)(rnd() % 5);
+        c->d = dvs[i][0], c->dv = dvs[i][1], c->opad = 8;
+        if (rnd() % 3 == 0)   /* head_dim_v alone */
+            c->softcap = 0.f, c->sinks = 0, c->alibi = 0;
     }
+    if (c->softcap == 0.f && !c->sinks && !c->alibi && !c->dv)   /* at least one feature */
+        c->sinks = 1;
+    case_text(c);
 }
 
-/* Q/O rows packed [rows][hq][d], K/V [rows][hkv][d]; without varlen sequence b's rows
- * start at b * sq (b * sk). */
+static int dv_of(const fc *c) { return c->dv ? c->dv : c->d; }
+
+/* Q rows packed [rows][hq][d], K [rows][hkv][d], V [rows][hkv][dv], O [rows][hq][dv + opad]
+ * (oh: O's head stride); without varlen sequence b's rows start at b * sq (b * sk). */
 typedef struct bufs {
-    int64_t rows_q, rows_k, row_q, row_k;
+    int64_t rows_q, rows_k, row_q, row_k, row_v, row_o, oh;
+    int pad;   /* O's columns past dv in each head (c->opad) */
     int32_t cq[9], ck[9];
     uint16_t *hq, *hk, *hv, *ho;
     float *sinks, *slopes;
     int n_slopes;
     CUdeviceptr q, k, v, o, lse, cuq, cuk, d_sinks, d_slopes;
-    size_t nq, nlse;
+    size_t nq, no, nlse;   /* Q's and O's elements (+ 8) */
 } bufs;
 
 static void setup(const fc *c, bufs *B)
@@ -140,17 +165,21 @@ static void setup(const fc *c, bufs *B)
     }
     B->rows_q = B->cq[c->batch], B->rows_k = B->ck[c->batch];
     B->row_q = (int64_t)c->hq * c->d, B->row_k = (int64_t)c->hkv * c->d;
+    B->row_v = (int64_t)c->hkv * dv_of(c);
+    B->oh = dv_of(c) + c->opad, B->row_o = (int64_t)c->hq * B->oh, B->pad = c->opad;
     B->nq = (size_t)(B->rows_q * B->row_q) + 8;
+    B->no = (size_t)(B->rows_q * B->row_o) + 8;
     const size_t nk = (size_t)(B->rows_k * B->row_k) + 8;
+    const size_t nv = (size_t)(B->rows_k * B->row_v) + 8;
     B->nlse = (size_t)c->hq * (size_t)B->rows_q + 1;
-    B->hq = malloc(B->nq * 2), B->ho = malloc(B->nq * 2);
-    B->hk = malloc(nk * 2), B->hv = malloc(nk * 2);
+    B->hq = malloc(B->nq * 2), B->ho = malloc(B->no * 2);
+    B->hk = malloc(nk * 2), B->hv = malloc(nv * 2);
     for (size_t i = 0; i < B->nq; i++)
         B->hq[i] = fj_f32_to_half(frand() * 2.f, c->dtype);
-    for (size_t i = 0; i < nk; i++) {
+    for (size_t i = 0; i < nk; i++)
         B->hk[i] = fj_f32_to_half(frand() * 2.f, c->dtype);
+    for (size_t i = 0; i < nv; i++)
         B->hv[i] = fj_f32_to_half(frand(), c->dtype);
-    }
     B->sinks = malloc(sizeof(float) * (size_t)c->hq);
     for (int h = 0; h < c->hq; h++)
         B->sinks[h] = -3.f + 11.f * (frand() + 1.f) / 2.f;   /* [-3, 8] */
@@ -164,15 +193,15 @@ static void setup(const fc *c, bufs *B)
         for (int h = 0; h < c->hq; h++)
             B->slopes[b * stride + h] =
                 (float)(exp2(-8.0 * (h + 1) / c->hq) * (c->alibi == 2 ? 1.0 + 0.5 * b : 1.0));
-    B->q = dalloc(B->nq * 2), B->o = dalloc(B->nq * 2);
-    B->k = dalloc(nk * 2), B->v = dalloc(nk * 2);
+    B->q = dalloc(B->nq * 2), B->o = dalloc(B->no * 2);
+    B->k = dalloc(nk * 2), B->v = dalloc(nv * 2);
     B->lse = dalloc(B->nlse * 4);
     B->cuq = dalloc(sizeof B->cq), B->cuk = dalloc(sizeof B->ck);
     B->d_sinks = dalloc(sizeof(float) * (size_t)c->hq);
     B->d_slopes = dalloc(sizeof(float) * (size_t)B->n_slopes);
     CU(cu->cuMemcpyHtoD(B->q, B->hq, B->nq * 2));
     CU(cu->cuMemcpyHtoD(B->k, B->hk, nk * 2));
-    CU(cu->cuMemcpyHtoD(B->v, B->hv, nk * 2));
+    CU(cu->cuMemcpyHtoD(B->v, B->hv, nv * 2));
     CU(cu->cuMemcpyHtoD(B->cuq, B->cq, sizeof B->cq));
     CU(cu->cuMemcpyHtoD(B->cuk, B->ck, sizeof B->ck));
     CU(cu->cuMemcpyHtoD(B->d_sinks, B->sinks, sizeof(float) * (size_t)c->hq));
@@ -200,9 +229,17 @@ static void desc_of(const fc *c, const bufs *B, int feat, fajit_attn_desc *d)
     if (c->varlen) {
         d->cu_seqlens_q = (const int32_t *)B->cuq;
         d->cu_seqlens_k = (const int32_t *)B->cuk;
+        if (c->dv)   /* (the packed row counts: the Hopper kernel's varlen needs them) */
+            d->total_q = (int)B->rows_q, d->total_k = (int)B->rows_k;
     }
+    /* V and O of dv columns, O's heads dv + opad apart */
+    d->v_head_stride = dv_of(c), d->v_row_stride = B->row_v;
+    d->v_batch_stride = B->row_v * c->sk;
+    d->o_head_stride = B->oh, d->o_row_stride = B->row_o;
+    d->o_batch_stride = B->row_o * c->sq;
     if (!feat)
         return;
+    d->head_dim_v = c->dv;
     d->softcap = c->softcap;
     d->sinks = c->sinks ? (const float *)B->d_sinks : NULL;
     d->alibi_slopes = c->alibi ? (const float *)B->d_slopes : NULL;
@@ -231,15 +268,15 @@ typedef fajit_status (*fwd_fn)(fajit_ctx *, const fajit_attn_desc *, void *);
 static fajit_status run_with(fajit_ctx *ctx, fwd_fn fwd, const fajit_attn_desc *d, bufs *B,
                              const fc *c, float *o, float *lse)
 {
-    CU(cu->cuMemsetD8(B->o, 0xff, B->nq * 2));
+    CU(cu->cuMemsetD8(B->o, 0xff, B->no * 2));
     CU(cu->cuMemsetD8(B->lse, 0xff, B->nlse * 4));
     fajit_status st = fwd(ctx, d, NULL);
     if (st != FAJIT_OK)
         return st;
     CU(cu->cuCtxSynchronize());
-    CU(cu->cuMemcpyDtoH(B->ho, B->o, B->nq * 2));
+    CU(cu->cuMemcpyDtoH(B->ho, B->o, B->no * 2));
     CU(cu->cuMemcpyDtoH(lse, B->lse, B->nlse * 4));
-    for (size_t i = 0; i < B->nq; i++)
+    for (size_t i = 0; i < B->no; i++)
         o[i] = fj_half_to_f32(B->ho[i], c->dtype);
     return st;
 }
@@ -253,13 +290,16 @@ typedef struct errs {
     double max_abs, max_ref, lse;
 } errs;
 
-/* Max |x - ref| over every element of O (NaN counts as infinite), and of the LSE. */
+/* Max |x - ref| over every element of O (its dv columns of every head; NaN counts as
+ * infinite), and of the LSE. */
 static errs compare(const bufs *B, const float *o, const float *lse, const double *ref,
                     const double *ref_lse)
 {
     errs e = {0, 0, 0};
-    const size_t n = (size_t)(B->rows_q * B->row_q);
+    const size_t n = (size_t)(B->rows_q * B->row_o);
     for (size_t i = 0; i < n; i++) {
+        if ((int64_t)(i % (size_t)B->oh) >= B->oh - B->pad)
+            continue;   /* (O's stride padding: checked to stay poisoned, pad_written) */
         double diff = fabs((double)o[i] - ref[i]);
         if (isnan(diff))
             diff = INFINITY;
@@ -283,9 +323,9 @@ static errs compare(const bufs *B, const float *o, const float *lse, const doubl
 static void same_precision(const fc *c, const bufs *B, const fj_attn_params *hp,
                            const fj_feat_params *hf, double *out, double *smax)
 {
-    const int d = c->d, group = c->hq / c->hkv;
+    const int d = c->d, dv = dv_of(c), group = c->hq / c->hkv;
     double *s = malloc(sizeof(double) * (size_t)(c->sk + 1));
-    double *acc = malloc(sizeof(double) * (size_t)d);
+    double *acc = malloc(sizeof(double) * (size_t)dv);
     *smax = 0;
     for (int b = 0; b < c->batch; b++) {
         const int sq = c->lens_q[b], sk = c->lens_k[b];
@@ -316,21 +356,21 @@ static void same_precision(const fc *c, const bufs *B, const fj_attn_params *hp,
                     m = v > m ? v : m;
                 }
                 double l = 0;
-                memset(acc, 0, sizeof(double) * (size_t)d);
+                memset(acc, 0, sizeof(double) * (size_t)dv);
                 for (int j = 0; m > -INFINITY && j < sk; j++) {
                     if (s[j] == -INFINITY)
                         continue;
                     const float pj = (float)exp(s[j] - m);
                     l += pj;
                     const double pr = fj_half_to_f32(fj_f32_to_half(pj, c->dtype), c->dtype);
-                    const uint16_t *v = B->hv + (B->ck[b] + j) * B->row_k + (h / group) * d;
-                    for (int x = 0; x < d; x++)
+                    const uint16_t *v = B->hv + (B->ck[b] + j) * B->row_v + (h / group) * dv;
+                    for (int x = 0; x < dv; x++)
                         acc[x] += pr * fj_half_to_f32(v[x], c->dtype);
                 }
                 if (hf->sinks && m > -INFINITY)
                     l += exp(((const float *)(uintptr_t)hf->sinks)[h] - m);
-                double *o = out + (B->cq[b] + i) * B->row_q + h * d;
-                for (int x = 0; x < d; x++)
+                double *o = out + (B->cq[b] + i) * B->row_o + h * B->oh;
+                for (int x = 0; x < dv; x++)
                     o[x] = fj_half_to_f32(
                         fj_f32_to_half(l > 0 ? (float)(acc[x] / l) : 0.f, c->dtype), c->dtype);
             }
@@ -357,7 +397,7 @@ static void check_one(fajit_ctx *ctx, const char *fam, int is_ref, const fc *c, 
                       const fajit_attn_desc *d, const double *f, const double *flse,
                       const double *sp, double smax, tally *t)
 {
-    float *o = malloc(B->nq * 4), *lse = malloc(B->nlse * 4);
+    float *o = malloc(B->no * 4), *lse = malloc(B->nlse * 4);
     fajit_status st =
         run_with(ctx, is_ref ? fajit_attn_fwd_reference : fajit_attn_fwd, d, B, c, o, lse);
     t->runs++;
@@ -366,10 +406,19 @@ static void check_one(fajit_ctx *ctx, const char *fam, int is_ref, const fc *c, 
         free(o), free(lse);
         return;
     }
+    /* O's stride padding (the columns past dv of each head) still holds the poison */
+    long pad_written = 0;
+    for (int64_t r = 0; r < B->rows_q; r++)
+        for (int h = 0; h < c->hq; h++)
+            for (int x = 0; x < B->pad; x++)
+                pad_written += B->ho[r * B->row_o + h * B->oh + (B->oh - B->pad) + x] != 0xffff;
+    if (pad_written)
+        CASE_FAIL(t, "%s wrote %ld elements of O's stride padding (columns past head_dim_v) "
+                  "on %s", fam, pad_written, c->text);
     const double out_ulp = c->dtype == FJ_DT_BF16 ? 1.0 / 256 : 1.0 / 2048;
     errs e = compare(B, o, lse, f, flse);
-    float *spf = malloc(B->nq * 4);
-    for (size_t i = 0; i < B->nq; i++)
+    float *spf = malloc(B->no * 4);
+    for (size_t i = 0; i < B->no; i++)
         spf[i] = (float)sp[i];
     errs es = compare(B, spf, lse, f, flse);
     free(spf);
@@ -430,9 +479,9 @@ START_TEST(features_sweep)
         fj_attn_params hp;
         fj_feat_params hf;
         host_params(&c, &B, &d, &hp, &hf);
-        double *f = calloc(B.nq, sizeof(double)), *flse = calloc(B.nlse, sizeof(double));
-        double *sp = calloc(B.nq, sizeof(double)), smax = 0;
-        fj_cpu_attention_feat(&hp, c.dtype, &hf, f, flse);
+        double *f = calloc(B.no, sizeof(double)), *flse = calloc(B.nlse, sizeof(double));
+        double *sp = calloc(B.no, sizeof(double)), smax = 0;
+        fj_cpu_attention_feat(&hp, c.dtype, &hf, c.dv, f, flse);
         same_precision(&c, &B, &hp, &hf, sp, &smax);
         for (int i = 0; i < 3; i++)
             check_one(ctx[i], fams[i].name, fams[i].is_ref, &c, &B, &d, f,
@@ -461,7 +510,8 @@ START_TEST(features_off_same)
     for (int k = 0; k < 12; k++) {
         fc c;
         make_case(&c);
-        c.softcap = 0.f, c.sinks = 0, c.alibi = 0;
+        c.softcap = 0.f, c.sinks = 0, c.alibi = 0, c.dv = 0, c.opad = 0;
+        case_text(&c);
         bufs B;
         setup(&c, &B);
         fajit_attn_desc d_new, d_old;
@@ -472,11 +522,11 @@ START_TEST(features_off_same)
                sizeof d_old - FAJIT_ATTN_DESC_SIZE_V1);   /* and are never read */
         for (int w = 0; w < 2; w++) {
             fajit_ctx *x = w ? c2 : ctx;
-            float *o1 = malloc(B.nq * 4), *l1 = malloc(B.nlse * 4);
-            float *o2 = malloc(B.nq * 4), *l2 = malloc(B.nlse * 4);
+            float *o1 = malloc(B.no * 4), *l1 = malloc(B.nlse * 4);
+            float *o2 = malloc(B.no * 4), *l2 = malloc(B.nlse * 4);
             ck_assert_msg(run(x, &d_new, &B, &c, o1, l1) == FAJIT_OK, "%s", fajit_errmsg(x));
             ck_assert_msg(run(x, &d_old, &B, &c, o2, l2) == FAJIT_OK, "%s", fajit_errmsg(x));
-            const size_t no = (size_t)(B.rows_q * B.row_q), nl = B.nlse - 1;
+            const size_t no = (size_t)(B.rows_q * B.row_o), nl = B.nlse - 1;
             ck_assert_msg(memcmp(o1, o2, no * 4) == 0 && memcmp(l1, l2, nl * 4) == 0,
                           "%s: features off differs from a descriptor without them: %s",
                           w ? "fa2" : "auto", c.text);
@@ -528,22 +578,25 @@ START_TEST(features_paged)
             const int32_t x = bt[i];
             bt[i] = bt[j], bt[j] = x;
         }
+        /* (V's pages of dv columns) */
         const size_t page_elems = (size_t)ps * B.row_k, pool = page_elems * num_pages;
-        uint16_t *pk = calloc(pool, 2), *pv = calloc(pool, 2);
+        const size_t page_v = (size_t)ps * B.row_v, pool_v = page_v * num_pages;
+        uint16_t *pk = calloc(pool, 2), *pv = calloc(pool_v, 2);
         for (int b = 0; b < c.batch; b++) {
             used[b] = c.lens_k[b];
             for (int j = 0; j < c.lens_k[b]; j++) {
-                const size_t at = (size_t)bt[b * bt_stride + j / ps] * page_elems +
-                                  (size_t)(j % ps) * B.row_k;
-                memcpy(pk + at, B.hk + (B.ck[b] + j) * B.row_k, B.row_k * 2);
-                memcpy(pv + at, B.hv + (B.ck[b] + j) * B.row_k, B.row_k * 2);
+                const size_t pg = (size_t)bt[b * bt_stride + j / ps];
+                memcpy(pk + pg * page_elems + (size_t)(j % ps) * B.row_k,
+                       B.hk + (B.ck[b] + j) * B.row_k, B.row_k * 2);
+                memcpy(pv + pg * page_v + (size_t)(j % ps) * B.row_v,
+                       B.hv + (B.ck[b] + j) * B.row_v, B.row_v * 2);
             }
         }
-        CUdeviceptr dk = dalloc(pool * 2), dv = dalloc(pool * 2), dbt, dused;
+        CUdeviceptr dk = dalloc(pool * 2), dv = dalloc(pool_v * 2), dbt, dused;
         dbt = dalloc(sizeof(int32_t) * (size_t)(c.batch * bt_stride));
         dused = dalloc(sizeof used);
         CU(cu->cuMemcpyHtoD(dk, pk, pool * 2));
-        CU(cu->cuMemcpyHtoD(dv, pv, pool * 2));
+        CU(cu->cuMemcpyHtoD(dv, pv, pool_v * 2));
         CU(cu->cuMemcpyHtoD(dbt, bt, sizeof(int32_t) * (size_t)(c.batch * bt_stride)));
         CU(cu->cuMemcpyHtoD(dused, used, sizeof used));
         d.k = (const void *)dk, d.v = (const void *)dv;
@@ -554,9 +607,10 @@ START_TEST(features_paged)
         d.block_table_stride = bt_stride;
         d.page_size = ps;
         d.num_pages = num_pages;
-        d.k_row_stride = d.v_row_stride = B.row_k;
-        d.k_head_stride = d.v_head_stride = c.d;
+        d.k_row_stride = B.row_k, d.v_row_stride = B.row_v;
+        d.k_head_stride = c.d, d.v_head_stride = dv_of(&c);
         d.k_batch_stride = d.v_batch_stride = 0;
+        d.total_k = 0;
         char line[512];
         const fajit_status st = fajit_dispatch_describe(ctx, NULL, &d, line, sizeof line);
         if (st == FAJIT_UNSUPPORTED) {
@@ -567,9 +621,9 @@ START_TEST(features_paged)
             fj_attn_params hp;
             fj_feat_params hf;
             host_params(&c, &B, &dc, &hp, &hf);
-            double *f = calloc(B.nq, sizeof(double)), *flse = calloc(B.nlse, sizeof(double));
-            double *sp = calloc(B.nq, sizeof(double)), smax = 0;
-            fj_cpu_attention_feat(&hp, c.dtype, &hf, f, flse);
+            double *f = calloc(B.no, sizeof(double)), *flse = calloc(B.nlse, sizeof(double));
+            double *sp = calloc(B.no, sizeof(double)), smax = 0;
+            fj_cpu_attention_feat(&hp, c.dtype, &hf, c.dv, f, flse);
             same_precision(&c, &B, &hp, &hf, sp, &smax);
             check_one(ctx, "paged", 0, &c, &B, &d, f, flse, sp, smax, &t);
             free(f), free(flse), free(sp);

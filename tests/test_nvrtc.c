@@ -410,6 +410,120 @@ START_TEST(fa3_feature_variants)
 }
 END_TEST
 
+/* head_dim_v != head_dim (FJ_HEAD_DIM_V): DeepSeek's 192 / 128 on the Hopper kernel as
+ * dispatch picks it untuned (bf16 and f16, every mask, contiguous and paged K/V with pages
+ * of 16 and 128, short and long queries, with softcap, sinks and ALiBi too) and every tuning
+ * candidate of bf16 causal and unmasked; 128 / 64 and 256 / 128; the portable kernel's
+ * defaults on sm_80 and sm_90; the reference kernel for sm_80 and sm_90a. Clean logs
+ * (audit_entry), no wgmma serialized (C7512). */
+START_TEST(head_dim_v_variants)
+{
+    const fj_target t = {90, 1, 132, 0, 1, NULL};
+    const float *const stand_in = (const float *)(uintptr_t)256;
+    make_dir();
+    fajit_ctx *ctx = compile_ctx();
+    int n = 0;
+    static const int dims[][2] = {{192, 128}, {128, 64}, {256, 128}};
+    for (int h = 0; h < 3; h++)
+        for (int m = 0; m < 3; m++)
+            for (int paged = 0; paged < 3; paged++)
+                for (int q = 0; q < 4; q++)   /* (q & 1: short queries, q & 2: f16) */
+                    for (int f = 0; f < 2; f++) {
+                        if (h > 0 && (paged == 2 || q & 2 || f))
+                            continue;   /* (the other shapes: the plain variants) */
+                        const int hd = dims[h][0], dv = dims[h][1];
+                        fajit_attn_desc d;
+                        void *ptr = (void *)(uintptr_t)0x100000;
+                        fajit_attn_desc_init(&d, ptr, ptr, ptr, ptr, 4, 16, 16, q & 1 ? 512 : 8192,
+                                             8192, hd, q & 2 ? FAJIT_F16 : FAJIT_BF16);
+                        d.mask = (fajit_mask)m;
+                        d.head_dim_v = dv;
+                        d.v_head_stride = d.o_head_stride = dv;
+                        d.v_row_stride = d.o_row_stride = 16 * dv;
+                        if (paged) {
+                            d.block_table = (const int32_t *)(uintptr_t)0x3000;
+                            d.page_size = paged == 1 ? 16 : 128;
+                            d.block_table_stride = 8192 / d.page_size;
+                            d.num_pages = 4 * (int)d.block_table_stride;
+                        }
+                        d.softcap = f ? 30.f : 0.f;
+                        d.sinks = d.alibi_slopes = f ? stand_in : NULL;
+                        fj_kcfg c[32];
+                        int k = 1;
+                        ck_assert_int_eq(fj_kcfg_default(&d, &t, FAJIT_FAMILY_AUTO, &c[0]), 0);
+                        ck_assert_ptr_nonnull(fj_fa3_of(&c[0]));
+                        if (h == 0 && m < 2 && !paged && !f && q == 0)
+                            k = c[0].fam->candidates(&d, &t, c, 32);
+                        for (int i = 0; i < k; i++) {
+                            fj_kernels ks;
+                            int compiled;
+                            c[i].fam->kernels(&c[i], &d, &ks);
+                            ck_assert_msg(strstr(ks.v[0].preamble, "FJ_HEAD_DIM_V"), "%s",
+                                          ks.v[0].preamble);
+                            fajit_status st = fj_kernel_warm(ctx, &ks.v[0], "sm_90a", &compiled);
+                            ck_assert_msg(st == FAJIT_OK, "%s: %s", ks.v[0].name,
+                                          fajit_errmsg(ctx));
+                            n += compiled;
+                        }
+                    }
+    /* the portable kernel's defaults on sm_80 and sm_90: 192 / 128 in both dtypes and every
+     * mask, 128 / 64 and 128 / 72 causal */
+    static const int dims2[][2] = {{192, 128}, {128, 64}, {128, 72}};
+    const char *const arch2[] = {"sm_80", "sm_90"};
+    for (int a = 0; a < 2; a++)
+        for (int h = 0; h < 3; h++)
+            for (int m = 0; m < 3; m++)
+                for (int dt = 0; dt < 2; dt++) {
+                    if (h > 0 && (m != FAJIT_MASK_CAUSAL || dt))
+                        continue;
+                    const fj_target t2 = {a ? 90 : 80, 0, 132, 0, 0, NULL};
+                    fajit_attn_desc d;
+                    void *ptr = (void *)(uintptr_t)0x100000;
+                    fajit_attn_desc_init(&d, ptr, ptr, ptr, ptr, 4, 16, 16, 4096, 4096,
+                                         dims2[h][0], (fajit_dtype)dt);
+                    d.mask = (fajit_mask)m;
+                    d.head_dim_v = dims2[h][1];
+                    fj_kcfg c;
+                    fj_kernels ks;
+                    int compiled;
+                    ck_assert_int_eq(fj_kcfg_default(&d, &t2, FAJIT_FAMILY_AUTO, &c), 0);
+                    ck_assert_ptr_nonnull(fj_fa2_of(&c));
+                    c.fam->kernels(&c, &d, &ks);
+                    ck_assert_msg(strstr(ks.v[0].preamble, "FJ_HEAD_DIM_V"), "%s",
+                                  ks.v[0].preamble);
+                    fajit_status st = fj_kernel_warm(ctx, &ks.v[0], arch2[a], &compiled);
+                    ck_assert_msg(st == FAJIT_OK, "%s: %s", ks.v[0].name, fajit_errmsg(ctx));
+                    n += compiled;
+                }
+    /* the reference kernel */
+    const fj_target tr = {80, 0, 108, 0, 0, NULL};
+    for (int a = 0; a < 2; a++)
+        for (int dt = 0; dt < 2; dt++) {
+            fajit_attn_desc d;
+            void *ptr = (void *)(uintptr_t)0x100000;
+            fajit_attn_desc_init(&d, ptr, ptr, ptr, ptr, 1, 16, 16, 512, 512, 192,
+                                 (fajit_dtype)dt);
+            d.head_dim_v = 128;
+            fj_kcfg c;
+            fj_kernels ks;
+            int compiled;
+            fj_family_ref.default_cfg(&d, &tr, &c);
+            fj_family_ref.kernels(&c, &d, &ks);
+            fajit_status st = fj_kernel_warm(ctx, &ks.v[0], a ? "sm_90a" : "sm_80", &compiled);
+            ck_assert_msg(st == FAJIT_OK, "%s: %s", ks.v[0].name, fajit_errmsg(ctx));
+            n += compiled;
+        }
+    audit a = {0};
+    ck_assert_int_eq(fj_cache_list(ctx->cache, audit_entry, &a), 0);
+    ck_assert_int_eq(a.n, n);
+    ck_assert_int_eq(fj_cache_list(ctx->cache, no_serialized_wgmma, NULL), 0);
+    printf("nvrtc: %d head_dim_v variants compiled, max %d registers, slowest %.0f ms: %s\n",
+           n, a.max_regs, a.max_ms, a.worst);
+    fajit_ctx_destroy(ctx);
+    remove_dir();
+}
+END_TEST
+
 /* The mixed plan's kernels (varlen paged batches on sm_90a): the paged Hopper kernel and the
  * decode split and combine steps in their FJ_DEC_QMAX variant, for each head_dim, dtype,
  * mask and a few page sizes and head ratios: clean logs, no spills (audit_entry). */
@@ -514,6 +628,7 @@ int main(void)
     tcase_add_test(tc, candidate_spaces);
     tcase_add_test(tc, fa3_paged_variants);
     tcase_add_test(tc, fa3_feature_variants);
+    tcase_add_test(tc, head_dim_v_variants);
     tcase_add_test(tc, mixed_variants);
     tcase_add_test(tc, cache_cap_prunes);
     fj_nvrtc_tests_policies(tc);

@@ -327,7 +327,7 @@ START_TEST(spec_preset_names)
 {
     fj_spec s;
     char err[256];
-    ck_assert_ptr_null(fj_spec_preset_name(7));
+    ck_assert_ptr_null(fj_spec_preset_name(8));
     ck_assert_ptr_null(fj_spec_preset_name(-1));
     ck_assert_int_eq(fj_spec_preset("Llama-3-8B", &s, err, sizeof err), 0);   /* any case */
     fj_spec_free(&s);
@@ -335,7 +335,8 @@ START_TEST(spec_preset_names)
     ck_assert_ptr_null(fj_spec_preset_text("gpt-5"));
     ck_assert_int_eq(fj_spec_preset("gpt-5", &s, err, sizeof err), -1);
     ck_assert_str_eq(err, "unknown preset 'gpt-5'; known: llama-3-8b, llama-3-70b, "
-                     "qwen2.5-7b, mistral-7b, llama-3-8b-paged, llama-3.2-1b-paged, gpt-oss");
+                     "qwen2.5-7b, mistral-7b, llama-3-8b-paged, llama-3.2-1b-paged, gpt-oss, "
+                     "deepseek-mla");
     ck_assert_ptr_null(s.problems);
     ck_assert_int_eq(fj_spec_preset(NULL, &s, err, sizeof err), -1);
 }
@@ -430,6 +431,18 @@ START_TEST(spec_paged)
     ck_assert_int_eq(fj_tune_signature(&s.problems[1], sig, sizeof sig), 0);
     ck_assert_str_eq(sig, "fwd.bf16.hd64.causal.gqa8.paged.sinks");
     ck_assert_uint_eq(s.problems[1].n_shapes, (6 + 2) * 2);
+    fj_spec_free(&s);
+    /* DeepSeek MLA prefill: Q/K 192, V/O 128, 128 heads each */
+    ck_assert_int_eq(fj_spec_preset("deepseek-mla", &s, err, sizeof err), 0);
+    ck_assert_uint_eq(s.n_problems, 1);
+    p = &s.problems[0];
+    ck_assert_int_eq(p->head_dim, 192);
+    ck_assert_int_eq(p->head_dim_v, 128);
+    ck_assert_int_eq(p->heads_q, 128);
+    ck_assert_int_eq(p->heads_kv, 128);
+    ck_assert_int_eq(fj_tune_signature(p, sig, sizeof sig), 0);
+    ck_assert_str_eq(sig, "fwd.bf16.hd192.causal.gqa1.dv128");
+    ck_assert_uint_eq(p->n_shapes, 6);
     fj_spec_free(&s);
 }
 END_TEST

@@ -194,23 +194,43 @@ START_TEST(validation_rules)
 END_TEST
 
 /* A model feature that no family serves: FAJIT_UNSUPPORTED before any launch, naming the
- * feature, on every target; the plan key tells features apart. */
+ * feature, on every target; the plan key tells features apart. head_dim_v over paged K/V
+ * with 16 query rows: the decode family (and so the mixed one) does not take it, the Hopper
+ * family's paged prefill needs 64 rows, the reference kernel reads no block table. A
+ * served one without FAJIT_MODEL_FEATURES=on names the family and the gate. */
 START_TEST(features_unserved)
 {
     fajit_ctx *ctx = memory_ctx();
     fajit_attn_desc d = valid_desc();
-    d.head_dim = 192, d.head_dim_v = 128;
-    d.q_row_stride = d.o_row_stride = 192 * 8, d.k_row_stride = d.v_row_stride = 192 * 2;
-    d.q_head_stride = d.k_head_stride = d.v_head_stride = d.o_head_stride = 192;
+    d.head_dim = 192, d.head_dim_v = 128, d.seqlen_q = 16;
+    d.q_row_stride = 192 * 8, d.k_row_stride = 192 * 2, d.v_row_stride = 128 * 2;
+    d.o_row_stride = 128 * 8;
+    d.q_head_stride = d.k_head_stride = 192, d.v_head_stride = d.o_head_stride = 128;
+    d.q_batch_stride = 192 * 8 * 16, d.o_batch_stride = 128 * 8 * 16;
+    d.k_batch_stride = d.v_batch_stride = 0;
+    d.block_table = (const int32_t *)(uintptr_t)0x10000;
+    d.page_size = 16, d.num_pages = 20, d.block_table_stride = 9;
     ck_assert_int_eq(fajit_attn_check(ctx, &d), FAJIT_OK);
     char line[512];
     const char *archs[] = {"sm_80", "sm_90a", "sm_100a"};
     for (int i = 0; i < 3; i++) {
         ck_assert_int_eq(fajit_dispatch_describe(ctx, archs[i], &d, line, sizeof line),
                          FAJIT_UNSUPPORTED);
-        ck_assert_msg(strstr(fajit_errmsg(ctx), "no kernel family of this fajit serves this "
-                             "problem with head_dim_v != head_dim on sm_"), "%s",
+        ck_assert_msg(strstr(fajit_errmsg(ctx), "no kernel family of this fajit serves paged "
+                             "K/V with head_dim_v != head_dim on sm_"), "%s",
                       fajit_errmsg(ctx));
+    }
+    /* contiguous: fa2 serves it (fa3 on sm_90a), behind the gate */
+    d.block_table = NULL, d.page_size = d.num_pages = 0, d.block_table_stride = 0;
+    d.k_batch_stride = 192 * 2 * 130, d.v_batch_stride = 128 * 2 * 130;
+    for (int i = 0; i < 3; i++) {
+        ck_assert_int_eq(fajit_dispatch_describe(ctx, archs[i], &d, line, sizeof line),
+                         FAJIT_UNSUPPORTED);
+        ck_assert_msg(strstr(fajit_errmsg(ctx), i == 1 ? "the fa3 kernels with head_dim_v != "
+                             "head_dim are compiled but have not run on a GPU yet"
+                             : "the fa2 kernels with head_dim_v != head_dim are compiled"),
+                      "%s", fajit_errmsg(ctx));
+        ck_assert_ptr_nonnull(strstr(fajit_errmsg(ctx), "FAJIT_MODEL_FEATURES=on"));
     }
     fajit_ctx_destroy(ctx);
 }

@@ -128,6 +128,64 @@ START_TEST(inputs_shuffled_pages)
 }
 END_TEST
 
+/* head_dim_v: V and O of head_dim_v columns (strides, the V pages and their twin); an FP8
+ * kv_dtype is still refused. */
+START_TEST(inputs_head_dim_v)
+{
+    fj_cuda fake = fake_device_table();
+    fake.cuMemAlloc = f_hmalloc, fake.cuMemFree = f_hfree, fake.cuMemcpyHtoD = f_htod;
+    fj_cuda_set_for_testing(&fake);
+    fajit_ctx_opts o;
+    fajit_ctx_opts_init(&o);
+    o.cache_dir = "";
+    fajit_ctx *ctx;
+    g_count = 1, g_fail_get = 0;
+    ck_assert_int_eq(fajit_ctx_create(&ctx, &o), FAJIT_OK);
+
+    fj_problem p;
+    memset(&p, 0, sizeof p);
+    snprintf(p.name, sizeof p.name, "mla");
+    p.dtype = FAJIT_BF16, p.head_dim = 48, p.head_dim_v = 32, p.heads_q = 4, p.heads_kv = 2;
+    p.window_left = p.window_right = -1;
+    p.page_size = 16;
+    const fj_shape sh = {8, 50, 3};   /* 4 pages per sequence, 12 in all */
+    const int pages = 12, rows_k = 64, pev = 16 * 2 * 32;
+    fj_inputs in;
+    ck_assert_int_eq(fj_inputs_make(ctx, &p, &sh, 1, NULL, NULL, 1, &in), FAJIT_OK);
+    const fajit_attn_desc *d = &in.d[0];
+    ck_assert_int_eq(d->head_dim, 48);
+    ck_assert_int_eq(d->head_dim_v, 32);
+    ck_assert_int_eq(d->k_row_stride, 2 * 48);
+    ck_assert_int_eq(d->v_row_stride, 2 * 32);
+    ck_assert_int_eq(d->v_head_stride, 32);
+    ck_assert_int_eq(d->o_row_stride, 4 * 32);
+    ck_assert_int_eq(d->o_head_stride, 32);
+    ck_assert_int_eq(d->o_batch_stride, 4 * 32 * 8);
+    ck_assert_int_eq(d->k_batch_stride, rows_k * 2 * 48);
+    ck_assert_int_eq(d->v_batch_stride, rows_k * 2 * 32);
+    ck_assert_int_eq(fajit_attn_check(ctx, d), FAJIT_OK);
+    const int32_t *bt = d->block_table;
+    for (int l = 0; l < pages; l++) {   /* V's twin: logical page l from physical bt[l] */
+        const uint16_t *v = (const uint16_t *)(uintptr_t)in.v[0] + (size_t)bt[l] * pev;
+        ck_assert(!memcmp((const uint16_t *)(uintptr_t)in.v_twin + (size_t)l * pev, v, pev * 2));
+    }
+    fj_inputs_free(ctx->cu, &in);
+    /* contiguous */
+    p.page_size = 0;
+    ck_assert_int_eq(fj_inputs_make(ctx, &p, &sh, 1, NULL, NULL, 0, &in), FAJIT_OK);
+    ck_assert_int_eq(in.d[0].v_batch_stride, 50 * 2 * 32);
+    ck_assert_int_eq(in.d[0].k_batch_stride, 50 * 2 * 48);
+    ck_assert_int_eq(fajit_attn_check(ctx, &in.d[0]), FAJIT_OK);
+    fj_inputs_free(ctx->cu, &in);
+    /* an FP8 K/V cache: not yet */
+    p.kv_dtype = 1;
+    ck_assert_int_eq(fj_inputs_make(ctx, &p, &sh, 1, NULL, NULL, 0, &in), FAJIT_UNSUPPORTED);
+    ck_assert_ptr_nonnull(strstr(fajit_errmsg(ctx), "sets kv_dtype"));
+    fajit_ctx_destroy(ctx);
+    fj_cuda_set_for_testing(NULL);
+}
+END_TEST
+
 static CUresult f_launch(CUfunction f, unsigned gx, unsigned gy, unsigned gz, unsigned bx,
                          unsigned by, unsigned bz, unsigned smem, CUstream s, void **a, void **e)
 {
@@ -321,6 +379,7 @@ void fj_unit_tests_driver(TCase *tc)
 {
     tcase_add_test(tc, fake_driver);
     tcase_add_test(tc, inputs_shuffled_pages);
+    tcase_add_test(tc, inputs_head_dim_v);
     tcase_add_test(tc, sched_counters);
     tcase_add_test(tc, fa3_length_classes);
     tcase_add_test(tc, no_driver);

@@ -213,10 +213,17 @@ START_TEST(features_gate)
     ck_assert_int_eq(fajit_dispatch_describe(ctx, "sm_80", &d, line, sizeof line), FAJIT_OK);
     fajit_ctx_destroy(ctx);
     fj_family_register_for_testing(NULL);
-    /* the shipped families serve what they ran with, without the variable */
+    /* the shipped families serve what they ran with, without the variable; not yet
+     * head_dim_v != head_dim */
     unsetenv("FAJIT_MODEL_FEATURES");
     ck_assert_int_eq(fajit_ctx_create(&ctx, &o), FAJIT_OK);
     ck_assert_int_eq(fajit_dispatch_describe(ctx, "sm_80", &d, line, sizeof line), FAJIT_OK);
+    d.head_dim_v = 64;
+    ck_assert_int_eq(fajit_dispatch_describe(ctx, "sm_80", &d, line, sizeof line),
+                     FAJIT_UNSUPPORTED);
+    ck_assert_msg(strstr(fajit_errmsg(ctx), "the fa2 kernels with head_dim_v != head_dim are "
+                         "compiled but have not run on a GPU yet"), "%s", fajit_errmsg(ctx));
+    d.head_dim_v = 0;
     fajit_ctx_destroy(ctx);
     fajit_ctx *bad = NULL;
     setenv("FAJIT_MODEL_FEATURES", "yes", 1);
@@ -228,6 +235,122 @@ START_TEST(features_gate)
 }
 END_TEST
 
+/* head_dim_v != head_dim: the reference kernel serves it on every target (FJ_HEAD_DIM_V in
+ * its preamble, the tag in its name, no extra launch argument), fa2 where dv <= d (else the
+ * reference kernel), the decode family not at all (so paged decode is UNSUPPORTED naming the
+ * feature); a spec's warm lists the variants of ref, fa2 and, on sm_90a, fa3. */
+START_TEST(features_head_dim_v)
+{
+    const fj_target t80 = {80, 0, 0, 0, 0, NULL};
+    fajit_attn_desc d = feat_desc(0, 192, FAJIT_MASK_CAUSAL);
+    d.head_dim_v = 128;
+    d.v_head_stride = d.o_head_stride = 128;
+    d.v_row_stride = 128 * 2, d.o_row_stride = 128 * 8;
+    d.v_batch_stride = 128 * 2 * 1000, d.o_batch_stride = 128 * 8 * 1000;
+    ck_assert_uint_eq(fj_features(&d), FJ_FEAT_HDIM_V);
+    ck_assert(fj_family_ref.applies(&d, &t80));
+    fj_kcfg c;
+    fj_family_ref.default_cfg(&d, &t80, &c);
+    fj_kernels k;
+    fj_family_ref.kernels(&c, &d, &k);
+    ck_assert_str_eq(k.v[0].preamble, "#define FJ_DTYPE 1\n#define FJ_HEAD_DIM_V 128\n");
+    ck_assert_str_eq(k.v[0].name, "ref bf16 dv128");
+    fj_args a;
+    memset(&a, 0, sizeof a);
+    char why[128] = "";
+    fj_launch_env env;
+    memset(&env, 0, sizeof env);
+    ck_assert_int_eq(fj_family_ref.launch_args(&c, 0, &d, &env, &a, why, sizeof why), FAJIT_OK);
+    ck_assert_int_eq(a.n, 1);   /* compiled in: no fj_feat_params */
+    /* with sinks too: both, the tag in fj_feat_tag's order */
+    d.sinks = k_dev;
+    fj_family_ref.kernels(&c, &d, &k);
+    ck_assert_str_eq(k.v[0].name, "ref bf16 sinks dv128");
+    d.sinks = NULL;
+    /* dv == d: no feature, the kernel of dv 0 */
+    fajit_attn_desc e = feat_desc(0, 128, FAJIT_MASK_CAUSAL), e0 = e;
+    e.head_dim_v = 128;
+    ck_assert_uint_eq(fj_features(&e), 0);
+    fj_kernels k1, k0;
+    fj_family_ref.kernels(&c, &e, &k1);
+    fj_family_ref.kernels(&c, &e0, &k0);
+    ck_assert_str_eq(k1.v[0].preamble, k0.v[0].preamble);
+    ck_assert_str_eq(k1.v[0].name, "ref bf16");
+
+    fajit_ctx *ctx = memory_ctx(FAJIT_FAMILY_AUTO), *fa2 = memory_ctx(FAJIT_FAMILY_FA2);
+    char line[1024];
+    const char *archs[] = {"sm_80", "sm_90", "sm_100a"};
+    for (int i = 0; i < 3; i++) {
+        /* AUTO: fa2 (sm_90 without the a, sm_100a: no fa3, fa4 takes no head_dim_v) */
+        ck_assert_int_eq(fajit_dispatch_describe(ctx, archs[i], &d, line, sizeof line), FAJIT_OK);
+        ck_assert_msg(strncmp(line, "fa2 bf16 d192 causal ", 21) == 0 && strstr(line, " dv128"),
+                      "%s", line);
+        ck_assert_int_eq(fajit_dispatch_describe(fa2, archs[i], &d, line, sizeof line), FAJIT_OK);
+        ck_assert_msg(strncmp(line, "fa2 bf16 d192 causal ", 21) == 0 && strstr(line, " dv128"),
+                      "%s", line);
+        /* dv > d: the reference kernel, fa2 forced too */
+        fajit_attn_desc w = feat_desc(0, 64, FAJIT_MASK_CAUSAL);
+        w.head_dim_v = 128;
+        w.v_head_stride = w.o_head_stride = 128;
+        w.v_row_stride = 128 * 2, w.o_row_stride = 128 * 8;
+        w.v_batch_stride = 128 * 2 * 1000, w.o_batch_stride = 128 * 8 * 1000;
+        ck_assert_int_eq(fajit_dispatch_describe(fa2, archs[i], &w, line, sizeof line), FAJIT_OK);
+        ck_assert_msg(strncmp(line, "ref bf16 dv128", 14) == 0, "%s", line);
+    }
+    /* fa2's variant: FJ_HEAD_DIM_V after the configuration's defines, the tag, no extra
+     * launch argument */
+    fj_family_fa2.default_cfg(&d, &t80, &c);
+    fj_family_fa2.kernels(&c, &d, &k);
+    ck_assert_msg(strstr(k.v[0].preamble, "#define FJ_HEAD_DIM 192\n") &&
+                      strstr(k.v[0].preamble, "#define FJ_HEAD_DIM_V 128\n"), "%s",
+                  k.v[0].preamble);
+    memset(&a, 0, sizeof a);
+    ck_assert_int_eq(fj_family_fa2.launch_args(&c, 0, &d, &env, &a, why, sizeof why), FAJIT_OK);
+    ck_assert_int_eq(a.n, 1);
+    /* paged decode (the decode family's): not served */
+    fajit_attn_desc g = d;
+    g.seqlen_q = 1, g.q_batch_stride = 192 * 8, g.o_batch_stride = 128 * 8;
+    g.k_batch_stride = g.v_batch_stride = 0;
+    g.block_table = (const int32_t *)(uintptr_t)0x30000;
+    g.page_size = 16, g.block_table_stride = 63, g.num_pages = 200;
+    for (int i = 0; i < 3; i++) {
+        ck_assert_int_eq(fajit_dispatch_describe(ctx, archs[i], &g, line, sizeof line),
+                         FAJIT_UNSUPPORTED);
+        ck_assert_msg(strstr(fajit_errmsg(ctx), "no kernel family of this fajit serves paged "
+                             "K/V with head_dim_v != head_dim on sm_"), "%s", fajit_errmsg(ctx));
+    }
+    fajit_ctx_destroy(fa2);
+
+    char path[] = "/tmp/fj_dv_spec.XXXXXX";
+    const int fd = mkstemp(path);
+    ck_assert_int_ge(fd, 0);
+    const char *text = "[model mla]\ndtype = bf16\nhead_dim = 192\nhead_dim_v = 128\n"
+                       "heads_q = 16\nheads_kv = 16\nmask = causal\nprefill = 1k, 8k\n";
+    ck_assert_int_eq((int)write(fd, text, strlen(text)), (int)strlen(text));
+    close(fd);
+    const char *warch[] = {"sm_80", "sm_90a"};
+    for (int i = 0; i < 2; i++) {
+        fj_variant *vs = NULL;
+        int n = 0, refs = 0, fa3 = 0, fa2n = 0;
+        ck_assert_int_eq(fj_spec_warm_variants(ctx, path, warch[i], &vs, &n), FAJIT_OK);
+        for (int j = 0; j < n; j++) {
+            ck_assert_msg(strstr(vs[j].name, " dv128") &&
+                              strstr(vs[j].preamble, "#define FJ_HEAD_DIM_V 128\n"),
+                          "%s", vs[j].name);
+            refs += strncmp(vs[j].name, "ref ", 4) == 0;
+            fa3 += strncmp(vs[j].name, "fa3 bf16 d192 causal ", 21) == 0;
+            fa2n += strncmp(vs[j].name, "fa2 bf16 d192 causal ", 21) == 0;
+        }
+        ck_assert_int_eq(refs, 1);
+        ck_assert_int_gt(fa2n, 0);
+        ck_assert_msg(i ? fa3 > 1 : fa3 == 0, "%s: %d fa3 variants", warch[i], fa3);
+        free(vs);
+    }
+    unlink(path);
+    fajit_ctx_destroy(ctx);
+}
+END_TEST
+
 TCase *fj_tcase_features(void)
 {
     TCase *tc = tcase_create("features");
@@ -235,5 +358,6 @@ TCase *fj_tcase_features(void)
     tcase_add_test(tc, features_dispatch);
     tcase_add_test(tc, features_preamble);
     tcase_add_test(tc, features_spec_warm);
+    tcase_add_test(tc, features_head_dim_v);
     return tc;
 }

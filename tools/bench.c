@@ -59,8 +59,10 @@ static void on_result(void *user, const fajit_bench_result *r)
     w->median = r->median_ms, w->min = r->min_ms, w->max = r->max_ms;
     w->p10 = r->p10_ms, w->p90 = r->p90_ms;
     const fajit_attn_desc *d = r->desc;
-    w->flops = 4.0 * d->batch * d->heads_q * d->head_dim * visible_pairs(d);
-    w->kv_bytes = 2.0 * 2 * d->batch * (double)d->seqlen_k * d->heads_kv * d->head_dim;
+    /* Q K^T over head_dim, P V over head_dim_v (4 * d where they are equal) */
+    const double dv = d->head_dim_v ? d->head_dim_v : d->head_dim;
+    w->flops = 2.0 * d->batch * d->heads_q * (d->head_dim + dv) * visible_pairs(d);
+    w->kv_bytes = 2.0 * d->batch * (double)d->seqlen_k * d->heads_kv * (d->head_dim + dv);
     t->n++;
 }
 

@@ -81,7 +81,7 @@ static fajit_status choose(fajit_ctx *ctx, const fj_target *t, const fajit_attn_
         char names[128];
         fj_feature_names(fj_features(d), names, sizeof names);
         return fj_fail(ctx, FAJIT_UNSUPPORTED, "no kernel family of this fajit serves %s with "
-                       "%s on sm_%d%s (fajit_attn_explain lists the families)",
+                       "%s on sm_%d%s (docs/usage.md lists which family serves which)",
                        d->block_table ? "paged K/V" : "this problem", names, t->sm,
                        t->arch_a ? "a" : "");
     }

@@ -24,12 +24,15 @@ static float half_to_f32(uint16_t h, int bf16)
     return h & 0x8000 ? -v : v;
 }
 
+/* O's columns: head_dim_v where set, else head_dim. */
+static int o_cols(const fajit_attn_desc *d) { return d->head_dim_v ? d->head_dim_v : d->head_dim; }
+
 /* Elements of O from its base pointer up to the last valid one. */
 static size_t o_extent(const fajit_attn_desc *d, const int32_t *cu_q)
 {
     int64_t rows = cu_q ? cu_q[d->batch] : d->seqlen_q;
     int64_t last = (rows ? rows - 1 : 0) * d->o_row_stride + (int64_t)(d->heads_q - 1) *
-                   d->o_head_stride + d->head_dim;
+                   d->o_head_stride + o_cols(d);
     if (!cu_q)
         last += (int64_t)(d->batch - 1) * d->o_batch_stride;
     return (size_t)last;
@@ -46,7 +49,7 @@ fajit_status fj_oracle_init(fajit_ctx *ctx, fj_oracle *o, const fajit_attn_desc 
     }
     o->raw_elems = o_extent(d, o->cu_q);
     size_t valid = (size_t)(o->cu_q ? o->cu_q[d->batch] : (int64_t)d->batch * d->seqlen_q) *
-                   (size_t)d->heads_q * (size_t)d->head_dim;
+                   (size_t)d->heads_q * (size_t)o_cols(d);
     o->raw = malloc(o->raw_elems * 2 + 16);
     o->ref = malloc(valid * sizeof(float) + 16);
     o->out = malloc(valid * sizeof(float) + 16);
@@ -76,7 +79,7 @@ fajit_status fj_oracle_read(fajit_ctx *ctx, fj_oracle *o, const fajit_attn_desc 
         int64_t base = o->cu_q ? r0 * d->o_row_stride : (int64_t)b * d->o_batch_stride;
         for (int i = 0; i < sq; i++)
             for (int h = 0; h < d->heads_q; h++)
-                for (int c = 0; c < d->head_dim; c++)
+                for (int c = 0; c < o_cols(d); c++)
                     dst[n++] = half_to_f32(o->raw[base + i * d->o_row_stride +
                                                   h * d->o_head_stride + c],
                                            d->dtype == FAJIT_BF16);
@@ -244,9 +247,18 @@ static void describe_set(fj_inputs *in, int k, const fj_problem *p, const fj_sha
     d->mask = p->mask;
     d->window_left = p->window_left;
     d->window_right = p->window_right;
+    if (p->head_dim_v) {   /* V and O of head_dim_v columns, packed as fajit_attn_desc_init */
+        const int64_t dv = p->head_dim_v;
+        d->head_dim_v = p->head_dim_v;
+        d->v_head_stride = d->o_head_stride = dv;
+        d->v_row_stride = dv * p->heads_kv, d->o_row_stride = dv * p->heads_q;
+        d->v_batch_stride = dv * p->heads_kv * sh->seqlen_k;
+        d->o_batch_stride = dv * p->heads_q * sh->seqlen_q;
+    }
     if (p->page_size) {
-        d->k_batch_stride = d->v_batch_stride =
-            (int64_t)rows_k * p->heads_kv * p->head_dim;   /* (the oracle's) */
+        d->k_batch_stride = (int64_t)rows_k * p->heads_kv * p->head_dim;   /* (the oracle's) */
+        d->v_batch_stride = (int64_t)rows_k * p->heads_kv * (p->head_dim_v ? p->head_dim_v
+                                                                          : p->head_dim);
         d->block_table = (const int32_t *)(uintptr_t)in->bt;
         d->block_table_stride = pps, d->page_size = p->page_size;
         d->num_pages = sh->batch * pps;
@@ -274,19 +286,25 @@ fajit_status fj_inputs_make(fajit_ctx *ctx, const fj_problem *p, const fj_shape 
                  sh->batch > FJ_INPUT_MAX_BATCH)), ctx, FAJIT_INVALID_ARGUMENT,
                  "fj_inputs_make: %d sets, varlen %d x paged %d", sets, lens_q != NULL,
                  p->page_size);
-    FJ_RETURN_IF(p->head_dim_v || p->kv_dtype, ctx, FAJIT_UNSUPPORTED,
-                 "model '%s' sets head_dim_v or kv_dtype: fajit-tune warm compiles its "
-                 "kernels, tune and bench do not run such problems yet", p->name);
-    /* paged: whole pages per sequence (pps of them), scattered by the block table */
+    FJ_RETURN_IF(p->kv_dtype, ctx, FAJIT_UNSUPPORTED,
+                 "model '%s' sets kv_dtype: fajit-tune warm compiles its kernels, tune and "
+                 "bench do not run such problems yet", p->name);
+    /* paged: whole pages per sequence (pps of them), scattered by the block table; V and O
+     * of head_dim_v columns where the problem sets it */
+    const int dv = p->head_dim_v ? p->head_dim_v : p->head_dim;
     const int pps = p->page_size ? (sh->seqlen_k + p->page_size - 1) / p->page_size : 0;
     const size_t rows_k = p->page_size ? (size_t)pps * p->page_size : (size_t)sh->seqlen_k;
     const size_t pages = (size_t)sh->batch * pps;
     const size_t pe = (size_t)p->page_size * p->heads_kv * p->head_dim;   /* a page's elements */
+    const size_t pev = (size_t)p->page_size * p->heads_kv * dv;           /* (of V) */
     size_t nq = (size_t)sh->batch * sh->seqlen_q * p->heads_q * p->head_dim;
     size_t nk = (size_t)sh->batch * rows_k * p->heads_kv * p->head_dim;
+    const size_t no = (size_t)sh->batch * sh->seqlen_q * p->heads_q * dv;
+    const size_t nv = (size_t)sh->batch * rows_k * p->heads_kv * dv;
     twin = twin && p->page_size;
-    uint16_t *host = malloc((nq > nk ? nq : nk) * 2);
-    uint16_t *scratch = twin ? malloc(nk * 2) : NULL;
+    const size_t nmax = nq > nk ? (nq > nv ? nq : nv) : (nk > nv ? nk : nv);
+    uint16_t *host = malloc(nmax * 2);
+    uint16_t *scratch = twin ? malloc((nk > nv ? nk : nv) * 2) : NULL;
     int32_t *table = pages ? malloc(pages * sizeof *table) : NULL;
     CUresult r = host && (!twin || scratch) && (!pages || table) ? 0 : 2;
     if (!r && pages)
@@ -296,13 +314,13 @@ fajit_status fj_inputs_make(fajit_ctx *ctx, const fj_problem *p, const fj_shape 
         if (!(r = upload_random(cu, &in->q[k], nq, bf16, host)) &&
             !(r = upload_random(cu, &in->k[k], nk, bf16, host)) && k == 0 && twin)
             r = upload_twin(cu, &in->k_twin, host, table, pages, pe, scratch);
-        if (!r && !(r = upload_random(cu, &in->v[k], nk, bf16, host)) && k == 0 && twin)
-            r = upload_twin(cu, &in->v_twin, host, table, pages, pe, scratch);
+        if (!r && !(r = upload_random(cu, &in->v[k], nv, bf16, host)) && k == 0 && twin)
+            r = upload_twin(cu, &in->v_twin, host, table, pages, pev, scratch);
     }
     free(host);
     free(scratch);
     if (!r)
-        r = cu->cuMemAlloc(&in->o, nq * 2);
+        r = cu->cuMemAlloc(&in->o, no * 2);
     if (!r && pages)
         r = upload_ints(cu, &in->bt, table, pages);
     free(table);

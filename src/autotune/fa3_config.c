@@ -12,17 +12,29 @@ static fj_fa3_config cfg(int m, int n)
     return c;
 }
 
-size_t fj_fa3_smem_bytes(const fj_fa3_config *c, int head_dim)
+/* 0 (head_dim) or head_dim_v */
+static int dv_of(int head_dim, int head_dim_v) { return head_dim_v ? head_dim_v : head_dim; }
+
+size_t fj_fa3_smem_bytes_v(const fj_fa3_config *c, int head_dim, int head_dim_v)
 {
     /* persistent: a third or second Q buffer where it fits (FA3_QST3_FITS / FA3_QST2_FITS in
-     * the kernel: the same tests) */
+     * the kernel: the same tests); Q buffers and K stages of head_dim columns, V stages of
+     * head_dim_v */
     const size_t chunks = (size_t)(head_dim + 63) / 64;
+    const size_t vchunks = (size_t)(dv_of(head_dim, head_dim_v) + 63) / 64;
+    const size_t kv = chunks * 128u * (size_t)(2 * c->block_n) +
+                      vchunks * 128u * (size_t)(2 * c->block_n);
     for (int q = 3; q >= 2; q--) {
-        const size_t b = chunks * 128u * (size_t)(q * c->block_m + 4 * c->block_n) + 320u + 1024u;
+        const size_t b = chunks * 128u * (size_t)(q * c->block_m) + kv + 320u + 1024u;
         if (c->persistent && b <= 227 * KIB)
             return b;
     }
-    return chunks * 128u * (size_t)(c->block_m + 4 * c->block_n) + 320u + 1024u;
+    return chunks * 128u * (size_t)c->block_m + kv + 320u + 1024u;
+}
+
+size_t fj_fa3_smem_bytes(const fj_fa3_config *c, int head_dim)
+{
+    return fj_fa3_smem_bytes_v(c, head_dim, 0);
 }
 
 int fj_fa3_length_class(int seqlen_q)
@@ -116,8 +128,30 @@ fj_fa3_config fj_fa3_default(int head_dim, int mask, int seqlen_q)
     return c;
 }
 
+fj_fa3_config fj_fa3_default_v(int head_dim, int head_dim_v, int mask, int seqlen_q)
+{
+    fj_fa3_config c = fj_fa3_default(head_dim, mask, seqlen_q);
+    /* V's head dim below Q's: the tile of head_dim, which fits (V's stages and O's
+     * accumulators only shrink), except DeepSeek's 192 / 128 (and any dv <= 128 of head_dim
+     * 129..192) without a window, where FA3 (hopper/tile_size.h) takes 128x128: 64 + 96
+     * accumulator registers as head_dim 128's 128x128, 209 KiB of shared memory. Its schedule
+     * stays head_dim 192's (the grid: not measured on a GPU yet). */
+    const int dv = dv_of(head_dim, head_dim_v);
+    if (dv < head_dim && head_dim > 128 && head_dim <= 192 && dv <= 128 && c.block_m == 128 &&
+        mask != FJ_MASK_WINDOW)
+        c.block_n = 128;
+    return c;
+}
+
 int fj_fa3_check(const fj_fa3_config *c, int head_dim, int sm, char *why, size_t n)
 {
+    return fj_fa3_check_v(c, head_dim, 0, sm, why, n);
+}
+
+int fj_fa3_check_v(const fj_fa3_config *c, int head_dim, int head_dim_v, int sm, char *why,
+                   size_t n)
+{
+    const int dv = dv_of(head_dim, head_dim_v);
     char dummy[8];
     if (!why) {
         why = dummy;
@@ -129,6 +163,11 @@ int fj_fa3_check(const fj_fa3_config *c, int head_dim, int sm, char *why, size_t
     }
     if (head_dim < 16 || head_dim > 256 || head_dim % 16) {
         snprintf(why, n, "head_dim must be a multiple of 16 in 16..256, got %d", head_dim);
+        return -1;
+    }
+    if (dv < 16 || dv > head_dim || dv % 16) {
+        snprintf(why, n, "head_dim_v must be a multiple of 16 in 16..head_dim (%d), got %d",
+                 head_dim, dv);
         return -1;
     }
     if (c->block_m != 128 && c->block_m != 192) {
@@ -150,18 +189,23 @@ int fj_fa3_check(const fj_fa3_config *c, int head_dim, int sm, char *why, size_t
                  c->block_m, c->overlap);
         return -1;
     }
-    const size_t smem = fj_fa3_smem_bytes(c, head_dim);
+    const size_t smem = fj_fa3_smem_bytes_v(c, head_dim, dv);
     if (smem > 227 * KIB) {
-        snprintf(why, n, "shared memory %zu bytes > 227 KiB (block_m %d, block_n %d, head_dim %d)",
-                 smem, c->block_m, c->block_n, head_dim);
+        if (dv == head_dim)
+            snprintf(why, n, "shared memory %zu bytes > 227 KiB (block_m %d, block_n %d, "
+                     "head_dim %d)", smem, c->block_m, c->block_n, head_dim);
+        else
+            snprintf(why, n, "shared memory %zu bytes > 227 KiB (block_m %d, block_n %d, "
+                     "head_dim %d, head_dim_v %d)", smem, c->block_m, c->block_n, head_dim, dv);
         return -1;
     }
-    const int acc = head_dim / 2 + 3 * c->block_n / 4, lim = c->block_m == 128 ? 210 : 130;
+    /* O's accumulators take head_dim_v / 2 */
+    const int acc = dv / 2 + 3 * c->block_n / 4, lim = c->block_m == 128 ? 210 : 130;
     if (acc > lim) {
         snprintf(why, n,
-                 "accumulators need %d registers per consumer thread (head_dim/2 + 3*block_n/4), "
+                 "accumulators need %d registers per consumer thread (%s/2 + 3*block_n/4), "
                  "more than %d with block_m %d",
-                 acc, lim, c->block_m);
+                 acc, dv == head_dim ? "head_dim" : "head_dim_v", lim, c->block_m);
         return -1;
     }
     return 0;
@@ -173,9 +217,9 @@ static int same(const fj_fa3_config *a, const fj_fa3_config *b)
            a->pingpong == b->pingpong && a->persistent == b->persistent;
 }
 
-static int add(fj_fa3_config *out, int k, int max, fj_fa3_config c, int head_dim)
+static int add(fj_fa3_config *out, int k, int max, fj_fa3_config c, int head_dim, int dv)
 {
-    if (k >= max || fj_fa3_check(&c, head_dim, 90, NULL, 0))
+    if (k >= max || fj_fa3_check_v(&c, head_dim, dv, 90, NULL, 0))
         return k;
     for (int i = 0; i < k; i++)
         if (same(&out[i], &c))
@@ -186,16 +230,23 @@ static int add(fj_fa3_config *out, int k, int max, fj_fa3_config c, int head_dim
 
 int fj_fa3_candidates(int head_dim, int mask, int seqlen_q, fj_fa3_config *out, int max)
 {
+    return fj_fa3_candidates_v(head_dim, 0, mask, seqlen_q, out, max);
+}
+
+int fj_fa3_candidates_v(int head_dim, int head_dim_v, int mask, int seqlen_q, fj_fa3_config *out,
+                        int max)
+{
     static const int tiles[][2] = {{128, 128}, {128, 176}, {128, 192}, {192, 128}, {128, 112},
                                    {128, 80},  {128, 144}, {128, 64},  {192, 96}};
-    const fj_fa3_config d = fj_fa3_default(head_dim, mask, seqlen_q);
+    const int dv = dv_of(head_dim, head_dim_v);
+    const fj_fa3_config d = fj_fa3_default_v(head_dim, dv, mask, seqlen_q);
     fj_fa3_config c = d;
     int k = 0;
-    if (max <= 0)
-        return 0;
+    if (max <= 0 || (dv != head_dim && fj_fa3_check_v(&d, head_dim, dv, 90, NULL, 0)))
+        return 0;   /* (a head_dim_v the kernel does not take: none) */
     out[k++] = d;
     c.persistent = !d.persistent;  /* the other scheduler (grid <-> persistent) */
-    k = add(out, k, max, c, head_dim);
+    k = add(out, k, max, c, head_dim, dv);
     if (mask != FJ_MASK_NONE) {
         /* masked + persistent (longest-first order), the dynamic and the static order, of the
          * default tile and of 128x128 (runs 3-10: 128x128 fastest for hdim 64 causal at
@@ -203,21 +254,21 @@ int fj_fa3_candidates(int head_dim, int mask, int seqlen_q, fj_fa3_config *out, 
         for (int ps = 2; ps >= 1; ps--) {
             c = d;
             c.persistent = ps;
-            k = add(out, k, max, c, head_dim);
+            k = add(out, k, max, c, head_dim, dv);
             c = cfg(128, 128);
             c.persistent = ps;
-            k = add(out, k, max, c, head_dim);
+            k = add(out, k, max, c, head_dim, dv);
         }
     }
     for (size_t i = 0; i < sizeof tiles / sizeof tiles[0]; i++) {
         c = cfg(tiles[i][0], tiles[i][1]);
         c.persistent = d.persistent;
-        k = add(out, k, max, c, head_dim);
+        k = add(out, k, max, c, head_dim, dv);
     }
     if (d.pingpong) {  /* the default without ping-pong */
         c = d;
         c.pingpong = 0;
-        k = add(out, k, max, c, head_dim);
+        k = add(out, k, max, c, head_dim, dv);
     }
     return k;
 }

@@ -42,12 +42,20 @@ enum { FJ_FA3_CLASS_LONG, FJ_FA3_CLASS_SHORT, FJ_FA3_CLASS_VLONG, FJ_FA3_CLASS_M
 int fj_fa3_length_class(int seqlen_q);
 int fj_fa3_class_seqlen(int length_class);
 fj_fa3_config fj_fa3_default(int head_dim, int mask, int seqlen_q);
+/* V's head dim head_dim_v where it differs (0: head_dim; the kernel's FJ_HEAD_DIM_V, a
+ * multiple of 16 at most head_dim): fj_fa3_default's tile, except 128x128 (FA3's) for
+ * head_dim 129..192 with head_dim_v <= 128 (DeepSeek's 192 / 128) and no window. With
+ * head_dim_v 0 or head_dim, fj_fa3_default itself; so for each _v function below. */
+fj_fa3_config fj_fa3_default_v(int head_dim, int head_dim_v, int mask, int seqlen_q);
 
 /* Dynamic shared memory of one CTA: ceil(hd/64) * 128 * (q * block_m + 4*block_n) + 1344,
  * for a persistent config q = 3 where that fits in 227 KiB, else 2, else 1 (the kernel's O
  * slot takes the second Q-sized buffer; the third served the removed knob FJ_FA3_QBUF2,
  * dev/fa3/patches, and is kept so that every launch stays as it was measured). */
 size_t fj_fa3_smem_bytes(const fj_fa3_config *c, int head_dim);
+/* The same with V's stages of head_dim_v columns: ceil(hd/64) * 128 * (q * block_m + 2*block_n)
+ * + ceil(dv/64) * 128 * 2*block_n + 1344. */
+size_t fj_fa3_smem_bytes_v(const fj_fa3_config *c, int head_dim, int head_dim_v);
 
 /* 0 when the kernel accepts `c` for head_dim on sm; otherwise -1 and a reason in `why`
  * (may be NULL), e.g. "head_dim must be a multiple of 16 in 16..256, got 100". Needs
@@ -55,9 +63,17 @@ size_t fj_fa3_smem_bytes(const fj_fa3_config *c, int head_dim);
  * kernel, 227 KiB of shared memory, and an accumulator budget per consumer thread:
  * head_dim/2 + 3*block_n/4 at most 210 (2 consumer warpgroups) or 130 (3). */
 int fj_fa3_check(const fj_fa3_config *c, int head_dim, int sm, char *why, size_t n);
+/* The same for V's head dim head_dim_v: a multiple of 16 in 16..head_dim, the shared memory
+ * of fj_fa3_smem_bytes_v, O's accumulators head_dim_v/2 (head_dim_v/2 + 3*block_n/4). */
+int fj_fa3_check_v(const fj_fa3_config *c, int head_dim, int head_dim_v, int sm, char *why,
+                   size_t n);
 
 /* Up to `max` configurations worth timing for (head_dim, mask), the default for seqlen_q
  * first, all passing fj_fa3_check. Returns how many were written. */
 int fj_fa3_candidates(int head_dim, int mask, int seqlen_q, fj_fa3_config *out, int max);
+/* The same for head_dim_v (fj_fa3_default_v first, all passing fj_fa3_check_v; none for a
+ * head_dim_v the kernel does not take). */
+int fj_fa3_candidates_v(int head_dim, int head_dim_v, int mask, int seqlen_q, fj_fa3_config *out,
+                        int max);
 
 #endif /* FJ_FA3_CONFIG_H */

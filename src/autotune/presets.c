@@ -55,6 +55,15 @@ static const struct {
       "dtype = bf16\nhead_dim = 64\nheads_q = 64\nheads_kv = 8\nmask = causal\n"
       "sinks = yes\n"
       "page_size = 16\ndecode = 1k..32k\nshapes = 4:4k, 512:4608\nbatch = 1, 64\n" },
+    /* DeepSeek-V2/V3 prefill through MLA as vLLM serves it on FA3: the latent K/V expanded
+     * per head, Q and K of 192 columns (128 without position + 64 rotary), V and O of 128,
+     * 128 query heads and as many K/V heads (config.json: qk_nope_head_dim 128,
+     * qk_rope_head_dim 64, v_head_dim 128, num_attention_heads 128). Its decode runs on the
+     * latent cache (576 / 512 columns), which no family serves. */
+    { "deepseek-mla",
+      "[model deepseek-mla]\n"
+      "dtype = bf16\nhead_dim = 192\nhead_dim_v = 128\nheads_q = 128\nheads_kv = 128\n"
+      "mask = causal\nprefill = 512..16k\nbatch = 1\n" },
 };
 
 const char *fj_spec_preset_name(int i)

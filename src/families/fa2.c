@@ -1,7 +1,8 @@
 /* fa2.c - the portable family (src/kernels_src/attn_fwd_sm80.cu, FlashAttention-2 design):
  * every target from sm_80, the whole descriptor. Configurations, their checks and tuning
  * candidates are src/autotune/fa2_config.*; this file turns them into kernels and launches.
- * Tuning-row name: "128x64w4s1" (no prefix: these rows predate the others). */
+ * Tuning-row name: "128x64w4s1" (no prefix: these rows predate the others). Model features:
+ * softcap, sinks, ALiBi, and head_dim_v <= head_dim (not run on a GPU yet). */
 #include <stdio.h>
 #include <string.h>
 
@@ -22,17 +23,28 @@ void fj_fa2_kcfg(const fj_fa2_config *f, fj_kcfg *out)
     memcpy(out->b, f, sizeof *f);
 }
 
-/* The model features the portable kernel compiles in. */
-#define FA2_FEATURES (FJ_FEAT_SOFTCAP | FJ_FEAT_SINKS | FJ_FEAT_ALIBI)
+/* The model features the portable kernel compiles in (head_dim_v: FJ_HEAD_DIM_V, at most
+ * head_dim: V's tiles keep head_dim's shared rows). */
+#define FA2_FEATURES (FJ_FEAT_SOFTCAP | FJ_FEAT_SINKS | FJ_FEAT_ALIBI | FJ_FEAT_HDIM_V)
 
 static int applies(const fajit_attn_desc *d, const fj_target *t)
 {
-    return t->sm >= 80 && !d->block_table && !(fj_features(d) & ~FA2_FEATURES);
+    return t->sm >= 80 && !d->block_table && !(fj_features(d) & ~FA2_FEATURES) &&
+           fj_head_dim_v(d) <= d->head_dim;
 }
 
 static void default_cfg(const fajit_attn_desc *d, const fj_target *t, fj_kcfg *out)
 {
     fj_fa2_config c = fj_fa2_default(t->sm, d->head_dim, (int)d->mask);
+    /* head_dim_v: one K/V stage where the default has two (head_dim 128 on sm_90, 128x64w4s2,
+     * sits at 255 registers: with head_dim_v 64 or 72 it spilled 4 bytes; one stage, sm_80's
+     * tile, compiles clean) */
+    if ((fj_features(d) & FJ_FEAT_HDIM_V) && c.stages == 2) {
+        fj_fa2_config one = c;
+        one.stages = 1;
+        if (fj_fa2_check(&one, d->head_dim, t->sm, NULL, 0) == 0)
+            c = one;
+    }
     fj_fa2_kcfg(&c, out);
 }
 
@@ -123,7 +135,8 @@ const fj_family fj_family_fa2 = {
     .id = FAJIT_FAMILY_FA2,
     .op = FAJIT_OP_FWD,
     .rank = 10,
-    .ran_features = FA2_FEATURES,   /* gpu-features (sm_80 code on Hopper) */
+    /* gpu-features on Hopper (sm_80 code); head_dim_v != head_dim has not run */
+    .ran_features = FA2_FEATURES & ~FJ_FEAT_HDIM_V,
     .cfg_prefix = "",
     .applies = applies,
     .default_cfg = default_cfg,

@@ -17,7 +17,10 @@
  * the decode kernel for the rest (fj_fa3_launch_args).
  *
  * Model features (FA3_FEATURES): softcap, sinks and ALiBi, in every variant (contiguous, varlen,
- * paged); fj_fa3_launch_args pushes their fj_feat_params last, for the mixed family too. */
+ * paged); fj_fa3_launch_args pushes their fj_feat_params last, for the mixed family too. And
+ * head_dim_v != head_dim (FJ_HEAD_DIM_V: a multiple of 16 at most head_dim, DeepSeek's 192 /
+ * 128; V's tensor map of head_dim_v columns; the tiles of fj_fa3_default_v); not run on a GPU
+ * yet. */
 #include <stdio.h>
 #include <string.h>
 
@@ -58,9 +61,10 @@ static int acc_max(const fajit_attn_desc *d)
 {
     return d->block_table && d->alibi_slopes ? FA3_PAGED_ALIBI_ACC_MAX : FA3_PAGED_ACC_MAX;
 }
+/* (O's accumulators: head_dim_v / 2) */
 static int acc_ok(const fj_fa3_config *c, const fajit_attn_desc *d)
 {
-    return c->block_m != 128 || d->head_dim / 2 + 3 * c->block_n / 4 <= acc_max(d);
+    return c->block_m != 128 || fj_head_dim_v(d) / 2 + 3 * c->block_n / 4 <= acc_max(d);
 }
 /* Whether configuration c serves paged d: its K/V blocks fit the pages, its accumulators the
  * registers. */
@@ -80,11 +84,12 @@ static int cfg_ok(const fj_fa3_config *c, const fajit_attn_desc *d)
  * that does (-1: none). */
 static int default_of(const fajit_attn_desc *d, fj_fa3_config *out)
 {
-    *out = fj_fa3_default(d->head_dim, (int)d->mask, d->seqlen_q);
+    *out = fj_fa3_default_v(d->head_dim, d->head_dim_v, (int)d->mask, d->seqlen_q);
     if (cfg_ok(out, d))
-        return fj_fa3_check(out, d->head_dim, 90, NULL, 0);
+        return fj_fa3_check_v(out, d->head_dim, d->head_dim_v, 90, NULL, 0);
     fj_fa3_config c[32];
-    const int k = fj_fa3_candidates(d->head_dim, (int)d->mask, d->seqlen_q, c, 32);
+    const int k = fj_fa3_candidates_v(d->head_dim, d->head_dim_v, (int)d->mask, d->seqlen_q, c,
+                                      32);
     int best = -1;
     for (int i = 0; i < k; i++)
         if (c[i].block_m == out->block_m && c[i].persistent == out->persistent &&
@@ -106,8 +111,9 @@ static int paged_ok(const fajit_attn_desc *d, const fj_target *t)
 }
 
 /* The model features the Hopper kernel compiles in (FJ_SOFTCAP, FJ_SINKS, FJ_ALIBI: its
- * preamble, a tag in the variant's name, fj_feat_params as the launch's last argument). */
-#define FA3_FEATURES (FJ_FEAT_SOFTCAP | FJ_FEAT_SINKS | FJ_FEAT_ALIBI)
+ * preamble, a tag in the variant's name, fj_feat_params as the launch's last argument;
+ * FJ_HEAD_DIM_V: the preamble and the tag, where fj_fa3_check_v takes head_dim_v). */
+#define FA3_FEATURES (FJ_FEAT_SOFTCAP | FJ_FEAT_SINKS | FJ_FEAT_ALIBI | FJ_FEAT_HDIM_V)
 
 static int applies(const fajit_attn_desc *d, const fj_target *t)
 {
@@ -138,7 +144,8 @@ static int candidates(const fajit_attn_desc *d, const fj_target *t, fj_kcfg *out
 {
     fj_fa3_config c[32], def;
     (void)t;
-    int k = fj_fa3_candidates(d->head_dim, (int)d->mask, d->seqlen_q, c, 32), n = 0;
+    int k = fj_fa3_candidates_v(d->head_dim, d->head_dim_v, (int)d->mask, d->seqlen_q, c, 32),
+        n = 0;
     const int sel = d->block_table != NULL || fj_features(d) != 0;   /* (cfg_ok selects) */
     const int has_def = sel && default_of(d, &def) == 0;
     if (has_def && n < max)
@@ -184,13 +191,15 @@ static int check(const fj_kcfg *c, const fajit_attn_desc *d, const fj_target *t,
     }
     if (!cfg_ok(fj_fa3_of(c), d)) {
         if (why && n)
-            snprintf(why, n, "%s with block_m 128 needs head_dim/2 + 3*block_n/4 <= %d "
+            snprintf(why, n, "%s with block_m 128 needs %s/2 + 3*block_n/4 <= %d "
                      "(its consumers get %d registers), got %d",
-                     d->block_table ? "paged K/V" : "a model feature", acc_max(d),
-                     d->block_table ? 232 : 240, d->head_dim / 2 + 3 * fj_fa3_of(c)->block_n / 4);
+                     d->block_table ? "paged K/V" : "a model feature",
+                     fj_features(d) & FJ_FEAT_HDIM_V ? "head_dim_v" : "head_dim", acc_max(d),
+                     d->block_table ? 232 : 240,
+                     fj_head_dim_v(d) / 2 + 3 * fj_fa3_of(c)->block_n / 4);
         return -1;
     }
-    return fj_fa3_check(fj_fa3_of(c), d->head_dim, t->sm, why, n);
+    return fj_fa3_check_v(fj_fa3_of(c), d->head_dim, d->head_dim_v, t->sm, why, n);
 }
 
 static void cfg_name(const fj_kcfg *c, char *out, size_t n)
@@ -245,7 +254,7 @@ static void kernels(const fj_kcfg *c, const fajit_attn_desc *d, fj_kernels *out)
              hd, fj_mask_name(mask), f->block_m, f->block_n, f->overlap, f->pingpong,
              f->persistent, paged ? " paged" : "", tag);
     out->threads[0] = 128 * (f->block_m / 64 + 1);
-    out->dyn_smem[0] = (int)fj_fa3_smem_bytes(f, hd);
+    out->dyn_smem[0] = (int)fj_fa3_smem_bytes_v(f, hd, d->head_dim_v);
     out->n = 1;
 }
 
@@ -297,7 +306,8 @@ int fj_fa3_encode_paged_tmaps(const fj_cuda *cu, const fajit_attn_desc *d,
     for (int x = 0; x < 2; x++) {
         const int64_t rs = x ? d->v_row_stride : d->k_row_stride;
         const int64_t ps = x ? d->v_page_stride : d->k_page_stride;
-        if (fj_tmap_encode_4d(cu, &out[1 + x], dt, x ? p->v : p->k, d->head_dim, d->page_size,
+        if (fj_tmap_encode_4d(cu, &out[1 + x], dt, x ? p->v : p->k,
+                              x ? fj_head_dim_v(d) : d->head_dim, d->page_size,
                        d->heads_kv, d->num_pages, rs, x ? d->v_head_stride : d->k_head_stride,
                        ps ? ps : (int64_t)d->page_size * rs, rows, x ? "V" : "K", why, n))
             return -1;
@@ -340,8 +350,7 @@ fajit_status fj_fa3_launch_args(const fj_fa3_config *f, const fajit_attn_desc *d
             return FAJIT_INVALID_ARGUMENT;
         pg.min_q = min_q;
     } else if (fj_qkv_encode_tmaps(env->cu, &p, (int)d->dtype, f->block_m, f->block_n, d->total_q,
-                                   d->total_k, maps,
-                                   why, n) != 0)
+                                   d->total_k, fj_head_dim_v(d), maps, why, n) != 0)
         return FAJIT_INVALID_ARGUMENT;
     fj_fa3_launch_shape(f, &p, env->sm_count, a->grid, &threads);
     CUdeviceptr ctr = env->counters;   /* the dynamic schedule's tile counter, else unused */
@@ -369,7 +378,7 @@ const fj_family fj_family_fa3 = {
     .id = FAJIT_FAMILY_FA3,
     .op = FAJIT_OP_FWD,
     .rank = 20,
-    .ran_features = FA3_FEATURES,   /* gpu-features */
+    .ran_features = FA3_FEATURES & ~FJ_FEAT_HDIM_V,   /* gpu-features; not head_dim_v yet */
     .rank_for = rank_for,
     .cfg_prefix = "fa3:",
     .applies = applies,

@@ -161,7 +161,7 @@ static fajit_status launch_args(const fj_kcfg *c, int i, const fajit_attn_desc *
     fj_params_from_desc(d, &p);
     /* The Q/K/V maps (target.c), box {64, 128 (one Q tile), block_n, 1, 1}: encoded per call
      * (they hold addresses and shapes). */
-    if (fj_qkv_encode_tmaps(env->cu, &p, (int)d->dtype, 128, f->block_n, d->total_q, d->total_k,
+    if (fj_qkv_encode_tmaps(env->cu, &p, (int)d->dtype, 128, f->block_n, d->total_q, d->total_k, 0,
                             maps, why, n) != 0)
         return FAJIT_INVALID_ARGUMENT;
     const long long tiles = fj_tiles(p.seqlen_q, f->block_m) * p.heads_q * p.batch;

@@ -59,12 +59,15 @@ void fj_feat_defines(const fajit_attn_desc *d, char *out, size_t n)
     const unsigned f = fj_features(d);
     if (!n)
         return;
-    snprintf(out, n, "%s%s%s%s", f & FJ_FEAT_SOFTCAP ? "#define FJ_SOFTCAP 1\n" : "",
+    char dv[40] = "";
+    if (f & FJ_FEAT_HDIM_V)
+        snprintf(dv, sizeof dv, "#define FJ_HEAD_DIM_V %d\n", d->head_dim_v);
+    snprintf(out, n, "%s%s%s%s%s", f & FJ_FEAT_SOFTCAP ? "#define FJ_SOFTCAP 1\n" : "",
              f & FJ_FEAT_SINKS ? "#define FJ_SINKS 1\n" : "",
              f & FJ_FEAT_ALIBI ? "#define FJ_ALIBI 1\n" : "",
              d->kv_dtype == FAJIT_KV_E4M3   ? "#define FJ_KV_FP8 1\n"
              : d->kv_dtype == FAJIT_KV_E5M2 ? "#define FJ_KV_FP8 2\n"
-                                            : "");
+                                            : "", dv);
 }
 
 void fj_feat_tag(const fajit_attn_desc *d, char *out, size_t n)
@@ -72,11 +75,14 @@ void fj_feat_tag(const fajit_attn_desc *d, char *out, size_t n)
     const unsigned f = fj_features(d);
     if (!n)
         return;
-    snprintf(out, n, "%s%s%s%s", d->kv_dtype == FAJIT_KV_E4M3   ? " kv-e4m3"
+    char dv[16] = "";
+    if (f & FJ_FEAT_HDIM_V)
+        snprintf(dv, sizeof dv, " dv%d", d->head_dim_v);
+    snprintf(out, n, "%s%s%s%s%s", d->kv_dtype == FAJIT_KV_E4M3   ? " kv-e4m3"
                                  : d->kv_dtype == FAJIT_KV_E5M2 ? " kv-e5m2"
                                                                 : "",
              f & FJ_FEAT_SOFTCAP ? " softcap" : "", f & FJ_FEAT_SINKS ? " sinks" : "",
-             f & FJ_FEAT_ALIBI ? " alibi" : "");
+             f & FJ_FEAT_ALIBI ? " alibi" : "", dv);
 }
 
 void fj_feat_params_from_desc(const fajit_attn_desc *d, fj_feat_params *f)

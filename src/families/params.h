@@ -22,8 +22,9 @@ void fj_params_from_desc(const fajit_attn_desc *d, fj_attn_params *p);
 fajit_status fj_grid_args(const fajit_attn_desc *d, int block_m, fj_args *a);
 
 /* The model features of d in a kernel: the preamble's defines ("#define FJ_KV_FP8 1\n",
- * "" for none: the kernel of a problem without features is unchanged), a tag for the
- * variant's name (" kv-e4m3 softcap"), and the fj_feat_params block, pushed as the launch's
+ * "#define FJ_HEAD_DIM_V 128\n" where head_dim_v differs from head_dim; "" for none: the
+ * kernel of a problem without features is unchanged), a tag for the variant's name
+ * (" kv-e4m3 softcap dv128"), and the fj_feat_params block, pushed as the launch's
  * last argument where d has any (fj_feat_push: 0, or -1 when the block is full). */
 void fj_feat_defines(const fajit_attn_desc *d, char *out, size_t n);
 void fj_feat_tag(const fajit_attn_desc *d, char *out, size_t n);

@@ -10,8 +10,8 @@
 
 #define REF_THREADS 256   /* FJ_REF_THREADS in attn_ref.cu */
 
-/* The model features the reference kernel compiles in. */
-#define REF_FEATURES (FJ_FEAT_SOFTCAP | FJ_FEAT_SINKS | FJ_FEAT_ALIBI)
+/* The model features the reference kernel compiles in (head_dim_v: FJ_HEAD_DIM_V). */
+#define REF_FEATURES (FJ_FEAT_SOFTCAP | FJ_FEAT_SINKS | FJ_FEAT_ALIBI | FJ_FEAT_HDIM_V)
 
 static int applies(const fajit_attn_desc *d, const fj_target *t)
 {
@@ -96,7 +96,7 @@ const fj_family fj_family_ref = {
     .id = FAJIT_FAMILY_REF,
     .op = FAJIT_OP_FWD,
     .rank = FJ_RANK_ORACLE,
-    .ran_features = REF_FEATURES,   /* gpu-features */
+    .ran_features = REF_FEATURES & ~FJ_FEAT_HDIM_V,   /* gpu-features; not head_dim_v yet */
     .cfg_prefix = "ref",
     .applies = applies,
     .default_cfg = default_cfg,

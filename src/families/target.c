@@ -18,8 +18,8 @@ int fj_tmap_encode_4d(const fj_cuda *cu, fj_tmap *out, int data_type, fj_u64 add
 }
 
 int fj_qkv_encode_tmaps(const fj_cuda *cu, const fj_attn_params *p, int dtype, int box_q,
-                        int box_kv, long long total_q, long long total_k, fj_tmap out[3],
-                        char *why, size_t n)
+                        int box_kv, long long total_q, long long total_k, int head_dim_v,
+                        fj_tmap out[3], char *why, size_t n)
 {
     const int dt = dtype == FJ_DT_BF16 ? FJ_TMA_BF16 : FJ_TMA_F16;
     const int varlen = p->cu_seqlens_q != 0;
@@ -31,8 +31,8 @@ int fj_qkv_encode_tmaps(const fj_cuda *cu, const fj_attn_params *p, int dtype, i
         fj_tmap_encode_4d(cu, &out[1], dt, p->k, p->head_dim, rk, p->heads_kv, nb,
                           p->k_row_stride, p->k_head_stride, p->k_batch_stride,
                           (unsigned)box_kv, "K", why, n) ||
-        fj_tmap_encode_4d(cu, &out[2], dt, p->v, p->head_dim, rk, p->heads_kv, nb,
-                          p->v_row_stride, p->v_head_stride, p->v_batch_stride,
+        fj_tmap_encode_4d(cu, &out[2], dt, p->v, head_dim_v ? head_dim_v : p->head_dim, rk,
+                          p->heads_kv, nb, p->v_row_stride, p->v_head_stride, p->v_batch_stride,
                           (unsigned)box_kv, "V", why, n))
         return -1;
     return 0;

@@ -4,6 +4,11 @@
  * Variants (preamble macros, all required):
  *   FJ_DTYPE     FJ_DT_F16 | FJ_DT_BF16 (inputs and output; fp32 accumulation)
  *   FJ_HEAD_DIM  8..256, a multiple of 8 (padded to 16 inside, with zero-filled columns)
+ *   FJ_HEAD_DIM_V  (optional; defined only where it differs) V's and O's head dim, a
+ *                multiple of 8 at most FJ_HEAD_DIM: V tiles keep FJ_HEAD_DIM's shared rows
+ *                with only FJ_HEAD_DIM_V columns loaded (the rest zero-filled), P V spans
+ *                all of them (zeros past dv: the portable fallback, not tuned for it), O's
+ *                rows go out with FJ_HEAD_DIM_V columns. Not run on a GPU yet.
  *   FJ_MASK      FJ_MASK_NONE | FJ_MASK_CAUSAL | FJ_MASK_WINDOW (the last two read
  *                p.window_left/right at run time; causal arrives as (-1, 0))
  *   FJ_BLOCK_M   query rows per CTA, a multiple of 16*FJ_WARPS
@@ -119,6 +124,9 @@
 #ifndef FA2_SWZ_XOR
 #define FA2_SWZ_XOR -1
 #endif
+#ifndef FJ_HEAD_DIM_V
+#define FJ_HEAD_DIM_V FJ_HEAD_DIM
+#endif
 #define FA2_DP ((FJ_HEAD_DIM + 15) / 16 * 16)
 /* Swizzled rows at roundup16(head_dim) 128 with one stage (head_dim 120, 128): measured on
  * the H200 (bf16, same call, mean over S = 512..16k vs FLASH) 128x64w4s1 1.04 vs 1.01
@@ -149,6 +157,7 @@ constexpr int STAGES = FJ_STAGES, HD = FJ_HEAD_DIM;
 constexpr int DP = (HD + 15) / 16 * 16;  /* head_dim padded to the k16 of the MMA */
 constexpr int CH = DP / 8;               /* 16-byte chunks per shared row */
 constexpr int CHG = HD / 8;              /* chunks that exist in global memory */
+constexpr int CHGV = FJ_HEAD_DIM_V / 8;  /* (of V's and O's rows) */
 constexpr bool SWZ = FA2_SWZ_ON;
 constexpr bool SWZ_WHOLE = FA2_SWZ_WHOLE && DP > 128;
 [[maybe_unused]] constexpr int SWZ_XOR = !SWZ || DP > 128 ? 0 : FA2_SWZ_XOR >= 0 ? FA2_SWZ_XOR : FA2_SWZ_XOR_DEF;
@@ -163,6 +172,8 @@ constexpr int Q_BYTES = BM * LDB, KV_BYTES = BN * LDB;
 
 static_assert(FJ_DTYPE == FJ_DT_F16 || FJ_DTYPE == FJ_DT_BF16, "FJ_DTYPE");
 static_assert(HD % 8 == 0 && HD >= 8 && HD <= 256, "FJ_HEAD_DIM: multiple of 8 in 8..256");
+static_assert(FJ_HEAD_DIM_V % 8 == 0 && FJ_HEAD_DIM_V >= 8 && FJ_HEAD_DIM_V <= HD,
+              "FJ_HEAD_DIM_V: multiple of 8 in 8..FJ_HEAD_DIM");
 static_assert(FJ_MASK == FJ_MASK_NONE || FJ_MASK == FJ_MASK_CAUSAL || FJ_MASK == FJ_MASK_WINDOW,
               "FJ_MASK");
 static_assert(WARPS == 1 || WARPS == 2 || WARPS == 4 || WARPS == 8, "FJ_WARPS: 1, 2, 4 or 8");
@@ -350,11 +361,12 @@ FJ_DEVICE int opaque(int x)
 }
 
 /* Copies rows [row0, row0 + ROWS) of a [seq][head_dim] slice into shared memory (row
- * stride LDB), zero-filling rows at or past `rows` and the padding columns. `g` is the
+ * stride LDB), zero-filling rows at or past `rows` and the padding columns (chunks CG..:
+ * CHG, V's CHGV). `g` is the
  * slice's row 0, a valid address even when nothing is read. The thread index goes through
  * opaque() so that the per-chunk address arithmetic stays here, in the loop, instead
  * of being hoisted out of the KV loop as a set of 64-bit pointers (which spills). */
-template <int ROWS>
+template <int ROWS, int CG = fa2::CHG>
 FJ_DEVICE void load_rows(fj_u32 dst, const fj_u16 *g, fj_i64 stride, int row0, int rows,
                          int tid_in)
 {
@@ -379,7 +391,7 @@ FJ_DEVICE void load_rows(fj_u32 dst, const fj_u16 *g, fj_i64 stride, int row0, i
                     const fj_u32 d = dst + r * LDB + ((c ^ (r & 7)) << 4);
 #pragma unroll
                     for (int j = 0; j < SEGS; ++j) {
-                        const bool ok = CHG == CH || c + 8 * j < CHG;
+                        const bool ok = CG == CH || c + 8 * j < CG;
                         cp_async16(d + j * 128, ok ? src + it * step + j * 64 : g, ok ? 16 : 0);
                     }
                 }
@@ -395,7 +407,7 @@ FJ_DEVICE void load_rows(fj_u32 dst, const fj_u16 *g, fj_i64 stride, int row0, i
                 const bool row_ok = whole || it * RSTEP < lim;
 #pragma unroll
                 for (int j = 0; j < SEGS; ++j) {
-                    const bool ok = row_ok && (CHG == CH || c + 8 * j < CHG);
+                    const bool ok = row_ok && (CG == CH || c + 8 * j < CG);
                     cp_async16(d + j * 128, ok ? src + it * step + j * 64 : g, ok ? 16 : 0);
                 }
             }
@@ -403,7 +415,7 @@ FJ_DEVICE void load_rows(fj_u32 dst, const fj_u16 *g, fj_i64 stride, int row0, i
     } else if constexpr (THREADS % CH == 0) {  /* each thread copies one column chunk */
         constexpr int RSTEP = THREADS / CH, ITERS = (ROWS + RSTEP - 1) / RSTEP;
         const int r0 = tid / CH, c = tid % CH;
-        const bool col_ok = CHG == CH || c < CHG;
+        const bool col_ok = CG == CH || c < CG;
         const fj_u16 *src = g + (fj_i64)(row0 + r0) * stride + c * 8;
         const fj_i64 step = RSTEP * stride;
         const fj_u32 d = dst + r0 * LDB + c * 16;
@@ -429,7 +441,7 @@ FJ_DEVICE void load_rows(fj_u32 dst, const fj_u16 *g, fj_i64 stride, int row0, i
             const int idx = tid + it * THREADS;
             if (TOTAL % THREADS == 0 || idx < TOTAL) {
                 const int r = idx / CH, c = idx % CH;
-                const bool ok = row0 + r < rows && c < CHG;
+                const bool ok = row0 + r < rows && c < CG;
                 const fj_u16 *src = ok ? g + (fj_i64)(row0 + r) * stride + c * 8 : g;
                 cp_async16(dst + r * LDB + c * 16, src, ok ? 16 : 0);
             }
@@ -535,7 +547,7 @@ FJ_DEVICE void load_first(const fj_attn_params &p, const fj_seq &sq, int x, int 
         load_rows<BM>(s_q, gq, p.q_row_stride, m0, sq.sq, tid);
         load_rows<BN>(s_k, kv(p, false, x, hk), p.k_row_stride, (nb_hi - 1) * BN, sq.sk, tid);
 #if FJ_STAGES == 2
-        load_rows<BN>(s_v, kv(p, true, x, hk), p.v_row_stride, (nb_hi - 1) * BN, sq.sk, tid);
+        load_rows<BN, CHGV>(s_v, kv(p, true, x, hk), p.v_row_stride, (nb_hi - 1) * BN, sq.sk, tid);
 #endif
         cp_async_commit();
     }
@@ -556,7 +568,7 @@ FJ_DEVICE fj_u32 kv_step(const fj_attn_params &p, const fj_seq &sq, int x, int h
     if (!FA2_NO_KV_LOAD && nb > nb_lo) {
         load_rows<BN>(s_k + (stage ^ KV_BYTES), kv(p, false, x, hk), p.k_row_stride, k0 - BN, sq.sk,
                       tid);
-        load_rows<BN>(s_v + (stage ^ KV_BYTES), kv(p, true, x, hk), p.v_row_stride, k0 - BN, sq.sk,
+        load_rows<BN, CHGV>(s_v + (stage ^ KV_BYTES), kv(p, true, x, hk), p.v_row_stride, k0 - BN, sq.sk,
                       tid);
     }
     cp_async_commit();
@@ -567,7 +579,7 @@ FJ_DEVICE fj_u32 kv_step(const fj_attn_params &p, const fj_seq &sq, int x, int h
     cp_async_wait_all();
     __syncthreads();  /* K_nb landed; every warp is done with V_{nb+1} (split path: and the P tiles) */
     if (!FA2_NO_KV_LOAD)
-        load_rows<BN>(s_v, kv(p, true, x, hk), p.v_row_stride, k0, sq.sk, tid);
+        load_rows<BN, CHGV>(s_v, kv(p, true, x, hk), p.v_row_stride, k0, sq.sk, tid);
     cp_async_commit();
 #endif
     return stage;
@@ -908,7 +920,7 @@ fj_attn_fwd_sm80(const __grid_constant__ fj_attn_params p FJ_FEAT_PARAM)
         const int idx = lane + it * 32;
         const int r = idx / HCH, c = half * HCH + idx % HCH;
         const int i = m0 + warp_row + r;
-        if (i < so.sq && (CHG == CH || c < CHG)) {
+        if (i < so.sq && (CHGV == CH || c < CHGV)) {
             fj_u32 x0, x1, x2, x3;
             asm volatile("ld.shared.v4.b32 {%0,%1,%2,%3}, [%4];\n"
                          : "=r"(x0), "=r"(x1), "=r"(x2), "=r"(x3)
@@ -1164,12 +1176,12 @@ fj_attn_fwd_sm80(const __grid_constant__ fj_attn_params p FJ_FEAT_PARAM)
                             (SWZ ? nd ^ (lane >> 2) : nd) * 16 + col_lane * 2) =
                     pack2(acc_o[mt][nd][2 * hf], acc_o[mt][nd][2 * hf + 1]);
     __syncwarp();
-    constexpr int OUT_CHUNKS = MT * 16 * CHG;
+    constexpr int OUT_CHUNKS = MT * 16 * CHGV;
 #pragma unroll
     for (int it = 0; it < (OUT_CHUNKS + 31) / 32; ++it) {
         const int idx = lane + it * 32;
         if (OUT_CHUNKS % 32 == 0 || idx < OUT_CHUNKS) {
-            const int r = idx / CHG, c = idx % CHG;
+            const int r = idx / CHGV, c = idx % CHGV;
             const int i = m0 + warp_row + r;
             if (i < so.sq) {
                 fj_u32 x0, x1, x2, x3;

@@ -4,6 +4,12 @@
  * Variants (preamble macros):
  *   FJ_DTYPE       FJ_DT_F16 | FJ_DT_BF16 (inputs and output; fp32 accumulation)
  *   FJ_HEAD_DIM    multiple of 16 in 16..256 (tested: 64, 96, 128, 192, 256)
+ *   FJ_HEAD_DIM_V  V's and O's head dim where it differs from FJ_HEAD_DIM (the preamble
+ *                  defines it only then; default FJ_HEAD_DIM): a multiple of 16, at most
+ *                  FJ_HEAD_DIM (DeepSeek's 192 / 128). Q and K tiles, S = Q K^T and the
+ *                  Q buffers keep FJ_HEAD_DIM columns; V tiles, the N of O += P V, the O
+ *                  accumulators and O's rows (staged in the Q-layout buffer, whose first
+ *                  ceil(dv/64) chunks they take) FJ_HEAD_DIM_V. Not run on a GPU yet.
  *   FJ_MASK        FJ_MASK_NONE | FJ_MASK_CAUSAL | FJ_MASK_WINDOW (window reads
  *                  p.window_left/right at run time; causal is (-1, 0), bottom-right aligned)
  *   FJ_BLOCK_M     query rows per CTA: 128 (2 consumer warpgroups, 24/240 registers) or
@@ -73,7 +79,9 @@
  *   with FJ_FA3_PERSISTENT (min(SM count, that product), 1, 1); block 128 * (FJ_BLOCK_M / 64
  *   + 1) threads, dynamic shared memory
  *   (ceil(hd/64) * 128 * (q * FJ_BLOCK_M + 4 * FJ_BLOCK_N) + 320 + 1024) bytes, q = 3 or 2
- *   for FJ_FA3_PERSISTENT where that fits in 227 KiB, else 1 (fj_fa3_smem_bytes).
+ *   for FJ_FA3_PERSISTENT where that fits in 227 KiB, else 1 (fj_fa3_smem_bytes; with
+ *   FJ_HEAD_DIM_V the V stages take ceil(dv/64) chunks: fj_fa3_smem_bytes_v). V's tensor map
+ *   has FJ_HEAD_DIM_V columns.
  *
  * Design (Shah et al. 2024). Warpgroup 0 is the producer: after setmaxnreg.dec one thread
  * issues TMA loads: Q once, then K_j and V_j into a 2-stage ring, each stage guarded by a
@@ -113,6 +121,9 @@
 #if !defined(FJ_DTYPE) || !defined(FJ_HEAD_DIM) || !defined(FJ_MASK) || !defined(FJ_BLOCK_M) || \
     !defined(FJ_BLOCK_N)
 #error "attn_fwd_sm90.cu needs FJ_DTYPE FJ_HEAD_DIM FJ_MASK FJ_BLOCK_M FJ_BLOCK_N"
+#endif
+#ifndef FJ_HEAD_DIM_V
+#define FJ_HEAD_DIM_V FJ_HEAD_DIM
 #endif
 #ifndef FJ_FA3_OVERLAP
 #define FJ_FA3_OVERLAP 1
@@ -188,7 +199,7 @@
 #define FA3_L2_BYTES_SHORT (4ll << 20)
 #define FA3_L2_SHORT_SEQ 1024
 /* a second Q-sized buffer (the O slot) fits (the same test as fj_fa3_smem_bytes) */
-#define FA3_QST2_FITS (FJ_FA3_PERSISTENT && ((FJ_HEAD_DIM + 63) / 64) * 128 * (2 * FJ_BLOCK_M + 4 * FJ_BLOCK_N) + 1344 <= 227 * 1024)
+#define FA3_QST2_FITS (FJ_FA3_PERSISTENT && ((FJ_HEAD_DIM + 63) / 64) * 128 * (2 * FJ_BLOCK_M + 2 * FJ_BLOCK_N) + ((FJ_HEAD_DIM_V + 63) / 64) * 128 * 2 * FJ_BLOCK_N + 1344 <= 227 * 1024)
 /* The O slot: persistent variants stage O in shared memory too, in a slot of its own after the Q buffer (the second Q slot, which fj_fa3_smem_bytes reserves
  * wherever two fit), then store it as 16-byte rows, rather than from the accumulators (4-byte
  * stores, 32 per thread at hd128). Run 8 (dev/fa3/NOTES.md, medians of 3 interleaved):
@@ -257,22 +268,28 @@
 #define FA3_OCOPY FA3_OSLOT_
 
 namespace fa3 {
-constexpr int BM = FJ_BLOCK_M, BN = FJ_BLOCK_N, HD = FJ_HEAD_DIM;
+constexpr int BM = FJ_BLOCK_M, BN = FJ_BLOCK_N, HD = FJ_HEAD_DIM, HDV = FJ_HEAD_DIM_V;
 constexpr int NWG = BM / 64;                 /* consumer warpgroups */
 constexpr int THREADS = 128 * (NWG + 1);
 constexpr int DC = (HD + 63) / 64;           /* 64-column chunks (one 128-byte swizzle row) */
+constexpr int DCV = (HDV + 63) / 64;         /* V's and O's chunks */
 constexpr int KSTEPS = HD / 16;              /* k16 steps of S = Q K^T */
 constexpr int PSTEPS = BN / 16;              /* k16 steps of O += P V */
-constexpr int SREG = BN / 2, OREG = HD / 2;  /* fp32 accumulators per thread */
+constexpr int SREG = BN / 2, OREG = HDV / 2; /* fp32 accumulators per thread */
 constexpr int Q_CHUNK = BM * 128, KV_CHUNK = BN * 128;
-constexpr int Q_BYTES = DC * Q_CHUNK, KV_BYTES = DC * KV_CHUNK;
+constexpr int Q_BYTES = DC * Q_CHUNK, KV_BYTES = DC * KV_CHUNK;  /* K's stage (V's: V_BYTES) */
+constexpr int V_BYTES = DCV * KV_CHUNK;
+/* V's stage in wgmma descriptor units (K's: the consumers' KV_STEP). Here rather than beside
+ * KV_STEP: a second local constant there, even of the same value, changed the SASS of a
+ * variant without FJ_HEAD_DIM_V (hd 256 causal 128x80 paged, dynamic order). */
+constexpr fj_u64 V_STEP = V_BYTES >> 4;
 /* Q buffers: one, freed at the tile's last S (FA3_OQ_: after the epilogue) */
 constexpr int QST = 1;
 constexpr int OSLOT = FA3_OSLOT_;  /* O slot */
 constexpr bool OQ = FA3_OQ_;       /* O via Q buffer */
 static_assert(!OQ || QST == 1, "FA3_OQ_: one Q buffer");
-static_assert((QST + OSLOT) * Q_BYTES + 4 * KV_BYTES + 320 + 1024 <= 227 * 1024, "QST");
-constexpr int OFF_K = (QST + OSLOT) * Q_BYTES, OFF_V = OFF_K + 2 * KV_BYTES, OFF_BAR = OFF_V + 2 * KV_BYTES;
+static_assert((QST + OSLOT) * Q_BYTES + 2 * KV_BYTES + 2 * V_BYTES + 320 + 1024 <= 227 * 1024, "QST");
+constexpr int OFF_K = (QST + OSLOT) * Q_BYTES, OFF_V = OFF_K + 2 * KV_BYTES, OFF_BAR = OFF_V + 2 * V_BYTES;
 constexpr int SMEM_BYTES = OFF_BAR + 320 + 1024;  /* + barriers, scratch, alignment slack */
 /* Paged: 32 producer registers (the page arithmetic beside the dynamic order's claims spilled
  * at 24), so 232 per consumer with 2 consumer warpgroups: the total must stay within what the
@@ -286,6 +303,8 @@ static_assert(FJ_DTYPE == FJ_DT_F16 || FJ_DTYPE == FJ_DT_BF16, "FJ_DTYPE");
 static_assert(FJ_MASK == FJ_MASK_NONE || FJ_MASK == FJ_MASK_CAUSAL || FJ_MASK == FJ_MASK_WINDOW,
               "FJ_MASK");
 static_assert(HD % 16 == 0 && HD >= 16 && HD <= 256, "FJ_HEAD_DIM: multiple of 16 in 16..256");
+static_assert(HDV % 16 == 0 && HDV >= 16 && HDV <= HD,
+              "FJ_HEAD_DIM_V: multiple of 16 in 16..FJ_HEAD_DIM (O is staged in Q's buffer)");
 static_assert(BM == 128 || BM == 192, "FJ_BLOCK_M: 128 or 192");
 static_assert(BN % 16 == 0 && BN >= 16 && BN <= 256, "FJ_BLOCK_N: multiple of 16 in 16..256");
 static_assert(SMEM_BYTES <= 227 * 1024, "shared memory over 227 KiB");
@@ -500,7 +519,7 @@ fj_attn_fwd_sm90(const __grid_constant__ fj_attn_params p, const __grid_constant
          * the uniform datapath and spilled) */
         if (__shfl_sync(0xffffffffu, threadIdx.x >> 5, 0) != 0) {
             /* ---- store warps (warps 1..3): the consumers' O handoffs, in their order ---- */
-            constexpr int UNITS = HD / 8;  /* 16-byte units of an O row */
+            constexpr int UNITS = HDV / 8;  /* 16-byte units of an O row */
             const int si = threadIdx.x - 32, lane = threadIdx.x & 31;
             for (int k = 0;; ++k) {
                 for (int cw = 0; cw < NWG; ++cw) {
@@ -571,20 +590,22 @@ fj_attn_fwd_sm90(const __grid_constant__ fj_attn_params p, const __grid_constant
                 const int *bt = (const int *)pg.block_table + (fj_i64)L.b * pg.bt_stride;
                 const int page = r < BN && j0 + r < L.sk && p0 + lane < pg.bt_stride
                                      ? bt[p0 + lane] : pg.num_pages;
-                auto one = [&](fj_u32 empty, fj_u32 full, fj_u32 dst, const void *tm) {
+                /* (nc chunks of a stage of `bytes`: K's DC, V's DCV) */
+                auto one = [&](fj_u32 empty, fj_u32 full, fj_u32 dst, const void *tm, int nc,
+                               int bytes) {
                     mbar_wait(empty + 8 * st, ph ^ 1);
                     if (lead)
-                        mbar_expect_tx(full + 8 * st, KV_BYTES);
+                        mbar_expect_tx(full + 8 * st, bytes);
                     __syncwarp();
                     if (r < BN) {
 #pragma unroll
-                        for (int c = 0; c < DC; ++c)
-                            tma_load4(dst + st * KV_BYTES + c * KV_CHUNK + r * 128, tm, c * 64, row0,
+                        for (int c = 0; c < nc; ++c)
+                            tma_load4(dst + st * bytes + c * KV_CHUNK + r * 128, tm, c * 64, row0,
                                       L.hk, page, full + 8 * st);
                     }
                 };
-                one(b_ke, b_kf, s_k, &tk);
-                one(b_ve, b_vf, s_v, &tv);
+                one(b_ke, b_kf, s_k, &tk, DC, KV_BYTES);
+                one(b_ve, b_vf, s_v, &tv, DCV, V_BYTES);
             };
 #else
             /* K/V block nb of tile L as block gi (of all the CTA's blocks) into ring slot gi & 1 */
@@ -592,15 +613,17 @@ fj_attn_fwd_sm90(const __grid_constant__ fj_attn_params p, const __grid_constant
                 const int row = L.krow + nb * BN, hk = L.hk, bb = L.bb;
                 const int st = gi & 1, ph = (gi >> 1) & 1;
                 /* K or V of the block, once its slot is empty */
-                auto one = [&](fj_u32 empty, fj_u32 full, fj_u32 dst, const void *tm) {
+                /* (nc chunks of a stage of `bytes`: K's DC, V's DCV) */
+                auto one = [&](fj_u32 empty, fj_u32 full, fj_u32 dst, const void *tm, int nc,
+                               int bytes) {
                     mbar_wait(empty + 8 * st, ph ^ 1);
-                    mbar_expect_tx(full + 8 * st, KV_BYTES);
+                    mbar_expect_tx(full + 8 * st, bytes);
 #pragma unroll
-                    for (int c = 0; c < DC; ++c)
-                        tma_load4(dst + st * KV_BYTES + c * KV_CHUNK, tm, c * 64, row, hk, bb, full + 8 * st);
+                    for (int c = 0; c < nc; ++c)
+                        tma_load4(dst + st * bytes + c * KV_CHUNK, tm, c * 64, row, hk, bb, full + 8 * st);
                 };
-                one(b_ke, b_kf, s_k, &tk);
-                one(b_ve, b_vf, s_v, &tv);
+                one(b_ke, b_kf, s_k, &tk, DC, KV_BYTES);
+                one(b_ve, b_vf, s_v, &tv, DCV, V_BYTES);
             };
 #endif
 #if FA3_AHEAD
@@ -876,10 +899,10 @@ fj_attn_fwd_sm90(const __grid_constant__ fj_attn_params p, const __grid_constant
         auto zero_v = [&](int st, bool first) {
             if (!first || vz >= BN)
                 return;
-            const fj_u32 sv = s_v + st * KV_BYTES;
+            const fj_u32 sv = s_v + st * V_BYTES;
 #pragma unroll 1
-            for (int x = (threadIdx.x & 127) + vz * DC * 8; x < BN * DC * 8; x += 128) {
-                const int r = x / (DC * 8), u = x % (DC * 8);
+            for (int x = (threadIdx.x & 127) + vz * DCV * 8; x < BN * DCV * 8; x += 128) {
+                const int r = x / (DCV * 8), u = x % (DCV * 8);
                 asm volatile("st.shared.v4.b32 [%0], {%1, %1, %1, %1};\n" ::"r"(
                                  sv + (u >> 3) * KV_CHUNK + r * 128 + (u & 7) * 16),
                              "r"(0)
@@ -899,7 +922,7 @@ fj_attn_fwd_sm90(const __grid_constant__ fj_attn_params p, const __grid_constant
             pin(o);
             pin(pr);
             wg_fence();
-            gemm_pv(o, pr, dv0 + st * KV_STEP);
+            gemm_pv(o, pr, dv0 + st * V_STEP);
             wg_commit();
             wg_wait<0>();
             pin(o);
@@ -1010,7 +1033,7 @@ fj_attn_fwd_sm90(const __grid_constant__ fj_attn_params p, const __grid_constant
                     pin(o);
                     pin(pr);
                     wg_fence();
-                    gemm_pv(o, pr, dv0 + pst * KV_STEP);
+                    gemm_pv(o, pr, dv0 + pst * V_STEP);
                     wg_commit();
                     if (PINGPONG && !(cw == 1 && it == nw - 1))
                         named_arrive<256>(3 - cw);

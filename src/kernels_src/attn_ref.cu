@@ -1,9 +1,10 @@
 /* attn_ref.cu - the naive reference attention forward: the oracle for every fast kernel.
  *
  * Variants: FJ_DTYPE (f16, bf16); the model features FJ_SOFTCAP, FJ_SINKS, FJ_ALIBI (0 | 1,
- * fj_common.cuh; any on: fj_feat_params is the last parameter). Everything else is a
- * run-time value: any head_dim up to FJ_REF_MAX_DIM (256), every mask, GQA/MQA, varlen
- * (empty sequences too), LSE.
+ * fj_common.cuh; any on: fj_feat_params is the last parameter); FJ_HEAD_DIM_V (defined only
+ * where V's and O's head dim differs from p.head_dim: V rows and O rows of that many columns;
+ * otherwise p.head_dim). Everything else is a run-time value: any head_dim up to
+ * FJ_REF_MAX_DIM (256), every mask, GQA/MQA, varlen (empty sequences too), LSE.
  * Features: s = scale * q.k; softcap: s = cap * tanh(s / cap); ALiBi: s -= slope *
  * |i + sk - sq - j|; then the mask; a sink joins the row's softmax denominator as
  * exp(sink) (no value): the final max and sum take it in, and a row without keys gets
@@ -14,7 +15,8 @@
  * Launch: grid (seqlen_q, heads_q, batch), FJ_REF_THREADS threads, no dynamic smem.
  * Each CTA computes one output row: it walks the visible keys in chunks of FJ_REF_CHUNK,
  * computes the chunk's scores into shared memory, and keeps a running max m, sum l and
- * accumulator acc (one output column per thread) with the usual rescale by exp(m_old-m).
+ * accumulator acc (one output column per thread, dv of them) with the usual rescale by
+ * exp(m_old-m).
  */
 #include "fj_common.cuh"
 
@@ -49,6 +51,12 @@ fj_attn_ref(const __grid_constant__ fj_attn_params p FJ_FEAT_PARAM)
         return;
     const int hk = h / (p.heads_q / p.heads_kv);
     const int d = p.head_dim;
+#ifdef FJ_HEAD_DIM_V
+    const int dv = FJ_HEAD_DIM_V;
+    static_assert(FJ_HEAD_DIM_V >= 8 && FJ_HEAD_DIM_V <= FJ_REF_MAX_DIM, "FJ_HEAD_DIM_V");
+#else
+    const int dv = d;
+#endif
     const fj_u16 *q = (const fj_u16 *)p.q + sq.q + (fj_i64)i * p.q_row_stride +
                       (fj_i64)h * p.q_head_stride;
     const fj_u16 *k = (const fj_u16 *)p.k + sq.k + (fj_i64)hk * p.k_head_stride;
@@ -60,7 +68,7 @@ fj_attn_ref(const __grid_constant__ fj_attn_params p FJ_FEAT_PARAM)
 
     int lo, hi;
     fj_key_range(p, i, sq.sq, sq.sk, &lo, &hi);
-    float m = -FJ_INF, l = 0.f, acc = 0.f;  /* thread t owns output column t (d <= 256) */
+    float m = -FJ_INF, l = 0.f, acc = 0.f;  /* thread t owns output column t (dv <= 256) */
 #if FJ_ALIBI
     const float slope = ((const float *)fp.alibi)[(fj_i64)b * fp.alibi_batch_stride + h];
     const int shift = i + sq.sk - sq.sq;  /* key j's distance is |shift - j| */
@@ -90,7 +98,7 @@ fj_attn_ref(const __grid_constant__ fj_attn_params p FJ_FEAT_PARAM)
         for (int jj = 0; jj < n; jj++) {
             const float pj = expf(s[jj] - m_new);
             psum += pj;
-            if (t < d)
+            if (t < dv)
                 pv += pj * fj_load(v[(fj_i64)(j0 + jj) * p.v_row_stride + t]);
         }
         l = l * alpha + psum;
@@ -107,7 +115,7 @@ fj_attn_ref(const __grid_constant__ fj_attn_params p FJ_FEAT_PARAM)
         m = mf;
     }
 #endif
-    if (t < d)
+    if (t < dv)
         o[t] = fj_store(l > 0.f ? acc / l : 0.f);
     if (p.lse && t == 0) {
         float *lse = (float *)p.lse;

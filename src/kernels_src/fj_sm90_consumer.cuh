@@ -18,9 +18,10 @@
  *                         O (16-bit) into a swizzled Q-layout buffer (stmatrix), and from it to
  *                         global memory as 16-byte rows
  * Limits: one consumer warpgroup = 64 query rows; the fp32 accumulator layouts of wgmma
- * m64nNk16 (SREG = BN/2, OREG = HD/2 registers per thread).
- * Expects: namespace fa3 (BM, BN, HD, DC, KSTEPS, PSTEPS, SREG, OREG, Q_CHUNK, KV_CHUNK),
- * FJ_BLOCK_N, FJ_HEAD_DIM, FJ_DTYPE, and the kernel's FA3_LAZY, FA3_QREG.
+ * m64nNk16 (SREG = BN/2, OREG = HDV/2 registers per thread).
+ * Expects: namespace fa3 (BM, BN, HD, HDV, DC, DCV, KSTEPS, PSTEPS, SREG, OREG, Q_CHUNK,
+ * KV_CHUNK), FJ_BLOCK_N, FJ_HEAD_DIM_V, FJ_DTYPE, and the kernel's FA3_LAZY, FA3_QREG. O has
+ * HDV columns (FJ_HEAD_DIM_V; HD unless V's head dim differs).
  */
 #ifndef FJ_SM90_CONSUMER_CUH
 #define FJ_SM90_CONSUMER_CUH
@@ -105,7 +106,7 @@ FJ_DEVICE void gemm_pv(float (&o)[fa3::OREG], const fj_u32 (&pr)[fa3::PSTEPS][4]
     using namespace fa3;
 #pragma unroll
     for (int kk = 0; kk < PSTEPS; ++kk) {
-        FA3_CAT(wgmma_rs_, FJ_HEAD_DIM)<0>(o, pr[kk], dv + (fj_u64)((kk * 2048) >> 4), kk > 0 || acc0);
+        FA3_CAT(wgmma_rs_, FJ_HEAD_DIM_V)<0>(o, pr[kk], dv + (fj_u64)((kk * 2048) >> 4), kk > 0 || acc0);
     }
 }
 
@@ -274,7 +275,7 @@ FJ_DEVICE void stage_o(const float (&o)[fa3::OREG], const float (&inv)[2], fj_u3
     const int rr = 64 * cw + 16 * warp + 8 * (mj & 1) + mi;
     const fj_u32 rowa = buf + rr * 128;
 #pragma unroll
-    for (int nt = 0; nt < HD / 8; nt += 2) {
+    for (int nt = 0; nt < HDV / 8; nt += 2) {
         const int ntj = nt + (mj >> 1);
         const fj_u32 a = rowa + (ntj >> 3) * Q_CHUNK + (((ntj & 7) ^ mi) << 4);
         asm volatile("stmatrix.sync.aligned.m8n8.x4.shared.b16 [%0], {%1, %2, %3, %4};\n" ::"r"(a),
@@ -294,7 +295,7 @@ FJ_DEVICE void stage_o(const float (&o)[fa3::OREG], const float (&inv)[2], fj_u3
 template <int UNUSED = 0>
 FJ_DEVICE void copy_o_unit(fj_u32 buf, int rr, int u, fj_u16 *go, int i, fj_i64 row_stride)
 {
-    const int cu = fa3::DC == 1 ? u : u & 7;  /* the unit within its chunk */
+    const int cu = fa3::DCV == 1 ? u : u & 7;  /* the unit within its chunk */
     fj_u32 x0, x1, x2, x3;
     asm volatile("ld.shared.v4.b32 {%0,%1,%2,%3}, [%4];\n"
                  : "=r"(x0), "=r"(x1), "=r"(x2), "=r"(x3)
@@ -311,7 +312,7 @@ template <int UNUSED = 0>
 FJ_DEVICE void copy_o_out(fj_u32 buf, int cw, int m0, int sq_len, fj_u16 *go, fj_i64 row_stride)
 {
     using namespace fa3;
-    constexpr int UNITS = HD / 8;  /* 16-byte units per row that exist in global memory */
+    constexpr int UNITS = HDV / 8;  /* 16-byte units per row that exist in global memory */
 #pragma unroll
     for (int k = 0; k < (64 * UNITS + 127) / 128; ++k) {
         const int idx = (threadIdx.x & 127) + 128 * k;

@@ -73,7 +73,7 @@ FJ_DEVICE fa3_sched sched_of(const fj_attn_params &p)
     if (FA3_L2GROUP == 2 || (FA3_L2GROUP == 1 && 2 * s.bhn >= (int)gridDim.x)) {
         const long long bytes = FA3_DYN && p.seqlen_k <= FA3_L2_SHORT_SEQ
                                     ? (long long)FA3_L2_BYTES_SHORT : (long long)FA3_L2_BYTES;
-        s.gsz = fj_order_group(s.bhn, p.heads_q, p.heads_kv, p.seqlen_k, fa3::HD, bytes);
+        s.gsz = fj_order_group(s.bhn, p.heads_q, p.heads_kv, p.seqlen_k, (fa3::HD + fa3::HDV) / 2, bytes);  /* (K and V) */
     }
 #endif
     return s;
