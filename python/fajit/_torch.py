@@ -146,10 +146,17 @@ def _build(q, k, v, o, cu_q, cu_k, block_table, seqused_k, max_q, max_k, mask, w
         d.alibi_slopes = alibi.data_ptr()
         d.alibi_batch_stride = alibi.stride(0) if alibi.dim() == 2 and alibi.shape[0] > 1 else 0
     d.kv_dtype = _FP8.get(k.dtype, 0)
+    if v.shape[-1] != dim:
+        d.head_dim_v = v.shape[-1]
     if k_descale is not None:
         d.k_descale, d.v_descale = k_descale.data_ptr(), v_descale.data_ptr()
         d.descale_batch_stride, d.descale_head_stride = _descale_strides(k_descale)
     return d
+
+
+def _o_shape(q, v):
+    """O's shape: q's, with V's head_dim (head_dim_v) last."""
+    return q.shape if v.shape[-1] == q.shape[-1] else q.shape[:-1] + (v.shape[-1],)
 
 
 def _launch(q, k, v, o, cu_q, cu_k, block_table, seqused_k, max_q, max_k, mask, wl, wr,
@@ -186,7 +193,7 @@ if hasattr(torch.library, "custom_op"):
              alibi_slopes: Optional[torch.Tensor] = None,
              k_descale: Optional[torch.Tensor] = None,
              v_descale: Optional[torch.Tensor] = None) -> Tuple[torch.Tensor, torch.Tensor]:
-        o = torch.empty(q.shape, dtype=q.dtype, device=q.device)
+        o = torch.empty(_o_shape(q, v), dtype=q.dtype, device=q.device)
         lse = _launch(q, k, v, o, cu_seqlens_q, cu_seqlens_k, block_table, seqused_k,
                       max_seqlen_q, max_seqlen_k, mask, window_left, window_right, scale,
                       return_lse, num_splits, num_splits_max, softcap, sinks, alibi_slopes,
@@ -198,7 +205,7 @@ if hasattr(torch.library, "custom_op"):
           max_seqlen_k, mask, window_left, window_right, scale, return_lse, num_splits,
           num_splits_max, softcap=0.0, sinks=None, alibi_slopes=None, k_descale=None,
           v_descale=None):
-        return (torch.empty(q.shape, dtype=q.dtype, device=q.device),
+        return (torch.empty(_o_shape(q, v), dtype=q.dtype, device=q.device),
                 _fake_lse(q, cu_seqlens_q, max_seqlen_q, return_lse))
 
     @torch.library.custom_op("fajit::fwd_out", mutates_args=("out",))
@@ -225,7 +232,7 @@ if hasattr(torch.library, "custom_op"):
         return _fake_lse(q, cu_seqlens_q, max_seqlen_q, return_lse)
 else:   # torch < 2.4: eager calls only (no torch.compile support)
     def _fwd(q, k, v, *args):
-        o = torch.empty(q.shape, dtype=q.dtype, device=q.device)
+        o = torch.empty(_o_shape(q, v), dtype=q.dtype, device=q.device)
         return o, _launch(q, k, v, o, *args)
 
     def _fwd_out(q, k, v, out, *args):
@@ -289,8 +296,9 @@ def _check_qkv(q, k, v, dims_q, dims_kv, kv_name="k"):
     else:
         _tensor(kv_name, k, dims_kv, q.dtype)
         _tensor(v_name, v, dims_kv, q.dtype)
-    if k.shape != v.shape:
-        raise invalid(f"k and v must have one shape, got {tuple(k.shape)} and {tuple(v.shape)}")
+    if k.shape[:-1] != v.shape[:-1]:
+        raise invalid(f"k and v must have one shape but for head_dim, got {tuple(k.shape)} and "
+                      f"{tuple(v.shape)}")
     if q.shape[-1] != k.shape[-1]:
         raise invalid(f"q and k must have one head_dim, got {q.shape[-1]} and {k.shape[-1]}")
     if k.shape[-2] == 0 or q.shape[-2] % k.shape[-2]:
@@ -348,12 +356,13 @@ def _check_features(q, k, batch, softcap, sinks, alibi_slopes, k_descale, v_desc
     return cap
 
 
-def _check_out(out, q):
+def _check_out(out, q, v):
     if out is None:
         return
     _tensor("out", out, q.dim(), q.dtype)
-    if out.shape != q.shape:
-        raise invalid(f"out must have q's shape {tuple(q.shape)}, got {tuple(out.shape)}")
+    if out.shape != _o_shape(q, v):
+        raise invalid(f"out must have q's shape with v's head_dim {tuple(_o_shape(q, v))}, got "
+                      f"{tuple(out.shape)}")
 
 
 def _run(q, k, v, out, return_lse, *args):
@@ -424,7 +433,7 @@ def _sig(t):
 
 class _Entry:
     """One signature's descriptor; a call writes its pointers and max lengths into it."""
-    __slots__ = ("desc", "ptr", "dev", "device", "lse_shape", "max_k")
+    __slots__ = ("desc", "ptr", "dev", "device", "lse_shape", "max_k", "dv")
 
 
 def _entry(key, q, k, v, o, cu_q, cu_k, block_table, seqused_k, max_q, max_k, mask, wl, wr,
@@ -436,6 +445,7 @@ def _entry(key, q, k, v, o, cu_q, cu_k, block_table, seqused_k, max_q, max_k, ma
                     wr, scale, num_splits, num_splits_max, None, *feats)
     e.ptr = C.pointer(e.desc)
     e.dev, e.device, e.max_k = q.get_device(), q.device, max_k
+    e.dv = v.shape[-1] if v.shape[-1] != q.shape[-1] else 0   # head_dim_v, 0: head_dim
     varlen = cu_q is not None
     e.lse_shape = _lse_shape(q, (cu_q.shape[0] - 1) if varlen else q.shape[0],
                              max_q if varlen else q.shape[1], varlen) if return_lse else None
@@ -455,7 +465,12 @@ def _call(e, q, k, v, out, cu_q, cu_k, block_table, seqused_k, max_q, max_k, sin
     launch. The descales are written when k_descale is given (the caller passes None where
     they are ignored). Returns O, or (O, LSE) with return_lse."""
     d = e.desc
-    o = torch.empty_like(q, memory_format=_CONTIGUOUS) if out is None else out
+    if out is not None:
+        o = out
+    elif e.dv:
+        o = q.new_empty(q.shape[:-1] + (e.dv,))
+    else:
+        o = torch.empty_like(q, memory_format=_CONTIGUOUS)
     _QKVO(d, _OFF_QKVO, q.data_ptr(), k.data_ptr(), v.data_ptr(), o.data_ptr())
     try:
         _LENS(d, _OFF_LENS, max_q, max_k)
@@ -515,7 +530,8 @@ def attention(q, k, v, *, causal=False, window=None, scale=None, return_lse=Fals
     softmax's denominator), alibi_slopes (float32 [heads_q] or [batch, heads_q]: adds
     -slope * |i + seqlen_k - seqlen_q - j|), and FP8 K/V (k, v of torch.float8_e4m3fn or
     float8_e5m2, both one type) with k_descale / v_descale (float32, one element or [batch,
-    heads_kv]: K = k_descale * k). All CUDA tensors on q's device."""
+    heads_kv]: K = k_descale * k). v may have its own head_dim (head_dim_v: DeepSeek's 192 /
+    128), O then has v's. All CUDA tensors on q's device."""
     varlen = cu_seqlens_q is not None or cu_seqlens_k is not None
     eager = _eager(q)
     key = None
@@ -539,7 +555,7 @@ def attention(q, k, v, *, causal=False, window=None, scale=None, return_lse=Fals
                          sinks, alibi_slopes, k_descale, v_descale, return_lse)
     dims = 3 if varlen else 4
     _check_qkv(q, k, v, dims, dims)
-    _check_out(out, q)
+    _check_out(out, q, v)
     mask, wl, wr = _mask(causal, window)
     if varlen:
         if cu_seqlens_q is None or cu_seqlens_k is None:
@@ -563,7 +579,7 @@ def attention(q, k, v, *, causal=False, window=None, scale=None, return_lse=Fals
     scale = None if scale is None else float(scale)
     feats = (softcap, sinks, alibi_slopes, k_descale, v_descale)
     if eager:
-        o = torch.empty_like(q, memory_format=_CONTIGUOUS) if out is None else out
+        o = q.new_empty(_o_shape(q, v)) if out is None else out
         e = _entry(key, q, k, v, o, cu_seqlens_q, cu_seqlens_k, None, None, max_q, max_k,
                    mask, wl, wr, scale, return_lse, 0, 0, feats)
         return _call(e, q, k, v, o, cu_seqlens_q, cu_seqlens_k, None, None, max_q, max_k,
@@ -662,7 +678,7 @@ def _kvcache(key, eager, q, k_cache, v_cache, block_table, seqused_k, cu_seqlens
     `key` and its launch, or (traced) the custom op."""
     varlen = cu_seqlens_q is not None
     _check_qkv(q, k_cache, v_cache, 3 if varlen else 4, 4, "k_cache")
-    _check_out(out, q)
+    _check_out(out, q, v_cache)
     mask, wl, wr = _mask(causal, window)
     if not 0 <= int(num_splits) <= 128:
         raise invalid(f"num_splits must be in 0..128, got {num_splits}")
@@ -713,7 +729,7 @@ def _kvcache(key, eager, q, k_cache, v_cache, block_table, seqused_k, cu_seqlens
     scale = None if scale is None else float(scale)
     feats = (softcap, sinks, alibi_slopes, k_descale, v_descale)
     if eager:
-        o = torch.empty_like(q, memory_format=_CONTIGUOUS) if out is None else out
+        o = q.new_empty(_o_shape(q, v_cache)) if out is None else out
         e = _entry(key, q, k_cache, v_cache, o, cu_seqlens_q, None, block_table, seqused_k,
                    max_q, cap, mask, wl, wr, scale, return_lse, int(num_splits),
                    int(num_splits_max), feats)
@@ -868,7 +884,8 @@ def flash_attn_varlen_func(q, k, v, cu_seqlens_q=None, cu_seqlens_k=None, max_se
         _unsupported("return_attn_probs", "the probabilities are never formed; "
                      "return_softmax_lse=True gives the LSE")
     if q_v is not None:
-        _unsupported("q_v", "no MLA: one head_dim for q, k and v")
+        _unsupported("q_v", "MLA decode with an extra query is not served (v may have its own "
+                     "head_dim: head_dim_v)")
     if getattr(q, "dtype", None) in _FP8_ANY:
         _unsupported(f"an FP8 q ({q.dtype})", "FP8 queries are not served, so neither is "
                      "q_descale: q must be float16 or bfloat16 (K/V may be FP8, with "

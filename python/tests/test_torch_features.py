@@ -435,3 +435,38 @@ def test_varlen_packed_keys_pass_the_features_to_attention(monkeypatch, launches
                   sinks=sinks, alibi_slopes=slopes, cu_seqlens_q=cq, cu_seqlens_k=ck,
                   max_seqlen_q=20, max_seqlen_k=30)
     assert fields(d) == fields(slow)
+
+
+# ------ head_dim_v: V (and O) with their own head_dim ------
+
+def test_head_dim_v_on_attention(monkeypatch, launches):
+    q, k, _ = dense(d=192)
+    v = torch.randn(2, 56, 2, 128).to(BF)
+    d = checked_both_ways(monkeypatch, launches, fajit.attention, q, k, v, causal=True)
+    assert (d.head_dim, d.head_dim_v) == (192, 128)
+    o = fajit.attention(q, k, v, causal=True)
+    assert o.shape == (2, 40, 8, 128)
+    assert launches[-1].o_head_stride == 128 and launches[-1].o == o.data_ptr()
+    out = torch.empty(2, 40, 8, 128).to(BF)
+    assert fajit.attention(q, k, v, out=out) is out
+    with pytest.raises(fajit.Error, match=r"out must have q's shape with v's head_dim "
+                                          r"\(2, 40, 8, 128\), got \(2, 40, 8, 192\)"):
+        fajit.attention(q, k, v, out=torch.empty_like(q))
+    with pytest.raises(fajit.Error, match="k and v must have one shape but for head_dim"):
+        fajit.attention(q, k, torch.randn(2, 55, 2, 128).to(BF))
+    q64, k64, v64 = dense()   # equal head_dims: head_dim_v stays 0 (head_dim)
+    fajit.attention(q64, k64, v64)
+    assert launches[-1].head_dim_v == 0
+
+
+def test_head_dim_v_varlen_packed(monkeypatch, launches):
+    cu = torch.tensor([0, 30, 70], dtype=torch.int32)
+    q = torch.randn(70, 16, 192).to(BF)
+    k = torch.randn(70, 16, 192).to(BF)
+    v = torch.randn(70, 16, 128).to(BF)
+    for _ in range(2):   # a miss, then a hit
+        o = fajit.flash_attn_varlen_func(q, k, v, cu, cu, 40, 40, causal=True)
+        assert o.shape == (70, 16, 128)
+        d = launches[-1]
+        assert (d.head_dim, d.head_dim_v, d.o) == (192, 128, o.data_ptr())
+    assert len(T._descs()) == 1
