@@ -43,7 +43,7 @@ enum {
     O_ARCH = 256, O_SPEC, O_DTYPE, O_MASK, O_OP, O_JSON, O_FAMILY, O_PIN, O_FORCE, O_RECOMPILE,
     O_ALLOW_SKIPPED,
     O_MAX_MB, O_SEQLEN_Q, O_SEQLEN_K, O_BATCH, O_HEADS_Q, O_HEADS_KV, O_PAGE_SIZE, O_HDIM,
-    O_SEQLEN, O_REPS, O_CACHE_DIR, O_VERSION, O_FEATURES, O_KV_DTYPE, O_JOBS = 'j',
+    O_SEQLEN, O_REPS, O_CACHE_DIR, O_VERSION, O_FEATURES, O_KV_DTYPE, O_HDIM_V, O_JOBS = 'j',
     O_HELP = 'h',
 };
 #define OPT(name, arg, id) {name, arg, NULL, id}
@@ -57,7 +57,7 @@ enum {
     OPT("heads-q", required_argument, O_HEADS_Q), OPT("heads-kv", required_argument, O_HEADS_KV), \
     OPT("page-size", required_argument, O_PAGE_SIZE),                                      \
     OPT("features", required_argument, O_FEATURES),                                        \
-    OPT("kv-dtype", required_argument, O_KV_DTYPE)
+    OPT("kv-dtype", required_argument, O_KV_DTYPE), OPT("hdim-v", required_argument, O_HDIM_V)
 
 static const struct option o_none[] = {HELP_OPT, {0}};
 static const struct option o_warm[] = {OPT("arch", required_argument, O_ARCH),
@@ -123,10 +123,10 @@ static const subcmd k_cmds[] = {
      "  plan [--arch A] [--op fwd] [--hdim D] [--dtype f16|bf16] [--mask none|causal|window]\n"
      "       [--seqlen S | --seqlen-q Q --seqlen-k K] [--batch B] [--heads-q H]\n"
      "       [--heads-kv H] [--page-size P] [--features softcap,sinks,alibi]\n"
-     "       [--kv-dtype e4m3|e5m2]\n"
+     "       [--kv-dtype e4m3|e5m2] [--hdim-v DV]\n"
      "                            which kernel serves that problem (default: device 0,\n"
      "                            hdim 128, bf16, causal, 4096 tokens; model features\n"
-     "                            off, K/V as Q)\n",
+     "                            off, K/V as Q, V of hdim columns)\n",
      o_shape, ":h", 0, 0, NULL},
     {"cache ls", "  cache ls                  one line per cached kernel\n", o_none, ":h", 0, 0,
      NULL},
@@ -164,6 +164,7 @@ static const subcmd k_cmds[] = {
      "  cache explain [--arch A] [--op O] [--hdim D] [--dtype T] [--mask M] [--seqlen S]\n"
      "        [--seqlen-q Q --seqlen-k K] [--batch B] [--heads-q H] [--heads-kv H]\n"
      "        [--page-size P] [--features softcap,sinks,alibi] [--kv-dtype e4m3|e5m2]\n"
+     "        [--hdim-v DV]\n"
      "                            the key of the kernel that problem needs; for a miss,\n"
      "                            the nearest entry and what differs\n",
      o_shape, ":h", 0, 0, NULL},
@@ -467,7 +468,7 @@ static int cmd_info(fajit_ctx *ctx)
 typedef struct args {
     const char *arch, *spec, *dtype, *mask, *op, *json, *family;
     const char *features, *kv_dtype;   /* plan, cache explain: NULL = none, as Q */
-    int jobs, hdim, reps, pin, force, seqlen, recompile, allow_skipped;
+    int jobs, hdim, hdim_v, reps, pin, force, seqlen, recompile, allow_skipped;
     long long seqlen_q, seqlen_k, batch, heads_q, heads_kv, page_size;   /* plan; -1: unset */
     long long max_mb;      /* cache prune --max-mb; -1 = not given */
     const char *sub;       /* cache's command: ls, stats, ... */
@@ -633,6 +634,7 @@ static int shape_desc(const args *a, fajit_attn_desc *d)
         d->block_table_stride = (sk + a->page_size - 1) / a->page_size;
         d->num_pages = (int)(d->block_table_stride * d->batch);
     }
+    d->head_dim_v = a->hdim_v;   /* 0: hdim */
     if (feature_fields(a, d) != 0)
         return -1;
     d->mask = (fajit_mask)-1;
@@ -942,6 +944,7 @@ static const num_opt k_nums[] = {
     {O_MAX_MB, "--max-mb", offsetof(args, max_mb), 0, 1ll << 40, 0},
     {O_JOBS, "-j", offsetof(args, jobs), 1, 1024, 1},
     {O_HDIM, "--hdim", offsetof(args, hdim), 8, 256, 1},
+    {O_HDIM_V, "--hdim-v", offsetof(args, hdim_v), 8, 256, 1},
     {O_SEQLEN, "--seqlen", offsetof(args, seqlen), 1, 1 << 24, 1},
     {O_REPS, "--reps", offsetof(args, reps), 1, 1000, 1},
 };
