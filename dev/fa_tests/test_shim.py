@@ -90,10 +90,10 @@ def test_fa3_unsupported(calls, bad, what):
     assert not calls
 
 
-def test_head_dim_v_and_fp8_q_unsupported(calls):
-    q, k, v = qkv(dv=128)
-    with pytest.raises(S.ShimUnsupported, match="head_dim_v"):
-        fa3.flash_attn_func(q, k, v)
+def test_head_dim_v_passes_and_fp8_q_unsupported(calls):
+    q, k, v = qkv(d=192, dv=128)   # DeepSeek's 192 / 128: v as given, fajit takes it
+    fa3.flash_attn_func(q, k, v)
+    assert calls[-1][0] == "attention" and calls[-1][2][1] is v
     if hasattr(torch, "float8_e4m3fn"):
         q, k, v = (t.to(torch.float8_e4m3fn) for t in qkv())
         with pytest.raises(S.ShimUnsupported, match="FP8 q"):
@@ -186,6 +186,8 @@ def test_backward_is_unsupported(calls):
 
 def test_narrow():
     assert S.narrow([(256, 7), (256, 0), (64, 9), (64, 0)], 64) == [(64, 0)]
+    assert S.narrow([(128, 0), (192, 0), (128, 5)], 192) == [(128, 0), (192, 0)]
+    assert S.narrow([(120, 0), (192, 0)], 192) == [(192, 0)]   # dv: multiples of 16
     with pytest.raises(S.ShimUnsupported, match="dv"):
         S.narrow([(256, 0), (512, 0)], 64)
 
