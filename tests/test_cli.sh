@@ -203,11 +203,11 @@ python3 - "$dir/vd/kernels.db" <<'PY'
 import sqlite3, sys, time
 db = sqlite3.connect(sys.argv[1])
 now = int(time.time())
-rows = [("fa3", "sm_90a", 1, now - 100), ("fa9", "sm_90a", 1, now - 100),
-        ("fa3", "sm_999", 0, now - 100), ("decode", "sm_90a", 7, now - 100),
-        ("fa4", "sm_100a", 1, 4102444800)]
-db.executemany("INSERT INTO verdicts VALUES ('NVIDIA X', ?, 132, 13000, '0.1.0', ?, ?, '', '', ?)",
-               [(a, f, p, t) for f, a, p, t in rows])
+rows = [("fa3", "sm_90a", 1, now - 100, ""), ("fa9", "sm_90a", 1, now - 100, ""),
+        ("fa3", "sm_999", 0, now - 100, ""), ("decode", "sm_90a", 7, now - 100, ""),
+        ("fa4", "sm_100a", 1, 4102444800, "")]
+db.executemany("INSERT INTO verdicts VALUES ('NVIDIA X', ?, 132, 13000, '0.1.0', ?, ?, '', '', ?, ?)",
+               [(a, f, p, t, s) for f, a, p, t, s in rows])
 db.commit()
 PY
 out=$("$T" --cache-dir "$dir/vd" cache verify 2>&1)
