@@ -649,12 +649,13 @@ FAJIT_API fajit_status fajit_bench_spec(fajit_ctx *ctx, const char *spec, int re
  * first need. When validation runs is the context's fajit_validate_policy.
  * Model features (softcap, sinks, ALiBi, head_dim_v, FP8 K/V) compile other kernel code,
  * so a verdict is of one feature set: the problems above with exactly those features on
- * (softcap 30, random sinks, ALiBi slopes 2^(-8(h+1)/H)), against the reference kernel with
- * the same features. Dispatch of a problem with features reads (and under LAZY makes) the
- * verdict of its family for its feature set; a FAIL quarantines the family for that set
- * only, and a feature-free verdict says nothing of any set. The gate cannot run problems
- * with head_dim_v or an FP8 kv_dtype yet: those sets have no verdict (dispatch goes on
- * unvalidated, as for a family without one). */
+ * (softcap 30, random sinks, ALiBi slopes 2^(-8(h+1)/H); FP8 K/V: random normal codes with
+ * a power-of-two descale per tensor), against the reference kernel with the same features
+ * (FP8: on K and V widened to Q's dtype and descaled, which is exact). Dispatch of a
+ * problem with features reads (and under LAZY makes) the verdict of its family for its
+ * feature set; a FAIL quarantines the family for that set only, and a feature-free verdict
+ * says nothing of any set. The gate cannot run problems with head_dim_v yet: those sets
+ * have no verdict (dispatch goes on unvalidated, as for a family without one). */
 typedef enum fajit_verdict {
     FAJIT_VERDICT_NONE = 0,  /* not validated on this GPU class */
     FAJIT_VERDICT_PASS = 1,
@@ -760,8 +761,7 @@ static inline void fajit_validation_report_init(fajit_validation_report *r)
  * (INFO on pass, WARN on fail). Returns OK when every family validated passed;
  * VALIDATION_FAILED when one failed (fajit_errmsg names the family, the case and the
  * error); UNSUPPORTED when a named family applies to no validation problem on this target
- * with those features, or the set has head_dim_v or FP8 K/V (the gate cannot run those
- * yet); NO_DEVICE; INVALID_ARGUMENT (REF, a value naming no family, features naming no
+ * with those features, or the set has head_dim_v (the gate cannot run it yet); NO_DEVICE; INVALID_ARGUMENT (REF, a value naming no family, features naming no
  * set); and the errors that keep a problem from being run at all (COMPILE_FAILED,
  * NO_NVRTC, CUDA_ERROR of an allocation or of the reference kernel, ...), which record no
  * verdict. */

@@ -754,7 +754,7 @@ START_TEST(gate_feature_lazy)
     fajit_ctx_destroy(ctx);
 
     /* with its inputs granted: the problem has the set's features (a buffer of sinks and
-     * slopes, 2 x 8 heads of fp32), and the reference kernel runs with them too (STRICT:
+     * slopes, 2 x 8 heads, and two descales, fp32), and the reference kernel runs with them too (STRICT:
      * it is not in the cache, which names it) */
     fajit_attn_desc both = with_softcap();
     both.sinks = (const float *)(uintptr_t)0x100000;
@@ -764,7 +764,7 @@ START_TEST(gate_feature_lazy)
     ck_assert_int_eq(fajit_attn_fwd(ctx, &both, stream), FAJIT_CACHE_MISS);
     int feat = 0;
     for (int i = 0; i < g_fake.allocs && i < 16; i++)
-        feat += g_fake.alloc_bytes[i] == 2 * 8 * sizeof(float);
+        feat += g_fake.alloc_bytes[i] == (2 * 8 + 2) * sizeof(float);
     ck_assert_int_eq(feat, 1);
     ck_assert_msg(strstr(s.last_warn, "validation: gt could not be validated for softcap,sinks") &&
                   strstr(s.last_warn, "with softcap,sinks: ") &&
@@ -800,12 +800,39 @@ START_TEST(gate_feature_validate_api)
     rep.features = FAJIT_FEATURE_SINKS;
     rep.kv_dtype = FAJIT_KV_E4M3;
     ck_assert_int_eq(fajit_validate(ctx, FAJIT_FAMILY_FA3, &rep), FAJIT_INVALID_ARGUMENT);
-    rep.features |= FAJIT_FEATURE_KV_FP8;
-    ck_assert_int_eq(fajit_validate(ctx, FAJIT_FAMILY_DECODE, &rep), FAJIT_UNSUPPORTED);
-    ck_assert_msg(strstr(fajit_errmsg(ctx), "cannot run problems with head_dim_v or an FP8 "
-                                            "kv_dtype yet (asked: sinks,kv_e4m3)"),
-                  "%s", fajit_errmsg(ctx));
     ck_assert_int_eq(g_fake.allocs, 0);
+    rep.features = FAJIT_FEATURE_HEAD_DIM_V, rep.kv_dtype = FAJIT_KV_AS_Q;
+    ck_assert_int_eq(fajit_validate(ctx, FAJIT_FAMILY_DECODE, &rep), FAJIT_UNSUPPORTED);
+    ck_assert_msg(strstr(fajit_errmsg(ctx), "cannot run problems with head_dim_v yet (asked: "
+                                            "head_dim_v)"), "%s", fajit_errmsg(ctx));
+    ck_assert_int_eq(g_fake.allocs, 0);
+    /* FP8 K/V: the decode family's cases, K and V of one byte each */
+    rep.features = FAJIT_FEATURE_SINKS | FAJIT_FEATURE_KV_FP8, rep.kv_dtype = FAJIT_KV_E4M3;
+    ck_assert_int_eq(fajit_validate(ctx, FAJIT_FAMILY_DECODE, &rep), FAJIT_CUDA_ERROR);
+    ck_assert_msg(strstr(fajit_errmsg(ctx), "validating decode on bf16 hd128 decode paged(16) "
+                                            "gqa4 b3 h32/8 sq1 sk1500 with sinks,kv_e4m3: "
+                                            "allocating inputs"), "%s", fajit_errmsg(ctx));
+    ck_assert_int_eq(g_fake.allocs, 1);
+    fajit_ctx_destroy(ctx);
+    /* granted: q, then K as FP8 (1504 keys x 8 heads x 128, 3 sequences: one byte each),
+     * its twin in bf16 for the reference, V and its twin; the reference kernel reads the
+     * twin, as bf16 (STRICT: it is not in the cache, which names it) */
+    memset(&g_fake, 0, sizeof g_fake);
+    g_fake.grant = 1;
+    ctx = fake_ctx(&s, FAJIT_VALIDATE_WARM, FAJIT_POLICY_STRICT);
+    rep.features = FAJIT_FEATURE_KV_FP8, rep.kv_dtype = FAJIT_KV_E5M2;
+    ck_assert_int_eq(fajit_validate(ctx, FAJIT_FAMILY_DECODE, &rep), FAJIT_CACHE_MISS);
+    const size_t nk = (size_t)3 * 1504 * 8 * 128;
+    ck_assert_uint_eq(g_fake.alloc_bytes[0], (size_t)3 * 32 * 128 * 2);
+    ck_assert_uint_eq(g_fake.alloc_bytes[1], nk);
+    ck_assert_uint_eq(g_fake.alloc_bytes[2], 2 * nk);
+    ck_assert_uint_eq(g_fake.alloc_bytes[3], nk);
+    ck_assert_uint_eq(g_fake.alloc_bytes[4], 2 * nk);
+    ck_assert_msg(strstr(fajit_errmsg(ctx), "with kv_e5m2: ref bf16 for sm_90a"), "%s",
+                  fajit_errmsg(ctx));
+    fajit_ctx_destroy(ctx);
+    memset(&g_fake, 0, sizeof g_fake);
+    ctx = fake_ctx(&s, FAJIT_VALIDATE_WARM, FAJIT_POLICY_BLOCKING);
     fajit_validation_report_init(&rep);
     rep.features = FAJIT_FEATURE_SOFTCAP | FAJIT_FEATURE_ALIBI;
     ck_assert_int_eq(fajit_validate(ctx, FAJIT_FAMILY_FA3, &rep), FAJIT_CUDA_ERROR);

@@ -62,8 +62,8 @@ _Static_assert((int)FAJIT_FEATURE_SOFTCAP == FJ_FEAT_SOFTCAP &&
                (int)FAJIT_FEATURE_HEAD_DIM_V == FJ_FEAT_HDIM_V &&
                (int)FAJIT_FEATURE_KV_FP8 == FJ_FEAT_KV_FP8, "fajit.h: feature bits");
 
-/* The sets the gate cannot run yet: fj_inputs_make makes no head_dim_v or FP8 inputs. */
-#define FSET_NOT_RUN (FJ_FEAT_HDIM_V | FJ_FEAT_KV_FP8)
+/* The sets the gate cannot run yet: fj_inputs_make makes no head_dim_v inputs. */
+#define FSET_NOT_RUN FJ_FEAT_HDIM_V
 
 unsigned fj_feature_set(const fajit_attn_desc *d)
 {
@@ -132,7 +132,7 @@ static int fset_of(unsigned features, fajit_kv_dtype kv, unsigned *fset)
 }
 
 /* A case's problem with the set's features on (fj_inputs_make: softcap 30, random sinks,
- * ALiBi slopes). */
+ * ALiBi slopes, FP8 K/V with a descale per tensor). */
 static fj_problem problem_of(const vcase *c, unsigned fset)
 {
     fj_problem p;
@@ -147,6 +147,7 @@ static fj_problem problem_of(const vcase *c, unsigned fset)
     p.features = (fset & FJ_FEAT_SOFTCAP ? FJ_PROBLEM_SOFTCAP : 0u) |
                  (fset & FJ_FEAT_SINKS ? FJ_PROBLEM_SINKS : 0u) |
                  (fset & FJ_FEAT_ALIBI ? FJ_PROBLEM_ALIBI : 0u);
+    p.kv_dtype = (int)(fset >> FJ_FSET_KV_SHIFT);
     return p;
 }
 
@@ -173,6 +174,9 @@ static int case_applies(const fj_family *f, const vcase *c, const fj_target *t, 
     d.softcap = fset & FJ_FEAT_SOFTCAP ? 30.f : 0.f;
     d.sinks = fset & FJ_FEAT_SINKS ? (const float *)p : NULL;
     d.alibi_slopes = fset & FJ_FEAT_ALIBI ? (const float *)p : NULL;
+    d.kv_dtype = (fajit_kv_dtype)(fset >> FJ_FSET_KV_SHIFT);
+    if (d.kv_dtype != FAJIT_KV_AS_Q)
+        d.k_descale = d.v_descale = (const float *)p;
     return f->op == (int)d.op && f->applies(&d, t);
 }
 
@@ -202,7 +206,7 @@ static fajit_status run_case(fajit_ctx *ctx, const fj_family *f, const vcase *c,
     fj_kplan kp;
     *failed = 0;
     FJ_CHECK(fj_inputs_make(ctx, &p, &c->shape, 1, c->lens_q[0] ? c->lens_q : NULL,
-                            c->lens_k, 1, &in));
+                            c->lens_k, FJ_INPUTS_TWIN | FJ_INPUTS_FP8, &in));
     const fajit_attn_desc *d = &in.d[0];
     memset(&kp, 0, sizeof kp);
     fajit_status st = fajit_attn_check(ctx, d);
@@ -517,7 +521,7 @@ static fajit_status asked_set(fajit_ctx *ctx, const fajit_validation_report *out
     char set[64];
     fj_feature_set_name(*fset, set, sizeof set);
     FJ_RETURN_IF(*fset & FSET_NOT_RUN, ctx, FAJIT_UNSUPPORTED, "the validation gate cannot "
-                 "run problems with head_dim_v or an FP8 kv_dtype yet (asked: %s)", set);
+                 "run problems with head_dim_v yet (asked: %s)", set);
     return FAJIT_OK;
 }
 
