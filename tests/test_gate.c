@@ -786,6 +786,46 @@ START_TEST(gate_feature_lazy)
 }
 END_TEST
 
+/* The default WARM policy for a feature set is its feature-free one: a family with a status
+ * note (gn) is validated on first use for the problem's set (though it passed feature-free),
+ * one without (gt) never at dispatch; OFF validates nothing, and still quarantines per set. */
+START_TEST(gate_feature_warm_off)
+{
+    fj_cuda fake = fake_table();
+    fj_cuda_set_for_testing(&fake);
+    fj_family_register_for_testing(&k_gt);
+    fj_family_register_for_testing(&k_gn);
+    setenv("FAJIT_MODEL_FEATURES", "on", 1);
+    sink_t s = {0};
+    fajit_attn_desc soft = with_softcap();
+    CUstream stream = (CUstream)0x5;
+    memset(&g_fake, 0, sizeof g_fake);
+    fajit_ctx *ctx = fake_ctx(&s, FAJIT_VALIDATE_WARM, FAJIT_POLICY_STRICT);
+    put_verdict(ctx, "gn", 1, 12080);
+    ck_assert_int_eq(fajit_attn_fwd(ctx, &soft, stream), FAJIT_CACHE_MISS);
+    ck_assert_int_eq(g_fake.allocs, 1);
+    ck_assert_msg(strstr(s.last_warn, "validation: gn could not be validated for softcap"),
+                  "%s", s.last_warn);
+    fajit_ctx_destroy(ctx);
+    fj_family_register_for_testing(NULL);
+    fj_family_register_for_testing(&k_gt);
+    ctx = fake_ctx(&s, FAJIT_VALIDATE_WARM, FAJIT_POLICY_STRICT);
+    ck_assert_int_eq(fajit_attn_fwd(ctx, &soft, stream), FAJIT_CACHE_MISS);
+    ck_assert_int_eq(g_fake.allocs, 1);   /* gt: no note, not validated at dispatch */
+    fajit_ctx_destroy(ctx);
+    ctx = fake_ctx(&s, FAJIT_VALIDATE_OFF, FAJIT_POLICY_STRICT);
+    put_verdict_set(ctx, "gt", 0, 12080, "softcap");
+    ck_assert_int_eq(fajit_attn_fwd(ctx, &soft, stream), FAJIT_CACHE_MISS);
+    ck_assert_int_eq(g_fake.allocs, 1);
+    ck_assert_msg(strstr(fajit_errmsg(ctx), "fa3 bf16 d128") && !strstr(fajit_errmsg(ctx), "gt("),
+                  "%s", fajit_errmsg(ctx));
+    fajit_ctx_destroy(ctx);
+    unsetenv("FAJIT_MODEL_FEATURES");
+    fj_family_register_for_testing(NULL);
+    fj_cuda_set_for_testing(NULL);
+}
+END_TEST
+
 /* fajit_validate of a feature set: the report names it, a set that names nothing or that
  * the gate cannot run is refused before anything runs; the problems have the features on. */
 START_TEST(gate_feature_validate_api)
@@ -929,6 +969,7 @@ TCase *fj_tcase_gate(void)
     TCase *tc = tcase_create("gate");
     tcase_add_test(tc, gate_feature_quarantine);
     tcase_add_test(tc, gate_feature_lazy);
+    tcase_add_test(tc, gate_feature_warm_off);
     tcase_add_test(tc, gate_feature_validate_api);
     tcase_add_test(tc, gate_feature_bundle_list);
     tcase_add_test(tc, gate_quarantine);
