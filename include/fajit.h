@@ -652,7 +652,16 @@ FAJIT_API fajit_status fajit_bench_spec(fajit_ctx *ctx, const char *spec, int re
  * dispatch skips it for the next family that applies (at worst the portable or the
  * reference kernel) and logs a warning naming the family, the case and the error, once per
  * context; fajit_dispatch_describe says so. A context reads a family's verdict once, at its
- * first need. When validation runs is the context's fajit_validate_policy. */
+ * first need. When validation runs is the context's fajit_validate_policy.
+ * Model features (softcap, sinks, ALiBi, head_dim_v, FP8 K/V) compile other kernel code,
+ * so a verdict is of one feature set: the problems above with exactly those features on
+ * (softcap 30, random sinks, ALiBi slopes 2^(-8(h+1)/H); FP8 K/V: random normal codes with
+ * a power-of-two descale per tensor), against the reference kernel with the same features
+ * (FP8: on K and V widened to Q's dtype and descaled, which is exact). Dispatch of a
+ * problem with features reads (and under LAZY makes) the verdict of its family for its
+ * feature set; a FAIL quarantines the family for that set only, and a feature-free verdict
+ * says nothing of any set. The gate cannot run problems with head_dim_v yet: those sets
+ * have no verdict (dispatch goes on unvalidated, as for a family without one). */
 typedef enum fajit_verdict {
     FAJIT_VERDICT_NONE = 0,  /* not validated on this GPU class */
     FAJIT_VERDICT_PASS = 1,
@@ -673,8 +682,26 @@ typedef struct fajit_verdict_info {
     int sm_count;
     int driver_version;      /* as fajit_sysinfo.driver_version */
     char fajit_version[16];
+    /* Appended after the first sized layout: the model-feature set of the verdict. In
+     * fajit_family_verdict also the question: set features and kv_dtype after
+     * fajit_verdict_info_init (zero, as init leaves them: the feature-free verdict). */
+    unsigned features;       /* FAJIT_FEATURE_* bits */
+    fajit_kv_dtype kv_dtype; /* E4M3 or E5M2 with FAJIT_FEATURE_KV_FP8, else AS_Q */
+    char features_name[64];  /* "softcap,sinks", "kv_e4m3"; "" for none (as the cache
+                                stores it; a name this library cannot read: features 0
+                                and fajit_cache_verify_verdicts calls the row bad) */
 } fajit_verdict_info;
 #define FAJIT_VERDICT_INFO_SIZE_V1 (offsetof(fajit_verdict_info, fajit_version) + 16)
+
+/* The bits of a model-feature set (fajit_verdict_info.features,
+ * fajit_validation_report.features): which model features of fajit_attn_desc are on. */
+enum {
+    FAJIT_FEATURE_SOFTCAP = 1,      /* softcap > 0 */
+    FAJIT_FEATURE_SINKS = 2,        /* sinks */
+    FAJIT_FEATURE_ALIBI = 4,        /* alibi_slopes */
+    FAJIT_FEATURE_HEAD_DIM_V = 8,   /* head_dim_v set and != head_dim */
+    FAJIT_FEATURE_KV_FP8 = 16       /* an FP8 kv_dtype (which one: the kv_dtype field) */
+};
 
 /* Sets struct_size and zeros the rest (NULL: does nothing); _sized as for fajit_ctx_opts.
  * The library writes at most struct_size bytes of an output struct. */
@@ -684,21 +711,24 @@ static inline void fajit_verdict_info_init(fajit_verdict_info *v)
     fajit_verdict_info_init_sized(v, sizeof *v);
 }
 
-/* The verdict on `family` (not AUTO, not REF) for the context's GPU class. Errors:
- * INVALID_ARGUMENT (no such family, out NULL or its struct_size), NO_DEVICE. */
+/* The verdict on `family` (not AUTO, not REF) for the context's GPU class and the feature
+ * set out->features / out->kv_dtype (read where out->struct_size holds them; else, and
+ * when zero, the feature-free verdict). Errors: INVALID_ARGUMENT (no such family, out NULL
+ * or its struct_size, features naming no set: unknown bits, KV_FP8 and kv_dtype not
+ * together), NO_DEVICE. */
 FAJIT_API fajit_status fajit_family_verdict(fajit_ctx *ctx, fajit_family family,
                                             fajit_verdict_info *out);
 
 /* Every verdict in the context's cache, of every GPU class (a context without a device
- * may list them), ordered by class and family; fn gets a fajit_verdict_info of this
+ * may list them), ordered by class, family and feature set; fn gets a fajit_verdict_info of this
  * library's size, valid during the call; nonzero from fn stops. Errors: INVALID_ARGUMENT,
  * CACHE_ERROR. */
 typedef int (*fajit_verdict_fn)(void *user, const fajit_verdict_info *v);
 FAJIT_API fajit_status fajit_verdict_list(fajit_ctx *ctx, fajit_verdict_fn fn, void *user);
 
 /* Checks every verdict row of the context's cache (a bundle can write anything there): its
- * family is one this library validates, its arch a target it knows, its status pass or
- * fail, its `created` neither in the future nor before 1970. Bad rows are removed (the
+ * family is one this library validates, its arch a target it knows, its feature set one
+ * it names, its status pass or fail, its `created` neither in the future nor before 1970. Bad rows are removed (the
  * family is validated again on its first use on that class); on_bad (may be NULL) gets
  * each first, with why, during the call (it must not call into the context). Counts may
  * be NULL. Errors: INVALID_ARGUMENT, CACHE_ERROR. */
@@ -714,6 +744,11 @@ typedef struct fajit_validation_report {
     fajit_family first_failed; /* AUTO when none failed */
     char failed_case[160];   /* of first_failed */
     char error[256];
+    /* Appended after the first sized layout: the question, as in fajit_verdict_info. Set
+     * after fajit_validation_report_init: fajit_validate validates this model-feature set
+     * (zero: feature-free problems). */
+    unsigned features;       /* FAJIT_FEATURE_* bits */
+    fajit_kv_dtype kv_dtype; /* E4M3 or E5M2 with FAJIT_FEATURE_KV_FP8, else AS_Q */
 } fajit_validation_report;
 #define FAJIT_VALIDATION_REPORT_SIZE_V1 (offsetof(fajit_validation_report, error) + 256)
 
@@ -724,16 +759,18 @@ static inline void fajit_validation_report_init(fajit_validation_report *r)
 }
 
 /* Validates `family` (AUTO: every family that serves some validation problem on this
- * device, the reference kernel excepted) on the context's device now, compiling what it
- * needs, and stores each verdict (replacing an older one of the class; a read-only or
- * memory-only cache keeps them for the context's life). Blocking; progress per problem
- * goes to the progress callback, one line per verdict to the log (INFO on pass, WARN on
- * fail). `out` may be NULL. Returns OK when every family validated passed;
+ * device, the reference kernel excepted) for the feature set out->features / kv_dtype
+ * (out NULL or too small to hold them: feature-free) on the context's device now,
+ * compiling what it needs, and stores each verdict (replacing an older one of the class
+ * and set; a read-only or memory-only cache keeps them for the context's life). Blocking;
+ * progress per problem goes to the progress callback, one line per verdict to the log
+ * (INFO on pass, WARN on fail). Returns OK when every family validated passed;
  * VALIDATION_FAILED when one failed (fajit_errmsg names the family, the case and the
- * error); UNSUPPORTED when a named family applies to no validation problem on this target;
- * NO_DEVICE; INVALID_ARGUMENT (REF, a value naming no family); and the errors that keep
- * a problem from being run at all (COMPILE_FAILED, NO_NVRTC, CUDA_ERROR of an allocation
- * or of the reference kernel, ...), which record no verdict. */
+ * error); UNSUPPORTED when a named family applies to no validation problem on this target
+ * with those features, or the set has head_dim_v (the gate cannot run it yet); NO_DEVICE; INVALID_ARGUMENT (REF, a value naming no family, features naming no
+ * set); and the errors that keep a problem from being run at all (COMPILE_FAILED,
+ * NO_NVRTC, CUDA_ERROR of an allocation or of the reference kernel, ...), which record no
+ * verdict. */
 FAJIT_API fajit_status fajit_validate(fajit_ctx *ctx, fajit_family family,
                                       fajit_validation_report *out);
 

@@ -1,6 +1,7 @@
 /* abi_v1.h - the first sized layouts of the public structs, as a caller compiled against
  * that header sees them: fajit_attn_desc without the fields appended after it (op,
- * workspace, workspace_bytes), fajit_ctx_opts and fajit_tune_opts as first sized. Frozen:
+ * workspace, workspace_bytes), fajit_ctx_opts, fajit_tune_opts, fajit_verdict_info and
+ * fajit_validation_report as first sized. Frozen:
  * never edit these to follow include/fajit.h; test_abi.c checks the library still takes
  * them. */
 #ifndef FJ_ABI_V1_H
@@ -51,5 +52,30 @@ typedef struct abi_v1_tune_opts {
     int pin;
     int force;
 } abi_v1_tune_opts;
+
+/* The validation gate's structs as first sized (before the model-feature set was
+ * appended). */
+typedef struct abi_v1_verdict_info {
+    size_t struct_size;
+    int family;
+    char family_name[16];
+    int verdict;
+    char failed_case[160];
+    char error[256];
+    int64_t created;
+    char gpu_name[128];
+    char arch[16];
+    int sm_count;
+    int driver_version;
+    char fajit_version[16];
+} abi_v1_verdict_info;
+
+typedef struct abi_v1_validation_report {
+    size_t struct_size;
+    int families, failed, cases;
+    int first_failed;
+    char failed_case[160];
+    char error[256];
+} abi_v1_validation_report;
 
 #endif /* FJ_ABI_V1_H */

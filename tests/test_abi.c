@@ -51,6 +51,18 @@ _Static_assert(offsetof(abi_v1_attn_desc, lse) == offsetof(fajit_attn_desc, lse)
 _Static_assert(offsetof(abi_v1_attn_desc, softmax_scale) ==
                    offsetof(fajit_attn_desc, softmax_scale), "scale");
 _Static_assert(offsetof(abi_v1_ctx_opts, family) == offsetof(fajit_ctx_opts, family), "fam");
+/* The verdict structs grew by the feature set: the first sized layouts are their prefix. */
+_Static_assert(sizeof(abi_v1_verdict_info) == FAJIT_VERDICT_INFO_SIZE_V1, "verdict v1 size");
+_Static_assert(offsetof(fajit_verdict_info, features) == FAJIT_VERDICT_INFO_SIZE_V1,
+               "appended");
+_Static_assert(offsetof(abi_v1_verdict_info, created) == offsetof(fajit_verdict_info, created),
+               "created");
+_Static_assert(offsetof(abi_v1_verdict_info, fajit_version) ==
+                   offsetof(fajit_verdict_info, fajit_version), "fajit_version");
+_Static_assert(offsetof(fajit_validation_report, features) >= FAJIT_VALIDATION_REPORT_SIZE_V1,
+               "appended");
+_Static_assert(offsetof(abi_v1_validation_report, error) ==
+                   offsetof(fajit_validation_report, error), "error");
 /* num_splits_max, appended after num_splits: where the struct had its tail padding. */
 _Static_assert(offsetof(fajit_attn_desc, num_splits_max) ==
                    offsetof(fajit_attn_desc, num_splits) + sizeof(int), "appended last");

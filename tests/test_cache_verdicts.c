@@ -1,6 +1,7 @@
 /* test_cache_verdicts.c - unit tests of src/cache/verdicts.c: the validation gate's
- * verdicts round trip, are keyed by the whole GPU class, replace each other, and the
- * schema 3 -> 4 migration that adds their table. */
+ * verdicts round trip, are keyed by the whole GPU class and the model-feature set, replace
+ * each other, the schema 3 -> 4 migration that adds their table and the 4 -> 5 one that
+ * keys them by feature set (old rows kept as feature-free), and bundles carry the set. */
 #include "test_cache.h"
 
 static void make_verdict(fj_verdict *v, const char *family, int pass, int64_t created)
@@ -146,7 +147,7 @@ START_TEST(test_verdict_migrate_3)
 
     c = open_ok(dir);
     ck_assert_int_eq(fj_cache_readonly(c), 0);
-    ck_assert_ptr_nonnull(strstr(g_log.last[FJ_LOG_INFO], "migrated from schema 3 to 4"));
+    ck_assert_ptr_nonnull(strstr(g_log.last[FJ_LOG_INFO], "migrated from schema 3 to 5"));
     ck_assert_int_eq(count_aside(dir), 0);
     ck_assert_int_eq(fj_cache_get(c, &e.key, &got), 1);   /* the kernel is kept */
     fj_entry_free(&got);
@@ -245,8 +246,176 @@ START_TEST(test_verdict_import_rule)
 }
 END_TEST
 
+/* The feature set is a part of the key: a verdict of "softcap" and a feature-free one of
+ * the same class and family are two rows, each replaced only by its own; listed in order. */
+START_TEST(test_verdict_features_key)
+{
+    char dir[128];
+    fj_verdict plain, soft, got;
+    make_dir(dir, sizeof dir);
+    fj_cache *c = open_ok(dir);
+    make_verdict(&plain, "fa3", 1, 1000);
+    make_verdict(&soft, "fa3", 0, 1000);
+    snprintf(soft.features, sizeof soft.features, "softcap");
+    ck_assert_int_eq(fj_cache_verdict_put(c, &plain), 0);
+    ck_assert_int_eq(fj_cache_verdict_put(c, &soft), 0);
+    fj_cache_close(c);
+    c = open_ok(dir);
+    ck_assert_int_eq(fj_cache_verdict_get(c, &plain, &got), 1);
+    ck_assert_int_eq(got.pass, 1);
+    ck_assert_str_eq(got.features, "");
+    ck_assert_int_eq(fj_cache_verdict_get(c, &soft, &got), 1);
+    ck_assert_int_eq(got.pass, 0);
+    ck_assert_str_eq(got.features, "softcap");
+    fj_verdict k = soft;
+    snprintf(k.features, sizeof k.features, "softcap,sinks");
+    ck_assert_int_eq(fj_cache_verdict_get(c, &k, &got), 0);
+    /* a new PASS of the softcap set leaves the feature-free verdict alone, and back */
+    make_verdict(&k, "fa3", 1, 2000);
+    snprintf(k.features, sizeof k.features, "softcap");
+    ck_assert_int_eq(fj_cache_verdict_put(c, &k), 0);
+    make_verdict(&k, "fa3", 0, 2000);
+    ck_assert_int_eq(fj_cache_verdict_put(c, &k), 0);
+    ck_assert_int_eq(fj_cache_verdict_get(c, &soft, &got), 1);
+    ck_assert_int_eq(got.pass, 1);
+    ck_assert_int_eq(fj_cache_verdict_get(c, &plain, &got), 1);
+    ck_assert_int_eq(got.pass, 0);
+    verdict_acc acc = {0, {{0}}};
+    ck_assert_int_eq(fj_cache_verdict_list(c, NULL, verdict_cb, &acc), 0);
+    ck_assert_int_eq(acc.n, 2);
+    fj_cache_close(c);
+    rm_rf(dir);
+}
+END_TEST
+
+/* Makes the cache file at `path` look as fajit with schema 4 left it: verdicts keyed by
+ * class and family only, no features column. */
+static void downgrade_to_4(const char *path)
+{
+    sqlite3 *db = NULL;
+    ck_assert_int_eq(sqlite3_open(path, &db), SQLITE_OK);
+    ck_assert_int_eq(sqlite3_exec(db, "CREATE TABLE v4 (gpu_name TEXT, arch TEXT, sm_count "
+                                  "INTEGER, driver_version INTEGER, fajit_version TEXT, family "
+                                  "TEXT, pass INTEGER NOT NULL, failed_case TEXT NOT NULL, error"
+                                  " TEXT NOT NULL, created INTEGER NOT NULL, PRIMARY KEY "
+                                  "(gpu_name, arch, sm_count, driver_version, fajit_version, "
+                                  "family)); INSERT INTO v4 SELECT gpu_name, arch, sm_count, "
+                                  "driver_version, fajit_version, family, pass, failed_case, "
+                                  "error, created FROM verdicts; DROP TABLE verdicts; ALTER "
+                                  "TABLE v4 RENAME TO verdicts; UPDATE meta SET v = '4' WHERE "
+                                  "k = 'format'; PRAGMA user_version = 4;", NULL, NULL, NULL),
+                     SQLITE_OK);
+    ck_assert_int_eq(sqlite3_close(db), SQLITE_OK);
+}
+
+/* A schema-4 file keeps its verdicts, as feature-free ones: read-only (read as they are,
+ * no put), migrated in place when writable (then a feature set is a row of its own), and
+ * imported from a schema-4 bundle. */
+START_TEST(test_verdict_migrate_4)
+{
+    char dir[128], path[160], bundle[160];
+    fj_verdict v, soft, got;
+    fj_bundle_stats st;
+    make_dir(dir, sizeof dir);
+    snprintf(path, sizeof path, "%s/kernels.db", dir);
+    snprintf(bundle, sizeof bundle, "%s/old.fjb", dir);
+    fj_cache *c = open_ok(dir);
+    make_verdict(&v, "fa3", 0, 1500);
+    ck_assert_int_eq(fj_cache_verdict_put(c, &v), 0);
+    fj_cache_close(c);
+    downgrade_to_4(path);
+    ck_assert_int_eq(file_user_version(path), 4);
+    make_verdict(&soft, "fa3", 1, 0);
+    snprintf(soft.features, sizeof soft.features, "softcap");
+
+    fj_cache_debug_force_readonly = 1;
+    c = open_ok(dir);
+    fj_cache_debug_force_readonly = 0;
+    ck_assert_int_eq(fj_cache_readonly(c), 1);
+    ck_assert_int_eq(fj_cache_verdict_get(c, &v, &got), 1);
+    ck_assert_int_eq(got.pass, 0);
+    ck_assert_str_eq(got.features, "");
+    ck_assert_str_eq(got.error, "wrong result: max error 0.5");
+    ck_assert_int_eq(fj_cache_verdict_get(c, &soft, &got), 0);
+    verdict_acc acc = {0, {{0}}};
+    ck_assert_int_eq(fj_cache_verdict_list(c, NULL, verdict_cb, &acc), 0);
+    ck_assert_int_eq(acc.n, 1);
+    ck_assert_int_eq(fj_cache_verdict_put(c, &soft), -1);
+    fj_cache_close(c);
+
+    /* a copy of the schema-4 file, as a bundle */
+    char cmd[400];
+    snprintf(cmd, sizeof cmd, "cp %s %s", path, bundle);
+    ck_assert_int_eq(system(cmd), 0);
+
+    c = open_ok(dir);
+    ck_assert_int_eq(fj_cache_readonly(c), 0);
+    ck_assert_ptr_nonnull(strstr(g_log.last[FJ_LOG_INFO], "migrated from schema 4 to 5"));
+    ck_assert_int_eq(count_aside(dir), 0);
+    ck_assert_int_eq(fj_cache_verdict_get(c, &v, &got), 1);
+    ck_assert_int_eq(got.pass, 0);
+    ck_assert_int_eq(got.created, 1500);
+    ck_assert_str_eq(got.failed_case, v.failed_case);
+    ck_assert_int_eq(fj_cache_verdict_put(c, &soft), 0);
+    ck_assert_int_eq(fj_cache_verdict_get(c, &soft, &got), 1);
+    ck_assert_int_eq(got.pass, 1);
+    ck_assert_int_eq(fj_cache_verdict_get(c, &v, &got), 1);   /* still there, still FAIL */
+    ck_assert_int_eq(got.pass, 0);
+    fj_cache_close(c);
+    ck_assert_int_eq(file_user_version(path), FJ_CACHE_SCHEMA_VERSION);
+
+    c = open_ok(NULL);
+    ck_assert_int_eq(fj_cache_import(c, bundle, NULL, &st), 0);
+    ck_assert_int_eq(st.verdicts, 1);
+    ck_assert_int_eq(fj_cache_verdict_get(c, &v, &got), 1);
+    ck_assert_str_eq(got.features, "");
+    ck_assert_int_eq(got.pass, 0);
+    fj_cache_close(c);
+    rm_rf(dir);
+}
+END_TEST
+
+/* Bundles carry the feature set: two verdicts of one class and family, feature-free and
+ * "softcap,kv_e4m3", export and import as two, each keeping its own result. */
+START_TEST(test_verdict_bundle_features)
+{
+    char dir[128], bundle[160];
+    fj_verdict v, w, got;
+    fj_bundle_stats st;
+    make_dir(dir, sizeof dir);
+    snprintf(bundle, sizeof bundle, "%s/fleet.fjb", dir);
+    fj_cache *c = open_ok(NULL);
+    make_verdict(&v, "decode", 1, 3000);
+    make_verdict(&w, "decode", 0, 3000);
+    snprintf(w.features, sizeof w.features, "softcap,kv_e4m3");
+    ck_assert_int_eq(fj_cache_verdict_put(c, &v), 0);
+    ck_assert_int_eq(fj_cache_verdict_put(c, &w), 0);
+    ck_assert_int_eq(fj_cache_export(c, bundle, NULL, 0, &st), 0);
+    ck_assert_int_eq(st.verdicts, 2);
+    fj_cache_close(c);
+    c = open_ok(NULL);
+    ck_assert_int_eq(fj_cache_import(c, bundle, NULL, &st), 0);
+    ck_assert_int_eq(st.verdicts, 2);
+    ck_assert_int_eq(fj_cache_verdict_get(c, &v, &got), 1);
+    ck_assert_int_eq(got.pass, 1);
+    ck_assert_str_eq(got.features, "");
+    ck_assert_int_eq(fj_cache_verdict_get(c, &w, &got), 1);
+    ck_assert_int_eq(got.pass, 0);
+    ck_assert_str_eq(got.features, "softcap,kv_e4m3");
+    fj_cache_close(c);
+    ck_assert_int_eq(fj_cache_open_bundle(&c, bundle, NULL, NULL), 0);
+    ck_assert_int_eq(fj_cache_verdict_get(c, &w, &got), 1);
+    ck_assert_int_eq(got.pass, 0);
+    fj_cache_close(c);
+    rm_rf(dir);
+}
+END_TEST
+
 void fj_cache_tests_verdicts(TCase *tc)
 {
+    tcase_add_test(tc, test_verdict_features_key);
+    tcase_add_test(tc, test_verdict_migrate_4);
+    tcase_add_test(tc, test_verdict_bundle_features);
     tcase_add_test(tc, test_verdict_import_rule);
     tcase_add_test(tc, test_verdict_bundle);
     tcase_add_test(tc, test_verdict_round_trip);

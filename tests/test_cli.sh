@@ -201,28 +201,30 @@ else
     echo "ok: merge works under TMPDIR and removes its directory on SIGTERM -> $rc"
 fi
 # cache verify checks verdict rows (as a bundle may bring them): a family of this fajit, a
-# target, a pass/fail status, a date not in the future; bad ones are named and removed.
+# target, a feature set it names, a pass/fail status, a date not in the future; bad ones are
+# named and removed.
 "$T" --cache-dir "$dir/vd" cache ls >/dev/null 2>&1
 python3 - "$dir/vd/kernels.db" <<'PY'
 import sqlite3, sys, time
 db = sqlite3.connect(sys.argv[1])
 now = int(time.time())
-rows = [("fa3", "sm_90a", 1, now - 100), ("fa9", "sm_90a", 1, now - 100),
-        ("fa3", "sm_999", 0, now - 100), ("decode", "sm_90a", 7, now - 100),
-        ("fa4", "sm_100a", 1, 4102444800)]
-db.executemany("INSERT INTO verdicts VALUES ('NVIDIA X', ?, 132, 13000, '0.1.0', ?, ?, '', '', ?)",
-               [(a, f, p, t) for f, a, p, t in rows])
+rows = [("fa3", "sm_90a", 1, now - 100, ""), ("fa9", "sm_90a", 1, now - 100, ""),
+        ("fa3", "sm_999", 0, now - 100, ""), ("decode", "sm_90a", 7, now - 100, ""),
+        ("fa4", "sm_100a", 1, 4102444800, ""), ("fa3", "sm_90a", 1, now - 100, "softcap,bogus")]
+db.executemany("INSERT INTO verdicts VALUES ('NVIDIA X', ?, 132, 13000, '0.1.0', ?, ?, '', '', ?, ?)",
+               [(a, f, p, t, s) for f, a, p, t, s in rows])
 db.commit()
 PY
 out=$("$T" --cache-dir "$dir/vd" cache verify 2>&1)
 rc=$?
-if [ "$rc" != 1 ] || ! grep -q "^5 verdicts checked, 4 bad (removed)" <<<"$out" ||
-    [ "$(grep -c '^BAD VERDICT' <<<"$out")" != 4 ] || ! grep -q "fa9 sm_90a.*no family" <<<"$out" ||
-    ! grep -q "fa4 sm_100a.*in the future" <<<"$out"; then
-    echo "FAIL: cache verify with 4 bad verdict rows -> rc $rc (want 1): $out"
+if [ "$rc" != 1 ] || ! grep -q "^6 verdicts checked, 5 bad (removed)" <<<"$out" ||
+    [ "$(grep -c '^BAD VERDICT' <<<"$out")" != 5 ] || ! grep -q "fa9 sm_90a.*no family" <<<"$out" ||
+    ! grep -q "fa4 sm_100a.*in the future" <<<"$out" ||
+    ! grep -q "fa3 sm_90a .* for softcap,bogus: its feature set" <<<"$out"; then
+    echo "FAIL: cache verify with 5 bad verdict rows -> rc $rc (want 1): $out"
     fails=$((fails + 1))
 else
-    echo "ok: cache verify names and removes 4 bad verdict rows -> 1"
+    echo "ok: cache verify names and removes 5 bad verdict rows -> 1"
 fi
 expect_out 0 "^1 verdicts checked, 0 bad" --cache-dir "$dir/vd" cache verify
 args=()

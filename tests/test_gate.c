@@ -12,12 +12,15 @@
 #include <unistd.h>
 
 #include "../src/api/internal.h"
+#include "abi_v1.h"
 
 /*------ a fake sm_90a device, and a family on it ------*/
 
 static struct {
     int allocs;                /* cuMemAlloc calls other than the counter ring's */
     int capturing;             /* cuStreamIsCapturing's answer */
+    int grant;                 /* 1: every allocation is granted (and counted) */
+    size_t alloc_bytes[16];    /* the sizes of the first 16 counted allocations */
 } g_fake;
 
 #define RING_BYTES ((size_t)(FJ_COUNTER_SLOTS + FJ_COUNTER_GRAPH_SLOTS) * FJ_COUNTER_SLOT_BYTES)
@@ -47,14 +50,22 @@ static CUresult f_memset(CUdeviceptr p, unsigned char v, size_t n)
     return 0;
 }
 static CUresult f_free(CUdeviceptr p) { (void)p; return 0; }
-/* The counter ring is granted; any other allocation (validation's inputs) fails. */
+/* The counter ring is granted; any other allocation (validation's inputs) fails unless
+ * g_fake.grant. */
 static CUresult f_alloc(CUdeviceptr *p, size_t n)
 {
     *p = 0x7000000;
     if (n == RING_BYTES)
         return 0;
+    if (g_fake.allocs < 16)
+        g_fake.alloc_bytes[g_fake.allocs] = n;
     g_fake.allocs++;
-    return 2;
+    return g_fake.grant ? 0 : 2;
+}
+static CUresult f_htod(CUdeviceptr d, const void *p, size_t n)
+{
+    (void)d, (void)p, (void)n;
+    return 0;
 }
 static CUresult f_capturing(CUstream s, int *status)
 {
@@ -72,6 +83,7 @@ static fj_cuda fake_table(void)
     f.cuGetErrorName = f_errname, f.cuCtxSetCurrent = f_setcur, f.cuCtxSynchronize = f_sync;
     f.cuMemAlloc = f_alloc, f.cuMemsetD8 = f_memset, f.cuMemFree = f_free;
     f.cuStreamIsCapturing = f_capturing;
+    f.cuMemcpyHtoD = f_htod;
     f.version = 12080;
     return f;
 }
@@ -190,8 +202,17 @@ static fajit_ctx *fake_ctx(sink_t *s, fajit_validate_policy v, fajit_policy poli
     return ctx;
 }
 
-/* A verdict on `family` for the class of ctx's device (driver as the fake reports it). */
+/* A verdict on `family` for the class of ctx's device (driver as the fake reports it) and
+ * the feature set named `features` ("" for none). */
+static void put_verdict_set(fajit_ctx *ctx, const char *family, int pass, int driver,
+                            const char *features);
 static void put_verdict(fajit_ctx *ctx, const char *family, int pass, int driver)
+{
+    put_verdict_set(ctx, family, pass, driver, "");
+}
+
+static void put_verdict_set(fajit_ctx *ctx, const char *family, int pass, int driver,
+                            const char *features)
 {
     fj_verdict v;
     memset(&v, 0, sizeof v);
@@ -204,6 +225,7 @@ static void put_verdict(fajit_ctx *ctx, const char *family, int pass, int driver
     v.pass = pass;
     snprintf(v.failed_case, sizeof v.failed_case, "%s", pass ? "" : "bf16 hd128 causal b2");
     snprintf(v.error, sizeof v.error, "%s", pass ? "" : "wrong result: max error 0.25");
+    snprintf(v.features, sizeof v.features, "%s", features);
     ck_assert_int_eq(fj_cache_verdict_put(ctx->cache, &v), 0);
 }
 
@@ -489,7 +511,7 @@ START_TEST(gate_imported_pass_noted)
 
     ctx = fake_ctx(&s, FAJIT_VALIDATE_WARM, FAJIT_POLICY_STRICT);
     ck_assert_int_eq(fajit_cache_import(ctx, bundle, NULL, NULL, NULL), FAJIT_OK);
-    ck_assert_int_eq(fj_verdict_state(ctx, &k_gt, NULL), FJ_VS_PASS);
+    ck_assert_int_eq(fj_verdict_state(ctx, &k_gt, 0, NULL), FJ_VS_PASS);
     fajit_attn_desc d = hd128_causal();
     memset(&g_fake, 0, sizeof g_fake);
     ck_assert_int_eq(fajit_attn_fwd(ctx, &d, (CUstream)0x5), FAJIT_CACHE_MISS);
@@ -506,7 +528,7 @@ START_TEST(gate_imported_pass_noted)
     ck_assert_int_eq(fajit_cache_import_bundle(ctx, bundle2, &r), FAJIT_OK);
     ck_assert_int_eq(r.verdicts, 1);   /* the FAIL of gn is taken */
     ck_assert_int_eq(r.verdicts_kept + r.verdicts_replaced, 1);   /* gt's, of one time */
-    ck_assert_int_eq(fj_verdict_state(ctx, &k_gn, NULL), FJ_VS_FAIL);
+    ck_assert_int_eq(fj_verdict_state(ctx, &k_gn, 0, NULL), FJ_VS_FAIL);
     fajit_ctx_destroy(ctx);
     unlink(bundle);
     unlink(bundle2);
@@ -580,9 +602,376 @@ START_TEST(gate_verdict_list)
 }
 END_TEST
 
+/*------ model-feature sets ------*/
+
+static fajit_attn_desc with_softcap(void)
+{
+    fajit_attn_desc d = hd128_causal();
+    d.softcap = 30.f;
+    return d;
+}
+
+/* The verdict of family 10 (gt) for features / kv (FAJIT_FEATURE_*). */
+static fajit_verdict_info gt_verdict(fajit_ctx *ctx, unsigned features, fajit_kv_dtype kv)
+{
+    fajit_verdict_info vi;
+    fajit_verdict_info_init(&vi);
+    vi.features = features, vi.kv_dtype = kv;
+    ck_assert_int_eq(fajit_family_verdict(ctx, (fajit_family)10, &vi), FAJIT_OK);
+    return vi;
+}
+
+/* A FAIL of (gt, softcap) quarantines gt for softcap problems only, and a FAIL of (gt, no
+ * features) for feature-free problems only; describe names the set and the verdict it
+ * read; fajit_family_verdict answers per set. */
+START_TEST(gate_feature_quarantine)
+{
+    fj_cuda fake = fake_table();
+    fj_cuda_set_for_testing(&fake);
+    fj_family_register_for_testing(&k_gt);
+    setenv("FAJIT_MODEL_FEATURES", "on", 1);
+    sink_t s = {0};
+    char line[2048];
+    fajit_attn_desc plain = hd128_causal(), soft = with_softcap();
+
+    fajit_ctx *ctx = fake_ctx(&s, FAJIT_VALIDATE_WARM, FAJIT_POLICY_BLOCKING);
+    put_verdict_set(ctx, "gt", 0, 12080, "softcap");
+    put_verdict(ctx, "gt", 1, 12080);
+    describe(ctx, &plain, line, sizeof line);
+    ck_assert_msg(strstr(line, "gt(fa2 bf16 d128") && !strstr(line, "QUARANTINED") &&
+                  strstr(line, "; verdict: gt passed validation on this GPU class (no model "
+                               "features)"), "%s", line);
+    ck_assert_int_eq(s.quarantine_warns, 0);
+    describe(ctx, &soft, line, sizeof line);
+    ck_assert_msg(!strstr(line, "gt(") && strstr(line, "fa3 bf16 d128") &&
+                  strstr(line, "family gt is QUARANTINED on this GPU class for softcap (failed "
+                               "validation at bf16 hd128 causal b2: wrong result") &&
+                  strstr(line, "; verdict: none for fa3 on this GPU class for softcap"),
+                  "%s", line);
+    ck_assert_int_eq(s.quarantine_warns, 1);
+    ck_assert_msg(strstr(s.last_warn, "family gt is quarantined for softcap on this GPU (Fake "
+                                      "GPU"), "%s", s.last_warn);
+    fajit_verdict_info vi = gt_verdict(ctx, FAJIT_FEATURE_SOFTCAP, FAJIT_KV_AS_Q);
+    ck_assert_int_eq(vi.verdict, FAJIT_VERDICT_FAIL);
+    ck_assert_str_eq(vi.features_name, "softcap");
+    ck_assert_uint_eq(vi.features, FAJIT_FEATURE_SOFTCAP);
+    vi = gt_verdict(ctx, 0, FAJIT_KV_AS_Q);
+    ck_assert_int_eq(vi.verdict, FAJIT_VERDICT_PASS);
+    ck_assert_str_eq(vi.features_name, "");
+    vi = gt_verdict(ctx, FAJIT_FEATURE_SOFTCAP | FAJIT_FEATURE_SINKS, FAJIT_KV_AS_Q);
+    ck_assert_int_eq(vi.verdict, FAJIT_VERDICT_NONE);   /* another set */
+    ck_assert_str_eq(vi.features_name, "softcap,sinks");
+    vi = gt_verdict(ctx, FAJIT_FEATURE_KV_FP8, FAJIT_KV_E5M2);
+    ck_assert_str_eq(vi.features_name, "kv_e5m2");
+    /* sets that name nothing */
+    fajit_verdict_info_init(&vi);
+    vi.features = FAJIT_FEATURE_KV_FP8;   /* without kv_dtype */
+    ck_assert_int_eq(fajit_family_verdict(ctx, (fajit_family)10, &vi), FAJIT_INVALID_ARGUMENT);
+    ck_assert_ptr_nonnull(strstr(fajit_errmsg(ctx), "FAJIT_FEATURE_KV_FP8 exactly when"));
+    vi.features = 64;
+    ck_assert_int_eq(fajit_family_verdict(ctx, (fajit_family)10, &vi), FAJIT_INVALID_ARGUMENT);
+    fajit_ctx_destroy(ctx);
+
+    /* the other way: feature-free FAIL, softcap PASS */
+    ctx = fake_ctx(&s, FAJIT_VALIDATE_WARM, FAJIT_POLICY_BLOCKING);
+    put_verdict(ctx, "gt", 0, 12080);
+    put_verdict_set(ctx, "gt", 1, 12080, "softcap");
+    describe(ctx, &soft, line, sizeof line);
+    ck_assert_msg(strstr(line, "gt(fa2 bf16 d128") && !strstr(line, "QUARANTINED") &&
+                  strstr(line, "; verdict: gt passed validation on this GPU class for softcap"),
+                  "%s", line);
+    describe(ctx, &plain, line, sizeof line);
+    ck_assert_msg(strstr(line, "fa3 bf16 d128") && strstr(line, "family gt is QUARANTINED on "
+                                                              "this GPU class (failed"),
+                  "%s", line);
+    fajit_ctx_destroy(ctx);
+
+    /* a tuning row of gt is not used for a set gt is quarantined for */
+    ctx = fake_ctx(&s, FAJIT_VALIDATE_WARM, FAJIT_POLICY_BLOCKING);
+    put_verdict_set(ctx, "gt", 0, 12080, "softcap");
+    fj_tune_row row;
+    memset(&row, 0, sizeof row);
+    snprintf(row.gpu_name, sizeof row.gpu_name, "Fake GPU");
+    snprintf(row.arch, sizeof row.arch, "sm_90a");
+    row.sm_count = 132;
+    fj_desc_signature(&soft, row.signature, sizeof row.signature);
+    fj_desc_bucket(&soft, row.sm_count, row.bucket, sizeof row.bucket);
+    snprintf(row.config, sizeof row.config, "gt:64x64w4s2");
+    ck_assert_int_eq(fj_cache_tune_put(ctx->cache, &row), 0);
+    describe(ctx, &soft, line, sizeof line);
+    ck_assert_msg(!strstr(line, "gt(") && strstr(line, "(default)"), "%s", line);
+    fajit_ctx_destroy(ctx);
+
+    unsetenv("FAJIT_MODEL_FEATURES");
+    fj_family_register_for_testing(NULL);
+    fj_cuda_set_for_testing(NULL);
+}
+END_TEST
+
+/* LAZY for a feature set: a feature-free PASS does not count for softcap (the first softcap
+ * dispatch validates gt with softcap on, which here cannot allocate its inputs), a softcap
+ * verdict does; a set the gate cannot run (FP8 K/V) is not tried; with FAJIT_MODEL_FEATURES
+ * off nothing is validated (the call is refused). */
+START_TEST(gate_feature_lazy)
+{
+    fj_cuda fake = fake_table();
+    fj_cuda_set_for_testing(&fake);
+    fj_family_register_for_testing(&k_gt);
+    sink_t s = {0};
+    fajit_attn_desc plain = hd128_causal(), soft = with_softcap();
+    CUstream stream = (CUstream)0x5;
+    memset(&g_fake, 0, sizeof g_fake);
+
+    fajit_ctx *ctx = fake_ctx(&s, FAJIT_VALIDATE_LAZY, FAJIT_POLICY_STRICT);
+    ck_assert_int_eq(fajit_attn_fwd(ctx, &soft, stream), FAJIT_UNSUPPORTED);
+    ck_assert_int_eq(g_fake.allocs, 0);
+    fajit_ctx_destroy(ctx);
+
+    setenv("FAJIT_MODEL_FEATURES", "on", 1);
+    ctx = fake_ctx(&s, FAJIT_VALIDATE_LAZY, FAJIT_POLICY_STRICT);
+    put_verdict(ctx, "gt", 1, 12080);
+    ck_assert_int_eq(fajit_attn_fwd(ctx, &plain, stream), FAJIT_CACHE_MISS);
+    ck_assert_int_eq(g_fake.allocs, 0);   /* feature-free: validated already */
+    ck_assert_int_eq(fajit_attn_fwd(ctx, &soft, stream), FAJIT_CACHE_MISS);
+    ck_assert_int_eq(g_fake.allocs, 1);   /* softcap: tried */
+    ck_assert_msg(strstr(s.last_warn, "validation: gt could not be validated for softcap "
+                                      "(FAJIT_CUDA_ERROR: validating gt on bf16 hd128 causal b2 "
+                                      "h8/8 sq512 sk512 with softcap: allocating inputs"),
+                  "%s", s.last_warn);
+    ck_assert_int_eq(fajit_attn_fwd(ctx, &soft, stream), FAJIT_CACHE_MISS);
+    ck_assert_int_eq(g_fake.allocs, 1);   /* once per context and set */
+    ck_assert_int_eq(gt_verdict(ctx, FAJIT_FEATURE_SOFTCAP, FAJIT_KV_AS_Q).verdict,
+                     FAJIT_VERDICT_NONE);
+    ck_assert_int_eq(gt_verdict(ctx, 0, FAJIT_KV_AS_Q).verdict, FAJIT_VERDICT_PASS);
+    fajit_ctx_destroy(ctx);
+
+    ctx = fake_ctx(&s, FAJIT_VALIDATE_LAZY, FAJIT_POLICY_STRICT);
+    put_verdict_set(ctx, "gt", 1, 12080, "softcap");
+    ck_assert_int_eq(fajit_attn_fwd(ctx, &soft, stream), FAJIT_CACHE_MISS);
+    ck_assert_int_eq(g_fake.allocs, 1);   /* softcap: validated already */
+    ck_assert_int_eq(fajit_attn_fwd(ctx, &plain, stream), FAJIT_CACHE_MISS);
+    ck_assert_int_eq(g_fake.allocs, 2);   /* feature-free: tried */
+    fajit_ctx_destroy(ctx);
+
+    /* with its inputs granted: the problem has the set's features (a buffer of sinks and
+     * slopes, 2 x 8 heads, and two descales, fp32), and the reference kernel runs with them too (STRICT:
+     * it is not in the cache, which names it) */
+    fajit_attn_desc both = with_softcap();
+    both.sinks = (const float *)(uintptr_t)0x100000;
+    memset(&g_fake, 0, sizeof g_fake);
+    g_fake.grant = 1;
+    ctx = fake_ctx(&s, FAJIT_VALIDATE_LAZY, FAJIT_POLICY_STRICT);
+    ck_assert_int_eq(fajit_attn_fwd(ctx, &both, stream), FAJIT_CACHE_MISS);
+    int feat = 0;
+    for (int i = 0; i < g_fake.allocs && i < 16; i++)
+        feat += g_fake.alloc_bytes[i] == (2 * 8 + 2) * sizeof(float);
+    ck_assert_int_eq(feat, 1);
+    ck_assert_msg(strstr(s.last_warn, "validation: gt could not be validated for softcap,sinks") &&
+                  strstr(s.last_warn, "with softcap,sinks: ") &&
+                  strstr(s.last_warn, "ref bf16 softcap sinks for sm_90a"), "%s", s.last_warn);
+    fajit_ctx_destroy(ctx);
+    memset(&g_fake, 0, sizeof g_fake);
+
+    /* under capture, the set is named */
+    g_fake.capturing = 1;
+    ctx = fake_ctx(&s, FAJIT_VALIDATE_LAZY, FAJIT_POLICY_STRICT);
+    ck_assert_int_eq(fajit_attn_fwd(ctx, &soft, stream), FAJIT_CACHE_MISS);
+    ck_assert_msg(strstr(s.last_warn, "validation: gt has no verdict for softcap on this GPU "
+                                      "class and the stream is being captured"), "%s",
+                  s.last_warn);
+    fajit_ctx_destroy(ctx);
+    unsetenv("FAJIT_MODEL_FEATURES");
+    fj_family_register_for_testing(NULL);
+    fj_cuda_set_for_testing(NULL);
+}
+END_TEST
+
+/* The default WARM policy for a feature set is its feature-free one: a family with a status
+ * note (gn) is validated on first use for the problem's set (though it passed feature-free),
+ * one without (gt) never at dispatch; OFF validates nothing, and still quarantines per set. */
+START_TEST(gate_feature_warm_off)
+{
+    fj_cuda fake = fake_table();
+    fj_cuda_set_for_testing(&fake);
+    fj_family_register_for_testing(&k_gt);
+    fj_family_register_for_testing(&k_gn);
+    setenv("FAJIT_MODEL_FEATURES", "on", 1);
+    sink_t s = {0};
+    fajit_attn_desc soft = with_softcap();
+    CUstream stream = (CUstream)0x5;
+    memset(&g_fake, 0, sizeof g_fake);
+    fajit_ctx *ctx = fake_ctx(&s, FAJIT_VALIDATE_WARM, FAJIT_POLICY_STRICT);
+    put_verdict(ctx, "gn", 1, 12080);
+    ck_assert_int_eq(fajit_attn_fwd(ctx, &soft, stream), FAJIT_CACHE_MISS);
+    ck_assert_int_eq(g_fake.allocs, 1);
+    ck_assert_msg(strstr(s.last_warn, "validation: gn could not be validated for softcap"),
+                  "%s", s.last_warn);
+    fajit_ctx_destroy(ctx);
+    fj_family_register_for_testing(NULL);
+    fj_family_register_for_testing(&k_gt);
+    ctx = fake_ctx(&s, FAJIT_VALIDATE_WARM, FAJIT_POLICY_STRICT);
+    ck_assert_int_eq(fajit_attn_fwd(ctx, &soft, stream), FAJIT_CACHE_MISS);
+    ck_assert_int_eq(g_fake.allocs, 1);   /* gt: no note, not validated at dispatch */
+    fajit_ctx_destroy(ctx);
+    ctx = fake_ctx(&s, FAJIT_VALIDATE_OFF, FAJIT_POLICY_STRICT);
+    put_verdict_set(ctx, "gt", 0, 12080, "softcap");
+    ck_assert_int_eq(fajit_attn_fwd(ctx, &soft, stream), FAJIT_CACHE_MISS);
+    ck_assert_int_eq(g_fake.allocs, 1);
+    ck_assert_msg(strstr(fajit_errmsg(ctx), "fa3 bf16 d128") && !strstr(fajit_errmsg(ctx), "gt("),
+                  "%s", fajit_errmsg(ctx));
+    fajit_ctx_destroy(ctx);
+    unsetenv("FAJIT_MODEL_FEATURES");
+    fj_family_register_for_testing(NULL);
+    fj_cuda_set_for_testing(NULL);
+}
+END_TEST
+
+/* fajit_validate of a feature set: the report names it, a set that names nothing or that
+ * the gate cannot run is refused before anything runs; the problems have the features on. */
+START_TEST(gate_feature_validate_api)
+{
+    fj_cuda fake = fake_table();
+    fj_cuda_set_for_testing(&fake);
+    sink_t s = {0};
+    memset(&g_fake, 0, sizeof g_fake);
+    fajit_ctx *ctx = fake_ctx(&s, FAJIT_VALIDATE_WARM, FAJIT_POLICY_BLOCKING);
+    fajit_validation_report rep;
+    fajit_validation_report_init(&rep);
+    rep.features = FAJIT_FEATURE_SINKS;
+    rep.kv_dtype = FAJIT_KV_E4M3;
+    ck_assert_int_eq(fajit_validate(ctx, FAJIT_FAMILY_FA3, &rep), FAJIT_INVALID_ARGUMENT);
+    ck_assert_int_eq(g_fake.allocs, 0);
+    rep.features = FAJIT_FEATURE_HEAD_DIM_V, rep.kv_dtype = FAJIT_KV_AS_Q;
+    ck_assert_int_eq(fajit_validate(ctx, FAJIT_FAMILY_DECODE, &rep), FAJIT_UNSUPPORTED);
+    ck_assert_msg(strstr(fajit_errmsg(ctx), "cannot run problems with head_dim_v yet (asked: "
+                                            "head_dim_v)"), "%s", fajit_errmsg(ctx));
+    ck_assert_int_eq(g_fake.allocs, 0);
+    /* FP8 K/V: the decode family's cases, K and V of one byte each */
+    rep.features = FAJIT_FEATURE_SINKS | FAJIT_FEATURE_KV_FP8, rep.kv_dtype = FAJIT_KV_E4M3;
+    ck_assert_int_eq(fajit_validate(ctx, FAJIT_FAMILY_DECODE, &rep), FAJIT_CUDA_ERROR);
+    ck_assert_msg(strstr(fajit_errmsg(ctx), "validating decode on bf16 hd128 decode paged(16) "
+                                            "gqa4 b3 h32/8 sq1 sk1500 with sinks,kv_e4m3: "
+                                            "allocating inputs"), "%s", fajit_errmsg(ctx));
+    ck_assert_int_eq(g_fake.allocs, 1);
+    fajit_ctx_destroy(ctx);
+    /* granted: q, then K as FP8 (1504 keys x 8 heads x 128, 3 sequences: one byte each),
+     * its twin in bf16 for the reference, V and its twin; the reference kernel reads the
+     * twin, as bf16 (STRICT: it is not in the cache, which names it) */
+    memset(&g_fake, 0, sizeof g_fake);
+    g_fake.grant = 1;
+    ctx = fake_ctx(&s, FAJIT_VALIDATE_WARM, FAJIT_POLICY_STRICT);
+    rep.features = FAJIT_FEATURE_KV_FP8, rep.kv_dtype = FAJIT_KV_E5M2;
+    ck_assert_int_eq(fajit_validate(ctx, FAJIT_FAMILY_DECODE, &rep), FAJIT_CACHE_MISS);
+    const size_t nk = (size_t)3 * 1504 * 8 * 128;
+    ck_assert_uint_eq(g_fake.alloc_bytes[0], (size_t)3 * 32 * 128 * 2);
+    ck_assert_uint_eq(g_fake.alloc_bytes[1], nk);
+    ck_assert_uint_eq(g_fake.alloc_bytes[2], 2 * nk);
+    ck_assert_uint_eq(g_fake.alloc_bytes[3], nk);
+    ck_assert_uint_eq(g_fake.alloc_bytes[4], 2 * nk);
+    ck_assert_msg(strstr(fajit_errmsg(ctx), "with kv_e5m2: ref bf16 for sm_90a"), "%s",
+                  fajit_errmsg(ctx));
+    fajit_ctx_destroy(ctx);
+    memset(&g_fake, 0, sizeof g_fake);
+    ctx = fake_ctx(&s, FAJIT_VALIDATE_WARM, FAJIT_POLICY_BLOCKING);
+    fajit_validation_report_init(&rep);
+    rep.features = FAJIT_FEATURE_SOFTCAP | FAJIT_FEATURE_ALIBI;
+    ck_assert_int_eq(fajit_validate(ctx, FAJIT_FAMILY_FA3, &rep), FAJIT_CUDA_ERROR);
+    ck_assert_msg(strstr(fajit_errmsg(ctx), "validating fa3 on bf16 hd128 causal b2 h8/8 sq512 "
+                                            "sk512 with softcap,alibi: allocating inputs"),
+                  "%s", fajit_errmsg(ctx));
+    ck_assert_int_eq(g_fake.allocs, 1);
+    /* a report of the first sized layout: feature-free */
+    fajit_validation_report_init_sized(&rep, FAJIT_VALIDATION_REPORT_SIZE_V1);
+    rep.features = 0x7fff;   /* beyond its struct_size: never read */
+    ck_assert_int_eq(fajit_validate(ctx, FAJIT_FAMILY_FA3, &rep), FAJIT_CUDA_ERROR);
+    ck_assert_msg(strstr(fajit_errmsg(ctx), "sq512 sk512: allocating inputs"), "%s",
+                  fajit_errmsg(ctx));
+    ck_assert_uint_eq(rep.features, 0x7fff);   /* nor written */
+    fajit_ctx_destroy(ctx);
+    fj_cuda_set_for_testing(NULL);
+}
+END_TEST
+
+/* Feature-set verdicts through the public API: listed with their set, carried by bundles,
+ * a verdict of an unknown set is a bad row; a fajit_verdict_info of the first sized layout
+ * asks for the feature-free verdict and gets nothing past its size. */
+static int keep_softcap(void *user, const fajit_verdict_info *v)
+{
+    fajit_verdict_info *out = user;
+    if (strcmp(v->features_name, "softcap,sinks") == 0)
+        *out = *v;
+    return 0;
+}
+
+static int bad_set(void *user, const fajit_verdict_info *v, const char *why)
+{
+    int *n = user;
+    *n += strcmp(v->features_name, "softcap,bogus") == 0 && strstr(why, "feature set") != NULL;
+    return 0;
+}
+
+START_TEST(gate_feature_bundle_list)
+{
+    fj_cuda fake = fake_table();
+    fj_cuda_set_for_testing(&fake);
+    fj_family_register_for_testing(&k_gt);
+    sink_t s = {0};
+    char dir[] = "/tmp/fajit-gate-XXXXXX", bundle[64];
+    ck_assert_ptr_nonnull(mkdtemp(dir));
+    snprintf(bundle, sizeof bundle, "%s/sets.fjb", dir);
+    fajit_ctx *ctx = fake_ctx(&s, FAJIT_VALIDATE_WARM, FAJIT_POLICY_STRICT);
+    put_verdict(ctx, "gt", 1, 12080);
+    put_verdict_set(ctx, "gt", 0, 12080, "softcap,sinks");
+    ck_assert_int_eq(fajit_cache_export(ctx, bundle, NULL, NULL, NULL), FAJIT_OK);
+    fajit_ctx_destroy(ctx);
+
+    ctx = fake_ctx(&s, FAJIT_VALIDATE_WARM, FAJIT_POLICY_STRICT);
+    fajit_bundle_report r;
+    fajit_bundle_report_init(&r);
+    ck_assert_int_eq(fajit_cache_import_bundle(ctx, bundle, &r), FAJIT_OK);
+    ck_assert_int_eq(r.verdicts, 2);
+    fajit_verdict_info vi;
+    memset(&vi, 0, sizeof vi);
+    ck_assert_int_eq(fajit_verdict_list(ctx, keep_softcap, &vi), FAJIT_OK);
+    ck_assert_int_eq(vi.verdict, FAJIT_VERDICT_FAIL);
+    ck_assert_uint_eq(vi.features, FAJIT_FEATURE_SOFTCAP | FAJIT_FEATURE_SINKS);
+    ck_assert_int_eq(gt_verdict(ctx, FAJIT_FEATURE_SOFTCAP | FAJIT_FEATURE_SINKS,
+                                FAJIT_KV_AS_Q).verdict, FAJIT_VERDICT_FAIL);
+    ck_assert_int_eq(gt_verdict(ctx, 0, FAJIT_KV_AS_Q).verdict, FAJIT_VERDICT_PASS);
+
+    /* the first sized layout, in a block of exactly its size (ASan sees a write past it) */
+    abi_v1_verdict_info *old = malloc(sizeof *old);
+    fajit_verdict_info_init_sized((fajit_verdict_info *)old, sizeof *old);
+    ck_assert_uint_eq(old->struct_size, FAJIT_VERDICT_INFO_SIZE_V1);
+    ck_assert_int_eq(fajit_family_verdict(ctx, (fajit_family)10, (fajit_verdict_info *)old),
+                     FAJIT_OK);
+    ck_assert_int_eq(old->verdict, FAJIT_VERDICT_PASS);
+    free(old);
+
+    int n_checked = 0, n_bad = 0, named = 0;
+    put_verdict_set(ctx, "gt", 1, 12080, "softcap,bogus");
+    put_verdict_set(ctx, "fa3", 1, 12080, "sinks,softcap");   /* not the one spelling */
+    ck_assert_int_eq(fajit_cache_verify_verdicts(ctx, bad_set, &named, &n_checked, &n_bad),
+                     FAJIT_OK);
+    ck_assert_int_eq(n_checked, 4);
+    ck_assert_int_eq(n_bad, 2);   /* (gt is registered: a family of this fajit here) */
+    ck_assert_int_eq(named, 1);
+    fajit_ctx_destroy(ctx);
+    unlink(bundle);
+    ck_assert_int_eq(rmdir(dir), 0);
+    fj_family_register_for_testing(NULL);
+    fj_cuda_set_for_testing(NULL);
+}
+END_TEST
+
 TCase *fj_tcase_gate(void)
 {
     TCase *tc = tcase_create("gate");
+    tcase_add_test(tc, gate_feature_quarantine);
+    tcase_add_test(tc, gate_feature_lazy);
+    tcase_add_test(tc, gate_feature_warm_off);
+    tcase_add_test(tc, gate_feature_validate_api);
+    tcase_add_test(tc, gate_feature_bundle_list);
     tcase_add_test(tc, gate_quarantine);
     tcase_add_test(tc, gate_policy_option);
     tcase_add_test(tc, gate_lazy_capture);

@@ -3,6 +3,7 @@
  * length classes, a context without a driver; and the compile's embedded headers and ptxas
  * log parsing. Part of the TCase "api" (test_unit.c). */
 #include <check.h>
+#include <math.h>
 #include <stdint.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -185,6 +186,105 @@ START_TEST(inputs_head_dim_v)
     fj_cuda_set_for_testing(NULL);
 }
 END_TEST
+
+/* An FP8 code's value, by the OCP formats (normal and subnormal codes). */
+static float fp8_of(uint8_t b, int e4m3)
+{
+    const int mb = e4m3 ? 3 : 2, bias = e4m3 ? 7 : 15;
+    const int e = (b & 0x7f) >> mb, m = b & ((1 << mb) - 1);
+    float v = e ? ldexpf(1.f + (float)m / (float)(1 << mb), e - bias)
+                : ldexpf((float)m / (float)(1 << mb), 1 - bias);
+    return b & 0x80 ? -v : v;
+}
+
+static float half_of(uint16_t h, int bf16)
+{
+    if (bf16) {
+        uint32_t u = (uint32_t)h << 16;
+        float f;
+        memcpy(&f, &u, 4);
+        return f;
+    }
+    const int e = (h >> 10) & 31, m = h & 1023;
+    float v = e ? ldexpf((float)(m | 1024), e - 25) : ldexpf((float)m, -24);
+    return h & 0x8000 ? -v : v;
+}
+
+/* Checks FP8 `codes` (n, physical pages of pe elements, page l of the twin from physical
+ * page bt[l]; bt NULL: in order) against the twin: each a normal code, the twin its value
+ * times descale, exactly. */
+static void check_fp8(const uint8_t *codes, const uint16_t *twin, const int32_t *bt, size_t n,
+                      size_t pe, int e4m3, int bf16, float descale)
+{
+    for (size_t i = 0; i < n; i++) {
+        const size_t at = bt ? (size_t)bt[i / pe] * pe + i % pe : i;
+        const uint8_t b = codes[at];
+        ck_assert_msg((b & 0x7f) >> (e4m3 ? 3 : 2) != 0, "code %02x is not normal", b);
+        ck_assert_msg(e4m3 ? (b & 0x7f) != 0x7f : ((b & 0x7f) >> 2) != 31, "code %02x", b);
+        ck_assert_msg(half_of(twin[i], bf16) == fp8_of(b, e4m3) * descale,
+                      "element %zu: twin %g, code %02x -> %g", i, half_of(twin[i], bf16), b,
+                      fp8_of(b, e4m3) * descale);
+    }
+}
+
+/* FP8 K/V inputs (the validation gate's): K and V hold random normal FP8 codes, one descale
+ * per tensor after the sinks (and slopes), and the twin holds their descaled values in Q's
+ * dtype, exactly: in sequence order where paged, as they are where contiguous. Without
+ * FJ_INPUTS_FP8 (the tuner, the benchmark) such a problem is refused. */
+START_TEST(inputs_fp8)
+{
+    fj_cuda fake = fake_device_table();
+    fake.cuMemAlloc = f_hmalloc, fake.cuMemFree = f_hfree, fake.cuMemcpyHtoD = f_htod;
+    fj_cuda_set_for_testing(&fake);
+    fajit_ctx_opts o;
+    fajit_ctx_opts_init(&o);
+    o.cache_dir = "";
+    fajit_ctx *ctx;
+    g_count = 1, g_fail_get = 0;
+    ck_assert_int_eq(fajit_ctx_create(&ctx, &o), FAJIT_OK);
+    fj_problem p;
+    memset(&p, 0, sizeof p);
+    snprintf(p.name, sizeof p.name, "fp8");
+    p.dtype = FAJIT_BF16, p.head_dim = 16, p.heads_q = 4, p.heads_kv = 2;
+    p.window_left = p.window_right = -1;
+    p.page_size = 16, p.kv_dtype = FAJIT_KV_E4M3, p.features = FJ_PROBLEM_SINKS;
+    const fj_shape sh = {1, 50, 3};
+    const size_t pe = 16 * 2 * 16, n = 12 * pe;
+    fj_inputs in;
+    ck_assert_int_eq(fj_inputs_make(ctx, &p, &sh, 1, NULL, NULL, FJ_INPUTS_TWIN, &in),
+                     FAJIT_UNSUPPORTED);
+    ck_assert_int_eq(fj_inputs_make(ctx, &p, &sh, 1, NULL, NULL, FJ_INPUTS_TWIN | FJ_INPUTS_FP8,
+                                    &in), FAJIT_OK);
+    const fajit_attn_desc *d = &in.d[0];
+    const float *feat = (const float *)(uintptr_t)in.feat;
+    ck_assert_int_eq(d->kv_dtype, FAJIT_KV_E4M3);
+    ck_assert_ptr_eq(d->sinks, feat);
+    ck_assert_ptr_eq(d->k_descale, feat + 8);
+    ck_assert_ptr_eq(d->v_descale, feat + 9);
+    ck_assert(d->descale_batch_stride == 0 && d->descale_head_stride == 0);
+    ck_assert(feat[8] == FJ_INPUTS_K_DESCALE && feat[9] == FJ_INPUTS_V_DESCALE);
+    check_fp8((const uint8_t *)(uintptr_t)in.k[0], (const uint16_t *)(uintptr_t)in.k_twin,
+              d->block_table, n, pe, 1, 1, FJ_INPUTS_K_DESCALE);
+    check_fp8((const uint8_t *)(uintptr_t)in.v[0], (const uint16_t *)(uintptr_t)in.v_twin,
+              d->block_table, n, pe, 1, 1, FJ_INPUTS_V_DESCALE);
+    fj_inputs_free(ctx->cu, &in);
+
+    /* contiguous e5m2 under f16: the twin is the descaled copy in place */
+    p.page_size = 0, p.kv_dtype = FAJIT_KV_E5M2, p.dtype = FAJIT_F16, p.features = 0;
+    ck_assert_int_eq(fj_inputs_make(ctx, &p, &sh, 1, NULL, NULL, FJ_INPUTS_TWIN | FJ_INPUTS_FP8,
+                                    &in), FAJIT_OK);
+    ck_assert(in.k_twin && in.v_twin && !in.bt && in.feat);
+    ck_assert_ptr_eq(in.d[0].k_descale, (const float *)(uintptr_t)in.feat + 8);
+    check_fp8((const uint8_t *)(uintptr_t)in.k[0], (const uint16_t *)(uintptr_t)in.k_twin, NULL,
+              (size_t)3 * 50 * 2 * 16, 1, 0, 0, FJ_INPUTS_K_DESCALE);
+    check_fp8((const uint8_t *)(uintptr_t)in.v[0], (const uint16_t *)(uintptr_t)in.v_twin, NULL,
+              (size_t)3 * 50 * 2 * 16, 1, 0, 0, FJ_INPUTS_V_DESCALE);
+    fj_inputs_free(ctx->cu, &in);
+    fajit_ctx_destroy(ctx);
+    fj_cuda_set_for_testing(NULL);
+}
+END_TEST
+
 
 static CUresult f_launch(CUfunction f, unsigned gx, unsigned gy, unsigned gz, unsigned bx,
                          unsigned by, unsigned bz, unsigned smem, CUstream s, void **a, void **e)
@@ -380,6 +480,7 @@ void fj_unit_tests_driver(TCase *tc)
     tcase_add_test(tc, fake_driver);
     tcase_add_test(tc, inputs_shuffled_pages);
     tcase_add_test(tc, inputs_head_dim_v);
+    tcase_add_test(tc, inputs_fp8);
     tcase_add_test(tc, sched_counters);
     tcase_add_test(tc, fa3_length_classes);
     tcase_add_test(tc, no_driver);

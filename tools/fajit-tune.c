@@ -5,7 +5,7 @@
  *   fajit-tune warm --arch sm_80,sm_90a,sm_100a [--spec SPEC] [-j N]
  *   fajit-tune tune --spec SPEC [--reps N] [--pin] [--force]
  *   fajit-tune bench [--spec SPEC] [--json FILE] [--reps N]
- *   fajit-tune validate [--family NAME]
+ *   fajit-tune validate [--family NAME] [--features LIST] [--kv-dtype T]
  *   fajit-tune plan [--arch sm_90a] [--op fwd] [--hdim 128] [--dtype bf16] [--mask causal]
  *                   [--seqlen 4096]
  *   fajit-tune cache ls|stats|verify [--recompile [--allow-skipped]]|clear | prune --max-mb N
@@ -69,8 +69,10 @@ static const struct option o_tune[] = {OPT("spec", required_argument, O_SPEC),
 static const struct option o_bench[] = {OPT("spec", required_argument, O_SPEC),
                                         OPT("json", required_argument, O_JSON),
                                         OPT("reps", required_argument, O_REPS), HELP_OPT, {0}};
-static const struct option o_validate[] = {OPT("family", required_argument, O_FAMILY), HELP_OPT,
-                                           {0}};
+static const struct option o_validate[] = {OPT("family", required_argument, O_FAMILY),
+                                           OPT("features", required_argument, O_FEATURES),
+                                           OPT("kv-dtype", required_argument, O_KV_DTYPE),
+                                           HELP_OPT, {0}};
 static const struct option o_shape[] = {SHAPE_OPTS, HELP_OPT, {0}};
 static const struct option o_verify[] = {OPT("recompile", no_argument, O_RECOMPILE),
                                          OPT("allow-skipped", no_argument, O_ALLOW_SKIPPED), HELP_OPT,
@@ -113,10 +115,13 @@ static const subcmd k_cmds[] = {
      "                            TB/s of K+V for decode; FILE gets every sample as JSON\n",
      o_bench, ":h", 0, 0, NULL},
     {"validate",
-     "  validate [--family NAME]  check each kernel family (or NAME: fa2, fa3, decode, fa4, mixed)\n"
-     "                            against the reference kernel on GPU 0 and store the\n"
-     "                            verdicts; a family that fails is quarantined on this\n"
-     "                            GPU class (exit 1). warm and tune validate too\n"
+     "  validate [--family NAME] [--features softcap,sinks,alibi] [--kv-dtype e4m3|e5m2]\n"
+     "                            check each kernel family (or NAME: fa2, fa3, decode,\n"
+     "                            fa4, mixed) against the reference kernel on GPU 0 and\n"
+     "                            store the verdicts; a family that fails is quarantined\n"
+     "                            on this GPU class (exit 1); with --features, for\n"
+     "                            problems with those model features (a verdict per\n"
+     "                            feature set). warm and tune validate (no features) too\n"
      "                            where there is a GPU (FAJIT_VALIDATE=off: not)\n",
      o_validate, ":h", 0, 0, NULL},
     {"plan",
@@ -135,7 +140,7 @@ static const subcmd k_cmds[] = {
     {"cache verify",
      "  cache verify [--recompile [--allow-skipped]]\n"
      "                            re-check every entry's checksum and every verdict row\n"
-     "                            (family, arch, status, date), drop bad ones;\n"
+     "                            (family, arch, features, status, date), drop bad ones;\n"
      "                            --recompile: also recompile the kernels the local\n"
      "                            NVRTC made and compare the bytes (slow); a kernel it\n"
      "                            cannot compare is an error unless --allow-skipped\n",
@@ -285,20 +290,26 @@ static int keep_verdict(void *user, const fajit_verdict_info *v)
     return 0;
 }
 
+/* One verdict: family, status, date; its model-feature set where it has one ("for
+ * softcap,sinks": a verdict of one set says nothing of another). */
 static void print_verdict(const char *indent, const fajit_verdict_info *v)
 {
     char when[32] = "", fam[ESC_LEN(v->family_name)], fc[ESC_LEN(v->failed_case)];
-    char err[ESC_LEN(v->error)];
+    char err[ESC_LEN(v->error)], set[ESC_LEN(v->features_name) + 8] = "";
     time_t t = (time_t)v->created;
     if (v->created)
         strftime(when, sizeof when, "%Y-%m-%d %H:%M", localtime(&t));
     esc(fam, sizeof fam, v->family_name);
+    if (v->features_name[0]) {
+        char e[ESC_LEN(v->features_name)];
+        snprintf(set, sizeof set, " for %s", esc(e, sizeof e, v->features_name));
+    }
     if (v->verdict == FAJIT_VERDICT_FAIL)
-        printf("%s%-8s FAIL  %s  at %s: %s -> QUARANTINED on this GPU class\n", indent, fam,
-               when, esc(fc, sizeof fc, v->failed_case), esc(err, sizeof err, v->error));
+        printf("%s%-8s FAIL  %s  at %s: %s -> QUARANTINED on this GPU class%s\n", indent, fam,
+               when, esc(fc, sizeof fc, v->failed_case), esc(err, sizeof err, v->error), set);
     else
-        printf("%s%-8s %s  %s\n", indent, fam,
-               v->verdict == FAJIT_VERDICT_PASS ? "PASS" : "none", when);
+        printf("%s%-8s %s  %s%s%s\n", indent, fam,
+               v->verdict == FAJIT_VERDICT_PASS ? "PASS" : "none", when, set[0] ? " " : "", set);
 }
 
 /* info: the verdicts of this machine's GPU classes (name, target, SMs, driver, fajit). */
@@ -355,9 +366,10 @@ static int family_of(const char *name)
     return -1;
 }
 
-/* Validates `family` (AUTO: all) on ctx's device and prints a line per verdict. 0 when
- * every family passed, 1 otherwise. */
-static int run_validation(fajit_ctx *ctx, int family)
+/* Validates `family` (AUTO: all) on ctx's device for the model-feature set `features`
+ * (FAJIT_FEATURE_*) and `kv`, and prints a line per verdict. 0 when every family passed,
+ * 1 otherwise. */
+static int run_validation(fajit_ctx *ctx, int family, unsigned features, fajit_kv_dtype kv)
 {
     fajit_device_info di;
     fajit_sysinfo si;
@@ -366,10 +378,12 @@ static int run_validation(fajit_ctx *ctx, int family)
                di.sm_count, si.driver_version, fajit_version_string());
     fajit_validation_report rep;
     fajit_validation_report_init(&rep);
+    rep.features = features, rep.kv_dtype = kv;
     fajit_status st = fajit_validate(ctx, (fajit_family)family, &rep);
     for (int f = 2; f < 64 && (st == FAJIT_OK || st == FAJIT_VALIDATION_FAILED); f++) {
         fajit_verdict_info v;
         fajit_verdict_info_init(&v);
+        v.features = features, v.kv_dtype = kv;
         if ((family == FAJIT_FAMILY_AUTO || f == family) && fajit_family_name((fajit_family)f) &&
             fajit_family_verdict(ctx, (fajit_family)f, &v) == FAJIT_OK &&
             v.verdict != FAJIT_VERDICT_NONE)
@@ -418,7 +432,7 @@ static int validate_after(fajit_ctx *ctx, const char *what)
         fprintf(stderr, "fajit-tune: %s: cannot validate on GPU 0: %s\n", what, why);
         return 1;
     }
-    int rc = run_validation(dev, FAJIT_FAMILY_AUTO);
+    int rc = run_validation(dev, FAJIT_FAMILY_AUTO, 0, FAJIT_KV_AS_Q);
     fajit_ctx_destroy(dev);
     return rc;
 }
@@ -574,7 +588,7 @@ static int cmd_tune(fajit_ctx *ctx, const args *a)
         printf("tune: no validation (FAJIT_VALIDATE=off)\n");
         return 0;
     }
-    return run_validation(ctx, FAJIT_FAMILY_AUTO);
+    return run_validation(ctx, FAJIT_FAMILY_AUTO, 0, FAJIT_KV_AS_Q);
 }
 
 /* The model features of --features LIST and --kv-dtype T, with stand-in pointers. */
@@ -606,6 +620,25 @@ static int feature_fields(const args *a, fajit_attn_desc *d)
         d->k_descale = d->v_descale = stand_in;
     }
     return 0;
+}
+
+/* validate [--family NAME] [--features LIST] [--kv-dtype T]. */
+static int cmd_validate(fajit_ctx *ctx, const args *a)
+{
+    fajit_attn_desc d;
+    const void *p = (const void *)(uintptr_t)0x100000;
+    int family = a->family ? family_of(a->family) : FAJIT_FAMILY_AUTO;
+    if (family < 0)
+        return 2;
+    fajit_attn_desc_init(&d, p, p, p, (void *)(uintptr_t)0x100000, 1, 1, 1, 1, 1, 128,
+                         FAJIT_BF16);
+    if (feature_fields(a, &d) != 0)
+        return 2;
+    unsigned features = (d.softcap > 0.f ? FAJIT_FEATURE_SOFTCAP : 0u) |
+                        (d.sinks ? FAJIT_FEATURE_SINKS : 0u) |
+                        (d.alibi_slopes ? FAJIT_FEATURE_ALIBI : 0u) |
+                        (d.kv_dtype != FAJIT_KV_AS_Q ? FAJIT_FEATURE_KV_FP8 : 0u);
+    return run_validation(ctx, family, features, d.kv_dtype);
 }
 
 /* A descriptor for the shape options (nothing runs: the pointers are never used). */
@@ -838,10 +871,11 @@ static int print_differ(void *user, const fajit_cache_entry *e)
 static int print_bad_verdict(void *user, const fajit_verdict_info *v, const char *why)
 {
     (void)user;
-    char fam[64], arch[64], gpu[512];
-    printf("BAD VERDICT  %s %s on %s (%d SMs, driver %d): %s\n",
+    char fam[64], arch[64], gpu[512], set[ESC_LEN(v->features_name)];
+    printf("BAD VERDICT  %s %s on %s (%d SMs, driver %d)%s%s: %s\n",
            esc(fam, sizeof fam, v->family_name), esc(arch, sizeof arch, v->arch),
-           esc(gpu, sizeof gpu, v->gpu_name), v->sm_count, v->driver_version, why);
+           esc(gpu, sizeof gpu, v->gpu_name), v->sm_count, v->driver_version,
+           v->features_name[0] ? " for " : "", esc(set, sizeof set, v->features_name), why);
     return 0;
 }
 
@@ -1232,7 +1266,7 @@ int main(int argc, char **argv)
     else if (strcmp(cmd, "plan") == 0)
         rc = cmd_plan(ctx, &a);
     else if (strcmp(cmd, "validate") == 0)
-        rc = run_validation(ctx, a.family ? family_of(a.family) : FAJIT_FAMILY_AUTO);
+        rc = cmd_validate(ctx, &a);
     else
         rc = cmd_cache(ctx, &a);
     fajit_ctx_destroy(ctx);

@@ -50,17 +50,22 @@ typedef struct gate {
     const fj_family *skipped;
 } gate;
 
-/* The family for d on t: the registry's choice, passing over quarantined families (each
- * validated first under LAZY when it has no verdict yet). */
+/* The family for d on t: the registry's choice, passing over families quarantined for d's
+ * model-feature set (each validated first for that set under LAZY when it has no verdict
+ * yet; not for a feature the family has not run with while FAJIT_MODEL_FEATURES is off:
+ * the call is refused anyway). */
 static const fj_family *pick_family(fajit_ctx *ctx, const fj_target *t, const fajit_attn_desc *d,
                                     int want, gate *g)
 {
     const fj_family *skip[FJ_MAX_VERDICTS];
+    const unsigned fset = fj_feature_set(d);
     for (int n = 0;;) {
         const fj_family *f = fj_family_choose_except(d, t, want, skip, n);
-        if (f && g && (g->lazy == 1 || (g->lazy == 2 && f->status_note)))
-            fj_validate_first_use(ctx, f, g->stream);
-        if (!f || n == FJ_MAX_VERDICTS || !fj_quarantined(ctx, t, f))
+        const int may_validate = f && g && (!(fj_features(d) & ~f->ran_features) ||
+                                            ctx->features_on);
+        if (may_validate && (g->lazy == 1 || (g->lazy == 2 && f->status_note)))
+            fj_validate_first_use(ctx, f, fset, g->stream);
+        if (!f || n == FJ_MAX_VERDICTS || !fj_quarantined(ctx, t, f, fset))
             return f;
         if (g && !g->skipped)
             g->skipped = f;
@@ -97,7 +102,8 @@ static fajit_status choose(fajit_ctx *ctx, const fj_target *t, const fajit_attn_
     f->default_cfg(d, t, dflt);
     *exact = *dflt;
     if (t->sm == ctx->cc && tuned_config(ctx, d, t, &tc) &&
-        (want == FAJIT_FAMILY_AUTO || want == tc.fam->id) && !fj_quarantined(ctx, t, tc.fam))
+        (want == FAJIT_FAMILY_AUTO || want == tc.fam->id) &&
+        !fj_quarantined(ctx, t, tc.fam, fj_feature_set(d)))
         *exact = tc;
     return FAJIT_OK;
 }
@@ -146,10 +152,16 @@ fajit_status fajit_dispatch_describe(fajit_ctx *ctx, const char *arch, const faj
     if (c.fam->status_note && at < len)
         at += (size_t)snprintf(buf + at, len - at, "; note: family %s is %s", c.fam->name,
                                c.fam->status_note);
+    const unsigned fset = fj_feature_set(d);
+    char set[64];
     fj_verdict v;
-    if (g.skipped && at < len && fj_verdict_state(ctx, g.skipped, &v) == FJ_VS_FAIL)
-        snprintf(buf + at, len - at, "; family %s is QUARANTINED on this GPU class (failed "
-                 "validation at %s: %s)", g.skipped->name, v.failed_case, v.error);
+    fj_feature_set_name(fset, set, sizeof set);
+    if (g.skipped && at < len && fj_verdict_state(ctx, g.skipped, fset, &v) == FJ_VS_FAIL)
+        at += (size_t)snprintf(buf + at, len - at, "; family %s is QUARANTINED on this GPU "
+                               "class%s%s (failed validation at %s: %s)", g.skipped->name,
+                               fset ? " for " : "", set, v.failed_case, v.error);
+    if (at < len)
+        fj_verdict_describe(ctx, &t, c.fam, fset, buf + at, len - at);
     return FAJIT_OK;
 }
 
@@ -277,7 +289,7 @@ static int stand_in(fajit_ctx *ctx, const fajit_attn_desc *d, const fj_kcfg *exa
             for (int k = 0; k < nd; k++)
                 seen |= done[k] == f;
             if (!seen && f->rank > FJ_RANK_ORACLE && f->op == (int)d->op && f->applies(d, &t) &&
-                (!best || f->rank > best->rank) && !fj_quarantined(ctx, &t, f))
+                (!best || f->rank > best->rank) && !fj_quarantined(ctx, &t, f, fj_feature_set(d)))
                 best = f;
         }
         if (!best)

@@ -61,17 +61,18 @@ typedef struct fj_plan {
     struct fj_plan *next;
 } fj_plan;
 
-/* A family's verdict on the context's GPU class, read from the cache once (src/api/
- * validate.c). */
+/* A family's verdict on the context's GPU class for one model-feature set, read from the
+ * cache once (src/api/validate.c). */
 enum { FJ_VS_NONE = 0, FJ_VS_PASS = 1, FJ_VS_FAIL = 2 };
 typedef struct fj_verdict_slot {
     const fj_family *fam;
+    unsigned fset;          /* the feature set (fj_feature_set) */
     int state;              /* FJ_VS_* */
     int warned;             /* the quarantine warning was logged */
     int lazy_tried;         /* LAZY: a first-use validation was attempted (or refused) */
     fj_verdict v;           /* FAIL: the case and the error */
 } fj_verdict_slot;
-#define FJ_MAX_VERDICTS 16
+#define FJ_MAX_VERDICTS 64
 
 #define FJ_KMAP_BUCKETS 256
 #define FJ_PLAN_BUCKETS 64
@@ -324,17 +325,30 @@ fajit_status fj_ws_counters(fajit_ctx *ctx, void *stream, size_t bytes, CUdevice
 fajit_status fj_ws_counters_early(fajit_ctx *ctx);
 void fj_ws_free(fajit_ctx *ctx);
 
-/* The validation gate (src/api/validate.c). Whether family f is quarantined for d's
- * dispatch on target t: the target is the context's device and f's verdict there is FAIL
- * (the oracle never is). Logs the warning naming the family, case and error, once per
- * context. */
-int fj_quarantined(fajit_ctx *ctx, const fj_target *t, const fj_family *f);
-/* f's verdict state on the context's GPU class (FJ_VS_*); *v filled for FAIL (may be NULL). */
-int fj_verdict_state(fajit_ctx *ctx, const fj_family *f, fj_verdict *v);
-/* LAZY policy, at the first dispatch that would pick f: validates f unless it has a verdict
- * or was tried already, or `stream` is being captured (then logs that f runs unvalidated).
- * Errors of the attempt are logged, not returned: dispatch goes on either way. */
-void fj_validate_first_use(fajit_ctx *ctx, const fj_family *f, void *stream);
+/* The validation gate (src/api/validate.c). A verdict is of one model-feature set: the
+ * fj_features bits of a problem with its kv_dtype in bits FJ_FSET_KV_SHIFT.. (an FP8 format
+ * is other code), 0 for none; its name ("softcap,sinks", "kv_e4m3"; "" for none) is what
+ * the cache stores, and parse reads it back (0, or -1 for a name of no set). */
+#define FJ_FSET_KV_SHIFT 8
+unsigned fj_feature_set(const fajit_attn_desc *d);
+void fj_feature_set_name(unsigned fset, char *out, size_t n);
+int fj_feature_set_parse(const char *s, unsigned *fset);
+/* Whether family f is quarantined for dispatch on target t of a problem of feature set
+ * fset: the target is the context's device and f's verdict there for fset is FAIL (the
+ * oracle never is). Logs the warning naming the family, set, case and error, once per
+ * context and set. */
+int fj_quarantined(fajit_ctx *ctx, const fj_target *t, const fj_family *f, unsigned fset);
+/* f's verdict state on the context's GPU class for fset (FJ_VS_*); *v filled (may be NULL). */
+int fj_verdict_state(fajit_ctx *ctx, const fj_family *f, unsigned fset, fj_verdict *v);
+/* "; verdict: ..." for describe: which verdict dispatch read for f and fset on target t
+ * (nothing for the oracle or a target other than the device's). */
+void fj_verdict_describe(fajit_ctx *ctx, const fj_target *t, const fj_family *f,
+                         unsigned fset, char *out, size_t n);
+/* LAZY policy, at the first dispatch that would pick f for a problem of feature set fset:
+ * validates f for fset unless it has a verdict or was tried already, or `stream` is being
+ * captured (then logs that f runs unvalidated). Errors of the attempt are logged, not
+ * returned: dispatch goes on either way. */
+void fj_validate_first_use(fajit_ctx *ctx, const fj_family *f, unsigned fset, void *stream);
 /* Retires every plan of the context: the next call of each problem chooses again (after a
  * new tuning row or verdict). */
 void fj_plans_retire(fajit_ctx *ctx);

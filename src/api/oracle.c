@@ -88,19 +88,23 @@ fajit_status fj_oracle_read(fajit_ctx *ctx, fj_oracle *o, const fajit_attn_desc 
     return FAJIT_OK;
 }
 
-/* A paged problem runs as its contiguous twin (k_twin, v_twin: fj_inputs_make's copy of
- * the keys in sequence order): the reference kernel reads no block table. */
+/* A paged or FP8 problem runs as its twin (k_twin, v_twin: fj_inputs_make's copy of the
+ * keys in sequence order, in Q's dtype, descaled): the reference kernel reads no block
+ * table and no FP8. */
 fajit_status fj_oracle_reference(fajit_ctx *ctx, fj_oracle *o, const fajit_attn_desc *d,
                                  CUdeviceptr k_twin, CUdeviceptr v_twin)
 {
     fajit_attn_desc twin = *d;
-    if (d->block_table) {
-        FJ_RETURN_IF(!k_twin || !v_twin, ctx, FAJIT_INVALID_ARGUMENT, "the oracle of a paged problem "
-                     "needs its keys in sequence order (fj_inputs_make with twin)");
+    if (d->block_table || d->kv_dtype) {
+        FJ_RETURN_IF(!k_twin || !v_twin, ctx, FAJIT_INVALID_ARGUMENT, "the oracle of a paged "
+                     "or FP8 problem needs its keys in sequence order and Q's dtype "
+                     "(fj_inputs_make with twin)");
         twin.k = (const void *)(uintptr_t)k_twin, twin.v = (const void *)(uintptr_t)v_twin;
         twin.block_table = NULL, twin.block_table_stride = 0, twin.page_size = 0;
         twin.num_pages = 0, twin.k_page_stride = twin.v_page_stride = 0;
         twin.seqused_k = NULL;
+        twin.kv_dtype = FAJIT_KV_AS_Q, twin.k_descale = twin.v_descale = NULL;
+        twin.descale_batch_stride = twin.descale_head_stride = 0;
     }
     fajit_attn_desc ld;   /* (as fajit_attn_fwd_reference runs it) */
     FJ_CHECK(fj_desc_import(ctx, &twin, &ld));
@@ -140,18 +144,64 @@ static uint64_t rand_u64(void)
     return g_rand;
 }
 
-static uint16_t rand_half(int bf16)
+/* f (|f| < 2^15) as bf16 (rounded to nearest even) or f16 (truncated; below the smallest
+ * normal f16: a signed zero). */
+static uint16_t f32_to_half(float f, int bf16)
 {
-    float f = (float)(rand_u64() >> 40) / (float)(1 << 24) * 2.f - 1.f;   /* [-1, 1) */
     uint32_t u;
     memcpy(&u, &f, 4);
     if (bf16)
         return (uint16_t)((u + 0x7fff + ((u >> 16) & 1)) >> 16);
-    int e = (int)((u >> 23) & 0xff) - 127 + 15;   /* |f| < 1: normal or subnormal half */
+    int e = (int)((u >> 23) & 0xff) - 127 + 15;
     uint16_t sign = (uint16_t)((u >> 16) & 0x8000);
     if (e <= 0)
         return sign;
     return (uint16_t)(sign | e << 10 | ((u >> 13) & 0x3ff));
+}
+
+static uint16_t rand_half(int bf16)
+{
+    float f = (float)(rand_u64() >> 40) / (float)(1 << 24) * 2.f - 1.f;   /* [-1, 1) */
+    return f32_to_half(f, bf16);
+}
+
+/* The value of an FP8 byte of format kv (FAJIT_KV_E4M3 or E5M2; a finite code). */
+static float fp8_value(uint8_t b, int kv)
+{
+    const int mb = kv == FAJIT_KV_E4M3 ? 3 : 2, bias = kv == FAJIT_KV_E4M3 ? 7 : 15;
+    const int e = (b & 0x7f) >> mb, m = b & ((1 << mb) - 1);
+    const float v = e ? ldexpf(1.f + (float)m / (float)(1 << mb), e - bias)
+                      : ldexpf((float)m / (float)(1 << mb), 1 - bias);
+    return b & 0x80 ? -v : v;
+}
+
+/* A random normal FP8 byte of magnitude in [2^-7, 2): e4m3 exponents 1..7 (2^-6 .. 1.875),
+ * e5m2 8..15 (2^-7 .. 1.75). With 3 or 2 mantissa bits and a power-of-two descale its value
+ * is exact in f16 and bf16, so the reference reads exactly what the kernel dequantizes. */
+static uint8_t rand_fp8(int kv)
+{
+    const uint64_t r = rand_u64();
+    if (kv == FAJIT_KV_E4M3)
+        return (uint8_t)((r & 0x80) | (1 + (r >> 8) % 7) << 3 | ((r >> 16) & 7));
+    return (uint8_t)((r & 0x80) | (8 + (r >> 8) % 8) << 2 | ((r >> 16) & 3));
+}
+
+/* Random FP8 K or V: `elems` bytes on the device; host gets their values times descale in
+ * Q's dtype (what the reference kernel reads). */
+static CUresult upload_fp8(const fj_cuda *cu, CUdeviceptr *p, size_t elems, int kv,
+                           float descale, int bf16, uint16_t *host)
+{
+    uint8_t *b = malloc(elems);
+    if (!b)
+        return 2;   /* (CUDA_ERROR_OUT_OF_MEMORY, as fj_inputs_make says it) */
+    for (size_t i = 0; i < elems; i++) {
+        b[i] = rand_fp8(kv);
+        host[i] = f32_to_half(fp8_value(b[i], kv) * descale, bf16);
+    }
+    CUresult r = cu->cuMemAlloc(p, elems);
+    r = r ? r : cu->cuMemcpyHtoD(*p, b, elems);
+    free(b);
+    return r;
 }
 
 static CUresult upload_random(const fj_cuda *cu, CUdeviceptr *p, size_t elems, int bf16,
@@ -169,18 +219,21 @@ static CUresult upload_ints(const fj_cuda *cu, CUdeviceptr *p, const int32_t *v,
     return r ? r : cu->cuMemcpyHtoD(*p, v, n * sizeof *v);
 }
 
-/* Sinks in [0, 2) and flash-attn's ALiBi slopes 2^(-8 (h + 1) / heads) of every head. */
+/* Sinks in [0, 2) and flash-attn's ALiBi slopes 2^(-8 (h + 1) / heads) of every head, then
+ * the FP8 descales (FJ_INPUTS_K_DESCALE, FJ_INPUTS_V_DESCALE), fp32. */
 static CUresult upload_features(const fj_cuda *cu, CUdeviceptr *p, int heads)
 {
-    float *v = malloc(sizeof *v * 2 * (size_t)heads);
+    const size_t n = 2 * (size_t)heads + 2;
+    float *v = malloc(sizeof *v * n);
     if (!v)
         return 2;   /* (CUDA_ERROR_OUT_OF_MEMORY, as fj_inputs_make says it) */
     for (int h = 0; h < heads; h++) {
         v[h] = (float)(rand() % 2000) / 1000.f;
         v[heads + h] = exp2f(-8.f * (float)(h + 1) / (float)heads);
     }
-    CUresult r = cu->cuMemAlloc(p, sizeof *v * 2 * (size_t)heads);
-    r = r ? r : cu->cuMemcpyHtoD(*p, v, sizeof *v * 2 * (size_t)heads);
+    v[2 * heads] = FJ_INPUTS_K_DESCALE, v[2 * heads + 1] = FJ_INPUTS_V_DESCALE;
+    CUresult r = cu->cuMemAlloc(p, sizeof *v * n);
+    r = r ? r : cu->cuMemcpyHtoD(*p, v, sizeof *v * n);
     free(v);
     return r;
 }
@@ -198,12 +251,12 @@ static void pages_shuffle(int32_t *t, size_t n)
 }
 
 /* Uploads the physical pages `pool` (host, `pages` of `pe` elements) in sequence order:
- * logical page L (sequence L / pages per sequence) is physical page t[L]. */
+ * logical page L (sequence L / pages per sequence) is physical page t[L] (t NULL: L). */
 static CUresult upload_twin(const fj_cuda *cu, CUdeviceptr *p, const uint16_t *pool,
                            const int32_t *t, size_t pages, size_t pe, uint16_t *scratch)
 {
     for (size_t l = 0; l < pages; l++)
-        memcpy(scratch + l * pe, pool + (size_t)t[l] * pe, pe * 2);
+        memcpy(scratch + l * pe, pool + (size_t)(t ? (size_t)t[l] : l) * pe, pe * 2);
     CUresult r = cu->cuMemAlloc(p, pages * pe * 2);
     return r ? r : cu->cuMemcpyHtoD(*p, scratch, pages * pe * 2);
 }
@@ -269,6 +322,11 @@ static void describe_set(fj_inputs *in, int k, const fj_problem *p, const fj_sha
         d->sinks = (const float *)(uintptr_t)in->feat;
     if (p->features & FJ_PROBLEM_ALIBI)
         d->alibi_slopes = (const float *)(uintptr_t)in->feat + p->heads_q;
+    if (p->kv_dtype) {   /* one descale per tensor */
+        d->kv_dtype = (fajit_kv_dtype)p->kv_dtype;
+        d->k_descale = (const float *)(uintptr_t)in->feat + 2 * p->heads_q;
+        d->v_descale = d->k_descale + 1;
+    }
     if (in->cu) {
         d->cu_seqlens_q = (const int32_t *)(uintptr_t)in->cu;
         d->cu_seqlens_k = (const int32_t *)(uintptr_t)in->cu + sh->batch + 1;
@@ -276,8 +334,32 @@ static void describe_set(fj_inputs *in, int k, const fj_problem *p, const fj_sha
     }
 }
 
+/* K and V of set k (n[0] and n[1] elements: V of head_dim_v columns): random in Q's
+ * dtype, or FP8 bytes (p->kv_dtype); with twin, set 0's once more in Q's dtype (descaled
+ * where FP8), in sequence order through `table` where paged (`pages` of pe[i] elements;
+ * else one run of n[i]): what the reference kernel reads. host and scratch hold the larger
+ * n halves. */
+static CUresult upload_kv(const fj_cuda *cu, fj_inputs *in, int k, const fj_problem *p,
+                          const size_t n[2], const int32_t *table, size_t pages,
+                          const size_t pe[2], uint16_t *host, uint16_t *scratch, int twin)
+{
+    const int bf16 = p->dtype == FAJIT_BF16;
+    CUdeviceptr *dst[2] = {&in->k[k], &in->v[k]}, *tw[2] = {&in->k_twin, &in->v_twin};
+    const float descale[2] = {FJ_INPUTS_K_DESCALE, FJ_INPUTS_V_DESCALE};
+    CUresult r = 0;
+    for (int i = 0; i < 2 && !r; i++) {
+        r = p->kv_dtype ? upload_fp8(cu, dst[i], n[i], p->kv_dtype, descale[i], bf16, host)
+                        : upload_random(cu, dst[i], n[i], bf16, host);
+        if (!r && k == 0 && twin)
+            r = upload_twin(cu, tw[i], host, pages ? table : NULL, pages ? pages : 1,
+                            pages ? pe[i] : n[i], scratch);
+    }
+    return r;
+}
+
 fajit_status fj_inputs_make(fajit_ctx *ctx, const fj_problem *p, const fj_shape *sh, int sets,
-                            const int *lens_q, const int *lens_k, int twin, fj_inputs *in)
+                            const int *lens_q, const int *lens_k, unsigned flags,
+                            fj_inputs *in)
 {
     const fj_cuda *cu = ctx->cu;
     char err[64];
@@ -286,7 +368,7 @@ fajit_status fj_inputs_make(fajit_ctx *ctx, const fj_problem *p, const fj_shape 
                  sh->batch > FJ_INPUT_MAX_BATCH)), ctx, FAJIT_INVALID_ARGUMENT,
                  "fj_inputs_make: %d sets, varlen %d x paged %d", sets, lens_q != NULL,
                  p->page_size);
-    FJ_RETURN_IF(p->kv_dtype, ctx, FAJIT_UNSUPPORTED,
+    FJ_RETURN_IF(p->kv_dtype && !(flags & FJ_INPUTS_FP8), ctx, FAJIT_UNSUPPORTED,
                  "model '%s' sets kv_dtype: fajit-tune warm compiles its kernels, tune and "
                  "bench do not run such problems yet", p->name);
     /* paged: whole pages per sequence (pps of them), scattered by the block table; V and O
@@ -301,7 +383,7 @@ fajit_status fj_inputs_make(fajit_ctx *ctx, const fj_problem *p, const fj_shape 
     size_t nk = (size_t)sh->batch * rows_k * p->heads_kv * p->head_dim;
     const size_t no = (size_t)sh->batch * sh->seqlen_q * p->heads_q * dv;
     const size_t nv = (size_t)sh->batch * rows_k * p->heads_kv * dv;
-    twin = twin && p->page_size;
+    const int twin = (flags & FJ_INPUTS_TWIN) && (p->page_size || p->kv_dtype);
     const size_t nmax = nq > nk ? (nq > nv ? nq : nv) : (nk > nv ? nk : nv);
     uint16_t *host = malloc(nmax * 2);
     uint16_t *scratch = twin ? malloc((nk > nv ? nk : nv) * 2) : NULL;
@@ -309,14 +391,10 @@ fajit_status fj_inputs_make(fajit_ctx *ctx, const fj_problem *p, const fj_shape 
     CUresult r = host && (!twin || scratch) && (!pages || table) ? 0 : 2;
     if (!r && pages)
         pages_shuffle(table, pages);
-    for (int k = 0; k < sets && !r; k++) {
-        int bf16 = p->dtype == FAJIT_BF16;
-        if (!(r = upload_random(cu, &in->q[k], nq, bf16, host)) &&
-            !(r = upload_random(cu, &in->k[k], nk, bf16, host)) && k == 0 && twin)
-            r = upload_twin(cu, &in->k_twin, host, table, pages, pe, scratch);
-        if (!r && !(r = upload_random(cu, &in->v[k], nv, bf16, host)) && k == 0 && twin)
-            r = upload_twin(cu, &in->v_twin, host, table, pages, pev, scratch);
-    }
+    const size_t n_kv[2] = {nk, nv}, page_kv[2] = {pe, pev};
+    for (int k = 0; k < sets && !r; k++)
+        if (!(r = upload_random(cu, &in->q[k], nq, p->dtype == FAJIT_BF16, host)))
+            r = upload_kv(cu, in, k, p, n_kv, table, pages, page_kv, host, scratch, twin);
     free(host);
     free(scratch);
     if (!r)
@@ -326,7 +404,7 @@ fajit_status fj_inputs_make(fajit_ctx *ctx, const fj_problem *p, const fj_shape 
     free(table);
     if (!r && lens_q)
         r = upload_varlen(cu, in, sh->batch, lens_q, lens_k);
-    if (!r && (p->features & (FJ_PROBLEM_SINKS | FJ_PROBLEM_ALIBI)))
+    if (!r && ((p->features & (FJ_PROBLEM_SINKS | FJ_PROBLEM_ALIBI)) || p->kv_dtype))
         r = upload_features(cu, &in->feat, p->heads_q);
     if (r) {
         fj_inputs_free(cu, in);

@@ -35,22 +35,32 @@ int fj_oracle_check(fajit_ctx *ctx, fj_oracle *o, const fj_kplan *kp, const faji
  * lengths each, packed rows; not with paging), and for a paged problem a block table that
  * scatters the pages of every sequence over the cache in random order (as a server's
  * cache holds them after a while: page gathers cost what they cost in serving) and, where
- * `twin` is set, the keys and values of set 0 once more in sequence order (k_twin, v_twin:
- * what the reference kernel reads). d[k] describes set k. */
+ * flags has FJ_INPUTS_TWIN, the keys and values of set 0 once more in sequence order
+ * (k_twin, v_twin: what the reference kernel reads). FP8 K/V (p->kv_dtype) only with
+ * FJ_INPUTS_FP8 (else UNSUPPORTED): random normal FP8 bytes, one descale per tensor
+ * (FJ_INPUTS_K_DESCALE, _V_), and the twin (also of a contiguous problem) in Q's dtype
+ * holding their descaled values, exactly. d[k] describes set k. */
+#define FJ_INPUTS_TWIN 1u
+#define FJ_INPUTS_FP8 2u
+#define FJ_INPUTS_K_DESCALE 0.5f
+#define FJ_INPUTS_V_DESCALE 0.25f
 #define FJ_INPUT_SETS 2
 #define FJ_INPUT_MAX_BATCH 16
 typedef struct fj_inputs {
     CUdeviceptr q[FJ_INPUT_SETS], k[FJ_INPUT_SETS], v[FJ_INPUT_SETS], o;
     CUdeviceptr bt;        /* paged: block table [batch][pages per sequence], shuffled */
-    CUdeviceptr k_twin, v_twin;   /* paged with twin: set 0's K/V contiguous [b][key] */
+    CUdeviceptr k_twin, v_twin;   /* paged or FP8, with twin: set 0's K/V contiguous
+                                     [b][key] in Q's dtype */
     CUdeviceptr cu;        /* varlen: cu_seqlens_q [batch+1], then cu_seqlens_k */
-    CUdeviceptr feat;      /* the problem's sinks [heads_q] then ALiBi slopes [heads_q], fp32
-                              (spec keys sinks, alibi = yes; softcap = yes takes cap 30) */
+    CUdeviceptr feat;      /* the problem's sinks [heads_q], ALiBi slopes [heads_q], then the
+                              FP8 k and v descales, fp32 (spec keys sinks, alibi = yes;
+                              softcap = yes takes cap 30) */
     int total_q, total_k, sets;
     fajit_attn_desc d[FJ_INPUT_SETS];
 } fj_inputs;
 fajit_status fj_inputs_make(fajit_ctx *ctx, const fj_problem *p, const fj_shape *sh, int sets,
-                            const int *lens_q, const int *lens_k, int twin, fj_inputs *in);
+                            const int *lens_q, const int *lens_k, unsigned flags,
+                            fj_inputs *in);
 void fj_inputs_free(const fj_cuda *cu, fj_inputs *in);
 
 #endif /* FJ_ORACLE_H */

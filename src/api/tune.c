@@ -320,7 +320,7 @@ fajit_status fajit_tune_spec(fajit_ctx *ctx, const char *spec, const fajit_tune_
             size_t nk = (size_t)sh->batch * rows_k * p->heads_kv * p->head_dim;
             int sets = (nq + 2 * nk) * 2 < (size_t)96 << 20 ? 2 : 1;
             fj_inputs in;
-            if ((st = fj_inputs_make(ctx, p, sh, sets, NULL, NULL, 1, &in)) != FAJIT_OK)
+            if ((st = fj_inputs_make(ctx, p, sh, sets, NULL, NULL, FJ_INPUTS_TWIN, &in)) != FAJIT_OK)
                 break;
             const fajit_attn_desc *ds[MAX_SETS] = {&in.d[0], &in.d[1]};
             fajit_tune_result res;

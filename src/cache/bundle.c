@@ -402,6 +402,17 @@ static int import_verdicts(fj_cache *c, sqlite3_stmt *sel, const char *const *lo
     return step;
 }
 
+/* The verdicts of a source file of schema `ver` >= 4 (VERDICT_LIST; before schema 5 every
+ * verdict is feature-free: features read as ''). */
+static int prepare_verdicts(sqlite3 *db, int64_t ver, sqlite3_stmt **sel)
+{
+    const char *col = ver >= 5 ? VERDICT_FEATURES : "''";
+    char *sql = sqlite3_mprintf(VERDICT_LIST, col, col);
+    int rc = sql ? sqlite3_prepare_v2(db, sql, -1, sel, NULL) : SQLITE_NOMEM;
+    sqlite3_free(sql);
+    return rc;
+}
+
 /* Whether `path` cannot be a bundle to read: it cannot be opened, or it is no regular
  * file (a FIFO would block SQLite's open, a device would be read without end); why says it. */
 static int source_unreadable(const char *path, char *why, size_t n)
@@ -445,8 +456,7 @@ int fj_cache_import(fj_cache *c, const char *path, const char *const *local_pass
              || sqlite3_prepare_v2(db, sql, -1, &sel_k, NULL) != SQLITE_OK
              || !(sql_t = sqlite3_mprintf(TUNE_LIST, ver >= 3 ? OP_COL : OP_FROM_SIGNATURE))
              || sqlite3_prepare_v2(db, sql_t, -1, &sel_t, NULL) != SQLITE_OK
-             || (ver >= 4 && sqlite3_prepare_v2(db, VERDICT_LIST, -1, &sel_v, NULL)
-                                != SQLITE_OK))
+             || (ver >= 4 && prepare_verdicts(db, ver, &sel_v) != SQLITE_OK))
         note_err(why, sizeof why, path, db);
     if (why[0])
         goto out;

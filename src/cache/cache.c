@@ -76,16 +76,18 @@ static const char *const sql_text[ST_COUNT] = {
     [ST_EXPLAIN] = "SELECT key, name, arch, nvrtc_version, options, %s, created FROM kernels",
     [ST_EXPORT_K] = COPY_SELECT,
     [ST_IMPORT_K] = COPY_INSERT,
-    [ST_VERDICT_GET] = "SELECT " VERDICT_COLS " FROM verdicts WHERE " VERDICT_KEY,
+    [ST_VERDICT_GET] = "SELECT " VERDICT_SEL " FROM verdicts WHERE " VERDICT_KEY,
     [ST_VERDICT_PUT] = VERDICT_PUT,
     [ST_VERDICT_LIST] = VERDICT_LIST,
 };
 
 /* The oldest schema a statement can be prepared on: the ones that write a column an older
- * file lacks (kernels.parts: 2, tuning.op: 3). */
+ * file lacks (kernels.parts: 2, tuning.op: 3, verdicts.features: 5). */
 static int min_schema(int id)
 {
-    if (id == ST_VERDICT_GET || id == ST_VERDICT_PUT || id == ST_VERDICT_LIST)
+    if (id == ST_VERDICT_PUT)
+        return 5;
+    if (id == ST_VERDICT_GET || id == ST_VERDICT_LIST)
         return 4;   /* an older read-only file simply holds no verdicts */
     return id == ST_TUNE_PUT ? 3 : id == ST_PUT || id == ST_IMPORT_K ? 2 : 1;
 }
@@ -95,16 +97,29 @@ static int is_tuning_stmt(int id)
     return id == ST_TUNE_GET || id == ST_TUNE_PUT || id == ST_TUNE_PIN || id == ST_TUNE_LIST;
 }
 
-/* The verdicts of the first-use validation gate (src/api/validate.c), one per GPU class
- * and family (schema 4). */
-#define VERDICTS_TABLE                                                                   \
-    "CREATE TABLE verdicts ("                                                            \
+static int is_verdict_stmt(int id)
+{
+    return id == ST_VERDICT_GET || id == ST_VERDICT_PUT || id == ST_VERDICT_LIST;
+}
+
+/* The verdicts of the first-use validation gate (src/api/validate.c), one per GPU class,
+ * family and model-feature set ('' for none: every verdict of schema 4). Schema 4's table
+ * had no features column (VERDICTS_TABLE_4); 4 -> 5 rebuilds it, since a primary key
+ * cannot be altered. */
+#define VERDICTS_COLUMNS                                                                 \
     " gpu_name TEXT, arch TEXT, sm_count INTEGER, driver_version INTEGER,"              \
     " fajit_version TEXT, family TEXT, pass INTEGER NOT NULL, failed_case TEXT NOT NULL," \
-    " error TEXT NOT NULL, created INTEGER NOT NULL,"                                    \
+    " error TEXT NOT NULL, created INTEGER NOT NULL,"
+#define VERDICTS_TABLE_4                                                                 \
+    "CREATE TABLE verdicts (" VERDICTS_COLUMNS                                           \
     " PRIMARY KEY (gpu_name, arch, sm_count, driver_version, fajit_version, family));"
+#define VERDICTS_TABLE_AS(name)                                                          \
+    "CREATE TABLE " name " (" VERDICTS_COLUMNS " features TEXT NOT NULL DEFAULT '',"      \
+    " PRIMARY KEY (gpu_name, arch, sm_count, driver_version, fajit_version, family,"     \
+    " features));"
+#define VERDICTS_TABLE VERDICTS_TABLE_AS("verdicts")
 
-/* Schema FJ_CACHE_SCHEMA_VERSION (4). Older files are brought up to it by migrations[]. */
+/* Schema FJ_CACHE_SCHEMA_VERSION (5). Older files are brought up to it by migrations[]. */
 static const char schema_sql[] =
     "CREATE TABLE meta (k TEXT PRIMARY KEY, v TEXT);"
     "CREATE TABLE kernels ("
@@ -131,7 +146,10 @@ static const char *const migrations[FJ_CACHE_SCHEMA_VERSION] = {
     [2] = "ALTER TABLE tuning ADD COLUMN op TEXT NOT NULL DEFAULT '';"
           "UPDATE tuning SET op = " OP_FROM_SIGNATURE ";"
           "DELETE FROM kernels; DELETE FROM leases;",
-    [3] = VERDICTS_TABLE,
+    [3] = VERDICTS_TABLE_4,
+    [4] = VERDICTS_TABLE_AS("verdicts_5")
+          "INSERT INTO verdicts_5 (" VERDICT_COLS ") SELECT " VERDICT_BASE ", '' FROM verdicts;"
+          "DROP TABLE verdicts; ALTER TABLE verdicts_5 RENAME TO verdicts;",
 };
 
 /* ---- small helpers ---------------------------------------------------------------- */
@@ -310,9 +328,10 @@ static int create_or_migrate(fj_cache *c)
     if (rc != SQLITE_OK)
         sqlite3_exec(c->db, "ROLLBACK", NULL, NULL, NULL);
     else if (ver >= 3 && ver < FJ_CACHE_SCHEMA_VERSION)
-        fj_cache_say(c, FJ_LOG_INFO, "cache file migrated from schema %lld to %d (a table of "
-                     "validation verdicts added); every kernel and tuning row kept",
-                     (long long)ver, FJ_CACHE_SCHEMA_VERSION);
+        fj_cache_say(c, FJ_LOG_INFO, "cache file migrated from schema %lld to %d (%s); every "
+                     "kernel, tuning row and verdict kept", (long long)ver,
+                     FJ_CACHE_SCHEMA_VERSION, ver < 4 ? "a table of validation verdicts added"
+                     : "validation verdicts keyed by model-feature set too");
     else if (ver >= 1 && ver < FJ_CACHE_SCHEMA_VERSION)
         fj_cache_say(c, FJ_LOG_INFO, "cache file migrated from schema %lld to %d; %lld "
                      "kernels of cache format 1 dropped (every key changed: they compile "
@@ -326,9 +345,10 @@ static int prepare_all(fj_cache *c)
     for (int i = 0; i < ST_COUNT; i++) {
         if (c->schema < min_schema(i))
             continue;
-        const char *col = is_tuning_stmt(i) ? (c->schema >= 3 ? OP_COL : OP_FROM_SIGNATURE)
-                                            : (c->schema >= 2 ? "parts" : "NULL");
-        char *sql = sqlite3_mprintf(sql_text[i], col);
+        const char *col = is_tuning_stmt(i)    ? (c->schema >= 3 ? OP_COL : OP_FROM_SIGNATURE)
+                          : is_verdict_stmt(i) ? (c->schema >= 5 ? VERDICT_FEATURES : "''")
+                                               : (c->schema >= 2 ? "parts" : "NULL");
+        char *sql = sqlite3_mprintf(sql_text[i], col, col);
         if (!sql)
             return SQLITE_NOMEM;
         int rc = sqlite3_prepare_v3(c->db, sql, -1, SQLITE_PREPARE_PERSISTENT, &c->st[i],

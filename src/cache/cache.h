@@ -31,6 +31,10 @@
  *             Kernel rows are deleted (see below).
  *     3 -> 4: CREATE TABLE verdicts (the validation gate's verdicts); everything kept. A
  *             read-only file of schema < 4 holds no verdicts (get: none, list: empty).
+ *     4 -> 5: verdicts gain a `features` column in their key (the model-feature set a
+ *             verdict is of); the table is rebuilt with every row kept, as features ''
+ *             (feature-free: what every verdict of schema 4 is). A read-only file of
+ *             schema 4 reads its verdicts as features '' and takes no put.
  *
  * Format 2 (with schema 3): the operation is a part of the key (fj_key_inputs.op), and a
  * blob's checksum covers its key (XXH3-64 of the 16 key bytes, then the blob), so a blob
@@ -47,7 +51,7 @@
  *     counted in kernels_stale, its tuning rows are imported (op filled from the signature).
  */
 #define FJ_CACHE_FORMAT_VERSION 2
-#define FJ_CACHE_SCHEMA_VERSION 4
+#define FJ_CACHE_SCHEMA_VERSION 5
 
 typedef struct fj_key { uint8_t b[16]; } fj_key;   /* XXH3-128, big-endian bytes */
 
@@ -219,10 +223,13 @@ typedef int (*fj_tune_list_fn)(void *user, const fj_tune_row *r);
 int fj_cache_tune_list(fj_cache *c, fj_tune_list_fn fn, void *user);
 
 /* ---- validation verdicts -----------------------------------------------------------
- * One row per (GPU class, family): whether the family's kernels matched the reference
- * kernel on the validation problems (src/api/validate.c), and if not the first failing
- * case and the error. The GPU class is the name, target, SM count, driver version and
- * fajit version: a new driver or a new fajit is a class not validated yet. */
+ * One row per (GPU class, family, feature set): whether the family's kernels matched the
+ * reference kernel on the validation problems (src/api/validate.c), and if not the first
+ * failing case and the error. The GPU class is the name, target, SM count, driver version
+ * and fajit version: a new driver or a new fajit is a class not validated yet. The feature
+ * set names the model features the problems turned on ("softcap,sinks", "kv_e4m3"; "" for
+ * none), each set being other kernel code: a verdict of one set says nothing of another.
+ * The cache stores it as opaque text (src/api/validate.c makes and parses it). */
 typedef struct fj_verdict {
     char gpu_name[128];      /* "NVIDIA H200" */
     char arch[16];           /* "sm_90a" */
@@ -234,15 +241,17 @@ typedef struct fj_verdict {
     char failed_case[160];   /* "" when passed */
     char error[256];
     int64_t created;         /* unix seconds; put: 0 = now */
+    char features[64];       /* the model-feature set, "" for none (a key part) */
 } fj_verdict;
 
-/* Stores `v`, replacing the row of the same class and family. 0, or -1 (read-only cache,
+/* Stores `v`, replacing the row of the same class, family and features. 0, or -1 (read-only cache,
  * SQLite error; logged). */
 int fj_cache_verdict_put(fj_cache *c, const fj_verdict *v);
-/* 1 = found (*out filled), 0 = none (or an error, logged). `key` gives the class and
- * family (its other fields are not read). */
+/* 1 = found (*out filled), 0 = none (or an error, logged). `key` gives the class, family
+ * and features (its other fields are not read). */
 int fj_cache_verdict_get(fj_cache *c, const fj_verdict *key, fj_verdict *out);
-/* Calls fn for every verdict of target `arch` (NULL = all), ordered by class and family,
+/* Calls fn for every verdict of target `arch` (NULL = all), ordered by class, family and
+ * features,
  * without holding the cache's lock. Nonzero from fn stops. 0, or -1 on error. */
 typedef int (*fj_verdict_list_fn)(void *user, const fj_verdict *v);
 int fj_cache_verdict_list(fj_cache *c, const char *arch, fj_verdict_list_fn fn, void *user);
@@ -265,7 +274,7 @@ typedef struct fj_bundle_stats {
     int kernels_stale;    /* kernels of an older cache format (a file of schema < 3):
                              never hit, skipped (see FJ_CACHE_FORMAT_VERSION) */
     int verdicts;         /* validation verdicts written (export) or added (import: no
-                             verdict of the class and family was there) */
+                             verdict of the class, family and features was there) */
     int verdicts_replaced;  /* import: the bundle's verdict won over the cache's */
     int verdicts_kept;      /* import: the cache's verdict won (see fj_cache_import) */
     int verdicts_refused;   /* import: PASS verdicts of a family in `local_pass` */
@@ -290,11 +299,12 @@ int fj_cache_export(fj_cache *c, const char *path, const char *arch, unsigned fl
 
 /* Copies the kernels, tuning rows and verdicts of the bundle (or cache file) at `path` into
  * `c`, in one transaction: all or nothing; `path` must be a regular file (no FIFO: never
- * blocked on). Verdicts: the newer of a GPU class and family
- * wins, `created` capped at the time of the import; of the same time FAIL wins, then the
- * smaller case and error text (a file of schema < 4 has none); a PASS for a family named
- * in `local_pass` (NULL-terminated; may be NULL) is not taken (st->verdicts_refused): such
- * a family passes only by being validated on the GPU class itself. Kernels: each blob is verified (bad: skipped, counted);
+ * blocked on). Verdicts: the newer of a GPU class, family and feature set wins (a file of
+ * schema 4 holds feature-free ones), `created` capped at the time of the import; of the
+ * same time FAIL wins, then the smaller case and error text (a file of schema < 4 has
+ * none); a PASS for a family named in `local_pass` (NULL-terminated; may be NULL) is not
+ * taken (st->verdicts_refused): such a family passes only by being validated on the GPU
+ * class itself. Kernels: each blob is verified (bad: skipped, counted);
  * a key already present is left as it is. Tuning rows: a pinned row beats an unpinned
  * one; otherwise the newer (created) wins, then the faster; otherwise the cache's row is
  * kept. The result does not depend on the order in which bundles are imported, so a

@@ -21,7 +21,8 @@
  * read as expressions and statements that write them are not prepared (a read-only
  * handle never writes): "%s" stands for kernels.parts ("parts", or "NULL" before schema
  * 2) in kernel statements, for tuning.op (OP_COL, or OP_FROM_SIGNATURE before schema 3)
- * in tuning statements. */
+ * in tuning statements, for verdicts.features (VERDICT_FEATURES, or "''" before schema 5)
+ * in verdict statements (which may take it twice). */
 enum {
     ST_BEGIN, ST_COMMIT, ST_ROLLBACK,
     ST_GET, ST_TOUCH, ST_PUT, ST_DEL, ST_EXISTS, ST_CORRUPT,
@@ -59,16 +60,23 @@ enum {
                  " VALUES (?1, ?2, ?3, ?4, ?5, ?6, ?7, ?8, ?9, ?10, ?11, ?12, ?13)"
 #define N_TUNE_COLS 13
 
-/* Verdict columns, in the order of fj_verdict (schema 4). */
-#define VERDICT_COLS "gpu_name, arch, sm_count, driver_version, fajit_version, family, pass," \
+/* Verdict columns, in the order of fj_verdict: VERDICT_COLS for writing (schema 5),
+ * VERDICT_SEL (with "%s" for features: VERDICT_FEATURES, or "''" in a file of schema 4,
+ * whose verdicts are all of feature-free problems) for reading; VERDICT_KEY and
+ * VERDICT_LIST take that "%s" twice. */
+#define VERDICT_BASE "gpu_name, arch, sm_count, driver_version, fajit_version, family, pass," \
                      " failed_case, error, created"
+#define VERDICT_COLS VERDICT_BASE ", features"
+#define VERDICT_SEL VERDICT_BASE ", %s"
+#define VERDICT_FEATURES "features"
 #define VERDICT_KEY "gpu_name = ?1 AND arch = ?2 AND sm_count = ?3 AND driver_version = ?4" \
-                    " AND fajit_version = ?5 AND family = ?6"
+                    " AND fajit_version = ?5 AND family = ?6 AND %s = ?11"
 #define VERDICT_PUT "INSERT OR REPLACE INTO verdicts (" VERDICT_COLS ")" \
-                    " VALUES (?1, ?2, ?3, ?4, ?5, ?6, ?7, ?8, ?9, ?10)"
-#define VERDICT_LIST "SELECT " VERDICT_COLS " FROM verdicts WHERE ?1 IS NULL OR arch = ?1" \
-                     " ORDER BY gpu_name, arch, sm_count, driver_version, fajit_version, family"
-#define N_VERDICT_COLS 10
+                    " VALUES (?1, ?2, ?3, ?4, ?5, ?6, ?7, ?8, ?9, ?10, ?11)"
+#define VERDICT_LIST "SELECT " VERDICT_SEL " FROM verdicts WHERE ?1 IS NULL OR arch = ?1" \
+                     " ORDER BY gpu_name, arch, sm_count, driver_version, fajit_version, family," \
+                     " %s"
+#define N_VERDICT_COLS 11
 
 typedef struct held_lease {
     fj_key key;
@@ -147,7 +155,7 @@ int fj_tune_read(sqlite3_stmt *st, fj_tune_row *r);
  * (merge = 1: import's rule). 0 stored, 1 kept, -1 error. */
 int fj_tune_store(fj_cache *c, const fj_tune_row *r, int64_t created, int merge);
 
-/* verdicts.c: reads a row of VERDICT_COLS; stores `v` inside the caller's transaction
+/* verdicts.c: reads a row of VERDICT_SEL; stores `v` inside the caller's transaction
  * unless the row there is newer (merge = 1: import's rule; else `v` wins). 0 stored (none
  * there; always without merge), 1 kept, 2 stored over the row there, -1 error. */
 void fj_verdict_read(sqlite3_stmt *st, fj_verdict *v);

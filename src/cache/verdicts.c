@@ -1,5 +1,6 @@
-/* verdicts.c - the validation gate's verdicts: one per (GPU class, family), pass or fail
- * with the first failing case. The newer verdict of a class replaces the older. */
+/* verdicts.c - the validation gate's verdicts: one per (GPU class, family, model-feature
+ * set), pass or fail with the first failing case. The newer verdict of a key replaces the
+ * older. */
 #ifndef _GNU_SOURCE
 #define _GNU_SOURCE
 #endif
@@ -16,7 +17,7 @@ static void bind_text(sqlite3_stmt *st, int i, const char *s, size_t cap)
     sqlite3_bind_text(st, i, s, (int)strnlen(s, cap), SQLITE_STATIC);
 }
 
-/* ?1..?6: the class and the family (VERDICT_KEY). */
+/* ?1..?6 and ?11: the class, the family and the feature set (VERDICT_KEY). */
 static void bind_class(sqlite3_stmt *st, const fj_verdict *v)
 {
     bind_text(st, 1, v->gpu_name, sizeof v->gpu_name);
@@ -25,6 +26,7 @@ static void bind_class(sqlite3_stmt *st, const fj_verdict *v)
     sqlite3_bind_int(st, 4, v->driver_version);
     bind_text(st, 5, v->fajit_version, sizeof v->fajit_version);
     bind_text(st, 6, v->family, sizeof v->family);
+    bind_text(st, 11, v->features, sizeof v->features);
 }
 
 static void column_to(char *dst, size_t cap, sqlite3_stmt *st, int col)
@@ -46,9 +48,10 @@ void fj_verdict_read(sqlite3_stmt *st, fj_verdict *v)
     column_to(v->failed_case, sizeof v->failed_case, st, 7);
     column_to(v->error, sizeof v->error, st, 8);
     v->created = sqlite3_column_int64(st, 9);
+    column_to(v->features, sizeof v->features, st, 10);
 }
 
-/* Import's order of two verdicts of one class and family: the newer wins; of the same
+/* Import's order of two verdicts of one class, family and feature set: the newer wins; of the same
  * time, FAIL; then the smaller case and error text. A total order, so the result does not
  * depend on the order of imports. > 0 when `have` (the row there) wins or ties. */
 static int row_wins(sqlite3_stmt *have, const fj_verdict *v, int64_t created)
@@ -166,6 +169,9 @@ int fj_cache_verdict_list(fj_cache *c, const char *arch, fj_verdict_list_fn fn, 
     return rc;
 }
 
+#define CHECK_SELECT(features) "SELECT " VERDICT_BASE ", " features ", typeof(pass) =" \
+                               " 'integer' AND pass IN (0, 1), rowid FROM verdicts"
+
 /* Reads every verdict row (with whether its pass column is the integer 0 or 1), then
  * deletes the rows fn calls bad, by rowid: a key column too long for fj_verdict or NULL
  * would not match VERDICT_KEY. */
@@ -180,8 +186,8 @@ int fj_cache_verdict_check(fj_cache *c, fj_verdict_check_fn fn, void *user, int 
         return -1;
     pthread_mutex_lock(&c->mu);
     if (c->st[ST_VERDICT_LIST]   /* (a read-only file of an older schema has no verdicts) */
-        && (sqlite3_prepare_v2(c->db, "SELECT " VERDICT_COLS ", typeof(pass) = 'integer' AND"
-                               " pass IN (0, 1), rowid FROM verdicts", -1, &sel, NULL)
+        && (sqlite3_prepare_v2(c->db, c->schema >= 5 ? CHECK_SELECT(VERDICT_FEATURES)
+                                                     : CHECK_SELECT("''"), -1, &sel, NULL)
                 != SQLITE_OK
             || (!c->readonly && sqlite3_prepare_v2(c->db, "DELETE FROM verdicts WHERE rowid = ?1",
                                                    -1, &del, NULL) != SQLITE_OK)))
