@@ -123,8 +123,8 @@ static_assert(128 * (QT * REG_S + REG_C + REG_O) <= REG_LAUNCH * THREADS, "setma
 
 /* fj_sm90_sched.cuh reads its tile size and head_dim from namespace fa3: the CTA's rows. */
 namespace fa3 {
-constexpr int BM = fa4::BM, HD = fa4::HD;
-static_assert(HD == fa4::HD, "");  /* (read by the masked order only) */
+constexpr int BM = fa4::BM, HD = fa4::HD, HDV = fa4::HD;   /* (V of head_dim columns) */
+static_assert(HD == fa4::HD && HDV == HD, "");  /* (read by the masked order only) */
 }
 #include "fj_sm90_sched.cuh"
 
