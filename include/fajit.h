@@ -359,8 +359,7 @@ typedef struct fajit_attn_desc {
                                       not written. Served by the Hopper family (a multiple
                                       of 16, at most head_dim; contiguous, varlen, paged
                                       prefill), fa2 (at most head_dim) and the reference
-                                      kernel (unpaged), not by the decode family; compiled,
-                                      not yet run on a GPU: FAJIT_MODEL_FEATURES=on only */
+                                      kernel (unpaged), not by the decode family */
     fajit_kv_dtype kv_dtype;       /* the K/V element type: FAJIT_KV_AS_Q (default) or FP8,
                                       dequantized in the kernel as k_descale[.] * K, v_descale
                                       [.] * V (vLLM's fp8 KV cache). FP8 K/V strides are in

@@ -88,11 +88,11 @@ expect_out 0 "dec bf16 d128 .* kv-e4m3 softcap sinks" --cache-dir "$dir" \
 expect_out 0 "fa3 bf16 d128 causal .* alibi" --cache-dir "$dir" plan --arch sm_90a \
     --features alibi
 expect_out 0 "fa2 bf16 d128 .* softcap" --cache-dir "$dir" plan --arch sm_80 --features softcap
-# head_dim_v (DeepSeek 192/128): not yet run on a GPU, so only with FAJIT_MODEL_FEATURES=on
-FAJIT_MODEL_FEATURES=on expect_out 0 "fa3 bf16 d192 causal .* dv128" --cache-dir "$dir" \
+# head_dim_v (DeepSeek 192/128): served by default (fa3 on sm_90a, fa2 on sm_80)
+expect_out 0 "fa3 bf16 d192 causal .* dv128" --cache-dir "$dir" \
     plan --arch sm_90a --hdim 192 --hdim-v 128
-expect 1 "the fa3 kernels with head_dim_v != head_dim are compiled but have not run" \
-    --cache-dir "$dir" plan --arch sm_90a --hdim 192 --hdim-v 128
+expect_out 0 "fa2 bf16 d192 causal .* dv128" --cache-dir "$dir" \
+    plan --arch sm_80 --hdim 192 --hdim-v 128
 expect 2 "--hdim-v needs a whole number in 8..256, got '300'" plan --hdim-v 300
 expect 2 "--features takes softcap, sinks and alibi, comma-separated; got 'tanh'" plan --arch sm_80 \
     --features softcap,tanh

@@ -437,7 +437,7 @@ static void check_one(fajit_ctx *ctx, const char *fam, int is_ref, const fc *c, 
     if (!(e.lse <= lse_tol))
         CASE_FAIL(t, "%s LSE error %g > %g on %s", fam, e.lse, lse_tol, c->text);
     if (getenv("FAJIT_TEST_FEATURES_VERBOSE"))
-        printf("  %-4s %.3f of the bound (err %.2e), lse err %.2e: %s\n", fam,
+        printf("  %-8s %.3f of the bound (err %.2e), lse err %.2e: %s\n", fam,
                e.max_abs / bound, e.max_abs, e.lse, c->text);
     free(o), free(lse);
 }
@@ -483,9 +483,11 @@ START_TEST(features_sweep)
         double *sp = calloc(B.no, sizeof(double)), smax = 0;
         fj_cpu_attention_feat(&hp, c.dtype, &hf, c.dv, f, flse);
         same_precision(&c, &B, &hp, &hf, sp, &smax);
+        char auto_name[32];   /* "auto:fa3": which family dispatch's run was */
+        snprintf(auto_name, sizeof auto_name, "auto:%s", name);
         for (int i = 0; i < 3; i++)
-            check_one(ctx[i], fams[i].name, fams[i].is_ref, &c, &B, &d, f,
-                      flse, sp, smax, &t);
+            check_one(ctx[i], i == 2 ? auto_name : fams[i].name, fams[i].is_ref, &c, &B, &d,
+                      f, flse, sp, smax, &t);
         free(f), free(flse), free(sp);
         teardown(&B);
     }

@@ -2,7 +2,7 @@
  * every target from sm_80, the whole descriptor. Configurations, their checks and tuning
  * candidates are src/autotune/fa2_config.*; this file turns them into kernels and launches.
  * Tuning-row name: "128x64w4s1" (no prefix: these rows predate the others). Model features:
- * softcap, sinks, ALiBi, and head_dim_v <= head_dim (not run on a GPU yet). */
+ * softcap, sinks, ALiBi, and head_dim_v <= head_dim. */
 #include <stdio.h>
 #include <string.h>
 
@@ -135,8 +135,8 @@ const fj_family fj_family_fa2 = {
     .id = FAJIT_FAMILY_FA2,
     .op = FAJIT_OP_FWD,
     .rank = 10,
-    /* gpu-features on Hopper (sm_80 code); head_dim_v != head_dim has not run */
-    .ran_features = FA2_FEATURES & ~FJ_FEAT_HDIM_V,
+    /* gpu-features on Hopper (sm_80 code compiled for sm_90) */
+    .ran_features = FA2_FEATURES,
     .cfg_prefix = "",
     .applies = applies,
     .default_cfg = default_cfg,

@@ -19,8 +19,7 @@
  * Model features (FA3_FEATURES): softcap, sinks and ALiBi, in every variant (contiguous, varlen,
  * paged); fj_fa3_launch_args pushes their fj_feat_params last, for the mixed family too. And
  * head_dim_v != head_dim (FJ_HEAD_DIM_V: a multiple of 16 at most head_dim, DeepSeek's 192 /
- * 128; V's tensor map of head_dim_v columns; the tiles of fj_fa3_default_v); not run on a GPU
- * yet. */
+ * 128; V's tensor map of head_dim_v columns; the tiles of fj_fa3_default_v). */
 #include <stdio.h>
 #include <string.h>
 
@@ -378,7 +377,7 @@ const fj_family fj_family_fa3 = {
     .id = FAJIT_FAMILY_FA3,
     .op = FAJIT_OP_FWD,
     .rank = 20,
-    .ran_features = FA3_FEATURES & ~FJ_FEAT_HDIM_V,   /* gpu-features; not head_dim_v yet */
+    .ran_features = FA3_FEATURES,   /* gpu-features, flash-attention's hopper tests */
     .rank_for = rank_for,
     .cfg_prefix = "fa3:",
     .applies = applies,
