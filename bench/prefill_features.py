@@ -9,6 +9,7 @@ package):
   gptoss GPT-OSS's attention (64/8 heads, head_dim 64, sinks, a 128-key window: window
          (127, 0)), fajit against cuDNN's SDPA with sinks (cudnn.sdpa_torch from the
          nvidia-cudnn-frontend package, when importable);
+  probe  cuDNN's window and sink conventions against fajit's reference (which match);
   mla    DeepSeek's prefill (128/128 heads, head_dim 192, head_dim_v 128, causal): fajit's
          TFLOP/s (real FLOPs: 2 * (d + dv) per visible pair) against its own 192/192 and
          against cuDNN (cudnn.sdpa_torch, and torch SDPA's CUDNN backend where it takes
@@ -169,6 +170,37 @@ def part_gptoss(timer, args, rows, notes, peer):
         print(rows[-len(t):], flush=True)
 
 
+def part_cudnn_probe(rows, notes, peer):
+    """Which of cuDNN's window and sink conventions match fajit's (and flash-attn's): the
+    max error of cudnn.sdpa_torch against the reference for each variant, GPT-OSS's heads,
+    one 2k sequence."""
+    sdpa, _ = peer
+    if sdpa is None:
+        return
+    hq, hkv, d, L = 64, 8, 64, 2048
+    g = torch.Generator(device=DEV).manual_seed(5)
+    q, k, v = (torch.randn(1, L, h, d, generator=g, device=DEV, dtype=torch.bfloat16)
+               for h in (hq, hkv, hkv))
+    sinks = torch.rand(hq, generator=g, device=DEV) * 2
+    qb, kb, vb = bhsd(q), bhsd(k), bhsd(v)
+    cases = [("causal", {}, {}), ("causal sinks", {"sinks": sinks}, {"sinks": sinks}),
+             ("window 127", {"window": (127, 0)}, {"window_left": 127, "window_right": 0}),
+             ("window 127 as left 128", {"window": (127, 0)},
+              {"window_left": 128, "window_right": 0}),
+             ("window 127 sinks", {"window": (127, 0), "sinks": sinks},
+              {"window_left": 127, "window_right": 0, "sinks": sinks}),
+             ("window 127 sinks [1,h,1,1]", {"window": (127, 0), "sinks": sinks},
+              {"window_left": 127, "window_right": 0, "sinks": sinks.view(1, hq, 1, 1)})]
+    for name, rk, ck in cases:
+        ref = reference(q, k, v, **rk)
+        try:
+            e = err(bhsd(sdpa(qb, kb, vb, is_causal=True, **ck)), ref)
+        except Exception as ex:   # noqa: BLE001
+            e = float("nan")
+            notes.append(f"cudnn probe {name}: {str(ex).splitlines()[0][:160]}")
+        rows.append(("cudnn-probe", f"1x{L}", name, 0.0, "", "", f"{e:.1e}"))
+
+
 def part_mla(timer, args, rows, notes, peer):
     h, d, dv = 128, 192, 128
     sdpa, _ = peer
@@ -212,7 +244,7 @@ def bd_sdpa_cudnn(q, k, v):
 
 def main():
     ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
-    ap.add_argument("--parts", default="cost,gptoss,mla")
+    ap.add_argument("--parts", default="cost,gptoss,mla,probe")
     ap.add_argument("--seqlens", default="2048,4096,8192,16384")
     ap.add_argument("--hdims", default="64,128")
     ap.add_argument("--reps", type=int, default=10)
@@ -232,6 +264,8 @@ def main():
         part_gptoss(timer, args, rows, notes, peer)
     if "mla" in parts:
         part_mla(timer, args, rows, notes, peer)
+    if "probe" in parts:
+        part_cudnn_probe(rows, notes, peer)
     lines = [f"# prefill features, {datetime.date.today()}, {torch.cuda.get_device_name()}",
              "", f"command: `{' '.join(sys.argv)}`; torch {torch.__version__}, "
              f"cuDNN {torch.backends.cudnn.version()}", "",

@@ -23,7 +23,7 @@ static fajit_ctx *policy_ctx(const char *dir, fajit_policy policy)
 /* fajit_bench_spec: one result per shape of the spec, in spec order, with ordered
  * statistics of positive samples and the dispatch line of the kernel timed. */
 typedef struct bench_seen {
-    int n, sq[4], sk[4], page[4], bad;
+    int n, sq[4], sk[4], page[4], kv[4], bad;
 } bench_seen;
 
 static void on_bench(void *user, const fajit_bench_result *r)
@@ -31,14 +31,14 @@ static void on_bench(void *user, const fajit_bench_result *r)
     bench_seen *s = user;
     int ok = r->reps == 7 && r->min_ms > 0 && r->min_ms <= r->p10_ms &&
              r->p10_ms <= r->median_ms && r->median_ms <= r->p90_ms && r->p90_ms <= r->max_ms &&
-             r->kernel[0] && strcmp(r->problem, s->n < 2 ? "b" : "p") == 0 &&
+             r->kernel[0] && strcmp(r->problem, s->n < 2 ? "b" : s->n < 3 ? "p" : "f") == 0 &&
              r->desc->heads_q == 8 && !r->desc->block_table == !r->desc->page_size;
     for (int k = 0; k < r->reps; k++)
         ok = ok && r->samples_ms[k] >= r->min_ms && r->samples_ms[k] <= r->max_ms;
     s->bad += !ok;
     if (s->n < 4)
         s->sq[s->n] = r->desc->seqlen_q, s->sk[s->n] = r->desc->seqlen_k,
-        s->page[s->n] = r->desc->page_size;
+        s->page[s->n] = r->desc->page_size, s->kv[s->n] = r->desc->kv_dtype;
     s->n++;
 }
 
@@ -52,16 +52,61 @@ START_TEST(bench_spec)
     fputs("[model b]\ndtype = bf16\nhead_dim = 64\nheads_q = 8\nheads_kv = 2\n"
           "mask = causal\nprefill = 256\ndecode = 1k\n"
           "[model p]\ndtype = bf16\nhead_dim = 128\nheads_q = 8\nheads_kv = 2\n"
-          "mask = causal\npage_size = 16\ndecode = 1000\n", f);
+          "mask = causal\npage_size = 16\ndecode = 1000\n"
+          "[model f]\ndtype = bf16\nhead_dim = 128\nheads_q = 8\nheads_kv = 2\n"
+          "mask = causal\npage_size = 16\nkv_dtype = e4m3\ndecode = 1000\n", f);
     fclose(f);
     fajit_ctx *ctx = new_ctx(dir);
     bench_seen s = {0};
     ck_assert_msg(fajit_bench_spec(ctx, spec, 7, on_bench, &s) == FAJIT_OK, "%s",
                   fajit_errmsg(ctx));
-    ck_assert_int_eq(s.n, 3);
+    ck_assert_int_eq(s.n, 4);   /* the FP8 cache's decode too */
     ck_assert_int_eq(s.bad, 0);
     ck_assert(s.sq[0] == 256 && s.sk[0] == 256 && s.sq[1] == 1 && s.sk[1] == 1024);
     ck_assert(s.page[0] == 0 && s.page[1] == 0 && s.page[2] == 16 && s.sk[2] == 1000);
+    ck_assert(s.kv[2] == FAJIT_KV_AS_Q && s.kv[3] == FAJIT_KV_E4M3 && s.page[3] == 16);
+    fajit_ctx_destroy(ctx);
+    rm_dir(dir);
+}
+END_TEST
+
+/* fajit_tune_spec over an FP8 (e4m3) paged cache: every candidate checked against the
+ * reference kernel on the dequantized twin, a winner stored under the FP8 signature, which
+ * a second tune finds without measuring. */
+static void on_tune(void *user, const fajit_tune_result *r)
+{
+    fajit_tune_result *last = user;
+    *last = *r;
+    printf("tune fp8: %s %s: %d candidates, %d pruned, default %s %.4f ms, winner %s %.4f ms\n",
+           r->signature, r->bucket, r->candidates, r->pruned, r->default_config,
+           r->default_ms, r->winner, r->winner_ms);
+}
+
+START_TEST(tune_fp8_spec)
+{
+    char dir[64], spec[96];
+    tmp_dir(dir, sizeof dir, "tune-fp8");
+    snprintf(spec, sizeof spec, "%s/f.spec", dir);
+    FILE *f = fopen(spec, "w");
+    ck_assert_ptr_nonnull(f);
+    fputs("[model f]\ndtype = bf16\nhead_dim = 128\nheads_q = 32\nheads_kv = 8\n"
+          "mask = causal\npage_size = 16\nkv_dtype = e4m3\ndecode = 2k\nbatch = 4\n", f);
+    fclose(f);
+    fajit_ctx *ctx = new_ctx(dir);
+    fajit_tune_opts o;
+    fajit_tune_opts_init(&o);
+    o.reps = 5;
+    fajit_tune_result r;
+    memset(&r, 0, sizeof r);
+    ck_assert_msg(fajit_tune_spec(ctx, spec, &o, on_tune, &r) == FAJIT_OK, "%s",
+                  fajit_errmsg(ctx));
+    ck_assert_msg(strstr(r.signature, ".kv-e4m3"), "%s", r.signature);
+    ck_assert(r.candidates >= 2 && r.pruned < r.candidates && r.winner[0] && r.winner_ms > 0);
+    ck_assert_int_eq(r.from_cache, 0);
+    fajit_tune_result again;
+    ck_assert_int_eq(fajit_tune_spec(ctx, spec, &o, on_tune, &again), FAJIT_OK);
+    ck_assert_int_eq(again.from_cache, 1);
+    ck_assert_str_eq(again.winner, r.winner);
     fajit_ctx_destroy(ctx);
     rm_dir(dir);
 }
@@ -234,6 +279,7 @@ END_TEST
 void gpu_tune_tests(TCase *tc)
 {
     tcase_add_test(tc, bench_spec);
+    tcase_add_test(tc, tune_fp8_spec);
     tcase_add_test(tc, strict_miss);
     tcase_add_test(tc, tune_then_new_process);
     tcase_add_test(tc, fallback_never_blocks);

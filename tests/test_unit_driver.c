@@ -178,10 +178,6 @@ START_TEST(inputs_head_dim_v)
     ck_assert_int_eq(in.d[0].k_batch_stride, 50 * 2 * 48);
     ck_assert_int_eq(fajit_attn_check(ctx, &in.d[0]), FAJIT_OK);
     fj_inputs_free(ctx->cu, &in);
-    /* an FP8 K/V cache: not yet */
-    p.kv_dtype = 1;
-    ck_assert_int_eq(fj_inputs_make(ctx, &p, &sh, 1, NULL, NULL, 0, &in), FAJIT_UNSUPPORTED);
-    ck_assert_ptr_nonnull(strstr(fajit_errmsg(ctx), "sets kv_dtype"));
     fajit_ctx_destroy(ctx);
     fj_cuda_set_for_testing(NULL);
 }
@@ -227,10 +223,10 @@ static void check_fp8(const uint8_t *codes, const uint16_t *twin, const int32_t 
     }
 }
 
-/* FP8 K/V inputs (the validation gate's): K and V hold random normal FP8 codes, one descale
- * per tensor after the sinks (and slopes), and the twin holds their descaled values in Q's
- * dtype, exactly: in sequence order where paged, as they are where contiguous. Without
- * FJ_INPUTS_FP8 (the tuner, the benchmark) such a problem is refused. */
+/* FP8 K/V inputs (the validation gate's, the tuner's, the benchmark's): K and V hold random
+ * normal FP8 codes, one descale per tensor after the sinks (and slopes), and the twin holds
+ * their descaled values in Q's dtype, exactly: in sequence order where paged, as they are
+ * where contiguous. Without FJ_INPUTS_TWIN (the benchmark) no twin. */
 START_TEST(inputs_fp8)
 {
     fj_cuda fake = fake_device_table();
@@ -251,10 +247,11 @@ START_TEST(inputs_fp8)
     const fj_shape sh = {1, 50, 3};
     const size_t pe = 16 * 2 * 16, n = 12 * pe;
     fj_inputs in;
-    ck_assert_int_eq(fj_inputs_make(ctx, &p, &sh, 1, NULL, NULL, FJ_INPUTS_TWIN, &in),
-                     FAJIT_UNSUPPORTED);
-    ck_assert_int_eq(fj_inputs_make(ctx, &p, &sh, 1, NULL, NULL, FJ_INPUTS_TWIN | FJ_INPUTS_FP8,
-                                    &in), FAJIT_OK);
+    ck_assert_int_eq(fj_inputs_make(ctx, &p, &sh, 1, NULL, NULL, 0, &in), FAJIT_OK);
+    ck_assert(!in.k_twin && !in.v_twin && in.bt && in.d[0].kv_dtype == FAJIT_KV_E4M3);
+    ck_assert_ptr_eq(in.d[0].k_descale, (const float *)(uintptr_t)in.feat + 8);
+    fj_inputs_free(ctx->cu, &in);
+    ck_assert_int_eq(fj_inputs_make(ctx, &p, &sh, 1, NULL, NULL, FJ_INPUTS_TWIN, &in), FAJIT_OK);
     const fajit_attn_desc *d = &in.d[0];
     const float *feat = (const float *)(uintptr_t)in.feat;
     ck_assert_int_eq(d->kv_dtype, FAJIT_KV_E4M3);
@@ -271,8 +268,7 @@ START_TEST(inputs_fp8)
 
     /* contiguous e5m2 under f16: the twin is the descaled copy in place */
     p.page_size = 0, p.kv_dtype = FAJIT_KV_E5M2, p.dtype = FAJIT_F16, p.features = 0;
-    ck_assert_int_eq(fj_inputs_make(ctx, &p, &sh, 1, NULL, NULL, FJ_INPUTS_TWIN | FJ_INPUTS_FP8,
-                                    &in), FAJIT_OK);
+    ck_assert_int_eq(fj_inputs_make(ctx, &p, &sh, 1, NULL, NULL, FJ_INPUTS_TWIN, &in), FAJIT_OK);
     ck_assert(in.k_twin && in.v_twin && !in.bt && in.feat);
     ck_assert_ptr_eq(in.d[0].k_descale, (const float *)(uintptr_t)in.feat + 8);
     check_fp8((const uint8_t *)(uintptr_t)in.k[0], (const uint16_t *)(uintptr_t)in.k_twin, NULL,

@@ -62,7 +62,8 @@ static void on_result(void *user, const fajit_bench_result *r)
     /* Q K^T over head_dim, P V over head_dim_v (4 * d where they are equal) */
     const double dv = d->head_dim_v ? d->head_dim_v : d->head_dim;
     w->flops = 2.0 * d->batch * d->heads_q * (d->head_dim + dv) * visible_pairs(d);
-    w->kv_bytes = 2.0 * d->batch * (double)d->seqlen_k * d->heads_kv * (d->head_dim + dv);
+    const double kv_elem = d->kv_dtype != FAJIT_KV_AS_Q ? 1.0 : 2.0;   /* FP8: a byte */
+    w->kv_bytes = kv_elem * d->batch * (double)d->seqlen_k * d->heads_kv * (d->head_dim + dv);
     t->n++;
 }
 

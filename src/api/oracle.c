@@ -368,9 +368,6 @@ fajit_status fj_inputs_make(fajit_ctx *ctx, const fj_problem *p, const fj_shape 
                  sh->batch > FJ_INPUT_MAX_BATCH)), ctx, FAJIT_INVALID_ARGUMENT,
                  "fj_inputs_make: %d sets, varlen %d x paged %d", sets, lens_q != NULL,
                  p->page_size);
-    FJ_RETURN_IF(p->kv_dtype && !(flags & FJ_INPUTS_FP8), ctx, FAJIT_UNSUPPORTED,
-                 "model '%s' sets kv_dtype: fajit-tune warm compiles its kernels, tune and "
-                 "bench do not run such problems yet", p->name);
     /* paged: whole pages per sequence (pps of them), scattered by the block table; V and O
      * of head_dim_v columns where the problem sets it */
     const int dv = p->head_dim_v ? p->head_dim_v : p->head_dim;

@@ -36,12 +36,11 @@ int fj_oracle_check(fajit_ctx *ctx, fj_oracle *o, const fj_kplan *kp, const faji
  * scatters the pages of every sequence over the cache in random order (as a server's
  * cache holds them after a while: page gathers cost what they cost in serving) and, where
  * flags has FJ_INPUTS_TWIN, the keys and values of set 0 once more in sequence order
- * (k_twin, v_twin: what the reference kernel reads). FP8 K/V (p->kv_dtype) only with
- * FJ_INPUTS_FP8 (else UNSUPPORTED): random normal FP8 bytes, one descale per tensor
- * (FJ_INPUTS_K_DESCALE, _V_), and the twin (also of a contiguous problem) in Q's dtype
- * holding their descaled values, exactly. d[k] describes set k. */
+ * (k_twin, v_twin: what the reference kernel reads). FP8 K/V (p->kv_dtype): random normal
+ * FP8 bytes, one descale per tensor (FJ_INPUTS_K_DESCALE, _V_), and with FJ_INPUTS_TWIN the
+ * twin (also of a contiguous problem) in Q's dtype holding their descaled values, exactly.
+ * d[k] describes set k. */
 #define FJ_INPUTS_TWIN 1u
-#define FJ_INPUTS_FP8 2u
 #define FJ_INPUTS_K_DESCALE 0.5f
 #define FJ_INPUTS_V_DESCALE 0.25f
 #define FJ_INPUT_SETS 2

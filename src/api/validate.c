@@ -206,7 +206,7 @@ static fajit_status run_case(fajit_ctx *ctx, const fj_family *f, const vcase *c,
     fj_kplan kp;
     *failed = 0;
     FJ_CHECK(fj_inputs_make(ctx, &p, &c->shape, 1, c->lens_q[0] ? c->lens_q : NULL,
-                            c->lens_k, FJ_INPUTS_TWIN | FJ_INPUTS_FP8, &in));
+                            c->lens_k, FJ_INPUTS_TWIN, &in));
     const fajit_attn_desc *d = &in.d[0];
     memset(&kp, 0, sizeof kp);
     fajit_status st = fajit_attn_check(ctx, d);
