@@ -3,7 +3,7 @@
 A ctypes binding over libfajit (include/fajit.h); no compiled extension. Without torch:
 Context, info, plan, warm, tune, Error, __version__. With torch (imported here when it is
 installed): attention, attention_with_kvcache, flash_attn_varlen_func and merge_attention on
-CUDA tensors. Eager calls go straight to the C library with a cached descriptor; under
+CUDA tensors, and prepare_kvcache (attention_with_kvcache checked once, launched per layer). Eager calls go straight to the C library with a cached descriptor; under
 torch.compile they are the custom ops torch.ops.fajit.fwd / .fwd_out / .merge, and CUDA
 graph capture records them either way.
 """
@@ -241,9 +241,11 @@ def tune(spec, *, reps=20, noise_band=0.03, pin=False, force=False, context=None
 if importlib.util.find_spec("torch") is not None:
     from ._torch import (attention, attention_with_kvcache,  # noqa: E402,F401
                          flash_attn_varlen_func, merge_attention)
+    from ._prepared import PreparedKVCache, prepare_kvcache  # noqa: E402,F401
 else:
     def attention(*args, **kwargs):
         """Needs PyTorch (not installed)."""
         raise ImportError("fajit.attention needs PyTorch (torch is not installed)")
 
     attention_with_kvcache = flash_attn_varlen_func = merge_attention = attention
+    prepare_kvcache = attention

@@ -676,6 +676,28 @@ def _kvcache(key, eager, q, k_cache, v_cache, block_table, seqused_k, cu_seqlens
              max_seqlen_k, out, softcap, sinks, alibi_slopes, k_descale, v_descale):
     """attention_with_kvcache past a miss: every check, then (eager) a new entry kept under
     `key` and its launch, or (traced) the custom op."""
+    mask, wl, wr, max_q, cap, max_k, scale, feats = _kvcache_checks(
+        q, k_cache, v_cache, block_table, seqused_k, cu_seqlens_q, max_seqlen_q, causal,
+        window, scale, num_splits, num_splits_max, max_seqlen_k, out, softcap, sinks,
+        alibi_slopes, k_descale, v_descale)
+    if eager:
+        o = q.new_empty(_o_shape(q, v_cache)) if out is None else out
+        e = _entry(key, q, k_cache, v_cache, o, cu_seqlens_q, None, block_table, seqused_k,
+                   max_q, cap, mask, wl, wr, scale, return_lse, int(num_splits),
+                   int(num_splits_max), feats)
+        return _call(e, q, k_cache, v_cache, o, cu_seqlens_q, None, block_table, seqused_k,
+                     max_q, max_k, *feats[1:], return_lse)
+    return _run(q, k_cache, v_cache, out, return_lse, cu_seqlens_q, None, block_table,
+                seqused_k, max_q, max_k, mask, wl, wr, scale, return_lse, int(num_splits),
+                int(num_splits_max), *feats)
+
+
+def _kvcache_checks(q, k_cache, v_cache, block_table, seqused_k, cu_seqlens_q, max_seqlen_q,
+                    causal, window, scale, num_splits, num_splits_max, max_seqlen_k, out,
+                    softcap, sinks, alibi_slopes, k_descale, v_descale):
+    """Every check of attention_with_kvcache's arguments (fajit.Error on the first that
+    fails); returns (mask, window_left, window_right, max_q, the cache's key capacity,
+    max_k, scale, (softcap, sinks, alibi_slopes, k_descale, v_descale))."""
     varlen = cu_seqlens_q is not None
     _check_qkv(q, k_cache, v_cache, 3 if varlen else 4, 4, "k_cache")
     _check_out(out, q, v_cache)
@@ -727,17 +749,8 @@ def _kvcache(key, eager, q, k_cache, v_cache, block_table, seqused_k, cu_seqlens
              seqused_k=seqused_k, cu_seqlens_q=cu_seqlens_q, sinks=sinks,
              alibi_slopes=alibi_slopes, k_descale=k_descale, v_descale=v_descale)
     scale = None if scale is None else float(scale)
-    feats = (softcap, sinks, alibi_slopes, k_descale, v_descale)
-    if eager:
-        o = q.new_empty(_o_shape(q, v_cache)) if out is None else out
-        e = _entry(key, q, k_cache, v_cache, o, cu_seqlens_q, None, block_table, seqused_k,
-                   max_q, cap, mask, wl, wr, scale, return_lse, int(num_splits),
-                   int(num_splits_max), feats)
-        return _call(e, q, k_cache, v_cache, o, cu_seqlens_q, None, block_table, seqused_k,
-                     max_q, max_k, *feats[1:], return_lse)
-    return _run(q, k_cache, v_cache, out, return_lse, cu_seqlens_q, None, block_table,
-                seqused_k, max_q, max_k, mask, wl, wr, scale, return_lse, int(num_splits),
-                int(num_splits_max), *feats)
+    return mask, wl, wr, max_q, cap, max_k, scale, (softcap, sinks, alibi_slopes, k_descale,
+                                                    v_descale)
 
 
 # ------ flash-attn's varlen entry point ------
