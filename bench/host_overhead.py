@@ -12,6 +12,9 @@ the GPU. Reports p50 and p90 per call (us) and the p50 over the C floor, as a ma
 - fajit.attention_with_kvcache  the eager path, out= given (as a server passes it), and
                                 without out (O allocated per call)
 - fajit.flash_attn_varlen_func  vLLM's call: packed q, cu_seqlens_q, seqused_k, out=
+- prepared                      fajit.prepare_kvcache(...) once, then .run(...) per call
+                                (a server's layers within a step), the plain call and
+                                vLLM's
 - custom-op path                the same call through torch.ops.fajit.fwd_out with the
                                 argument checks and a new descriptor every call (the path
                                 before the descriptor cache; the one torch.compile traces)
@@ -135,6 +138,20 @@ def main():
                                      softmax_scale=d ** -0.5, causal=True,
                                      window_size=[-1, -1], block_table=bt, num_splits=0)
 
+    # the prepared call (fajit.prepare_kvcache once, run per layer): the plain decode call
+    # and vLLM's (packed q, cu_seqlens_q, causal)
+    prep = fajit.prepare_kvcache(q, kp, vp, block_table=bt, seqused_k=used, out=out)
+    vprep = fajit.prepare_kvcache(qp, kp, vp, out=outp, cu_seqlens_q=cu, max_seqlen_q=1,
+                                  seqused_k=used, max_seqlen_k=n, scale=d ** -0.5,
+                                  causal=True, block_table=bt)
+
+    def prepared():
+        prep.run(q, kp, vp, out=out, block_table=bt, seqused_k=used)
+
+    def prepared_varlen():
+        vprep.run(qp, kp, vp, out=outp, block_table=bt, seqused_k=used, cu_seqlens_q=cu,
+                  max_seqlen_q=1, max_seqlen_k=n)
+
     def custom_op():
         T._FAST = False
         try:
@@ -184,6 +201,8 @@ def main():
     ref = F.scaled_dot_product_attention(qs.float(), ks.float(), vs.float()).transpose(1, 2)
     for name, fn, o in (("eager, out=", fast_out, out), ("flash_attn_varlen_func", varlen,
                                                          out), ("custom op", custom_op, out),
+                        ("prepared", prepared, out), ("prepared, vLLM's call", prepared_varlen,
+                                                      out),
                         ("C floor", c_floor, out)):
         out.zero_()
         fn()
@@ -198,6 +217,8 @@ def main():
         ("fajit.attention_with_kvcache(..., out=) (eager path)", fast_out),
         ("fajit.attention_with_kvcache(...) (eager path, O allocated)", fast_alloc),
         ("fajit.flash_attn_varlen_func (vLLM's call, out=)", varlen),
+        ("fajit.prepare_kvcache(...).run(..., out=) (prepared once)", prepared),
+        ("prepared, vLLM's call (packed q, cu_seqlens_q, causal)", prepared_varlen),
         ("custom-op path (checks + new descriptor + fajit::fwd_out)", custom_op),
     ]
     for name, fn in variants:
