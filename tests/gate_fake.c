@@ -60,7 +60,7 @@ static CUresult f_capturing(CUstream s, int *status)
     return 0;
 }
 
-fj_cuda gate_fake_table(void)
+static fj_cuda fake_table(void)
 {
     fj_cuda f = {0};
     f.cuInit = f_init, f.cuDeviceGetCount = f_count, f.cuDeviceGet = f_get;
@@ -72,6 +72,25 @@ fj_cuda gate_fake_table(void)
     f.cuMemcpyHtoD = f_htod;
     f.version = 12080;
     return f;
+}
+
+static fj_cuda g_table;
+
+void gate_begin(const fj_family *a, const fj_family *b)
+{
+    memset(&gate_fake, 0, sizeof gate_fake);
+    g_table = fake_table();
+    fj_cuda_set_for_testing(&g_table);
+    if (a)
+        fj_family_register_for_testing(a);
+    if (b)
+        fj_family_register_for_testing(b);
+}
+
+void gate_end(void)
+{
+    fj_family_register_for_testing(NULL);
+    fj_cuda_set_for_testing(NULL);
 }
 
 /*------ the test families ------*/

@@ -17,8 +17,10 @@ typedef struct gate_fake_state {
 } gate_fake_state;
 extern gate_fake_state gate_fake;
 
-/* The fake driver table (install with fj_cuda_set_for_testing). */
-fj_cuda gate_fake_table(void);
+/* A test's start: gate_fake cleared, the fake driver installed, families a and b (NULL:
+ * none) registered; its end: both undone. */
+void gate_begin(const fj_family *a, const fj_family *b);
+void gate_end(void);
 
 #define GATE_GT_ID 10
 extern const fj_family gate_gt, gate_gn;

@@ -18,9 +18,7 @@
  * a PASS or another class's FAIL changes nothing. */
 START_TEST(gate_quarantine)
 {
-    fj_cuda fake = gate_fake_table();
-    fj_cuda_set_for_testing(&fake);
-    fj_family_register_for_testing(&gate_gt);
+    gate_begin(&gate_gt, NULL);
     gate_sink s = {0};
     char line[2048];
     fajit_attn_desc d = gate_desc();
@@ -129,8 +127,7 @@ START_TEST(gate_quarantine)
     ck_assert_msg(strstr(line, "gt(fa2") && strstr(line, "family fa3 is QUARANTINED"), "%s", line);
     fajit_ctx_destroy(ctx);
 
-    fj_family_register_for_testing(NULL);
-    fj_cuda_set_for_testing(NULL);
+    gate_end();
 }
 END_TEST
 
@@ -179,9 +176,7 @@ END_TEST
  * after the gate. */
 START_TEST(gate_lazy_capture)
 {
-    fj_cuda fake = gate_fake_table();
-    fj_cuda_set_for_testing(&fake);
-    fj_family_register_for_testing(&gate_gt);
+    gate_begin(&gate_gt, NULL);
     gate_sink s = {0};
     fajit_attn_desc d = gate_desc();
     CUstream stream = (CUstream)0x5;
@@ -219,8 +214,7 @@ START_TEST(gate_lazy_capture)
     ck_assert_int_eq(gate_fake.allocs, 1);   /* tried once per context */
     fajit_ctx_destroy(ctx);
 
-    fj_family_register_for_testing(NULL);
-    fj_cuda_set_for_testing(NULL);
+    gate_end();
 }
 END_TEST
 
@@ -228,10 +222,7 @@ END_TEST
  * default WARM policy too, not under OFF; plan output carries the note. */
 START_TEST(gate_noted_family_warm)
 {
-    fj_cuda fake = gate_fake_table();
-    fj_cuda_set_for_testing(&fake);
-    fj_family_register_for_testing(&gate_gt);
-    fj_family_register_for_testing(&gate_gn);
+    gate_begin(&gate_gt, &gate_gn);
     gate_sink s = {0};
     fajit_attn_desc d = gate_desc();
     CUstream stream = (CUstream)0x5;
@@ -250,8 +241,7 @@ START_TEST(gate_noted_family_warm)
     ck_assert_msg(strstr(s.last_warn, "validation: gn could not be validated"), "%s",
                   s.last_warn);
     fajit_ctx_destroy(ctx);
-    fj_family_register_for_testing(NULL);
-    fj_cuda_set_for_testing(NULL);
+    gate_end();
 }
 END_TEST
 
@@ -260,10 +250,7 @@ END_TEST
  * family without a note, and a FAIL of either, are taken. */
 START_TEST(gate_imported_pass_noted)
 {
-    fj_cuda fake = gate_fake_table();
-    fj_cuda_set_for_testing(&fake);
-    fj_family_register_for_testing(&gate_gt);
-    fj_family_register_for_testing(&gate_gn);
+    gate_begin(&gate_gt, &gate_gn);
     gate_sink s = {0};
     char dir[] = "/tmp/fajit-gate-XXXXXX", bundle[64], bundle2[64];
     ck_assert_ptr_nonnull(mkdtemp(dir));
@@ -301,16 +288,14 @@ START_TEST(gate_imported_pass_noted)
     unlink(bundle);
     unlink(bundle2);
     ck_assert_int_eq(rmdir(dir), 0);
-    fj_family_register_for_testing(NULL);
-    fj_cuda_set_for_testing(NULL);
+    gate_end();
 }
 END_TEST
 
 /* fajit_validate's arguments and a run that cannot allocate its inputs. */
 START_TEST(gate_validate_api)
 {
-    fj_cuda fake = gate_fake_table();
-    fj_cuda_set_for_testing(&fake);
+    gate_begin(NULL, NULL);
     gate_sink s = {0};
     memset(&gate_fake, 0, sizeof gate_fake);
     fajit_ctx *ctx = gate_ctx(&s, FAJIT_VALIDATE_WARM, FAJIT_POLICY_BLOCKING);
@@ -337,7 +322,7 @@ START_TEST(gate_validate_api)
     ck_assert_int_eq(fajit_family_verdict(ctx, FAJIT_FAMILY_FA3, &vi), FAJIT_INVALID_ARGUMENT);
     ck_assert_int_eq(fajit_family_verdict(ctx, FAJIT_FAMILY_AUTO, &vi), FAJIT_INVALID_ARGUMENT);
     fajit_ctx_destroy(ctx);
-    fj_cuda_set_for_testing(NULL);
+    gate_end();
 }
 END_TEST
 
@@ -354,8 +339,7 @@ static int count_verdicts(void *user, const fajit_verdict_info *v)
 
 START_TEST(gate_verdict_list)
 {
-    fj_cuda fake = gate_fake_table();
-    fj_cuda_set_for_testing(&fake);
+    gate_begin(NULL, NULL);
     gate_sink s = {0};
     fajit_ctx *ctx = gate_ctx(&s, FAJIT_VALIDATE_WARM, FAJIT_POLICY_BLOCKING);
     gate_put_verdict(ctx, "fa3", 0, 12080);
@@ -366,7 +350,7 @@ START_TEST(gate_verdict_list)
     ck_assert_int_eq(n, 3);
     ck_assert_int_eq(fajit_verdict_list(ctx, NULL, &n), FAJIT_INVALID_ARGUMENT);
     fajit_ctx_destroy(ctx);
-    fj_cuda_set_for_testing(NULL);
+    gate_end();
 }
 END_TEST
 

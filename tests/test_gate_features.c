@@ -35,9 +35,7 @@ static fajit_verdict_info gt_verdict(fajit_ctx *ctx, unsigned features, fajit_kv
  * read; fajit_family_verdict answers per set. */
 START_TEST(gate_feature_quarantine)
 {
-    fj_cuda fake = gate_fake_table();
-    fj_cuda_set_for_testing(&fake);
-    fj_family_register_for_testing(&gate_gt);
+    gate_begin(&gate_gt, NULL);
     setenv("FAJIT_MODEL_FEATURES", "on", 1);
     gate_sink s = {0};
     char line[2048];
@@ -112,8 +110,7 @@ START_TEST(gate_feature_quarantine)
     fajit_ctx_destroy(ctx);
 
     unsetenv("FAJIT_MODEL_FEATURES");
-    fj_family_register_for_testing(NULL);
-    fj_cuda_set_for_testing(NULL);
+    gate_end();
 }
 END_TEST
 
@@ -123,9 +120,7 @@ END_TEST
  * off nothing is validated (the call is refused). */
 START_TEST(gate_feature_lazy)
 {
-    fj_cuda fake = gate_fake_table();
-    fj_cuda_set_for_testing(&fake);
-    fj_family_register_for_testing(&gate_gt);
+    gate_begin(&gate_gt, NULL);
     gate_sink s = {0};
     fajit_attn_desc plain = gate_desc(), soft = with_softcap();
     CUstream stream = (CUstream)0x5;
@@ -190,8 +185,7 @@ START_TEST(gate_feature_lazy)
                   s.last_warn);
     fajit_ctx_destroy(ctx);
     unsetenv("FAJIT_MODEL_FEATURES");
-    fj_family_register_for_testing(NULL);
-    fj_cuda_set_for_testing(NULL);
+    gate_end();
 }
 END_TEST
 
@@ -200,10 +194,7 @@ END_TEST
  * one without (gt) never at dispatch; OFF validates nothing, and still quarantines per set. */
 START_TEST(gate_feature_warm_off)
 {
-    fj_cuda fake = gate_fake_table();
-    fj_cuda_set_for_testing(&fake);
-    fj_family_register_for_testing(&gate_gt);
-    fj_family_register_for_testing(&gate_gn);
+    gate_begin(&gate_gt, &gate_gn);
     setenv("FAJIT_MODEL_FEATURES", "on", 1);
     gate_sink s = {0};
     fajit_attn_desc soft = with_softcap();
@@ -230,8 +221,7 @@ START_TEST(gate_feature_warm_off)
                   "%s", fajit_errmsg(ctx));
     fajit_ctx_destroy(ctx);
     unsetenv("FAJIT_MODEL_FEATURES");
-    fj_family_register_for_testing(NULL);
-    fj_cuda_set_for_testing(NULL);
+    gate_end();
 }
 END_TEST
 
@@ -239,8 +229,7 @@ END_TEST
  * the gate cannot run is refused before anything runs; the problems have the features on. */
 START_TEST(gate_feature_validate_api)
 {
-    fj_cuda fake = gate_fake_table();
-    fj_cuda_set_for_testing(&fake);
+    gate_begin(NULL, NULL);
     gate_sink s = {0};
     memset(&gate_fake, 0, sizeof gate_fake);
     fajit_ctx *ctx = gate_ctx(&s, FAJIT_VALIDATE_WARM, FAJIT_POLICY_BLOCKING);
@@ -297,7 +286,7 @@ START_TEST(gate_feature_validate_api)
                   fajit_errmsg(ctx));
     ck_assert_uint_eq(rep.features, 0x7fff);   /* nor written */
     fajit_ctx_destroy(ctx);
-    fj_cuda_set_for_testing(NULL);
+    gate_end();
 }
 END_TEST
 
@@ -321,9 +310,7 @@ static int bad_set(void *user, const fajit_verdict_info *v, const char *why)
 
 START_TEST(gate_feature_bundle_list)
 {
-    fj_cuda fake = gate_fake_table();
-    fj_cuda_set_for_testing(&fake);
-    fj_family_register_for_testing(&gate_gt);
+    gate_begin(&gate_gt, NULL);
     gate_sink s = {0};
     char dir[] = "/tmp/fajit-gate-XXXXXX", bundle[64];
     ck_assert_ptr_nonnull(mkdtemp(dir));
@@ -368,8 +355,7 @@ START_TEST(gate_feature_bundle_list)
     fajit_ctx_destroy(ctx);
     unlink(bundle);
     ck_assert_int_eq(rmdir(dir), 0);
-    fj_family_register_for_testing(NULL);
-    fj_cuda_set_for_testing(NULL);
+    gate_end();
 }
 END_TEST
 
