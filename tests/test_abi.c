@@ -10,29 +10,10 @@
 #include <time.h>
 #include <unistd.h>
 
-#include "../src/api/internal.h"
 #include "abi_v1.h"
+#include "unit_util.h"
 
 TCase *fj_tcase_abi(void);
-
-static fajit_ctx *none_ctx(void)
-{
-    fajit_ctx_opts o;
-    fajit_ctx_opts_init(&o);
-    o.device = FAJIT_DEVICE_NONE;
-    o.cache_dir = "";
-    fajit_ctx *ctx = NULL;
-    ck_assert_int_eq(fajit_ctx_create(&ctx, &o), FAJIT_OK);
-    return ctx;
-}
-
-static fajit_attn_desc fake_desc(void)
-{
-    fajit_attn_desc d;
-    void *p = (void *)(uintptr_t)0x10000;
-    fajit_attn_desc_init(&d, p, p, p, p, 2, 8, 2, 100, 130, 64, FAJIT_BF16);
-    return d;
-}
 
 static double now_s(void)
 {
@@ -116,7 +97,7 @@ static void same_answers(const answers *a, const answers *b)
  * exactly its size, gets the answers the full struct gets, good and bad. */
 START_TEST(desc_older_caller)
 {
-    fajit_ctx *ctx = none_ctx();
+    fajit_ctx *ctx = unit_memory_ctx();
     for (int variant = 0; variant < 4; variant++) {
         abi_v1_attn_desc *old = (abi_v1_attn_desc *)desc_of_size(sizeof *old);
         fajit_attn_desc *full = desc_of_size(sizeof *full);
@@ -154,8 +135,8 @@ END_TEST
 
 START_TEST(desc_too_small)
 {
-    fajit_ctx *ctx = none_ctx();
-    fajit_attn_desc d = fake_desc();
+    fajit_ctx *ctx = unit_memory_ctx();
+    fajit_attn_desc d = unit_desc();
     const size_t sizes[] = {0, 8, FAJIT_ATTN_DESC_SIZE_V1 - 8};
     char want[256];
     for (int i = 0; i < 3; i++) {
@@ -182,7 +163,7 @@ END_TEST
  * library does not know are zero, refused (naming the byte) when one is not. */
 START_TEST(desc_newer_caller)
 {
-    fajit_ctx *ctx = none_ctx();
+    fajit_ctx *ctx = unit_memory_ctx();
     const size_t big = sizeof(fajit_attn_desc) + 40;
     fajit_attn_desc *d = desc_of_size(big), *full = desc_of_size(sizeof *full);
     for (size_t i = sizeof *full; i < big; i++)
@@ -211,8 +192,8 @@ END_TEST
 
 START_TEST(desc_appended_fields)
 {
-    fajit_ctx *ctx = none_ctx();
-    fajit_attn_desc d = fake_desc();
+    fajit_ctx *ctx = unit_memory_ctx();
+    fajit_attn_desc d = unit_desc();
     d.op = (fajit_op)7;
     ck_assert_int_eq(fajit_attn_check(ctx, &d), FAJIT_INVALID_ARGUMENT);
     ck_assert_ptr_nonnull(strstr(fajit_errmsg(ctx), "op must be FAJIT_OP_FWD (0), got 7"));
@@ -239,7 +220,7 @@ END_TEST
  * a bound given is the bound checked and used. */
 START_TEST(desc_split_bound)
 {
-    fajit_ctx *ctx = none_ctx();
+    fajit_ctx *ctx = unit_memory_ctx();
     const size_t sizes[] = {FAJIT_ATTN_DESC_SIZE_V1, offsetof(fajit_attn_desc, num_splits_max),
                             sizeof(fajit_attn_desc)};
     for (int i = 0; i < 3; i++) {
@@ -314,8 +295,8 @@ END_TEST
 
 START_TEST(tune_opts_sizes)
 {
-    fajit_ctx *ctx = none_ctx();
-    fajit_attn_desc d = fake_desc();
+    fajit_ctx *ctx = unit_memory_ctx();
+    fajit_attn_desc d = unit_desc();
     fajit_tune_result r;
     abi_v1_tune_opts *old = malloc(sizeof *old);
     fajit_tune_opts_init_sized((fajit_tune_opts *)old, sizeof *old);
@@ -364,7 +345,7 @@ END_TEST
 
 START_TEST(counters_null)
 {
-    fajit_ctx *ctx = none_ctx();
+    fajit_ctx *ctx = unit_memory_ctx();
     fajit_counters_get(ctx, NULL);   /* wrote through NULL before */
     fajit_counters_get(NULL, NULL);
     fajit_ctx_destroy(ctx);
@@ -391,7 +372,7 @@ START_TEST(nvrtc_path_not_a_library)
     setenv("FAJIT_NVRTC_PATH", path, 1);
     ck_assert_ptr_null(fj_nvrtc_get(why, sizeof why));
     ck_assert_msg(strstr(why, want), "'%s' lacks '%s'", why, want);
-    fajit_ctx *ctx = none_ctx();
+    fajit_ctx *ctx = unit_memory_ctx();
     fajit_sysinfo si;
     ck_assert_int_eq(fajit_sysinfo_get(ctx, &si), FAJIT_OK);
     ck_assert_int_eq(si.nvrtc_loaded, 0);
@@ -482,7 +463,7 @@ static int on_entry(void *user, const fajit_cache_entry *e)
 static void all_refuse(fajit_ctx *c)
 {
     const fajit_status bad = FAJIT_INVALID_ARGUMENT;
-    fajit_attn_desc d = fake_desc();
+    fajit_attn_desc d = unit_desc();
     char buf[256];
     int a = 0, b = 0;
     int64_t x = 0, y = 0, z = 0;
@@ -531,9 +512,9 @@ static void all_refuse(fajit_ctx *c)
 
 START_TEST(ctx_destroyed)
 {
-    fajit_ctx *ctx = none_ctx();
+    fajit_ctx *ctx = unit_memory_ctx();
     ck_assert(fj_ctx_live(ctx));
-    fajit_attn_desc d = fake_desc();
+    fajit_attn_desc d = unit_desc();
     ck_assert_int_eq(fajit_attn_check(ctx, &d), FAJIT_OK);
     fajit_ctx_destroy(ctx);
     /* No context is created from here on, so no new one can take the freed address. */
@@ -553,7 +534,7 @@ START_TEST(ctx_garbage)
     all_refuse((fajit_ctx *)(uintptr_t)1);
     all_refuse((fajit_ctx *)(uintptr_t)0xdeadbeef0ull);
     /* A live context's bytes copied elsewhere are not a context either. */
-    fajit_ctx *ctx = none_ctx();
+    fajit_ctx *ctx = unit_memory_ctx();
     fajit_ctx *copy = malloc(sizeof *copy);
     memcpy(copy, ctx, sizeof *copy);
     ck_assert(!fj_ctx_live(copy));
@@ -567,7 +548,7 @@ START_TEST(ctx_null)
 {
     ck_assert(!fj_ctx_live(NULL));
     all_refuse(NULL);
-    fajit_attn_desc d = fake_desc();
+    fajit_attn_desc d = unit_desc();
     ck_assert_int_eq(fajit_attn_check(NULL, &d), FAJIT_OK);   /* NULL: no context, checks run */
 }
 END_TEST
@@ -588,7 +569,7 @@ START_TEST(ctx_registry_churn)
             fajit_ctx_destroy(live[i]);
             live[i] = NULL;
         } else {
-            live[i] = none_ctx();
+            live[i] = unit_memory_ctx();
         }
         if (round % 97 == 0)
             for (int j = 0; j < N; j++)
@@ -622,7 +603,7 @@ static void *hammer_main(void *arg)
  * contexts come and go. */
 START_TEST(ctx_registry_concurrent)
 {
-    fajit_ctx *ctx = none_ctx();
+    fajit_ctx *ctx = unit_memory_ctx();
     hammer h[3];
     pthread_t t[3];
     for (int i = 0; i < 3; i++) {
@@ -630,7 +611,7 @@ START_TEST(ctx_registry_concurrent)
         ck_assert_int_eq(pthread_create(&t[i], NULL, hammer_main, &h[i]), 0);
     }
     for (int r = 0; r < 300; r++) {
-        fajit_ctx *a = none_ctx(), *b = none_ctx();
+        fajit_ctx *a = unit_memory_ctx(), *b = unit_memory_ctx();
         fajit_ctx_destroy(a);
         ck_assert(fj_ctx_live(b));
         fajit_ctx_destroy(b);
@@ -649,9 +630,9 @@ END_TEST
  * or a system call creeping in, on a loaded machine or under sanitizers). */
 START_TEST(ctx_check_cost)
 {
-    fajit_ctx *ctx = none_ctx(), *others[16];
+    fajit_ctx *ctx = unit_memory_ctx(), *others[16];
     for (int i = 0; i < 16; i++)
-        others[i] = none_ctx();
+        others[i] = unit_memory_ctx();
     const long n = 10 * 1000 * 1000;
     long live = 0;
     double t0 = now_s();
@@ -661,7 +642,7 @@ START_TEST(ctx_check_cost)
     }
     double ns = (now_s() - t0) / (double)n * 1e9;
     ck_assert_int_eq(live, n);
-    fajit_attn_desc d = fake_desc();
+    fajit_attn_desc d = unit_desc();
     const long m = 1000 * 1000;
     long fails = 0;
     t0 = now_s();

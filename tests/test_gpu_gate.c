@@ -4,71 +4,22 @@
 #include <stdio.h>
 #include <string.h>
 
+#include "alias_family.h"
 #include "gpu_fwd.h"
 
 /* "broken": the portable family's kernels with a softmax scale 1.25x too large in their
  * parameter block, ranked above every shipped family, so that dispatch would pick it for
- * any problem the portable kernel serves. The gate must catch it. */
-static const fj_family k_broken;
-static fj_kcfg as_fa2(const fj_kcfg *c)
-{
-    fj_kcfg f = *c;
-    f.fam = &fj_family_fa2;   /* the portable family reads only configurations naming it */
-    return f;
-}
+ * any problem the portable kernel serves (alias_family.h). The gate must catch it. */
 static int br_applies(const fajit_attn_desc *d, const fj_target *t)
 {
     return fj_family_fa2.applies(d, t);
 }
-static void br_default(const fajit_attn_desc *d, const fj_target *t, fj_kcfg *out)
-{
-    fj_family_fa2.default_cfg(d, t, out);
-    out->fam = &k_broken;
-}
-static int br_one(const fajit_attn_desc *d, const fj_target *t, fj_kcfg *out, int max)
-{
-    if (max < 1)
-        return 0;
-    br_default(d, t, out);
-    return 1;
-}
-static int br_check(const fj_kcfg *c, const fajit_attn_desc *d, const fj_target *t, char *w,
-                    size_t n)
-{
-    fj_kcfg f = as_fa2(c);
-    return fj_family_fa2.check(&f, d, t, w, n);
-}
-static void br_name(const fj_kcfg *c, char *out, size_t n)
-{
-    fj_kcfg f = as_fa2(c);
-    fj_family_fa2.cfg_name(&f, out, n);
-}
-static int br_parse(const char *s, fj_kcfg *c)
-{
-    int r = fj_family_fa2.cfg_parse(s, c);
-    c->fam = &k_broken;
-    return r;
-}
-static void br_kernels(const fj_kcfg *c, const fajit_attn_desc *d, fj_kernels *out)
-{
-    fj_kcfg f = as_fa2(c);
-    fj_family_fa2.kernels(&f, d, out);
-    for (int i = 0; i < out->n; i++) {
-        char was[96];
-        snprintf(was, sizeof was, "%s", out->v[i].name);
-        snprintf(out->v[i].name, sizeof out->v[i].name, "broken(%.80s)", was);
-    }
-}
-static void br_grid(const fj_kcfg *c, const fajit_attn_desc *d, const fj_target *t, char *out,
-                    size_t n)
-{
-    fj_kcfg f = as_fa2(c);
-    fj_family_fa2.describe_grid(&f, d, t, out, n);
-}
+static const fj_family k_broken;
+FJ_ALIAS_HOOKS(br, k_broken)
 static fajit_status br_args(const fj_kcfg *c, int i, const fajit_attn_desc *d,
                             const fj_launch_env *env, fj_args *a, char *why, size_t n)
 {
-    fj_kcfg f = as_fa2(c);
+    fj_kcfg f = fj_alias_as_fa2(c);
     fajit_attn_desc wrong = *d;
     wrong.softmax_scale *= 1.25f;   /* the bug */
     return fj_family_fa2.launch_args(&f, i, &wrong, env, a, why, n);
@@ -76,9 +27,7 @@ static fajit_status br_args(const fj_kcfg *c, int i, const fajit_attn_desc *d,
 #define BROKEN_ID 7
 static const fj_family k_broken = {
     .name = "broken", .id = BROKEN_ID, .op = FAJIT_OP_FWD, .rank = 50, .cfg_prefix = "broken:",
-    .applies = br_applies, .default_cfg = br_default, .candidates = br_one, .shipped = br_one,
-    .check = br_check, .cfg_name = br_name, .cfg_parse = br_parse, .kernels = br_kernels,
-    .describe_grid = br_grid, .launch_args = br_args,
+    .applies = br_applies, FJ_ALIAS_TABLE(br), .launch_args = br_args,
 };
 
 typedef struct gate_log {

@@ -1,5 +1,5 @@
 #!/usr/bin/env python3
-"""floor.py - lab (session 20): how fast can anything read a decode step's K/V bytes on this
+"""floor.py - lab: how fast can anything read a decode step's K/V bytes on this
 GPU, timed exactly as bench_decode.py times fajit? Puts a floor under the issue's goals.
 
 Per shape (batch x keys; bf16, 8 KV heads, head_dim 128, q_len 1, page size 16), in one

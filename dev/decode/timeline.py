@@ -1,5 +1,5 @@
 #!/usr/bin/env python3
-"""timeline.py - lab (session 21): where a decode call's time goes, CTA by CTA.
+"""timeline.py - lab: where a decode call's time goes, CTA by CTA.
 
 Needs a library built from a worktree that dev/decode/timeline_apply.py edited (stamps in
 the u64 buffer whose address is in the environment variable FJ_LAB_TL, [cta][16]; the list

@@ -1,5 +1,5 @@
 #!/usr/bin/env python3
-"""timeline_apply.py - lab (session 21): puts per-CTA %globaltimer stamps into a copy of the
+"""timeline_apply.py - lab: puts per-CTA %globaltimer stamps into a copy of the
 decode kernel, for dev/decode/timeline.py. Run in a scratch worktree, never on main:
 
     git worktree add /tmp/tl HEAD && cd /tmp/tl && python3 <main>/dev/decode/timeline_apply.py

@@ -503,21 +503,33 @@ static fajit_status validate_all(fajit_ctx *ctx, const fj_family *only, vrun *r)
     return st;
 }
 
-/* fajit_validate's feature set: out's features and kv_dtype where its size holds them. */
-static fajit_status asked_set(fajit_ctx *ctx, const fajit_validation_report *out,
-                              unsigned *fset)
+/* The feature set a caller's struct asks for: its features and kv_dtype (at *features and
+ * *kv) where its struct_size, the first field, reaches past kv_dtype (`end`); else none. */
+static fajit_status out_set(fajit_ctx *ctx, const char *what, const void *out, size_t end,
+                            const unsigned *features, const fajit_kv_dtype *kv, unsigned *fset)
 {
     size_t n;
     *fset = 0;
+    memcpy(&n, out, sizeof n);
+    if (n < end)
+        return FAJIT_OK;
+    FJ_RETURN_IF(fset_of(*features, *kv, fset) != 0, ctx, FAJIT_INVALID_ARGUMENT,
+                 "%s.features must be FAJIT_FEATURE_* bits, with FAJIT_FEATURE_KV_FP8 exactly "
+                 "when kv_dtype is FP8; got features 0x%x, kv_dtype %d", what, *features,
+                 (int)*kv);
+    return FAJIT_OK;
+}
+
+/* fajit_validate's feature set: out's (none without out), one the gate can run. */
+static fajit_status asked_set(fajit_ctx *ctx, const fajit_validation_report *out,
+                              unsigned *fset)
+{
+    *fset = 0;
     if (!out)
         return FAJIT_OK;
-    memcpy(&n, out, sizeof n);
-    if (n < offsetof(fajit_validation_report, kv_dtype) + sizeof out->kv_dtype)
-        return FAJIT_OK;
-    FJ_RETURN_IF(fset_of(out->features, out->kv_dtype, fset) != 0, ctx, FAJIT_INVALID_ARGUMENT,
-                 "fajit_validation_report.features must be FAJIT_FEATURE_* bits, with "
-                 "FAJIT_FEATURE_KV_FP8 exactly when kv_dtype is FP8; got features 0x%x, "
-                 "kv_dtype %d", out->features, (int)out->kv_dtype);
+    FJ_CHECK(out_set(ctx, "fajit_validation_report", out,
+                     offsetof(fajit_validation_report, kv_dtype) + sizeof out->kv_dtype,
+                     &out->features, &out->kv_dtype, fset));
     char set[64];
     fj_feature_set_name(*fset, set, sizeof set);
     FJ_RETURN_IF(*fset & FSET_NOT_RUN, ctx, FAJIT_UNSUPPORTED, "the validation gate cannot "
@@ -630,22 +642,6 @@ static void info_of(const fj_verdict *v, int found, fajit_verdict_info *o)
     snprintf(o->features_name, sizeof o->features_name, "%s", v->features);
 }
 
-/* fajit_family_verdict's feature set: out's features and kv_dtype where its size holds
- * them. */
-static fajit_status verdict_set(fajit_ctx *ctx, const fajit_verdict_info *out, unsigned *fset)
-{
-    size_t n;
-    *fset = 0;
-    memcpy(&n, out, sizeof n);
-    if (n < offsetof(fajit_verdict_info, kv_dtype) + sizeof out->kv_dtype)
-        return FAJIT_OK;
-    FJ_RETURN_IF(fset_of(out->features, out->kv_dtype, fset) != 0, ctx, FAJIT_INVALID_ARGUMENT,
-                 "fajit_verdict_info.features must be FAJIT_FEATURE_* bits, with "
-                 "FAJIT_FEATURE_KV_FP8 exactly when kv_dtype is FP8; got features 0x%x, "
-                 "kv_dtype %d", out->features, (int)out->kv_dtype);
-    return FAJIT_OK;
-}
-
 fajit_status fajit_family_verdict(fajit_ctx *ctx, fajit_family family, fajit_verdict_info *out)
 {
     FJ_CTX_CHECK(ctx);
@@ -655,7 +651,9 @@ fajit_status fajit_family_verdict(fajit_ctx *ctx, fajit_family family, fajit_ver
     FJ_RETURN_IF(!ctx->cu, ctx, FAJIT_NO_DEVICE, "the context has no device: no GPU class "
                  "(fajit_verdict_list lists every class's verdicts)");
     unsigned fset;
-    FJ_CHECK(verdict_set(ctx, out, &fset));
+    FJ_CHECK(out_set(ctx, "fajit_verdict_info", out,
+                     offsetof(fajit_verdict_info, kv_dtype) + sizeof out->kv_dtype,
+                     &out->features, &out->kv_dtype, &fset));
     const fj_family *f = fj_family_by_id((int)family);
     fj_verdict v;
     verdict_key(ctx, f, fset, &v);

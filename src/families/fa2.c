@@ -122,12 +122,7 @@ static fajit_status launch_args(const fj_kcfg *c, int i, const fajit_attn_desc *
                                 const fj_launch_env *env, fj_args *a, char *why, size_t n)
 {
     (void)i, (void)env;
-    fajit_status st = fj_grid_args(d, fj_fa2_of(c)->block_m, a);
-    if (st == FAJIT_OK && fj_feat_push(d, a) != 0) {
-        snprintf(why, n, "the feature parameters exceed the argument block");
-        st = FAJIT_UNSUPPORTED;
-    }
-    return st;
+    return fj_grid_args(d, fj_fa2_of(c)->block_m, a, why, n);
 }
 
 const fj_family fj_family_fa2 = {

@@ -35,14 +35,20 @@ void fj_params_from_desc(const fajit_attn_desc *d, fj_attn_params *p)
     p->scale_log2 = d->softmax_scale * 1.4426950408889634f;
 }
 
-fajit_status fj_grid_args(const fajit_attn_desc *d, int block_m, fj_args *a)
+fajit_status fj_grid_args(const fajit_attn_desc *d, int block_m, fj_args *a, char *why,
+                          size_t n)
 {
     fj_attn_params p;
     fj_params_from_desc(d, &p);
     a->grid[0] = (unsigned)fj_tiles(d->seqlen_q, block_m);
     a->grid[1] = (unsigned)d->heads_q;
     a->grid[2] = (unsigned)d->batch;
-    return fj_args_push(a, &p, sizeof p, 8) == 0 ? FAJIT_OK : FAJIT_UNSUPPORTED;
+    const char *full = fj_args_push(a, &p, sizeof p, 8) != 0 ? "attention"
+                       : fj_feat_push(d, a) != 0               ? "feature"
+                                                               : NULL;
+    if (full)
+        snprintf(why, n, "the %s parameters exceed the argument block", full);
+    return full ? FAJIT_UNSUPPORTED : FAJIT_OK;
 }
 
 /*------ model features ------*/

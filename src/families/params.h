@@ -17,9 +17,11 @@ static inline long long fj_tiles(long long n, int tile)
 
 /* Host copy of the parameter block from a validated descriptor. */
 void fj_params_from_desc(const fajit_attn_desc *d, fj_attn_params *p);
-/* grid (ceil(seqlen_q / block_m), heads_q, batch) and the parameter block as the only
- * argument. */
-fajit_status fj_grid_args(const fajit_attn_desc *d, int block_m, fj_args *a);
+/* grid (ceil(seqlen_q / block_m), heads_q, batch), the parameter block as the first
+ * argument and the feature block (fj_feat_push) after it; FAJIT_UNSUPPORTED with the
+ * reason in why when the argument block is full. */
+fajit_status fj_grid_args(const fajit_attn_desc *d, int block_m, fj_args *a, char *why,
+                          size_t n);
 
 /* The model features of d in a kernel: the preamble's defines ("#define FJ_KV_FP8 1\n",
  * "#define FJ_HEAD_DIM_V 128\n" where head_dim_v differs from head_dim; "" for none: the

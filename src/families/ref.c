@@ -83,12 +83,7 @@ static fajit_status launch_args(const fj_kcfg *c, int i, const fajit_attn_desc *
                                 const fj_launch_env *env, fj_args *a, char *why, size_t n)
 {
     (void)c, (void)i, (void)env;
-    fajit_status st = fj_grid_args(d, 1, a);
-    if (st == FAJIT_OK && fj_feat_push(d, a) != 0) {
-        snprintf(why, n, "the feature parameters exceed the argument block");
-        st = FAJIT_UNSUPPORTED;
-    }
-    return st;
+    return fj_grid_args(d, 1, a, why, n);
 }
 
 const fj_family fj_family_ref = {
