@@ -319,9 +319,11 @@ static_assert(128 * (REG_PRODUCER + NWG * REG_CONSUMER) <= THREADS * (65536 / TH
  * issues ~580 instructions on its usual route (no mask, no rescale) with 130 MUFU operations,
  * 1040 MUFU cycles at 8 per warp instruction; each group moved to the polynomial saves 32 MUFU
  * cycles for ~32 more issue slots (4 scores x 8 instructions): balance near 7 of 16 groups.
- * Default 3 BN / 64 (6 of 16 at BN 128), just on the MUFU side of the balance. */
+ * Default 3 BN / 64 (6 of 16 at BN 128), just on the MUFU side of the balance; BN / 32 (4 of
+ * 16) with 192-row tiles, whose 160-register consumers spilled at 6 and 8 (hd64 192x128), and
+ * none there with paged K/V (32..112 bytes of spills at 2..4, masked). */
 #if FJ_SOFTCAP && !defined(FJ_FA3_EX2_POLY)
-#define FJ_FA3_EX2_POLY (3 * FJ_BLOCK_N / 64)
+#define FJ_FA3_EX2_POLY (FJ_BLOCK_M == 192 ? (FJ_FA3_PAGED ? 0 : FJ_BLOCK_N / 32) : 3 * FJ_BLOCK_N / 64)
 #endif
 
 #include "fj_sm90_sched.cuh"
