@@ -312,6 +312,20 @@ static_assert(128 * (REG_PRODUCER + NWG * REG_CONSUMER) <= THREADS * (65536 / TH
               "setmaxnreg budget: within the registers the launch allocates");
 }  // namespace fa3
 
+/* FJ_FA3_EX2_POLY n (softcap only: tanh.approx and ex2.approx make two MUFU operations per
+ * score, 16 per SM per clock against 128 FMA lanes): n of the BN/8 column groups of each row
+ * take their exponential from the FMA pipe (fj_exp2_poly_le, 9 instructions), the rest from
+ * MUFU ex2 (softmax_tile). Per consumer warp and 64-score block (BN 128) the softcap path
+ * issues ~580 instructions on its usual route (no mask, no rescale) with 130 MUFU operations,
+ * 1040 MUFU cycles at 8 per warp instruction; each group moved to the polynomial saves 32 MUFU
+ * cycles for ~32 more issue slots (4 scores x 8 instructions): balance near 7 of 16 groups.
+ * Default 3 BN / 64 (6 of 16 at BN 128), just on the MUFU side of the balance; BN / 32 (4 of
+ * 16) with 192-row tiles, whose 160-register consumers spilled at 6 and 8 (hd64 192x128), and
+ * none there with paged K/V (32..112 bytes of spills at 2..4, masked). */
+#if FJ_SOFTCAP && !defined(FJ_FA3_EX2_POLY)
+#define FJ_FA3_EX2_POLY (FJ_BLOCK_M == 192 ? (FJ_FA3_PAGED ? 0 : FJ_BLOCK_N / 32) : 3 * FJ_BLOCK_N / 64)
+#endif
+
 #include "fj_sm90_sched.cuh"
 #include "fj_sm90_consumer.cuh"
 
@@ -990,11 +1004,17 @@ fj_attn_fwd_sm90(const __grid_constant__ fj_attn_params p, const __grid_constant
                 softcap_tile(s, p.scale);  /* (FJ_SOFTCAP: scale / cap) */
 #endif
 #if FJ_ALIBI
-                alibi_tile(s, nb * BN, row0, col_lane, shift, nslope);
+                float cb[2];  /* the bias's per-row part (alibi_tile's linear form) */
+                alibi_tile(s, cb, nb * BN, row0, col_lane, shift, nslope,
+                           alibi_side(nb * BN, m0, shift, wr));
 #endif
                 if (need_mask(nb))
                     apply_mask(s, nb * BN, row0, col_lane, sq.sk, shift, wl, wr);
+#if FJ_ALIBI
+                softmax_tile<1>(s, mx, l, alpha, sl2, cb[0], cb[1]);
+#else
                 softmax_tile(s, mx, l, alpha, sl2);
+#endif
             };
             if (nw > 0) {
 #if FA3_QREG
