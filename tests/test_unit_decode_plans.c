@@ -309,8 +309,13 @@ START_TEST(fa3_paged_dispatch)
         const int n = f->candidates(&d, cases[i].t, cand, 32);
         ck_assert_int_ge(n, 1);
         ck_assert_mem_eq(fj_fa3_of(&cand[0]), fc, sizeof *fc);
-        for (int k = 0; k < n; k++)
-            ck_assert(gather || fj_fa3_page_fit(fj_fa3_of(&cand[k])->block_n, cases[i].ps));
+        for (int k = 0; k < n; k++) {
+            const fj_fa3_config *cc = fj_fa3_of(&cand[k]);
+            ck_assert(gather || fj_fa3_page_fit(cc->block_n, cases[i].ps));
+            if (fj_fa3_page_gather(cc, &d))   /* the gather's registers: spills beyond */
+                ck_assert_msg(cc->pingpong && cc->block_n <= 128, "case %zu: 128x%d p%d", i,
+                              cc->block_n, cc->pingpong);
+        }
         /* a tuned tile that does not fit the pages is refused with the rule (gathered pages
          * fit every tile) */
         fj_fa3_config bad = *fc;

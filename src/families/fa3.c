@@ -77,7 +77,10 @@ static int acc_ok(const fj_fa3_config *c, const fajit_attn_desc *d)
  * them, any block_n), its accumulators the registers. */
 static int paged_cfg_ok(const fj_fa3_config *c, const fajit_attn_desc *d)
 {
-    return (fj_fa3_page_gather(c, d) || fj_fa3_page_fit(c->block_n, d->page_size)) && acc_ok(c, d);
+    if (fj_fa3_page_gather(c, d))   /* 40 producer registers: 128x144 (p1) and 128x128 without
+                                       ping-pong spilled 20-24 bytes at head_dim 128 */
+        return c->pingpong && c->block_n <= 128 && acc_ok(c, d);
+    return fj_fa3_page_fit(c->block_n, d->page_size) && acc_ok(c, d);
 }
 /* Whether configuration c serves d (the checks beyond fj_fa3_check's): paged_cfg_ok with a
  * block table, acc_ok with model features. */

@@ -289,6 +289,13 @@
  * +-2% from 2k; hd256 causal 128x80D within +-1%; where the Q buffer is freed at the last S
  * (hd64, hd128: the O slot) -1..-8%: the next Q waits for the block's slot. */
 #define FA3_AHEAD FA3_OQ_
+/* Gathered pages land through cp.async (the generic proxy) and wgmma reads them through the
+ * async proxy: each consumer's wait on a K or V full barrier is followed by a proxy fence. */
+#if FJ_FA3_PAGE_GATHER
+#define FA3_GATHER_FENCE() asm volatile("fence.proxy.async.shared::cta;\n" ::: "memory")
+#else
+#define FA3_GATHER_FENCE() ((void)0)
+#endif
 #define FA3_OCOPY (FA3_OSLOT_ && !FJ_FA3_PAGE_GATHER)  /* (gathered pages: the warps gather) */
 
 namespace fa3 {
@@ -1057,6 +1064,7 @@ fj_attn_fwd_sm90(const __grid_constant__ fj_attn_params p, const __grid_constant
          * (first: the warpgroup's first block of the tile) */
         auto pv_now = [&](int st, int ph, bool first) {
             mbar_wait(b_vf + 8 * st, ph);
+            FA3_GATHER_FENCE();
             zero_v(st, first);
             pin(o);
             pin(pr);
@@ -1149,6 +1157,7 @@ fj_attn_fwd_sm90(const __grid_constant__ fj_attn_params p, const __grid_constant
                 {   /* the first block: S, softmax, P; its P V is issued in the next step */
                     const int nb = nbh - 1, st = g0 & 1, ph = (g0 >> 1) & 1;
                     mbar_wait(b_kf + 8 * st, ph);
+                    FA3_GATHER_FENCE();
                     if (PINGPONG)
                         named_sync<256>(2 + cw);
                     pin(s);
@@ -1166,6 +1175,7 @@ fj_attn_fwd_sm90(const __grid_constant__ fj_attn_params p, const __grid_constant
                     const int nb = nbh - 1 - it, gi = g0 + it, st = gi & 1, ph = (gi >> 1) & 1;
                     const int pst = st ^ 1, pph = ((gi - 1) >> 1) & 1;
                     mbar_wait(b_kf + 8 * st, ph);
+                    FA3_GATHER_FENCE();
                     if (PINGPONG)
                         named_sync<256>(2 + cw);
                     pin(s);
@@ -1174,6 +1184,7 @@ fj_attn_fwd_sm90(const __grid_constant__ fj_attn_params p, const __grid_constant
                     wg_commit();
                     rescale_o(o, alpha);  /* for the previous block's P V, issued next */
                     mbar_wait(b_vf + 8 * pst, pph);
+                    FA3_GATHER_FENCE();
                     zero_v(pst, it == 1 && skip == 0);
                     pin(o);
                     pin(pr);
@@ -1212,6 +1223,7 @@ fj_attn_fwd_sm90(const __grid_constant__ fj_attn_params p, const __grid_constant
                 for (int it = 0; it < nw; ++it) {
                     const int nb = nbh - 1 - it, gi = g0 + it, st = gi & 1, ph = (gi >> 1) & 1;
                     mbar_wait(b_kf + 8 * st, ph);
+                    FA3_GATHER_FENCE();
                     pin(s);
                     wg_fence();
                     gemm_qk(s, dq, dk0 + st * KV_STEP);
