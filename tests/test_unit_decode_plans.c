@@ -226,10 +226,9 @@ START_TEST(decode_head_packing)
 }
 END_TEST
 
-/* Paged prefill on sm_90a goes to the Hopper family where its K/V blocks fit the pages (or
- * it gathers them: pages of fewer than 64 rows) and enough query rows come; decode rows,
- * other page sizes, varlen without total_q, the checked mode and other targets stay with the
- * decode family. */
+/* Paged prefill on sm_90a goes to the Hopper family where its K/V blocks fit the pages and
+ * enough query rows come; decode rows, other page sizes, varlen without total_q, the checked
+ * mode and other targets stay with the decode family. */
 START_TEST(fa3_paged_dispatch)
 {
     static const fj_target h = {90, 1, 132, 0, 1, NULL}, hc = {90, 1, 132, 1, 1, NULL},
@@ -248,13 +247,10 @@ START_TEST(fa3_paged_dispatch)
         {128, FAJIT_MASK_CAUSAL, 64, 16, 0, 0, &h, 1},
         {128, FAJIT_MASK_CAUSAL, 63, 16, 0, 0, &h, 0},  /* too few rows */
         {128, FAJIT_MASK_CAUSAL, 1, 16, 0, 0, &h, 0},
-        {128, FAJIT_MASK_CAUSAL, 4096, 1, 0, 0, &h, 1}, /* pages of 1, 3, 12: gathered */
-        {128, FAJIT_MASK_CAUSAL, 4096, 3, 0, 0, &h, 1},
-        {64, FAJIT_MASK_NONE, 4096, 12, 0, 0, &h, 1},
-        {256, FAJIT_MASK_WINDOW, 4096, 12, 1, 1, &h, 2},
-        {128, FAJIT_MASK_CAUSAL, 4096, 24, 0, 0, &h, 1}, /* gathered: 128x128 as without pages */
-        {128, FAJIT_MASK_CAUSAL, 4096, 64, 0, 0, &h, 1}, /* boxes (pages of 64 and more) */
-        {128, FAJIT_MASK_CAUSAL, 4096, 96, 0, 0, &h, 0}, /* no tile fits pages of 96 */
+        {128, FAJIT_MASK_CAUSAL, 4096, 1, 0, 0, &h, 0}, /* no tile fits pages of 1, 3, 12 */
+        {128, FAJIT_MASK_CAUSAL, 4096, 3, 0, 0, &h, 0},
+        {128, FAJIT_MASK_CAUSAL, 4096, 12, 0, 0, &h, 0},
+        {128, FAJIT_MASK_CAUSAL, 4096, 24, 0, 0, &h, 1}, /* 128x128 does not fit: 128x144 */
         {128, FAJIT_MASK_CAUSAL, 1024, 16, 1, 0, &h, 0}, /* varlen without total_q */
         {128, FAJIT_MASK_CAUSAL, 4096, 16, 0, 0, &hc, 0}, /* checked: page ids tested */
         {128, FAJIT_MASK_CAUSAL, 4096, 16, 0, 0, &a, 0},
@@ -290,37 +286,25 @@ START_TEST(fa3_paged_dispatch)
         if (!cases[i].fa3)
             continue;
         const fj_fa3_config *fc = fj_fa3_of(&c);
-        const int gather = cases[i].ps < FJ_FA3_GATHER_PAGE && fc->block_m == 128;
-        ck_assert_int_eq(fj_fa3_page_gather(fc, &d), gather);
-        ck_assert_msg(gather || fj_fa3_page_fit(fc->block_n, cases[i].ps), "case %zu: block_n %d",
-                      i, fc->block_n);
+        ck_assert_msg(fj_fa3_page_fit(fc->block_n, cases[i].ps), "case %zu: block_n %d", i,
+                      fc->block_n);
         char why[256];
         ck_assert_int_eq(f->check(&c, &d, cases[i].t, why, sizeof why), 0);
         fj_kernels ks;
         f->kernels(&c, &d, &ks);
         ck_assert_ptr_nonnull(strstr(ks.v[0].preamble, "#define FJ_FA3_PAGED 1\n"));
         ck_assert_ptr_nonnull(strstr(ks.v[0].name, " paged"));
-        /* gathered pages: a variant (and cache key) of their own */
-        ck_assert_int_eq(strstr(ks.v[0].preamble, "#define FJ_FA3_PAGE_GATHER 1\n") != NULL,
-                         gather);
-        ck_assert_int_eq(strstr(ks.v[0].name, " paged gather") != NULL, gather);
         /* every candidate fits the pages, the default first */
         fj_kcfg cand[32];
         const int n = f->candidates(&d, cases[i].t, cand, 32);
         ck_assert_int_ge(n, 1);
         ck_assert_mem_eq(fj_fa3_of(&cand[0]), fc, sizeof *fc);
-        for (int k = 0; k < n; k++) {
-            const fj_fa3_config *cc = fj_fa3_of(&cand[k]);
-            ck_assert(gather || fj_fa3_page_fit(cc->block_n, cases[i].ps));
-            if (fj_fa3_page_gather(cc, &d))   /* the gather's registers: spills beyond */
-                ck_assert_msg(cc->pingpong && cc->block_n <= 128, "case %zu: 128x%d p%d", i,
-                              cc->block_n, cc->pingpong);
-        }
-        /* a tuned tile that does not fit the pages is refused with the rule (gathered pages
-         * fit every tile) */
+        for (int k = 0; k < n; k++)
+            ck_assert(fj_fa3_page_fit(fj_fa3_of(&cand[k])->block_n, cases[i].ps));
+        /* a tuned tile that does not fit the pages is refused with the rule */
         fj_fa3_config bad = *fc;
         bad.block_n = cases[i].ps == 8 ? 80 : 176;
-        if (!gather && !fj_fa3_page_fit(bad.block_n, cases[i].ps)) {
+        if (!fj_fa3_page_fit(bad.block_n, cases[i].ps)) {
             fj_kcfg b;
             fj_fa3_kcfg(&bad, &b);
             ck_assert_int_eq(f->check(&b, &d, cases[i].t, why, sizeof why), -1);
@@ -352,47 +336,6 @@ START_TEST(fa3_paged_dispatch)
     ck_assert(fj_fa3_page_fit(128, 256) && fj_fa3_page_fit(128, 16) && fj_fa3_page_fit(176, 16) &&
               fj_fa3_page_fit(128, 128) && !fj_fa3_page_fit(176, 32) && !fj_fa3_page_fit(128, 4) &&
               !fj_fa3_page_fit(128, 48) && !fj_fa3_page_fit(128, 1) && fj_fa3_page_fit(80, 160));
-    {   /* the gather: 128-row tiles over pages of 1..63 rows and at most 2^25 pages; beyond,
-         * boxes where they fit */
-        const fj_fa3_config c128 = {128, 128, 1, 1, 2}, c192 = {192, 128, 1, 0, 2};
-        fajit_attn_desc d;
-        void *ptr = (void *)(uintptr_t)0x100000;
-        fajit_attn_desc_init(&d, ptr, ptr, ptr, ptr, 2, 32, 8, 4096, 4096, 128, FAJIT_BF16);
-        ck_assert(!fj_fa3_page_gather(&c128, &d));   /* contiguous */
-        d.block_table = (const int32_t *)(uintptr_t)0x3000;
-        d.block_table_stride = 4096, d.num_pages = FJ_FA3_GATHER_MAX_PAGES;
-        static const int yes[] = {1, 3, 8, 12, 16, 32, 48, 63}, no[] = {64, 96, 128, 256};
-        for (size_t i = 0; i < sizeof yes / sizeof yes[0]; i++) {
-            d.page_size = yes[i];
-            ck_assert_msg(fj_fa3_page_gather(&c128, &d), "page size %d", yes[i]);
-            ck_assert_msg(!fj_fa3_page_gather(&c192, &d), "page size %d", yes[i]);
-        }
-        for (size_t i = 0; i < sizeof no / sizeof no[0]; i++) {
-            d.page_size = no[i];
-            ck_assert_msg(!fj_fa3_page_gather(&c128, &d), "page size %d", no[i]);
-        }
-        d.num_pages = FJ_FA3_GATHER_MAX_PAGES + 1;   /* (page * 64 + row in 32 bits) */
-        d.page_size = 16;   /* boxes: the Hopper kernel still, its TMA variant */
-        ck_assert(!fj_fa3_page_gather(&c128, &d));
-        ck_assert_ptr_eq(fj_family_choose(&d, &h, FAJIT_FAMILY_AUTO), &fj_family_fa3);
-        fj_kcfg c;
-        fj_kernels ks;
-        ck_assert_int_eq(fj_kcfg_default(&d, &h, FAJIT_FAMILY_AUTO, &c), 0);
-        fj_family_fa3.kernels(&c, &d, &ks);
-        ck_assert_ptr_null(strstr(ks.v[0].preamble, "FJ_FA3_PAGE_GATHER"));
-        d.page_size = 12;   /* neither: the decode family */
-        ck_assert_ptr_eq(fj_family_choose(&d, &h, FAJIT_FAMILY_AUTO), &fj_family_decode);
-        /* the preamble: paged 2 adds the gather to paged 1's */
-        const fj_fa3_config cfg = {128, 128, 1, 1, 2};
-        char p1[512], p2[512];
-        const int n1 = fj_fa3_preamble(&cfg, FAJIT_BF16, 128, 1, 1, p1, sizeof p1);
-        const int n2 = fj_fa3_preamble(&cfg, FAJIT_BF16, 128, 1, 2, p2, sizeof p2);
-        ck_assert_int_gt(n1, 0);
-        ck_assert_int_eq(n2, n1 + (int)strlen("#define FJ_FA3_PAGE_GATHER 1\n"));
-        ck_assert(strncmp(p1, p2, (size_t)n1) == 0);
-        ck_assert_str_eq(p2 + n1, "#define FJ_FA3_PAGE_GATHER 1\n");
-        ck_assert_ptr_null(strstr(p1, "GATHER"));
-    }
 }
 END_TEST
 
@@ -443,7 +386,7 @@ START_TEST(mixed_plan)
     dd.total_q = 0;          /* (the Hopper kernel's maps need total_q) */
     ck_assert_ptr_eq(fj_family_choose(&dd, &h, FAJIT_FAMILY_AUTO), &fj_family_decode);
     mix_desc(&dd, 300, 1);
-    dd.page_size = 200, dd.block_table_stride = 21;   /* no Hopper tile fits the pages */
+    dd.page_size = 12, dd.block_table_stride = 342;   /* no Hopper tile fits the pages */
     ck_assert_ptr_eq(fj_family_choose(&dd, &h, FAJIT_FAMILY_AUTO), &fj_family_decode);
     ck_assert(!fj_family_mixed.applies(&dd, &h));
 
@@ -474,7 +417,7 @@ START_TEST(mixed_plan)
     ck_assert_ptr_nonnull(strstr(why, "sm_90a"));
     ck_assert_int_eq(fj_kcfg_parse("mix:128x176o1p1s2+64x3m1n4s0", &back), 0);
     mix_desc(&dd, 300, 1);
-    dd.page_size = 96, dd.block_table_stride = 43;   /* (176 keys: 1.8 pages) */
+    dd.page_size = 32, dd.block_table_stride = 128;   /* (176 keys: 5.5 pages) */
     ck_assert_int_eq(fj_family_mixed.check(&back, &dd, &h, why, sizeof why), -1);
     ck_assert_ptr_nonnull(strstr(why, "page_size"));
     mix_desc(&dd, 16, 1);   /* (the decode launch's problem again) */
@@ -535,30 +478,6 @@ START_TEST(mixed_plan)
     ck_assert_int_eq(fj_family_fa3.launch_args(&f3, 0, &d, &env, &ar, why, sizeof why), FAJIT_OK);
     memcpy(&pg, ar.ptr[5], sizeof pg);
     ck_assert_int_eq(pg.min_q, 0);
-    {   /* gathered pages (of 16): the page strides in k/v_batch_stride, dense or given */
-        fj_attn_params p;
-        memcpy(&p, ar.ptr[0], sizeof p);
-        ck_assert_int_eq(p.k_batch_stride, 16 * 8 * 128);
-        ck_assert_int_eq(p.v_batch_stride, 16 * 8 * 128);
-        fajit_attn_desc e = d;
-        e.k_page_stride = 3 * 16 * 8 * 128, e.v_page_stride = 5 * 16 * 8 * 128;
-        memset(&ar, 0, sizeof ar);
-        ck_assert_int_eq(fj_family_fa3.launch_args(&f3, 0, &e, &env, &ar, why, sizeof why),
-                         FAJIT_OK);
-        memcpy(&p, ar.ptr[0], sizeof p);
-        ck_assert_int_eq(p.k_batch_stride, e.k_page_stride);
-        ck_assert_int_eq(p.v_batch_stride, e.v_page_stride);
-        e.page_size = 128, e.block_table_stride = 32;   /* boxes: the desc's batch strides */
-        e.k_batch_stride = 7, e.v_batch_stride = 9;
-        fj_kcfg f128;
-        fj_family_fa3.default_cfg(&e, &h, &f128);
-        memset(&ar, 0, sizeof ar);
-        ck_assert_int_eq(fj_family_fa3.launch_args(&f128, 0, &e, &env, &ar, why, sizeof why),
-                         FAJIT_OK);
-        memcpy(&p, ar.ptr[0], sizeof p);
-        ck_assert_int_eq(p.k_batch_stride, 7);
-        ck_assert_int_eq(p.v_batch_stride, 9);
-    }
     for (int i = 1; i < 3; i++) {
         memset(&ar, 0, sizeof ar);
         ck_assert_int_eq(fj_family_mixed.launch_args(&c, i, &d, &env, &ar, why, sizeof why),
@@ -630,7 +549,7 @@ START_TEST(mixed_describe)
     ck_assert_int_eq(fajit_ctx_create(&ctx, &o), FAJIT_OK);
     mix_desc(&d, 300, 1);
     ck_assert_int_eq(fajit_dispatch_describe(ctx, "sm_90a", &d, line, sizeof line), FAJIT_OK);
-    ck_assert_msg(strstr(line, "fa3 bf16 d128 causal") && strstr(line, " paged gather (default): fa3 ") &&
+    ck_assert_msg(strstr(line, "fa3 bf16 d128 causal") && strstr(line, " paged (default): fa3 ") &&
                       strstr(line, "; then dec bf16 d128") && strstr(line, " qmax (default)") &&
                       strstr(line, "; then dec combine bf16 d128 qmax"), "%s", line);
     mix_desc(&d, 300, 0);

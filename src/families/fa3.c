@@ -8,9 +8,7 @@
  *
  * Paged K/V (a block table): prefill and chunked prefill with at least FJ_FA3_PAGED_MIN_Q
  * query rows (the longest sequence's), where the page size fits the tile (fj_fa3_page_fit:
- * pages that hold whole K/V blocks, or blocks of whole pages of a multiple of 8 rows) or the
- * kernel gathers the pages (fj_fa3_page_gather: 128-row tiles over pages of fewer than 64
- * rows, any size), the
+ * pages that hold whole K/V blocks, or blocks of whole pages of a multiple of 8 rows), the
  * varlen packed row count total_q given, the context not checked (the decode family
  * tests every page id there), and the context not set to FAJIT_PAGED_PREFILL=decode
  * (fj_target.paged_hopper). It then outranks the decode family (rank_for), which keeps
@@ -51,12 +49,6 @@ int fj_fa3_page_fit(int block_n, int page_size)
            (page_size % block_n == 0 || (block_n % page_size == 0 && page_size % 8 == 0));
 }
 
-int fj_fa3_page_gather(const fj_fa3_config *c, const fajit_attn_desc *d)
-{
-    return d->block_table && c->block_m == 128 && d->page_size >= 1 &&
-           d->page_size < FJ_FA3_GATHER_PAGE && d->num_pages <= FJ_FA3_GATHER_MAX_PAGES;
-}
-
 /* Whether configuration c serves d's registers: with 2 consumer warpgroups, paged K/V or a
  * model feature, its accumulators fit the consumers' registers (232 paged, the producer taking
  * 32 there: 128x176 at head_dim 128 (196) spilled 200 bytes; 240 with features, which spill
@@ -73,13 +65,10 @@ static int acc_ok(const fj_fa3_config *c, const fajit_attn_desc *d)
 {
     return c->block_m != 128 || fj_head_dim_v(d) / 2 + 3 * c->block_n / 4 <= acc_max(d);
 }
-/* Whether configuration c serves paged d: its K/V blocks fit the pages (or the kernel gathers
- * them, any block_n), its accumulators the registers. */
+/* Whether configuration c serves paged d: its K/V blocks fit the pages, its accumulators the
+ * registers. */
 static int paged_cfg_ok(const fj_fa3_config *c, const fajit_attn_desc *d)
 {
-    if (fj_fa3_page_gather(c, d))   /* 40 producer registers: 128x144 (p1) and 128x128 without
-                                       ping-pong spilled 20-24 bytes at head_dim 128 */
-        return c->pingpong && c->block_n <= 128 && acc_ok(c, d);
     return fj_fa3_page_fit(c->block_n, d->page_size) && acc_ok(c, d);
 }
 /* Whether configuration c serves d (the checks beyond fj_fa3_check's): paged_cfg_ok with a
@@ -192,14 +181,11 @@ static int check(const fj_kcfg *c, const fajit_attn_desc *d, const fj_target *t,
             snprintf(why, n, "the Hopper kernel needs sm_90a");
         return -1;
     }
-    if (d->block_table && !fj_fa3_page_gather(fj_fa3_of(c), d) &&
-        !fj_fa3_page_fit(fj_fa3_of(c)->block_n, d->page_size)) {
+    if (d->block_table && !fj_fa3_page_fit(fj_fa3_of(c)->block_n, d->page_size)) {
         if (why && n)
-            snprintf(why, n, "paged K/V needs page_size < %d with block_m 128 (at most %d "
-                     "pages), page_size %% block_n == 0, or block_n %% page_size == 0 with "
-                     "page_size a multiple of 8, got %dx%d, page_size %d", FJ_FA3_GATHER_PAGE,
-                     FJ_FA3_GATHER_MAX_PAGES, fj_fa3_of(c)->block_m, fj_fa3_of(c)->block_n,
-                     d->page_size);
+            snprintf(why, n, "paged K/V needs page_size %% block_n == 0, or block_n %% page_size "
+                     "== 0 with page_size a multiple of 8, got block_n %d, page_size %d",
+                     fj_fa3_of(c)->block_n, d->page_size);
         return -1;
     }
     if (!cfg_ok(fj_fa3_of(c), d)) {
@@ -240,11 +226,10 @@ int fj_fa3_preamble(const fj_fa3_config *c, int dtype, int head_dim, int mask, i
                      "#define FJ_DTYPE %d\n#define FJ_HEAD_DIM %d\n#define FJ_MASK %d\n"
                      "#define FJ_BLOCK_M %d\n#define FJ_BLOCK_N %d\n#define FJ_FA3_OVERLAP %d\n"
                      "#define FJ_FA3_PINGPONG %d\n#define FJ_FA3_PERSISTENT %d\n"
-                     "#define FJ_FA3_SCHED %d\n%s%s",
+                     "#define FJ_FA3_SCHED %d\n%s",
                      dtype, head_dim, mask, c->block_m, c->block_n, c->overlap, c->pingpong,
                      c->persistent != 0, c->persistent == 2,
-                     paged ? "#define FJ_FA3_PAGED 1\n" : "",
-                     paged == 2 ? "#define FJ_FA3_PAGE_GATHER 1\n" : "");
+                     paged ? "#define FJ_FA3_PAGED 1\n" : "");
     return r < 0 || (size_t)r >= n ? -1 : r;
 }
 
@@ -257,8 +242,8 @@ static void kernels(const fj_kcfg *c, const fajit_attn_desc *d, fj_kernels *out)
     v->op = FAJIT_OP_FWD;
     v->source = "attn_fwd_sm90.cu";
     v->function = "fj_attn_fwd_sm90";
-    const int paged = !d->block_table ? 0 : fj_fa3_page_gather(f, d) ? 2 : 1;
-    char feat[128], tag[48];   /* (the longest tag: 43 characters) */
+    const int paged = d->block_table != NULL;
+    char feat[128], tag[64];
     fj_feat_defines(d, feat, sizeof feat);   /* ("" without features: the kernel unchanged) */
     fj_feat_tag(d, tag, sizeof tag);
     const int r = fj_fa3_preamble(f, dt, hd, mask, paged, v->preamble, sizeof v->preamble);
@@ -266,7 +251,7 @@ static void kernels(const fj_kcfg *c, const fajit_attn_desc *d, fj_kernels *out)
         snprintf(v->preamble + r, sizeof v->preamble - (size_t)r, "%s", feat);
     snprintf(v->name, sizeof v->name, "fa3 %s d%d %s %dx%d o%d p%d s%d%s%s", fj_dtype_name(dt),
              hd, fj_mask_name(mask), f->block_m, f->block_n, f->overlap, f->pingpong,
-             f->persistent, paged == 2 ? " paged gather" : paged ? " paged" : "", tag);
+             f->persistent, paged ? " paged" : "", tag);
     out->threads[0] = 128 * (f->block_m / 64 + 1);
     out->dyn_smem[0] = (int)fj_fa3_smem_bytes_v(f, hd, d->head_dim_v);
     out->n = 1;
@@ -304,12 +289,6 @@ void fj_fa3_launch_shape(const fj_fa3_config *c, const fj_attn_params *p, int nu
         grid[1] = grid[2] = 1;
     }
     *threads = 128u * (unsigned)(c->block_m / 64 + 1);
-}
-
-void fj_fa3_gather_strides(const fajit_attn_desc *d, fj_attn_params *p)
-{
-    p->k_batch_stride = d->k_page_stride ? d->k_page_stride : (int64_t)d->page_size * d->k_row_stride;
-    p->v_batch_stride = d->v_page_stride ? d->v_page_stride : (int64_t)d->page_size * d->v_row_stride;
 }
 
 int fj_fa3_encode_paged_tmaps(const fj_cuda *cu, const fajit_attn_desc *d,
@@ -369,8 +348,6 @@ fajit_status fj_fa3_launch_args(const fj_fa3_config *f, const fajit_attn_desc *d
         if (fj_fa3_encode_paged_tmaps(env->cu, d, &p, f, maps, &pg, why, n) != 0)
             return FAJIT_INVALID_ARGUMENT;
         pg.min_q = min_q;
-        if (fj_fa3_page_gather(f, d))   /* (the K/V maps still check pointers and strides) */
-            fj_fa3_gather_strides(d, &p);
     } else if (fj_qkv_encode_tmaps(env->cu, &p, (int)d->dtype, f->block_m, f->block_n, d->total_q,
                                    d->total_k, fj_head_dim_v(d), maps, why, n) != 0)
         return FAJIT_INVALID_ARGUMENT;

@@ -12,9 +12,8 @@ void fj_fa3_kcfg(const fj_fa3_config *f, fj_kcfg *out);
 
 /* The NVRTC preamble: FJ_DTYPE, FJ_HEAD_DIM, FJ_MASK, FJ_BLOCK_M, FJ_BLOCK_N,
  * FJ_FA3_OVERLAP, FJ_FA3_PINGPONG, FJ_FA3_PERSISTENT (persistent != 0), FJ_FA3_SCHED
- * (persistent == 2), and FJ_FA3_PAGED 1 where `paged` (1: K/V boxes by TMA; 2: gathered
- * pages, FJ_FA3_PAGE_GATHER 1 too). Returns the length written, or -1 when `n` is too
- * small. */
+ * (persistent == 2), and FJ_FA3_PAGED 1 where `paged`. Returns the length written, or -1
+ * when `n` is too small. */
 int fj_fa3_preamble(const fj_fa3_config *c, int dtype, int head_dim, int mask, int paged,
                     char *buf, size_t n);
 
@@ -25,19 +24,6 @@ int fj_fa3_preamble(const fj_fa3_config *c, int dtype, int head_dim, int mask, i
  * in a way the kernel's boxes can load (pages hold whole blocks, or blocks hold whole pages
  * of a multiple of 8 rows, the 128-byte swizzle atom). */
 int fj_fa3_page_fit(int block_n, int page_size);
-/* Paged K/V gathered row by row (cp.async) instead of loaded in boxes: 128-row tiles (block_m
- * 128, any block_n; 192-row tiles keep the boxes: their registers do not fit the gather) over
- * pages of fewer than FJ_FA3_GATHER_PAGE rows (any page size), at most
- * FJ_FA3_GATHER_MAX_PAGES pages (the kernel holds page * 64 + row in 32 bits). Pages of 16 in
- * boxes (8 boxes per 64 columns of a 128-key block) ran at 0.79-0.88x contiguous K/V
- * (bench/results/2026-12-07-h100-h200-paged-prefill.md). 1 where c gathers d's pages (a
- * block table): the preamble's FJ_FA3_PAGE_GATHER, a " gather" in the variant's name. */
-#define FJ_FA3_GATHER_PAGE 64
-#define FJ_FA3_GATHER_MAX_PAGES (1 << 25)
-int fj_fa3_page_gather(const fj_fa3_config *c, const fajit_attn_desc *d);
-/* The gather's page strides (elements; 0 in d: page_size rows) in p's k/v_batch_stride,
- * which paged K/V does not use otherwise. */
-void fj_fa3_gather_strides(const fajit_attn_desc *d, fj_attn_params *p);
 
 /* grid = (ceil(seqlen_q / block_m), heads_q, batch), or for a persistent config
  * (min(num_sms, that product), 1, 1); threads = 128 * (block_m/64 + 1). For varlen,

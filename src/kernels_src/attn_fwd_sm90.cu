@@ -43,22 +43,6 @@
  *                    sequences with fewer than pg.min_q query rows are skipped (0: none;
  *                    the mixed plan sets 17 and its decode launch serves them). 0 (default):
  *                    contiguous K/V (fixed length or varlen rows).
- *   FJ_FA3_PAGE_GATHER 1 (with FJ_FA3_PAGED and FJ_BLOCK_M 128; the host sets it for pages
- *                    of fewer than 64 rows, any page size): no K/V boxes. The producer warpgroup's 128 threads
- *                    gather each K/V block row by row with 16-byte cp.async (cp.async.cg,
- *                    zero fill), thread t unit t % 8 of every 128-byte chunk of rows t / 8 +
- *                    16 i, into the layout the boxes write (unit XOR row % 8), and each thread
- *                    signals the stage's full barrier (128 arrivals) with
- *                    cp.async.mbarrier.arrive.noinc. Row r of block j0: key j0 + r, page
- *                    block_table[b][key / page_size], row key % page_size of it; keys at and
- *                    past the sequence end and columns past the head dim are zeros. The
- *                    block's page numbers are read before the slot's wait, each by one of the 8
- *                    threads of a row and passed on by shuffles. Strides from the params: the
- *                    K/V page strides in k_batch_stride / v_batch_stride (elements), rows and
- *                    heads in k/v_row_stride, k/v_head_stride; the tensor maps of K and V are
- *                    not read. The O copy by the producer's idle warps (FA3_OCOPY) is off: the
- *                    warps gather. 40 producer registers (REG_PRODUCER). Dynamic order: thread 0's claim goes to the warpgroup
- *                    through a shared word (bar + 96) between two named barriers (id 1).
  *   FJ_SOFTCAP, FJ_SINKS, FJ_ALIBI  model features (fj_common.cuh; 0 = off, and the kernel is
  *                    the one of before): each 1 adds fj_feat_params as the last argument.
  *                    Per K/V block, in the consumer after S = Q K^T: the softcap (FA3's way:
@@ -177,14 +161,6 @@
 #ifndef FJ_FA3_PAGED
 #define FJ_FA3_PAGED 0
 #endif
-#ifndef FJ_FA3_PAGE_GATHER
-#define FJ_FA3_PAGE_GATHER 0
-#endif
-#if FJ_FA3_PAGE_GATHER && (!FJ_FA3_PAGED || FJ_BLOCK_M != 128)
-/* (192-row tiles: their consumers' 160 registers spilled with the O copy off, the producer's
- * 32 with warp 0 gathering alone beside it) */
-#error "FJ_FA3_PAGE_GATHER 1 (paged K/V gathered by cp.async) needs FJ_FA3_PAGED and FJ_BLOCK_M 128"
-#endif
 #if FJ_FA3_SCHED && !FJ_FA3_PERSISTENT
 #error "FJ_FA3_SCHED 1 (dynamic tile schedule) needs FJ_FA3_PERSISTENT"
 #endif
@@ -289,14 +265,7 @@
  * +-2% from 2k; hd256 causal 128x80D within +-1%; where the Q buffer is freed at the last S
  * (hd64, hd128: the O slot) -1..-8%: the next Q waits for the block's slot. */
 #define FA3_AHEAD FA3_OQ_
-/* Gathered pages land through cp.async (the generic proxy) and wgmma reads them through the
- * async proxy: each consumer's wait on a K or V full barrier is followed by a proxy fence. */
-#if FJ_FA3_PAGE_GATHER
-#define FA3_GATHER_FENCE() asm volatile("fence.proxy.async.shared::cta;\n" ::: "memory")
-#else
-#define FA3_GATHER_FENCE() ((void)0)
-#endif
-#define FA3_OCOPY (FA3_OSLOT_ && !FJ_FA3_PAGE_GATHER)  /* (gathered pages: the warps gather) */
+#define FA3_OCOPY FA3_OSLOT_
 
 namespace fa3 {
 constexpr int BM = FJ_BLOCK_M, BN = FJ_BLOCK_N, HD = FJ_HEAD_DIM, HDV = FJ_HEAD_DIM_V;
@@ -325,9 +294,8 @@ constexpr int SMEM_BYTES = OFF_BAR + 320 + 1024;  /* + barriers, scratch, alignm
 /* Paged: 32 producer registers (the page arithmetic beside the dynamic order's claims spilled
  * at 24), so 232 per consumer with 2 consumer warpgroups: the total must stay within what the
  * launch allocated (384 x 168 = 64,512; 512 x 128 = 65,536 with 3), or setmaxnreg.inc waits
- * forever. Gathered pages with 2 consumer warpgroups: 40 (40 + 2 x 232 = 504 = 3 x 168; at
- * 32 the tile plan beside the gather spilled 8 bytes at 128x112). */
-constexpr int REG_PRODUCER = FJ_FA3_PAGE_GATHER ? 40 : FJ_FA3_PAGED ? 32 : 24;
+ * forever. */
+constexpr int REG_PRODUCER = FJ_FA3_PAGED ? 32 : 24;
 constexpr int REG_CONSUMER = NWG == 2 ? (FJ_FA3_PAGED ? 232 : 240) : 160;
 constexpr bool PINGPONG = FJ_FA3_PINGPONG && NWG == 2 && FJ_FA3_OVERLAP;
 
@@ -343,20 +311,6 @@ static_assert(SMEM_BYTES <= 227 * 1024, "shared memory over 227 KiB");
 static_assert(128 * (REG_PRODUCER + NWG * REG_CONSUMER) <= THREADS * (65536 / THREADS / 8 * 8),
               "setmaxnreg budget: within the registers the launch allocates");
 }  // namespace fa3
-
-/* FJ_FA3_EX2_POLY n (softcap only: tanh.approx and ex2.approx make two MUFU operations per
- * score, 16 per SM per clock against 128 FMA lanes): n of the BN/8 column groups of each row
- * take their exponential from the FMA pipe (fj_exp2_poly_le, 9 instructions), the rest from
- * MUFU ex2 (softmax_tile). Per consumer warp and 64-score block (BN 128) the softcap path
- * issues ~580 instructions on its usual route (no mask, no rescale) with 130 MUFU operations,
- * 1040 MUFU cycles at 8 per warp instruction; each group moved to the polynomial saves 32 MUFU
- * cycles for ~32 more issue slots (4 scores x 8 instructions): balance near 7 of 16 groups.
- * Default 3 BN / 64 (6 of 16 at BN 128), just on the MUFU side of the balance; BN / 32 (4 of
- * 16) with 192-row tiles, whose 160-register consumers spilled at 6 and 8 (hd64 192x128), and
- * none there with paged K/V (32..112 bytes of spills at 2..4, masked). */
-#if FJ_SOFTCAP && !defined(FJ_FA3_EX2_POLY)
-#define FJ_FA3_EX2_POLY (FJ_BLOCK_M == 192 ? (FJ_FA3_PAGED ? 0 : FJ_BLOCK_N / 32) : 3 * FJ_BLOCK_N / 64)
-#endif
 
 #include "fj_sm90_sched.cuh"
 #include "fj_sm90_consumer.cuh"
@@ -538,14 +492,8 @@ fj_attn_fwd_sm90(const __grid_constant__ fj_attn_params p, const __grid_constant
             mbar_init(QE_BAR(i), NWG * 4);
         }
         for (int i = 0; i < 2; ++i) {
-#if FJ_FA3_PAGE_GATHER
-            /* one cp.async.mbarrier.arrive.noinc per producer thread */
-            mbar_init(b_kf + 8 * i, 128);
-            mbar_init(b_vf + 8 * i, 128);
-#else
             mbar_init(b_kf + 8 * i, 1);
             mbar_init(b_vf + 8 * i, 1);
-#endif
             /* one arrival per consumer warp */
             mbar_init(b_ke + 8 * i, NWG * 4);
             mbar_init(b_ve + 8 * i, NWG * 4);
@@ -604,28 +552,7 @@ fj_attn_fwd_sm90(const __grid_constant__ fj_attn_params p, const __grid_constant
 #endif
         /* The producer: one thread; with paged K/V its whole warp, lane 0 (`lead`) doing what
          * one thread does and every lane issuing the boxes of one page (below) */
-#if FJ_FA3_PAGE_GATHER
-        /* gathered pages: the whole warpgroup, thread 0 (`lead`) doing what one thread does */
-        constexpr int GT = 128;  /* gather threads */
-        {
-            const bool lead = threadIdx.x == 0;
-#if FA3_DYN
-            static_assert(QST == 1, "the claim word at bar + 96: Q barriers of a second buffer");
-            /* thread 0's claim to every producer thread (the second barrier: read before the
-             * next claim rewrites the word) */
-            auto claim_all = [&]() -> int {
-                if (lead)
-                    asm volatile("st.shared.b32 [%0], %1;\n" ::"r"(bar + 96),
-                                 "r"(atomicAdd(sched_ctr, 1))
-                                 : "memory");
-                named_sync<128>(1);
-                const int c = ld_shared_s32(bar + 96);
-                named_sync<128>(1);
-                return c;
-            };
-#define FA3_CLAIM() claim_all()
-#endif
-#elif FJ_FA3_PAGED
+#if FJ_FA3_PAGED
         if (threadIdx.x < 32) {
             const bool lead = threadIdx.x == 0;
 #define FA3_CLAIM() __shfl_sync(0xffffffffu, lead ? atomicAdd(sched_ctr, 1) : 0, 0)
@@ -639,84 +566,11 @@ fj_attn_fwd_sm90(const __grid_constant__ fj_attn_params p, const __grid_constant
 
             if (lead) {
                 tma_prefetch_desc(&tq);
-#if !FJ_FA3_PAGE_GATHER  /* (K's and V's maps unused) */
                 tma_prefetch_desc(&tk);
                 tma_prefetch_desc(&tv);
-#endif
             }
             int g = 0, qi = 0;
-#if FJ_FA3_PAGE_GATHER
-            /* K/V block nb of tile L as block gi into ring slot gi & 1, gathered (see
-             * FJ_FA3_PAGE_GATHER in the header): thread t = 8 r0 + u of the GT copies unit u of
-             * rows r0 + RS i, i < BN / RS, of each chunk. Thread u' = i % 8 of the row group
-             * reads row r0 + RS i's page before the slot's wait and holds it in pr[i / 8] as
-             * page * 64 + the row in the page (the host takes this variant for pages of fewer
-             * than 64 rows and at most 2^25 pages; 0 past the sequence end). */
-            constexpr int RS = GT / 8;            /* rows from one of a thread's rows to the next */
-            constexpr int RPT = BN / RS;          /* rows per thread */
-            constexpr int NPR = (RPT + 7) / 8;    /* page rows held per thread */
-            static_assert(BN % RS == 0, "whole row groups");
-            auto load_kv = [&](int gi, const fa3_load &L, int nb) {
-                const int st = gi & 1, ph = (gi >> 1) & 1;
-                const int lane = threadIdx.x & 31, u = threadIdx.x & 7, r0 = threadIdx.x >> 3;
-                const int j0 = nb * BN + r0;      /* this thread's first key */
-                const int *bt = (const int *)pg.block_table + (fj_i64)L.b * pg.bt_stride;
-                int pr[NPR];
-#pragma unroll
-                for (int k = 0; k < NPR; ++k) {
-                    const int i = u + 8 * k, key = j0 + RS * i;
-                    const int pi = pg.page_shift >= 0
-                                       ? key >> pg.page_shift
-                                       : (int)((unsigned)key / (unsigned)pg.page_size);
-                    pr[k] = i < RPT && key < L.sk ? bt[pi] * 64 + (key - pi * pg.page_size) : 0;
-                }
-                /* (gb: byte address of unit u of the KV head's row 0 of page 0; pstr, rstr:
-                 * page and row strides in bytes; ncol: the head dim; nc chunks of a stage of
-                 * `bytes`) */
-                auto one = [&](fj_u32 empty, fj_u32 full, fj_u32 dst, fj_u64 gb, fj_i64 pstr,
-                               fj_i64 rstr, int ncol, int nc, int bytes) {
-                    mbar_wait(empty + 8 * st, ph ^ 1);
-                    /* unit u of row r0 of the slot (the 128-byte swizzle: unit ^ row % 8; row
-                     * r0 + RS i has row % 8 = (r0 % 8) ^ (RS i % 8), RS a power of two) */
-                    const fj_u32 d0 = dst + st * bytes + r0 * 128, sw = (u ^ (r0 & 7)) << 4;
-                    /* rows 8 k .. 8 k + 7 of the thread's, their pages from pr[k] */
-#pragma unroll
-                    for (int k = 0; k < NPR; ++k) {
-                        int pk = pr[0];
-#pragma unroll
-                        for (int x = 1; x < NPR; ++x)
-                            pk = k == x ? pr[x] : pk;
-#pragma unroll
-                        for (int y = 0; y < 8; ++y) {
-                            const int i = 8 * k + y;
-                            if (RPT % 8 != 0 && i >= RPT)
-                                break;
-                            const int v = __shfl_sync(0xffffffffu, pk, (lane & ~7) | y);
-                            const fj_u32 n = j0 + RS * i < L.sk ? 16 : 0;  /* 0: zero fill */
-                            const fj_u64 src =
-                                gb + (fj_u64)((fj_i64)(v >> 6) * pstr + (fj_i64)(v & 63) * rstr);
-                            /* (RS i % 8 = RS y % 8: 8 k a multiple of 8) */
-                            const fj_u32 dr = d0 + i * RS * 128 + (sw ^ (((RS * y) & 7) << 4));
-#pragma unroll
-                            for (int c = 0; c < nc; ++c)
-                                asm volatile("cp.async.cg.shared.global [%0], [%1], 16, %2;\n" ::"r"(
-                                                 dr + c * KV_CHUNK),
-                                             "l"(src + c * 128), "r"(c * 64 + u * 8 < ncol ? n : 0u)
-                                             : "memory");
-                        }
-                    }
-                    asm volatile("cp.async.mbarrier.arrive.noinc.shared::cta.b64 [%0];\n" ::"r"(
-                                     full + 8 * st)
-                                 : "memory");
-                };
-                one(b_ke, b_kf, s_k,
-                    p.k + (fj_u64)(2 * (L.hk * p.k_head_stride + 8 * u)), 2 * p.k_batch_stride,
-                    2 * p.k_row_stride, HD, DC, KV_BYTES);
-                one(b_ve, b_vf, s_v,
-                    p.v + (fj_u64)(2 * (L.hk * p.v_head_stride + 8 * u)), 2 * p.v_batch_stride,
-                    2 * p.v_row_stride, HDV, DCV, V_BYTES);
-            };
-#elif FJ_FA3_PAGED
+#if FJ_FA3_PAGED
             /* K/V block nb of tile L as block gi (of all the CTA's blocks) into ring slot
              * gi & 1: BN / R boxes of R rows, each from its page, lane i issuing box i's (its
              * page number read by itself before the slot's wait); a box past the sequence end
@@ -1064,7 +918,6 @@ fj_attn_fwd_sm90(const __grid_constant__ fj_attn_params p, const __grid_constant
          * (first: the warpgroup's first block of the tile) */
         auto pv_now = [&](int st, int ph, bool first) {
             mbar_wait(b_vf + 8 * st, ph);
-            FA3_GATHER_FENCE();
             zero_v(st, first);
             pin(o);
             pin(pr);
@@ -1137,17 +990,11 @@ fj_attn_fwd_sm90(const __grid_constant__ fj_attn_params p, const __grid_constant
                 softcap_tile(s, p.scale);  /* (FJ_SOFTCAP: scale / cap) */
 #endif
 #if FJ_ALIBI
-                float cb[2];  /* the bias's per-row part (alibi_tile's linear form) */
-                alibi_tile(s, cb, nb * BN, row0, col_lane, shift, nslope,
-                           alibi_side(nb * BN, m0, shift, wr));
+                alibi_tile(s, nb * BN, row0, col_lane, shift, nslope);
 #endif
                 if (need_mask(nb))
                     apply_mask(s, nb * BN, row0, col_lane, sq.sk, shift, wl, wr);
-#if FJ_ALIBI
-                softmax_tile<1>(s, mx, l, alpha, sl2, cb[0], cb[1]);
-#else
                 softmax_tile(s, mx, l, alpha, sl2);
-#endif
             };
             if (nw > 0) {
 #if FA3_QREG
@@ -1157,7 +1004,6 @@ fj_attn_fwd_sm90(const __grid_constant__ fj_attn_params p, const __grid_constant
                 {   /* the first block: S, softmax, P; its P V is issued in the next step */
                     const int nb = nbh - 1, st = g0 & 1, ph = (g0 >> 1) & 1;
                     mbar_wait(b_kf + 8 * st, ph);
-                    FA3_GATHER_FENCE();
                     if (PINGPONG)
                         named_sync<256>(2 + cw);
                     pin(s);
@@ -1175,7 +1021,6 @@ fj_attn_fwd_sm90(const __grid_constant__ fj_attn_params p, const __grid_constant
                     const int nb = nbh - 1 - it, gi = g0 + it, st = gi & 1, ph = (gi >> 1) & 1;
                     const int pst = st ^ 1, pph = ((gi - 1) >> 1) & 1;
                     mbar_wait(b_kf + 8 * st, ph);
-                    FA3_GATHER_FENCE();
                     if (PINGPONG)
                         named_sync<256>(2 + cw);
                     pin(s);
@@ -1184,7 +1029,6 @@ fj_attn_fwd_sm90(const __grid_constant__ fj_attn_params p, const __grid_constant
                     wg_commit();
                     rescale_o(o, alpha);  /* for the previous block's P V, issued next */
                     mbar_wait(b_vf + 8 * pst, pph);
-                    FA3_GATHER_FENCE();
                     zero_v(pst, it == 1 && skip == 0);
                     pin(o);
                     pin(pr);
@@ -1223,7 +1067,6 @@ fj_attn_fwd_sm90(const __grid_constant__ fj_attn_params p, const __grid_constant
                 for (int it = 0; it < nw; ++it) {
                     const int nb = nbh - 1 - it, gi = g0 + it, st = gi & 1, ph = (gi >> 1) & 1;
                     mbar_wait(b_kf + 8 * st, ph);
-                    FA3_GATHER_FENCE();
                     pin(s);
                     wg_fence();
                     gemm_qk(s, dq, dk0 + st * KV_STEP);

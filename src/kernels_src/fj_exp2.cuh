@@ -89,9 +89,11 @@ FJ_HD fj_u32 fj_exp2_magic_exp(float t)
     return fj_exp2_f2u(t) << 23;
 }
 
-/* 2^x for x already in [-127, 127] (no clamp): fj_exp2_poly's body after its clamp. */
-FJ_HD float fj_exp2_poly_in(float x)
+/* 2^x for x in [-127, 127] (clamped outside), relative error below FJ_EXP2_POLY_REL_ERR
+ * on [-126, 127]. */
+FJ_HD float fj_exp2_poly(float x)
 {
+    x = FJ_EXP2_MIN(FJ_EXP2_MAX(x, -127.0f), 127.0f);
 #ifdef __CUDA_ARCH__
     /* floor(x) without FRND or F2I: conversions run at a fraction of the FMA rate (the
      * CUDA guide's throughput table gives them 16 per SM per clock, the MUFU's rate),
@@ -113,20 +115,6 @@ FJ_HD float fj_exp2_poly_in(float x)
                           f, 1.0f);
     /* p is in [1, 2); adding j to the exponent field is p * 2^j. */
     return fj_exp2_u2f(fj_exp2_f2u(p) + jexp);
-}
-
-/* 2^x for x in [-127, 127] (clamped outside), relative error below FJ_EXP2_POLY_REL_ERR
- * on [-126, 127]. */
-FJ_HD float fj_exp2_poly(float x)
-{
-    return fj_exp2_poly_in(FJ_EXP2_MIN(FJ_EXP2_MAX(x, -127.0f), 127.0f));
-}
-
-/* 2^x for x <= 127 (no upper clamp: 9 instructions on the device): softmax exponents, which
- * are at most the lazy-rescaling threshold; below -127 (and -inf, a masked score) +0. */
-FJ_HD float fj_exp2_poly_le(float x)
-{
-    return fj_exp2_poly_in(FJ_EXP2_MAX(x, -127.0f));
 }
 
 #endif /* FJ_EXP2_CUH */

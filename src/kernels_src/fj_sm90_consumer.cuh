@@ -26,8 +26,6 @@
 #ifndef FJ_SM90_CONSUMER_CUH
 #define FJ_SM90_CONSUMER_CUH
 
-#include "fj_exp2.cuh"
-
 /* 1/rowsum (0 for an empty row) and the natural-log LSE of a row: m * scale + ln(l), with
  * rcp.approx / lg2.approx (about 1 ulp; rowsums are >= 1 wherever a key is visible) instead of
  * IEEE division and logf (run 8 of dev/fa3/NOTES.md: +1..+3.5% at 512-1k). */
@@ -159,51 +157,21 @@ FJ_DEVICE void softcap_tile(float (&s)[fa3::SREG], float k)
 /* ALiBi: s += nslope * |i + sk - sq - j| for element (nt, hf, e) of the tile at key k0, i.e.
  * row i = row0 + 8*hf, key j = k0 + nt*8 + col_lane + e (the layout apply_mask reads); nslope is
  * -slope in the tile's units (-slope / scale, or -slope / cap with the softcap). Every block of
- * the band, masked or not, before the row maximum; distances exact in fp32 below 2^24.
- * side: where the tile's visible keys lie for every row of the CTA tile (alibi_side). +1: on or
- * left of the diagonal (x <= dg, dg the diagonal's x in the row), -1: on or right of it; there
- * the bias sn * (dg - x) (sn = side * nslope) is linear in the column: the tile gets one FFMA per
- * score with the column x as an immediate, s - sn * x, and the row's part sn * dg goes to cb[hf]
- * (this thread's columns), which softmax_tile<1> adds to the thread's partial maximum and to the
- * exponent's addend (O(1) per row). 0: the tile straddles the diagonal: |dg - x| per score, cb 0.
- * Keys on the wrong side of the linear form are masked (-inf) afterwards (apply_mask). */
-FJ_DEVICE void alibi_tile(float (&s)[fa3::SREG], float (&cb)[2], int k0, int row0, int col_lane,
-                          int shift, float nslope, int side)
+ * the band, masked or not, before the row maximum; distances exact in fp32 below 2^24. */
+FJ_DEVICE void alibi_tile(float (&s)[fa3::SREG], int k0, int row0, int col_lane, int shift,
+                          float nslope)
 {
     using namespace fa3;
 #pragma unroll
     for (int hf = 0; hf < 2; ++hf) {
         const float dg = (float)(row0 + 8 * hf + shift - k0 - col_lane);  /* x of the diagonal */
-        if (side != 0) {
-            const float sn = side > 0 ? nslope : -nslope;
-            cb[hf] = sn * dg;
 #pragma unroll
-            for (int nt = 0; nt < BN / 8; ++nt)
+        for (int nt = 0; nt < BN / 8; ++nt)
 #pragma unroll
-                for (int e = 0; e < 2; ++e)
-                    if (nt * 8 + e != 0)
-                        s[4 * nt + 2 * hf + e] = fmaf((float)(nt * 8 + e), -sn, s[4 * nt + 2 * hf + e]);
-        } else {
-            cb[hf] = 0.f;
-#pragma unroll
-            for (int nt = 0; nt < BN / 8; ++nt)
-#pragma unroll
-                for (int e = 0; e < 2; ++e)
-                    s[4 * nt + 2 * hf + e] =
-                        fmaf(nslope, fabsf(dg - (float)(nt * 8 + e)), s[4 * nt + 2 * hf + e]);
-        }
+            for (int e = 0; e < 2; ++e)
+                s[4 * nt + 2 * hf + e] =
+                    fmaf(nslope, fabsf(dg - (float)(nt * 8 + e)), s[4 * nt + 2 * hf + e]);
     }
-}
-
-/* alibi_tile's side for the block at key k0 of the CTA tile of rows m0.. (BM rows): with
- * d = k0 - (m0 + shift), key k0 + x of row m0 + y has j - i - shift = d + x - y. The band's
- * right edge wr = 0 (causal) masks every key right of the diagonal: +1 always. */
-FJ_DEVICE int alibi_side(int k0, int m0, int shift, int wr)
-{
-    const int d = k0 - (m0 + shift);
-    if (wr == 0 || d + fa3::BN - 1 <= 0)
-        return 1;
-    return d - (fa3::BM - 1) >= 0 ? -1 : 0;
 }
 #endif
 
@@ -229,37 +197,19 @@ FJ_DEVICE void row_end_sink(float m, float l, float sl2, float sink2, float &inv
 }
 #endif
 
-#ifndef FJ_FA3_EX2_POLY
-#define FJ_FA3_EX2_POLY 0
-#endif
-/* FJ_FA3_EX2_POLY n (with the softcap, see the kernel): n of the tile's BN/8 column groups of
- * every row take their exponential from fj_exp2_poly_le (FMA and integer pipes) instead of
- * MUFU ex2, spread evenly over the row (group nt when (nt+1) n / G > nt n / G). */
-template <int UNUSED = 0>
-FJ_DEVICE constexpr bool fa3_poly_group(int nt)
-{
-    constexpr int G = fa3::BN / 8, n = FJ_FA3_EX2_POLY < G ? FJ_FA3_EX2_POLY : G;
-    return n > 0 && (nt + 1) * n / G > nt * n / G;
-}
-
 /* Online softmax of one tile in place: s becomes P = exp2(s*sl2 - m*sl2) (fp32), the row
  * maxima mx and the partial row sums l (this thread's columns) are updated, and alpha is
- * the factor O must be scaled by before this tile's P V is added. BIAS: the scores are
- * s + cb[hf] (alibi_tile's linear form; cb per thread and row half), cb added to the thread's
- * partial maximum and to the exponent's addend. */
-template <int BIAS = 0>
+ * the factor O must be scaled by before this tile's P V is added. */
 FJ_DEVICE void softmax_tile(float (&s)[fa3::SREG], float (&mx)[2], float (&l)[2], float (&alpha)[2],
-                            float sl2, float cb0 = 0.f, float cb1 = 0.f)
+                            float sl2)
 {
     using namespace fa3;
 #pragma unroll
     for (int hf = 0; hf < 2; ++hf) {
-        float m = BIAS ? -FJ_INF : mx[hf];
+        float m = mx[hf];
 #pragma unroll
         for (int nt = 0; nt < BN / 8; ++nt)
             m = fmaxf(m, fmaxf(s[4 * nt + 2 * hf], s[4 * nt + 2 * hf + 1]));
-        if (BIAS)
-            m = fmaxf(mx[hf], m + (hf ? cb1 : cb0));
         m = fmaxf(m, __shfl_xor_sync(0xffffffffu, m, 1));
         m = fmaxf(m, __shfl_xor_sync(0xffffffffu, m, 2));
 #if FA3_LAZY
@@ -275,15 +225,13 @@ FJ_DEVICE void softmax_tile(float (&s)[fa3::SREG], float (&mx)[2], float (&l)[2]
         alpha[hf] = ex2(mx[hf] * sl2 - base);              /* 0 from -inf */
 #endif
         mx[hf] = m;
-        const float add = BIAS ? fmaf(hf ? cb1 : cb0, sl2, -base) : -base;
         float sum = 0.f;
 #pragma unroll
         for (int nt = 0; nt < BN / 8; ++nt)
 #pragma unroll
             for (int e = 0; e < 2; ++e) {
-                const float xv = fmaf(s[4 * nt + 2 * hf + e], sl2, add);
-                /* (x <= FA3_LAZY: the poly's upper clamp is not needed) */
-                const float pv = fa3_poly_group(nt) ? fj_exp2_poly_le(xv) : ex2(xv);
+                const float xv = fmaf(s[4 * nt + 2 * hf + e], sl2, -base);
+                const float pv = ex2(xv);
                 s[4 * nt + 2 * hf + e] = pv;
                 sum += pv;
             }
