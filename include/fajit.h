@@ -659,8 +659,8 @@ FAJIT_API fajit_status fajit_bench_spec(fajit_ctx *ctx, const char *spec, int re
  * (FP8: on K and V widened to Q's dtype and descaled, which is exact). Dispatch of a
  * problem with features reads (and under LAZY makes) the verdict of its family for its
  * feature set; a FAIL quarantines the family for that set only, and a feature-free verdict
- * says nothing of any set. The gate cannot run problems with head_dim_v yet: those sets
- * have no verdict (dispatch goes on unvalidated, as for a family without one). */
+ * says nothing of any set. With head_dim_v the problems' V and O have half the head_dim
+ * (64 of 128, 32 of 64). */
 typedef enum fajit_verdict {
     FAJIT_VERDICT_NONE = 0,  /* not validated on this GPU class */
     FAJIT_VERDICT_PASS = 1,
@@ -766,8 +766,8 @@ static inline void fajit_validation_report_init(fajit_validation_report *r)
  * (INFO on pass, WARN on fail). Returns OK when every family validated passed;
  * VALIDATION_FAILED when one failed (fajit_errmsg names the family, the case and the
  * error); UNSUPPORTED when a named family applies to no validation problem on this target
- * with those features, or the set has head_dim_v (the gate cannot run it yet); NO_DEVICE; INVALID_ARGUMENT (REF, a value naming no family, features naming no
- * set); and the errors that keep a problem from being run at all (COMPILE_FAILED,
+ * with those features; NO_DEVICE; INVALID_ARGUMENT (REF, a value naming no family,
+ * features naming no set); and the errors that keep a problem from being run at all (COMPILE_FAILED,
  * NO_NVRTC, CUDA_ERROR of an allocation or of the reference kernel, ...), which record no
  * verdict. */
 FAJIT_API fajit_status fajit_validate(fajit_ctx *ctx, fajit_family family,

@@ -225,8 +225,9 @@ START_TEST(gate_feature_warm_off)
 }
 END_TEST
 
-/* fajit_validate of a feature set: the report names it, a set that names nothing or that
- * the gate cannot run is refused before anything runs; the problems have the features on. */
+/* fajit_validate of a feature set: the report names it, a set that names nothing is refused
+ * before anything runs; the problems have the features on (head_dim_v: V and O of half the
+ * head_dim). */
 START_TEST(gate_feature_validate_api)
 {
     gate_begin(NULL, NULL);
@@ -239,11 +240,14 @@ START_TEST(gate_feature_validate_api)
     rep.kv_dtype = FAJIT_KV_E4M3;
     ck_assert_int_eq(fajit_validate(ctx, FAJIT_FAMILY_FA3, &rep), FAJIT_INVALID_ARGUMENT);
     ck_assert_int_eq(gate_fake.allocs, 0);
+    /* head_dim_v: the cases with V and O of half the head_dim (the first fa3 takes) */
     rep.features = FAJIT_FEATURE_HEAD_DIM_V, rep.kv_dtype = FAJIT_KV_AS_Q;
-    ck_assert_int_eq(fajit_validate(ctx, FAJIT_FAMILY_DECODE, &rep), FAJIT_UNSUPPORTED);
-    ck_assert_msg(strstr(fajit_errmsg(ctx), "cannot run problems with head_dim_v yet (asked: "
-                                            "head_dim_v)"), "%s", fajit_errmsg(ctx));
-    ck_assert_int_eq(gate_fake.allocs, 0);
+    ck_assert_int_eq(fajit_validate(ctx, FAJIT_FAMILY_FA3, &rep), FAJIT_CUDA_ERROR);
+    ck_assert_msg(strstr(fajit_errmsg(ctx), "validating fa3 on bf16 hd128 causal b2 h8/8 sq512 "
+                                            "sk512 dv64 with head_dim_v: allocating inputs"),
+                  "%s", fajit_errmsg(ctx));
+    ck_assert_int_eq(gate_fake.allocs, 1);
+    memset(&gate_fake, 0, sizeof gate_fake);
     /* FP8 K/V: the decode family's cases, K and V of one byte each */
     rep.features = FAJIT_FEATURE_SINKS | FAJIT_FEATURE_KV_FP8, rep.kv_dtype = FAJIT_KV_E4M3;
     ck_assert_int_eq(fajit_validate(ctx, FAJIT_FAMILY_DECODE, &rep), FAJIT_CUDA_ERROR);

@@ -115,7 +115,8 @@ static const subcmd k_cmds[] = {
      "                            TB/s of K+V for decode; FILE gets every sample as JSON\n",
      o_bench, ":h", 0, 0, NULL},
     {"validate",
-     "  validate [--family NAME] [--features softcap,sinks,alibi] [--kv-dtype e4m3|e5m2]\n"
+     "  validate [--family NAME] [--features softcap,sinks,alibi,head_dim_v]\n"
+     "           [--kv-dtype e4m3|e5m2]\n"
      "                            check each kernel family (or NAME: fa2, fa3, decode,\n"
      "                            fa4, mixed) against the reference kernel on GPU 0 and\n"
      "                            store the verdicts; a family that fails is quarantined\n"
@@ -591,8 +592,9 @@ static int cmd_tune(fajit_ctx *ctx, const args *a)
     return run_validation(ctx, FAJIT_FAMILY_AUTO, 0, FAJIT_KV_AS_Q);
 }
 
-/* The model features of --features LIST and --kv-dtype T, with stand-in pointers. */
-static int feature_fields(const args *a, fajit_attn_desc *d)
+/* The model features of --features LIST and --kv-dtype T, with stand-in pointers; with
+ * set_only (validate: a feature set, no problem), head_dim_v may be listed too. */
+static int feature_fields(const args *a, fajit_attn_desc *d, int set_only)
 {
     const float *stand_in = (const float *)(uintptr_t)0x300000;
     for (const char *s = a->features; s && *s;) {
@@ -603,9 +605,12 @@ static int feature_fields(const args *a, fajit_attn_desc *d)
             d->sinks = stand_in;
         else if (n == 5 && strncmp(s, "alibi", 5) == 0)
             d->alibi_slopes = stand_in;
+        else if (set_only && n == 10 && strncmp(s, "head_dim_v", 10) == 0)
+            d->head_dim_v = d->head_dim / 2;
         else {
-            fprintf(stderr, "fajit-tune: --features takes softcap, sinks and alibi, "
-                    "comma-separated; got '%.*s'\n", (int)n, s);
+            fprintf(stderr, "fajit-tune: --features takes softcap, sinks and alibi%s, "
+                    "comma-separated; got '%.*s'\n", set_only ? " (and head_dim_v)" : "",
+                    (int)n, s);
             return -1;
         }
         s += n + (s[n] == ',');
@@ -632,9 +637,10 @@ static int cmd_validate(fajit_ctx *ctx, const args *a)
         return 2;
     fajit_attn_desc_init(&d, p, p, p, (void *)(uintptr_t)0x100000, 1, 1, 1, 1, 1, 128,
                          FAJIT_BF16);
-    if (feature_fields(a, &d) != 0)
+    if (feature_fields(a, &d, 1) != 0)
         return 2;
-    unsigned features = (d.softcap > 0.f ? FAJIT_FEATURE_SOFTCAP : 0u) |
+    unsigned features = (d.head_dim_v ? FAJIT_FEATURE_HEAD_DIM_V : 0u) |
+                        (d.softcap > 0.f ? FAJIT_FEATURE_SOFTCAP : 0u) |
                         (d.sinks ? FAJIT_FEATURE_SINKS : 0u) |
                         (d.alibi_slopes ? FAJIT_FEATURE_ALIBI : 0u) |
                         (d.kv_dtype != FAJIT_KV_AS_Q ? FAJIT_FEATURE_KV_FP8 : 0u);
@@ -668,7 +674,7 @@ static int shape_desc(const args *a, fajit_attn_desc *d)
         d->num_pages = (int)(d->block_table_stride * d->batch);
     }
     d->head_dim_v = a->hdim_v;   /* 0: hdim */
-    if (feature_fields(a, d) != 0)
+    if (feature_fields(a, d, 0) != 0)
         return -1;
     d->mask = (fajit_mask)-1;
     for (int i = 0; i < 3; i++)

@@ -62,8 +62,13 @@ _Static_assert((int)FAJIT_FEATURE_SOFTCAP == FJ_FEAT_SOFTCAP &&
                (int)FAJIT_FEATURE_HEAD_DIM_V == FJ_FEAT_HDIM_V &&
                (int)FAJIT_FEATURE_KV_FP8 == FJ_FEAT_KV_FP8, "fajit.h: feature bits");
 
-/* The sets the gate cannot run yet: fj_inputs_make makes no head_dim_v inputs. */
-#define FSET_NOT_RUN FJ_FEAT_HDIM_V
+/* With head_dim_v in the set, a case's V and O have half its head_dim: 64 of 128 and 32 of
+ * 64, multiples of 16 at most head_dim, as the Hopper and portable kernels take them (the
+ * decode family takes none). */
+static int dv_of(const vcase *c, unsigned fset)
+{
+    return fset & FJ_FEAT_HDIM_V ? c->head_dim / 2 : 0;
+}
 
 unsigned fj_feature_set(const fajit_attn_desc *d)
 {
@@ -132,7 +137,7 @@ static int fset_of(unsigned features, fajit_kv_dtype kv, unsigned *fset)
 }
 
 /* A case's problem with the set's features on (fj_inputs_make: softcap 30, random sinks,
- * ALiBi slopes, FP8 K/V with a descale per tensor). */
+ * ALiBi slopes, FP8 K/V with a descale per tensor, V and O of dv_of's columns). */
 static fj_problem problem_of(const vcase *c, unsigned fset)
 {
     fj_problem p;
@@ -141,6 +146,7 @@ static fj_problem problem_of(const vcase *c, unsigned fset)
     p.op = FAJIT_OP_FWD;
     p.dtype = c->dtype;
     p.head_dim = c->head_dim, p.heads_q = c->heads_q, p.heads_kv = c->heads_kv;
+    p.head_dim_v = dv_of(c, fset);
     p.mask = c->mask;
     p.window_left = c->window_left, p.window_right = c->window_right;
     p.page_size = c->page_size;
@@ -177,15 +183,21 @@ static int case_applies(const fj_family *f, const vcase *c, const fj_target *t, 
     d.kv_dtype = (fajit_kv_dtype)(fset >> FJ_FSET_KV_SHIFT);
     if (d.kv_dtype != FAJIT_KV_AS_Q)
         d.k_descale = d.v_descale = (const float *)p;
+    if ((d.head_dim_v = dv_of(c, fset)) != 0) {   /* V and O packed at their own width */
+        d.v_head_stride = d.o_head_stride = d.head_dim_v;
+        d.v_row_stride = (int64_t)c->heads_kv * d.head_dim_v;
+        d.o_row_stride = (int64_t)c->heads_q * d.head_dim_v;
+        d.v_batch_stride = d.v_row_stride * c->shape.seqlen_k;
+        d.o_batch_stride = d.o_row_stride * c->shape.seqlen_q;
+    }
     return f->op == (int)d.op && f->applies(&d, t);
 }
 
-/* The cases f is validated on for fset, indices into k_cases; returns how many (none for
- * a set the gate cannot run). */
+/* The cases f is validated on for fset, indices into k_cases; returns how many. */
 static int cases_of(const fj_family *f, const fj_target *t, unsigned fset, int *out)
 {
     int n = 0;
-    for (int i = 0; i < N_CASES && n < MAX_PER_FAMILY && !(fset & FSET_NOT_RUN); i++)
+    for (int i = 0; i < N_CASES && n < MAX_PER_FAMILY; i++)
         if (case_applies(f, &k_cases[i], t, fset))
             out[n++] = i;
     return n;
@@ -374,7 +386,10 @@ static void case_text(const vcase *c, unsigned fset, char *out, size_t n)
 {
     char set[64];
     fj_feature_set_name(fset, set, sizeof set);
-    snprintf(out, n, "%s%s%s", c->text, fset ? " with " : "", set);
+    char dv[16] = "";
+    if (dv_of(c, fset))
+        snprintf(dv, sizeof dv, " dv%d", dv_of(c, fset));
+    snprintf(out, n, "%s%s%s%s", c->text, dv, fset ? " with " : "", set);
 }
 
 static void progress(fajit_ctx *ctx, vrun *r, const fj_family *f, const char *text,
@@ -530,10 +545,6 @@ static fajit_status asked_set(fajit_ctx *ctx, const fajit_validation_report *out
     FJ_CHECK(out_set(ctx, "fajit_validation_report", out,
                      offsetof(fajit_validation_report, kv_dtype) + sizeof out->kv_dtype,
                      &out->features, &out->kv_dtype, fset));
-    char set[64];
-    fj_feature_set_name(*fset, set, sizeof set);
-    FJ_RETURN_IF(*fset & FSET_NOT_RUN, ctx, FAJIT_UNSUPPORTED, "the validation gate cannot "
-                 "run problems with head_dim_v yet (asked: %s)", set);
     return FAJIT_OK;
 }
 
