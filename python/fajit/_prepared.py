@@ -12,7 +12,9 @@ below. The contract is a CUDA graph replay's: a run's tensors have the layouts (
 strides, dtype, device) of the prepared call's. The guards catch the likely slips (another
 q shape, another batch in the block table or cu_seqlens_q, an out of another shape) with a
 fajit.Error before anything launches; a cache, seqused_k or feature tensor of another layout
-is not caught. Prepare again when the step's layout changes (vLLM: once per step)."""
+is not caught. Prepare again when the step's layout changes (vLLM: once per step). A run
+writes the prepared descriptor: one thread runs a PreparedKVCache at a time (the eager cache
+of attention_with_kvcache is per thread for the same reason)."""
 from . import _torch as T
 from ._lib import invalid
 
