@@ -3,8 +3,11 @@
 configs x targets and print a table: registers, spill bytes, stack frame, static smem, the
 dynamic smem of the formula in the file's opening comment, and LDL/STL counts in the SASS.
 
-usage: dev/decode/compile_check.py [--quick] [--jobs N] [--out table.md]
-Builds dev/decode/nvrtc_cc.c into $TMPDIR (needs /usr/local/cuda/{include,lib64}).
+usage: dev/decode/compile_check.py [--quick] [--fp8] [--jobs N] [--out table.md]
+--fp8: FP8 K/V (FJ_KV_FP8 1 e4m3 and 2 e5m2; rows tagged) over the FP8 list below (with
+--quick: the quick list's cp.async configs). --arch sm_XX (repeatable): only those targets.
+Builds dev/decode/nvrtc_cc.c into $TMPDIR (needs /usr/local/cuda/{include,lib64}). LDL/STL
+counts need nvdisasm: $NVDISASM, PATH, $CUDA_HOME/bin or a pip wheel's.
 No GPU needed: compile checks only.
 """
 import argparse, os, re, shutil, subprocess, sys, tempfile
@@ -64,6 +67,11 @@ QUICK = [c for c in CONFIGS if c in (("dec", 128, 64, 3, 1, 4, 0), ("dec", 256, 
                                     ("spec", 128, 64, 3, 2, 2, 0), ("prefill", 128, 64, 3, 4, 1, 0),
                                     ("dec+tma", 128, 64, 3, 1, 4, 0))]
 NEW18 = CONFIGS[-5:]
+# FP8 K/V (--fp8): the tiles its problems get (decode.c: cp.async, one KV head per CTA)
+FP8 = [c for c in CONFIGS if c in (("dec", 64, 64, 4, 1, 4, 0), ("dec", 128, 64, 3, 1, 4, 0),
+                                  ("dec", 256, 32, 3, 1, 2, 0), ("dec", 96, 64, 3, 1, 4, 0),
+                                  ("spec", 128, 64, 3, 2, 2, 0), ("prefill", 128, 64, 3, 4, 1, 0),
+                                  ("dec", 128, 128, 2, 1, 8, 0))] + [("dec", 128, 128, 3, 1, 8, 0)]
 
 
 def smem_formula(hd, bn, st, wm, wn):
@@ -81,7 +89,7 @@ def build_tool():
 
 
 def nvdisasm():
-    for c in [shutil.which("nvdisasm"), CUDA + "/bin/nvdisasm"]:
+    for c in [os.environ.get("NVDISASM"), shutil.which("nvdisasm"), CUDA + "/bin/nvdisasm"]:
         if c and os.path.exists(c):
             return c
     try:
@@ -129,13 +137,15 @@ def local_ops(cubin, nd):
     return res
 
 
-def one(cfg, arch, nd, dt=1):
+def one(cfg, arch, nd, dt=1, kv8=0):
     name, hd, bn, st, wm, wn, chk = cfg
     pre = ("#define FJ_DTYPE %d\n#define FJ_HEAD_DIM %d\n#define FJ_DEC_BN %d\n#define FJ_DEC_STAGES %d\n"
            "#define FJ_DEC_WM %d\n#define FJ_DEC_WN %d\n#define FJ_DEC_CHECKED %d\n" % (dt, hd, bn, st, wm, wn, chk))
     if "tma" in name:
         pre += "#define FJ_DEC_TMA 1\n"
-    cubin = os.path.join(TMP, "%s_%d_%d_%d_%d_%d_%d_%d_%s.cubin" % (name, dt, hd, bn, st, wm, wn, chk, arch))
+    if kv8:
+        pre += "#define FJ_KV_FP8 %d\n" % kv8
+    cubin = os.path.join(TMP, "%s_%d_%d_%d_%d_%d_%d_%d_%d_%s.cubin" % (name, dt, kv8, hd, bn, st, wm, wn, chk, arch))
     r = subprocess.run(["nice", TOOL, arch, os.path.join(SRC, "attn_decode.cu"), SRC, pre, cubin],
                        capture_output=True, text=True)
     if r.returncode != 0:
@@ -150,21 +160,28 @@ def main():
     ap.add_argument("--jobs", type=int, default=2)
     ap.add_argument("--out")
     ap.add_argument("--f16", action="store_true", help="also FJ_DTYPE f16 (rows tagged f16; default bf16 only)")
+    ap.add_argument("--fp8", action="store_true", help="FP8 K/V (e4m3, e5m2) in place of 16-bit, cp.async configs")
+    ap.add_argument("--arch", action="append", help="only these targets (repeatable)")
     a = ap.parse_args()
     build_tool()
     nd = nvdisasm()
     cfgs = NEW18 if a.new18 else QUICK if a.quick else CONFIGS
     dts = [1, 0] if a.f16 else [1]
-    jobs = [(c, arch, dt) for dt in dts for c in cfgs for arch in ARCHS
+    kv8s = [1, 2] if a.fp8 else [0]
+    archs = a.arch or ARCHS
+    if a.fp8:   # (FP8 K/V: cp.async loads, head dims of 16-byte rows)
+        cfgs = [c for c in (cfgs if a.quick else FP8) if "tma" not in c[0] and c[1] % 16 == 0]
+    jobs = [(c, arch, dt, k8) for dt in dts for k8 in kv8s for c in cfgs for arch in archs
             if "tma" not in c[0] or arch in ("sm_90a", "sm_100a")]
     with ThreadPoolExecutor(a.jobs) as ex:
-        res = list(ex.map(lambda j: one(j[0], j[1], nd, j[2]), jobs))
+        res = list(ex.map(lambda j: one(j[0], j[1], nd, j[2], j[3]), jobs))
     lines = ["| config (hd bn stages wm wn chk) | target | kernel | regs | spill st/ld | stack | LDL/STL | dyn smem |",
              "|---|---|---|---|---|---|---|---|"]
     bad = 0
     for (cfg, arch, r, log), job in zip(res, jobs):
         name, hd, bn, st, wm, wn, chk = cfg
-        tag = "%s%s %d %d %d %d %d %d" % (name, "" if job[2] else " f16", hd, bn, st, wm, wn, chk)
+        tag = "%s%s%s %d %d %d %d %d %d" % (name, "" if job[2] else " f16",
+                                         ["", " e4m3", " e5m2"][job[3]], hd, bn, st, wm, wn, chk)
         if r is None:
             lines.append("| %s | %s | COMPILE ERROR | | | | | |" % (tag, arch))
             print(log, file=sys.stderr)
@@ -172,6 +189,8 @@ def main():
             continue
         props, loc = r
         for k in ("fj_attn_decode", "fj_attn_decode_combine"):
+            if k not in props:   # (a split-step unit holds the split step alone)
+                continue
             pr = props.get(k, {})
             sm = smem_formula(hd, bn, st, wm, wn) if k == "fj_attn_decode" else 0
             if pr.get("sst", 1) or pr.get("sld", 1) or pr.get("stack", 1) or loc.get(k, 0):

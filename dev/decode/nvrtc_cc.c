@@ -35,7 +35,9 @@ int main(int argc, char **argv)
     }
     /* every header the kernel sources include (src/kernels_src), passed in memory */
     const char *hdr_names[] = {"fajit_params.h", "fj_common.cuh", "fj_sm80_prims.cuh",
-                               "fj_sm90_prims.cuh"};
+                               "fj_sm90_prims.cuh", "fj_dec_load_async.cuh",
+                               "fj_dec_load_tma.cuh", "fj_dec_merge.cuh",
+                               "fj_dec_merge_cluster.cuh", "fj_dec_merge_fused.cuh"};
     enum { NH = sizeof hdr_names / sizeof hdr_names[0] };
     const char *hdr_text[NH];
     char path[4096];
