@@ -20,3 +20,19 @@ def cuda_ok():
 
 needs_torch = pytest.mark.skipif(not HAS_TORCH, reason="torch is not installed")
 needs_gpu = pytest.mark.skipif(not cuda_ok(), reason="needs torch with a CUDA GPU")
+
+
+@pytest.fixture
+def launches(monkeypatch):
+    """The descriptors that would reach fajit_attn_fwd, in order, with the C launch replaced
+    by a recorder and the CUDA device rule by nothing (CPU tensors stand in for CUDA ones);
+    a fresh eager cache per test. For the torch tests without a GPU."""
+    from fajit import _torch as T
+    from fajit._lib import AttnDesc
+    seen = []
+    monkeypatch.setattr(T, "_submit", lambda dev, ptr: seen.append(
+        AttnDesc.from_buffer_copy(ptr.contents)))
+    monkeypatch.setattr(T, "_on_cuda", lambda *a, **kw: None)
+    T._descs().clear()
+    yield seen
+    T._descs().clear()

@@ -21,18 +21,6 @@ BF = torch.bfloat16
 FIELDS = [name for name, _ in AttnDesc._fields_]
 
 
-@pytest.fixture
-def launches(monkeypatch):
-    """The descriptors that would reach fajit_attn_fwd, in order; a fresh cache per test."""
-    seen = []
-    monkeypatch.setattr(T, "_submit", lambda dev, ptr: seen.append(
-        AttnDesc.from_buffer_copy(ptr.contents)))
-    monkeypatch.setattr(T, "_on_cuda", lambda *a, **kw: None)
-    T._descs().clear()
-    yield seen
-    T._descs().clear()
-
-
 def fields(d, skip=()):
     return {n: getattr(d, n) for n in FIELDS if n not in skip}
 

@@ -26,17 +26,6 @@ FEATURE_FIELDS = ("softcap", "sinks", "alibi_slopes", "alibi_batch_stride", "hea
                   "descale_head_stride")
 
 
-@pytest.fixture
-def launches(monkeypatch):
-    seen = []
-    monkeypatch.setattr(T, "_submit", lambda dev, ptr: seen.append(
-        AttnDesc.from_buffer_copy(ptr.contents)))
-    monkeypatch.setattr(T, "_on_cuda", lambda *a, **kw: None)
-    T._descs().clear()
-    yield seen
-    T._descs().clear()
-
-
 def fields(d, skip=("o", "lse")):
     return {n: getattr(d, n) for n in FIELDS if n not in skip}
 

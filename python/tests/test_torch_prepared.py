@@ -17,17 +17,6 @@ BF = torch.bfloat16
 FIELDS = [name for name, _ in AttnDesc._fields_]
 
 
-@pytest.fixture
-def launches(monkeypatch):
-    seen = []
-    monkeypatch.setattr(T, "_submit", lambda dev, ptr: seen.append(
-        AttnDesc.from_buffer_copy(ptr.contents)))
-    monkeypatch.setattr(T, "_on_cuda", lambda *a, **kw: None)
-    T._descs().clear()
-    yield seen
-    T._descs().clear()
-
-
 def fields(d):
     return {n: getattr(d, n) for n in FIELDS}
 
